@@ -1,0 +1,20 @@
+//! The engine: [`plan`] (pure) turns a recipe and a machine into concrete steps; [`run`]
+//! executes them: fetch, configure, build, stage, install, verify, record.
+
+mod command;
+mod error;
+pub mod install;
+pub mod manifest;
+mod plan;
+mod record;
+mod render;
+mod run;
+pub mod source;
+mod step;
+mod torch_cmake;
+
+pub use command::Command;
+pub use error::{EngineError, Result};
+pub use plan::{hash_hex, join, plan, runpath_entries, BuildOptions, Plan, SourcePlan};
+pub use run::{run, Outcome};
+pub use step::Verbosity;

@@ -1,0 +1,383 @@
+//! `run()`: execute a [`Plan`]. Each stage is skipped when its inputs are unchanged, so a
+//! rerun with nothing changed does no build and no install.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Serialize;
+
+use crate::error::{EngineError, Result};
+use crate::install::{self, NewFile};
+use crate::manifest::{self, sha256_file, InstalledFile, Manifest};
+use crate::plan::{Plan, SourcePlan};
+use crate::record;
+use crate::source;
+use crate::step::{RunLog, Verbosity};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub recipe: String,
+    pub version: String,
+    pub commit: Option<String>,
+    /// false: everything was already installed and verified with these inputs.
+    pub changed: bool,
+    pub installed: Vec<String>,
+    pub parked: Vec<String>,
+    pub verify_output: Vec<String>,
+    pub manifest: PathBuf,
+    pub log: PathBuf,
+}
+
+fn globset(patterns: &[String]) -> Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        let g = Glob::new(p).map_err(|e| EngineError::Usage { option: format!("glob `{p}`"), reason: e.to_string(), help: None })?;
+        b.add(g);
+    }
+    b.build().map_err(|e| EngineError::Usage { option: "globs".into(), reason: e.to_string(), help: None })
+}
+
+/// Files under `root` (recursively), as (relative `/` path, absolute path).
+fn walk(root: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(rel) = p.strip_prefix(root) {
+                out.push((rel.to_string_lossy().replace('\\', "/"), p));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn copy(from: &Path, to: &Path) -> Result<()> {
+    if let Some(p) = to.parent() {
+        fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
+    }
+    fs_err::copy(from, to).map(|_| ()).map_err(EngineError::io("copy", from))
+}
+
+fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
+    match &plan.source {
+        SourcePlan::Local { dir } => {
+            if !dir.join("CMakeLists.txt").exists() && !dir.is_dir() {
+                return Err(EngineError::Usage { option: "--source".into(), reason: format!("{} is not a directory", dir.display()), help: Some("pass a source checkout or a git URL".into()) });
+            }
+            log.note(&format!("source: {} (as it is)", dir.display()));
+            Ok((dir.clone(), None))
+        }
+        SourcePlan::Git { url, reference, expected_commit, submodules, mirror, git_cache, checkout } => {
+            log.note(&format!("source: {url} {reference}"));
+            let bar = indicatif::ProgressBar::hidden();
+            if log.verbosity != Verbosity::Quiet {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                bar.set_style(indicatif::ProgressStyle::with_template("  fetching {pos}/{len} objects").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+            }
+            let progress = |n: usize, m: usize| {
+                bar.set_length(m as u64);
+                bar.set_position(n as u64);
+            };
+            let (repo, oid) = source::fetch_commit(git_cache, url, reference, mirror.as_deref(), &progress)?;
+            if let Some(exp) = expected_commit {
+                if oid.to_string() != *exp {
+                    return Err(EngineError::Moved {
+                        what: reference.trim_start_matches("refs/tags/").to_string(),
+                        url: url.clone(),
+                        found: oid.to_string(),
+                        expected: exp.clone(),
+                        recipe_file: plan.recipe_file.clone(),
+                    });
+                }
+            }
+            source::checkout(&repo, oid, checkout, url, *submodules, git_cache, mirror.as_deref(), &progress)?;
+            bar.finish_and_clear();
+            Ok((checkout.clone(), Some(oid.to_string())))
+        }
+    }
+}
+
+/// Build, install and verify.
+pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
+    let site = &plan.install.site;
+    let mut log = RunLog::create(&plan.log_dir, &plan.recipe, verbosity)?;
+    if install::recover(site)? {
+        log.note("an interrupted earlier run was found and rolled back");
+    }
+    let (_src, commit) = source(plan, &mut log)?;
+
+    if let Some(t) = &plan.tools {
+        let ok = t.dir.join(".rocbuild-ok");
+        if !ok.exists() {
+            log.note(&format!("build tools -> {}", t.dir.display()));
+            log.run("install build tools", &t.install)?;
+            fs_err::write(&ok, "").map_err(EngineError::io("write", &ok))?;
+        }
+    }
+    if let Some(tc) = &plan.torch_cmake {
+        if let Some(text) = &tc.contents {
+            let f = tc.dir.join("TorchConfig.cmake");
+            if fs_err::read_to_string(&f).ok().as_deref() != Some(text.as_str()) {
+                fs_err::create_dir_all(&tc.dir).map_err(EngineError::io("create", &tc.dir))?;
+                fs_err::write(&f, text).map_err(EngineError::io("write", &f))?;
+            }
+        }
+    }
+
+    // Configure only when this build tree has not been configured from this commit.
+    let stamp = plan.build_dir.join(".rocbuild-configured");
+    let stamp_text = format!("{}\n{}", commit.as_deref().unwrap_or("local"), plan.configure.shell_line());
+    if fs_err::read_to_string(&stamp).ok().as_deref() != Some(stamp_text.as_str()) || !plan.build_dir.join("CMakeCache.txt").exists() {
+        log.note(&format!("configure -> {}", plan.build_dir.display()));
+        log.run("configure", &plan.configure)?;
+        fs_err::write(&stamp, &stamp_text).map_err(EngineError::io("write", &stamp))?;
+    }
+    log.note("build");
+    log.run("build", &plan.build)?;
+    log.run("install into the staging prefix", &plan.install_prefix)?;
+
+    // Artifacts.
+    let want = globset(&plan.install.artifacts)?;
+    let mut artifacts: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for (rel, abs) in walk(&plan.prefix) {
+        let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+        if want.is_match(&name) {
+            artifacts.entry(name).or_insert(abs);
+        }
+    }
+    if artifacts.is_empty() {
+        return Err(EngineError::NoArtifacts { globs: plan.install.artifacts.join(", "), prefix: plan.prefix.display().to_string() });
+    }
+    let import = &plan.install.import_dir;
+    let mut built: BTreeMap<String, (PathBuf, String)> = BTreeMap::new();
+    for (name, abs) in &artifacts {
+        built.insert(format!("{import}/{name}"), (abs.clone(), sha256_file(abs)?.0));
+    }
+
+    let previous = manifest::read(site, &plan.recipe);
+    if plan.python_part.is_none() && up_to_date(plan, previous.as_ref(), commit.as_deref(), &built, site) {
+        let m = previous.unwrap_or_else(|| unreachable_manifest(plan));
+        log.note("up to date: nothing changed since the last install");
+        return Ok(Outcome {
+            recipe: plan.recipe.clone(),
+            version: plan.version.clone(),
+            commit,
+            changed: false,
+            installed: m.files.iter().map(|f| f.path.clone()).collect(),
+            parked: m.parked.clone(),
+            verify_output: Vec::new(),
+            manifest: manifest::path(site, &plan.recipe),
+            log: log.path.clone(),
+        });
+    }
+
+    install_and_verify(plan, &mut log, commit, built, previous)
+}
+
+fn unreachable_manifest(plan: &Plan) -> Manifest {
+    Manifest {
+        schema: 1, recipe: plan.recipe.clone(), version: plan.version.clone(), recipe_hash: String::new(), fingerprint: String::new(),
+        source_url: None, source_commit: None, torch_version: None, torch_git: None, flavor: String::new(), ffmpeg_major: None,
+        python: String::new(), defines: BTreeMap::new(), runpath: Vec::new(), files: Vec::new(), parked: Vec::new(), installed_at: 0,
+    }
+}
+
+fn up_to_date(plan: &Plan, prev: Option<&Manifest>, commit: Option<&str>, built: &BTreeMap<String, (PathBuf, String)>, site: &Path) -> bool {
+    let Some(m) = prev else { return false };
+    if m.fingerprint != plan.fingerprint || m.source_commit.as_deref() != commit {
+        return false;
+    }
+    for (rel, (_, sha)) in built {
+        match m.files.iter().find(|f| &f.path == rel) {
+            Some(f) if f.built_sha256.as_deref() == Some(sha.as_str()) => {}
+            _ => return false,
+        }
+    }
+    m.files.iter().all(|f| {
+        let p = site.join(&f.path);
+        std::fs::metadata(&p).is_ok_and(|md| md.len() == f.size) && sha256_file(&p).is_ok_and(|(h, _)| h == f.sha256)
+    })
+}
+
+fn dist_info_dir(site: &Path, dist: &str) -> Option<String> {
+    let want = rocbuild_probe::normalize_dist(dist);
+    let rd = std::fs::read_dir(site).ok()?;
+    rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).find(|n| {
+        n.strip_suffix(".dist-info").and_then(|s| s.rsplit_once('-')).is_some_and(|(d, _)| rocbuild_probe::normalize_dist(d) == want)
+    })
+}
+
+fn install_and_verify(plan: &Plan, log: &mut RunLog, commit: Option<String>, built: BTreeMap<String, (PathBuf, String)>, previous: Option<Manifest>) -> Result<Outcome> {
+    let site = &plan.install.site;
+    let created = install::begin(site)?;
+    let stage = install::txn_dir(site).join("stage");
+    let result = (|| -> Result<(Vec<NewFile>, Vec<String>, Vec<InstalledFile>)> {
+        let park_set = globset(&plan.install.park)?;
+        let mut new: Vec<NewFile> = Vec::new();
+        let mut installed: Vec<InstalledFile> = Vec::new();
+        let mut record_set: BTreeMap<String, (String, u64)> = BTreeMap::new();
+
+        // The rebuilt libraries, with their RUNPATH set in the stage.
+        for (rel, (abs, built_sha)) in &built {
+            let staged = stage.join(rel);
+            copy(abs, &staged)?;
+            if !plan.install.runpath.is_empty() {
+                rocbuild_native::set_runpath(&staged, &plan.install.runpath)?;
+            }
+            let (sha, size) = sha256_file(&staged)?;
+            record_set.insert(rel.clone(), (sha.clone(), size));
+            installed.push(InstalledFile { path: rel.clone(), sha256: sha, size, built_sha256: Some(built_sha.clone()) });
+            new.push(NewFile { rel: rel.clone(), staged });
+        }
+
+        // The pure-Python part, from pip into the stage.
+        let mut park: Vec<String> = Vec::new();
+        let mut dropped: Vec<String> = Vec::new();
+        let record_rel;
+        if let Some(pp) = &plan.python_part {
+            log.note(&format!("python part: {}=={} (pip, --no-deps)", pp.distribution, pp.version));
+            log.run("pip install (python part)", &pp.install)?;
+            for (rel, abs) in walk(&pp.target) {
+                if rel.starts_with("bin/") || built.contains_key(&rel) {
+                    continue;
+                }
+                if park_set.is_match(&rel) {
+                    dropped.push(rel);
+                    continue;
+                }
+                new.push(NewFile { rel, staged: abs });
+            }
+            let di = dist_info_dir(&pp.target, &pp.distribution).ok_or_else(|| EngineError::Usage {
+                option: "python part".into(),
+                reason: format!("pip installed no {}-*.dist-info", pp.distribution),
+                help: Some("check the recipe's [package] distribution name".into()),
+            })?;
+            record_rel = format!("{di}/RECORD");
+            // The version being replaced: its files leave with it.
+            if let Some(old) = dist_info_dir(site, &pp.distribution) {
+                let text = fs_err::read_to_string(site.join(&old).join("RECORD")).unwrap_or_default();
+                for (rel, _, _) in record::parse(&text) {
+                    if !rel.starts_with("..") && !new.iter().any(|n| n.rel == rel) {
+                        park.push(rel);
+                    }
+                }
+            }
+        } else {
+            let di = dist_info_dir(site, &plan.install.distribution).ok_or_else(|| EngineError::Usage {
+                option: "venv".into(),
+                reason: format!("{} has no {}-*.dist-info", site.display(), plan.install.distribution),
+                help: Some("install the package with pip first".into()),
+            })?;
+            record_rel = format!("{di}/RECORD");
+            copy(&site.join(&di).join("RECORD"), &stage.join(&record_rel))?;
+            new.push(NewFile { rel: record_rel.clone(), staged: stage.join(&record_rel) });
+        }
+        // The wheel's own libraries that the rebuilt ones do not replace.
+        for (rel, _) in walk_park_roots(site, &plan.install.park) {
+            if park_set.is_match(&rel) && !built.contains_key(&rel) && !park.contains(&rel) {
+                park.push(rel);
+            }
+        }
+        park.retain(|p| !new.iter().any(|n| &n.rel == p));
+        // RECORD: drop parked and dropped, add the artifacts.
+        let record_staged = new.iter().find(|n| n.rel == record_rel).map(|n| n.staged.clone()).unwrap_or_else(|| stage.join(&record_rel));
+        let text = fs_err::read_to_string(&record_staged).map_err(EngineError::io("read", &record_staged))?;
+        let mut removed = park.clone();
+        removed.extend(dropped);
+        fs_err::write(&record_staged, record::update(&text, &removed, &record_set)).map_err(EngineError::io("write", &record_staged))?;
+        Ok((new, park, installed))
+    })();
+    let (new, park, installed) = match result {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = fs_err::remove_dir_all(install::txn_dir(site));
+            if created {
+                let _ = fs_err::remove_dir_all(manifest::dir(site));
+            }
+            return Err(e);
+        }
+    };
+
+    log.note(&format!("install -> {}", plan.install.dest.display()));
+    let swapped = install::swap(site, &plan.recipe, created, &new, &park)?;
+    let mut verify_output = Vec::new();
+    if let Some(v) = &plan.verify {
+        log.note("verify (fresh Python, no LD_LIBRARY_PATH)");
+        match log.run("verify", v) {
+            Ok(out) => verify_output = out,
+            Err(e) => {
+                swapped.roll_back()?;
+                let output = match e {
+                    EngineError::Step { tail, .. } => tail,
+                    other => other.to_string(),
+                };
+                return Err(EngineError::Verify { output, log: log.path.display().to_string() });
+            }
+        }
+    }
+    let m = Manifest {
+        schema: 1,
+        recipe: plan.recipe.clone(),
+        version: plan.version.clone(),
+        recipe_hash: plan.recipe_hash.clone(),
+        fingerprint: plan.fingerprint.clone(),
+        source_url: match &plan.source {
+            SourcePlan::Git { url, .. } => Some(url.clone()),
+            SourcePlan::Local { dir } => Some(dir.display().to_string()),
+        },
+        source_commit: commit.clone(),
+        torch_version: plan.torch_version.clone(),
+        torch_git: plan.torch_git.clone(),
+        flavor: plan.flavor.as_str().into(),
+        ffmpeg_major: plan.ffmpeg_major,
+        python: plan.python.display().to_string(),
+        defines: plan
+            .configure
+            .args
+            .iter()
+            .filter_map(|a| a.strip_prefix("-D")?.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+            .collect(),
+        runpath: plan.install.runpath.clone(),
+        files: installed.clone(),
+        parked: park.clone(),
+        installed_at: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+    };
+    swapped.commit(&m, previous.as_ref())?;
+    Ok(Outcome {
+        recipe: plan.recipe.clone(),
+        version: plan.version.clone(),
+        commit,
+        changed: true,
+        installed: installed.into_iter().map(|f| f.path).collect(),
+        parked: park,
+        verify_output,
+        manifest: manifest::path(site, &plan.recipe),
+        log: log.path.clone(),
+    })
+}
+
+/// Files under the literal directory part of each park glob (`torchcodec/lib*` -> `torchcodec/`).
+fn walk_park_roots(site: &Path, globs: &[String]) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let mut roots: Vec<String> = globs
+        .iter()
+        .map(|g| g.split('/').take_while(|p| !p.contains(['*', '?', '[', '{'])).collect::<Vec<_>>().join("/"))
+        .collect();
+    roots.sort();
+    roots.dedup();
+    for r in roots {
+        if r.is_empty() || r.starts_with("..") {
+            continue;
+        }
+        for (rel, abs) in walk(&site.join(&r)) {
+            out.push((format!("{r}/{rel}"), abs));
+        }
+    }
+    out
+}

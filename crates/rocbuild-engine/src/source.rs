@@ -1,0 +1,258 @@
+//! Sources through git2: bare clones cached by URL, one checkout per commit, submodules
+//! recursively, and offline mirrors (`ROCBUILD_MIRROR`).
+
+use std::path::{Path, PathBuf};
+
+use git2::{build::CheckoutBuilder, FetchOptions, Oid, RemoteCallbacks, Repository};
+
+use crate::error::{EngineError, Result};
+use crate::plan::hash_hex;
+
+/// `https://HOST/OWNER/REPO(.git)` -> `MIRROR/HOST/OWNER/REPO.git`.
+pub fn mirror_path(mirror: &Path, url: &str) -> Option<PathBuf> {
+    let rest = url.split_once("://")?.1;
+    let rest = rest.split_once('@').map_or(rest, |(_, r)| r).trim_end_matches('/');
+    let rest = rest.strip_suffix(".git").unwrap_or(rest);
+    let mut p = mirror.to_path_buf();
+    for part in rest.split('/') {
+        if part.is_empty() || part == ".." || part == "." {
+            return None;
+        }
+        p.push(part);
+    }
+    let name = format!("{}.git", p.file_name()?.to_string_lossy());
+    p.set_file_name(name);
+    Some(p)
+}
+
+fn cache_repo(git_cache: &Path, url: &str) -> Result<Repository> {
+    let tail: String = url
+        .rsplit(['/', '\\', ':'])
+        .find(|s| !s.is_empty())
+        .unwrap_or("repo")
+        .trim_end_matches(".git")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .collect();
+    let dir = git_cache.join(format!("{tail}-{}.git", &hash_hex(&[url])[..12]));
+    let open = Repository::open_bare(&dir);
+    match open {
+        Ok(r) => Ok(r),
+        Err(_) => {
+            fs_err::create_dir_all(&dir).map_err(EngineError::io("create", &dir))?;
+            Repository::init_bare(&dir).map_err(|e| EngineError::Source {
+                url: url.into(),
+                reason: format!("cannot create the cache clone {}: {e}", dir.display()),
+                help: "check that the cache directory is writable (--cache or ROCBUILD_CACHE)".into(),
+            })
+        }
+    }
+}
+
+fn fetch_from(repo: &Repository, from: &str, progress: &dyn Fn(usize, usize)) -> std::result::Result<(), git2::Error> {
+    let mut cb = RemoteCallbacks::new();
+    cb.transfer_progress(|p| {
+        progress(p.received_objects(), p.total_objects());
+        true
+    });
+    let mut fo = FetchOptions::new();
+    fo.remote_callbacks(cb);
+    fo.download_tags(git2::AutotagOption::All);
+    let mut remote = repo.remote_anonymous(from)?;
+    remote.fetch(&["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"], Some(&mut fo), None)
+}
+
+/// Find `reference` (a full ref, a short name or a commit id) in `repo`.
+fn resolve(repo: &Repository, reference: &str) -> Option<Oid> {
+    let candidates = [reference.to_string(), format!("refs/tags/{reference}"), format!("refs/heads/{reference}")];
+    for c in &candidates {
+        if let Ok(obj) = repo.revparse_single(c) {
+            if let Ok(commit) = obj.peel_to_commit() {
+                return Some(commit.id());
+            }
+        }
+    }
+    None
+}
+
+/// Fetch (if needed) and resolve `reference` of `url`, trying the mirror first when set.
+pub fn fetch_commit(
+    git_cache: &Path,
+    url: &str,
+    reference: &str,
+    mirror: Option<&Path>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<(Repository, Oid)> {
+    let repo = cache_repo(git_cache, url)?;
+    // A pinned commit or an existing tag in the cache needs no network.
+    let is_commit = reference.len() == 40 && reference.chars().all(|c| c.is_ascii_hexdigit());
+    if is_commit || reference.starts_with("refs/tags/") {
+        if let Some(oid) = resolve(&repo, reference) {
+            return Ok((repo, oid));
+        }
+    }
+    let mut tried = Vec::new();
+    let mut places: Vec<String> = Vec::new();
+    if let Some(m) = mirror.and_then(|m| mirror_path(m, url)) {
+        places.push(m.display().to_string());
+    } else if let Some(m) = mirror {
+        tried.push(format!("mirror {}: the URL has no HOST/OWNER/REPO form", m.display()));
+    }
+    places.push(url.to_string());
+    for from in &places {
+        if from != url && !Path::new(from).exists() {
+            tried.push(format!("mirror {from}: does not exist"));
+            continue;
+        }
+        match fetch_from(&repo, from, progress) {
+            Ok(()) => match resolve(&repo, reference) {
+                Some(oid) => return Ok((repo, oid)),
+                None => tried.push(format!("{from}: has no {reference}")),
+            },
+            Err(e) => tried.push(format!("{from}: {}", e.message())),
+        }
+    }
+    let tags: Vec<String> = repo.tag_names(None).map(|t| t.iter().flatten().map(str::to_string).collect()).unwrap_or_default();
+    Err(EngineError::Source {
+        url: url.into(),
+        reason: format!("tried {}", tried.join("; ")),
+        help: if tags.is_empty() {
+            "check the network or the URL; on an offline machine set ROCBUILD_MIRROR=DIR holding DIR/HOST/OWNER/REPO.git".into()
+        } else {
+            format!("tags it has: {}; pick another with --version or --rev", last(&tags, 8).join(", "))
+        },
+    })
+}
+
+fn last(v: &[String], n: usize) -> Vec<String> {
+    v[v.len().saturating_sub(n)..].to_vec()
+}
+
+/// Write the tree of `commit` into `dir` (replacing it), then its submodules.
+pub fn checkout(
+    repo: &Repository,
+    commit: Oid,
+    dir: &Path,
+    url: &str,
+    submodules: bool,
+    git_cache: &Path,
+    mirror: Option<&Path>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<()> {
+    let stamp = dir.join(".rocbuild-commit");
+    if fs_err::read_to_string(&stamp).ok().as_deref() == Some(commit.to_string().as_str()) {
+        return Ok(());
+    }
+    let tmp = dir.with_extension("partial");
+    let _ = fs_err::remove_dir_all(&tmp);
+    fs_err::create_dir_all(&tmp).map_err(EngineError::io("create", &tmp))?;
+    let git_err = |e: git2::Error| EngineError::Source { url: url.into(), reason: e.message().to_string(), help: "the cache clone may be corrupt: delete it under the cache's git/ directory and retry".into() };
+    let tree = repo.find_commit(commit).and_then(|c| c.tree()).map_err(git_err)?;
+    let mut co = CheckoutBuilder::new();
+    co.target_dir(&tmp).force().recreate_missing(true);
+    repo.checkout_tree(tree.as_object(), Some(&mut co)).map_err(git_err)?;
+    if submodules {
+        checkout_submodules(repo, &tree, &tmp, url, git_cache, mirror, progress)?;
+    }
+    fs_err::write(tmp.join(".rocbuild-commit"), commit.to_string()).map_err(EngineError::io("write", &stamp))?;
+    let _ = fs_err::remove_dir_all(dir);
+    if let Some(parent) = dir.parent() {
+        fs_err::create_dir_all(parent).map_err(EngineError::io("create", parent))?;
+    }
+    fs_err::rename(&tmp, dir).map_err(EngineError::io("move into place", dir))
+}
+
+/// `.gitmodules` entries: (path, url).
+fn gitmodules(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let (mut path, mut url) = (None::<String>, None::<String>);
+    let mut flush = |p: &mut Option<String>, u: &mut Option<String>| {
+        if let (Some(p), Some(u)) = (p.take(), u.take()) {
+            out.push((p, u));
+        }
+    };
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            flush(&mut path, &mut url);
+        } else if let Some((k, v)) = line.split_once('=') {
+            match k.trim() {
+                "path" => path = Some(v.trim().to_string()),
+                "url" => url = Some(v.trim().to_string()),
+                _ => {}
+            }
+        }
+    }
+    flush(&mut path, &mut url);
+    out
+}
+
+/// `../other.git` relative to the parent's URL.
+fn submodule_url(parent: &str, url: &str) -> String {
+    if !url.starts_with("../") && !url.starts_with("./") {
+        return url.to_string();
+    }
+    let mut base: Vec<&str> = parent.trim_end_matches('/').split('/').collect();
+    for part in url.split('/') {
+        match part {
+            ".." => {
+                base.pop();
+            }
+            "." => {}
+            p => base.push(p),
+        }
+    }
+    base.join("/")
+}
+
+fn checkout_submodules(
+    repo: &Repository,
+    tree: &git2::Tree,
+    dir: &Path,
+    url: &str,
+    git_cache: &Path,
+    mirror: Option<&Path>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<()> {
+    let Ok(entry) = tree.get_path(Path::new(".gitmodules")) else { return Ok(()) };
+    let Ok(blob) = repo.find_blob(entry.id()) else { return Ok(()) };
+    let text = String::from_utf8_lossy(blob.content()).into_owned();
+    for (path, sub_url) in gitmodules(&text) {
+        let Ok(e) = tree.get_path(Path::new(&path)) else { continue };
+        if e.kind() != Some(git2::ObjectType::Commit) {
+            continue;
+        }
+        let sub_url = submodule_url(url, &sub_url);
+        let commit = e.id().to_string();
+        let (sub_repo, oid) = fetch_commit(git_cache, &sub_url, &commit, mirror, progress)?;
+        let target = dir.join(&path);
+        let _ = fs_err::remove_dir_all(&target);
+        checkout(&sub_repo, oid, &target, &sub_url, true, git_cache, mirror, progress)?;
+        let _ = fs_err::remove_file(target.join(".rocbuild-commit"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirror_paths() {
+        let m = Path::new("/m");
+        assert_eq!(mirror_path(m, "https://github.com/meta-pytorch/torchcodec").unwrap(), Path::new("/m/github.com/meta-pytorch/torchcodec.git"));
+        assert_eq!(mirror_path(m, "https://github.com/a/b.git").unwrap(), Path::new("/m/github.com/a/b.git"));
+        assert_eq!(mirror_path(m, "https://h/../../etc"), None);
+    }
+
+    #[test]
+    fn relative_submodule_urls() {
+        assert_eq!(submodule_url("https://h/o/r", "../s.git"), "https://h/o/s.git");
+        assert_eq!(submodule_url("https://h/o/r", "https://x/y"), "https://x/y");
+    }
+
+    #[test]
+    fn parses_gitmodules() {
+        let t = "[submodule \"a\"]\n\tpath = third_party/a\n\turl = https://h/a\n[submodule \"b\"]\n path = b\n url = ../b.git\n";
+        assert_eq!(gitmodules(t), [("third_party/a".into(), "https://h/a".into()), ("b".into(), "../b.git".into())]);
+    }
+}

@@ -1,0 +1,152 @@
+//! Running one external step: output to the run's log, ninja's `[N/M]` to a progress bar,
+//! and on failure the tail of the output, the log path and the exact command to reproduce.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::command::Command;
+use crate::error::{EngineError, Result};
+
+/// How chatty to be on the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Verbosity {
+    Quiet,
+    #[default]
+    Normal,
+    /// Echo every line of every step.
+    Verbose,
+}
+
+/// The log of one run, shared by its steps.
+pub struct RunLog {
+    pub path: PathBuf,
+    file: File,
+    pub verbosity: Verbosity,
+}
+
+impl RunLog {
+    pub fn create(dir: &Path, name: &str, verbosity: Verbosity) -> Result<RunLog> {
+        fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        let path = dir.join(format!("{name}-{stamp}.log"));
+        let file = File::create(&path).map_err(EngineError::io("create", &path))?;
+        Ok(RunLog { path, file, verbosity })
+    }
+
+    pub fn note(&mut self, line: &str) {
+        let _ = writeln!(self.file, "{line}");
+        if self.verbosity != Verbosity::Quiet {
+            eprintln!("{line}");
+        }
+    }
+
+    pub fn write(&mut self, line: &str) {
+        let _ = writeln!(self.file, "{line}");
+    }
+
+    /// Run `cmd` as the step `name`. Returns its output lines.
+    pub fn run(&mut self, name: &str, cmd: &Command) -> Result<Vec<String>> {
+        self.write(&format!("==> {name}\n$ {}", cmd.shell_line()));
+        let bar = self.bar(name);
+        let reader = cmd
+            .to_duct()
+            .stderr_to_stdout()
+            .unchecked()
+            .reader()
+            .map_err(|e| EngineError::Step {
+                step: name.into(),
+                code: "not started".into(),
+                tail: e.to_string(),
+                log: self.path.display().to_string(),
+                reproduce: cmd.shell_line(),
+            })?;
+        let mut lines = Vec::new();
+        let mut tail: VecDeque<String> = VecDeque::new();
+        let mut buf = BufReader::new(&reader);
+        let mut raw = Vec::new();
+        loop {
+            raw.clear();
+            match buf.read_until(b'\n', &mut raw) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let line = String::from_utf8_lossy(&raw).trim_end().to_string();
+            self.write(&line);
+            if let Some((n, m)) = ninja_progress(&line) {
+                bar.set_length(m);
+                bar.set_position(n);
+            }
+            if self.verbosity == Verbosity::Verbose {
+                bar.suspend(|| eprintln!("{line}"));
+            }
+            tail.push_back(line.clone());
+            if tail.len() > 30 {
+                tail.pop_front();
+            }
+            lines.push(line);
+        }
+        bar.finish_and_clear();
+        let status = reader.try_wait().ok().flatten().map(|o| o.status);
+        match status {
+            Some(s) if s.success() => Ok(lines),
+            other => Err(EngineError::Step {
+                step: name.into(),
+                code: other.and_then(|s| s.code()).map_or("signal".into(), |c| c.to_string()),
+                tail: tail.into_iter().collect::<Vec<_>>().join("\n"),
+                log: self.path.display().to_string(),
+                reproduce: cmd.shell_line(),
+            }),
+        }
+    }
+
+    fn bar(&self, name: &str) -> ProgressBar {
+        if self.verbosity == Verbosity::Quiet {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar.set_message(name.to_string());
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        bar
+    }
+}
+
+/// `[12/345] Building CXX object …` -> (12, 345).
+pub fn ninja_progress(line: &str) -> Option<(u64, u64)> {
+    let inner = line.strip_prefix('[')?.split_once(']')?.0;
+    let (n, m) = inner.split_once('/')?;
+    Some((n.trim().parse().ok()?, m.trim().parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ninja_progress() {
+        assert_eq!(ninja_progress("[3/17] Building CXX object a.o"), Some((3, 17)));
+        assert_eq!(ninja_progress("-- Configuring done"), None);
+    }
+
+    #[test]
+    fn failing_step_reports_tail_log_and_reproducer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = RunLog::create(dir.path(), "t", Verbosity::Quiet).unwrap();
+        let mut cmd = Command::new("sh").args(["-c", "for i in $(seq 1 40); do echo line$i; done; exit 3"]);
+        cmd.env.insert("FOO".into(), "bar baz".into());
+        let err = log.run("configure", &cmd).unwrap_err();
+        let EngineError::Step { code, tail, reproduce, log: path, .. } = err else { panic!("{err:?}") };
+        assert_eq!(code, "3", "{tail}");
+        assert!(tail.starts_with("line11\n") && tail.ends_with("line40"), "{tail}");
+        assert!(reproduce.contains("'FOO=bar baz'"), "{reproduce}");
+        assert!(std::fs::read_to_string(path).unwrap().contains("line1\n"));
+    }
+}

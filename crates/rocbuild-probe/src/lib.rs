@@ -1,0 +1,246 @@
+//! The machine, as plain data.
+//!
+//! [`Machine`] is what the planner reads. [`probe`] fills it from the real machine; tests and
+//! `--machine FILE` write one by hand, which is how a Windows or macOS plan is made on Linux.
+
+mod ffmpeg;
+mod python;
+mod tools;
+mod torch;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub use ffmpeg::{probe_ffmpeg, soname_major_to_ffmpeg};
+pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
+pub use tools::{install_hint, probe_tools};
+pub use torch::probe_torch;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Os {
+    Linux,
+    Macos,
+    Windows,
+}
+
+impl Os {
+    pub fn current() -> Os {
+        if cfg!(windows) {
+            Os::Windows
+        } else if cfg!(target_os = "macos") {
+            Os::Macos
+        } else {
+            Os::Linux
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Os::Linux => "linux",
+            Os::Macos => "macos",
+            Os::Windows => "windows",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Flavor {
+    Cpu,
+    Cuda,
+    Rocm,
+}
+
+impl Flavor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Flavor::Cpu => "cpu",
+            Flavor::Cuda => "cuda",
+            Flavor::Rocm => "rocm",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Platform {
+    pub os: Os,
+    pub arch: String,
+    /// Linux distribution id from /etc/os-release (debian, ubuntu, fedora, …), for install hints.
+    #[serde(default)]
+    pub distro: Option<String>,
+}
+
+/// Everything the planner knows about the machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub platform: Platform,
+    pub venv: Venv,
+    pub python: Python,
+    pub torch: Option<Torch>,
+    pub ffmpeg: Option<Ffmpeg>,
+    pub tools: Tools,
+    #[serde(default)]
+    pub toolkits: Toolkits,
+}
+
+/// The venv and how it was chosen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Venv {
+    pub root: PathBuf,
+    /// `--venv`, `$VIRTUAL_ENV`, `$CONDA_PREFIX` or `./.venv`.
+    pub chosen_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Python {
+    pub exe: PathBuf,
+    /// major.minor
+    pub version: String,
+    pub full_version: String,
+    pub site_packages: PathBuf,
+    pub include: PathBuf,
+    pub ext_suffix: String,
+    /// sysconfig.get_platform(), e.g. linux-x86_64, win-amd64, macosx-14.0-arm64
+    pub platform: String,
+    /// Installed distributions (normalized name -> version), from the dist-info directories.
+    #[serde(default)]
+    pub distributions: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Torch {
+    pub version: String,
+    pub git_version: Option<String>,
+    pub cuda: Option<String>,
+    pub hip: Option<String>,
+    pub flavor: Flavor,
+    /// None where it does not apply (Windows) or could not be read.
+    pub cxx11_abi: Option<bool>,
+    pub dir: PathBuf,
+    pub lib: PathBuf,
+    pub include: PathBuf,
+    pub cmake: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ffmpeg {
+    /// libavutil's version, e.g. 57.28.100
+    pub avutil_version: String,
+    /// FFmpeg major (libavutil 57 -> 5).
+    pub major: u32,
+    pub lib: PathBuf,
+    pub include: PathBuf,
+    /// PKG_CONFIG_PATH that selects this FFmpeg (for `--ffmpeg DIR`), if any.
+    pub pkg_config_path: Option<PathBuf>,
+    /// How it was found: `pkg-config`, `--ffmpeg DIR`.
+    pub found_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    pub path: PathBuf,
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tools {
+    pub cmake: Option<Tool>,
+    pub ninja: Option<Tool>,
+    pub cc: Option<Tool>,
+    pub cxx: Option<Tool>,
+    pub pkg_config: Option<Tool>,
+}
+
+/// GPU toolkits torch's own CMake package may demand (the `native` mode).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Toolkits {
+    pub cuda_home: Option<PathBuf>,
+    pub rocm_path: Option<PathBuf>,
+    pub hip_clang_path: Option<PathBuf>,
+}
+
+#[derive(Debug, Error, miette::Diagnostic)]
+pub enum ProbeError {
+    #[error("no venv found: --venv not given, $VIRTUAL_ENV and $CONDA_PREFIX unset, and ./.venv does not exist")]
+    #[diagnostic(code(rocbuild::probe::no_venv), help("pass --venv PATH, or activate the venv first (source .venv/bin/activate)"))]
+    NoVenv,
+    #[error("{root} is not a Python environment: {exe} does not exist ({chosen_by})")]
+    #[diagnostic(code(rocbuild::probe::not_a_venv), help("point --venv at a directory made by `python3 -m venv` or conda, which holds bin/python (Scripts\\python.exe on Windows)"))]
+    NotAVenv { root: String, exe: String, chosen_by: String },
+    #[error("the venv's Python {exe} failed to describe itself: {reason}")]
+    #[diagnostic(code(rocbuild::probe::python), help("run `{exe} -c 'import sysconfig'` to see the problem; recreate the venv if its Python is broken"))]
+    Python { exe: String, reason: String },
+    #[error("FFmpeg not usable: {reason}")]
+    #[diagnostic(code(rocbuild::probe::ffmpeg))]
+    Ffmpeg {
+        reason: String,
+        #[help]
+        help: String,
+    },
+}
+
+/// What the caller tells the probe.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeOptions {
+    pub venv: Option<PathBuf>,
+    pub ffmpeg_dir: Option<PathBuf>,
+    /// Probe FFmpeg at all (the recipe needs it).
+    pub want_ffmpeg: bool,
+}
+
+/// Pick the venv: `--venv`, then `$VIRTUAL_ENV`, then `$CONDA_PREFIX`, then `./.venv`.
+pub fn choose_venv(explicit: Option<&Path>) -> Result<Venv, ProbeError> {
+    if let Some(p) = explicit {
+        return Ok(Venv { root: absolute(p), chosen_by: "--venv".into() });
+    }
+    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            return Ok(Venv { root: absolute(Path::new(&v)), chosen_by: format!("${var}") });
+        }
+    }
+    let local = Path::new(".venv");
+    if local.is_dir() {
+        return Ok(Venv { root: absolute(local), chosen_by: "./.venv".into() });
+    }
+    Err(ProbeError::NoVenv)
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Describe the real machine.
+pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
+    let os = Os::current();
+    let venv = choose_venv(opts.venv.as_deref())?;
+    let python = probe_python(&venv, os)?;
+    let torch = probe_torch(&python.site_packages);
+    let tools = probe_tools();
+    let ffmpeg = if opts.want_ffmpeg {
+        Some(probe_ffmpeg(opts.ffmpeg_dir.as_deref(), tools.pkg_config.as_ref())?)
+    } else {
+        None
+    };
+    Ok(Machine {
+        platform: Platform { os, arch: std::env::consts::ARCH.to_string(), distro: distro() },
+        venv,
+        python,
+        torch,
+        ffmpeg,
+        tools,
+        toolkits: Toolkits {
+            cuda_home: std::env::var_os("CUDA_HOME").or_else(|| std::env::var_os("CUDA_PATH")).map(PathBuf::from),
+            rocm_path: std::env::var_os("ROCM_PATH").or_else(|| std::env::var_os("HIP_PATH")).map(PathBuf::from),
+            hip_clang_path: std::env::var_os("HIP_CLANG_PATH").map(PathBuf::from),
+        },
+    })
+}
+
+fn distro() -> Option<String> {
+    let text = std::fs::read_to_string("/etc/os-release").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("ID="))
+        .map(|v| v.trim_matches('"').to_string())
+}

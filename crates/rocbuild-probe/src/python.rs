@@ -1,0 +1,100 @@
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::{Os, ProbeError, Python, Venv};
+
+/// The interpreter of a venv: `bin/python` or `Scripts\python.exe` (a conda env on Windows
+/// keeps `python.exe` at its root).
+pub fn python_in_venv(root: &Path, os: Os) -> PathBuf {
+    match os {
+        Os::Windows => {
+            let scripts = root.join("Scripts").join("python.exe");
+            if scripts.exists() { scripts } else { root.join("python.exe") }
+        }
+        _ => root.join("bin").join("python"),
+    }
+}
+
+const DESCRIBE: &str = r#"
+import json, platform, sys, sysconfig
+p = sysconfig.get_paths()
+print(json.dumps({
+    "version": "%d.%d" % sys.version_info[:2],
+    "full_version": platform.python_version(),
+    "site_packages": p["platlib"],
+    "include": p["include"],
+    "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX") or "",
+    "platform": sysconfig.get_platform(),
+}))
+"#;
+
+#[derive(Deserialize)]
+struct Described {
+    version: String,
+    full_version: String,
+    site_packages: PathBuf,
+    include: PathBuf,
+    ext_suffix: String,
+    platform: String,
+}
+
+/// Ask the venv's own Python about itself (no third-party import, so it cannot crash on a
+/// broken torch).
+pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
+    let exe = python_in_venv(&venv.root, os);
+    if !exe.exists() {
+        return Err(ProbeError::NotAVenv {
+            root: venv.root.display().to_string(),
+            exe: exe.display().to_string(),
+            chosen_by: format!("chosen by {}", venv.chosen_by),
+        });
+    }
+    let fail = |reason: String| ProbeError::Python { exe: exe.display().to_string(), reason };
+    let out = duct::cmd(&exe, ["-I", "-c", DESCRIBE])
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .map_err(|e| fail(e.to_string()))?;
+    if !out.status.success() {
+        return Err(fail(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+    }
+    let d: Described = serde_json::from_slice(&out.stdout).map_err(|e| fail(e.to_string()))?;
+    Ok(Python {
+        distributions: installed_distributions(&d.site_packages),
+        exe,
+        version: d.version,
+        full_version: d.full_version,
+        site_packages: d.site_packages,
+        include: d.include,
+        ext_suffix: d.ext_suffix,
+        platform: d.platform,
+    })
+}
+
+/// PEP 503 normalization: `Foo_Bar.baz` -> `foo-bar-baz`.
+pub fn normalize_dist(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        let c = if matches!(c, '_' | '.') { '-' } else { c.to_ascii_lowercase() };
+        if !(c == '-' && out.ends_with('-')) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `name-version.dist-info` directories in `site`.
+pub fn installed_distributions(site: &Path) -> std::collections::BTreeMap<String, String> {
+    let Ok(entries) = std::fs::read_dir(site) else { return Default::default() };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stem = name.strip_suffix(".dist-info")?;
+            let (dist, version) = stem.rsplit_once('-')?;
+            Some((normalize_dist(dist), version.to_string()))
+        })
+        .collect()
+}

@@ -1,0 +1,228 @@
+//! Recipes: what to build, from where, for which torch, and how to check it.
+//!
+//! `parse` turns TOML into a validated [`Recipe`]; [`Recipe::resolve`] applies the overlay
+//! tables for one platform, flavor and version, giving the flat [`Resolved`] the planner uses.
+
+mod error;
+mod load;
+pub mod schema;
+pub mod template;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use pep440_rs::{Version, VersionSpecifiers};
+use serde::Serialize;
+
+pub use error::{line_col, nearest, RecipeError};
+pub use load::parse;
+pub use schema::{RawRecipe, TorchCmake};
+
+/// Recipes compiled into the binary, so an installed `rocbuild` works anywhere.
+pub const BUILTIN: &[(&str, &str)] = &[("torchcodec", include_str!("../../../recipes/torchcodec.toml"))];
+
+/// A validated recipe and the text it came from.
+#[derive(Debug, Clone)]
+pub struct Recipe {
+    /// Where it was read from (`<builtin>/NAME.toml` for the embedded ones).
+    pub file: String,
+    pub text: String,
+    /// sha256 of the text: a changed recipe makes earlier builds stale.
+    pub hash: String,
+    pub raw: RawRecipe,
+}
+
+/// One release a recipe can build.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReleaseInfo {
+    pub version: String,
+    pub torch: String,
+    pub commit: Option<String>,
+    pub note: Option<String>,
+    pub default: bool,
+}
+
+/// The recipe's settings after overlays, for one (os, flavor, version).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Resolved {
+    pub cmake_source: String,
+    pub generator: String,
+    pub torch_cmake: Option<TorchCmake>,
+    pub define: BTreeMap<String, String>,
+    pub env: BTreeMap<String, String>,
+    pub artifacts: Vec<String>,
+    pub finds: Vec<String>,
+    pub park: Vec<String>,
+    pub verify: Option<String>,
+}
+
+impl Recipe {
+    pub fn name(&self) -> &str {
+        &self.raw.package.name
+    }
+
+    /// Releases, newest first.
+    pub fn releases(&self) -> Vec<ReleaseInfo> {
+        let mut out: Vec<_> = self
+            .raw
+            .releases
+            .iter()
+            .map(|r| ReleaseInfo {
+                version: r.version.get_ref().clone(),
+                torch: r.torch.get_ref().clone(),
+                commit: r.commit.as_ref().map(|c| c.get_ref().clone()),
+                note: r.note.clone(),
+                default: r.default,
+            })
+            .collect();
+        out.sort_by_key(|r| std::cmp::Reverse(Version::from_str(&r.version).ok()));
+        out
+    }
+
+    pub fn release(&self, version: &str) -> Result<ReleaseInfo, RecipeError> {
+        let wanted = Version::from_str(version).ok();
+        let all = self.releases();
+        all.iter()
+            .find(|r| r.version == version || (wanted.is_some() && Version::from_str(&r.version).ok() == wanted))
+            .cloned()
+            .ok_or_else(|| RecipeError::NoRelease {
+                recipe: self.name().to_string(),
+                version: version.to_string(),
+                help: format!(
+                    "releases in {}: {}; or pass --rev to build another commit",
+                    self.file,
+                    all.iter().map(|r| r.version.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            })
+    }
+
+    /// Apply the base tables, then `[os.X]`, `[flavor.Y]`, then every matching `[versions."…"]`.
+    pub fn resolve(&self, os: &str, flavor: &str, version: &str) -> Resolved {
+        let raw = &self.raw;
+        let mut r = Resolved {
+            cmake_source: ".".into(),
+            generator: "Ninja".into(),
+            ..Resolved::default()
+        };
+        let base = schema::Overlay {
+            build: Some(raw.build.clone()),
+            install: Some(raw.install.clone()),
+            verify: Some(raw.verify.clone()),
+        };
+        r.apply(&base);
+        for (k, o) in &raw.os {
+            if k.get_ref() == os {
+                r.apply(o);
+            }
+        }
+        for (k, o) in &raw.flavor {
+            if k.get_ref() == flavor {
+                r.apply(o);
+            }
+        }
+        let v = Version::from_str(version).ok();
+        for (k, o) in &raw.versions {
+            let spec = VersionSpecifiers::from_str(k.get_ref()).ok();
+            if let (Some(spec), Some(v)) = (spec, &v) {
+                if spec.contains(v) {
+                    r.apply(o);
+                }
+            }
+        }
+        r
+    }
+}
+
+impl Resolved {
+    fn apply(&mut self, o: &schema::Overlay) {
+        if let Some(b) = &o.build {
+            if let Some(s) = &b.cmake_source {
+                self.cmake_source = s.get_ref().clone();
+            }
+            if let Some(g) = &b.generator {
+                self.generator = g.get_ref().clone();
+            }
+            if b.torch_cmake.is_some() {
+                self.torch_cmake = b.torch_cmake;
+            }
+            for (k, v) in &b.define {
+                self.define.insert(k.clone(), v.get_ref().clone());
+            }
+            for (k, v) in &b.env {
+                self.env.insert(k.clone(), v.get_ref().clone());
+            }
+        }
+        if let Some(i) = &o.install {
+            self.artifacts.extend(i.artifacts.iter().map(|t| t.get_ref().clone()));
+            self.finds.extend(i.finds.iter().map(|t| t.get_ref().clone()));
+            self.park.extend(i.park.iter().map(|t| t.get_ref().clone()));
+        }
+        if let Some(v) = &o.verify {
+            if let Some(p) = &v.python {
+                self.verify = Some(p.get_ref().clone());
+            }
+        }
+    }
+}
+
+/// Does `torch_version` satisfy the release's torch range?
+pub fn torch_compatible(release: &ReleaseInfo, torch_version: &str) -> bool {
+    let (Ok(spec), Ok(v)) = (VersionSpecifiers::from_str(&release.torch), Version::from_str(torch_version)) else {
+        return false;
+    };
+    spec.contains(&v)
+}
+
+/// All recipes known to this run: the built-in ones, overridden by user recipe directories.
+#[derive(Debug, Default)]
+pub struct RecipeSet {
+    recipes: BTreeMap<String, Recipe>,
+}
+
+impl RecipeSet {
+    /// Load the built-ins, then every `*.toml` in `dirs` (later directories win).
+    pub fn load(dirs: &[PathBuf]) -> Result<Self, RecipeError> {
+        let mut set = RecipeSet::default();
+        for (name, text) in BUILTIN {
+            let r = parse(&format!("<builtin>/{name}.toml"), text)?;
+            set.recipes.insert(r.name().to_string(), r);
+        }
+        for dir in dirs {
+            set.load_dir(dir)?;
+        }
+        Ok(set)
+    }
+
+    fn load_dir(&mut self, dir: &Path) -> Result<(), RecipeError> {
+        let io = |source| RecipeError::Io { path: dir.display().to_string(), source };
+        let mut files: Vec<PathBuf> = fs_err::read_dir(dir)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        files.sort();
+        for path in files {
+            let text = fs_err::read_to_string(&path)
+                .map_err(|source| RecipeError::Io { path: path.display().to_string(), source })?;
+            let r = parse(&path.display().to_string(), &text)?;
+            self.recipes.insert(r.name().to_string(), r);
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Result<&Recipe, RecipeError> {
+        self.recipes.get(name).ok_or_else(|| {
+            let known = self.recipes.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+            let help = match nearest(name, self.recipes.keys().map(String::as_str)) {
+                Some(n) => format!("did you mean `{n}`? known recipes: {known}"),
+                None => format!("known recipes: {known}; add your own with --recipes DIR"),
+            };
+            RecipeError::Unknown { name: name.to_string(), help }
+        })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Recipe> {
+        self.recipes.values()
+    }
+}

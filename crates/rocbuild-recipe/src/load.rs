@@ -1,0 +1,195 @@
+//! Reading and validating one recipe file.
+
+use std::ops::Range;
+use std::str::FromStr;
+
+use pep440_rs::{Version, VersionSpecifiers};
+use sha2::{Digest, Sha256};
+
+use crate::error::{nearest, RecipeError};
+use crate::schema::{Overlay, RawRecipe, Text};
+use crate::template;
+use crate::Recipe;
+
+const OS_NAMES: &[&str] = &["linux", "macos", "windows"];
+const FLAVOR_NAMES: &[&str] = &["cpu", "cuda", "rocm"];
+
+/// Parse and validate the recipe `text`, read from `file`.
+pub fn parse(file: &str, text: &str) -> Result<Recipe, RecipeError> {
+    let raw: RawRecipe = toml::from_str(text).map_err(|e| toml_error(file, text, &e))?;
+    let checker = Checker { file, text };
+    checker.check(&raw)?;
+    let hash = hex(&Sha256::digest(text.as_bytes()));
+    Ok(Recipe { file: file.to_string(), text: text.to_string(), hash, raw })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Turn a toml/serde error into a diagnostic with the span, and a "did you mean" when the
+/// error is an unknown key.
+fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> RecipeError {
+    let span = e.span().unwrap_or(0..0);
+    let message = e.message().trim().to_string();
+    let mut help = None;
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let (field, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let valid: Vec<&str> = expected
+            .split('`')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 1)
+            .map(|(_, s)| s)
+            .collect();
+        help = Some(match nearest(field, valid.iter().copied()) {
+            Some(n) => format!("did you mean `{n}`? valid keys here: {}", valid.join(", ")),
+            None => format!("valid keys here: {}", valid.join(", ")),
+        });
+    } else if message.starts_with("invalid type") {
+        help = Some("check the value's type against the recipe reference in README.md".into());
+    } else if message.starts_with("missing field") {
+        help = Some("add the missing key to this table".into());
+    } else if e.span().is_some() {
+        help = Some("this is not valid TOML; see https://toml.io for the syntax".into());
+    }
+    RecipeError::at(file, text, span, message, "here", help)
+}
+
+struct Checker<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Checker<'_> {
+    fn err(&self, span: Range<usize>, msg: impl Into<String>, label: &str, help: Option<String>) -> RecipeError {
+        RecipeError::at(self.file, self.text, span, msg, label, help)
+    }
+
+    fn check(&self, raw: &RawRecipe) -> Result<(), RecipeError> {
+        if raw.releases.is_empty() {
+            return Err(self.err(0..0, "the recipe declares no [[release]]", "", Some("add at least one [[release]] with `version` and `torch`".into())));
+        }
+        for r in &raw.releases {
+            self.version(&r.version)?;
+            self.specifier(&r.torch)?;
+            if let Some(c) = &r.commit {
+                let ok = c.get_ref().len() == 40 && c.get_ref().chars().all(|c| c.is_ascii_hexdigit());
+                if !ok {
+                    return Err(self.err(c.span(), "`commit` must be a full 40-digit hex commit id", "not a commit id", None));
+                }
+            }
+        }
+        self.template(&raw.source.git)?;
+        self.template(&raw.source.tag)?;
+        for t in &raw.needs.python_build {
+            self.template(t)?;
+        }
+        self.overlay_body(&Overlay {
+            build: Some(raw.build.clone()),
+            install: Some(raw.install.clone()),
+            verify: Some(raw.verify.clone()),
+        })?;
+        for (key, overlay) in &raw.os {
+            self.key_in(key, OS_NAMES, "operating system")?;
+            self.overlay_body(overlay)?;
+        }
+        for (key, overlay) in &raw.flavor {
+            self.key_in(key, FLAVOR_NAMES, "torch flavor")?;
+            self.overlay_body(overlay)?;
+        }
+        for (key, overlay) in &raw.versions {
+            self.specifier(key)?;
+            self.overlay_body(overlay)?;
+        }
+        Ok(())
+    }
+
+    fn key_in(&self, key: &Text, valid: &[&str], what: &str) -> Result<(), RecipeError> {
+        if valid.contains(&key.get_ref().as_str()) {
+            return Ok(());
+        }
+        let help = match nearest(key.get_ref(), valid.iter().copied()) {
+            Some(n) => format!("did you mean `{n}`? valid: {}", valid.join(", ")),
+            None => format!("valid: {}", valid.join(", ")),
+        };
+        Err(self.err(key.span(), format!("unknown {what} `{}`", key.get_ref()), "unknown", Some(help)))
+    }
+
+    fn version(&self, v: &Text) -> Result<(), RecipeError> {
+        Version::from_str(v.get_ref()).map(|_| ()).map_err(|e| {
+            self.err(v.span(), format!("`{}` is not a version: {e}", v.get_ref()), "not a PEP 440 version", Some("write a version such as \"0.9.1\"".into()))
+        })
+    }
+
+    fn specifier(&self, v: &Text) -> Result<(), RecipeError> {
+        VersionSpecifiers::from_str(v.get_ref()).map(|_| ()).map_err(|e| {
+            self.err(v.span(), format!("`{}` is not a version range: {e}", v.get_ref()), "not a PEP 440 specifier", Some("write a range such as \">=2.9,<2.10\"".into()))
+        })
+    }
+
+    fn overlay_body(&self, o: &Overlay) -> Result<(), RecipeError> {
+        if let Some(b) = &o.build {
+            for t in b.define.values().chain(b.env.values()).chain(b.cmake_source.iter()).chain(b.generator.iter()) {
+                self.template(t)?;
+            }
+        }
+        if let Some(i) = &o.install {
+            for t in i.artifacts.iter().chain(&i.finds).chain(&i.park) {
+                self.template(t)?;
+            }
+        }
+        if let Some(v) = &o.verify {
+            if let Some(t) = &v.python {
+                self.template(t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Check every placeholder in `t` against the known variables.
+    fn template(&self, t: &Text) -> Result<(), RecipeError> {
+        let value = t.get_ref();
+        let base = self.content_start(t);
+        let at = |r: Range<usize>| match base {
+            Some(b) => b + r.start..b + r.end,
+            None => t.span(),
+        };
+        let found = template::placeholders(value).map_err(|e| {
+            self.err(at(e.offset..e.offset + 1), e.message.clone(), "here", None)
+        })?;
+        for p in found {
+            if template::is_known(&p.name) {
+                continue;
+            }
+            let names = template::VARIABLES.iter().map(|(n, _)| *n);
+            let help = match nearest(&p.name, names) {
+                Some(n) => format!("did you mean `{{{n}}}`? see `rocbuild recipes --variables` for all"),
+                None => "see `rocbuild recipes --variables` for the placeholders a recipe may use".to_string(),
+            };
+            return Err(self.err(
+                at(p.range.clone()),
+                format!("unknown template variable `{{{}}}`", p.name),
+                "unknown variable",
+                Some(help),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Byte offset in the file where the string's content starts, when the raw text between
+    /// the quotes is exactly the value (no escapes), so offsets inside the value are exact.
+    fn content_start(&self, t: &Text) -> Option<usize> {
+        let raw = self.text.get(t.span())?;
+        for q in ["'''", "\"\"\"", "'", "\""] {
+            if let Some(inner) = raw.strip_prefix(q).and_then(|r| r.strip_suffix(q)) {
+                // A multi-line string drops one newline right after the opening quotes.
+                let (skip, inner) = match inner.strip_prefix('\n') {
+                    Some(rest) if q.len() == 3 => (1, rest),
+                    _ => (0, inner),
+                };
+                return (inner == t.get_ref()).then_some(t.span().start + q.len() + skip);
+            }
+        }
+        None
+    }
+}
