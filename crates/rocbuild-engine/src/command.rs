@@ -82,8 +82,10 @@ impl fmt::Display for Command {
         for a in &self.args {
             if a.contains('\n') {
                 write!(f, " \\\n        <<'EOF'\n{}\nEOF", a.trim_end())?;
-            } else {
+            } else if a.starts_with("-D") || a.len() > 50 {
                 write!(f, " \\\n        {}", shell_words::quote(a))?;
+            } else {
+                write!(f, " {}", shell_words::quote(a))?;
             }
         }
         writeln!(f)

@@ -398,7 +398,10 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     for (k, v) in &opts.defines {
         define.insert(k.clone(), v.clone());
     }
-    let cmake_src = join(os, source.dir(), &[&expand(&resolved.cmake_source, &vars)?]);
+    let cmake_src = match expand(&resolved.cmake_source, &vars)?.as_str() {
+        "." | "" => source.dir().to_path_buf(),
+        sub => join(os, source.dir(), &[sub]),
+    };
     let configure_key = {
         let mut parts: Vec<String> = vec![cmake_src.display().to_string(), resolved.generator.clone()];
         parts.extend(define.iter().filter(|(k, _)| k.as_str() != "CMAKE_INSTALL_PREFIX").map(|(k, v)| format!("{k}={v}")));

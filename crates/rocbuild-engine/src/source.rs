@@ -49,7 +49,35 @@ fn cache_repo(git_cache: &Path, url: &str) -> Result<Repository> {
     }
 }
 
-fn fetch_from(repo: &Repository, from: &str, progress: &dyn Fn(usize, usize)) -> std::result::Result<(), git2::Error> {
+/// Refspecs for `reference`: just that ref when it names one (fast, and immune to broken
+/// unrelated branches), else every branch and tag.
+fn refspecs(reference: &str) -> Vec<String> {
+    if reference.starts_with("refs/") {
+        vec![format!("+{reference}:{reference}")]
+    } else if reference.len() == 40 && reference.chars().all(|c| c.is_ascii_hexdigit()) {
+        vec![reference.to_string()]
+    } else {
+        vec![format!("+refs/tags/{reference}:refs/tags/{reference}"), format!("+refs/heads/{reference}:refs/heads/{reference}")]
+    }
+}
+
+fn fetch_from(repo: &Repository, from: &str, reference: &str, progress: &dyn Fn(usize, usize)) -> std::result::Result<(), git2::Error> {
+    let specs = refspecs(reference);
+    let mut last = None;
+    for spec in specs.iter().map(|s| vec![s.clone()]).chain([vec!["+refs/heads/*:refs/heads/*".to_string(), "+refs/tags/*:refs/tags/*".to_string()]]) {
+        match fetch_specs(repo, from, &spec, progress) {
+            Ok(()) if resolve(repo, reference).is_some() => return Ok(()),
+            Ok(()) => {}
+            Err(e) => last = Some(e),
+        }
+    }
+    match last {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn fetch_specs(repo: &Repository, from: &str, specs: &[String], progress: &dyn Fn(usize, usize)) -> std::result::Result<(), git2::Error> {
     let mut cb = RemoteCallbacks::new();
     cb.transfer_progress(|p| {
         progress(p.received_objects(), p.total_objects());
@@ -57,9 +85,9 @@ fn fetch_from(repo: &Repository, from: &str, progress: &dyn Fn(usize, usize)) ->
     });
     let mut fo = FetchOptions::new();
     fo.remote_callbacks(cb);
-    fo.download_tags(git2::AutotagOption::All);
+    fo.download_tags(git2::AutotagOption::None);
     let mut remote = repo.remote_anonymous(from)?;
-    remote.fetch(&["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"], Some(&mut fo), None)
+    remote.fetch(specs, Some(&mut fo), None)
 }
 
 /// Find `reference` (a full ref, a short name or a commit id) in `repo`.
@@ -104,7 +132,7 @@ pub fn fetch_commit(
             tried.push(format!("mirror {from}: does not exist"));
             continue;
         }
-        match fetch_from(&repo, from, progress) {
+        match fetch_from(&repo, from, reference, progress) {
             Ok(()) => match resolve(&repo, reference) {
                 Some(oid) => return Ok((repo, oid)),
                 None => tried.push(format!("{from}: has no {reference}")),

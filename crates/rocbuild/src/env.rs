@@ -1,0 +1,32 @@
+//! Every environment variable rocbuild reads, declared once.
+
+/// Extra recipe directories, separated like PATH. Same as `--recipes`.
+pub const ROCBUILD_RECIPES: &str = "ROCBUILD_RECIPES";
+/// Where sources, build trees, tools and logs are kept. Default: `$XDG_CACHE_HOME/rocbuild`,
+/// else `~/.cache/rocbuild` (`%LOCALAPPDATA%\rocbuild` on Windows).
+pub const ROCBUILD_CACHE: &str = "ROCBUILD_CACHE";
+/// Offline git mirror: `https://HOST/OWNER/REPO` is read from `$ROCBUILD_MIRROR/HOST/OWNER/REPO.git`.
+pub const ROCBUILD_MIRROR: &str = "ROCBUILD_MIRROR";
+/// Log filter for `tracing` (e.g. `rocbuild=debug`).
+pub const ROCBUILD_LOG: &str = "ROCBUILD_LOG";
+// The venv is taken from `--venv`, then `VIRTUAL_ENV`, then `CONDA_PREFIX`, then `./.venv`
+// (read in rocbuild-probe's `choose_venv`).
+
+pub fn cache_dir() -> std::path::PathBuf {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
+    if let Some(c) = var(ROCBUILD_CACHE) {
+        return c;
+    }
+    if cfg!(windows) {
+        if let Some(l) = var("LOCALAPPDATA") {
+            return l.join("rocbuild");
+        }
+    }
+    if let Some(x) = var("XDG_CACHE_HOME") {
+        return x.join("rocbuild");
+    }
+    match var("HOME") {
+        Some(h) => h.join(".cache").join("rocbuild"),
+        None => std::path::PathBuf::from("cache"),
+    }
+}
