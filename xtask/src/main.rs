@@ -1,1 +1,46 @@
-fn main(){}
+//! Project tasks: `cargo xtask test` (set up a fresh Debian 12 machine, then run the tests)
+//! and `cargo xtask bench` (measure rocbuild against bare CMake, write BENCHMARKS.md).
+
+mod bench;
+mod setup;
+mod util;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  test [ARGS...]  install what the tests need (apt packages, a venv with the real PyPI torch
+                  in cache/venvs/torch-real), then run `cargo test --workspace ARGS...`
+  setup           only the set-up part of `test`
+  bench           benchmarks: rocbuild vs bare cmake, no-op rerun; writes BENCHMARKS.md
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("test") => setup::setup().and_then(|venv| setup::run_tests(&venv, &args[1..])),
+        Some("setup") => setup::setup().map(|_| ExitCode::SUCCESS),
+        Some("bench") => bench::bench().map(|_| ExitCode::SUCCESS),
+        Some("help" | "-h" | "--help") => {
+            print!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(other) => {
+            eprint!("xtask: unknown command `{other}`\n\n{USAGE}");
+            Ok(ExitCode::from(2))
+        }
+        None => {
+            eprint!("{USAGE}");
+            Ok(ExitCode::from(2))
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

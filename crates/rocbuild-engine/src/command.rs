@@ -18,7 +18,13 @@ pub struct Command {
 
 impl Command {
     pub fn new(program: impl Into<PathBuf>) -> Self {
-        Command { program: program.into(), args: Vec::new(), env: BTreeMap::new(), env_remove: Vec::new(), cwd: None }
+        Command {
+            program: program.into(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            env_remove: Vec::new(),
+            cwd: None,
+        }
     }
 
     pub fn arg(mut self, a: impl Into<String>) -> Self {
@@ -50,7 +56,10 @@ impl Command {
     pub fn shell_line(&self) -> String {
         let mut parts = Vec::new();
         if let Some(d) = &self.cwd {
-            parts.push(format!("cd {} &&", shell_words::quote(&d.display().to_string())));
+            parts.push(format!(
+                "cd {} &&",
+                shell_words::quote(&d.display().to_string())
+            ));
         }
         if !self.env.is_empty() || !self.env_remove.is_empty() {
             parts.push("env".into());
@@ -78,7 +87,11 @@ impl fmt::Display for Command {
         for k in &self.env_remove {
             writeln!(f, "      env: unset {k}")?;
         }
-        write!(f, "      $ {}", shell_words::quote(&self.program.display().to_string()))?;
+        write!(
+            f,
+            "      $ {}",
+            shell_words::quote(&self.program.display().to_string())
+        )?;
         for a in &self.args {
             if a.contains('\n') {
                 write!(f, " \\\n        <<'EOF'\n{}\nEOF", a.trim_end())?;

@@ -14,7 +14,11 @@ pub enum EngineError {
 
     #[error("no torch in {site}")]
     #[diagnostic(code(rocbuild::plan::no_torch), help("`{recipe}` is built against the venv's torch: install it first ({python} -m pip install torch), or pick the venv that has it with --venv"))]
-    NoTorch { site: String, recipe: String, python: String },
+    NoTorch {
+        site: String,
+        recipe: String,
+        python: String,
+    },
 
     #[error("{recipe} {version} does not support torch {torch}: it needs torch {range}")]
     #[diagnostic(code(rocbuild::plan::incompatible))]
@@ -38,11 +42,19 @@ pub enum EngineError {
 
     #[error("{tool} not found on PATH (needed to {purpose})")]
     #[diagnostic(code(rocbuild::plan::missing_tool), help("install it: {hint}"))]
-    MissingTool { tool: String, purpose: String, hint: String },
+    MissingTool {
+        tool: String,
+        purpose: String,
+        hint: String,
+    },
 
     #[error("the recipe uses {{{variable}}} but {why}")]
     #[diagnostic(code(rocbuild::plan::no_value), help("{help}"))]
-    NoValue { variable: String, why: String, help: String },
+    NoValue {
+        variable: String,
+        why: String,
+        help: String,
+    },
 
     #[error("bad option {option}: {reason}")]
     #[diagnostic(code(rocbuild::usage))]
@@ -64,11 +76,26 @@ pub enum EngineError {
 
     #[error("{what} of {url} is {found}, but the recipe pins {expected}")]
     #[diagnostic(code(rocbuild::source::moved), help("the tag moved upstream or the mirror is wrong: check the upstream release, then update `commit` in {recipe_file}, or build the pinned commit with --rev {expected}"))]
-    Moved { what: String, url: String, found: String, expected: String, recipe_file: String },
+    Moved {
+        what: String,
+        url: String,
+        found: String,
+        expected: String,
+        recipe_file: String,
+    },
 
     #[error("{step} failed (exit code {code})\n{tail}")]
-    #[diagnostic(code(rocbuild::build::failed), help("full log: {log}\nreproduce with:\n  {reproduce}"))]
-    Step { step: String, code: String, tail: String, log: String, reproduce: String },
+    #[diagnostic(
+        code(rocbuild::build::failed),
+        help("full log: {log}\nreproduce with:\n  {reproduce}")
+    )]
+    Step {
+        step: String,
+        code: String,
+        tail: String,
+        log: String,
+        reproduce: String,
+    },
 
     #[error("the install prefix has no file matching the recipe's artifacts {globs}")]
     #[diagnostic(code(rocbuild::install::no_artifacts), help("the build produced nothing to install; check the recipe's [install] artifacts against the files under {prefix}"))]
@@ -93,10 +120,17 @@ pub enum EngineError {
 }
 
 impl EngineError {
-    pub fn io(action: &str, path: impl AsRef<std::path::Path>) -> impl FnOnce(std::io::Error) -> EngineError {
+    pub fn io(
+        action: &str,
+        path: impl AsRef<std::path::Path>,
+    ) -> impl FnOnce(std::io::Error) -> EngineError {
         let path = path.as_ref().display().to_string();
         let action = action.to_string();
-        move |source| EngineError::Io { action, path, source }
+        move |source| EngineError::Io {
+            action,
+            path,
+            source,
+        }
     }
 }
 

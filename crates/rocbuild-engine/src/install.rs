@@ -104,11 +104,18 @@ pub fn begin(site: &Path) -> Result<bool> {
 }
 
 fn to_native(site: &Path, rel: &str) -> PathBuf {
-    rel.split('/').fold(site.to_path_buf(), |p, part| p.join(part))
+    rel.split('/')
+        .fold(site.to_path_buf(), |p, part| p.join(part))
 }
 
 /// Journal, back up and move `new` into place; move `park` (relative paths) to the backup.
-pub fn swap(site: &Path, recipe: &str, created_state_dir: bool, new: &[NewFile], park: &[String]) -> Result<Swapped> {
+pub fn swap(
+    site: &Path,
+    recipe: &str,
+    created_state_dir: bool,
+    new: &[NewFile],
+    park: &[String],
+) -> Result<Swapped> {
     let backup_root = txn_dir(site).join("backup");
     let mut ops = Vec::new();
     let mut made: Vec<PathBuf> = Vec::new();
@@ -128,21 +135,37 @@ pub fn swap(site: &Path, recipe: &str, created_state_dir: bool, new: &[NewFile],
             ops.push(Op::Mkdir { path: m });
         }
         if path.exists() {
-            ops.push(Op::Backup { path: path.clone(), backup: to_native(&backup_root, &f.rel) });
+            ops.push(Op::Backup {
+                path: path.clone(),
+                backup: to_native(&backup_root, &f.rel),
+            });
         }
-        ops.push(Op::Place { staged: f.staged.clone(), path });
+        ops.push(Op::Place {
+            staged: f.staged.clone(),
+            path,
+        });
     }
     for rel in park {
         let path = to_native(site, rel);
         if path.is_file() {
-            ops.push(Op::Backup { path, backup: to_native(&backup_root, rel) });
+            ops.push(Op::Backup {
+                path,
+                backup: to_native(&backup_root, rel),
+            });
         }
     }
-    let journal = Journal { recipe: recipe.into(), created_state_dir, ops };
+    let journal = Journal {
+        recipe: recipe.into(),
+        created_state_dir,
+        ops,
+    };
     let jp = journal_path(site);
     let text = serde_json::to_string_pretty(&journal).unwrap_or_default();
     write_synced(&jp, text.as_bytes())?;
-    let swapped = Swapped { site: site.to_path_buf(), journal };
+    let swapped = Swapped {
+        site: site.to_path_buf(),
+        journal,
+    };
     if let Err(e) = perform(&swapped.journal) {
         undo(site, &swapped.journal)?;
         return Err(e);
@@ -160,14 +183,18 @@ fn write_synced(p: &Path, bytes: &[u8]) -> Result<()> {
 fn perform(journal: &Journal) -> Result<()> {
     for op in &journal.ops {
         match op {
-            Op::Mkdir { path } => fs_err::create_dir(path).map_err(EngineError::io("create", path))?,
+            Op::Mkdir { path } => {
+                fs_err::create_dir(path).map_err(EngineError::io("create", path))?
+            }
             Op::Backup { path, backup } => {
                 if let Some(p) = backup.parent() {
                     fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
                 }
                 fs_err::rename(path, backup).map_err(EngineError::io("back up", path))?;
             }
-            Op::Place { staged, path } => fs_err::rename(staged, path).map_err(EngineError::io("install", path))?,
+            Op::Place { staged, path } => {
+                fs_err::rename(staged, path).map_err(EngineError::io("install", path))?
+            }
         }
     }
     Ok(())
@@ -181,19 +208,34 @@ impl Swapped {
 
     /// Keep the new files. Backups of the wheel's own files (not of an earlier rocbuild
     /// build, listed in `previous`) move to `.rocbuild/backup/<recipe>/` for `restore`.
-    pub fn commit(self, manifest: &manifest::Manifest, previous: Option<&manifest::Manifest>) -> Result<()> {
+    pub fn commit(
+        self,
+        manifest: &manifest::Manifest,
+        previous: Option<&manifest::Manifest>,
+    ) -> Result<()> {
         let site = &self.site;
         let keep = manifest::dir(site).join("backup").join(&manifest.recipe);
         let txn_backup = txn_dir(site).join("backup");
         let ours: BTreeMap<&str, &str> = previous
-            .map(|p| p.files.iter().map(|f| (f.path.as_str(), f.sha256.as_str())).collect())
+            .map(|p| {
+                p.files
+                    .iter()
+                    .map(|f| (f.path.as_str(), f.sha256.as_str()))
+                    .collect()
+            })
             .unwrap_or_default();
         for op in &self.journal.ops {
-            let Op::Backup { backup, .. } = op else { continue };
-            let Ok(rel) = backup.strip_prefix(&txn_backup) else { continue };
+            let Op::Backup { backup, .. } = op else {
+                continue;
+            };
+            let Ok(rel) = backup.strip_prefix(&txn_backup) else {
+                continue;
+            };
             let rel_s = rel.to_string_lossy().replace('\\', "/");
             let was_ours = match ours.get(rel_s.as_str()) {
-                Some(sha) => manifest::sha256_file(backup).map(|(h, _)| h == *sha).unwrap_or(false),
+                Some(sha) => manifest::sha256_file(backup)
+                    .map(|(h, _)| h == *sha)
+                    .unwrap_or(false),
                 None => false,
             };
             let dest = keep.join(rel);
@@ -249,8 +291,14 @@ mod tests {
             let staged2 = txn_dir(s).join("stage/x.so");
             std::fs::write(&staged2, b"x").unwrap();
             let new = [
-                NewFile { rel: "pkg/libcore5.so".into(), staged },
-                NewFile { rel: "pkg/sub/x.so".into(), staged: staged2 },
+                NewFile {
+                    rel: "pkg/libcore5.so".into(),
+                    staged,
+                },
+                NewFile {
+                    rel: "pkg/sub/x.so".into(),
+                    staged: staged2,
+                },
             ];
             let sw = swap(s, "r", created, &new, &["pkg/libcore4.so".into()]).unwrap();
             assert_eq!(std::fs::read(s.join("pkg/libcore5.so")).unwrap(), b"new5");

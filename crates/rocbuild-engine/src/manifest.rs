@@ -78,5 +78,8 @@ pub fn sha256_file(p: &Path) -> Result<(String, u64)> {
         size += n as u64;
         h.update(&buf[..n]);
     }
-    Ok((h.finalize().iter().map(|b| format!("{b:02x}")).collect(), size))
+    Ok((
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+        size,
+    ))
 }

@@ -144,7 +144,11 @@ pub fn hash_hex(parts: &[&str]) -> String {
 /// Join path parts with the separator of `os` (a Windows plan made on Linux shows `\`).
 pub fn join(os: Os, base: &Path, parts: &[&str]) -> PathBuf {
     if os == Os::Windows {
-        let mut s = base.display().to_string().trim_end_matches(['\\', '/']).to_string();
+        let mut s = base
+            .display()
+            .to_string()
+            .trim_end_matches(['\\', '/'])
+            .to_string();
         for p in parts {
             s.push('\\');
             s.push_str(&p.replace('/', "\\"));
@@ -156,18 +160,35 @@ pub fn join(os: Os, base: &Path, parts: &[&str]) -> PathBuf {
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// Pick the release: `--version` (refused when torch is outside its range, unless --force),
 /// else the newest default-eligible release whose range holds the installed torch.
-fn choose_release(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<(ReleaseInfo, String)> {
+fn choose_release(
+    recipe: &Recipe,
+    machine: &Machine,
+    opts: &BuildOptions,
+) -> Result<(ReleaseInfo, String)> {
     let torch = machine.torch.as_ref().map(|t| t.version.as_str());
     if let Some(v) = &opts.version {
         let r = recipe.release(v)?;
         match torch {
             Some(t) if !torch_compatible(&r, t) && !opts.force => {
-                let ok: Vec<_> = recipe.releases().into_iter().filter(|r| torch_compatible(r, t)).map(|r| r.version).collect();
+                let ok: Vec<_> = recipe
+                    .releases()
+                    .into_iter()
+                    .filter(|r| torch_compatible(r, t))
+                    .map(|r| r.version)
+                    .collect();
                 Err(EngineError::Incompatible {
                     recipe: recipe.name().into(),
                     version: r.version.clone(),
@@ -180,7 +201,13 @@ fn choose_release(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Re
                     },
                 })
             }
-            Some(t) if !torch_compatible(&r, t) => Ok((r, format!("--version (forced: torch {t} is outside {})", recipe.release(v)?.torch))),
+            Some(t) if !torch_compatible(&r, t) => Ok((
+                r,
+                format!(
+                    "--version (forced: torch {t} is outside {})",
+                    recipe.release(v)?.torch
+                ),
+            )),
             _ => Ok((r, "--version".into())),
         }
     } else {
@@ -205,7 +232,14 @@ fn choose_release(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Re
 fn is_default_lib_dir(p: &Path) -> bool {
     matches!(
         p.to_str().unwrap_or("").trim_end_matches('/'),
-        "/lib" | "/lib64" | "/usr/lib" | "/usr/lib64" | "/usr/lib/x86_64-linux-gnu" | "/lib/x86_64-linux-gnu" | "/usr/lib/aarch64-linux-gnu" | "/lib/aarch64-linux-gnu"
+        "/lib"
+            | "/lib64"
+            | "/usr/lib"
+            | "/usr/lib64"
+            | "/usr/lib/x86_64-linux-gnu"
+            | "/lib/x86_64-linux-gnu"
+            | "/usr/lib/aarch64-linux-gnu"
+            | "/lib/aarch64-linux-gnu"
     )
 }
 
@@ -253,17 +287,24 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
 
     // Tools, in the order a user would install them.
     let tool = |t: &Option<rocbuild_probe::Tool>, name: &str, purpose: &str| -> Result<PathBuf> {
-        t.as_ref().map(|t| t.path.clone()).ok_or_else(|| EngineError::MissingTool {
-            tool: name.into(),
-            purpose: purpose.into(),
-            hint: install_hint(&machine.platform, name),
-        })
+        t.as_ref()
+            .map(|t| t.path.clone())
+            .ok_or_else(|| EngineError::MissingTool {
+                tool: name.into(),
+                purpose: purpose.into(),
+                hint: install_hint(&machine.platform, name),
+            })
     };
     let cmake = tool(&machine.tools.cmake, "cmake", "configure the build")?;
     let ninja = tool(&machine.tools.ninja, "ninja", "run the build")?;
     let cxx = tool(&machine.tools.cxx, "C++ compiler", "compile the sources")?;
     let cc = tool(&machine.tools.cc, "C compiler", "compile the sources")?;
-    if needs.ffmpeg && machine.ffmpeg.as_ref().is_some_and(|f| f.pkg_config_path.is_none() && f.found_by == "pkg-config") {
+    if needs.ffmpeg
+        && machine
+            .ffmpeg
+            .as_ref()
+            .is_some_and(|f| f.pkg_config_path.is_none() && f.found_by == "pkg-config")
+    {
         tool(&machine.tools.pkg_config, "pkg-config", "find FFmpeg")?;
     }
     let ffmpeg = machine.ffmpeg.as_ref();
@@ -281,17 +322,32 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
 
     // Source.
     let source = match (&opts.source, &opts.rev) {
-        (Some(s), None) if !looks_like_url(s) => SourcePlan::Local { dir: PathBuf::from(s) },
+        (Some(s), None) if !looks_like_url(s) => SourcePlan::Local {
+            dir: PathBuf::from(s),
+        },
         (src, rev) => {
             let url = match src {
                 Some(s) => s.clone(),
-                None => expand(raw.source.git.get_ref(), &base_vars(name, &version, os, flavor))?,
+                None => expand(
+                    raw.source.git.get_ref(),
+                    &base_vars(name, &version, os, flavor),
+                )?,
             };
             let (reference, expected_commit) = match rev {
                 Some(r) => (r.clone(), None),
                 None => (
-                    format!("refs/tags/{}", expand(raw.source.tag.get_ref(), &base_vars(name, &version, os, flavor))?),
-                    if src.is_none() { release.commit.clone() } else { None },
+                    format!(
+                        "refs/tags/{}",
+                        expand(
+                            raw.source.tag.get_ref(),
+                            &base_vars(name, &version, os, flavor)
+                        )?
+                    ),
+                    if src.is_none() {
+                        release.commit.clone()
+                    } else {
+                        None
+                    },
                 ),
             };
             let label = match &expected_commit {
@@ -343,13 +399,25 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     }
 
     // Build-only pip requirements, keyed by what they are and the Python they serve.
-    let reqs: Vec<String> = needs.python_build.iter().map(|t| expand(t.get_ref(), &vars)).collect::<Result<_>>()?;
+    let reqs: Vec<String> = needs
+        .python_build
+        .iter()
+        .map(|t| expand(t.get_ref(), &vars))
+        .collect::<Result<_>>()?;
     let tools = (!reqs.is_empty()).then(|| {
         let mut key: Vec<&str> = reqs.iter().map(String::as_str).collect();
         key.push(&py.version);
         let dir = join(os, cache, &["tools", &hash_hex(&key)[..16]]);
         let install = Command::new(&py.exe)
-            .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--quiet", "--target"])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-input",
+                "--quiet",
+                "--target",
+            ])
             .arg(dir.display().to_string())
             .args(reqs.clone());
         ToolsPlan { dir, install }
@@ -361,13 +429,24 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     // torch's CMake package.
     let torch_cmake = match torch {
         Some(t) if needs.torch => {
-            let mode = opts.torch_cmake.or(resolved.torch_cmake).unwrap_or(TorchCmake::Native);
+            let mode = opts
+                .torch_cmake
+                .or(resolved.torch_cmake)
+                .unwrap_or(TorchCmake::Native);
             Some(match mode {
-                TorchCmake::Native => TorchCmakePlan { mode, dir: join(os, &t.cmake, &["Torch"]), contents: None },
+                TorchCmake::Native => TorchCmakePlan {
+                    mode,
+                    dir: join(os, &t.cmake, &["Torch"]),
+                    contents: None,
+                },
                 TorchCmake::Lite => {
                     let contents = torch_cmake::lite_config(os, t);
                     let dir = join(os, cache, &["torch-lite", &hash_hex(&[&contents])[..16]]);
-                    TorchCmakePlan { mode, dir, contents: Some(contents) }
+                    TorchCmakePlan {
+                        mode,
+                        dir,
+                        contents: Some(contents),
+                    }
                 }
             })
         }
@@ -403,43 +482,104 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
         sub => join(os, source.dir(), &[sub]),
     };
     let configure_key = {
-        let mut parts: Vec<String> = vec![cmake_src.display().to_string(), resolved.generator.clone()];
-        parts.extend(define.iter().filter(|(k, _)| k.as_str() != "CMAKE_INSTALL_PREFIX").map(|(k, v)| format!("{k}={v}")));
+        let mut parts: Vec<String> =
+            vec![cmake_src.display().to_string(), resolved.generator.clone()];
+        parts.extend(
+            define
+                .iter()
+                .filter(|(k, _)| k.as_str() != "CMAKE_INSTALL_PREFIX")
+                .map(|(k, v)| format!("{k}={v}")),
+        );
         parts.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
         parts.extend(torch_cmake.iter().filter_map(|t| t.contents.clone()));
         let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
         hash_hex(&refs)
     };
-    let build_dir = join(os, cache, &["build", &format!("{name}-{}-{}", sanitize(&version), &configure_key[..12])]);
+    let build_dir = join(
+        os,
+        cache,
+        &[
+            "build",
+            &format!("{name}-{}-{}", sanitize(&version), &configure_key[..12]),
+        ],
+    );
     let prefix = join(os, &build_dir, &["rocbuild-prefix"]);
     define.insert("CMAKE_INSTALL_PREFIX".into(), prefix.display().to_string());
     let mut configure = Command::new(&cmake)
-        .args(["-S".to_string(), cmake_src.display().to_string(), "-B".into(), build_dir.display().to_string(), "-G".into(), resolved.generator.clone()])
+        .args([
+            "-S".to_string(),
+            cmake_src.display().to_string(),
+            "-B".into(),
+            build_dir.display().to_string(),
+            "-G".into(),
+            resolved.generator.clone(),
+        ])
         .args(define.iter().map(|(k, v)| format!("-D{k}={v}")));
     configure.env = env.clone();
-    let mut build = Command::new(&cmake).args(["--build".to_string(), build_dir.display().to_string(), "--parallel".into(), jobs.to_string()]);
+    let mut build = Command::new(&cmake).args([
+        "--build".to_string(),
+        build_dir.display().to_string(),
+        "--parallel".into(),
+        jobs.to_string(),
+    ]);
     build.env = env.clone();
-    let install_prefix = Command::new(&cmake).args(["--install".to_string(), build_dir.display().to_string(), "--prefix".into(), prefix.display().to_string()]);
+    let install_prefix = Command::new(&cmake).args([
+        "--install".to_string(),
+        build_dir.display().to_string(),
+        "--prefix".into(),
+        prefix.display().to_string(),
+    ]);
     vars.insert("build".into(), build_dir.display().to_string());
     vars.insert("prefix".into(), prefix.display().to_string());
 
     // Install.
     let site = py.site_packages.clone();
     let dest = join(os, &site, &[&raw.package.import_dir]);
-    let finds: Vec<PathBuf> = resolved.finds.iter().map(|f| expand(f, &vars).map(PathBuf::from)).collect::<Result<_>>()?;
-    let runpath = if os == Os::Linux { runpath_entries(&dest, &site, &finds) } else { Vec::new() };
-    let artifacts: Vec<String> = resolved.artifacts.iter().map(|a| expand(a, &vars)).collect::<Result<_>>()?;
-    let park: Vec<String> = resolved.park.iter().map(|a| expand(a, &vars)).collect::<Result<_>>()?;
+    let finds: Vec<PathBuf> = resolved
+        .finds
+        .iter()
+        .map(|f| expand(f, &vars).map(PathBuf::from))
+        .collect::<Result<_>>()?;
+    let runpath = if os == Os::Linux {
+        runpath_entries(&dest, &site, &finds)
+    } else {
+        Vec::new()
+    };
+    let artifacts: Vec<String> = resolved
+        .artifacts
+        .iter()
+        .map(|a| expand(a, &vars))
+        .collect::<Result<_>>()?;
+    let park: Vec<String> = resolved
+        .park
+        .iter()
+        .map(|a| expand(a, &vars))
+        .collect::<Result<_>>()?;
     let dist = rocbuild_probe::normalize_dist(&raw.package.distribution);
     let installed = py.distributions.get(&dist).cloned();
     let txn = join(os, &site, &[".rocbuild", "txn"]);
     let python_part = (installed.as_deref() != Some(version.as_str())).then(|| {
         let target = join(os, &txn, &["pip"]);
         let install = Command::new(&py.exe)
-            .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-deps", "--no-compile", "--target"])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-input",
+                "--no-deps",
+                "--no-compile",
+                "--target",
+            ])
             .arg(target.display().to_string())
             .arg(format!("{}=={version}", raw.package.distribution));
-        PythonPart { distribution: raw.package.distribution.clone(), version: version.clone(), replaces: installed.clone(), install, target }
+        PythonPart {
+            distribution: raw.package.distribution.clone(),
+            version: version.clone(),
+            replaces: installed.clone(),
+            install,
+            target,
+        }
     });
     let install = InstallPlan {
         site: site.clone(),
@@ -473,7 +613,9 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
             configure_key.clone(),
             serde_json::to_string(&install).unwrap_or_default(),
             serde_json::to_string(&verify).unwrap_or_default(),
-            torch.map(|t| format!("{}{:?}", t.version, t.git_version)).unwrap_or_default(),
+            torch
+                .map(|t| format!("{}{:?}", t.version, t.git_version))
+                .unwrap_or_default(),
         ];
         let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
         hash_hex(&refs)
@@ -511,7 +653,12 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
 }
 
 /// torch's own CMake package demands the toolkit it was built with.
-fn native_toolkit(machine: &Machine, flavor: Flavor, define: &mut BTreeMap<String, String>, env: &mut BTreeMap<String, String>) -> Result<()> {
+fn native_toolkit(
+    machine: &Machine,
+    flavor: Flavor,
+    define: &mut BTreeMap<String, String>,
+    env: &mut BTreeMap<String, String>,
+) -> Result<()> {
     let tk = &machine.toolkits;
     match flavor {
         Flavor::Cpu => Ok(()),
@@ -534,7 +681,10 @@ fn native_toolkit(machine: &Machine, flavor: Flavor, define: &mut BTreeMap<Strin
             let r = root.display().to_string();
             env.insert("ROCM_PATH".into(), r.clone());
             env.insert("HIP_PATH".into(), r.clone());
-            let clang = tk.hip_clang_path.clone().unwrap_or_else(|| join(machine.platform.os, root, &["lib", "llvm", "bin"]));
+            let clang = tk
+                .hip_clang_path
+                .clone()
+                .unwrap_or_else(|| join(machine.platform.os, root, &["lib", "llvm", "bin"]));
             env.insert("HIP_CLANG_PATH".into(), clang.display().to_string());
             define.insert("CMAKE_PREFIX_PATH".into(), r);
             Ok(())

@@ -6,8 +6,13 @@ use base64::Engine;
 
 /// `sha256=<urlsafe base64, no padding>` from a hex digest.
 pub fn record_hash(hex: &str) -> String {
-    let bytes: Vec<u8> = (0..hex.len() / 2).filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()).collect();
-    format!("sha256={}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
+        .collect();
+    format!(
+        "sha256={}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
 }
 
 /// Rows of a RECORD: path -> (hash, size), in file order.
@@ -51,7 +56,11 @@ pub fn update(text: &str, removed: &[String], set: &BTreeMap<String, (String, u6
 }
 
 fn quote(p: &str) -> String {
-    if p.contains(',') { format!("\"{p}\"") } else { p.to_string() }
+    if p.contains(',') {
+        format!("\"{p}\"")
+    } else {
+        p.to_string()
+    }
 }
 
 #[cfg(test)]

@@ -6,12 +6,31 @@ use crate::plan::{Plan, SourcePlan};
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "plan: {} {} ({})", self.recipe, self.version, self.version_reason)?;
-        writeln!(f, "  recipe: {} (sha256 {})", self.recipe_file, &self.recipe_hash[..16.min(self.recipe_hash.len())])?;
-        writeln!(f, "  venv:   {} (chosen by {})", self.venv.display(), self.venv_chosen_by)?;
+        writeln!(
+            f,
+            "plan: {} {} ({})",
+            self.recipe, self.version, self.version_reason
+        )?;
+        writeln!(
+            f,
+            "  recipe: {} (sha256 {})",
+            self.recipe_file,
+            &self.recipe_hash[..16.min(self.recipe_hash.len())]
+        )?;
+        writeln!(
+            f,
+            "  venv:   {} (chosen by {})",
+            self.venv.display(),
+            self.venv_chosen_by
+        )?;
         writeln!(f, "  python: {}", self.python.display())?;
         if let Some(t) = &self.torch_version {
-            writeln!(f, "  torch:  {t} ({}, git {})", self.flavor.as_str(), self.torch_git.as_deref().unwrap_or("unknown"))?;
+            writeln!(
+                f,
+                "  torch:  {t} ({}, git {})",
+                self.flavor.as_str(),
+                self.torch_git.as_deref().unwrap_or("unknown")
+            )?;
         }
         if let Some(m) = self.ffmpeg_major {
             writeln!(f, "  ffmpeg: {m}")?;
@@ -22,7 +41,15 @@ impl fmt::Display for Plan {
             writeln!(f, "{n}. {title}")
         };
         match &self.source {
-            SourcePlan::Git { url, reference, expected_commit, submodules, mirror, git_cache, checkout } => {
+            SourcePlan::Git {
+                url,
+                reference,
+                expected_commit,
+                submodules,
+                mirror,
+                git_cache,
+                checkout,
+            } => {
                 step(f, "fetch the source (git)")?;
                 writeln!(f, "      url: {url}")?;
                 if let Some(m) = mirror {
@@ -32,7 +59,15 @@ impl fmt::Display for Plan {
                 if let Some(c) = expected_commit {
                     writeln!(f, "      expect commit: {c}")?;
                 }
-                writeln!(f, "      submodules: {}", if *submodules { "yes, recursively" } else { "no" })?;
+                writeln!(
+                    f,
+                    "      submodules: {}",
+                    if *submodules {
+                        "yes, recursively"
+                    } else {
+                        "no"
+                    }
+                )?;
                 writeln!(f, "      cache: {}", git_cache.display())?;
                 writeln!(f, "      checkout: {}", checkout.display())?;
             }
@@ -42,13 +77,22 @@ impl fmt::Display for Plan {
             }
         }
         if let Some(t) = &self.tools {
-            step(f, "install build-only Python requirements (not into the venv)")?;
+            step(
+                f,
+                "install build-only Python requirements (not into the venv)",
+            )?;
             write!(f, "{}", t.install)?;
         }
         if let Some(tc) = &self.torch_cmake {
             match &tc.contents {
                 Some(text) => {
-                    step(f, &format!("write the lite torch CMake package {}", tc.dir.join("TorchConfig.cmake").display()))?;
+                    step(
+                        f,
+                        &format!(
+                            "write the lite torch CMake package {}",
+                            tc.dir.join("TorchConfig.cmake").display()
+                        ),
+                    )?;
                     for line in text.lines() {
                         writeln!(f, "      | {line}")?;
                     }
@@ -59,18 +103,32 @@ impl fmt::Display for Plan {
                 }
             }
         }
-        step(f, "configure (skipped when this build tree is configured with the same inputs)")?;
+        step(
+            f,
+            "configure (skipped when this build tree is configured with the same inputs)",
+        )?;
         write!(f, "{}", self.configure)?;
         step(f, "build")?;
         write!(f, "{}", self.build)?;
         step(f, "install into the staging prefix")?;
         write!(f, "{}", self.install_prefix)?;
         if let Some(p) = &self.python_part {
-            step(f, &format!("python part: {}=={} replacing {}", p.distribution, p.version, p.replaces.as_deref().unwrap_or("nothing")))?;
+            step(
+                f,
+                &format!(
+                    "python part: {}=={} replacing {}",
+                    p.distribution,
+                    p.version,
+                    p.replaces.as_deref().unwrap_or("nothing")
+                ),
+            )?;
             write!(f, "{}", p.install)?;
         }
         let i = &self.install;
-        step(f, "install into the venv as a transaction (stage, journal, back up, swap)")?;
+        step(
+            f,
+            "install into the venv as a transaction (stage, journal, back up, swap)",
+        )?;
         writeln!(f, "      into: {}", i.dest.display())?;
         writeln!(f, "      artifacts: {}", i.artifacts.join(", "))?;
         for d in &i.finds {
@@ -82,7 +140,15 @@ impl fmt::Display for Plan {
         if !i.park.is_empty() {
             writeln!(f, "      park (moved to the backup): {}", i.park.join(", "))?;
         }
-        writeln!(f, "      RECORD of {} updated; manifest {}", i.distribution, i.site.join(".rocbuild").join(format!("{}.json", self.recipe)).display())?;
+        writeln!(
+            f,
+            "      RECORD of {} updated; manifest {}",
+            i.distribution,
+            i.site
+                .join(".rocbuild")
+                .join(format!("{}.json", self.recipe))
+                .display()
+        )?;
         if let Some(v) = &self.verify {
             step(f, "verify in a fresh interpreter; roll back on failure")?;
             write!(f, "{v}")?;

@@ -32,10 +32,18 @@ pub struct Outcome {
 fn globset(patterns: &[String]) -> Result<GlobSet> {
     let mut b = GlobSetBuilder::new();
     for p in patterns {
-        let g = Glob::new(p).map_err(|e| EngineError::Usage { option: format!("glob `{p}`"), reason: e.to_string(), help: None })?;
+        let g = Glob::new(p).map_err(|e| EngineError::Usage {
+            option: format!("glob `{p}`"),
+            reason: e.to_string(),
+            help: None,
+        })?;
         b.add(g);
     }
-    b.build().map_err(|e| EngineError::Usage { option: "globs".into(), reason: e.to_string(), help: None })
+    b.build().map_err(|e| EngineError::Usage {
+        option: "globs".into(),
+        reason: e.to_string(),
+        help: None,
+    })
 }
 
 /// Files under `root` (recursively), as (relative `/` path, absolute path).
@@ -43,7 +51,9 @@ fn walk(root: &Path) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -61,30 +71,48 @@ fn copy(from: &Path, to: &Path) -> Result<()> {
     if let Some(p) = to.parent() {
         fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
     }
-    fs_err::copy(from, to).map(|_| ()).map_err(EngineError::io("copy", from))
+    fs_err::copy(from, to)
+        .map(|_| ())
+        .map_err(EngineError::io("copy", from))
 }
 
 fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
     match &plan.source {
         SourcePlan::Local { dir } => {
             if !dir.join("CMakeLists.txt").exists() && !dir.is_dir() {
-                return Err(EngineError::Usage { option: "--source".into(), reason: format!("{} is not a directory", dir.display()), help: Some("pass a source checkout or a git URL".into()) });
+                return Err(EngineError::Usage {
+                    option: "--source".into(),
+                    reason: format!("{} is not a directory", dir.display()),
+                    help: Some("pass a source checkout or a git URL".into()),
+                });
             }
             log.note(&format!("source: {} (as it is)", dir.display()));
             Ok((dir.clone(), None))
         }
-        SourcePlan::Git { url, reference, expected_commit, submodules, mirror, git_cache, checkout } => {
+        SourcePlan::Git {
+            url,
+            reference,
+            expected_commit,
+            submodules,
+            mirror,
+            git_cache,
+            checkout,
+        } => {
             log.note(&format!("source: {url} {reference}"));
             let bar = indicatif::ProgressBar::hidden();
             if log.verbosity != Verbosity::Quiet {
                 bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-                bar.set_style(indicatif::ProgressStyle::with_template("  fetching {pos}/{len} objects").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template("  fetching {pos}/{len} objects")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
             }
             let progress = |n: usize, m: usize| {
                 bar.set_length(m as u64);
                 bar.set_position(n as u64);
             };
-            let (repo, oid) = source::fetch_commit(git_cache, url, reference, mirror.as_deref(), &progress)?;
+            let (repo, oid) =
+                source::fetch_commit(git_cache, url, reference, mirror.as_deref(), &progress)?;
             if let Some(exp) = expected_commit {
                 if oid.to_string() != *exp {
                     return Err(EngineError::Moved {
@@ -96,7 +124,16 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
                     });
                 }
             }
-            source::checkout(&repo, oid, checkout, url, *submodules, git_cache, mirror.as_deref(), &progress)?;
+            source::checkout(
+                &repo,
+                oid,
+                checkout,
+                url,
+                *submodules,
+                git_cache,
+                mirror.as_deref(),
+                &progress,
+            )?;
             bar.finish_and_clear();
             Ok((checkout.clone(), Some(oid.to_string())))
         }
@@ -132,8 +169,14 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
 
     // Configure only when this build tree has not been configured from this commit.
     let stamp = plan.build_dir.join(".rocbuild-configured");
-    let stamp_text = format!("{}\n{}", commit.as_deref().unwrap_or("local"), plan.configure.shell_line());
-    if fs_err::read_to_string(&stamp).ok().as_deref() != Some(stamp_text.as_str()) || !plan.build_dir.join("CMakeCache.txt").exists() {
+    let stamp_text = format!(
+        "{}\n{}",
+        commit.as_deref().unwrap_or("local"),
+        plan.configure.shell_line()
+    );
+    if fs_err::read_to_string(&stamp).ok().as_deref() != Some(stamp_text.as_str())
+        || !plan.build_dir.join("CMakeCache.txt").exists()
+    {
         log.note(&format!("configure -> {}", plan.build_dir.display()));
         log.run("configure", &plan.configure)?;
         fs_err::write(&stamp, &stamp_text).map_err(EngineError::io("write", &stamp))?;
@@ -152,16 +195,24 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         }
     }
     if artifacts.is_empty() {
-        return Err(EngineError::NoArtifacts { globs: plan.install.artifacts.join(", "), prefix: plan.prefix.display().to_string() });
+        return Err(EngineError::NoArtifacts {
+            globs: plan.install.artifacts.join(", "),
+            prefix: plan.prefix.display().to_string(),
+        });
     }
     let import = &plan.install.import_dir;
     let mut built: BTreeMap<String, (PathBuf, String)> = BTreeMap::new();
     for (name, abs) in &artifacts {
-        built.insert(format!("{import}/{name}"), (abs.clone(), sha256_file(abs)?.0));
+        built.insert(
+            format!("{import}/{name}"),
+            (abs.clone(), sha256_file(abs)?.0),
+        );
     }
 
     let previous = manifest::read(site, &plan.recipe);
-    if plan.python_part.is_none() && up_to_date(plan, previous.as_ref(), commit.as_deref(), &built, site) {
+    if plan.python_part.is_none()
+        && up_to_date(plan, previous.as_ref(), commit.as_deref(), &built, site)
+    {
         let m = previous.unwrap_or_else(|| unreachable_manifest(plan));
         log.note("up to date: nothing changed since the last install");
         return Ok(Outcome {
@@ -182,13 +233,33 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
 
 fn unreachable_manifest(plan: &Plan) -> Manifest {
     Manifest {
-        schema: 1, recipe: plan.recipe.clone(), version: plan.version.clone(), recipe_hash: String::new(), fingerprint: String::new(),
-        source_url: None, source_commit: None, torch_version: None, torch_git: None, flavor: String::new(), ffmpeg_major: None,
-        python: String::new(), defines: BTreeMap::new(), runpath: Vec::new(), files: Vec::new(), parked: Vec::new(), installed_at: 0,
+        schema: 1,
+        recipe: plan.recipe.clone(),
+        version: plan.version.clone(),
+        recipe_hash: String::new(),
+        fingerprint: String::new(),
+        source_url: None,
+        source_commit: None,
+        torch_version: None,
+        torch_git: None,
+        flavor: String::new(),
+        ffmpeg_major: None,
+        python: String::new(),
+        defines: BTreeMap::new(),
+        runpath: Vec::new(),
+        files: Vec::new(),
+        parked: Vec::new(),
+        installed_at: 0,
     }
 }
 
-fn up_to_date(plan: &Plan, prev: Option<&Manifest>, commit: Option<&str>, built: &BTreeMap<String, (PathBuf, String)>, site: &Path) -> bool {
+fn up_to_date(
+    plan: &Plan,
+    prev: Option<&Manifest>,
+    commit: Option<&str>,
+    built: &BTreeMap<String, (PathBuf, String)>,
+    site: &Path,
+) -> bool {
     let Some(m) = prev else { return false };
     if m.fingerprint != plan.fingerprint || m.source_commit.as_deref() != commit {
         return false;
@@ -201,19 +272,30 @@ fn up_to_date(plan: &Plan, prev: Option<&Manifest>, commit: Option<&str>, built:
     }
     m.files.iter().all(|f| {
         let p = site.join(&f.path);
-        std::fs::metadata(&p).is_ok_and(|md| md.len() == f.size) && sha256_file(&p).is_ok_and(|(h, _)| h == f.sha256)
+        std::fs::metadata(&p).is_ok_and(|md| md.len() == f.size)
+            && sha256_file(&p).is_ok_and(|(h, _)| h == f.sha256)
     })
 }
 
 fn dist_info_dir(site: &Path, dist: &str) -> Option<String> {
     let want = rocbuild_probe::normalize_dist(dist);
     let rd = std::fs::read_dir(site).ok()?;
-    rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).find(|n| {
-        n.strip_suffix(".dist-info").and_then(|s| s.rsplit_once('-')).is_some_and(|(d, _)| rocbuild_probe::normalize_dist(d) == want)
-    })
+    rd.flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| {
+            n.strip_suffix(".dist-info")
+                .and_then(|s| s.rsplit_once('-'))
+                .is_some_and(|(d, _)| rocbuild_probe::normalize_dist(d) == want)
+        })
 }
 
-fn install_and_verify(plan: &Plan, log: &mut RunLog, commit: Option<String>, built: BTreeMap<String, (PathBuf, String)>, previous: Option<Manifest>) -> Result<Outcome> {
+fn install_and_verify(
+    plan: &Plan,
+    log: &mut RunLog,
+    commit: Option<String>,
+    built: BTreeMap<String, (PathBuf, String)>,
+    previous: Option<Manifest>,
+) -> Result<Outcome> {
     let site = &plan.install.site;
     let created = install::begin(site)?;
     let stage = install::txn_dir(site).join("stage");
@@ -232,8 +314,16 @@ fn install_and_verify(plan: &Plan, log: &mut RunLog, commit: Option<String>, bui
             }
             let (sha, size) = sha256_file(&staged)?;
             record_set.insert(rel.clone(), (sha.clone(), size));
-            installed.push(InstalledFile { path: rel.clone(), sha256: sha, size, built_sha256: Some(built_sha.clone()) });
-            new.push(NewFile { rel: rel.clone(), staged });
+            installed.push(InstalledFile {
+                path: rel.clone(),
+                sha256: sha,
+                size,
+                built_sha256: Some(built_sha.clone()),
+            });
+            new.push(NewFile {
+                rel: rel.clone(),
+                staged,
+            });
         }
 
         // The pure-Python part, from pip into the stage.
@@ -241,7 +331,10 @@ fn install_and_verify(plan: &Plan, log: &mut RunLog, commit: Option<String>, bui
         let mut dropped: Vec<String> = Vec::new();
         let record_rel;
         if let Some(pp) = &plan.python_part {
-            log.note(&format!("python part: {}=={} (pip, --no-deps)", pp.distribution, pp.version));
+            log.note(&format!(
+                "python part: {}=={} (pip, --no-deps)",
+                pp.distribution, pp.version
+            ));
             log.run("pip install (python part)", &pp.install)?;
             for (rel, abs) in walk(&pp.target) {
                 if rel.starts_with("bin/") || built.contains_key(&rel) {
@@ -253,15 +346,17 @@ fn install_and_verify(plan: &Plan, log: &mut RunLog, commit: Option<String>, bui
                 }
                 new.push(NewFile { rel, staged: abs });
             }
-            let di = dist_info_dir(&pp.target, &pp.distribution).ok_or_else(|| EngineError::Usage {
-                option: "python part".into(),
-                reason: format!("pip installed no {}-*.dist-info", pp.distribution),
-                help: Some("check the recipe's [package] distribution name".into()),
-            })?;
+            let di =
+                dist_info_dir(&pp.target, &pp.distribution).ok_or_else(|| EngineError::Usage {
+                    option: "python part".into(),
+                    reason: format!("pip installed no {}-*.dist-info", pp.distribution),
+                    help: Some("check the recipe's [package] distribution name".into()),
+                })?;
             record_rel = format!("{di}/RECORD");
             // The version being replaced: its files leave with it.
             if let Some(old) = dist_info_dir(site, &pp.distribution) {
-                let text = fs_err::read_to_string(site.join(&old).join("RECORD")).unwrap_or_default();
+                let text =
+                    fs_err::read_to_string(site.join(&old).join("RECORD")).unwrap_or_default();
                 for (rel, _, _) in record::parse(&text) {
                     if !rel.starts_with("..") && !new.iter().any(|n| n.rel == rel) {
                         park.push(rel);
@@ -269,14 +364,23 @@ fn install_and_verify(plan: &Plan, log: &mut RunLog, commit: Option<String>, bui
                 }
             }
         } else {
-            let di = dist_info_dir(site, &plan.install.distribution).ok_or_else(|| EngineError::Usage {
-                option: "venv".into(),
-                reason: format!("{} has no {}-*.dist-info", site.display(), plan.install.distribution),
-                help: Some("install the package with pip first".into()),
+            let di = dist_info_dir(site, &plan.install.distribution).ok_or_else(|| {
+                EngineError::Usage {
+                    option: "venv".into(),
+                    reason: format!(
+                        "{} has no {}-*.dist-info",
+                        site.display(),
+                        plan.install.distribution
+                    ),
+                    help: Some("install the package with pip first".into()),
+                }
             })?;
             record_rel = format!("{di}/RECORD");
             copy(&site.join(&di).join("RECORD"), &stage.join(&record_rel))?;
-            new.push(NewFile { rel: record_rel.clone(), staged: stage.join(&record_rel) });
+            new.push(NewFile {
+                rel: record_rel.clone(),
+                staged: stage.join(&record_rel),
+            });
         }
         // The wheel's own libraries that the rebuilt ones do not replace.
         for (rel, _) in walk_park_roots(site, &plan.install.park) {
@@ -286,11 +390,17 @@ fn install_and_verify(plan: &Plan, log: &mut RunLog, commit: Option<String>, bui
         }
         park.retain(|p| !new.iter().any(|n| &n.rel == p));
         // RECORD: drop parked and dropped, add the artifacts.
-        let record_staged = new.iter().find(|n| n.rel == record_rel).map(|n| n.staged.clone()).unwrap_or_else(|| stage.join(&record_rel));
-        let text = fs_err::read_to_string(&record_staged).map_err(EngineError::io("read", &record_staged))?;
+        let record_staged = new
+            .iter()
+            .find(|n| n.rel == record_rel)
+            .map(|n| n.staged.clone())
+            .unwrap_or_else(|| stage.join(&record_rel));
+        let text = fs_err::read_to_string(&record_staged)
+            .map_err(EngineError::io("read", &record_staged))?;
         let mut removed = park.clone();
         removed.extend(dropped);
-        fs_err::write(&record_staged, record::update(&text, &removed, &record_set)).map_err(EngineError::io("write", &record_staged))?;
+        fs_err::write(&record_staged, record::update(&text, &removed, &record_set))
+            .map_err(EngineError::io("write", &record_staged))?;
         Ok((new, park, installed))
     })();
     let (new, park, installed) = match result {
@@ -317,7 +427,10 @@ fn install_and_verify(plan: &Plan, log: &mut RunLog, commit: Option<String>, bui
                     EngineError::Step { tail, .. } => tail,
                     other => other.to_string(),
                 };
-                return Err(EngineError::Verify { output, log: log.path.display().to_string() });
+                return Err(EngineError::Verify {
+                    output,
+                    log: log.path.display().to_string(),
+                });
             }
         }
     }
@@ -341,12 +454,19 @@ fn install_and_verify(plan: &Plan, log: &mut RunLog, commit: Option<String>, bui
             .configure
             .args
             .iter()
-            .filter_map(|a| a.strip_prefix("-D")?.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+            .filter_map(|a| {
+                a.strip_prefix("-D")?
+                    .split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+            })
             .collect(),
         runpath: plan.install.runpath.clone(),
         files: installed.clone(),
         parked: park.clone(),
-        installed_at: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        installed_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
     };
     swapped.commit(&m, previous.as_ref())?;
     Ok(Outcome {
@@ -367,7 +487,12 @@ fn walk_park_roots(site: &Path, globs: &[String]) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
     let mut roots: Vec<String> = globs
         .iter()
-        .map(|g| g.split('/').take_while(|p| !p.contains(['*', '?', '[', '{'])).collect::<Vec<_>>().join("/"))
+        .map(|g| {
+            g.split('/')
+                .take_while(|p| !p.contains(['*', '?', '[', '{']))
+                .collect::<Vec<_>>()
+                .join("/")
+        })
         .collect();
     roots.sort();
     roots.dedup();

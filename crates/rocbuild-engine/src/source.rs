@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{build::CheckoutBuilder, FetchOptions, Oid, RemoteCallbacks, Repository};
+use git2::{FetchOptions, ObjectType, Oid, RemoteCallbacks, Repository};
 
 use crate::error::{EngineError, Result};
 use crate::plan::hash_hex;
@@ -11,7 +11,10 @@ use crate::plan::hash_hex;
 /// `https://HOST/OWNER/REPO(.git)` -> `MIRROR/HOST/OWNER/REPO.git`.
 pub fn mirror_path(mirror: &Path, url: &str) -> Option<PathBuf> {
     let rest = url.split_once("://")?.1;
-    let rest = rest.split_once('@').map_or(rest, |(_, r)| r).trim_end_matches('/');
+    let rest = rest
+        .split_once('@')
+        .map_or(rest, |(_, r)| r)
+        .trim_end_matches('/');
     let rest = rest.strip_suffix(".git").unwrap_or(rest);
     let mut p = mirror.to_path_buf();
     for part in rest.split('/') {
@@ -43,7 +46,8 @@ fn cache_repo(git_cache: &Path, url: &str) -> Result<Repository> {
             Repository::init_bare(&dir).map_err(|e| EngineError::Source {
                 url: url.into(),
                 reason: format!("cannot create the cache clone {}: {e}", dir.display()),
-                help: "check that the cache directory is writable (--cache or ROCBUILD_CACHE)".into(),
+                help: "check that the cache directory is writable (--cache or ROCBUILD_CACHE)"
+                    .into(),
             })
         }
     }
@@ -57,14 +61,25 @@ fn refspecs(reference: &str) -> Vec<String> {
     } else if reference.len() == 40 && reference.chars().all(|c| c.is_ascii_hexdigit()) {
         vec![reference.to_string()]
     } else {
-        vec![format!("+refs/tags/{reference}:refs/tags/{reference}"), format!("+refs/heads/{reference}:refs/heads/{reference}")]
+        vec![
+            format!("+refs/tags/{reference}:refs/tags/{reference}"),
+            format!("+refs/heads/{reference}:refs/heads/{reference}"),
+        ]
     }
 }
 
-fn fetch_from(repo: &Repository, from: &str, reference: &str, progress: &dyn Fn(usize, usize)) -> std::result::Result<(), git2::Error> {
+fn fetch_from(
+    repo: &Repository,
+    from: &str,
+    reference: &str,
+    progress: &dyn Fn(usize, usize),
+) -> std::result::Result<(), git2::Error> {
     let specs = refspecs(reference);
     let mut last = None;
-    for spec in specs.iter().map(|s| vec![s.clone()]).chain([vec!["+refs/heads/*:refs/heads/*".to_string(), "+refs/tags/*:refs/tags/*".to_string()]]) {
+    for spec in specs.iter().map(|s| vec![s.clone()]).chain([vec![
+        "+refs/heads/*:refs/heads/*".to_string(),
+        "+refs/tags/*:refs/tags/*".to_string(),
+    ]]) {
         match fetch_specs(repo, from, &spec, progress) {
             Ok(()) if resolve(repo, reference).is_some() => return Ok(()),
             Ok(()) => {}
@@ -77,7 +92,12 @@ fn fetch_from(repo: &Repository, from: &str, reference: &str, progress: &dyn Fn(
     }
 }
 
-fn fetch_specs(repo: &Repository, from: &str, specs: &[String], progress: &dyn Fn(usize, usize)) -> std::result::Result<(), git2::Error> {
+fn fetch_specs(
+    repo: &Repository,
+    from: &str,
+    specs: &[String],
+    progress: &dyn Fn(usize, usize),
+) -> std::result::Result<(), git2::Error> {
     let mut cb = RemoteCallbacks::new();
     cb.transfer_progress(|p| {
         progress(p.received_objects(), p.total_objects());
@@ -92,7 +112,11 @@ fn fetch_specs(repo: &Repository, from: &str, specs: &[String], progress: &dyn F
 
 /// Find `reference` (a full ref, a short name or a commit id) in `repo`.
 fn resolve(repo: &Repository, reference: &str) -> Option<Oid> {
-    let candidates = [reference.to_string(), format!("refs/tags/{reference}"), format!("refs/heads/{reference}")];
+    let candidates = [
+        reference.to_string(),
+        format!("refs/tags/{reference}"),
+        format!("refs/heads/{reference}"),
+    ];
     for c in &candidates {
         if let Ok(obj) = repo.revparse_single(c) {
             if let Ok(commit) = obj.peel_to_commit() {
@@ -124,7 +148,10 @@ pub fn fetch_commit(
     if let Some(m) = mirror.and_then(|m| mirror_path(m, url)) {
         places.push(m.display().to_string());
     } else if let Some(m) = mirror {
-        tried.push(format!("mirror {}: the URL has no HOST/OWNER/REPO form", m.display()));
+        tried.push(format!(
+            "mirror {}: the URL has no HOST/OWNER/REPO form",
+            m.display()
+        ));
     }
     places.push(url.to_string());
     for from in &places {
@@ -140,14 +167,20 @@ pub fn fetch_commit(
             Err(e) => tried.push(format!("{from}: {}", e.message())),
         }
     }
-    let tags: Vec<String> = repo.tag_names(None).map(|t| t.iter().flatten().map(str::to_string).collect()).unwrap_or_default();
+    let tags: Vec<String> = repo
+        .tag_names(None)
+        .map(|t| t.iter().flatten().map(str::to_string).collect())
+        .unwrap_or_default();
     Err(EngineError::Source {
         url: url.into(),
         reason: format!("tried {}", tried.join("; ")),
         help: if tags.is_empty() {
             "check the network or the URL; on an offline machine set ROCBUILD_MIRROR=DIR holding DIR/HOST/OWNER/REPO.git".into()
         } else {
-            format!("tags it has: {}; pick another with --version or --rev", last(&tags, 8).join(", "))
+            format!(
+                "tags it has: {}; pick another with --version or --rev",
+                last(&tags, 8).join(", ")
+            )
         },
     })
 }
@@ -174,20 +207,88 @@ pub fn checkout(
     let tmp = dir.with_extension("partial");
     let _ = fs_err::remove_dir_all(&tmp);
     fs_err::create_dir_all(&tmp).map_err(EngineError::io("create", &tmp))?;
-    let git_err = |e: git2::Error| EngineError::Source { url: url.into(), reason: e.message().to_string(), help: "the cache clone may be corrupt: delete it under the cache's git/ directory and retry".into() };
-    let tree = repo.find_commit(commit).and_then(|c| c.tree()).map_err(git_err)?;
-    let mut co = CheckoutBuilder::new();
-    co.target_dir(&tmp).force().recreate_missing(true);
-    repo.checkout_tree(tree.as_object(), Some(&mut co)).map_err(git_err)?;
+    let git_err = |e: git2::Error| EngineError::Source {
+        url: url.into(),
+        reason: e.message().to_string(),
+        help:
+            "the cache clone may be corrupt: delete it under the cache's git/ directory and retry"
+                .into(),
+    };
+    let tree = repo
+        .find_commit(commit)
+        .and_then(|c| c.tree())
+        .map_err(git_err)?;
+    write_tree(repo, &tree, &tmp).map_err(|e| match e {
+        WriteError::Git(g) => git_err(g),
+        WriteError::Io(p, e) => EngineError::Io {
+            action: "write the checkout".into(),
+            path: p.display().to_string(),
+            source: e,
+        },
+    })?;
     if submodules {
         checkout_submodules(repo, &tree, &tmp, url, git_cache, mirror, progress)?;
     }
-    fs_err::write(tmp.join(".rocbuild-commit"), commit.to_string()).map_err(EngineError::io("write", &stamp))?;
+    fs_err::write(tmp.join(".rocbuild-commit"), commit.to_string())
+        .map_err(EngineError::io("write", &stamp))?;
     let _ = fs_err::remove_dir_all(dir);
     if let Some(parent) = dir.parent() {
         fs_err::create_dir_all(parent).map_err(EngineError::io("create", parent))?;
     }
     fs_err::rename(&tmp, dir).map_err(EngineError::io("move into place", dir))
+}
+
+enum WriteError {
+    Git(git2::Error),
+    Io(PathBuf, std::io::Error),
+}
+
+/// Write `tree` under `dir`: files (with their executable bit) and symlinks. Gitlinks
+/// (submodules) are left to `checkout_submodules`. Written by hand because libgit2's checkout
+/// of a bare repository refuses trees that hold submodules.
+fn write_tree(
+    repo: &Repository,
+    tree: &git2::Tree,
+    dir: &Path,
+) -> std::result::Result<(), WriteError> {
+    fs_err::create_dir_all(dir).map_err(|e| WriteError::Io(dir.to_path_buf(), e))?;
+    for entry in tree.iter() {
+        let name = String::from_utf8_lossy(entry.name_bytes()).into_owned();
+        if name.contains('/') || name.contains('\\') || name == ".." || name == "." {
+            continue;
+        }
+        let path = dir.join(&name);
+        match entry.kind() {
+            Some(ObjectType::Tree) => {
+                let sub = repo.find_tree(entry.id()).map_err(WriteError::Git)?;
+                write_tree(repo, &sub, &path)?;
+            }
+            Some(ObjectType::Blob) => {
+                let blob = repo.find_blob(entry.id()).map_err(WriteError::Git)?;
+                let io = |e| WriteError::Io(path.clone(), e);
+                if entry.filemode() == 0o120000 {
+                    #[cfg(unix)]
+                    std::os::unix::fs::symlink(
+                        String::from_utf8_lossy(blob.content()).as_ref(),
+                        &path,
+                    )
+                    .map_err(io)?;
+                    #[cfg(not(unix))]
+                    fs_err::write(&path, blob.content()).map_err(io)?;
+                } else {
+                    fs_err::write(&path, blob.content()).map_err(io)?;
+                    #[cfg(unix)]
+                    if entry.filemode() == 0o100755 {
+                        use std::os::unix::fs::PermissionsExt;
+                        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                            .map_err(io)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// `.gitmodules` entries: (path, url).
@@ -241,11 +342,17 @@ fn checkout_submodules(
     mirror: Option<&Path>,
     progress: &dyn Fn(usize, usize),
 ) -> Result<()> {
-    let Ok(entry) = tree.get_path(Path::new(".gitmodules")) else { return Ok(()) };
-    let Ok(blob) = repo.find_blob(entry.id()) else { return Ok(()) };
+    let Ok(entry) = tree.get_path(Path::new(".gitmodules")) else {
+        return Ok(());
+    };
+    let Ok(blob) = repo.find_blob(entry.id()) else {
+        return Ok(());
+    };
     let text = String::from_utf8_lossy(blob.content()).into_owned();
     for (path, sub_url) in gitmodules(&text) {
-        let Ok(e) = tree.get_path(Path::new(&path)) else { continue };
+        let Ok(e) = tree.get_path(Path::new(&path)) else {
+            continue;
+        };
         if e.kind() != Some(git2::ObjectType::Commit) {
             continue;
         }
@@ -254,7 +361,9 @@ fn checkout_submodules(
         let (sub_repo, oid) = fetch_commit(git_cache, &sub_url, &commit, mirror, progress)?;
         let target = dir.join(&path);
         let _ = fs_err::remove_dir_all(&target);
-        checkout(&sub_repo, oid, &target, &sub_url, true, git_cache, mirror, progress)?;
+        checkout(
+            &sub_repo, oid, &target, &sub_url, true, git_cache, mirror, progress,
+        )?;
         let _ = fs_err::remove_file(target.join(".rocbuild-commit"));
     }
     Ok(())
@@ -267,20 +376,35 @@ mod tests {
     #[test]
     fn mirror_paths() {
         let m = Path::new("/m");
-        assert_eq!(mirror_path(m, "https://github.com/meta-pytorch/torchcodec").unwrap(), Path::new("/m/github.com/meta-pytorch/torchcodec.git"));
-        assert_eq!(mirror_path(m, "https://github.com/a/b.git").unwrap(), Path::new("/m/github.com/a/b.git"));
+        assert_eq!(
+            mirror_path(m, "https://github.com/meta-pytorch/torchcodec").unwrap(),
+            Path::new("/m/github.com/meta-pytorch/torchcodec.git")
+        );
+        assert_eq!(
+            mirror_path(m, "https://github.com/a/b.git").unwrap(),
+            Path::new("/m/github.com/a/b.git")
+        );
         assert_eq!(mirror_path(m, "https://h/../../etc"), None);
     }
 
     #[test]
     fn relative_submodule_urls() {
-        assert_eq!(submodule_url("https://h/o/r", "../s.git"), "https://h/o/s.git");
+        assert_eq!(
+            submodule_url("https://h/o/r", "../s.git"),
+            "https://h/o/s.git"
+        );
         assert_eq!(submodule_url("https://h/o/r", "https://x/y"), "https://x/y");
     }
 
     #[test]
     fn parses_gitmodules() {
         let t = "[submodule \"a\"]\n\tpath = third_party/a\n\turl = https://h/a\n[submodule \"b\"]\n path = b\n url = ../b.git\n";
-        assert_eq!(gitmodules(t), [("third_party/a".into(), "https://h/a".into()), ("b".into(), "../b.git".into())]);
+        assert_eq!(
+            gitmodules(t),
+            [
+                ("third_party/a".into(), "https://h/a".into()),
+                ("b".into(), "../b.git".into())
+            ]
+        );
     }
 }

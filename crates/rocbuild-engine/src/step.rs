@@ -31,10 +31,17 @@ pub struct RunLog {
 impl RunLog {
     pub fn create(dir: &Path, name: &str, verbosity: Verbosity) -> Result<RunLog> {
         fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
-        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
         let path = dir.join(format!("{name}-{stamp}.log"));
         let file = File::create(&path).map_err(EngineError::io("create", &path))?;
-        Ok(RunLog { path, file, verbosity })
+        Ok(RunLog {
+            path,
+            file,
+            verbosity,
+        })
     }
 
     pub fn note(&mut self, line: &str) {
@@ -95,7 +102,9 @@ impl RunLog {
             Some(s) if s.success() => Ok(lines),
             other => Err(EngineError::Step {
                 step: name.into(),
-                code: other.and_then(|s| s.code()).map_or("signal".into(), |c| c.to_string()),
+                code: other
+                    .and_then(|s| s.code())
+                    .map_or("signal".into(), |c| c.to_string()),
                 tail: tail.into_iter().collect::<Vec<_>>().join("\n"),
                 log: self.path.display().to_string(),
                 reproduce: cmd.shell_line(),
@@ -132,7 +141,10 @@ mod tests {
 
     #[test]
     fn parses_ninja_progress() {
-        assert_eq!(ninja_progress("[3/17] Building CXX object a.o"), Some((3, 17)));
+        assert_eq!(
+            ninja_progress("[3/17] Building CXX object a.o"),
+            Some((3, 17))
+        );
         assert_eq!(ninja_progress("-- Configuring done"), None);
     }
 
@@ -140,12 +152,25 @@ mod tests {
     fn failing_step_reports_tail_log_and_reproducer() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = RunLog::create(dir.path(), "t", Verbosity::Quiet).unwrap();
-        let mut cmd = Command::new("sh").args(["-c", "for i in $(seq 1 40); do echo line$i; done; exit 3"]);
+        let mut cmd =
+            Command::new("sh").args(["-c", "for i in $(seq 1 40); do echo line$i; done; exit 3"]);
         cmd.env.insert("FOO".into(), "bar baz".into());
         let err = log.run("configure", &cmd).unwrap_err();
-        let EngineError::Step { code, tail, reproduce, log: path, .. } = err else { panic!("{err:?}") };
+        let EngineError::Step {
+            code,
+            tail,
+            reproduce,
+            log: path,
+            ..
+        } = err
+        else {
+            panic!("{err:?}")
+        };
         assert_eq!(code, "3", "{tail}");
-        assert!(tail.starts_with("line11\n") && tail.ends_with("line40"), "{tail}");
+        assert!(
+            tail.starts_with("line11\n") && tail.ends_with("line40"),
+            "{tail}"
+        );
         assert!(reproduce.contains("'FOO=bar baz'"), "{reproduce}");
         assert!(std::fs::read_to_string(path).unwrap().contains("line1\n"));
     }

@@ -14,8 +14,14 @@ fn cmake_path(p: &std::path::Path) -> String {
 pub fn lite_config(os: Os, torch: &Torch) -> String {
     let lib = |name: &str| -> (String, Option<String>) {
         match os {
-            Os::Linux => (cmake_path(&join(os, &torch.lib, &[&format!("lib{name}.so")])), None),
-            Os::Macos => (cmake_path(&join(os, &torch.lib, &[&format!("lib{name}.dylib")])), None),
+            Os::Linux => (
+                cmake_path(&join(os, &torch.lib, &[&format!("lib{name}.so")])),
+                None,
+            ),
+            Os::Macos => (
+                cmake_path(&join(os, &torch.lib, &[&format!("lib{name}.dylib")])),
+                None,
+            ),
             Os::Windows => (
                 cmake_path(&join(os, &torch.lib, &[&format!("{name}.dll")])),
                 Some(cmake_path(&join(os, &torch.lib, &[&format!("{name}.lib")]))),
@@ -28,17 +34,30 @@ pub fn lite_config(os: Os, torch: &Torch) -> String {
         (_, Some(abi)) => format!("-D_GLIBCXX_USE_CXX11_ABI={}", u8::from(abi)),
     };
     let mut s = String::new();
-    s.push_str("# Written by rocbuild (torch-cmake = \"lite\"): torch, torch_cpu and c10 with torch's\n");
-    s.push_str(&format!("# headers, for torch {}. No CUDA or ROCm toolkit is needed.\n", torch.version));
+    s.push_str(
+        "# Written by rocbuild (torch-cmake = \"lite\"): torch, torch_cpu and c10 with torch's\n",
+    );
+    s.push_str(&format!(
+        "# headers, for torch {}. No CUDA or ROCm toolkit is needed.\n",
+        torch.version
+    ));
     s.push_str("if(TARGET torch)\n  return()\nendif()\n");
-    for (target, deps) in [("c10", ""), ("torch_cpu", "c10"), ("torch", "torch_cpu;c10")] {
+    // The C++ API headers exist in full torch installs only.
+    s.push_str(&format!("set(TORCH_INCLUDE_DIRS \"{inc}\")\nif(EXISTS \"{inc}/torch/csrc/api/include\")\n  list(APPEND TORCH_INCLUDE_DIRS \"{inc}/torch/csrc/api/include\")\nendif()\n"));
+    for (target, deps) in [
+        ("c10", ""),
+        ("torch_cpu", "c10"),
+        ("torch", "torch_cpu;c10"),
+    ] {
         let (loc, implib) = lib(target);
         s.push_str(&format!("add_library({target} SHARED IMPORTED)\n"));
-        s.push_str(&format!("set_target_properties({target} PROPERTIES\n  IMPORTED_LOCATION \"{loc}\"\n"));
+        s.push_str(&format!(
+            "set_target_properties({target} PROPERTIES\n  IMPORTED_LOCATION \"{loc}\"\n"
+        ));
         if let Some(i) = implib {
             s.push_str(&format!("  IMPORTED_IMPLIB \"{i}\"\n"));
         }
-        s.push_str(&format!("  INTERFACE_INCLUDE_DIRECTORIES \"{inc};{inc}/torch/csrc/api/include\"\n"));
+        s.push_str("  INTERFACE_INCLUDE_DIRECTORIES \"${TORCH_INCLUDE_DIRS}\"\n");
         if !deps.is_empty() {
             s.push_str(&format!("  INTERFACE_LINK_LIBRARIES \"{deps}\"\n"));
         }
@@ -47,8 +66,10 @@ pub fn lite_config(os: Os, torch: &Torch) -> String {
         }
         s.push_str(")\n");
     }
-    s.push_str(&format!("set(TORCH_INSTALL_PREFIX \"{}\")\n", cmake_path(&torch.dir)));
-    s.push_str(&format!("set(TORCH_INCLUDE_DIRS \"{inc}\" \"{inc}/torch/csrc/api/include\")\n"));
+    s.push_str(&format!(
+        "set(TORCH_INSTALL_PREFIX \"{}\")\n",
+        cmake_path(&torch.dir)
+    ));
     s.push_str(&format!("set(TORCH_LIBRARY \"{}\")\n", lib("torch").0));
     s.push_str("set(TORCH_LIBRARIES torch)\n");
     s.push_str(&format!("set(TORCH_CXX_FLAGS \"{flags}\")\n"));

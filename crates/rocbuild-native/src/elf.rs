@@ -16,15 +16,26 @@ pub struct ElfInfo {
 }
 
 fn split(paths: &[&str]) -> Vec<String> {
-    paths.iter().flat_map(|p| p.split(':')).filter(|s| !s.is_empty()).map(str::to_string).collect()
+    paths
+        .iter()
+        .flat_map(|p| p.split(':'))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 fn parse<'a>(path: &Path, bytes: &'a [u8]) -> Result<Elf<'a>, NativeError> {
-    Elf::parse(bytes).map_err(|e| NativeError::Malformed { path: path.display().to_string(), reason: e.to_string() })
+    Elf::parse(bytes).map_err(|e| NativeError::Malformed {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, NativeError> {
-    fs_err::read(path).map_err(|source| NativeError::Io { path: path.display().to_string(), source })
+    fs_err::read(path).map_err(|source| NativeError::Io {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// Read the dynamic section of the ELF file at `path`.

@@ -5,7 +5,7 @@
 mod elf;
 mod rpath;
 
-pub use elf::{ElfInfo, read_elf, exports_cxx11_abi};
+pub use elf::{exports_cxx11_abi, read_elf, ElfInfo};
 pub use rpath::set_runpath;
 
 use thiserror::Error;
@@ -13,7 +13,11 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum NativeError {
     #[error("cannot read {path}: {source}")]
-    Io { path: String, #[source] source: std::io::Error },
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path} is not a readable ELF file: {reason}")]
     Malformed { path: String, reason: String },
     #[error("cannot set the RUNPATH of {path}: {reason}")]

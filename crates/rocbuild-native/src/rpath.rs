@@ -8,21 +8,33 @@ use crate::{read_elf, NativeError};
 /// read back: success means the loader will really see these entries.
 pub fn set_runpath(path: &Path, entries: &[String]) -> Result<(), NativeError> {
     let joined = entries.join(":");
-    let err = |reason: String| NativeError::Edit { path: path.display().to_string(), reason };
+    let err = |reason: String| NativeError::Edit {
+        path: path.display().to_string(),
+        reason,
+    };
     let first = with_arwen(path, &joined);
     if let Err(reason) = first {
-        let patchelf = which::which("patchelf")
-            .map_err(|_| err(format!("{reason}; and patchelf is not installed (apt-get install patchelf)")))?;
-        duct::cmd(patchelf, ["--set-rpath".as_ref(), joined.as_ref(), path.as_os_str()])
-            .stdout_null()
-            .stderr_capture()
-            .run()
-            .map_err(|e| err(format!("{reason}; patchelf failed too: {e}")))?;
+        let patchelf = which::which("patchelf").map_err(|_| {
+            err(format!(
+                "{reason}; and patchelf is not installed (apt-get install patchelf)"
+            ))
+        })?;
+        duct::cmd(
+            patchelf,
+            ["--set-rpath".as_ref(), joined.as_ref(), path.as_os_str()],
+        )
+        .stdout_null()
+        .stderr_capture()
+        .run()
+        .map_err(|e| err(format!("{reason}; patchelf failed too: {e}")))?;
         tracing_fallback(&reason);
     }
     let info = read_elf(path)?;
     if info.runpath != entries || !info.rpath.is_empty() {
-        return Err(err(format!("after editing, RUNPATH reads {:?}", info.runpath)));
+        return Err(err(format!(
+            "after editing, RUNPATH reads {:?}",
+            info.runpath
+        )));
     }
     Ok(())
 }
@@ -39,7 +51,9 @@ fn with_arwen(path: &Path, runpath: &str) -> Result<(), String> {
     // Write beside, then rename: a failure never leaves a half-written library.
     let tmp = path.with_extension("rocbuild-tmp");
     fs_err::write(&tmp, &out).map_err(|e| e.to_string())?;
-    let perms = fs_err::metadata(path).map_err(|e| e.to_string())?.permissions();
+    let perms = fs_err::metadata(path)
+        .map_err(|e| e.to_string())?
+        .permissions();
     fs_err::set_permissions(&tmp, perms).map_err(|e| e.to_string())?;
     fs_err::rename(&tmp, path).map_err(|e| e.to_string())
 }
@@ -56,11 +70,24 @@ mod tests {
         std::fs::write(&src, "int f(void) { return 1; }\n").unwrap();
         let lib = dir.path().join("liba.so");
         let st = std::process::Command::new("cc")
-            .args(["-shared", "-fPIC", "-Wl,--disable-new-dtags", "-Wl,-rpath,/old"])
-            .arg(&src).arg("-o").arg(&lib).status().unwrap();
+            .args([
+                "-shared",
+                "-fPIC",
+                "-Wl,--disable-new-dtags",
+                "-Wl,-rpath,/old",
+            ])
+            .arg(&src)
+            .arg("-o")
+            .arg(&lib)
+            .status()
+            .unwrap();
         assert!(st.success());
         assert_eq!(read_elf(&lib).unwrap().rpath, ["/old"]);
-        let want = vec!["$ORIGIN".to_string(), "$ORIGIN/../torch/lib".to_string(), "/usr/lib/ffmpeg-long-path-here".to_string()];
+        let want = vec![
+            "$ORIGIN".to_string(),
+            "$ORIGIN/../torch/lib".to_string(),
+            "/usr/lib/ffmpeg-long-path-here".to_string(),
+        ];
         set_runpath(&lib, &want).unwrap();
         let info = read_elf(&lib).unwrap();
         assert_eq!(info.runpath, want);

@@ -30,14 +30,23 @@ pub fn probe_ffmpeg(dir: Option<&Path>, pkg_config: Option<&Tool>) -> Result<Ffm
     })
 }
 
-fn via_pkg_config(exe: &Path, pc_path: Option<&Path>, explicit: bool) -> Result<Option<Ffmpeg>, ProbeError> {
+fn via_pkg_config(
+    exe: &Path,
+    pc_path: Option<&Path>,
+    explicit: bool,
+) -> Result<Option<Ffmpeg>, ProbeError> {
     let query = |args: &[&str]| -> Option<String> {
-        let mut cmd = duct::cmd(exe, args).stdout_capture().stderr_null().unchecked();
+        let mut cmd = duct::cmd(exe, args)
+            .stdout_capture()
+            .stderr_null()
+            .unchecked();
         if let Some(p) = pc_path {
             cmd = cmd.env("PKG_CONFIG_PATH", p);
         }
         let out = cmd.run().ok()?;
-        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
     let Some(version) = query(&["--modversion", "libavutil"]) else {
         return Ok(None);
@@ -51,16 +60,26 @@ fn via_pkg_config(exe: &Path, pc_path: Option<&Path>, explicit: bool) -> Result<
         lib: PathBuf::from(lib),
         include: PathBuf::from(include),
         pkg_config_path: pc_path.map(Path::to_path_buf),
-        found_by: if explicit { "--ffmpeg (pkg-config)".into() } else { "pkg-config".into() },
+        found_by: if explicit {
+            "--ffmpeg (pkg-config)".into()
+        } else {
+            "pkg-config".into()
+        },
     }))
 }
 
 fn major_of(avutil_version: &str) -> Result<u32, ProbeError> {
-    let m: Option<u32> = avutil_version.split('.').next().and_then(|s| s.parse().ok());
-    m.and_then(soname_major_to_ffmpeg).ok_or_else(|| ProbeError::Ffmpeg {
-        reason: format!("libavutil {avutil_version} is not an FFmpeg release rocbuild knows (4 to 9)"),
-        help: "install FFmpeg 4 to 9, or pass --ffmpeg DIR pointing at one".into(),
-    })
+    let m: Option<u32> = avutil_version
+        .split('.')
+        .next()
+        .and_then(|s| s.parse().ok());
+    m.and_then(soname_major_to_ffmpeg)
+        .ok_or_else(|| ProbeError::Ffmpeg {
+            reason: format!(
+                "libavutil {avutil_version} is not an FFmpeg release rocbuild knows (4 to 9)"
+            ),
+            help: "install FFmpeg 4 to 9, or pass --ffmpeg DIR pointing at one".into(),
+        })
 }
 
 /// Read LIBAVUTIL_VERSION_MAJOR/MINOR/MICRO from the headers (version_major.h since FFmpeg 6).
@@ -73,16 +92,27 @@ fn from_headers(dir: &Path) -> Result<Ffmpeg, ProbeError> {
     let get = |name: &str| {
         text.lines().find_map(|l| {
             let mut it = l.split_whitespace();
-            (it.next() == Some("#define") && it.next() == Some(name)).then(|| it.next().map(str::to_string)).flatten()
+            (it.next() == Some("#define") && it.next() == Some(name))
+                .then(|| it.next().map(str::to_string))
+                .flatten()
         })
     };
     let Some(major) = get("LIBAVUTIL_VERSION_MAJOR") else {
         return Err(ProbeError::Ffmpeg {
-            reason: format!("{} has neither lib/pkgconfig/libavutil.pc nor include/libavutil/version.h", dir.display()),
-            help: "point --ffmpeg at the root of a *shared* FFmpeg build (holding include/ and lib/)".into(),
+            reason: format!(
+                "{} has neither lib/pkgconfig/libavutil.pc nor include/libavutil/version.h",
+                dir.display()
+            ),
+            help:
+                "point --ffmpeg at the root of a *shared* FFmpeg build (holding include/ and lib/)"
+                    .into(),
         });
     };
-    let version = format!("{major}.{}.{}", get("LIBAVUTIL_VERSION_MINOR").unwrap_or_default(), get("LIBAVUTIL_VERSION_MICRO").unwrap_or_default());
+    let version = format!(
+        "{major}.{}.{}",
+        get("LIBAVUTIL_VERSION_MINOR").unwrap_or_default(),
+        get("LIBAVUTIL_VERSION_MICRO").unwrap_or_default()
+    );
     Ok(Ffmpeg {
         major: major_of(&version)?,
         avutil_version: version,
@@ -109,8 +139,16 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let h = d.path().join("include/libavutil");
         std::fs::create_dir_all(&h).unwrap();
-        std::fs::write(h.join("version_major.h"), "#define LIBAVUTIL_VERSION_MAJOR  59\n").unwrap();
-        std::fs::write(h.join("version.h"), "#define LIBAVUTIL_VERSION_MINOR  39\n#define LIBAVUTIL_VERSION_MICRO 100\n").unwrap();
+        std::fs::write(
+            h.join("version_major.h"),
+            "#define LIBAVUTIL_VERSION_MAJOR  59\n",
+        )
+        .unwrap();
+        std::fs::write(
+            h.join("version.h"),
+            "#define LIBAVUTIL_VERSION_MINOR  39\n#define LIBAVUTIL_VERSION_MICRO 100\n",
+        )
+        .unwrap();
         let f = probe_ffmpeg(Some(d.path()), None).unwrap();
         assert_eq!((f.major, f.avutil_version.as_str()), (7, "59.39.100"));
     }

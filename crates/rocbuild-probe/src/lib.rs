@@ -164,11 +164,18 @@ pub struct Toolkits {
 #[derive(Debug, Error, miette::Diagnostic)]
 pub enum ProbeError {
     #[error("no venv found: --venv not given, $VIRTUAL_ENV and $CONDA_PREFIX unset, and ./.venv does not exist")]
-    #[diagnostic(code(rocbuild::probe::no_venv), help("pass --venv PATH, or activate the venv first (source .venv/bin/activate)"))]
+    #[diagnostic(
+        code(rocbuild::probe::no_venv),
+        help("pass --venv PATH, or activate the venv first (source .venv/bin/activate)")
+    )]
     NoVenv,
     #[error("{root} is not a Python environment: {exe} does not exist ({chosen_by})")]
     #[diagnostic(code(rocbuild::probe::not_a_venv), help("point --venv at a directory made by `python3 -m venv` or conda, which holds bin/python (Scripts\\python.exe on Windows)"))]
-    NotAVenv { root: String, exe: String, chosen_by: String },
+    NotAVenv {
+        root: String,
+        exe: String,
+        chosen_by: String,
+    },
     #[error("the venv's Python {exe} failed to describe itself: {reason}")]
     #[diagnostic(code(rocbuild::probe::python), help("run `{exe} -c 'import sysconfig'` to see the problem; recreate the venv if its Python is broken"))]
     Python { exe: String, reason: String },
@@ -193,16 +200,25 @@ pub struct ProbeOptions {
 /// Pick the venv: `--venv`, then `$VIRTUAL_ENV`, then `$CONDA_PREFIX`, then `./.venv`.
 pub fn choose_venv(explicit: Option<&Path>) -> Result<Venv, ProbeError> {
     if let Some(p) = explicit {
-        return Ok(Venv { root: absolute(p), chosen_by: "--venv".into() });
+        return Ok(Venv {
+            root: absolute(p),
+            chosen_by: "--venv".into(),
+        });
     }
     for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
         if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-            return Ok(Venv { root: absolute(Path::new(&v)), chosen_by: format!("${var}") });
+            return Ok(Venv {
+                root: absolute(Path::new(&v)),
+                chosen_by: format!("${var}"),
+            });
         }
     }
     let local = Path::new(".venv");
     if local.is_dir() {
-        return Ok(Venv { root: absolute(local), chosen_by: "./.venv".into() });
+        return Ok(Venv {
+            root: absolute(local),
+            chosen_by: "./.venv".into(),
+        });
     }
     Err(ProbeError::NoVenv)
 }
@@ -219,20 +235,31 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let torch = probe_torch(&python.site_packages);
     let tools = probe_tools();
     let ffmpeg = if opts.want_ffmpeg {
-        Some(probe_ffmpeg(opts.ffmpeg_dir.as_deref(), tools.pkg_config.as_ref())?)
+        Some(probe_ffmpeg(
+            opts.ffmpeg_dir.as_deref(),
+            tools.pkg_config.as_ref(),
+        )?)
     } else {
         None
     };
     Ok(Machine {
-        platform: Platform { os, arch: std::env::consts::ARCH.to_string(), distro: distro() },
+        platform: Platform {
+            os,
+            arch: std::env::consts::ARCH.to_string(),
+            distro: distro(),
+        },
         venv,
         python,
         torch,
         ffmpeg,
         tools,
         toolkits: Toolkits {
-            cuda_home: std::env::var_os("CUDA_HOME").or_else(|| std::env::var_os("CUDA_PATH")).map(PathBuf::from),
-            rocm_path: std::env::var_os("ROCM_PATH").or_else(|| std::env::var_os("HIP_PATH")).map(PathBuf::from),
+            cuda_home: std::env::var_os("CUDA_HOME")
+                .or_else(|| std::env::var_os("CUDA_PATH"))
+                .map(PathBuf::from),
+            rocm_path: std::env::var_os("ROCM_PATH")
+                .or_else(|| std::env::var_os("HIP_PATH"))
+                .map(PathBuf::from),
             hip_clang_path: std::env::var_os("HIP_CLANG_PATH").map(PathBuf::from),
         },
     })

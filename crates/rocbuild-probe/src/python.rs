@@ -10,7 +10,11 @@ pub fn python_in_venv(root: &Path, os: Os) -> PathBuf {
     match os {
         Os::Windows => {
             let scripts = root.join("Scripts").join("python.exe");
-            if scripts.exists() { scripts } else { root.join("python.exe") }
+            if scripts.exists() {
+                scripts
+            } else {
+                root.join("python.exe")
+            }
         }
         _ => root.join("bin").join("python"),
     }
@@ -50,7 +54,10 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
             chosen_by: format!("chosen by {}", venv.chosen_by),
         });
     }
-    let fail = |reason: String| ProbeError::Python { exe: exe.display().to_string(), reason };
+    let fail = |reason: String| ProbeError::Python {
+        exe: exe.display().to_string(),
+        reason,
+    };
     let out = duct::cmd(&exe, ["-I", "-c", DESCRIBE])
         .stdout_capture()
         .stderr_capture()
@@ -58,7 +65,9 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
         .run()
         .map_err(|e| fail(e.to_string()))?;
     if !out.status.success() {
-        return Err(fail(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+        return Err(fail(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
     }
     let d: Described = serde_json::from_slice(&out.stdout).map_err(|e| fail(e.to_string()))?;
     Ok(Python {
@@ -77,7 +86,11 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
 pub fn normalize_dist(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
-        let c = if matches!(c, '_' | '.') { '-' } else { c.to_ascii_lowercase() };
+        let c = if matches!(c, '_' | '.') {
+            '-'
+        } else {
+            c.to_ascii_lowercase()
+        };
         if !(c == '-' && out.ends_with('-')) {
             out.push(c);
         }
@@ -87,7 +100,9 @@ pub fn normalize_dist(name: &str) -> String {
 
 /// `name-version.dist-info` directories in `site`.
 pub fn installed_distributions(site: &Path) -> std::collections::BTreeMap<String, String> {
-    let Ok(entries) = std::fs::read_dir(site) else { return Default::default() };
+    let Ok(entries) = std::fs::read_dir(site) else {
+        return Default::default();
+    };
     entries
         .filter_map(|e| e.ok())
         .filter_map(|e| {

@@ -3,13 +3,24 @@ use std::path::Path;
 use crate::{Os, Platform, Tool, Tools};
 
 fn version_of(path: &Path, arg: &str) -> Option<String> {
-    let out = duct::cmd(path, [arg]).stdout_capture().stderr_null().unchecked().run().ok()?;
+    let out = duct::cmd(path, [arg])
+        .stdout_capture()
+        .stderr_null()
+        .unchecked()
+        .run()
+        .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines().next().map(|l| l.trim().to_string())
 }
 
 fn find(names: &[&str], version_arg: &str) -> Option<Tool> {
-    names.iter().find_map(|n| which::which(n).ok()).map(|path| Tool { version: version_of(&path, version_arg), path })
+    names
+        .iter()
+        .find_map(|n| which::which(n).ok())
+        .map(|path| Tool {
+            version: version_of(&path, version_arg),
+            path,
+        })
 }
 
 /// The C and C++ compilers the way the `cc` crate finds them (honouring CC/CXX, and on
@@ -26,7 +37,10 @@ fn compiler(cpp: bool) -> Option<Tool> {
         .try_get_compiler()
         .ok()?;
     let path = which::which(compiler.path()).ok()?;
-    Some(Tool { version: version_of(&path, "--version"), path })
+    Some(Tool {
+        version: version_of(&path, "--version"),
+        path,
+    })
 }
 
 fn current_target() -> String {

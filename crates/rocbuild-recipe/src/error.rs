@@ -18,7 +18,10 @@ pub enum RecipeError {
     },
 
     #[error("cannot read recipe file {path}: {source}")]
-    #[diagnostic(code(rocbuild::recipe::io), help("check that the file exists and is readable"))]
+    #[diagnostic(
+        code(rocbuild::recipe::io),
+        help("check that the file exists and is readable")
+    )]
     Io {
         path: String,
         #[source]

@@ -20,7 +20,10 @@ pub use load::parse;
 pub use schema::{RawRecipe, TorchCmake};
 
 /// Recipes compiled into the binary, so an installed `rocbuild` works anywhere.
-pub const BUILTIN: &[(&str, &str)] = &[("torchcodec", include_str!("../../../recipes/torchcodec.toml"))];
+pub const BUILTIN: &[(&str, &str)] = &[(
+    "torchcodec",
+    include_str!("../../../recipes/torchcodec.toml"),
+)];
 
 /// A validated recipe and the text it came from.
 #[derive(Debug, Clone)]
@@ -84,7 +87,10 @@ impl Recipe {
         let wanted = Version::from_str(version).ok();
         let all = self.releases();
         all.iter()
-            .find(|r| r.version == version || (wanted.is_some() && Version::from_str(&r.version).ok() == wanted))
+            .find(|r| {
+                r.version == version
+                    || (wanted.is_some() && Version::from_str(&r.version).ok() == wanted)
+            })
             .cloned()
             .ok_or_else(|| RecipeError::NoRelease {
                 recipe: self.name().to_string(),
@@ -92,7 +98,10 @@ impl Recipe {
                 help: format!(
                     "releases in {}: {}; or pass --rev to build another commit",
                     self.file,
-                    all.iter().map(|r| r.version.as_str()).collect::<Vec<_>>().join(", ")
+                    all.iter()
+                        .map(|r| r.version.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             })
     }
@@ -154,8 +163,10 @@ impl Resolved {
             }
         }
         if let Some(i) = &o.install {
-            self.artifacts.extend(i.artifacts.iter().map(|t| t.get_ref().clone()));
-            self.finds.extend(i.finds.iter().map(|t| t.get_ref().clone()));
+            self.artifacts
+                .extend(i.artifacts.iter().map(|t| t.get_ref().clone()));
+            self.finds
+                .extend(i.finds.iter().map(|t| t.get_ref().clone()));
             self.park.extend(i.park.iter().map(|t| t.get_ref().clone()));
         }
         if let Some(v) = &o.verify {
@@ -168,7 +179,10 @@ impl Resolved {
 
 /// Does `torch_version` satisfy the release's torch range?
 pub fn torch_compatible(release: &ReleaseInfo, torch_version: &str) -> bool {
-    let (Ok(spec), Ok(v)) = (VersionSpecifiers::from_str(&release.torch), Version::from_str(torch_version)) else {
+    let (Ok(spec), Ok(v)) = (
+        VersionSpecifiers::from_str(&release.torch),
+        Version::from_str(torch_version),
+    ) else {
         return false;
     };
     spec.contains(&v)
@@ -195,7 +209,10 @@ impl RecipeSet {
     }
 
     fn load_dir(&mut self, dir: &Path) -> Result<(), RecipeError> {
-        let io = |source| RecipeError::Io { path: dir.display().to_string(), source };
+        let io = |source| RecipeError::Io {
+            path: dir.display().to_string(),
+            source,
+        };
         let mut files: Vec<PathBuf> = fs_err::read_dir(dir)
             .map_err(io)?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -203,8 +220,10 @@ impl RecipeSet {
             .collect();
         files.sort();
         for path in files {
-            let text = fs_err::read_to_string(&path)
-                .map_err(|source| RecipeError::Io { path: path.display().to_string(), source })?;
+            let text = fs_err::read_to_string(&path).map_err(|source| RecipeError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
             let r = parse(&path.display().to_string(), &text)?;
             self.recipes.insert(r.name().to_string(), r);
         }
@@ -213,12 +232,20 @@ impl RecipeSet {
 
     pub fn get(&self, name: &str) -> Result<&Recipe, RecipeError> {
         self.recipes.get(name).ok_or_else(|| {
-            let known = self.recipes.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+            let known = self
+                .recipes
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ");
             let help = match nearest(name, self.recipes.keys().map(String::as_str)) {
                 Some(n) => format!("did you mean `{n}`? known recipes: {known}"),
                 None => format!("known recipes: {known}; add your own with --recipes DIR"),
             };
-            RecipeError::Unknown { name: name.to_string(), help }
+            RecipeError::Unknown {
+                name: name.to_string(),
+                help,
+            }
         })
     }
 

@@ -20,7 +20,12 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, RecipeError> {
     let checker = Checker { file, text };
     checker.check(&raw)?;
     let hash = hex(&Sha256::digest(text.as_bytes()));
-    Ok(Recipe { file: file.to_string(), text: text.to_string(), hash, raw })
+    Ok(Recipe {
+        file: file.to_string(),
+        text: text.to_string(),
+        hash,
+        raw,
+    })
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -61,21 +66,38 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    fn err(&self, span: Range<usize>, msg: impl Into<String>, label: &str, help: Option<String>) -> RecipeError {
+    fn err(
+        &self,
+        span: Range<usize>,
+        msg: impl Into<String>,
+        label: &str,
+        help: Option<String>,
+    ) -> RecipeError {
         RecipeError::at(self.file, self.text, span, msg, label, help)
     }
 
     fn check(&self, raw: &RawRecipe) -> Result<(), RecipeError> {
         if raw.releases.is_empty() {
-            return Err(self.err(0..0, "the recipe declares no [[release]]", "", Some("add at least one [[release]] with `version` and `torch`".into())));
+            return Err(self.err(
+                0..0,
+                "the recipe declares no [[release]]",
+                "",
+                Some("add at least one [[release]] with `version` and `torch`".into()),
+            ));
         }
         for r in &raw.releases {
             self.version(&r.version)?;
             self.specifier(&r.torch)?;
             if let Some(c) = &r.commit {
-                let ok = c.get_ref().len() == 40 && c.get_ref().chars().all(|c| c.is_ascii_hexdigit());
+                let ok =
+                    c.get_ref().len() == 40 && c.get_ref().chars().all(|c| c.is_ascii_hexdigit());
                 if !ok {
-                    return Err(self.err(c.span(), "`commit` must be a full 40-digit hex commit id", "not a commit id", None));
+                    return Err(self.err(
+                        c.span(),
+                        "`commit` must be a full 40-digit hex commit id",
+                        "not a commit id",
+                        None,
+                    ));
                 }
             }
         }
@@ -112,24 +134,47 @@ impl Checker<'_> {
             Some(n) => format!("did you mean `{n}`? valid: {}", valid.join(", ")),
             None => format!("valid: {}", valid.join(", ")),
         };
-        Err(self.err(key.span(), format!("unknown {what} `{}`", key.get_ref()), "unknown", Some(help)))
+        Err(self.err(
+            key.span(),
+            format!("unknown {what} `{}`", key.get_ref()),
+            "unknown",
+            Some(help),
+        ))
     }
 
     fn version(&self, v: &Text) -> Result<(), RecipeError> {
         Version::from_str(v.get_ref()).map(|_| ()).map_err(|e| {
-            self.err(v.span(), format!("`{}` is not a version: {e}", v.get_ref()), "not a PEP 440 version", Some("write a version such as \"0.9.1\"".into()))
+            self.err(
+                v.span(),
+                format!("`{}` is not a version: {e}", v.get_ref()),
+                "not a PEP 440 version",
+                Some("write a version such as \"0.9.1\"".into()),
+            )
         })
     }
 
     fn specifier(&self, v: &Text) -> Result<(), RecipeError> {
-        VersionSpecifiers::from_str(v.get_ref()).map(|_| ()).map_err(|e| {
-            self.err(v.span(), format!("`{}` is not a version range: {e}", v.get_ref()), "not a PEP 440 specifier", Some("write a range such as \">=2.9,<2.10\"".into()))
-        })
+        VersionSpecifiers::from_str(v.get_ref())
+            .map(|_| ())
+            .map_err(|e| {
+                self.err(
+                    v.span(),
+                    format!("`{}` is not a version range: {e}", v.get_ref()),
+                    "not a PEP 440 specifier",
+                    Some("write a range such as \">=2.9,<2.10\"".into()),
+                )
+            })
     }
 
     fn overlay_body(&self, o: &Overlay) -> Result<(), RecipeError> {
         if let Some(b) = &o.build {
-            for t in b.define.values().chain(b.env.values()).chain(b.cmake_source.iter()).chain(b.generator.iter()) {
+            for t in b
+                .define
+                .values()
+                .chain(b.env.values())
+                .chain(b.cmake_source.iter())
+                .chain(b.generator.iter())
+            {
                 self.template(t)?;
             }
         }
@@ -154,17 +199,19 @@ impl Checker<'_> {
             Some(b) => b + r.start..b + r.end,
             None => t.span(),
         };
-        let found = template::placeholders(value).map_err(|e| {
-            self.err(at(e.offset..e.offset + 1), e.message.clone(), "here", None)
-        })?;
+        let found = template::placeholders(value)
+            .map_err(|e| self.err(at(e.offset..e.offset + 1), e.message.clone(), "here", None))?;
         for p in found {
             if template::is_known(&p.name) {
                 continue;
             }
             let names = template::VARIABLES.iter().map(|(n, _)| *n);
             let help = match nearest(&p.name, names) {
-                Some(n) => format!("did you mean `{{{n}}}`? see `rocbuild recipes --variables` for all"),
-                None => "see `rocbuild recipes --variables` for the placeholders a recipe may use".to_string(),
+                Some(n) => {
+                    format!("did you mean `{{{n}}}`? see `rocbuild recipes --variables` for all")
+                }
+                None => "see `rocbuild recipes --variables` for the placeholders a recipe may use"
+                    .to_string(),
             };
             return Err(self.err(
                 at(p.range.clone()),

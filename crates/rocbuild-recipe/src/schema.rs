@@ -75,7 +75,7 @@ pub struct Release {
     pub default: bool,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Needs {
     #[serde(default = "yes")]
@@ -89,6 +89,17 @@ pub struct Needs {
 
 fn yes() -> bool {
     true
+}
+
+/// A recipe without `[needs]` builds against torch.
+impl Default for Needs {
+    fn default() -> Self {
+        Needs {
+            torch: true,
+            ffmpeg: false,
+            python_build: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

@@ -15,13 +15,22 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("jobs", "parallel build jobs"),
     ("source", "the source checkout directory"),
     ("build", "the CMake build directory"),
-    ("prefix", "the CMake install prefix (staging, never the venv)"),
-    ("tools", "directory holding the recipe's python-build requirements"),
+    (
+        "prefix",
+        "the CMake install prefix (staging, never the venv)",
+    ),
+    (
+        "tools",
+        "directory holding the recipe's python-build requirements",
+    ),
     ("python.exe", "the venv's Python interpreter"),
     ("python.version", "Python major.minor, such as 3.11"),
     ("python.site", "the venv's site-packages"),
     ("python.include", "Python's C header directory"),
-    ("python.ext-suffix", "extension module suffix, such as .cpython-311-x86_64-linux-gnu.so"),
+    (
+        "python.ext-suffix",
+        "extension module suffix, such as .cpython-311-x86_64-linux-gnu.so",
+    ),
     ("torch.version", "the installed torch version"),
     ("torch.dir", "torch's package directory"),
     ("torch.lib", "torch's library directory"),
@@ -79,7 +88,10 @@ pub fn placeholders(s: &str) -> Result<Vec<Placeholder>, TemplateSyntaxError> {
                         ),
                     });
                 }
-                out.push(Placeholder { name: name.to_string(), range: i..i + end + 2 });
+                out.push(Placeholder {
+                    name: name.to_string(),
+                    range: i..i + end + 2,
+                });
                 i += end + 2;
             }
             _ => i += 1,

@@ -5,7 +5,14 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "rocbuild", version, about = "Rebuild native Python ML extensions against the torch, GPU SDK and FFmpeg really installed", args_conflicts_with_subcommands = true, subcommand_negates_reqs = true, disable_version_flag = true)]
+#[command(
+    name = "rocbuild",
+    version,
+    about = "Rebuild native Python ML extensions against the torch, GPU SDK and FFmpeg really installed",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    disable_version_flag = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -13,7 +13,11 @@ pub const ROCBUILD_LOG: &str = "ROCBUILD_LOG";
 // (read in rocbuild-probe's `choose_venv`).
 
 pub fn cache_dir() -> std::path::PathBuf {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
     if let Some(c) = var(ROCBUILD_CACHE) {
         return c;
     }

@@ -1,0 +1,112 @@
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub use rocbuild_testkit::*;
+
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run the real binary with a clean environment: no venv or rocbuild variables leak in.
+pub fn rocbuild(args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rocbuild"));
+    c.args(args);
+    for k in [
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "ROCBUILD_RECIPES",
+        "ROCBUILD_CACHE",
+        "ROCBUILD_MIRROR",
+        "LD_LIBRARY_PATH",
+        "PYTHONPATH",
+    ] {
+        c.env_remove(k);
+    }
+    c.env("NO_COLOR", "1");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().expect("run rocbuild");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    }
+}
+
+/// A complete fixture world in a temp dir: venv with a torch-like package, the git
+/// repositories, a wheel of the Python part, a recipe.
+pub struct World {
+    pub tmp: tempfile::TempDir,
+    pub venv: PathBuf,
+    pub site: PathBuf,
+    pub recipes: PathBuf,
+    pub cache: PathBuf,
+    pub wheels: PathBuf,
+    pub commit: String,
+    pub repos: PathBuf,
+}
+
+impl World {
+    pub fn new(verify: &str) -> World {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let venv = root.join("venv");
+        let site = make_venv(&venv);
+        install_fake_torch(&site, "2.9.1");
+        let repos = root.join("repos");
+        let commit = make_git_fixture(&repos);
+        let wheels = root.join("wheels");
+        make_wheel(&wheels, "fakecodec", "1.0.0");
+        let recipes = root.join("recipes");
+        std::fs::create_dir_all(&recipes).unwrap();
+        let git = repos.join("fakecodec.git");
+        std::fs::write(
+            recipes.join("fakecodec.toml"),
+            fixture_recipe(git.to_str().unwrap(), true, verify),
+        )
+        .unwrap();
+        World {
+            venv,
+            site,
+            recipes,
+            cache: root.join("cache"),
+            wheels,
+            commit,
+            repos,
+            tmp,
+        }
+    }
+
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("PIP_NO_INDEX", "1".into()),
+            ("PIP_FIND_LINKS", self.wheels.display().to_string()),
+        ]
+    }
+
+    pub fn build(&self, extra: &[&str]) -> Out {
+        let mut args = vec![
+            "fakecodec",
+            "--recipes",
+            self.recipes.to_str().unwrap(),
+            "--venv",
+            self.venv.to_str().unwrap(),
+            "--cache",
+            self.cache.to_str().unwrap(),
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        let env = self.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        rocbuild(&args, &env)
+    }
+}
+
+/// Replace temp paths so snapshots are stable.
+pub fn redact(text: &str, world: &Path) -> String {
+    let t = text.replace(&world.display().to_string(), "[TMP]");
+    t.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
+}

@@ -1,0 +1,186 @@
+use std::process::Command;
+
+use crate::common::*;
+
+#[test]
+fn builds_installs_and_verifies_a_torchcodec_shaped_project() {
+    let w = World::new(DECODE_WAV);
+    let out = w.build(&[]);
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert!(
+        out.stdout.contains("fakecodec 1.0.0 installed"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("verified: decoded 16000 samples with FFmpeg"),
+        "{}",
+        out.stdout
+    );
+
+    // The installed files: one core and custom_ops per FFmpeg major found, the extension.
+    let dest = w.site.join("fakecodec");
+    let major = String::from_utf8(
+        Command::new("pkg-config")
+            .args(["--modversion", "libavutil"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let major: u32 = major
+        .split('.')
+        .next()
+        .unwrap()
+        .trim()
+        .parse::<u32>()
+        .unwrap()
+        - 52;
+    let core = dest.join(format!("libfakecodec_core{major}.so"));
+    let ops = dest.join(format!("libfakecodec_custom_ops{major}.so"));
+    assert!(core.exists() && ops.exists());
+    let ext: Vec<_> = std::fs::read_dir(&dest)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("_fakecodec_ext")
+        })
+        .collect();
+    assert_eq!(ext.len(), 1);
+    // The wheel's prebuilt library of another FFmpeg major is not installed, nor in RECORD.
+    assert!(!dest.join("libfakecodec_core4.so").exists());
+    let record = std::fs::read_to_string(w.site.join("fakecodec-1.0.0.dist-info/RECORD")).unwrap();
+    assert!(!record.contains("libfakecodec_core4.so"), "{record}");
+    assert!(
+        record.contains(&format!("fakecodec/libfakecodec_core{major}.so,sha256=")),
+        "{record}"
+    );
+
+    // RUNPATH: siblings, then torch/lib relative to $ORIGIN; Debian's FFmpeg is in the default path.
+    for lib in [&core, &ops, &ext[0].path()] {
+        let info = rocbuild_native::read_elf(lib).unwrap();
+        assert_eq!(
+            info.runpath,
+            ["$ORIGIN", "$ORIGIN/../torch/lib"],
+            "{}",
+            lib.display()
+        );
+        assert!(info.rpath.is_empty());
+    }
+
+    // They load in a fresh Python without LD_LIBRARY_PATH and without importing torch first.
+    let py = Command::new(w.venv.join("bin/python"))
+        .args([
+            "-c",
+            &format!(
+                "import ctypes; l = ctypes.CDLL('{}'); print(l.fakecodec_custom_op())",
+                ops.display()
+            ),
+        ])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), "40");
+
+    // The manifest says what it was built against, and the hash of each file.
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(w.site.join(".rocbuild/fakecodec.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["version"], "1.0.0");
+    assert_eq!(m["source_commit"], w.commit.as_str());
+    assert_eq!(m["torch_version"], "2.9.1");
+    assert_eq!(m["torch_git"], "0123456789abcdef0123456789abcdef01234567");
+    assert_eq!(m["flavor"], "cpu");
+    assert_eq!(m["ffmpeg_major"], major);
+    assert_eq!(m["defines"]["CMAKE_BUILD_TYPE"], "Release");
+    let files = m["files"].as_array().unwrap();
+    assert_eq!(files.len(), 3);
+    for f in files {
+        let p = w.site.join(f["path"].as_str().unwrap());
+        let sha = format!(
+            "{:x}",
+            <sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&p).unwrap())
+        );
+        assert_eq!(f["sha256"], sha.as_str(), "{}", p.display());
+    }
+    assert!(m["parked"].as_array().unwrap().is_empty());
+    assert!(!w.site.join(".rocbuild/journal.json").exists());
+    assert!(!w.site.join(".rocbuild/txn").exists());
+
+    // A rerun with nothing changed does nothing.
+    let before = tree_state(&w.venv);
+    let again = w.build(&[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stdout.contains("fakecodec 1.0.0 up to date"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(tree_state(&w.venv), before);
+
+    // pip overwrote a library: the rerun notices and reinstalls it.
+    std::fs::write(&core, b"overwritten").unwrap();
+    let fixed = w.build(&[]);
+    assert_eq!(fixed.code, 0, "{}", fixed.stderr);
+    assert!(fixed.stdout.contains("installed"), "{}", fixed.stdout);
+    assert_eq!(
+        rocbuild_native::read_elf(&core).unwrap().runpath,
+        ["$ORIGIN", "$ORIGIN/../torch/lib"]
+    );
+}
+
+#[test]
+fn a_verification_failure_leaves_the_venv_byte_identical() {
+    // First a good install, so the failing run replaces files and parks nothing new.
+    let w = World::new(DECODE_WAV);
+    assert_eq!(w.build(&[]).code, 0);
+    // A recipe change (the verify snippet fails) forces a reinstall that must roll back.
+    let failing = fixture_recipe(
+        w.repos.join("fakecodec.git").to_str().unwrap(),
+        true,
+        "import fakecodec\nraise SystemExit('decoded 0 samples: expected 16000')",
+    );
+    std::fs::write(w.recipes.join("fakecodec.toml"), failing).unwrap();
+    let before = tree_state(&w.venv);
+    let out = w.build(&[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("verification failed, the venv was rolled back"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("decoded 0 samples: expected 16000"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(tree_state(&w.venv), before);
+
+    // And from a venv that never had the package: pip's part is rolled back too.
+    let fresh =
+        World::new("raise SystemExit('loader says: libfoo.so: cannot open shared object file')");
+    let before = tree_state(&fresh.venv);
+    let out = fresh.build(&[]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("libfoo.so: cannot open shared object file"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(tree_state(&fresh.venv), before);
+}

@@ -1,0 +1,390 @@
+//! `cargo xtask bench`: rocbuild's overhead over a bare CMake build of the same project, and
+//! the cost of a rerun that has nothing to do. Writes BENCHMARKS.md.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rocbuild_testkit::{
+    fixture_recipe, install_fake_torch, make_git_fixture, make_venv, make_wheel, DECODE_WAV,
+};
+use serde_json::Value;
+
+use crate::util::{cargo, first_line, run_capture, run_inherit, workspace_root, Result};
+
+const FULL_ITERATIONS: usize = 5;
+const NOOP_ITERATIONS: usize = 10;
+const FULL_TARGET: f64 = 1.03;
+const NOOP_TARGET: f64 = 0.3;
+
+/// Variables that must not leak into rocbuild (or the bare build) from the caller.
+const SCRUB: &[&str] = &[
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "ROCBUILD_RECIPES",
+    "ROCBUILD_CACHE",
+    "ROCBUILD_MIRROR",
+    "LD_LIBRARY_PATH",
+    "PYTHONPATH",
+];
+
+/// The fixture world: git repositories, a wheel of the Python part, a recipe.
+struct World {
+    root: PathBuf,
+    exe: PathBuf,
+    recipes: PathBuf,
+    wheels: PathBuf,
+}
+
+impl World {
+    /// A fresh venv with the fake torch 2.9.1.
+    fn venv(&self, name: &str) -> PathBuf {
+        let venv = self.root.join(name);
+        let site = make_venv(&venv);
+        install_fake_torch(&site, "2.9.1");
+        venv
+    }
+
+    fn rocbuild(&self, venv: &Path, cache: &Path, extra: &[&str]) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.arg("fakecodec")
+            .arg("--recipes")
+            .arg(&self.recipes)
+            .arg("--venv")
+            .arg(venv)
+            .arg("--cache")
+            .arg(cache)
+            .arg("-q")
+            .args(extra);
+        for k in SCRUB {
+            c.env_remove(k);
+        }
+        c.env("NO_COLOR", "1")
+            .env("PIP_NO_INDEX", "1")
+            .env("PIP_FIND_LINKS", &self.wheels)
+            .stdin(Stdio::null());
+        c
+    }
+}
+
+/// One command of the plan (`{program, args, env, env_remove, cwd}`), with every occurrence of
+/// `from` in its arguments, env values and cwd replaced by `to`.
+fn plan_command(v: &Value, from: &str, to: &str) -> Result<Command> {
+    let s = |x: &Value| {
+        x.as_str()
+            .map(|s| s.replace(from, to))
+            .ok_or_else(|| format!("not a string in the plan: {x}"))
+    };
+    let mut c = Command::new(s(&v["program"])?);
+    for a in v["args"].as_array().ok_or("plan command without args")? {
+        c.arg(s(a)?);
+    }
+    for k in SCRUB {
+        c.env_remove(k);
+    }
+    for k in v["env_remove"].as_array().into_iter().flatten() {
+        c.env_remove(k.as_str().unwrap_or_default());
+    }
+    for (k, val) in v["env"].as_object().into_iter().flatten() {
+        c.env(k, s(val)?);
+    }
+    if let Some(d) = v["cwd"].as_str() {
+        c.current_dir(d.replace(from, to));
+    }
+    c.stdin(Stdio::null());
+    Ok(c)
+}
+
+fn timed(cmd: &mut Command) -> Result<Duration> {
+    let t = Instant::now();
+    run_capture(cmd)?;
+    Ok(t.elapsed())
+}
+
+struct Stats {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+fn stats(xs: &[f64]) -> Stats {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    Stats {
+        median,
+        min: v[0],
+        max: v[n - 1],
+    }
+}
+
+fn list(xs: &[f64], unit: &str) -> String {
+    xs.iter()
+        .map(|x| format!("{x:.2}{unit}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn bench() -> Result<()> {
+    let ws = workspace_root();
+    let started = Instant::now();
+    println!("xtask: bench: cargo build --release -p rocbuild");
+    run_inherit(Command::new(cargo()).current_dir(&ws).args([
+        "build",
+        "--release",
+        "-p",
+        "rocbuild",
+    ]))?;
+    let exe = ws.join("target/release/rocbuild");
+
+    // Fixtures, all outside any timed region.
+    let tmp = tempfile::Builder::new()
+        .prefix("rocbuild-bench-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+    let root = tmp.path().to_path_buf();
+    println!("xtask: bench: fixtures in {}", root.display());
+    make_git_fixture(&root.join("repos"));
+    let wheels = root.join("wheels");
+    make_wheel(&wheels, "fakecodec", "1.0.0");
+    let recipes = root.join("recipes");
+    std::fs::create_dir_all(&recipes).map_err(|e| e.to_string())?;
+    let git_url = root.join("repos/fakecodec.git");
+    std::fs::write(
+        recipes.join("fakecodec.toml"),
+        fixture_recipe(git_url.to_str().unwrap(), true, DECODE_WAV),
+    )
+    .map_err(|e| e.to_string())?;
+    let w = World {
+        root: root.clone(),
+        exe,
+        recipes,
+        wheels,
+    };
+
+    // The reference world: its plan gives the bare commands, its first real run gives the
+    // checkout and the lite TorchConfig.cmake they use, and it is what the no-op reruns hit.
+    println!(
+        "xtask: bench: venvs with the fake torch ({} + 1)",
+        FULL_ITERATIONS
+    );
+    let ref_venv = w.venv("venv-ref");
+    let ref_cache = root.join("cache-ref");
+    let plan: Value = {
+        let out = run_capture(&mut w.rocbuild(&ref_venv, &ref_cache, &["--dry-run", "--json"]))?;
+        serde_json::from_str(&out)
+            .map_err(|e| format!("the --dry-run --json output is not JSON: {e}\n{out}"))?
+    };
+    let first = timed(&mut w.rocbuild(&ref_venv, &ref_cache, &[]))?;
+    println!(
+        "xtask: bench: warm-up run (reference world): {:.2} s",
+        first.as_secs_f64()
+    );
+    let build_dir = plan["build_dir"]
+        .as_str()
+        .ok_or("the plan has no build_dir")?
+        .to_string();
+    let checkout = plan["source"]["Git"]["checkout"]
+        .as_str()
+        .map(PathBuf::from);
+    match &checkout {
+        Some(c) if c.join("CMakeLists.txt").is_file() => {}
+        Some(c) => {
+            return Err(format!(
+                "rocbuild's checkout {} has no CMakeLists.txt after the run",
+                c.display()
+            ))
+        }
+        None => {
+            return Err(format!(
+                "the plan's source is not a git checkout: {}",
+                plan["source"]
+            ))
+        }
+    }
+    if let Some(d) = plan["torch_cmake"]["dir"].as_str() {
+        if !Path::new(d).exists() {
+            return Err(format!(
+                "the lite torch CMake package {d} does not exist after the run"
+            ));
+        }
+    }
+    let venvs: Vec<PathBuf> = (0..FULL_ITERATIONS)
+        .map(|i| w.venv(&format!("venv-{i}")))
+        .collect();
+
+    // (a) full build, alternated: A = rocbuild from nothing, B = bare cmake configure + build.
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for (i, venv) in venvs.iter().enumerate() {
+        let cache = root.join(format!("cache-{i}"));
+        let ta = timed(&mut w.rocbuild(venv, &cache, &[]))?.as_secs_f64();
+        let bare = root.join(format!("bare-{i}"));
+        let mut configure = plan_command(&plan["configure"], &build_dir, bare.to_str().unwrap())?;
+        let mut build = plan_command(&plan["build"], &build_dir, bare.to_str().unwrap())?;
+        let t = Instant::now();
+        run_capture(&mut configure)?;
+        run_capture(&mut build)?;
+        let tb = t.elapsed().as_secs_f64();
+        println!("xtask: bench: full build {}/{FULL_ITERATIONS}: rocbuild {ta:.2} s, bare cmake {tb:.2} s, ratio {:.3}", i + 1, ta / tb);
+        a.push(ta);
+        b.push(tb);
+        // Keep the disk small: this iteration's trees are not needed any more.
+        let _ = std::fs::remove_dir_all(&cache);
+        let _ = std::fs::remove_dir_all(&bare);
+    }
+
+    // (b) no-op rerun of the reference world.
+    let mut noop = Vec::new();
+    let mut noop_out = String::new();
+    for _ in 0..NOOP_ITERATIONS {
+        let mut c = w.rocbuild(&ref_venv, &ref_cache, &[]);
+        let t = Instant::now();
+        let out = run_capture(&mut c)?;
+        noop.push(t.elapsed().as_secs_f64());
+        noop_out = out.trim().to_string();
+    }
+    println!("xtask: bench: no-op rerun says: {noop_out}");
+
+    let ratios: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
+    let (sa, sb, sr, sn) = (stats(&a), stats(&b), stats(&ratios), stats(&noop));
+    let ratio_of_medians = sa.median / sb.median;
+    let verdict = |ok: bool| if ok { "meets target" } else { "MISSES target" };
+
+    let mut table = String::new();
+    table.push_str("| benchmark | n | median | min – max | target |\n|---|---|---|---|---|\n");
+    let _ = writeln!(table, "| (a) A: rocbuild, fresh cache + fresh venv | {FULL_ITERATIONS} | {:.2} s | {:.2} – {:.2} s | |", sa.median, sa.min, sa.max);
+    let _ = writeln!(
+        table,
+        "| (a) B: bare cmake configure + build | {FULL_ITERATIONS} | {:.2} s | {:.2} – {:.2} s | |",
+        sb.median, sb.min, sb.max
+    );
+    let _ = writeln!(
+        table,
+        "| (a) ratio A/B (per pair) | {FULL_ITERATIONS} | {:.3}× | {:.3}× – {:.3}× | ≤ {FULL_TARGET}× ({}) |",
+        sr.median,
+        sr.min,
+        sr.max,
+        verdict(sr.median <= FULL_TARGET)
+    );
+    let _ = writeln!(
+        table,
+        "| (b) no-op rerun | {NOOP_ITERATIONS} | {:.3} s | {:.3} – {:.3} s | ≤ {NOOP_TARGET} s ({}) |",
+        sn.median,
+        sn.min,
+        sn.max,
+        verdict(sn.median <= NOOP_TARGET)
+    );
+    println!("\n{table}");
+    println!(
+        "ratio of the medians: {ratio_of_medians:.3}×; total bench time {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let machine = Machine::probe();
+    let md = format!(
+        "# Benchmarks\n\n\
+         Written by `cargo xtask bench` (xtask/src/bench.rs); the whole file is replaced on every run.\n\n\
+         - date: {date}\n\
+         - rocbuild: {rev}\n\
+         - machine: {nproc} CPUs, {arch}, {os}\n\
+         - {cmake}; {gcc}; ninja {ninja}; {python}\n\n\
+         ## Results\n\n\
+         {table}\n\
+         Ratio of the medians A/B: {ratio_of_medians:.3}×.\n\n\
+         Raw times, in run order (A and B alternated: A₁ B₁ A₂ B₂ …):\n\n\
+         - A: {la}\n\
+         - B: {lb}\n\
+         - A/B: {lr}\n\
+         - no-op: {ln}\n\n\
+         ## What is measured\n\n\
+         The project is the test fixture shaped like TorchCodec (tests/fixture/fakecodec: a core and a custom-ops \
+         library linked to FFmpeg and to a torch-like library, a CPython extension, a git submodule), built against \
+         a venv with a fake torch 2.9.1 (`rocbuild-testkit`). The release binary `target/release/rocbuild` is used; \
+         its pip installs the fixture's wheel from a local directory (`PIP_NO_INDEX=1 PIP_FIND_LINKS=…`).\n\n\
+         **(a) full build.** A runs `rocbuild fakecodec --recipes … --venv … --cache … -q` with a fresh `--cache` \
+         directory and a fresh venv each iteration (the venvs are made before any timing). A therefore includes \
+         everything rocbuild does: probing the venv and FFmpeg, cloning the repository and its submodule from a \
+         local bare repository, writing the lite TorchConfig.cmake, CMake configure, build and install, pip \
+         installing the Python part, patching RUNPATHs, and running the recipe's verification in Python. \
+         B runs only `cmake` configure and `cmake --build` with exactly the argv, env and cwd of rocbuild's \
+         `--dry-run --json` plan, on a fresh build directory each iteration, using the checkout and the lite \
+         TorchConfig.cmake made by a warm-up run outside the timing. A and B are alternated and the ratio is taken \
+         per pair; the target is ≤ {FULL_TARGET}×. Since B is only the compiler's part of A, the ratio is mostly \
+         the cost of clone, pip and verification on a project that compiles in seconds; on a real TorchCodec build \
+         (minutes of compiling) the same fixed costs weigh far less.\n\n\
+         **(b) no-op rerun.** After a successful run, the same command again with nothing changed \
+         ({NOOP_ITERATIONS} times); rocbuild must notice that nothing changed and do nothing. Target ≤ {NOOP_TARGET} s.\n",
+        date = machine.date,
+        rev = machine.rev,
+        nproc = machine.nproc,
+        arch = machine.arch,
+        os = machine.os,
+        cmake = machine.cmake,
+        gcc = machine.gcc,
+        ninja = machine.ninja,
+        python = machine.python,
+        la = list(&a, " s"),
+        lb = list(&b, " s"),
+        lr = ratios.iter().map(|r| format!("{r:.3}×")).collect::<Vec<_>>().join(", "),
+        ln = list(&noop, " s"),
+    );
+    let path = ws.join("BENCHMARKS.md");
+    std::fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("xtask: bench: wrote {}", path.display());
+    Ok(())
+}
+
+struct Machine {
+    date: String,
+    rev: String,
+    nproc: String,
+    arch: String,
+    os: String,
+    cmake: String,
+    gcc: String,
+    ninja: String,
+    python: String,
+}
+
+impl Machine {
+    fn probe() -> Machine {
+        let ws = workspace_root();
+        let ws = ws.to_str().unwrap_or(".");
+        let rev = first_line("git", &["-C", ws, "rev-parse", "--short", "HEAD"]);
+        let dirty = Command::new("git")
+            .args(["-C", ws, "status", "--porcelain"])
+            .output()
+            .map(|o| !o.stdout.is_empty())
+            .unwrap_or(false);
+        let os = std::fs::read_to_string("/etc/os-release")
+            .ok()
+            .and_then(|s| {
+                s.lines().find_map(|l| {
+                    l.strip_prefix("PRETTY_NAME=")
+                        .map(|v| v.trim_matches('"').to_string())
+                })
+            })
+            .unwrap_or_else(|| "unknown OS".into());
+        Machine {
+            date: first_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+            rev: if dirty {
+                format!("{rev} (with uncommitted changes)")
+            } else {
+                rev
+            },
+            nproc: first_line("nproc", &[]),
+            arch: first_line("uname", &["-m"]),
+            os,
+            cmake: first_line("cmake", &["--version"]),
+            gcc: first_line("gcc", &["--version"]),
+            ninja: first_line("ninja", &["--version"]),
+            python: first_line("python3", &["--version"]),
+        }
+    }
+}
