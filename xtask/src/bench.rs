@@ -220,7 +220,18 @@ pub fn bench() -> Result<()> {
         .collect();
 
     // (a) full build, alternated: A = rocbuild from nothing, B = bare cmake configure + build.
+    // After each pair, outside both timings, the other steps A does are timed alone, with the
+    // plan's commands where it has them: where A's extra time goes.
     let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut parts: Vec<(&str, Vec<f64>)> = [
+        "git clone --recurse-submodules",
+        "cmake --install (staging prefix)",
+        "pip install (python part)",
+        "verify (python)",
+    ]
+    .into_iter()
+    .map(|n| (n, Vec::new()))
+    .collect();
     for (i, venv) in venvs.iter().enumerate() {
         let cache = root.join(format!("cache-{i}"));
         let ta = timed(&mut w.rocbuild(venv, &cache, &[]))?.as_secs_f64();
@@ -234,6 +245,45 @@ pub fn bench() -> Result<()> {
         println!("xtask: bench: full build {}/{FULL_ITERATIONS}: rocbuild {ta:.2} s, bare cmake {tb:.2} s, ratio {:.3}", i + 1, ta / tb);
         a.push(ta);
         b.push(tb);
+        let clone = root.join(format!("clone-{i}"));
+        let mut c = Command::new("git");
+        c.args([
+            "-c",
+            "protocol.file.allow=always",
+            "clone",
+            "-q",
+            "--recurse-submodules",
+            "--branch",
+            "v1.0.0",
+        ])
+        .arg(&git_url)
+        .arg(&clone);
+        parts[0].1.push(timed(&mut c)?.as_secs_f64());
+        parts[1].1.push(
+            timed(&mut plan_command(
+                &plan["install_prefix"],
+                &build_dir,
+                bare.to_str().unwrap(),
+            )?)?
+            .as_secs_f64(),
+        );
+        if let Some(target) = plan["python_part"]["target"].as_str() {
+            let mut pip = plan_command(
+                &plan["python_part"]["install"],
+                target,
+                root.join(format!("pip-{i}")).to_str().unwrap(),
+            )?;
+            pip.env("PIP_NO_INDEX", "1")
+                .env("PIP_FIND_LINKS", &w.wheels);
+            parts[2].1.push(timed(&mut pip)?.as_secs_f64());
+        }
+        if plan["verify"].is_object() {
+            parts[3].1.push(
+                timed(&mut plan_command(&plan["verify"], &build_dir, &build_dir)?)?.as_secs_f64(),
+            );
+        }
+        let _ = std::fs::remove_dir_all(&clone);
+        let _ = std::fs::remove_dir_all(root.join(format!("pip-{i}")));
         // Keep the disk small: this iteration's trees are not needed any more.
         let _ = std::fs::remove_dir_all(&cache);
         let _ = std::fs::remove_dir_all(&bare);
@@ -280,7 +330,26 @@ pub fn bench() -> Result<()> {
         sn.max,
         verdict(sn.median <= NOOP_TARGET)
     );
-    println!("\n{table}");
+    parts.retain(|(_, v)| !v.is_empty());
+    let parts_sum: f64 = parts.iter().map(|(_, v)| stats(v).median).sum();
+    let mut breakdown = String::new();
+    breakdown
+        .push_str("| step A does besides B, timed alone | median | min – max |\n|---|---|---|\n");
+    for (name, v) in &parts {
+        let st = stats(v);
+        let _ = writeln!(
+            breakdown,
+            "| {name} | {:.2} s | {:.2} – {:.2} s |",
+            st.median, st.min, st.max
+        );
+    }
+    let _ = writeln!(breakdown, "| sum of the above | {parts_sum:.2} s | |");
+    let _ = writeln!(
+        breakdown,
+        "| A − B − sum: the rest (probing, writing TorchConfig, RUNPATHs, manifest, process start) | {:+.2} s | |",
+        sa.median - sb.median - parts_sum
+    );
+    println!("\n{table}\n{breakdown}");
     println!(
         "ratio of the medians: {ratio_of_medians:.3}×; total bench time {:.0} s",
         started.elapsed().as_secs_f64()
@@ -297,6 +366,10 @@ pub fn bench() -> Result<()> {
          ## Results\n\n\
          {table}\n\
          Ratio of the medians A/B: {ratio_of_medians:.3}×.\n\n\
+         Where A's extra time goes (medians; each step run alone after each A/B pair, with the plan's own \
+         command where the plan has one; the clone is the `git` CLI, while rocbuild uses libgit2 with a bare \
+         clone in its cache, so that row is an approximation):\n\n\
+         {breakdown}\n\
          Raw times, in run order (A and B alternated: A₁ B₁ A₂ B₂ …):\n\n\
          - A: {la}\n\
          - B: {lb}\n\
@@ -337,6 +410,12 @@ pub fn bench() -> Result<()> {
     let path = ws.join("BENCHMARKS.md");
     std::fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     println!("xtask: bench: wrote {}", path.display());
+    if std::env::var_os("XTASK_BENCH_KEEP").is_some() {
+        println!(
+            "xtask: bench: XTASK_BENCH_KEEP: keeping {}",
+            tmp.keep().display()
+        );
+    }
     Ok(())
 }
 
