@@ -4,7 +4,11 @@
 //! `--machine FILE` write one by hand, which is how a Windows or macOS plan is made on Linux.
 
 mod ffmpeg;
+mod gfx;
+mod gpu;
 mod python;
+mod rocm;
+mod runtime;
 mod tools;
 mod torch;
 
@@ -14,7 +18,11 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use ffmpeg::{probe_ffmpeg, soname_major_to_ffmpeg};
+pub use gfx::{ArchChoice, ArchError, GfxTarget};
+pub use gpu::GpuArchs;
 pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
+pub use rocm::{RocmError, RocmSdk, SdkChoice, SdkKind};
+pub use runtime::HipRuntime;
 pub use tools::{install_hint, probe_tools};
 pub use torch::probe_torch;
 
@@ -83,6 +91,15 @@ pub struct Machine {
     pub tools: Tools,
     #[serde(default)]
     pub toolkits: Toolkits,
+    /// Every ROCm/HIP SDK candidate found (probed when a ROCm build is wanted or torch is ROCm).
+    #[serde(default)]
+    pub rocm_sdks: Vec<RocmSdk>,
+    /// The HIP runtime that will run the built code (driver DLL, torch's own, or the system's).
+    #[serde(default)]
+    pub hip_runtime: Option<HipRuntime>,
+    /// The GPU architectures detected (None when not probed).
+    #[serde(default)]
+    pub gpu: Option<GpuArchs>,
 }
 
 /// The venv and how it was chosen.
@@ -262,6 +279,9 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
                 .map(PathBuf::from),
             hip_clang_path: std::env::var_os("HIP_CLANG_PATH").map(PathBuf::from),
         },
+        rocm_sdks: Vec::new(),
+        hip_runtime: None,
+        gpu: None,
     })
 }
 
