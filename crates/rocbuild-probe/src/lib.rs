@@ -6,8 +6,10 @@
 mod ffmpeg;
 mod gfx;
 mod gpu;
+mod probe_env;
 mod python;
 mod rocm;
+mod rocm_scan;
 mod runtime;
 mod tools;
 mod torch;
@@ -18,11 +20,18 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use ffmpeg::{probe_ffmpeg, soname_major_to_ffmpeg};
-pub use gfx::{ArchChoice, ArchError, GfxTarget};
+pub use gfx::{
+    describe_gfx, expand_alias, gfx_of_bitcode_file, isa_bitcode_file, nearest_names,
+    parse_target_id, resolve_archs, ArchChoice, ArchError, GfxTarget,
+};
 pub use gpu::GpuArchs;
 pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
-pub use rocm::{RocmError, RocmSdk, SdkChoice, SdkKind};
-pub use runtime::HipRuntime;
+pub use probe_env::{vars, ProbeEnv};
+pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
+pub use rocm::{
+    choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind,
+};
+pub use runtime::{find_hip_runtime, runtime_major_from_name, HipRuntime, RuntimeFile};
 pub use tools::{install_hint, probe_tools};
 pub use torch::probe_torch;
 
