@@ -4,7 +4,13 @@
 //! `--machine FILE` write one by hand, which is how a Windows or macOS plan is made on Linux.
 
 mod ffmpeg;
+mod gfx;
+mod gpu;
+mod probe_env;
 mod python;
+mod rocm;
+mod rocm_scan;
+mod runtime;
 mod tools;
 mod torch;
 
@@ -14,7 +20,21 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use ffmpeg::{probe_ffmpeg, soname_major_to_ffmpeg};
+pub use gfx::{
+    describe_gfx, expand_alias, gfx_of_bitcode_file, isa_bitcode_file, nearest_names,
+    parse_target_id, resolve_archs, ArchChoice, ArchError, GfxTarget,
+};
+pub use gpu::{
+    detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version, parse_amdgpu_arch,
+    parse_hipinfo, parse_rocm_agent_enumerator, parse_rocminfo, read_kfd_topology, GpuArchs, GpuQuery,
+};
 pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
+pub use probe_env::{vars, ProbeEnv};
+pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
+pub use rocm::{
+    choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind,
+};
+pub use runtime::{find_hip_runtime, runtime_major_from_name, HipRuntime, RuntimeFile};
 pub use tools::{install_hint, probe_tools};
 pub use torch::probe_torch;
 
@@ -83,6 +103,15 @@ pub struct Machine {
     pub tools: Tools,
     #[serde(default)]
     pub toolkits: Toolkits,
+    /// Every ROCm/HIP SDK candidate found (probed when a ROCm build is wanted or torch is ROCm).
+    #[serde(default)]
+    pub rocm_sdks: Vec<RocmSdk>,
+    /// The HIP runtime that will run the built code (driver DLL, torch's own, or the system's).
+    #[serde(default)]
+    pub hip_runtime: Option<HipRuntime>,
+    /// The GPU architectures detected (None when not probed).
+    #[serde(default)]
+    pub gpu: Option<GpuArchs>,
 }
 
 /// The venv and how it was chosen.
@@ -195,6 +224,11 @@ pub struct ProbeOptions {
     pub ffmpeg_dir: Option<PathBuf>,
     /// Probe FFmpeg at all (the recipe needs it).
     pub want_ffmpeg: bool,
+    /// A ROCm/HIP build is wanted (`--backend rocm`, `--rocm X.Y`): discover SDKs, the HIP
+    /// runtime and the GPU archs (the cascade may start a child Python that imports torch).
+    pub want_rocm: bool,
+    /// `--arch` values; given, they end the GPU cascade at its first step (no child process).
+    pub arch: Vec<String>,
 }
 
 /// Pick the venv: `--venv`, then `$VIRTUAL_ENV`, then `$CONDA_PREFIX`, then `./.venv`.
@@ -228,6 +262,11 @@ fn absolute(p: &Path) -> PathBuf {
 }
 
 /// Describe the real machine.
+///
+/// Cost: ROCm SDKs and the HIP runtime are read from files (milliseconds) and only when a ROCm
+/// build is wanted, `--arch` is given, or torch is a ROCm build (its plan may need the SDK for
+/// torch's CMake package). GPU detection, which may import torch in a child Python, runs only
+/// for a wanted ROCm build without `--arch`: a no-op rerun of a CPU recipe starts no process.
 pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let os = Os::current();
     let venv = choose_venv(opts.venv.as_deref())?;
@@ -241,6 +280,31 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
         )?)
     } else {
         None
+    };
+    let torch_is_rocm = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Rocm);
+    let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || !opts.arch.is_empty() || torch_is_rocm {
+        let env = ProbeEnv::from_process();
+        let site = Some(python.site_packages.as_path());
+        let sdks = discover_sdks(&env, os, site);
+        let runtime = find_hip_runtime(&env, os, torch.as_ref().map(|t| t.lib.as_path()), site);
+        let gpu = (opts.want_rocm || !opts.arch.is_empty()).then(|| {
+            let tool_dirs: Vec<PathBuf> = sdks
+                .iter()
+                .flat_map(|s| s.bin_dir.iter().cloned().chain(s.clang.as_ref().and_then(|c| c.parent().map(Path::to_path_buf))))
+                .collect();
+            detect_gpu(
+                &env,
+                os,
+                &GpuQuery {
+                    arch_flag: &opts.arch,
+                    torch_python: torch_is_rocm.then_some(python.exe.as_path()),
+                    tool_dirs: &tool_dirs,
+                },
+            )
+        });
+        (sdks, runtime, gpu)
+    } else {
+        (Vec::new(), None, None)
     };
     Ok(Machine {
         platform: Platform {
@@ -262,6 +326,9 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
                 .map(PathBuf::from),
             hip_clang_path: std::env::var_os("HIP_CLANG_PATH").map(PathBuf::from),
         },
+        rocm_sdks,
+        hip_runtime,
+        gpu,
     })
 }
 

@@ -110,6 +110,7 @@ fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitCode> {
             venv: a.venv.clone(),
             ffmpeg_dir: a.ffmpeg.clone(),
             want_ffmpeg: recipe.raw.needs.ffmpeg,
+            ..ProbeOptions::default()
         })?,
     };
     let verbosity = if g.quiet {

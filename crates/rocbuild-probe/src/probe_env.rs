@@ -1,0 +1,108 @@
+//! What a probe may look at: environment variables and where the file system's well-known
+//! directories are. The real machine fills it from the process; tests point it at fake trees,
+//! which is how a Windows HIP SDK layout or a KFD topology is probed on any host.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::Os;
+
+/// Environment variables the ROCm probe reads (declared once, here).
+pub mod vars {
+    /// The ROCm root a build should use (upstream CTranslate2 reads only this one).
+    pub const ROCM_PATH: &str = "ROCM_PATH";
+    /// The HIP SDK root; the Windows installer sets it to the last SDK installed (validated,
+    /// never trusted: it may name an SDK the driver's runtime cannot run).
+    pub const HIP_PATH: &str = "HIP_PATH";
+    /// `HIP_PATH_62`, `HIP_PATH_71`, …: one per HIP SDK the Windows installer put down.
+    pub const HIP_PATH_PREFIX: &str = "HIP_PATH_";
+    /// Architectures torch's own build used; also a user's way to say which GPU they have.
+    pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
+    /// Makes the Linux ROCm runtime report another gfx version (e.g. 10.3.0 -> gfx1030).
+    pub const HSA_OVERRIDE_GFX_VERSION: &str = "HSA_OVERRIDE_GFX_VERSION";
+    /// Where executables are looked up.
+    pub const PATH: &str = "PATH";
+    /// `C:\Program Files` on Windows.
+    pub const PROGRAM_FILES: &str = "ProgramFiles";
+    /// `C:\Windows` on Windows.
+    pub const SYSTEM_ROOT: &str = "SystemRoot";
+}
+
+#[derive(Debug, Clone)]
+pub struct ProbeEnv {
+    pub vars: BTreeMap<String, String>,
+    /// Prefix for absolute Unix paths (`/opt`, `/usr`, `/sys`): `/` on the real machine.
+    pub fs_root: PathBuf,
+    /// `C:\Program Files`.
+    pub program_files: PathBuf,
+    /// `C:\Windows\System32`, where the GPU driver puts `amdhip64_N.dll`.
+    pub system32: PathBuf,
+    /// How long a child process (torch in Python, rocminfo) may take.
+    pub timeout: Duration,
+}
+
+impl ProbeEnv {
+    /// The real process environment.
+    pub fn from_process() -> ProbeEnv {
+        let vars: BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
+            .collect();
+        let program_files = vars
+            .get(vars::PROGRAM_FILES)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(r"C:\Program Files"));
+        let system32 = vars
+            .get(vars::SYSTEM_ROOT)
+            .map(|r| Path::new(r).join("System32"))
+            .unwrap_or_else(|| PathBuf::from(r"C:\Windows\System32"));
+        ProbeEnv {
+            vars,
+            fs_root: PathBuf::from("/"),
+            program_files,
+            system32,
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// An empty environment rooted at `root` (tests): `root/opt`, `root/usr`, `root/sys`,
+    /// `root/Program Files`, `root/Windows/System32`.
+    pub fn rooted(root: &Path) -> ProbeEnv {
+        ProbeEnv {
+            vars: BTreeMap::new(),
+            fs_root: root.to_path_buf(),
+            program_files: root.join("Program Files"),
+            system32: root.join("Windows").join("System32"),
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    pub fn with_var(mut self, name: &str, value: impl Into<String>) -> ProbeEnv {
+        self.vars.insert(name.to_string(), value.into());
+        self
+    }
+
+    /// A variable's value, when set and not empty.
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str).filter(|v| !v.trim().is_empty())
+    }
+
+    /// An absolute Unix path under `fs_root` (`/opt` -> `<fs_root>/opt`).
+    pub fn unix(&self, abs: &str) -> PathBuf {
+        self.fs_root.join(abs.trim_start_matches('/'))
+    }
+
+    /// The directories of `$PATH`, split the way `os` splits them.
+    pub fn path_dirs(&self, os: Os) -> Vec<PathBuf> {
+        let sep = if os == Os::Windows { ';' } else { ':' };
+        self.var(vars::PATH)
+            .map(|p| p.split(sep).filter(|d| !d.is_empty()).map(PathBuf::from).collect())
+            .unwrap_or_default()
+    }
+
+    /// An executable named `name` in `$PATH` (`name.exe` on Windows).
+    pub fn which(&self, name: &str, os: Os) -> Option<PathBuf> {
+        let file = if os == Os::Windows { format!("{name}.exe") } else { name.to_string() };
+        self.path_dirs(os).into_iter().map(|d| d.join(&file)).find(|p| p.is_file())
+    }
+}

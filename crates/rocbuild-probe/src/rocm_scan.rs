@@ -1,0 +1,493 @@
+//! Finding ROCm/HIP SDKs and reading what each holds, from files only.
+//!
+//! Layouts differ per source: AMD's `/opt/rocm-X.Y.Z`, the Windows HIP SDK
+//! (`C:\Program Files\AMD\ROCm\X.Y`, DLLs in `bin`), TheRock's pip packages split over
+//! `_rocm_sdk_core` / `_rocm_sdk_devel` / `_rocm_sdk_libraries_*`, and Debian's multiarch `/usr`
+//! (`/usr/lib/<triplet>/amdgcn/bitcode`, CMake files under `/usr/lib/<triplet>/cmake`).
+//! Each lookup therefore searches a list of relative paths in every part of the SDK.
+
+use std::path::{Path, PathBuf};
+
+use crate::gfx::gfx_of_bitcode_file;
+use crate::probe_env::{vars, ProbeEnv};
+use crate::{Os, RocmSdk, SdkKind};
+
+/// Every ROCm/HIP SDK candidate, usable or not, de-duplicated by real path.
+///
+/// Scans come first (they know the layout); `$ROCM_PATH`, `$HIP_PATH` and `$HIP_PATH_NN` then
+/// either name one of those (recorded in `named_by`) or add their own candidate, which is
+/// inspected like any other: an environment variable is a claim, not a fact.
+pub fn discover_sdks(env: &ProbeEnv, os: Os, venv_site: Option<&Path>) -> Vec<RocmSdk> {
+    let mut found: Vec<RocmSdk> = Vec::new();
+    match os {
+        Os::Linux => {
+            for dir in sorted_dirs(&env.unix("/opt")) {
+                let name = file_name(&dir);
+                if name == "rocm" || name.starts_with("rocm-") {
+                    add(&mut found, inspect(&[dir.clone()], SdkKind::OptRocm, os, version_from_dir_name(&name)));
+                }
+            }
+            if let Some(sdk) = debian_multiarch(env) {
+                add(&mut found, sdk);
+            }
+        }
+        Os::Windows => {
+            for dir in sorted_dirs(&env.program_files.join("AMD").join("ROCm")) {
+                let name = file_name(&dir);
+                add(&mut found, inspect(&[dir.clone()], SdkKind::WindowsHipSdk, os, version_from_dir_name(&name)));
+            }
+        }
+        // ROCm does not exist for macOS.
+        Os::Macos => return found,
+    }
+    if let Some(site) = venv_site {
+        if let Some(sdk) = the_rock(site, os) {
+            add(&mut found, sdk);
+        }
+    }
+    let mut named: Vec<(String, SdkKind)> = vec![
+        (vars::ROCM_PATH.to_string(), SdkKind::RocmPathEnv),
+        (vars::HIP_PATH.to_string(), SdkKind::HipPathEnv),
+    ];
+    for k in env.vars.keys() {
+        if k.strip_prefix(vars::HIP_PATH_PREFIX).is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())) {
+            named.push((k.clone(), SdkKind::HipPathEnv));
+        }
+    }
+    for (var, kind) in named {
+        let Some(value) = env.var(&var) else { continue };
+        let root = PathBuf::from(value.trim_end_matches(['/', '\\']));
+        let label = format!("${var}");
+        if let Some(existing) = found.iter_mut().find(|s| same_dir(&s.root, &root) || s.parts.iter().any(|p| same_dir(p, &root))) {
+            if !existing.named_by.contains(&label) {
+                existing.named_by.push(label);
+            }
+            continue;
+        }
+        let mut sdk = if root.is_dir() {
+            inspect(&[root.clone()], kind, os, version_from_dir_name(&file_name(&root)))
+        } else {
+            let mut s = empty(root.clone(), kind);
+            s.problems.push(format!("{label} names {}, which does not exist", root.display()));
+            s
+        };
+        sdk.named_by.push(label);
+        found.push(sdk);
+    }
+    found
+}
+
+fn add(found: &mut Vec<RocmSdk>, sdk: RocmSdk) {
+    if let Some(existing) = found.iter_mut().find(|s| same_dir(&s.root, &sdk.root)) {
+        // `/opt/rocm` is usually a symlink to `/opt/rocm-X.Y.Z`: keep one, remember both names.
+        let alias = sdk.root.display().to_string();
+        if !existing.named_by.contains(&alias) {
+            existing.named_by.push(alias);
+        }
+        return;
+    }
+    found.push(sdk);
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// `rocm-7.2.0` -> 7.2.0, `6.2` -> 6.2; anything else -> None.
+fn version_from_dir_name(name: &str) -> Option<String> {
+    let v = name.strip_prefix("rocm-").unwrap_or(name);
+    looks_like_version(v).then(|| v.to_string())
+}
+
+fn looks_like_version(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('.').collect();
+    parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn empty(root: PathBuf, kind: SdkKind) -> RocmSdk {
+    RocmSdk {
+        parts: vec![root.clone()],
+        root,
+        version: None,
+        version_source: None,
+        hip_version: None,
+        kind,
+        named_by: Vec::new(),
+        clang: None,
+        clangxx: None,
+        hipcc: None,
+        device_lib_dir: None,
+        targets: Vec::new(),
+        hipblas: None,
+        rocblas: false,
+        tensile_archs: Vec::new(),
+        tensile_dir: None,
+        amd_comgr: None,
+        cmake_dirs: Vec::new(),
+        bin_dir: None,
+        lib_dir: None,
+        problems: Vec::new(),
+    }
+}
+
+/// The first existing `part/rel` over all parts and relative paths (globs allowed in `rel`).
+fn first(parts: &[PathBuf], rels: &[&str], want_dir: bool) -> Option<PathBuf> {
+    rels.iter().find_map(|rel| {
+        parts.iter().find_map(|part| {
+            let mut hits = expand(part, rel);
+            hits.retain(|p| if want_dir { p.is_dir() } else { p.is_file() });
+            // Highest version first for globs like `lib/llvm/lib/clang/*`, `libamd_comgr.so.*`.
+            hits.sort();
+            hits.pop()
+        })
+    })
+}
+
+fn expand(base: &Path, rel: &str) -> Vec<PathBuf> {
+    if !rel.contains('*') {
+        return vec![base.join(rel)];
+    }
+    let pattern = format!("{}/{}", glob::Pattern::escape(&base.to_string_lossy()), rel);
+    glob::glob(&pattern).map(|paths| paths.flatten().collect()).unwrap_or_default()
+}
+
+fn exe(os: Os, name: &str) -> String {
+    if os == Os::Windows {
+        format!("{name}.exe")
+    } else {
+        name.to_string()
+    }
+}
+
+/// Read what an SDK made of `parts` holds. `parts[0]` is its root.
+pub(crate) fn inspect(parts: &[PathBuf], kind: SdkKind, os: Os, dir_version: Option<String>) -> RocmSdk {
+    let root = parts[0].clone();
+    let mut sdk = empty(root.clone(), kind);
+    sdk.parts = parts.to_vec();
+    if !root.is_dir() {
+        sdk.problems.push(format!("{} does not exist", root.display()));
+        return sdk;
+    }
+    let triplets = triplet_dirs(parts);
+    let t = |suffix: &str| -> Vec<String> { triplets.iter().map(|tr| format!("lib/{tr}/{suffix}")).collect() };
+
+    sdk.bin_dir = first(parts, &["bin"], true);
+    sdk.lib_dir = if kind == SdkKind::DebianMultiarch {
+        triplets.first().map(|tr| root.join("lib").join(tr))
+    } else {
+        first(parts, &["lib"], true)
+    };
+
+    let clang_dirs = ["bin", "lib/llvm/bin", "llvm/bin"];
+    let find_exe = |names: &[&str]| -> Option<PathBuf> {
+        let rels: Vec<String> = names
+            .iter()
+            .flat_map(|n| clang_dirs.iter().map(move |d| format!("{d}/{}", exe(os, n))))
+            .collect();
+        first(parts, &rels.iter().map(String::as_str).collect::<Vec<_>>(), false)
+    };
+    if kind == SdkKind::DebianMultiarch {
+        // Debian's HIP is built for one versioned LLVM (clang++-15 for ROCm 5.2); a plain
+        // `clang++` may be another major. Newest versioned first, the plain name last.
+        sdk.clang = newest_versioned(&root.join("bin"), "clang-").or_else(|| find_exe(&["clang"]));
+        sdk.clangxx = newest_versioned(&root.join("bin"), "clang++-").or_else(|| find_exe(&["clang++"]));
+    } else {
+        sdk.clang = find_exe(&["amdclang", "clang"]);
+        sdk.clangxx = find_exe(&["amdclang++", "clang++"]);
+    }
+    let hipcc = exe(os, "bin/hipcc");
+    sdk.hipcc = first(parts, &[hipcc.as_str(), "bin/hipcc.bin.exe", "bin/hipcc.bat", "bin/hipcc"], false);
+
+    let mut dev_rels: Vec<String> = vec![
+        "amdgcn/bitcode".into(),
+        "lib/llvm/amdgcn/bitcode".into(),
+        "llvm/amdgcn/bitcode".into(),
+        "lib/llvm/lib/clang/*/lib/amdgcn/bitcode".into(),
+        "llvm/lib/clang/*/lib/amdgcn/bitcode".into(),
+    ];
+    dev_rels.extend(t("amdgcn/bitcode"));
+    let dev_dir = dev_rels.iter().find_map(|rel| {
+        parts.iter().flat_map(|p| expand(p, rel)).find(|d| !bitcode_targets(d).is_empty())
+    });
+    if let Some(d) = &dev_dir {
+        sdk.targets = bitcode_targets(d);
+    }
+    sdk.device_lib_dir = dev_dir;
+
+    read_versions(&mut sdk, parts, &t, dir_version);
+
+    let lib_rels: Vec<String> = if os == Os::Windows {
+        vec!["bin".into(), "lib".into()]
+    } else {
+        let mut v = vec!["lib".to_string(), "lib64".to_string()];
+        v.extend(triplets.iter().map(|tr| format!("lib/{tr}")));
+        v
+    };
+    let lib_file = |stem: &str| -> Option<PathBuf> {
+        let rels: Vec<String> = lib_rels
+            .iter()
+            .flat_map(|d| {
+                if os == Os::Windows {
+                    vec![format!("{d}/{stem}*.dll"), format!("{d}/{stem}.lib")]
+                } else {
+                    vec![format!("{d}/lib{stem}.so*")]
+                }
+            })
+            .collect();
+        first(parts, &rels.iter().map(String::as_str).collect::<Vec<_>>(), false)
+    };
+    sdk.amd_comgr = lib_file("amd_comgr");
+    sdk.rocblas = lib_file("rocblas").is_some();
+    sdk.hipblas = hipblas_version(parts).or_else(|| lib_file("hipblas").map(|_| "present".to_string()));
+    let tensile_rels: Vec<String> = lib_rels.iter().map(|d| format!("{d}/rocblas/library")).collect();
+    sdk.tensile_dir = first(parts, &tensile_rels.iter().map(String::as_str).collect::<Vec<_>>(), true);
+    if let Some(d) = &sdk.tensile_dir {
+        sdk.tensile_archs = tensile_archs(d);
+    }
+
+    let mut cmake_rels = vec!["lib/cmake".to_string(), "lib64/cmake".to_string()];
+    cmake_rels.extend(t("cmake"));
+    for rel in cmake_rels {
+        for p in parts {
+            let d = p.join(&rel);
+            if d.is_dir() && !sdk.cmake_dirs.contains(&d) {
+                sdk.cmake_dirs.push(d);
+            }
+        }
+    }
+
+    if sdk.clangxx.is_none() && sdk.hipcc.is_none() {
+        sdk.problems.push(format!("no HIP compiler (clang++, amdclang++ or hipcc) under {}", root.display()));
+    }
+    if sdk.device_lib_dir.is_none() {
+        sdk.problems.push(format!(
+            "no device libraries (amdgcn/bitcode/oclc_isa_version_*.bc) under {}",
+            root.display()
+        ));
+    }
+    sdk
+}
+
+/// `dir/<prefix>N` with the highest number N (`clang++-15` over `clang++-9`).
+fn newest_versioned(dir: &Path, prefix: &str) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let n: u32 = name.strip_prefix(prefix)?.parse().ok()?;
+            Some((n, e.path()))
+        })
+        .max_by_key(|(n, _)| *n)
+        .map(|(_, p)| p)
+}
+
+/// `lib/<triplet>` directories (`x86_64-linux-gnu`, …), host-looking ones first.
+fn triplet_dirs(parts: &[PathBuf]) -> Vec<String> {
+    let mut v: Vec<String> = parts
+        .iter()
+        .flat_map(|p| sorted_dirs(&p.join("lib")))
+        .map(|d| file_name(&d))
+        .filter(|n| n.contains("-linux-gnu"))
+        .collect();
+    v.sort_by_key(|n| (!n.starts_with(std::env::consts::ARCH), n.clone()));
+    v.dedup();
+    v
+}
+
+/// gfx names from the `oclc_isa_version_*.bc` files in `dir`, in LLVM's order.
+pub fn bitcode_targets(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| gfx_of_bitcode_file(&e.file_name().to_string_lossy()))
+        .collect();
+    v.sort_by_key(|n| (n.contains("generic"), n.len(), n.clone()));
+    v
+}
+
+/// gfx names found in rocBLAS Tensile file names (`TensileLibrary_lazy_gfx1030.dat`,
+/// `Kernels.so-000-gfx90a-xnack-.hsaco`).
+pub fn tensile_archs(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let mut rest = name.as_str();
+        while let Some(i) = rest.find("gfx") {
+            let tail = &rest[i + 3..];
+            let n = tail.bytes().take_while(|b| b.is_ascii_hexdigit()).count();
+            if n >= 3 {
+                let g = format!("gfx{}", &tail[..n]);
+                if !v.contains(&g) {
+                    v.push(g);
+                }
+            }
+            rest = &tail[n..];
+        }
+    }
+    v.sort_by_key(|n| (n.len(), n.clone()));
+    v
+}
+
+/// The ROCm version (best source first) and HIP's own version.
+fn read_versions(sdk: &mut RocmSdk, parts: &[PathBuf], t: &dyn Fn(&str) -> Vec<String>, dir_version: Option<String>) {
+    let hip = hip_version_h(parts).or_else(|| {
+        ["bin/.hipVersion", "share/hip/version"]
+            .iter()
+            .find_map(|rel| parts.iter().find_map(|p| key_value_version(&p.join(rel))))
+    });
+    sdk.hip_version = hip.as_ref().map(|(v, _)| v.clone());
+    let mut sources: Vec<(Option<String>, String)> = Vec::new();
+    for p in parts {
+        for f in [".info/version", ".info/version-dev", ".info/version-hip-sdk"] {
+            sources.push((read_info_version(&p.join(f)), f.to_string()));
+        }
+    }
+    sources.push((dir_version, "directory name".into()));
+    for rel in t("cmake/hip/hip-config-version.cmake").iter().chain(["lib/cmake/hip/hip-config-version.cmake".to_string()].iter()) {
+        for p in parts {
+            sources.push((cmake_package_version(&p.join(rel)), rel.clone()));
+        }
+    }
+    sources.push((hip.as_ref().map(|(_, mm)| mm.clone()), "HIP version (major.minor)".into()));
+    if let Some((v, src)) = sources.into_iter().find_map(|(v, s)| v.map(|v| (v, s))) {
+        sdk.version = Some(v);
+        sdk.version_source = Some(src);
+    }
+}
+
+/// `.info/version`: "6.2.4-120" -> "6.2.4".
+fn read_info_version(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let v = text.lines().next()?.trim().split(['-', '+', ' ']).next()?.to_string();
+    looks_like_version(&v).then_some(v)
+}
+
+fn cmake_package_version(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.trim_start().starts_with("set(PACKAGE_VERSION "))?;
+    let v = line.split('"').nth(1)?.to_string();
+    looks_like_version(&v).then_some(v)
+}
+
+/// `include/hip/hip_version.h` -> (full "5.2.21153", major.minor "5.2").
+fn hip_version_h(parts: &[PathBuf]) -> Option<(String, String)> {
+    let text = parts.iter().find_map(|p| std::fs::read_to_string(p.join("include/hip/hip_version.h")).ok())?;
+    let def = |name: &str| -> Option<String> {
+        text.lines().find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some("#define") && w.next() == Some(name)).then(|| w.next().map(str::to_string)).flatten()
+        })
+    };
+    mmp(def("HIP_VERSION_MAJOR")?, def("HIP_VERSION_MINOR")?, def("HIP_VERSION_PATCH"))
+}
+
+/// `HIP_VERSION_MAJOR=5` lines (`bin/.hipVersion`, Debian's `share/hip/version`).
+fn key_value_version(path: &Path) -> Option<(String, String)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let get = |k: &str| text.lines().find_map(|l| l.strip_prefix(k)?.strip_prefix('=').map(|v| v.trim().to_string()));
+    mmp(get("HIP_VERSION_MAJOR")?, get("HIP_VERSION_MINOR")?, get("HIP_VERSION_PATCH"))
+}
+
+fn mmp(major: String, minor: String, patch: Option<String>) -> Option<(String, String)> {
+    let num = |s: &str| s.parse::<u32>().ok();
+    let (ma, mi) = (num(&major)?, num(&minor)?);
+    let full = match patch.as_deref().and_then(num) {
+        Some(p) => format!("{ma}.{mi}.{p}"),
+        None => format!("{ma}.{mi}"),
+    };
+    Some((full, format!("{ma}.{mi}")))
+}
+
+/// hipBLAS's version from `hipblas-version.h` (`hipblasVersionMajor 2`).
+fn hipblas_version(parts: &[PathBuf]) -> Option<String> {
+    let text = ["include/hipblas/hipblas-version.h", "include/hipblas-version.h"]
+        .iter()
+        .find_map(|rel| parts.iter().find_map(|p| std::fs::read_to_string(p.join(rel)).ok()))?;
+    let def = |name: &str| -> Option<u32> {
+        text.lines().find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some("#define") && w.next() == Some(name)).then(|| w.next()?.parse().ok()).flatten()
+        })
+    };
+    let major = def("hipblasVersionMajor")?;
+    let minor = def("hipblasVersionMinor").unwrap_or(0);
+    let patch = def("hipblasVersionPatch").unwrap_or(0);
+    Some(format!("{major}.{minor}.{patch}"))
+}
+
+/// Debian/Ubuntu packages under `/usr`: only when their device libraries or HIP headers are there.
+fn debian_multiarch(env: &ProbeEnv) -> Option<RocmSdk> {
+    let usr = env.unix("/usr");
+    let has_bitcode = triplet_dirs(std::slice::from_ref(&usr))
+        .iter()
+        .any(|tr| usr.join("lib").join(tr).join("amdgcn/bitcode").is_dir());
+    if !has_bitcode && !usr.join("include/hip/hip_version.h").is_file() {
+        return None;
+    }
+    Some(inspect(&[usr], SdkKind::DebianMultiarch, Os::Linux, None))
+}
+
+/// TheRock's pip packages in the venv: the root is `_rocm_sdk_devel` (headers, CMake files,
+/// compilers) when installed, else `_rocm_sdk_core`; libraries are searched in all parts.
+fn the_rock(site: &Path, os: Os) -> Option<RocmSdk> {
+    let core = site.join("_rocm_sdk_core");
+    let devel = site.join("_rocm_sdk_devel");
+    if !core.is_dir() && !devel.is_dir() {
+        return None;
+    }
+    let mut parts: Vec<PathBuf> = [devel.clone(), core.clone()].into_iter().filter(|p| p.is_dir()).collect();
+    parts.extend(sorted_dirs(site).into_iter().filter(|d| file_name(d).starts_with("_rocm_sdk_libraries")));
+    let version = dist_version(site, "rocm_sdk_core").or_else(|| dist_version(site, "rocm_sdk_devel"));
+    let mut sdk = inspect(&parts, SdkKind::TheRockPip, os, None);
+    // The wheel's version is the release; it beats a directory name but not `.info/version`.
+    if let Some(v) = version {
+        if sdk.version_source.as_deref().is_none_or(|s| !s.starts_with(".info")) {
+            sdk.version = Some(v);
+            sdk.version_source = Some("rocm-sdk-core dist-info".into());
+        }
+    }
+    if !devel.is_dir() {
+        sdk.problems.push(format!(
+            "rocm-sdk-devel is not installed in {} (compilers and headers live there): pip install rocm-sdk-devel, then rocm-sdk init",
+            site.display()
+        ));
+    }
+    Some(sdk)
+}
+
+/// A distribution's version from its dist-info (`rocm_sdk_core-7.2.0.dist-info/METADATA`).
+fn dist_version(site: &Path, normalized: &str) -> Option<String> {
+    sorted_dirs(site).into_iter().find_map(|d| {
+        let name = file_name(&d);
+        let stem = name.strip_suffix(".dist-info")?;
+        let (dist, version) = stem.split_once('-')?;
+        if dist.to_ascii_lowercase().replace(['-', '.'], "_") != normalized {
+            return None;
+        }
+        let from_metadata = std::fs::read_to_string(d.join("METADATA"))
+            .ok()
+            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("Version:").map(|v| v.trim().to_string())));
+        Some(from_metadata.unwrap_or_else(|| version.to_string()))
+    })
+}
