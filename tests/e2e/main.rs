@@ -2,6 +2,7 @@
 //! ninja, compilers, FFmpeg and git repositories.
 
 mod common;
+mod ctranslate2_build;
 mod errors;
 mod fixture_build;
 mod mirror;

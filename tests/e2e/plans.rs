@@ -41,7 +41,8 @@ fn machine(os: &str) -> serde_json::Value {
             "avutil_version": "59.39.100", "major": 7,
             "lib": p(if os == "macos" {"/opt/homebrew/opt/ffmpeg/lib"} else {"/usr/lib/x86_64-linux-gnu"}, r"C:\ffmpeg\lib"),
             "include": p(if os == "macos" {"/opt/homebrew/opt/ffmpeg/include"} else {"/usr/include/x86_64-linux-gnu"}, r"C:\ffmpeg\include"),
-            "pkg_config_path": if win { Some(r"C:\ffmpeg\lib\pkgconfig") } else { None }, "found_by": if win {"--ffmpeg (pkg-config)"} else {"pkg-config"}
+            "pkg_config_path": if win { Some(r"C:\ffmpeg\lib\pkgconfig") } else { None }, "found_by": if win {"--ffmpeg (pkg-config)"} else {"pkg-config"},
+            "bin": if win { Some(r"C:\ffmpeg\bin") } else { None }
         },
         "tools": {
             "cmake": {"path": p("/usr/bin/cmake", r"C:\Program Files\CMake\bin\cmake.exe"), "version": "cmake version 3.30.0"},
@@ -97,6 +98,10 @@ fn macos_plan_turns_off_the_homebrew_rpath() {
         "{plan}"
     );
     assert!(plan.contains("libtorch.dylib"), "{plan}");
+    assert!(
+        plan.contains("LC_RPATH added: @loader_path, @loader_path/../torch/lib, /opt/homebrew/opt/ffmpeg/lib"),
+        "{plan}"
+    );
     insta::assert_snapshot!("plan_macos", plan);
 }
 
@@ -109,6 +114,13 @@ fn windows_rocm_plan_uses_import_libraries_and_backslashes() {
         "{plan}"
     );
     assert!(!plan.contains("RUNPATH"), "{plan}");
+    // FFmpeg's DLLs come from its bin directory through the preload hook; torch's own
+    // directory is added by torch itself.
+    assert!(
+        plan.contains(r"add_dll_directory + preload the DLLs needed from: C:\ffmpeg\bin"),
+        "{plan}"
+    );
+    assert!(!plan.contains(r"preload the DLLs needed from: C:\Users"), "{plan}");
     insta::assert_snapshot!("plan_windows_rocm", plan);
 }
 

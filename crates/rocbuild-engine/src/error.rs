@@ -12,6 +12,14 @@ pub enum EngineError {
     #[diagnostic(transparent)]
     Probe(#[from] rocbuild_probe::ProbeError),
 
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Rocm(#[from] rocbuild_probe::RocmError),
+
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Arch(#[from] rocbuild_probe::ArchError),
+
     #[error("no torch in {site}")]
     #[diagnostic(code(rocbuild::plan::no_torch), help("`{recipe}` is built against the venv's torch: install it first ({python} -m pip install torch), or pick the venv that has it with --venv"))]
     NoTorch {
@@ -113,6 +121,13 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+
+    #[error("the FFmpeg in {dir} has no DLLs next to it: a static build cannot be loaded at run time")]
+    #[diagnostic(
+        code(rocbuild::plan::static_ffmpeg),
+        help("Windows builds need a shared FFmpeg (bin\\avutil-N.dll …): run `rocbuild ffmpeg` to download a pinned shared build, or pass --ffmpeg DIR pointing at one")
+    )]
+    StaticFfmpeg { dir: String },
 
     #[error(transparent)]
     #[diagnostic(code(rocbuild::native))]

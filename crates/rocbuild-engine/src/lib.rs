@@ -4,6 +4,7 @@
 mod command;
 mod error;
 pub mod install;
+pub mod link;
 pub mod manifest;
 mod plan;
 mod record;
@@ -11,6 +12,7 @@ mod render;
 mod run;
 pub mod source;
 mod step;
+mod toolchain;
 mod torch_cmake;
 
 pub use command::Command;
@@ -18,3 +20,4 @@ pub use error::{EngineError, Result};
 pub use plan::{hash_hex, join, plan, runpath_entries, BuildOptions, Plan, SourcePlan};
 pub use run::{run, Outcome};
 pub use step::Verbosity;
+pub use toolchain::{BackendOptions, BackendPlan, CudaPlan, RocmPlan};

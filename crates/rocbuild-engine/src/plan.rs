@@ -4,12 +4,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rocbuild_probe::{install_hint, Flavor, Machine, Os};
-use rocbuild_recipe::{template, torch_compatible, Recipe, ReleaseInfo, TorchCmake};
+use rocbuild_recipe::{
+    template, torch_compatible, PythonFrom, Recipe, ReleaseInfo, SubmoduleSel, Target,
+    TorchCmake,
+};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::command::Command;
 use crate::error::{EngineError, Result};
+use crate::link::Link;
+use crate::toolchain::{self, BackendOptions, BackendPlan};
 use crate::torch_cmake;
 
 /// What the user asked for on the command line.
@@ -27,6 +32,8 @@ pub struct BuildOptions {
     pub cache: PathBuf,
     /// `ROCBUILD_MIRROR`: offline mirror of git repositories.
     pub mirror: Option<PathBuf>,
+    /// `--backend`, `--rocm`, `--arch`, `--cuda-arch`.
+    pub backend: BackendOptions,
 }
 
 /// Where the source comes from.
@@ -37,7 +44,7 @@ pub enum SourcePlan {
         /// `refs/tags/v0.9.1`, or a user's `--rev` (branch, tag or commit).
         reference: String,
         expected_commit: Option<String>,
-        submodules: bool,
+        submodules: SubmoduleSel,
         mirror: Option<PathBuf>,
         /// Bare clones, keyed by URL.
         git_cache: PathBuf,
@@ -78,6 +85,8 @@ pub struct PythonPart {
     pub version: String,
     /// The version installed now, if any (its files are parked in the backup).
     pub replaces: Option<String>,
+    /// For a package built from the checkout: `pip wheel` into the build tree.
+    pub build: Option<Command>,
     /// `pip install --target` into the transaction's staging directory.
     pub install: Command,
     pub target: PathBuf,
@@ -90,10 +99,13 @@ pub struct InstallPlan {
     pub dest: PathBuf,
     pub distribution: String,
     pub artifacts: Vec<String>,
-    /// Linux: DT_RUNPATH of every artifact.
-    pub runpath: Vec<String>,
+    /// How the installed native files find their dependencies (RUNPATH, @rpath, preload).
+    pub link: Link,
     /// Globs relative to site-packages of the wheel's files to park.
     pub park: Vec<String>,
+    /// Globs relative to site-packages of the Python part's native files, linked like the
+    /// artifacts.
+    pub python_libs: Vec<String>,
     /// Directories the artifacts must find at run time (after templates).
     pub finds: Vec<PathBuf>,
 }
@@ -115,6 +127,8 @@ pub struct Plan {
     pub torch_git: Option<String>,
     pub flavor: Flavor,
     pub ffmpeg_major: Option<u32>,
+    /// The compute backend and its toolchain (SDK, GPU archs).
+    pub backend: BackendPlan,
     pub source: SourcePlan,
     pub tools: Option<ToolsPlan>,
     pub torch_cmake: Option<TorchCmakePlan>,
@@ -243,18 +257,19 @@ fn is_default_lib_dir(p: &Path) -> bool {
     )
 }
 
-/// RUNPATH for artifacts installed in `dest`: `$ORIGIN`, then each directory they must find,
-/// relative to `$ORIGIN` when inside the venv (the venv stays relocatable).
-pub fn runpath_entries(dest: &Path, site: &Path, finds: &[PathBuf]) -> Vec<String> {
-    let mut out = vec!["$ORIGIN".to_string()];
+/// Search entries for files installed in `dest`: `origin` (`$ORIGIN`, `@loader_path`), then
+/// each directory they must find, relative to `origin` when inside the venv (the venv stays
+/// relocatable), absolute otherwise.
+pub fn search_entries(origin: &str, dest: &Path, site: &Path, finds: &[PathBuf]) -> Vec<String> {
+    let mut out = vec![origin.to_string()];
     for f in finds {
         if f.as_os_str().is_empty() || is_default_lib_dir(f) {
             continue;
         }
         let entry = if f.starts_with(site) {
             match pathdiff::diff_paths(f, dest) {
-                Some(rel) if rel.as_os_str().is_empty() => "$ORIGIN".to_string(),
-                Some(rel) => format!("$ORIGIN/{}", rel.display()),
+                Some(rel) if rel.as_os_str().is_empty() => origin.to_string(),
+                Some(rel) => format!("{origin}/{}", rel.display()),
                 None => f.display().to_string(),
             }
         } else {
@@ -265,6 +280,11 @@ pub fn runpath_entries(dest: &Path, site: &Path, finds: &[PathBuf]) -> Vec<Strin
         }
     }
     out
+}
+
+/// Linux RUNPATH entries for artifacts installed in `dest`.
+pub fn runpath_entries(dest: &Path, site: &Path, finds: &[PathBuf]) -> Vec<String> {
+    search_entries("$ORIGIN", dest, site, finds)
 }
 
 pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<Plan> {
@@ -283,7 +303,14 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     let (release, version_reason) = choose_release(recipe, machine, opts)?;
     let version = release.version.clone();
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
-    let resolved = recipe.resolve(os.as_str(), flavor.as_str(), &version);
+    let backend = toolchain::choose(name_of(recipe), &recipe.backends(), machine, &opts.backend)?;
+    let resolved = recipe.resolve(&Target {
+        os: os.as_str(),
+        flavor: flavor.as_str(),
+        version: &version,
+        backend: &backend.backend,
+        rocm_version: backend.rocm.as_ref().and_then(|r| r.version.as_deref()),
+    });
 
     // Tools, in the order a user would install them.
     let tool = |t: &Option<rocbuild_probe::Tool>, name: &str, purpose: &str| -> Result<PathBuf> {
@@ -297,8 +324,14 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     };
     let cmake = tool(&machine.tools.cmake, "cmake", "configure the build")?;
     let ninja = tool(&machine.tools.ninja, "ninja", "run the build")?;
-    let cxx = tool(&machine.tools.cxx, "C++ compiler", "compile the sources")?;
-    let cc = tool(&machine.tools.cc, "C compiler", "compile the sources")?;
+    // With ROCm the SDK's clang compiles everything.
+    let (cc, cxx) = match &backend.rocm {
+        Some(r) => (r.clang.clone(), r.clangxx.clone()),
+        None => (
+            tool(&machine.tools.cc, "C compiler", "compile the sources")?,
+            tool(&machine.tools.cxx, "C++ compiler", "compile the sources")?,
+        ),
+    };
     if needs.ffmpeg
         && machine
             .ffmpeg
@@ -314,6 +347,15 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
             why: "no FFmpeg was found".into(),
             help: "install FFmpeg's development files or pass --ffmpeg DIR".into(),
         });
+    }
+    if let (Os::Windows, true, Some(f)) = (os, needs.ffmpeg, ffmpeg) {
+        // The libraries load FFmpeg's DLLs at run time: a static build (or one without its
+        // bin/ directory) links but can never load (torchcodec issues 912, 1108, 1289).
+        if f.bin.is_none() {
+            return Err(EngineError::StaticFfmpeg {
+                dir: f.lib.display().to_string(),
+            });
+        }
     }
 
     let cache = &opts.cache;
@@ -360,7 +402,7 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
                 url,
                 reference,
                 expected_commit,
-                submodules: raw.source.submodules,
+                submodules: resolved.submodules.clone(),
                 mirror: opts.mirror.clone(),
             }
         }
@@ -397,6 +439,11 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     if let Some(r) = &machine.toolkits.rocm_path {
         set("rocm.path", r.display().to_string());
     }
+    if let Some(f) = ffmpeg {
+        let runtime = f.bin.as_ref().unwrap_or(&f.lib);
+        set("ffmpeg.runtime", runtime.display().to_string());
+    }
+    backend.vars(&mut vars);
 
     // Build-only pip requirements, keyed by what they are and the Python they serve.
     let reqs: Vec<String> = needs
@@ -471,9 +518,24 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
             native_toolkit(machine, flavor, &mut define, &mut env)?;
         }
     }
+    backend.apply(os, &mut define, &mut env);
     define.insert("CMAKE_MAKE_PROGRAM".into(), ninja.display().to_string());
-    define.insert("CMAKE_C_COMPILER".into(), cc.display().to_string());
-    define.insert("CMAKE_CXX_COMPILER".into(), cxx.display().to_string());
+    define
+        .entry("CMAKE_C_COMPILER".into())
+        .or_insert(cc.display().to_string());
+    define
+        .entry("CMAKE_CXX_COMPILER".into())
+        .or_insert(cxx.display().to_string());
+    if os == Os::Windows {
+        if let Some(rc) = machine.tools.msvc.as_ref().and_then(|m| m.rc.as_ref()) {
+            define
+                .entry("CMAKE_RC_COMPILER".into())
+                .or_insert(rc.display().to_string());
+        }
+        for (k, v) in msvc_env(machine) {
+            env.entry(k).or_insert(v);
+        }
+    }
     for (k, v) in &opts.defines {
         define.insert(k.clone(), v.clone());
     }
@@ -505,6 +567,12 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     );
     let prefix = join(os, &build_dir, &["rocbuild-prefix"]);
     define.insert("CMAKE_INSTALL_PREFIX".into(), prefix.display().to_string());
+    if os == Os::Windows {
+        // CMake reads `\` in a -D value as an escape in some contexts: forward slashes only.
+        for v in define.values_mut() {
+            *v = v.replace('\\', "/");
+        }
+    }
     let mut configure = Command::new(&cmake)
         .args([
             "-S".to_string(),
@@ -540,11 +608,7 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
         .iter()
         .map(|f| expand(f, &vars).map(PathBuf::from))
         .collect::<Result<_>>()?;
-    let runpath = if os == Os::Linux {
-        runpath_entries(&dest, &site, &finds)
-    } else {
-        Vec::new()
-    };
+    let link = Link::plan(os, name, &raw.package.import_dir, &dest, &site, &finds);
     let artifacts: Vec<String> = resolved
         .artifacts
         .iter()
@@ -555,12 +619,16 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
         .iter()
         .map(|a| expand(a, &vars))
         .collect::<Result<_>>()?;
+    let python_libs: Vec<String> = resolved
+        .python_libs
+        .iter()
+        .map(|a| expand(a, &vars))
+        .collect::<Result<_>>()?;
     let dist = rocbuild_probe::normalize_dist(&raw.package.distribution);
     let installed = py.distributions.get(&dist).cloned();
     let txn = join(os, &site, &[".rocbuild", "txn"]);
-    let python_part = (installed.as_deref() != Some(version.as_str())).then(|| {
-        let target = join(os, &txn, &["pip"]);
-        let install = Command::new(&py.exe)
+    let pip_install = |target: &Path| {
+        Command::new(&py.exe)
             .args([
                 "-m",
                 "pip",
@@ -572,23 +640,74 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
                 "--target",
             ])
             .arg(target.display().to_string())
-            .arg(format!("{}=={version}", raw.package.distribution));
-        PythonPart {
-            distribution: raw.package.distribution.clone(),
-            version: version.clone(),
-            replaces: installed.clone(),
-            install,
-            target,
+    };
+    let python_part = match resolved.python_from {
+        // The index's wheel carries the pure-Python files; needed only when another version
+        // (or none) is installed.
+        PythonFrom::Pypi => (installed.as_deref() != Some(version.as_str())).then(|| {
+            let target = join(os, &txn, &["pip"]);
+            PythonPart {
+                distribution: raw.package.distribution.clone(),
+                version: version.clone(),
+                replaces: installed.clone(),
+                build: None,
+                install: pip_install(&target).arg(format!("{}=={version}", raw.package.distribution)),
+                target,
+            }
+        }),
+        // A wheel built from the checkout against the libraries just built: always installed,
+        // whatever version pip had (its native extension was built for other libraries).
+        PythonFrom::Source => {
+            let dir = resolved.python_dir.clone().unwrap_or_else(|| ".".into());
+            let dir = match expand(&dir, &vars)?.as_str() {
+                "." | "" => source.dir().to_path_buf(),
+                sub => join(os, source.dir(), &[sub]),
+            };
+            let wheel_dir = join(os, &build_dir, &["rocbuild-wheel"]);
+            let mut build = Command::new(&py.exe)
+                .args([
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                    "--no-deps",
+                    "--no-build-isolation",
+                    "--wheel-dir",
+                ])
+                .arg(wheel_dir.display().to_string())
+                .arg(dir.display().to_string());
+            for (k, v) in &resolved.python_env {
+                build.env.insert(k.clone(), expand(v, &vars)?);
+            }
+            if let Some(t) = &tools {
+                build.env.insert("PYTHONPATH".into(), t.dir.display().to_string());
+            }
+            build.env.extend(msvc_env(machine));
+            let target = join(os, &txn, &["pip"]);
+            let install = pip_install(&target)
+                .args(["--no-index", "--find-links"])
+                .arg(wheel_dir.display().to_string())
+                .arg(format!("{}=={version}", raw.package.distribution));
+            Some(PythonPart {
+                distribution: raw.package.distribution.clone(),
+                version: version.clone(),
+                replaces: installed.clone(),
+                build: Some(build),
+                install,
+                target,
+            })
         }
-    });
+    };
     let install = InstallPlan {
         site: site.clone(),
         import_dir: raw.package.import_dir.clone(),
         dest,
         distribution: raw.package.distribution.clone(),
         artifacts,
-        runpath,
+        link,
         park,
+        python_libs,
         finds,
     };
 
@@ -635,6 +754,7 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
         torch_git: torch.and_then(|t| t.git_version.clone()),
         flavor,
         ffmpeg_major: ffmpeg.map(|f| f.major),
+        backend,
         source,
         tools,
         torch_cmake,
@@ -689,6 +809,24 @@ fn native_toolkit(
             define.insert("CMAKE_PREFIX_PATH".into(), r);
             Ok(())
         }
+    }
+}
+
+fn name_of(recipe: &Recipe) -> &str {
+    recipe.name()
+}
+
+/// MSVC's environment (INCLUDE, LIB, PATH) for a Windows build; empty elsewhere.
+fn msvc_env(machine: &Machine) -> BTreeMap<String, String> {
+    match (&machine.platform.os, &machine.tools.msvc) {
+        (Os::Windows, Some(m)) => {
+            let mut env = m.env.clone();
+            // setuptools: use the environment as set up instead of looking for MSVC again.
+            env.insert("DISTUTILS_USE_SDK".into(), "1".into());
+            env.insert("MSSdk".into(), "1".into());
+            env
+        }
+        _ => BTreeMap::new(),
     }
 }
 

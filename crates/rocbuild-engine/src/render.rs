@@ -2,6 +2,9 @@
 
 use std::fmt;
 
+use rocbuild_recipe::SubmoduleSel;
+
+use crate::link::{preload_paths, Link};
 use crate::plan::{Plan, SourcePlan};
 
 impl fmt::Display for Plan {
@@ -35,6 +38,27 @@ impl fmt::Display for Plan {
         if let Some(m) = self.ffmpeg_major {
             writeln!(f, "  ffmpeg: {m}")?;
         }
+        let b = &self.backend;
+        writeln!(f, "  backend: {} ({})", b.backend, b.reason)?;
+        if let Some(r) = &b.rocm {
+            writeln!(
+                f,
+                "  rocm:   {} {} ({})",
+                r.root.display(),
+                r.version.as_deref().unwrap_or("(version unknown)"),
+                r.kind
+            )?;
+            writeln!(f, "  archs:  {} (from {})", r.archs.join(";"), r.archs_found_by)?;
+            for n in &r.notes {
+                writeln!(f, "  note:   {n}")?;
+            }
+            for w in &r.warnings {
+                writeln!(f, "  warning: {w}")?;
+            }
+        }
+        if let Some(c) = &b.cuda {
+            writeln!(f, "  cuda:   {} (archs {})", c.home.display(), c.archs.join(";"))?;
+        }
         let mut n = 0;
         let mut step = |f: &mut fmt::Formatter<'_>, title: &str| -> fmt::Result {
             n += 1;
@@ -59,15 +83,12 @@ impl fmt::Display for Plan {
                 if let Some(c) = expected_commit {
                     writeln!(f, "      expect commit: {c}")?;
                 }
-                writeln!(
-                    f,
-                    "      submodules: {}",
-                    if *submodules {
-                        "yes, recursively"
-                    } else {
-                        "no"
-                    }
-                )?;
+                let subs = match submodules {
+                    SubmoduleSel::None => "no".to_string(),
+                    SubmoduleSel::All => "yes, recursively".to_string(),
+                    SubmoduleSel::Only(p) => format!("{} (each recursively)", p.join(", ")),
+                };
+                writeln!(f, "      submodules: {subs}")?;
                 writeln!(f, "      cache: {}", git_cache.display())?;
                 writeln!(f, "      checkout: {}", checkout.display())?;
             }
@@ -113,6 +134,10 @@ impl fmt::Display for Plan {
         step(f, "install into the staging prefix")?;
         write!(f, "{}", self.install_prefix)?;
         if let Some(p) = &self.python_part {
+            if let Some(b) = &p.build {
+                step(f, &format!("build the {} wheel from the checkout", p.distribution))?;
+                write!(f, "{b}")?;
+            }
             step(
                 f,
                 &format!(
@@ -134,8 +159,30 @@ impl fmt::Display for Plan {
         for d in &i.finds {
             writeln!(f, "      must find: {}", d.display())?;
         }
-        if !i.runpath.is_empty() {
-            writeln!(f, "      RUNPATH: {}", i.runpath.join(":"))?;
+        if !i.python_libs.is_empty() {
+            writeln!(f, "      linked like them: {}", i.python_libs.join(", "))?;
+        }
+        match &i.link {
+            Link::Runpath { entries } => writeln!(f, "      RUNPATH: {}", entries.join(":"))?,
+            Link::MachO { rpaths, resign } => {
+                writeln!(f, "      LC_RPATH added: {}", rpaths.join(", "))?;
+                if *resign {
+                    writeln!(f, "      then re-signed ad hoc (codesign -s - -f), rpaths read back")?;
+                }
+            }
+            Link::Preload(p) => {
+                let (module, pth) = preload_paths(self.os, &i.site, p);
+                writeln!(
+                    f,
+                    "      DLL preload hook: {} (imports {}), run on `import {}`",
+                    pth.display(),
+                    module.display(),
+                    p.trigger
+                )?;
+                for d in &p.dirs {
+                    writeln!(f, "        add_dll_directory + preload the DLLs needed from: {}", d.display())?;
+                }
+            }
         }
         if !i.park.is_empty() {
             writeln!(f, "      park (moved to the backup): {}", i.park.join(", "))?;

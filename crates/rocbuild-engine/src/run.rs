@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::error::{EngineError, Result};
 use crate::install::{self, NewFile};
+use crate::link::{self, Link};
 use crate::manifest::{self, sha256_file, InstalledFile, Manifest};
 use crate::plan::{Plan, SourcePlan};
 use crate::record;
@@ -129,7 +130,7 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
                 oid,
                 checkout,
                 url,
-                *submodules,
+                submodules,
                 git_cache,
                 mirror.as_deref(),
                 &progress,
@@ -186,14 +187,7 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     log.run("install into the staging prefix", &plan.install_prefix)?;
 
     // Artifacts.
-    let want = globset(&plan.install.artifacts)?;
-    let mut artifacts: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for (rel, abs) in walk(&plan.prefix) {
-        let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
-        if want.is_match(&name) {
-            artifacts.entry(name).or_insert(abs);
-        }
-    }
+    let artifacts = collect_artifacts(&plan.prefix, &plan.install.artifacts)?;
     if artifacts.is_empty() {
         return Err(EngineError::NoArtifacts {
             globs: plan.install.artifacts.join(", "),
@@ -210,8 +204,10 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     }
 
     let previous = manifest::read(site, &plan.recipe);
-    if plan.python_part.is_none()
-        && up_to_date(plan, previous.as_ref(), commit.as_deref(), &built, site)
+    // A package from the index is (re)installed only when pip has another version; one built
+    // from the checkout is part of the build, so the usual inputs decide.
+    let python_pending = plan.python_part.as_ref().is_some_and(|p| p.build.is_none());
+    if !python_pending && up_to_date(plan, previous.as_ref(), commit.as_deref(), &built, site)
     {
         let m = previous.unwrap_or_else(|| unreachable_manifest(plan));
         log.note("up to date: nothing changed since the last install");
@@ -305,13 +301,11 @@ fn install_and_verify(
         let mut installed: Vec<InstalledFile> = Vec::new();
         let mut record_set: BTreeMap<String, (String, u64)> = BTreeMap::new();
 
-        // The rebuilt libraries, with their RUNPATH set in the stage.
+        // The rebuilt libraries, with their search paths set in the stage.
         for (rel, (abs, built_sha)) in &built {
             let staged = stage.join(rel);
             copy(abs, &staged)?;
-            if !plan.install.runpath.is_empty() {
-                rocbuild_native::set_runpath(&staged, &plan.install.runpath)?;
-            }
+            link::apply(&plan.install.link, &staged)?;
             let (sha, size) = sha256_file(&staged)?;
             record_set.insert(rel.clone(), (sha.clone(), size));
             installed.push(InstalledFile {
@@ -331,11 +325,16 @@ fn install_and_verify(
         let mut dropped: Vec<String> = Vec::new();
         let record_rel;
         if let Some(pp) = &plan.python_part {
+            if let Some(b) = &pp.build {
+                log.note(&format!("python package: build a wheel of {}", pp.distribution));
+                log.run("build the Python package", b)?;
+            }
             log.note(&format!(
                 "python part: {}=={} (pip, --no-deps)",
                 pp.distribution, pp.version
             ));
             log.run("pip install (python part)", &pp.install)?;
+            let libs = globset(&plan.install.python_libs)?;
             for (rel, abs) in walk(&pp.target) {
                 if rel.starts_with("bin/") || built.contains_key(&rel) {
                     continue;
@@ -343,6 +342,11 @@ fn install_and_verify(
                 if park_set.is_match(&rel) {
                     dropped.push(rel);
                     continue;
+                }
+                if libs.is_match(&rel) {
+                    link::apply(&plan.install.link, &abs)?;
+                    let (sha, size) = sha256_file(&abs)?;
+                    record_set.insert(rel.clone(), (sha, size));
                 }
                 new.push(NewFile { rel, staged: abs });
             }
@@ -389,6 +393,29 @@ fn install_and_verify(
             }
         }
         park.retain(|p| !new.iter().any(|n| &n.rel == p));
+        // Windows: the DLL preload hook (not part of the distribution: not in RECORD).
+        if let Link::Preload(p) = &plan.install.link {
+            let staged: Vec<PathBuf> = built.keys().map(|rel| stage.join(rel)).collect();
+            let dlls = link::preload_order(&staged, &p.dirs)?;
+            for (rel, text) in [
+                (&p.module_rel, link::preload_module(p, &plan.recipe, &plan.version, &dlls)),
+                (&p.pth_rel, link::preload_pth(p)),
+            ] {
+                let path = stage.join(rel);
+                fs_err::write(&path, text).map_err(EngineError::io("write", &path))?;
+                let (sha, size) = sha256_file(&path)?;
+                installed.push(InstalledFile {
+                    path: rel.clone(),
+                    sha256: sha,
+                    size,
+                    built_sha256: None,
+                });
+                new.push(NewFile {
+                    rel: rel.clone(),
+                    staged: path,
+                });
+            }
+        }
         // RECORD: drop parked and dropped, add the artifacts.
         let record_staged = new
             .iter()
@@ -460,7 +487,7 @@ fn install_and_verify(
                     .map(|(k, v)| (k.to_string(), v.to_string()))
             })
             .collect(),
-        runpath: plan.install.runpath.clone(),
+        runpath: plan.install.link.runpath(),
         files: installed.clone(),
         parked: park.clone(),
         installed_at: std::time::SystemTime::now()
@@ -480,6 +507,43 @@ fn install_and_verify(
         manifest: manifest::path(site, &plan.recipe),
         log: log.path.clone(),
     })
+}
+
+/// The files under the CMake install prefix whose names match `globs`, keyed by the name
+/// they are installed under. A versioned library and its symlinks
+/// (`libctranslate2.so -> .so.4 -> .so.4.8.1`) become one file, named by its SONAME (what
+/// the loader asks for) when the SONAME is among the matched names.
+fn collect_artifacts(prefix: &Path, globs: &[String]) -> Result<BTreeMap<String, PathBuf>> {
+    let want = globset(globs)?;
+    let mut groups: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
+    for (rel, abs) in walk(prefix) {
+        let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+        if !want.is_match(&name) {
+            continue;
+        }
+        let Ok(real) = std::fs::canonicalize(&abs) else {
+            continue; // a dangling symlink
+        };
+        groups.entry(real).or_default().push(name);
+    }
+    let mut out = BTreeMap::new();
+    for (real, names) in groups {
+        let real_name = real
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let soname = rocbuild_native::read_binary(&real)
+            .ok()
+            .and_then(|b| b.soname_or_install_name)
+            .and_then(|s| s.rsplit('/').next().map(str::to_string));
+        let name = match soname {
+            Some(s) if names.contains(&s) => s,
+            _ if names.contains(&real_name) => real_name,
+            _ => names.iter().min().cloned().unwrap_or(real_name),
+        };
+        out.entry(name).or_insert(real);
+    }
+    Ok(out)
 }
 
 /// Files under the literal directory part of each park glob (`torchcodec/lib*` -> `torchcodec/`).

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use git2::{FetchOptions, ObjectType, Oid, RemoteCallbacks, Repository};
 
+use rocbuild_recipe::SubmoduleSel;
+
 use crate::error::{EngineError, Result};
 use crate::plan::hash_hex;
 
@@ -195,13 +197,19 @@ pub fn checkout(
     commit: Oid,
     dir: &Path,
     url: &str,
-    submodules: bool,
+    submodules: &SubmoduleSel,
     git_cache: &Path,
     mirror: Option<&Path>,
     progress: &dyn Fn(usize, usize),
 ) -> Result<()> {
     let stamp = dir.join(".rocbuild-commit");
-    if fs_err::read_to_string(&stamp).ok().as_deref() == Some(commit.to_string().as_str()) {
+    // The stamp names the commit and the submodule selection: another backend's
+    // submodules mean another checkout.
+    let stamp_text = match submodules {
+        SubmoduleSel::None => commit.to_string(),
+        sel => format!("{commit} {}", serde_json::to_string(sel).unwrap_or_default()),
+    };
+    if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
         return Ok(());
     }
     let tmp = dir.with_extension("partial");
@@ -226,10 +234,10 @@ pub fn checkout(
             source: e,
         },
     })?;
-    if submodules {
-        checkout_submodules(repo, &tree, &tmp, url, git_cache, mirror, progress)?;
+    if *submodules != SubmoduleSel::None {
+        checkout_submodules(repo, &tree, &tmp, url, submodules, git_cache, mirror, progress)?;
     }
-    fs_err::write(tmp.join(".rocbuild-commit"), commit.to_string())
+    fs_err::write(tmp.join(".rocbuild-commit"), &stamp_text)
         .map_err(EngineError::io("write", &stamp))?;
     let _ = fs_err::remove_dir_all(dir);
     if let Some(parent) = dir.parent() {
@@ -338,6 +346,7 @@ fn checkout_submodules(
     tree: &git2::Tree,
     dir: &Path,
     url: &str,
+    which: &SubmoduleSel,
     git_cache: &Path,
     mirror: Option<&Path>,
     progress: &dyn Fn(usize, usize),
@@ -350,6 +359,11 @@ fn checkout_submodules(
     };
     let text = String::from_utf8_lossy(blob.content()).into_owned();
     for (path, sub_url) in gitmodules(&text) {
+        if let SubmoduleSel::Only(paths) = which {
+            if !paths.iter().any(|p| p.trim_end_matches('/') == path) {
+                continue;
+            }
+        }
         let Ok(e) = tree.get_path(Path::new(&path)) else {
             continue;
         };
@@ -362,7 +376,14 @@ fn checkout_submodules(
         let target = dir.join(&path);
         let _ = fs_err::remove_dir_all(&target);
         checkout(
-            &sub_repo, oid, &target, &sub_url, true, git_cache, mirror, progress,
+            &sub_repo,
+            oid,
+            &target,
+            &sub_url,
+            &SubmoduleSel::All,
+            git_cache,
+            mirror,
+            progress,
         )?;
         let _ = fs_err::remove_file(target.join(".rocbuild-commit"));
     }

@@ -65,6 +65,9 @@ fn via_pkg_config(
         } else {
             "pkg-config".into()
         },
+        bin: pc_path
+            .and_then(|pc| pc.ancestors().nth(2))
+            .and_then(|root| shared_bin(&root.join("bin"))),
     }))
 }
 
@@ -120,6 +123,7 @@ fn from_headers(dir: &Path) -> Result<Ffmpeg, ProbeError> {
         include: inc,
         pkg_config_path: None,
         found_by: "--ffmpeg (headers)".into(),
+        bin: shared_bin(&dir.join("bin")),
     })
 }
 
@@ -152,4 +156,14 @@ mod tests {
         let f = probe_ffmpeg(Some(d.path()), None).unwrap();
         assert_eq!((f.major, f.avutil_version.as_str()), (7, "59.39.100"));
     }
+}
+
+/// `dir` when it holds FFmpeg's DLLs (`avutil-59.dll`): a shared Windows build.
+fn shared_bin(dir: &Path) -> Option<PathBuf> {
+    let rd = std::fs::read_dir(dir).ok()?;
+    let shared = rd.flatten().any(|e| {
+        let n = e.file_name().to_string_lossy().to_lowercase();
+        n.starts_with("avutil") && n.ends_with(".dll")
+    });
+    shared.then(|| dir.to_path_buf())
 }

@@ -165,6 +165,20 @@ pub struct Ffmpeg {
     pub pkg_config_path: Option<PathBuf>,
     /// How it was found: `pkg-config`, `--ffmpeg DIR`.
     pub found_by: String,
+    /// Where the shared libraries are at run time when not in `lib` (Windows: `bin`).
+    #[serde(default)]
+    pub bin: Option<PathBuf>,
+}
+
+/// The MSVC toolchain on Windows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Msvc {
+    pub cl: PathBuf,
+    /// The resource compiler (CMake's RC language: `CMAKE_RC_COMPILER`).
+    pub rc: Option<PathBuf>,
+    /// Environment a build needs to use these tools (INCLUDE, LIB, LIBPATH, PATH).
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,6 +194,10 @@ pub struct Tools {
     pub cc: Option<Tool>,
     pub cxx: Option<Tool>,
     pub pkg_config: Option<Tool>,
+    /// Windows: the MSVC tools and the environment they need (INCLUDE, LIB, PATH), found the
+    /// way the `cc` crate finds them.
+    #[serde(default)]
+    pub msvc: Option<Msvc>,
 }
 
 /// GPU toolkits torch's own CMake package may demand (the `native` mode).

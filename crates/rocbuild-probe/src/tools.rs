@@ -59,7 +59,32 @@ pub fn probe_tools() -> Tools {
         cc: compiler(false),
         cxx: compiler(true),
         pkg_config: find(&["pkg-config", "pkgconf"], "--version"),
+        msvc: msvc(),
     }
+}
+
+/// MSVC's cl.exe, rc.exe and their environment, as the `cc` crate finds them (registry,
+/// vswhere, or an already set-up developer prompt).
+#[cfg(windows)]
+fn msvc() -> Option<crate::Msvc> {
+    let target = format!("{}-pc-windows-msvc", std::env::consts::ARCH);
+    let cl = cc::windows_registry::find_tool(&target, "cl.exe")?;
+    let env = cl
+        .env()
+        .iter()
+        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .collect();
+    let rc = cc::windows_registry::find_tool(&target, "rc.exe").map(|t| t.path().to_path_buf());
+    Some(crate::Msvc {
+        cl: cl.path().to_path_buf(),
+        rc,
+        env,
+    })
+}
+
+#[cfg(not(windows))]
+fn msvc() -> Option<crate::Msvc> {
+    None
 }
 
 /// The command that installs `tool` on this platform.

@@ -17,13 +17,33 @@ use serde::Serialize;
 
 pub use error::{line_col, nearest, RecipeError};
 pub use load::parse;
-pub use schema::{RawRecipe, TorchCmake};
+pub use schema::{PythonFrom, RawRecipe, TorchCmake};
+
+/// The compute backends a recipe may offer.
+pub const BACKEND_NAMES: &[&str] = &["cpu", "rocm", "cuda"];
+
+/// What the overlays are chosen by.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    pub os: &'a str,
+    pub flavor: &'a str,
+    pub version: &'a str,
+    pub backend: &'a str,
+    /// The chosen ROCm SDK's version, for `[rocm-versions."…"]`.
+    pub rocm_version: Option<&'a str>,
+}
 
 /// Recipes compiled into the binary, so an installed `rocbuild` works anywhere.
-pub const BUILTIN: &[(&str, &str)] = &[(
-    "torchcodec",
-    include_str!("../../../recipes/torchcodec.toml"),
-)];
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "torchcodec",
+        include_str!("../../../recipes/torchcodec.toml"),
+    ),
+    (
+        "ctranslate2",
+        include_str!("../../../recipes/ctranslate2.toml"),
+    ),
+];
 
 /// A validated recipe and the text it came from.
 #[derive(Debug, Clone)]
@@ -57,7 +77,23 @@ pub struct Resolved {
     pub artifacts: Vec<String>,
     pub finds: Vec<String>,
     pub park: Vec<String>,
+    pub python_libs: Vec<String>,
     pub verify: Option<String>,
+    pub python_from: PythonFrom,
+    pub python_dir: Option<String>,
+    pub python_env: BTreeMap<String, String>,
+    pub submodules: SubmoduleSel,
+}
+
+/// Which submodules to check out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SubmoduleSel {
+    #[default]
+    None,
+    All,
+    /// These top-level paths (each with its own submodules, recursively).
+    Only(Vec<String>),
 }
 
 impl Recipe {
@@ -106,8 +142,23 @@ impl Recipe {
             })
     }
 
-    /// Apply the base tables, then `[os.X]`, `[flavor.Y]`, then every matching `[versions."…"]`.
-    pub fn resolve(&self, os: &str, flavor: &str, version: &str) -> Resolved {
+    /// The backends this recipe can build (`["cpu"]` when it declares none).
+    pub fn backends(&self) -> Vec<String> {
+        if self.raw.package.backends.is_empty() {
+            vec!["cpu".into()]
+        } else {
+            self.raw
+                .package
+                .backends
+                .iter()
+                .map(|b| b.get_ref().clone())
+                .collect()
+        }
+    }
+
+    /// Apply the base tables, then `[os.X]`, `[flavor.Y]`, every matching `[versions."…"]`,
+    /// `[backend.Z]` and every matching `[rocm-versions."…"]`, in that order.
+    pub fn resolve(&self, t: &Target) -> Resolved {
         let raw = &self.raw;
         let mut r = Resolved {
             cmake_source: ".".into(),
@@ -118,27 +169,40 @@ impl Recipe {
             build: Some(raw.build.clone()),
             install: Some(raw.install.clone()),
             verify: Some(raw.verify.clone()),
+            python: Some(raw.python.clone()),
+            source: None,
+        };
+        r.submodules = match &raw.source.submodules {
+            schema::Submodules::All(true) => SubmoduleSel::All,
+            schema::Submodules::All(false) => SubmoduleSel::None,
+            schema::Submodules::Paths(p) => {
+                SubmoduleSel::Only(p.clone())
+            }
         };
         r.apply(&base);
-        for (k, o) in &raw.os {
-            if k.get_ref() == os {
-                r.apply(o);
-            }
-        }
-        for (k, o) in &raw.flavor {
-            if k.get_ref() == flavor {
-                r.apply(o);
-            }
-        }
-        let v = Version::from_str(version).ok();
-        for (k, o) in &raw.versions {
-            let spec = VersionSpecifiers::from_str(k.get_ref()).ok();
-            if let (Some(spec), Some(v)) = (spec, &v) {
-                if spec.contains(v) {
+        let keyed = |map: &BTreeMap<schema::Text, schema::Overlay>, key: &str, r: &mut Resolved| {
+            for (k, o) in map {
+                if k.get_ref() == key {
                     r.apply(o);
                 }
             }
-        }
+        };
+        let ranged =
+            |map: &BTreeMap<schema::Text, schema::Overlay>, v: Option<&str>, r: &mut Resolved| {
+                let Some(v) = v.and_then(|v| Version::from_str(v).ok()) else {
+                    return;
+                };
+                for (k, o) in map {
+                    if VersionSpecifiers::from_str(k.get_ref()).is_ok_and(|s| s.contains(&v)) {
+                        r.apply(o);
+                    }
+                }
+            };
+        keyed(&raw.os, t.os, &mut r);
+        keyed(&raw.flavor, t.flavor, &mut r);
+        ranged(&raw.versions, Some(t.version), &mut r);
+        keyed(&raw.backend, t.backend, &mut r);
+        ranged(&raw.rocm_versions, t.rocm_version, &mut r);
         r
     }
 }
@@ -168,6 +232,33 @@ impl Resolved {
             self.finds
                 .extend(i.finds.iter().map(|t| t.get_ref().clone()));
             self.park.extend(i.park.iter().map(|t| t.get_ref().clone()));
+            self.python_libs
+                .extend(i.python_libs.iter().map(|t| t.get_ref().clone()));
+        }
+        if let Some(src) = &o.source {
+            let add = src.submodules.iter().map(|t| t.get_ref().clone());
+            match &mut self.submodules {
+                SubmoduleSel::All => {}
+                SubmoduleSel::None => self.submodules = SubmoduleSel::Only(add.collect()),
+                SubmoduleSel::Only(v) => {
+                    for a in add {
+                        if !v.contains(&a) {
+                            v.push(a);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(p) = &o.python {
+            if let Some(f) = p.from {
+                self.python_from = f;
+            }
+            if let Some(d) = &p.dir {
+                self.python_dir = Some(d.get_ref().clone());
+            }
+            for (k, v) in &p.env {
+                self.python_env.insert(k.clone(), v.get_ref().clone());
+            }
         }
         if let Some(v) = &o.verify {
             if let Some(p) = &v.python {

@@ -110,7 +110,45 @@ impl Checker<'_> {
             build: Some(raw.build.clone()),
             install: Some(raw.install.clone()),
             verify: Some(raw.verify.clone()),
+            python: Some(raw.python.clone()),
+            source: None,
         })?;
+        for b in &raw.package.backends {
+            self.key_in(b, crate::BACKEND_NAMES, "backend")?;
+        }
+        let backends: Vec<&str> = raw
+            .package
+            .backends
+            .iter()
+            .map(|b| b.get_ref().as_str())
+            .collect();
+        for (key, overlay) in &raw.backend {
+            self.key_in(key, crate::BACKEND_NAMES, "backend")?;
+            if !backends.contains(&key.get_ref().as_str()) {
+                return Err(self.err(
+                    key.span(),
+                    format!("`[backend.{}]` is not in `package.backends`", key.get_ref()),
+                    "never used",
+                    Some(format!(
+                        "add \"{}\" to `backends` in [package], or remove this table",
+                        key.get_ref()
+                    )),
+                ));
+            }
+            self.overlay_body(overlay)?;
+        }
+        for (key, overlay) in &raw.rocm_versions {
+            self.specifier(key)?;
+            self.overlay_body(overlay)?;
+        }
+        if raw.python.from == Some(crate::PythonFrom::Source) && raw.python.dir.is_none() {
+            return Err(self.err(
+                0..0,
+                "`[python] from = \"source\"` needs `dir`",
+                "",
+                Some("name the directory of the checkout that holds setup.py or pyproject.toml, such as dir = \"python\"".into()),
+            ));
+        }
         for (key, overlay) in &raw.os {
             self.key_in(key, OS_NAMES, "operating system")?;
             self.overlay_body(overlay)?;
@@ -185,6 +223,16 @@ impl Checker<'_> {
         }
         if let Some(v) = &o.verify {
             if let Some(t) = &v.python {
+                self.template(t)?;
+            }
+        }
+        if let Some(i) = &o.install {
+            for t in &i.python_libs {
+                self.template(t)?;
+            }
+        }
+        if let Some(p) = &o.python {
+            for t in p.env.values().chain(p.dir.iter()) {
                 self.template(t)?;
             }
         }

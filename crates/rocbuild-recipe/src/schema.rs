@@ -26,6 +26,9 @@ pub struct RawRecipe {
     pub install: Install,
     #[serde(default)]
     pub verify: Verify,
+    /// Where the Python package comes from; without this table, from the package index.
+    #[serde(default)]
+    pub python: Python,
     /// Overlays per operating system: `linux`, `macos`, `windows`.
     #[serde(default)]
     pub os: BTreeMap<Text, Overlay>,
@@ -35,6 +38,12 @@ pub struct RawRecipe {
     /// Overlays per recipe version range, keyed by a PEP 440 specifier such as `">=0.16"`.
     #[serde(default)]
     pub versions: BTreeMap<Text, Overlay>,
+    /// Overlays per compute backend: `cpu`, `rocm`, `cuda` (only those in `package.backends`).
+    #[serde(default)]
+    pub backend: BTreeMap<Text, Overlay>,
+    /// Overlays per ROCm SDK version range (for the `rocm` backend), such as `"<7"`.
+    #[serde(default)]
+    pub rocm_versions: BTreeMap<Text, Overlay>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -47,6 +56,10 @@ pub struct Package {
     pub distribution: String,
     /// Directory under site-packages where the artifacts land.
     pub import_dir: String,
+    /// Compute backends the recipe can build (`cpu`, `rocm`, `cuda`); the first is the
+    /// fallback when nothing better is installed. Empty: no backend choice (CPU code only).
+    #[serde(default)]
+    pub backends: Vec<Text>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -55,8 +68,31 @@ pub struct Source {
     pub git: Text,
     /// Tag template, such as `v{version}`.
     pub tag: Text,
+    /// `true`: every submodule, recursively; a list: only these paths (and their own
+    /// submodules); overlays may add paths (`[backend.cuda.source] submodules = [...]`).
     #[serde(default)]
-    pub submodules: bool,
+    pub submodules: Submodules,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Submodules {
+    All(bool),
+    Paths(Vec<String>),
+}
+
+impl Default for Submodules {
+    fn default() -> Self {
+        Submodules::All(false)
+    }
+}
+
+/// What an overlay may add to `[source]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SourceOverlay {
+    #[serde(default)]
+    pub submodules: Vec<Text>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -137,12 +173,40 @@ pub struct Install {
     /// they would shadow the rebuilt ones or fail to load on this machine.
     #[serde(default)]
     pub park: Vec<Text>,
+    /// Globs (relative to site-packages) of native files of the Python part that must find
+    /// the artifacts and `finds` too (CTranslate2's `_ext` next to `libctranslate2`).
+    #[serde(default)]
+    pub python_libs: Vec<Text>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Verify {
     pub python: Option<Text>,
+}
+
+/// Where the Python part of the package comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PythonFrom {
+    /// `pip install DIST==VERSION` from the index: its pure-Python files, the native ones
+    /// replaced by the rebuilt artifacts.
+    #[default]
+    Pypi,
+    /// A wheel built from a directory of the checkout after the CMake install (its native
+    /// extension links the libraries just built).
+    Source,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Python {
+    pub from: Option<PythonFrom>,
+    /// For `from = "source"`: the directory holding setup.py / pyproject.toml.
+    pub dir: Option<Text>,
+    /// Environment of the wheel build (`CTRANSLATE2_ROOT = "{prefix}"`).
+    #[serde(default)]
+    pub env: BTreeMap<String, Text>,
 }
 
 /// The tables an overlay may change. Maps merge key by key, lists append, scalars replace.
@@ -155,4 +219,8 @@ pub struct Overlay {
     pub install: Option<Install>,
     #[serde(default)]
     pub verify: Option<Verify>,
+    #[serde(default)]
+    pub python: Option<Python>,
+    #[serde(default)]
+    pub source: Option<SourceOverlay>,
 }

@@ -40,8 +40,21 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("ffmpeg.version", "FFmpeg's libavutil version"),
     ("ffmpeg.lib", "FFmpeg's library directory"),
     ("ffmpeg.include", "FFmpeg's header directory"),
+    (
+        "ffmpeg.runtime",
+        "where FFmpeg's shared libraries are at run time (Windows: its bin directory)",
+    ),
     ("cuda.home", "the CUDA toolkit root"),
     ("rocm.path", "the ROCm root"),
+    ("backend", "the compute backend being built: cpu, rocm or cuda"),
+    ("rocm.version", "the chosen ROCm SDK's version, such as 6.2.4"),
+    ("rocm.bin", "the chosen ROCm SDK's bin directory"),
+    ("rocm.llvm", "the chosen ROCm SDK's LLVM root (HIP_CLANG_ROOT)"),
+    ("rocm.device-lib", "the chosen ROCm SDK's device-library (bitcode) directory"),
+    ("rocm.clang", "the chosen ROCm SDK's C compiler"),
+    ("rocm.clangxx", "the chosen ROCm SDK's C++/HIP compiler"),
+    ("gpu.archs", "the GPU architectures to build for, `;`-separated (gfx1100;gfx1030)"),
+    ("cuda.archs", "the CUDA architectures to build for, `;`-separated (8.6;8.9)"),
 ];
 
 /// One placeholder found in a string: its name and byte range within the string.

@@ -57,6 +57,23 @@ pub enum TorchCmakeArg {
     Lite,
 }
 
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum BackendArg {
+    Cpu,
+    Rocm,
+    Cuda,
+}
+
+impl BackendArg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendArg::Cpu => "cpu",
+            BackendArg::Rocm => "rocm",
+            BackendArg::Cuda => "cuda",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct BuildArgs {
     /// The recipe to build (see `rocbuild recipes`).
@@ -92,6 +109,19 @@ pub struct BuildArgs {
     /// Root of the FFmpeg to build against (holding include/ and lib/).
     #[arg(long, value_name = "DIR")]
     pub ffmpeg: Option<PathBuf>,
+    /// Compute backend [default: from the torch flavor and the SDKs installed].
+    #[arg(long, value_enum, value_name = "BACKEND")]
+    pub backend: Option<BackendArg>,
+    /// ROCm SDK version to build with, such as 6.2 (see the SDKs found with --dry-run).
+    #[arg(long, value_name = "VERSION")]
+    pub rocm: Option<String>,
+    /// GPU architecture(s) to build for: gfx1010, "gfx1100;gfx1030", or a family such as
+    /// gfx110X (repeatable) [default: the GPUs of this machine].
+    #[arg(long, value_name = "GFX")]
+    pub arch: Vec<String>,
+    /// CUDA architecture(s) for the cuda backend, such as 8.6 (repeatable) [default: Common].
+    #[arg(long, value_name = "X.Y")]
+    pub cuda_arch: Vec<String>,
     /// Plan for the machine described in this JSON file instead of probing this one (with --dry-run).
     #[arg(long, value_name = "FILE", requires = "dry_run")]
     pub machine: Option<PathBuf>,

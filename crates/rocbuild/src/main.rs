@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use miette::{IntoDiagnostic, Result, WrapErr};
-use rocbuild_engine::{BuildOptions, EngineError, Verbosity};
+use rocbuild_engine::{BackendOptions, BuildOptions, EngineError, Verbosity};
 use rocbuild_probe::{Machine, ProbeOptions};
 use rocbuild_recipe::{RecipeSet, TorchCmake};
 
@@ -110,7 +110,15 @@ fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitCode> {
             venv: a.venv.clone(),
             ffmpeg_dir: a.ffmpeg.clone(),
             want_ffmpeg: recipe.raw.needs.ffmpeg,
-            ..ProbeOptions::default()
+            // A recipe with a rocm backend may pick it (ROCm torch + SDK): look for SDKs
+            // and GPUs unless another backend was asked for.
+            want_rocm: a.rocm.is_some()
+                || !a.arch.is_empty()
+                || match a.backend {
+                    Some(b) => b.as_str() == "rocm",
+                    None => recipe.backends().iter().any(|b| b == "rocm"),
+                },
+            arch: a.arch.clone(),
         })?,
     };
     let verbosity = if g.quiet {
@@ -147,6 +155,12 @@ fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitCode> {
         mirror: std::env::var_os(env::ROCBUILD_MIRROR)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),
+        backend: BackendOptions {
+            backend: a.backend.map(|b| b.as_str().to_string()),
+            rocm: a.rocm.clone(),
+            arch: a.arch.clone(),
+            cuda_arch: a.cuda_arch.clone(),
+        },
     };
     let plan = rocbuild_engine::plan(recipe, &machine, &opts)?;
     if a.dry_run {

@@ -306,3 +306,60 @@ pub fn tree_state(dir: &Path) -> BTreeMap<String, String> {
     }
     out
 }
+
+/// A bare repository `root/<name>.git` holding a copy of `src` with tag `tag`.
+/// Returns the tagged commit.
+pub fn make_git_repo(root: &Path, name: &str, src: &Path, tag: &str) -> String {
+    let work = root.join(format!("{name}-work"));
+    copy_tree(src, &work);
+    git(&work, &["init", "-q"]);
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-qm", &format!("{name} {tag}")]);
+    git(&work, &["tag", tag]);
+    let commit = git(&work, &["rev-parse", "HEAD"]).trim().to_string();
+    git(
+        root,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            &format!("{name}.git"),
+        ],
+    );
+    std::fs::remove_dir_all(&work).unwrap();
+    commit
+}
+
+/// A wheel with arbitrary files (paths relative to site-packages) and a correct RECORD.
+pub fn make_wheel_files(dir: &Path, name: &str, version: &str, files: &[(&str, &[u8])]) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(format!("{name}-{version}-py3-none-any.whl"));
+    let di = format!("{name}-{version}.dist-info");
+    let mut all: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .map(|(p, b)| (p.to_string(), b.to_vec()))
+        .collect();
+    all.push((
+        format!("{di}/METADATA"),
+        format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n").into_bytes(),
+    ));
+    all.push((
+        format!("{di}/WHEEL"),
+        b"Wheel-Version: 1.0\nGenerator: rocbuild-testkit\nRoot-Is-Purelib: true\nTag: py3-none-any\n".to_vec(),
+    ));
+    let mut record = String::new();
+    for (p, b) in &all {
+        record.push_str(&format!("{p},{},{}\n", record_hash(b), b.len()));
+    }
+    record.push_str(&format!("{di}/RECORD,,\n"));
+    all.push((format!("{di}/RECORD"), record.into_bytes()));
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    for (p, b) in &all {
+        z.start_file(p.as_str(), opts).unwrap();
+        z.write_all(b).unwrap();
+    }
+    z.finish().unwrap();
+    path
+}

@@ -1,0 +1,265 @@
+//! The compute backend (`cpu`, `rocm`, `cuda`) and the GPU toolchain it brings: which SDK,
+//! which compilers, which GPU architectures, and the environment and CMake defines they need.
+//! Pure: every fact comes from the [`Machine`]; the choices themselves (SDK by version and
+//! runtime, archs by cascade) are rocbuild-probe's pure functions.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rocbuild_probe::{choose_sdk, resolve_archs, Flavor, Machine, Os};
+use serde::Serialize;
+
+use crate::error::{EngineError, Result};
+use crate::plan::join;
+
+/// What the user asked for about the backend.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BackendOptions {
+    /// `--backend cpu|rocm|cuda`.
+    pub backend: Option<String>,
+    /// `--rocm 6.2`: the SDK version to use.
+    pub rocm: Option<String>,
+    /// `--arch gfx1100 --arch gfx1030` (each may be a `;`/`,` list or a family alias).
+    pub arch: Vec<String>,
+    /// `--cuda-arch 8.6`.
+    pub cuda_arch: Vec<String>,
+}
+
+/// The chosen ROCm SDK and targets.
+#[derive(Debug, Clone, Serialize)]
+pub struct RocmPlan {
+    pub root: PathBuf,
+    pub version: Option<String>,
+    pub kind: String,
+    pub archs: Vec<String>,
+    pub archs_found_by: String,
+    pub clang: PathBuf,
+    pub clangxx: PathBuf,
+    pub device_lib: Option<PathBuf>,
+    pub llvm: PathBuf,
+    pub bin: PathBuf,
+    /// Why this SDK / these archs; shown in the plan and the log.
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CudaPlan {
+    pub home: PathBuf,
+    pub archs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BackendPlan {
+    pub backend: String,
+    /// Why this backend.
+    pub reason: String,
+    pub rocm: Option<RocmPlan>,
+    pub cuda: Option<CudaPlan>,
+}
+
+impl BackendPlan {
+    /// Template variables: `{backend}`, `{rocm.*}`, `{gpu.archs}`, `{cuda.archs}`.
+    pub fn vars(&self, vars: &mut BTreeMap<String, String>) {
+        vars.insert("backend".into(), self.backend.clone());
+        if let Some(r) = &self.rocm {
+            let s = |p: &Path| p.display().to_string();
+            vars.insert("rocm.path".into(), s(&r.root));
+            vars.insert("rocm.version".into(), r.version.clone().unwrap_or_default());
+            vars.insert("rocm.bin".into(), s(&r.bin));
+            vars.insert("rocm.llvm".into(), s(&r.llvm));
+            vars.insert("rocm.clang".into(), s(&r.clang));
+            vars.insert("rocm.clangxx".into(), s(&r.clangxx));
+            if let Some(d) = &r.device_lib {
+                vars.insert("rocm.device-lib".into(), s(d));
+            }
+            vars.insert("gpu.archs".into(), r.archs.join(";"));
+        }
+        if let Some(c) = &self.cuda {
+            vars.insert("cuda.home".into(), c.home.display().to_string());
+            vars.insert("cuda.archs".into(), c.archs.join(";"));
+        }
+    }
+
+    /// The environment and defines every CMake HIP/CUDA project needs with this toolchain
+    /// (upstream CTranslate2's ROCm CI sets the same variables). Recipe defines win.
+    pub fn apply(
+        &self,
+        os: Os,
+        define: &mut BTreeMap<String, String>,
+        env: &mut BTreeMap<String, String>,
+    ) {
+        if let Some(r) = &self.rocm {
+            let s = |p: &Path| p.display().to_string();
+            env.insert("ROCM_PATH".into(), s(&r.root));
+            env.insert("HIP_PATH".into(), s(&r.root));
+            env.insert("HIP_PLATFORM".into(), "amd".into());
+            env.insert("HIP_CLANG_ROOT".into(), s(&r.llvm));
+            if let Some(d) = &r.device_lib {
+                env.insert("HIP_DEVICE_LIB_PATH".into(), s(d));
+            }
+            let mut set = |k: &str, v: String| {
+                define.entry(k.to_string()).or_insert(v);
+            };
+            set("CMAKE_C_COMPILER", s(&r.clang));
+            set("CMAKE_CXX_COMPILER", s(&r.clangxx));
+            set("CMAKE_HIP_COMPILER", s(&r.clangxx));
+            set("CMAKE_HIP_ARCHITECTURES", r.archs.join(";"));
+            set("CMAKE_PREFIX_PATH", s(&r.root));
+            set("CMAKE_HIP_PLATFORM", "amd".into());
+        }
+        if let Some(c) = &self.cuda {
+            let nvcc = join(os, &c.home, &["bin", if os == Os::Windows { "nvcc.exe" } else { "nvcc" }]);
+            env.insert("CUDA_HOME".into(), c.home.display().to_string());
+            define
+                .entry("CUDA_TOOLKIT_ROOT_DIR".into())
+                .or_insert(c.home.display().to_string());
+            define
+                .entry("CMAKE_CUDA_COMPILER".into())
+                .or_insert(nvcc.display().to_string());
+        }
+    }
+}
+
+fn usage(option: &str, reason: String, help: String) -> EngineError {
+    EngineError::Usage {
+        option: option.into(),
+        reason,
+        help: Some(help),
+    }
+}
+
+/// Choose the backend and its toolchain for `recipe_backends` (first = fallback).
+pub fn choose(
+    recipe: &str,
+    recipe_backends: &[String],
+    machine: &Machine,
+    opts: &BackendOptions,
+) -> Result<BackendPlan> {
+    let flavor = machine.torch.as_ref().map_or(Flavor::Cpu, |t| t.flavor);
+    let supports = |b: &str| recipe_backends.iter().any(|x| x == b);
+    let gpu_asked = opts.rocm.is_some() || !opts.arch.is_empty();
+    let (backend, reason) = match &opts.backend {
+        Some(b) => {
+            if !supports(b) {
+                return Err(usage(
+                    "--backend",
+                    format!("{recipe} has no `{b}` backend"),
+                    format!("{recipe} builds: {}", recipe_backends.join(", ")),
+                ));
+            }
+            (b.clone(), "--backend".to_string())
+        }
+        None if gpu_asked && supports("rocm") => ("rocm".into(), "--rocm/--arch given".into()),
+        None if !opts.cuda_arch.is_empty() && supports("cuda") => {
+            ("cuda".into(), "--cuda-arch given".into())
+        }
+        None if flavor == Flavor::Rocm && supports("rocm") && !machine.rocm_sdks.is_empty() => {
+            ("rocm".into(), "torch is a ROCm build and a ROCm SDK is installed".into())
+        }
+        None if flavor == Flavor::Cuda
+            && supports("cuda")
+            && machine.toolkits.cuda_home.is_some() =>
+        {
+            ("cuda".into(), "torch is a CUDA build and a CUDA toolkit is installed".into())
+        }
+        None => {
+            let first = recipe_backends.first().cloned().unwrap_or_else(|| "cpu".into());
+            let why = match flavor {
+                Flavor::Rocm if supports("rocm") => "torch is a ROCm build but no ROCm SDK was found",
+                Flavor::Cuda if supports("cuda") => "torch is a CUDA build but no CUDA toolkit was found",
+                _ if recipe_backends.len() <= 1 => "the only backend of this recipe",
+                _ => "torch is a CPU build",
+            };
+            (first, why.to_string())
+        }
+    };
+    if backend != "rocm" && gpu_asked {
+        return Err(usage(
+            if opts.rocm.is_some() { "--rocm" } else { "--arch" },
+            format!("it applies to the rocm backend, and this build uses `{backend}`"),
+            "add --backend rocm, or drop the option".into(),
+        ));
+    }
+    let rocm = (backend == "rocm").then(|| rocm_plan(machine, opts)).transpose()?;
+    let cuda = if backend == "cuda" {
+        let home = machine.toolkits.cuda_home.clone().ok_or_else(|| EngineError::NoValue {
+            variable: "cuda.home".into(),
+            why: "the cuda backend needs a CUDA toolkit and none was found".into(),
+            help: "set CUDA_HOME to a CUDA toolkit (with nvcc), or use --backend cpu".into(),
+        })?;
+        let archs: Vec<String> = split_list(&opts.cuda_arch);
+        Some(CudaPlan {
+            home,
+            // CTranslate2's own default: the common architectures of the toolkit.
+            archs: if archs.is_empty() { vec!["Common".into()] } else { archs },
+        })
+    } else {
+        None
+    };
+    Ok(BackendPlan {
+        backend,
+        reason,
+        rocm,
+        cuda,
+    })
+}
+
+fn split_list(items: &[String]) -> Vec<String> {
+    items
+        .iter()
+        .flat_map(|a| a.split([';', ',']))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
+    let os = machine.platform.os;
+    let choice = choose_sdk(
+        &machine.rocm_sdks,
+        opts.rocm.as_deref(),
+        machine.hip_runtime.as_ref(),
+        os,
+    )?;
+    let sdk = choice.sdk;
+    let requested = split_list(&opts.arch);
+    let archs = resolve_archs(&requested, machine.gpu.as_ref(), sdk, None)?;
+    let exe = |n: &str| if os == Os::Windows { format!("{n}.exe") } else { n.to_string() };
+    let llvm = join(os, &sdk.root, &["lib", "llvm"]);
+    let llvm_bin = join(os, &llvm, &["bin"]);
+    let clang = sdk
+        .clang
+        .clone()
+        .unwrap_or_else(|| join(os, &llvm_bin, &[&exe("clang")]));
+    let clangxx = sdk
+        .clangxx
+        .clone()
+        .unwrap_or_else(|| join(os, &llvm_bin, &[&exe("clang++")]));
+    // HIP_CLANG_ROOT is the LLVM root holding the compiler: `…/lib/llvm` for AMD's layouts,
+    // the parent of clang's bin dir otherwise (Debian: /usr/lib/llvm-15).
+    let llvm = clangxx
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or(llvm);
+    let mut notes = choice.notes.clone();
+    notes.extend(archs.notes.iter().cloned());
+    let mut warnings = choice.warnings.clone();
+    warnings.extend(archs.warnings.iter().cloned());
+    Ok(RocmPlan {
+        root: sdk.root.clone(),
+        version: sdk.version.clone(),
+        kind: sdk.kind.describe().to_string(),
+        archs: archs.archs.clone(),
+        archs_found_by: archs.found_by.clone(),
+        clang,
+        clangxx,
+        device_lib: sdk.device_lib_dir.clone(),
+        llvm,
+        bin: sdk.bin_dir.clone().unwrap_or_else(|| join(os, &sdk.root, &["bin"])),
+        notes,
+        warnings,
+    })
+}

@@ -1,0 +1,208 @@
+//! A CTranslate2-shaped project end to end: a versioned C++ library through CMake, then the
+//! Python package built from `python/` against it (setuptools + pybind11, found through an
+//! env var), installed over a PyPI-style wheel, imported in a fresh Python with no
+//! LD_LIBRARY_PATH.
+
+use std::process::Command;
+
+use crate::common::*;
+
+fn recipe(git: &str) -> String {
+    format!(
+        r#"[package]
+name = "faketrans"
+distribution = "faketrans"
+import-dir = "faketrans"
+backends = ["cpu", "rocm"]
+
+[source]
+git = "{git}"
+tag = "v{{version}}"
+
+[[release]]
+version = "4.8.1"
+torch = ">=0"
+
+[needs]
+torch = false
+python-build = ["setuptools>=64", "wheel", "pybind11>=2.11"]
+
+[build.define]
+CMAKE_BUILD_TYPE = "Release"
+FAKETRANS_BACKEND = "{{backend}}"
+
+[python]
+from = "source"
+dir = "python"
+env = {{ FAKETRANS_ROOT = "{{prefix}}" }}
+
+[install]
+artifacts = ["libfaketrans.so*"]
+python-libs = ["faketrans/_ext*"]
+park = ["faketrans.libs/*"]
+
+[verify]
+python = '''
+import faketrans
+assert faketrans.translate("abc") == "cba"
+print("translated with the", faketrans.backend(), "backend")
+'''
+"#
+    )
+}
+
+#[test]
+fn builds_the_library_then_the_python_package_against_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let venv = root.join("venv");
+    let site = make_venv(&venv);
+    // What `pip install faketrans` from an index would have left: a prebuilt extension and
+    // auditwheel's bundled copy of the library, both for another machine.
+    let wheels = root.join("wheels");
+    let ext_name = "faketrans/_ext.cpython-311-x86_64-linux-gnu.so";
+    make_wheel_files(
+        &wheels,
+        "faketrans",
+        "4.8.1",
+        &[
+            ("faketrans/__init__.py", b"raise ImportError('the prebuilt wheel')\n"),
+            (ext_name, b"not for this machine"),
+            ("faketrans.libs/libfaketrans-0123abcd.so.4.8.1", b"bundled by auditwheel"),
+        ],
+    );
+    run(Command::new(venv.join("bin/python")).args([
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-index",
+        "--find-links",
+        wheels.to_str().unwrap(),
+        "faketrans==4.8.1",
+    ]));
+    let bundled = std::fs::read(site.join("faketrans.libs/libfaketrans-0123abcd.so.4.8.1")).unwrap();
+
+    let repos = root.join("repos");
+    std::fs::create_dir_all(&repos).unwrap();
+    make_git_repo(&repos, "faketrans", &fixture_dir().join("faketrans"), "v4.8.1");
+    let recipes = root.join("recipes");
+    std::fs::create_dir_all(&recipes).unwrap();
+    std::fs::write(
+        recipes.join("faketrans.toml"),
+        recipe(repos.join("faketrans.git").to_str().unwrap()),
+    )
+    .unwrap();
+    let cache = root.join("cache");
+    let args = [
+        "faketrans",
+        "--recipes",
+        recipes.to_str().unwrap(),
+        "--venv",
+        venv.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+        "-q",
+    ];
+    let out = rocbuild(&args, &[]);
+    assert_eq!(out.code, 0, "stdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("translated with the cpu backend"),
+        "{}",
+        out.stdout
+    );
+
+    // One library, under its SONAME (what _ext asks for), not the .so/.so.4.8.1 symlink set.
+    let dest = site.join("faketrans");
+    let libs: Vec<String> = std::fs::read_dir(&dest)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("libfaketrans"))
+        .collect();
+    assert_eq!(libs, ["libfaketrans.so.4"]);
+    let lib = dest.join("libfaketrans.so.4");
+    assert!(!std::fs::symlink_metadata(&lib).unwrap().is_symlink());
+    // The rebuilt extension replaced the prebuilt one, and finds the library beside it.
+    let ext = site.join(ext_name);
+    assert_ne!(std::fs::read(&ext).unwrap(), b"not for this machine");
+    let info = rocbuild_native::read_elf(&ext).unwrap();
+    assert!(info.needed.contains(&"libfaketrans.so.4".to_string()), "{info:?}");
+    assert_eq!(info.runpath, ["$ORIGIN"]);
+    // auditwheel's copy is parked in the backup, byte for byte, and out of RECORD.
+    assert!(!site.join("faketrans.libs").join("libfaketrans-0123abcd.so.4.8.1").exists());
+    let backup = walk_files(&site.join(".rocbuild/backup"));
+    assert!(
+        backup.iter().any(|p| std::fs::read(p).unwrap() == bundled),
+        "{backup:?}"
+    );
+    let record = std::fs::read_to_string(site.join("faketrans-4.8.1.dist-info/RECORD")).unwrap();
+    assert!(!record.contains("faketrans.libs/"), "{record}");
+    assert!(record.contains("faketrans/libfaketrans.so.4,sha256="), "{record}");
+
+    // A fresh interpreter, no LD_LIBRARY_PATH: the package imports and runs.
+    let py = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import faketrans; print(faketrans.translate('rocbuild'), faketrans.backend())",
+        ])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stderr));
+    assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), "dliubcor cpu");
+
+    // Nothing changed: the rerun rebuilds nothing and leaves the venv as it is.
+    let before = tree_state(&venv);
+    let again = rocbuild(&[&args[..], &["--json"]].concat(), &[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let outcome: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
+    assert_eq!(outcome["changed"], false, "{}", again.stdout);
+    assert_eq!(tree_state(&venv), before);
+}
+
+#[test]
+fn a_gpu_option_on_a_cpu_build_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    let site = make_venv(&venv);
+    let before = tree_state(&venv);
+    let out = rocbuild(
+        &[
+            "ctranslate2",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--arch",
+            "gfx1010",
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("applies to the rocm backend"),
+        "{}",
+        out.stderr
+    );
+    assert!(site.exists());
+    assert_eq!(tree_state(&venv), before);
+}
+
+fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
