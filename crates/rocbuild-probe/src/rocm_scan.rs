@@ -21,7 +21,11 @@ pub fn discover_sdks(env: &ProbeEnv, os: Os, venv_site: Option<&Path>) -> Vec<Ro
     let mut found: Vec<RocmSdk> = Vec::new();
     match os {
         Os::Linux => {
-            for dir in sorted_dirs(&env.unix("/opt")) {
+            // Real directories before symlinks, so `/opt/rocm -> rocm-7.2.0` is recorded as
+            // a second name of the versioned directory.
+            let mut opt = sorted_dirs(&env.unix("/opt"));
+            opt.sort_by_key(|d| d.symlink_metadata().map(|m| m.file_type().is_symlink()).unwrap_or(false));
+            for dir in opt {
                 let name = file_name(&dir);
                 if name == "rocm" || name.starts_with("rocm-") {
                     add(&mut found, inspect(&[dir.clone()], SdkKind::OptRocm, os, version_from_dir_name(&name)));
