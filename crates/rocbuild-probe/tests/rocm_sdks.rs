@@ -188,7 +188,8 @@ fn windows_hip_path_naming_7_1_with_a_rocm_6_driver_chooses_6_2() {
         forced
             .warnings
             .iter()
-            .any(|w| w.contains("is ROCm 7") && w.contains("runtime that will run the code is ROCm 6")),
+            .any(|w| w.contains("is ROCm 7")
+                && w.contains("runtime that will run the code is ROCm 6")),
         "{:?}",
         forced.warnings
     );
@@ -438,7 +439,10 @@ fn torch_shipped_runtime_major_from_a_real_elf_soname() {
     assert_eq!(rt.path, torch_lib.join("libamdhip64.so"));
     assert!(rt.found_by.starts_with("torch/lib"));
     // Without torch's copy, the system's.
-    assert_eq!(find_hip_runtime(&env, Os::Linux, None, None).unwrap().major, 5);
+    assert_eq!(
+        find_hip_runtime(&env, Os::Linux, None, None).unwrap().major,
+        5
+    );
     // The planner then prefers an SDK of the runtime's major over a newer one.
     fake_opt_rocm(d.path(), "rocm-7.2.0", &FakeSdk::default());
     let v64 = FakeSdk {

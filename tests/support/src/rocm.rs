@@ -65,7 +65,10 @@ fn bitcode(dir: &Path, targets: &[&str]) {
         touch(&dir.join(f));
     }
     for t in targets {
-        touch(&dir.join(format!("oclc_isa_version_{}.bc", t.trim_start_matches("gfx"))));
+        touch(&dir.join(format!(
+            "oclc_isa_version_{}.bc",
+            t.trim_start_matches("gfx")
+        )));
     }
 }
 
@@ -95,7 +98,14 @@ pub fn fake_opt_rocm(fs_root: &Path, dir_name: &str, sdk: &FakeSdk) -> PathBuf {
         touch(&root.join(".info/version"));
         std::fs::write(root.join(".info/version"), format!("{}-43\n", sdk.version)).unwrap();
     }
-    for b in ["bin/amdclang", "bin/amdclang++", "bin/hipcc", "bin/hipconfig", "lib/llvm/bin/clang", "lib/llvm/bin/clang++"] {
+    for b in [
+        "bin/amdclang",
+        "bin/amdclang++",
+        "bin/hipcc",
+        "bin/hipconfig",
+        "lib/llvm/bin/clang",
+        "lib/llvm/bin/clang++",
+    ] {
         exe(&root.join(b));
     }
     hip_version_h(&root, sdk.version);
@@ -113,7 +123,14 @@ pub fn fake_opt_rocm(fs_root: &Path, dir_name: &str, sdk: &FakeSdk) -> PathBuf {
         touch(&root.join(format!("lib/libhipblas.so.{}", v.0)));
         hipblas_h(&root, v);
     }
-    for pkg in ["hip", "hip-lang", "hipblas", "rocblas", "amd_comgr", "hsa-runtime64"] {
+    for pkg in [
+        "hip",
+        "hip-lang",
+        "hipblas",
+        "rocblas",
+        "amd_comgr",
+        "hsa-runtime64",
+    ] {
         touch(&root.join(format!("lib/cmake/{pkg}/{pkg}-config.cmake")));
     }
     root
@@ -125,7 +142,13 @@ pub fn fake_opt_rocm(fs_root: &Path, dir_name: &str, sdk: &FakeSdk) -> PathBuf {
 pub fn fake_windows_hip_sdk(program_files: &Path, short: &str, sdk: &FakeSdk) -> PathBuf {
     let root = program_files.join("AMD").join("ROCm").join(short);
     let major = sdk.version.split('.').next().unwrap_or("6");
-    for b in ["bin/clang.exe", "bin/clang++.exe", "bin/hipcc.exe", "bin/hipconfig.exe", "bin/hipInfo.exe"] {
+    for b in [
+        "bin/clang.exe",
+        "bin/clang++.exe",
+        "bin/hipcc.exe",
+        "bin/hipconfig.exe",
+        "bin/hipInfo.exe",
+    ] {
         exe(&root.join(b));
     }
     if sdk.info_version {
@@ -137,7 +160,10 @@ pub fn fake_windows_hip_sdk(program_files: &Path, short: &str, sdk: &FakeSdk) ->
     touch(&root.join(format!("bin/amdhip64_{major}.dll")));
     touch(&root.join("lib/amdhip64.lib"));
     if sdk.comgr {
-        touch(&root.join(format!("bin/amd_comgr_{}.dll", if major == "6" { 2 } else { 3 })));
+        touch(&root.join(format!(
+            "bin/amd_comgr_{}.dll",
+            if major == "6" { 2 } else { 3 }
+        )));
     }
     if !sdk.tensile.is_empty() {
         touch(&root.join("bin/rocblas.dll"));
@@ -161,7 +187,11 @@ pub fn fake_the_rock(site: &Path, windows: bool, sdk: &FakeSdk) -> PathBuf {
     let devel = site.join("_rocm_sdk_devel");
     let libs = site.join("_rocm_sdk_libraries_custom");
     let major = sdk.version.split('.').next().unwrap_or("7");
-    let (x, libdir) = if windows { (".exe", "bin") } else { ("", "lib") };
+    let (x, libdir) = if windows {
+        (".exe", "bin")
+    } else {
+        ("", "lib")
+    };
     for b in ["clang", "clang++", "amdclang", "amdclang++"] {
         exe(&devel.join(format!("lib/llvm/bin/{b}{x}")));
     }
@@ -181,19 +211,36 @@ pub fn fake_the_rock(site: &Path, windows: bool, sdk: &FakeSdk) -> PathBuf {
         }
     }
     if !sdk.tensile.is_empty() {
-        touch(&libs.join(if windows { "bin/rocblas.dll" } else { "lib/librocblas.so.5" }));
+        touch(&libs.join(if windows {
+            "bin/rocblas.dll"
+        } else {
+            "lib/librocblas.so.5"
+        }));
         tensile(&libs.join(format!("{libdir}/rocblas/library")), sdk.tensile);
     }
     if let Some(v) = sdk.hipblas {
-        touch(&libs.join(if windows { "bin/hipblas.dll".to_string() } else { format!("lib/libhipblas.so.{}", v.0) }));
+        touch(&libs.join(if windows {
+            "bin/hipblas.dll".to_string()
+        } else {
+            format!("lib/libhipblas.so.{}", v.0)
+        }));
         hipblas_h(&devel, v);
     }
-    for dist in ["rocm_sdk_core", "rocm_sdk_devel", "rocm_sdk_libraries_custom", "rocm"] {
+    for dist in [
+        "rocm_sdk_core",
+        "rocm_sdk_devel",
+        "rocm_sdk_libraries_custom",
+        "rocm",
+    ] {
         let di = site.join(format!("{dist}-{}.dist-info", sdk.version));
         std::fs::create_dir_all(&di).unwrap();
         std::fs::write(
             di.join("METADATA"),
-            format!("Metadata-Version: 2.1\nName: {}\nVersion: {}\n", dist.replace('_', "-"), sdk.version),
+            format!(
+                "Metadata-Version: 2.1\nName: {}\nVersion: {}\n",
+                dist.replace('_', "-"),
+                sdk.version
+            ),
         )
         .unwrap();
     }
@@ -206,7 +253,12 @@ pub fn fake_the_rock(site: &Path, windows: bool, sdk: &FakeSdk) -> PathBuf {
 pub fn fake_debian_rocm(fs_root: &Path, version: &str, targets: &[&str]) -> PathBuf {
     let usr = fs_root.join("usr");
     let tl = usr.join("lib/x86_64-linux-gnu");
-    for b in ["bin/hipcc", "bin/clang-15", "bin/clang++-15", "bin/clang++-9"] {
+    for b in [
+        "bin/hipcc",
+        "bin/clang-15",
+        "bin/clang++-15",
+        "bin/clang++-9",
+    ] {
         exe(&usr.join(b));
     }
     hip_version_h(&usr, version);
@@ -223,7 +275,9 @@ pub fn fake_debian_rocm(fs_root: &Path, version: &str, targets: &[&str]) -> Path
 
 /// One KFD topology node: `<fs_root>/sys/class/kfd/kfd/topology/nodes/<n>/properties`.
 pub fn fake_kfd_node(fs_root: &Path, node: u32, gfx_target_version: u32) {
-    let p = fs_root.join(format!("sys/class/kfd/kfd/topology/nodes/{node}/properties"));
+    let p = fs_root.join(format!(
+        "sys/class/kfd/kfd/topology/nodes/{node}/properties"
+    ));
     touch(&p);
     std::fs::write(
         p,
