@@ -8,7 +8,8 @@ use crate::util::{cargo, run_inherit, secs, workspace_root, Result};
 
 /// Debian packages the tests use: the build tools, FFmpeg's development files, patchelf, the
 /// MinGW cross compilers (Windows plans), and a python3 with venv and headers (the fixture
-/// builds a Python extension; `python3 -m venv` needs python3-venv on Debian).
+/// builds a Python extension; `python3 -m venv` needs python3-venv on Debian), and Debian's
+/// ROCm 5.2 pieces.
 const APT_PACKAGES: &[&str] = &[
     "cmake",
     "ninja-build",
@@ -29,6 +30,11 @@ const APT_PACKAGES: &[&str] = &[
     "python3",
     "python3-venv",
     "python3-dev",
+    // Debian's ROCm 5.2 (HIP headers + CMake files, device-library bitcode, hipcc): the probe
+    // tests read its real layout (targets gfx1010 yes, gfx1100 no).
+    "hipcc",
+    "libamdhip64-dev",
+    "rocm-device-libs",
 ];
 
 /// The venv holding the real PyPI torch, relative to the workspace root.

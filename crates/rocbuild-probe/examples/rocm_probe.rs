@@ -2,5 +2,8 @@
 fn main() {
     let env = rocbuild_probe::ProbeEnv::from_process();
     let sdks = rocbuild_probe::discover_sdks(&env, rocbuild_probe::Os::current(), None);
-    println!("{}", serde_json::to_string_pretty(&sdks).unwrap_or_default());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&sdks).unwrap_or_default()
+    );
 }

@@ -68,7 +68,10 @@ pub enum ArchError {
         code(rocbuild::arch::no_device_libs),
         help("install the device libraries (Debian: apt-get install rocm-device-libs; AMD packages: rocm-device-libs), or choose another SDK with --rocm")
     )]
-    NoDeviceLibs { sdk_version: String, sdk_root: String },
+    NoDeviceLibs {
+        sdk_version: String,
+        sdk_root: String,
+    },
     #[error("no GPU architecture given and none detected")]
     #[diagnostic(code(rocbuild::arch::none))]
     NoArch {
@@ -166,12 +169,37 @@ fn is_generic(name: &str) -> bool {
 /// Which target features a processor has a setting for.
 fn supports(name: &str, feature: &str) -> bool {
     let xnack = [
-        "gfx801", "gfx810", "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a",
-        "gfx90c", "gfx940", "gfx941", "gfx942", "gfx950", "gfx1010", "gfx1011", "gfx1012",
-        "gfx1013", "gfx9-generic", "gfx9-4-generic", "gfx10-1-generic",
+        "gfx801",
+        "gfx810",
+        "gfx900",
+        "gfx902",
+        "gfx904",
+        "gfx906",
+        "gfx908",
+        "gfx909",
+        "gfx90a",
+        "gfx90c",
+        "gfx940",
+        "gfx941",
+        "gfx942",
+        "gfx950",
+        "gfx1010",
+        "gfx1011",
+        "gfx1012",
+        "gfx1013",
+        "gfx9-generic",
+        "gfx9-4-generic",
+        "gfx10-1-generic",
     ];
     let sramecc = [
-        "gfx906", "gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950", "gfx9-4-generic",
+        "gfx906",
+        "gfx908",
+        "gfx90a",
+        "gfx940",
+        "gfx941",
+        "gfx942",
+        "gfx950",
+        "gfx9-4-generic",
     ];
     match feature {
         "xnack" => xnack.contains(&name) || !KNOWN.iter().any(|k| k.name == name),
@@ -195,12 +223,18 @@ pub fn parse_target_id(given: &str) -> Result<GfxTarget, ArchError> {
     }
     let mut features: Vec<String> = Vec::new();
     for f in parts {
-        let (feat, sign) = match f.strip_suffix('+').map(|n| (n, '+')).or_else(|| f.strip_suffix('-').map(|n| (n, '-'))) {
+        let (feat, sign) = match f
+            .strip_suffix('+')
+            .map(|n| (n, '+'))
+            .or_else(|| f.strip_suffix('-').map(|n| (n, '-')))
+        {
             Some(x) => x,
             None => return Err(bad(format!("feature `{f}` needs a + or - (e.g. xnack-)"))),
         };
         if feat != "xnack" && feat != "sramecc" {
-            return Err(bad(format!("unknown feature `{feat}` (only xnack and sramecc exist)")));
+            return Err(bad(format!(
+                "unknown feature `{feat}` (only xnack and sramecc exist)"
+            )));
         }
         if !supports(&name, feat) {
             return Err(bad(format!("{name} has no {feat} setting")));
@@ -238,17 +272,31 @@ pub fn expand_alias(given: &str) -> Option<Vec<&'static str>> {
 /// Known names (and aliases) closest to `given`, best first.
 pub fn nearest_names(given: &str, extra: &[String]) -> Vec<String> {
     let lower = given.to_ascii_lowercase();
-    let mut scored: Vec<(usize, String)> = KNOWN
+    // Edit distance first; among equals, the longer shared prefix (gfx1101x is nearer gfx1101
+    // than gfx101X, though both are one edit away).
+    let mut scored: Vec<(usize, std::cmp::Reverse<usize>, String)> = KNOWN
         .iter()
         .map(|k| k.name.to_string())
         .chain(ALIASES.iter().map(|a| a.to_string()))
         .chain(extra.iter().cloned())
-        .map(|n| (strsim::levenshtein(&lower, &n.to_ascii_lowercase()), n))
-        .filter(|(d, _)| *d <= 2)
+        .map(|n| {
+            let l = n.to_ascii_lowercase();
+            let prefix = lower
+                .bytes()
+                .zip(l.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            (
+                strsim::levenshtein(&lower, &l),
+                std::cmp::Reverse(prefix),
+                n,
+            )
+        })
+        .filter(|(d, _, _)| *d <= 2)
         .collect();
     scored.sort();
-    scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(4).map(|(_, n)| n).collect()
+    scored.dedup_by(|a, b| a.2 == b.2);
+    scored.into_iter().take(3).map(|(_, _, n)| n).collect()
 }
 
 /// Split `--arch` values: each may be a list (`gfx1100;gfx1030`, commas and spaces too).
@@ -269,7 +317,9 @@ pub fn isa_bitcode_file(name: &str) -> String {
 
 /// The gfx name a device-library file stands for (`oclc_isa_version_90a.bc` -> `gfx90a`).
 pub fn gfx_of_bitcode_file(file: &str) -> Option<String> {
-    let n = file.strip_prefix("oclc_isa_version_")?.strip_suffix(".bc")?;
+    let n = file
+        .strip_prefix("oclc_isa_version_")?
+        .strip_suffix(".bc")?;
     (!n.is_empty()).then(|| format!("gfx{n}"))
 }
 
@@ -284,7 +334,10 @@ pub fn resolve_archs(
     sdk: &RocmSdk,
     torch_archs: Option<&[String]>,
 ) -> Result<ArchChoice, ArchError> {
-    let sdk_version = sdk.version.clone().unwrap_or_else(|| "(unknown version)".into());
+    let sdk_version = sdk
+        .version
+        .clone()
+        .unwrap_or_else(|| "(unknown version)".into());
     let sdk_root = sdk.root.display().to_string();
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
@@ -315,7 +368,10 @@ pub fn resolve_archs(
     }
 
     let Some(dev_dir) = sdk.device_lib_dir.as_ref() else {
-        return Err(ArchError::NoDeviceLibs { sdk_version, sdk_root });
+        return Err(ArchError::NoDeviceLibs {
+            sdk_version,
+            sdk_root,
+        });
     };
 
     let mut targets: Vec<GfxTarget> = Vec::new();
@@ -324,10 +380,15 @@ pub fn resolve_archs(
         let candidates: Vec<GfxTarget> = match &from_alias {
             Some(names) => names
                 .iter()
-                .map(|n| GfxTarget { name: n.to_string(), features: Vec::new() })
+                .map(|n| GfxTarget {
+                    name: n.to_string(),
+                    features: Vec::new(),
+                })
                 .collect(),
             None => vec![parse_target_id(token).map_err(|e| match e {
-                ArchError::BadTargetId { ref reason, .. } if reason.contains("gfxNNNN") => unknown(token, sdk),
+                ArchError::BadTargetId { ref reason, .. } if reason.contains("gfxNNNN") => {
+                    unknown(token, sdk)
+                }
                 other => other,
             })?],
         };
@@ -357,7 +418,11 @@ pub fn resolve_archs(
                 let first = names.first().copied().unwrap_or("gfx");
                 return Err(not_in_sdk(first, sdk, dev_dir, &sdk_version, &sdk_root));
             }
-            let dropped: Vec<&str> = names.iter().copied().filter(|n| !kept_from_alias.iter().any(|k| k == n)).collect();
+            let dropped: Vec<&str> = names
+                .iter()
+                .copied()
+                .filter(|n| !kept_from_alias.iter().any(|k| k == n))
+                .collect();
             let mut note = format!("{token} means {}", kept_from_alias.join(";"));
             if !dropped.is_empty() {
                 note.push_str(&format!(
@@ -371,7 +436,9 @@ pub fn resolve_archs(
 
     for t in &targets {
         if let Some(list) = torch_archs {
-            let has = list.iter().any(|a| a.split(':').next() == Some(t.name.as_str()));
+            let has = list
+                .iter()
+                .any(|a| a.split(':').next() == Some(t.name.as_str()));
             if !has {
                 warnings.push(format!(
                     "torch was built for {} but not {}: torch's own GPU kernels will fail on it (hipErrorInvalidDeviceFunction); only code built here will run",
@@ -417,7 +484,10 @@ fn unknown(given: &str, sdk: &RocmSdk) -> ArchError {
             .collect();
         format!("did you mean {}?", named.join(", or "))
     };
-    ArchError::Unknown { given: given.to_string(), help }
+    ArchError::Unknown {
+        given: given.to_string(),
+        help,
+    }
 }
 
 fn not_in_sdk(

@@ -75,7 +75,9 @@ pub fn parse_rocminfo(text: &str) -> Vec<String> {
     let mut blocks: Vec<Vec<&str>> = Vec::new();
     for line in text.lines() {
         let t = line.trim();
-        if t.strip_prefix("Agent ").is_some_and(|n| n.trim().parse::<u32>().is_ok()) {
+        if t.strip_prefix("Agent ")
+            .is_some_and(|n| n.trim().parse::<u32>().is_ok())
+        {
             blocks.push(Vec::new());
         } else if let Some(b) = blocks.last_mut() {
             b.push(t);
@@ -83,7 +85,10 @@ pub fn parse_rocminfo(text: &str) -> Vec<String> {
     }
     for b in blocks {
         let value = |key: &str| {
-            b.iter().find_map(|l| l.strip_prefix(key).map(|r| r.trim_start_matches(':').trim()))
+            b.iter().find_map(|l| {
+                l.strip_prefix(key)
+                    .map(|r| r.trim_start_matches(':').trim())
+            })
         };
         if value("Device Type") != Some("GPU") {
             continue;
@@ -92,7 +97,9 @@ pub fn parse_rocminfo(text: &str) -> Vec<String> {
             let i = l.find("amdgcn-amd-amdhsa--")?;
             Some(l[i + "amdgcn-amd-amdhsa--".len()..].trim())
         });
-        if let Some(id) = isa.or_else(|| value("Name:").or(value("Name")).filter(|n| is_target_id(n))) {
+        if let Some(id) =
+            isa.or_else(|| value("Name:").or(value("Name")).filter(|n| is_target_id(n)))
+        {
             if is_target_id(id) {
                 push_unique(&mut v, id);
             }
@@ -127,7 +134,11 @@ pub fn gfx_from_target_version(v: u32) -> Option<String> {
 
 /// `HSA_OVERRIDE_GFX_VERSION` ("10.3.0", major.minor.stepping) as a gfx name (gfx1030).
 pub fn gfx_from_override(v: &str) -> Option<String> {
-    let n: Vec<u32> = v.trim().split('.').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+    let n: Vec<u32> = v
+        .trim()
+        .split('.')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
     match n[..] {
         [a, b, c] => gfx_from_target_version(a * 10000 + b * 100 + c),
         _ => None,
@@ -143,13 +154,20 @@ pub fn read_kfd_topology(nodes: &Path) -> Vec<String> {
         .map(|e| e.path())
         .collect();
     // Node order is numeric (10 after 9).
-    dirs.sort_by_key(|d| d.file_name().and_then(|n| n.to_string_lossy().parse::<u32>().ok()));
+    dirs.sort_by_key(|d| {
+        d.file_name()
+            .and_then(|n| n.to_string_lossy().parse::<u32>().ok())
+    });
     let mut v = Vec::new();
     for d in dirs {
-        let Ok(text) = std::fs::read_to_string(d.join("properties")) else { continue };
+        let Ok(text) = std::fs::read_to_string(d.join("properties")) else {
+            continue;
+        };
         let tv = text.lines().find_map(|l| {
             let mut w = l.split_whitespace();
-            (w.next() == Some("gfx_target_version")).then(|| w.next()?.parse::<u32>().ok()).flatten()
+            (w.next() == Some("gfx_target_version"))
+                .then(|| w.next()?.parse::<u32>().ok())
+                .flatten()
         });
         if let Some(g) = tv.and_then(gfx_from_target_version) {
             push_unique(&mut v, &g);
@@ -170,7 +188,11 @@ pub fn explain_hsa_override(value: &str, os: Os, real: &[String]) -> String {
             "HSA_OVERRIDE_GFX_VERSION={value} has no effect on Windows: the driver's HIP runtime ignores it, so build for the GPU's real arch, not {as_gfx}"
         );
     }
-    let real = if real.is_empty() || real.iter().all(|r| r.split(':').next() == Some(as_gfx.as_str())) {
+    let real = if real.is_empty()
+        || real
+            .iter()
+            .all(|r| r.split(':').next() == Some(as_gfx.as_str()))
+    {
         String::new()
     } else {
         format!(" The real GPU is {} (sysfs).", real.join(", "))
@@ -181,7 +203,12 @@ pub fn explain_hsa_override(value: &str, os: Os, real: &[String]) -> String {
 }
 
 /// Run `program args` with a timeout; stdout when it exits (any status), or why not.
-fn run_with_timeout(env: &ProbeEnv, program: &Path, args: &[&str], timeout: Duration) -> Result<(String, i32), String> {
+fn run_with_timeout(
+    env: &ProbeEnv,
+    program: &Path,
+    args: &[&str],
+    timeout: Duration,
+) -> Result<(String, i32), String> {
     let handle = duct::cmd(program, args)
         .full_env(&env.vars)
         .stdin_null()
@@ -232,7 +259,11 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
         hsa_override: env.var(vars::HSA_OVERRIDE_GFX_VERSION).map(str::to_string),
         ..GpuArchs::default()
     };
-    let real = if os == Os::Linux { read_kfd_topology(&kfd_nodes(env)) } else { Vec::new() };
+    let real = if os == Os::Linux {
+        read_kfd_topology(&kfd_nodes(env))
+    } else {
+        Vec::new()
+    };
     if let Some(v) = &g.hsa_override {
         g.hsa_override_note = Some(explain_hsa_override(v, os, &real));
     }
@@ -251,12 +282,17 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
     if done(&mut g, "--arch", flag, "not given".into()) {
         return g;
     }
-    let env_list = env.var(vars::PYTORCH_ROCM_ARCH).map(split_list).unwrap_or_default();
+    let env_list = env
+        .var(vars::PYTORCH_ROCM_ARCH)
+        .map(split_list)
+        .unwrap_or_default();
     if done(&mut g, "$PYTORCH_ROCM_ARCH", env_list, "not set".into()) {
         return g;
     }
     match q.torch_python {
-        None => g.steps.push("torch gcnArchName: skipped (torch is not a ROCm build)".into()),
+        None => g
+            .steps
+            .push("torch gcnArchName: skipped (torch is not a ROCm build)".into()),
         Some(py) => match run_with_timeout(env, py, &["-c", TORCH_SCRIPT], env.timeout) {
             Ok((out, 0)) => {
                 let mut archs = Vec::new();
@@ -267,18 +303,30 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
                         g.torch_arch_list = Some(split_list(list));
                     }
                 }
-                if done(&mut g, "torch gcnArchName", archs, "torch sees no GPU".into()) {
+                if done(
+                    &mut g,
+                    "torch gcnArchName",
+                    archs,
+                    "torch sees no GPU".into(),
+                ) {
                     return g;
                 }
             }
-            Ok((_, 3)) => g.steps.push("torch gcnArchName: torch is not a ROCm build".into()),
-            Ok((_, code)) => g.steps.push(format!("torch gcnArchName: python exited with {code}")),
+            Ok((_, 3)) => g
+                .steps
+                .push("torch gcnArchName: torch is not a ROCm build".into()),
+            Ok((_, code)) => g
+                .steps
+                .push(format!("torch gcnArchName: python exited with {code}")),
             Err(e) => g.steps.push(format!("torch gcnArchName: {e}")),
         },
     }
     type Parser = fn(&str) -> Vec<String>;
     let tools: &[(&str, &[&str], Parser)] = match os {
-        Os::Windows => &[("hipinfo", &[], parse_hipinfo), ("hipInfo", &[], parse_hipinfo)],
+        Os::Windows => &[
+            ("hipinfo", &[], parse_hipinfo),
+            ("hipInfo", &[], parse_hipinfo),
+        ],
         Os::Linux => &[
             ("amdgpu-arch", &[], parse_amdgpu_arch),
             ("rocm_agent_enumerator", &[], parse_rocm_agent_enumerator),
@@ -287,7 +335,11 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
         Os::Macos => &[],
     };
     for (name, args, parse) in tools {
-        let file = if os == Os::Windows { format!("{name}.exe") } else { name.to_string() };
+        let file = if os == Os::Windows {
+            format!("{name}.exe")
+        } else {
+            name.to_string()
+        };
         let path = q
             .tool_dirs
             .iter()
@@ -300,7 +352,12 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
         };
         match run_with_timeout(env, &path, args, env.timeout) {
             Ok((out, _)) => {
-                if done(&mut g, name, parse(&out), format!("{} reports no GPU", path.display())) {
+                if done(
+                    &mut g,
+                    name,
+                    parse(&out),
+                    format!("{} reports no GPU", path.display()),
+                ) {
                     return g;
                 }
             }
@@ -312,7 +369,10 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
         let detail = if nodes.is_dir() {
             format!("no GPU node in {}", nodes.display())
         } else {
-            format!("{} does not exist (no amdgpu kernel driver)", nodes.display())
+            format!(
+                "{} does not exist (no amdgpu kernel driver)",
+                nodes.display()
+            )
         };
         done(&mut g, "sysfs KFD topology", real, detail);
     }

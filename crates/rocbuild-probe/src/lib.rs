@@ -25,15 +25,14 @@ pub use gfx::{
     parse_target_id, resolve_archs, ArchChoice, ArchError, GfxTarget,
 };
 pub use gpu::{
-    detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version, parse_amdgpu_arch,
-    parse_hipinfo, parse_rocm_agent_enumerator, parse_rocminfo, read_kfd_topology, GpuArchs, GpuQuery,
+    detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version,
+    parse_amdgpu_arch, parse_hipinfo, parse_rocm_agent_enumerator, parse_rocminfo,
+    read_kfd_topology, GpuArchs, GpuQuery,
 };
-pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
 pub use probe_env::{vars, ProbeEnv};
+pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
+pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
-pub use rocm::{
-    choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind,
-};
 pub use runtime::{find_hip_runtime, runtime_major_from_name, HipRuntime, RuntimeFile};
 pub use tools::{install_hint, probe_tools};
 pub use torch::probe_torch;
@@ -300,7 +299,8 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
         None
     };
     let torch_is_rocm = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Rocm);
-    let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || !opts.arch.is_empty() || torch_is_rocm {
+    let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || !opts.arch.is_empty() || torch_is_rocm
+    {
         let env = ProbeEnv::from_process();
         let site = Some(python.site_packages.as_path());
         let sdks = discover_sdks(&env, os, site);
@@ -308,7 +308,13 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
         let gpu = (opts.want_rocm || !opts.arch.is_empty()).then(|| {
             let tool_dirs: Vec<PathBuf> = sdks
                 .iter()
-                .flat_map(|s| s.bin_dir.iter().cloned().chain(s.clang.as_ref().and_then(|c| c.parent().map(Path::to_path_buf))))
+                .flat_map(|s| {
+                    s.bin_dir.iter().cloned().chain(
+                        s.clang
+                            .as_ref()
+                            .and_then(|c| c.parent().map(Path::to_path_buf)),
+                    )
+                })
                 .collect();
             detect_gpu(
                 &env,

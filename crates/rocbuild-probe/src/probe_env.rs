@@ -84,7 +84,10 @@ impl ProbeEnv {
 
     /// A variable's value, when set and not empty.
     pub fn var(&self, name: &str) -> Option<&str> {
-        self.vars.get(name).map(String::as_str).filter(|v| !v.trim().is_empty())
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
     }
 
     /// An absolute Unix path under `fs_root` (`/opt` -> `<fs_root>/opt`).
@@ -96,13 +99,25 @@ impl ProbeEnv {
     pub fn path_dirs(&self, os: Os) -> Vec<PathBuf> {
         let sep = if os == Os::Windows { ';' } else { ':' };
         self.var(vars::PATH)
-            .map(|p| p.split(sep).filter(|d| !d.is_empty()).map(PathBuf::from).collect())
+            .map(|p| {
+                p.split(sep)
+                    .filter(|d| !d.is_empty())
+                    .map(PathBuf::from)
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
     /// An executable named `name` in `$PATH` (`name.exe` on Windows).
     pub fn which(&self, name: &str, os: Os) -> Option<PathBuf> {
-        let file = if os == Os::Windows { format!("{name}.exe") } else { name.to_string() };
-        self.path_dirs(os).into_iter().map(|d| d.join(&file)).find(|p| p.is_file())
+        let file = if os == Os::Windows {
+            format!("{name}.exe")
+        } else {
+            name.to_string()
+        };
+        self.path_dirs(os)
+            .into_iter()
+            .map(|d| d.join(&file))
+            .find(|p| p.is_file())
     }
 }

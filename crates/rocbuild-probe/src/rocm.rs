@@ -150,7 +150,9 @@ pub fn version_matches(version: &str, requested: &str) -> bool {
 }
 
 fn major(sdk: &RocmSdk) -> Option<u32> {
-    sdk.version.as_deref().and_then(|v| version_key(v).first().copied())
+    sdk.version
+        .as_deref()
+        .and_then(|v| version_key(v).first().copied())
 }
 
 fn label(sdk: &RocmSdk) -> String {
@@ -191,7 +193,10 @@ pub fn choose_sdk<'a>(
 ) -> Result<SdkChoice<'a>, RocmError> {
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
-    for s in sdks.iter().filter(|s| !s.usable() && !s.named_by.is_empty()) {
+    for s in sdks
+        .iter()
+        .filter(|s| !s.usable() && !s.named_by.is_empty())
+    {
         notes.push(format!(
             "{} names {}, which cannot build HIP code: {}",
             s.named_by.join(" and "),
@@ -213,7 +218,11 @@ pub fn choose_sdk<'a>(
     if let Some(req) = requested {
         let matching: Vec<&RocmSdk> = sdks
             .iter()
-            .filter(|s| s.version.as_deref().is_some_and(|v| version_matches(v, req)))
+            .filter(|s| {
+                s.version
+                    .as_deref()
+                    .is_some_and(|v| version_matches(v, req))
+            })
             .collect();
         if matching.is_empty() {
             return Err(RocmError::VersionNotFound {
@@ -231,7 +240,11 @@ pub fn choose_sdk<'a>(
         };
         notes.push(format!("using {} (--rocm {req})", label(sdk)));
         mismatch(sdk, &mut warnings);
-        return Ok(SdkChoice { sdk, notes, warnings });
+        return Ok(SdkChoice {
+            sdk,
+            notes,
+            warnings,
+        });
     }
 
     let usable: Vec<&RocmSdk> = sdks.iter().filter(|s| s.usable()).collect();
@@ -254,8 +267,13 @@ pub fn choose_sdk<'a>(
     };
     // The primary runtime's major first (a driver with both amdhip64_6 and _7 runs either).
     let by_runtime = runtime.and_then(|rt| {
-        newest(usable.iter().copied().filter(|s| major(s) == Some(rt.major)))
-            .or_else(|| newest(usable.iter().copied().filter(|s| runs(s))))
+        newest(
+            usable
+                .iter()
+                .copied()
+                .filter(|s| major(s) == Some(rt.major)),
+        )
+        .or_else(|| newest(usable.iter().copied().filter(|s| runs(s))))
     });
 
     let sdk = match (env_named, by_runtime, runtime) {
@@ -264,7 +282,11 @@ pub fn choose_sdk<'a>(
             s
         }
         (Some((var, s)), _, Some(rt)) if runs(s) => {
-            notes.push(format!("using {} ({var}; matches the ROCm {} runtime)", label(s), rt.major));
+            notes.push(format!(
+                "using {} ({var}; matches the ROCm {} runtime)",
+                label(s),
+                rt.major
+            ));
             s
         }
         (Some((var, named)), Some(s), Some(rt)) => {
@@ -286,7 +308,12 @@ pub fn choose_sdk<'a>(
             s
         }
         (None, Some(s), Some(rt)) => {
-            notes.push(format!("using {}: newest SDK matching the ROCm {} runtime ({})", label(s), rt.major, rt.found_by));
+            notes.push(format!(
+                "using {}: newest SDK matching the ROCm {} runtime ({})",
+                label(s),
+                rt.major,
+                rt.found_by
+            ));
             s
         }
         (None, None, _) => {
@@ -298,10 +325,21 @@ pub fn choose_sdk<'a>(
         (None, Some(s), None) => s,
     };
     if usable.len() > 1 {
-        let others: Vec<String> = usable.iter().filter(|s| !std::ptr::eq(**s, sdk)).map(|s| label(s)).collect();
-        notes.push(format!("also found: {} (choose with --rocm X.Y)", others.join(", ")));
+        let others: Vec<String> = usable
+            .iter()
+            .filter(|s| !std::ptr::eq(**s, sdk))
+            .map(|s| label(s))
+            .collect();
+        notes.push(format!(
+            "also found: {} (choose with --rocm X.Y)",
+            others.join(", ")
+        ));
     }
-    Ok(SdkChoice { sdk, notes, warnings })
+    Ok(SdkChoice {
+        sdk,
+        notes,
+        warnings,
+    })
 }
 
 fn found_list(sdks: &[RocmSdk]) -> String {

@@ -21,10 +21,26 @@ pub fn discover_sdks(env: &ProbeEnv, os: Os, venv_site: Option<&Path>) -> Vec<Ro
     let mut found: Vec<RocmSdk> = Vec::new();
     match os {
         Os::Linux => {
-            for dir in sorted_dirs(&env.unix("/opt")) {
+            // Real directories before symlinks, so `/opt/rocm -> rocm-7.2.0` is recorded as
+            // a second name of the versioned directory.
+            let mut opt = sorted_dirs(&env.unix("/opt"));
+            opt.sort_by_key(|d| {
+                d.symlink_metadata()
+                    .map(|m| m.file_type().is_symlink())
+                    .unwrap_or(false)
+            });
+            for dir in opt {
                 let name = file_name(&dir);
                 if name == "rocm" || name.starts_with("rocm-") {
-                    add(&mut found, inspect(&[dir.clone()], SdkKind::OptRocm, os, version_from_dir_name(&name)));
+                    add(
+                        &mut found,
+                        inspect(
+                            std::slice::from_ref(&dir),
+                            SdkKind::OptRocm,
+                            os,
+                            version_from_dir_name(&name),
+                        ),
+                    );
                 }
             }
             if let Some(sdk) = debian_multiarch(env) {
@@ -34,7 +50,15 @@ pub fn discover_sdks(env: &ProbeEnv, os: Os, venv_site: Option<&Path>) -> Vec<Ro
         Os::Windows => {
             for dir in sorted_dirs(&env.program_files.join("AMD").join("ROCm")) {
                 let name = file_name(&dir);
-                add(&mut found, inspect(&[dir.clone()], SdkKind::WindowsHipSdk, os, version_from_dir_name(&name)));
+                add(
+                    &mut found,
+                    inspect(
+                        std::slice::from_ref(&dir),
+                        SdkKind::WindowsHipSdk,
+                        os,
+                        version_from_dir_name(&name),
+                    ),
+                );
             }
         }
         // ROCm does not exist for macOS.
@@ -50,7 +74,9 @@ pub fn discover_sdks(env: &ProbeEnv, os: Os, venv_site: Option<&Path>) -> Vec<Ro
         (vars::HIP_PATH.to_string(), SdkKind::HipPathEnv),
     ];
     for k in env.vars.keys() {
-        if k.strip_prefix(vars::HIP_PATH_PREFIX).is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())) {
+        if k.strip_prefix(vars::HIP_PATH_PREFIX)
+            .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        {
             named.push((k.clone(), SdkKind::HipPathEnv));
         }
     }
@@ -58,17 +84,28 @@ pub fn discover_sdks(env: &ProbeEnv, os: Os, venv_site: Option<&Path>) -> Vec<Ro
         let Some(value) = env.var(&var) else { continue };
         let root = PathBuf::from(value.trim_end_matches(['/', '\\']));
         let label = format!("${var}");
-        if let Some(existing) = found.iter_mut().find(|s| same_dir(&s.root, &root) || s.parts.iter().any(|p| same_dir(p, &root))) {
+        if let Some(existing) = found
+            .iter_mut()
+            .find(|s| same_dir(&s.root, &root) || s.parts.iter().any(|p| same_dir(p, &root)))
+        {
             if !existing.named_by.contains(&label) {
                 existing.named_by.push(label);
             }
             continue;
         }
         let mut sdk = if root.is_dir() {
-            inspect(&[root.clone()], kind, os, version_from_dir_name(&file_name(&root)))
+            inspect(
+                std::slice::from_ref(&root),
+                kind,
+                os,
+                version_from_dir_name(&file_name(&root)),
+            )
         } else {
             let mut s = empty(root.clone(), kind);
-            s.problems.push(format!("{label} names {}, which does not exist", root.display()));
+            s.problems.push(format!(
+                "{label} names {}, which does not exist",
+                root.display()
+            ));
             s
         };
         sdk.named_by.push(label);
@@ -109,7 +146,9 @@ fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// `rocm-7.2.0` -> 7.2.0, `6.2` -> 6.2; anything else -> None.
@@ -120,7 +159,10 @@ fn version_from_dir_name(name: &str) -> Option<String> {
 
 fn looks_like_version(v: &str) -> bool {
     let parts: Vec<&str> = v.split('.').collect();
-    parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn empty(root: PathBuf, kind: SdkKind) -> RocmSdk {
@@ -167,7 +209,9 @@ fn expand(base: &Path, rel: &str) -> Vec<PathBuf> {
         return vec![base.join(rel)];
     }
     let pattern = format!("{}/{}", glob::Pattern::escape(&base.to_string_lossy()), rel);
-    glob::glob(&pattern).map(|paths| paths.flatten().collect()).unwrap_or_default()
+    glob::glob(&pattern)
+        .map(|paths| paths.flatten().collect())
+        .unwrap_or_default()
 }
 
 fn exe(os: Os, name: &str) -> String {
@@ -179,16 +223,27 @@ fn exe(os: Os, name: &str) -> String {
 }
 
 /// Read what an SDK made of `parts` holds. `parts[0]` is its root.
-pub(crate) fn inspect(parts: &[PathBuf], kind: SdkKind, os: Os, dir_version: Option<String>) -> RocmSdk {
+pub(crate) fn inspect(
+    parts: &[PathBuf],
+    kind: SdkKind,
+    os: Os,
+    dir_version: Option<String>,
+) -> RocmSdk {
     let root = parts[0].clone();
     let mut sdk = empty(root.clone(), kind);
     sdk.parts = parts.to_vec();
     if !root.is_dir() {
-        sdk.problems.push(format!("{} does not exist", root.display()));
+        sdk.problems
+            .push(format!("{} does not exist", root.display()));
         return sdk;
     }
     let triplets = triplet_dirs(parts);
-    let t = |suffix: &str| -> Vec<String> { triplets.iter().map(|tr| format!("lib/{tr}/{suffix}")).collect() };
+    let t = |suffix: &str| -> Vec<String> {
+        triplets
+            .iter()
+            .map(|tr| format!("lib/{tr}/{suffix}"))
+            .collect()
+    };
 
     sdk.bin_dir = first(parts, &["bin"], true);
     sdk.lib_dir = if kind == SdkKind::DebianMultiarch {
@@ -201,21 +256,39 @@ pub(crate) fn inspect(parts: &[PathBuf], kind: SdkKind, os: Os, dir_version: Opt
     let find_exe = |names: &[&str]| -> Option<PathBuf> {
         let rels: Vec<String> = names
             .iter()
-            .flat_map(|n| clang_dirs.iter().map(move |d| format!("{d}/{}", exe(os, n))))
+            .flat_map(|n| {
+                clang_dirs
+                    .iter()
+                    .map(move |d| format!("{d}/{}", exe(os, n)))
+            })
             .collect();
-        first(parts, &rels.iter().map(String::as_str).collect::<Vec<_>>(), false)
+        first(
+            parts,
+            &rels.iter().map(String::as_str).collect::<Vec<_>>(),
+            false,
+        )
     };
     if kind == SdkKind::DebianMultiarch {
         // Debian's HIP is built for one versioned LLVM (clang++-15 for ROCm 5.2); a plain
         // `clang++` may be another major. Newest versioned first, the plain name last.
         sdk.clang = newest_versioned(&root.join("bin"), "clang-").or_else(|| find_exe(&["clang"]));
-        sdk.clangxx = newest_versioned(&root.join("bin"), "clang++-").or_else(|| find_exe(&["clang++"]));
+        sdk.clangxx =
+            newest_versioned(&root.join("bin"), "clang++-").or_else(|| find_exe(&["clang++"]));
     } else {
         sdk.clang = find_exe(&["amdclang", "clang"]);
         sdk.clangxx = find_exe(&["amdclang++", "clang++"]);
     }
     let hipcc = exe(os, "bin/hipcc");
-    sdk.hipcc = first(parts, &[hipcc.as_str(), "bin/hipcc.bin.exe", "bin/hipcc.bat", "bin/hipcc"], false);
+    sdk.hipcc = first(
+        parts,
+        &[
+            hipcc.as_str(),
+            "bin/hipcc.bin.exe",
+            "bin/hipcc.bat",
+            "bin/hipcc",
+        ],
+        false,
+    );
 
     let mut dev_rels: Vec<String> = vec![
         "amdgcn/bitcode".into(),
@@ -226,7 +299,10 @@ pub(crate) fn inspect(parts: &[PathBuf], kind: SdkKind, os: Os, dir_version: Opt
     ];
     dev_rels.extend(t("amdgcn/bitcode"));
     let dev_dir = dev_rels.iter().find_map(|rel| {
-        parts.iter().flat_map(|p| expand(p, rel)).find(|d| !bitcode_targets(d).is_empty())
+        parts
+            .iter()
+            .flat_map(|p| expand(p, rel))
+            .find(|d| !bitcode_targets(d).is_empty())
     });
     if let Some(d) = &dev_dir {
         sdk.targets = bitcode_targets(d);
@@ -253,13 +329,25 @@ pub(crate) fn inspect(parts: &[PathBuf], kind: SdkKind, os: Os, dir_version: Opt
                 }
             })
             .collect();
-        first(parts, &rels.iter().map(String::as_str).collect::<Vec<_>>(), false)
+        first(
+            parts,
+            &rels.iter().map(String::as_str).collect::<Vec<_>>(),
+            false,
+        )
     };
     sdk.amd_comgr = lib_file("amd_comgr");
     sdk.rocblas = lib_file("rocblas").is_some();
-    sdk.hipblas = hipblas_version(parts).or_else(|| lib_file("hipblas").map(|_| "present".to_string()));
-    let tensile_rels: Vec<String> = lib_rels.iter().map(|d| format!("{d}/rocblas/library")).collect();
-    sdk.tensile_dir = first(parts, &tensile_rels.iter().map(String::as_str).collect::<Vec<_>>(), true);
+    sdk.hipblas =
+        hipblas_version(parts).or_else(|| lib_file("hipblas").map(|_| "present".to_string()));
+    let tensile_rels: Vec<String> = lib_rels
+        .iter()
+        .map(|d| format!("{d}/rocblas/library"))
+        .collect();
+    sdk.tensile_dir = first(
+        parts,
+        &tensile_rels.iter().map(String::as_str).collect::<Vec<_>>(),
+        true,
+    );
     if let Some(d) = &sdk.tensile_dir {
         sdk.tensile_archs = tensile_archs(d);
     }
@@ -276,7 +364,10 @@ pub(crate) fn inspect(parts: &[PathBuf], kind: SdkKind, os: Os, dir_version: Opt
     }
 
     if sdk.clangxx.is_none() && sdk.hipcc.is_none() {
-        sdk.problems.push(format!("no HIP compiler (clang++, amdclang++ or hipcc) under {}", root.display()));
+        sdk.problems.push(format!(
+            "no HIP compiler (clang++, amdclang++ or hipcc) under {}",
+            root.display()
+        ));
     }
     if sdk.device_lib_dir.is_none() {
         sdk.problems.push(format!(
@@ -350,7 +441,12 @@ pub fn tensile_archs(dir: &Path) -> Vec<String> {
 }
 
 /// The ROCm version (best source first) and HIP's own version.
-fn read_versions(sdk: &mut RocmSdk, parts: &[PathBuf], t: &dyn Fn(&str) -> Vec<String>, dir_version: Option<String>) {
+fn read_versions(
+    sdk: &mut RocmSdk,
+    parts: &[PathBuf],
+    t: &dyn Fn(&str) -> Vec<String>,
+    dir_version: Option<String>,
+) {
     let hip = hip_version_h(parts).or_else(|| {
         ["bin/.hipVersion", "share/hip/version"]
             .iter()
@@ -359,17 +455,27 @@ fn read_versions(sdk: &mut RocmSdk, parts: &[PathBuf], t: &dyn Fn(&str) -> Vec<S
     sdk.hip_version = hip.as_ref().map(|(v, _)| v.clone());
     let mut sources: Vec<(Option<String>, String)> = Vec::new();
     for p in parts {
-        for f in [".info/version", ".info/version-dev", ".info/version-hip-sdk"] {
+        for f in [
+            ".info/version",
+            ".info/version-dev",
+            ".info/version-hip-sdk",
+        ] {
             sources.push((read_info_version(&p.join(f)), f.to_string()));
         }
     }
     sources.push((dir_version, "directory name".into()));
-    for rel in t("cmake/hip/hip-config-version.cmake").iter().chain(["lib/cmake/hip/hip-config-version.cmake".to_string()].iter()) {
+    for rel in t("cmake/hip/hip-config-version.cmake")
+        .iter()
+        .chain(["lib/cmake/hip/hip-config-version.cmake".to_string()].iter())
+    {
         for p in parts {
             sources.push((cmake_package_version(&p.join(rel)), rel.clone()));
         }
     }
-    sources.push((hip.as_ref().map(|(_, mm)| mm.clone()), "HIP version (major.minor)".into()));
+    sources.push((
+        hip.as_ref().map(|(_, mm)| mm.clone()),
+        "HIP version (major.minor)".into(),
+    ));
     if let Some((v, src)) = sources.into_iter().find_map(|(v, s)| v.map(|v| (v, s))) {
         sdk.version = Some(v);
         sdk.version_source = Some(src);
@@ -379,34 +485,60 @@ fn read_versions(sdk: &mut RocmSdk, parts: &[PathBuf], t: &dyn Fn(&str) -> Vec<S
 /// `.info/version`: "6.2.4-120" -> "6.2.4".
 fn read_info_version(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
-    let v = text.lines().next()?.trim().split(['-', '+', ' ']).next()?.to_string();
+    let v = text
+        .lines()
+        .next()?
+        .trim()
+        .split(['-', '+', ' '])
+        .next()?
+        .to_string();
     looks_like_version(&v).then_some(v)
 }
 
 fn cmake_package_version(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
-    let line = text.lines().find(|l| l.trim_start().starts_with("set(PACKAGE_VERSION "))?;
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("set(PACKAGE_VERSION "))?;
     let v = line.split('"').nth(1)?.to_string();
     looks_like_version(&v).then_some(v)
 }
 
 /// `include/hip/hip_version.h` -> (full "5.2.21153", major.minor "5.2").
 fn hip_version_h(parts: &[PathBuf]) -> Option<(String, String)> {
-    let text = parts.iter().find_map(|p| std::fs::read_to_string(p.join("include/hip/hip_version.h")).ok())?;
+    let text = parts
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p.join("include/hip/hip_version.h")).ok())?;
     let def = |name: &str| -> Option<String> {
         text.lines().find_map(|l| {
             let mut w = l.split_whitespace();
-            (w.next() == Some("#define") && w.next() == Some(name)).then(|| w.next().map(str::to_string)).flatten()
+            (w.next() == Some("#define") && w.next() == Some(name))
+                .then(|| w.next().map(str::to_string))
+                .flatten()
         })
     };
-    mmp(def("HIP_VERSION_MAJOR")?, def("HIP_VERSION_MINOR")?, def("HIP_VERSION_PATCH"))
+    mmp(
+        def("HIP_VERSION_MAJOR")?,
+        def("HIP_VERSION_MINOR")?,
+        def("HIP_VERSION_PATCH"),
+    )
 }
 
 /// `HIP_VERSION_MAJOR=5` lines (`bin/.hipVersion`, Debian's `share/hip/version`).
 fn key_value_version(path: &Path) -> Option<(String, String)> {
     let text = std::fs::read_to_string(path).ok()?;
-    let get = |k: &str| text.lines().find_map(|l| l.strip_prefix(k)?.strip_prefix('=').map(|v| v.trim().to_string()));
-    mmp(get("HIP_VERSION_MAJOR")?, get("HIP_VERSION_MINOR")?, get("HIP_VERSION_PATCH"))
+    let get = |k: &str| {
+        text.lines().find_map(|l| {
+            l.strip_prefix(k)?
+                .strip_prefix('=')
+                .map(|v| v.trim().to_string())
+        })
+    };
+    mmp(
+        get("HIP_VERSION_MAJOR")?,
+        get("HIP_VERSION_MINOR")?,
+        get("HIP_VERSION_PATCH"),
+    )
 }
 
 fn mmp(major: String, minor: String, patch: Option<String>) -> Option<(String, String)> {
@@ -421,13 +553,22 @@ fn mmp(major: String, minor: String, patch: Option<String>) -> Option<(String, S
 
 /// hipBLAS's version from `hipblas-version.h` (`hipblasVersionMajor 2`).
 fn hipblas_version(parts: &[PathBuf]) -> Option<String> {
-    let text = ["include/hipblas/hipblas-version.h", "include/hipblas-version.h"]
-        .iter()
-        .find_map(|rel| parts.iter().find_map(|p| std::fs::read_to_string(p.join(rel)).ok()))?;
+    let text = [
+        "include/hipblas/hipblas-version.h",
+        "include/hipblas-version.h",
+    ]
+    .iter()
+    .find_map(|rel| {
+        parts
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p.join(rel)).ok())
+    })?;
     let def = |name: &str| -> Option<u32> {
         text.lines().find_map(|l| {
             let mut w = l.split_whitespace();
-            (w.next() == Some("#define") && w.next() == Some(name)).then(|| w.next()?.parse().ok()).flatten()
+            (w.next() == Some("#define") && w.next() == Some(name))
+                .then(|| w.next()?.parse().ok())
+                .flatten()
         })
     };
     let major = def("hipblasVersionMajor")?;
@@ -456,13 +597,25 @@ fn the_rock(site: &Path, os: Os) -> Option<RocmSdk> {
     if !core.is_dir() && !devel.is_dir() {
         return None;
     }
-    let mut parts: Vec<PathBuf> = [devel.clone(), core.clone()].into_iter().filter(|p| p.is_dir()).collect();
-    parts.extend(sorted_dirs(site).into_iter().filter(|d| file_name(d).starts_with("_rocm_sdk_libraries")));
-    let version = dist_version(site, "rocm_sdk_core").or_else(|| dist_version(site, "rocm_sdk_devel"));
+    let mut parts: Vec<PathBuf> = [devel.clone(), core.clone()]
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect();
+    parts.extend(
+        sorted_dirs(site)
+            .into_iter()
+            .filter(|d| file_name(d).starts_with("_rocm_sdk_libraries")),
+    );
+    let version =
+        dist_version(site, "rocm_sdk_core").or_else(|| dist_version(site, "rocm_sdk_devel"));
     let mut sdk = inspect(&parts, SdkKind::TheRockPip, os, None);
     // The wheel's version is the release; it beats a directory name but not `.info/version`.
     if let Some(v) = version {
-        if sdk.version_source.as_deref().is_none_or(|s| !s.starts_with(".info")) {
+        if sdk
+            .version_source
+            .as_deref()
+            .is_none_or(|s| !s.starts_with(".info"))
+        {
             sdk.version = Some(v);
             sdk.version_source = Some("rocm-sdk-core dist-info".into());
         }
@@ -487,7 +640,10 @@ fn dist_version(site: &Path, normalized: &str) -> Option<String> {
         }
         let from_metadata = std::fs::read_to_string(d.join("METADATA"))
             .ok()
-            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("Version:").map(|v| v.trim().to_string())));
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("Version:").map(|v| v.trim().to_string()))
+            });
         Some(from_metadata.unwrap_or_else(|| version.to_string()))
     })
 }

@@ -88,7 +88,7 @@ fn runtimes_in(dir: &Path, os: Os) -> Vec<RuntimeFile> {
             }
         }
     }
-    v.sort_by(|a, b| b.major.cmp(&a.major));
+    v.sort_by_key(|f| std::cmp::Reverse(f.major));
     v
 }
 
@@ -106,11 +106,17 @@ pub fn find_hip_runtime(
     }
     let mut places: Vec<(PathBuf, &str)> = Vec::new();
     if let Some(t) = torch_lib {
-        places.push((t.to_path_buf(), "torch/lib (torch's own runtime, loaded first)"));
+        places.push((
+            t.to_path_buf(),
+            "torch/lib (torch's own runtime, loaded first)",
+        ));
     }
     if let Some(site) = venv_site {
         let sub = if os == Os::Windows { "bin" } else { "lib" };
-        places.push((site.join("_rocm_sdk_core").join(sub), "TheRock _rocm_sdk_core in the venv"));
+        places.push((
+            site.join("_rocm_sdk_core").join(sub),
+            "TheRock _rocm_sdk_core in the venv",
+        ));
     }
     match os {
         Os::Windows => places.push((env.system32.clone(), "the GPU driver (System32)")),
@@ -122,7 +128,10 @@ pub fn find_hip_runtime(
                 .flatten()
                 .flatten()
                 .map(|e| e.path())
-                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().contains("-linux-gnu")))
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().contains("-linux-gnu"))
+                })
                 .collect();
             triplets.sort();
             for t in triplets {
