@@ -7,4 +7,5 @@ mod errors;
 mod fixture_build;
 mod mirror;
 mod plans;
+mod plans_gpu;
 mod real_torch;

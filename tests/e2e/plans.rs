@@ -2,7 +2,7 @@
 
 use crate::common::*;
 
-fn machine(os: &str) -> serde_json::Value {
+pub fn machine(os: &str) -> serde_json::Value {
     let win = os == "windows";
     let p = |unix: &str, w: &str| if win { w.to_string() } else { unix.to_string() };
     let site = p(

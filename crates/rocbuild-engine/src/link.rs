@@ -46,7 +46,17 @@ pub struct Preload {
 
 impl Link {
     /// Decide the set-up for artifacts installed in `dest`, which must find `finds`.
-    pub fn plan(os: Os, recipe: &str, import_dir: &str, dest: &Path, site: &Path, finds: &[PathBuf]) -> Link {
+    /// `own` are directories whose package adds them itself on Windows (torch's lib dir:
+    /// torch's `__init__` sets up its DLLs its own way, and must load them first).
+    pub fn plan(
+        os: Os,
+        recipe: &str,
+        import_dir: &str,
+        dest: &Path,
+        site: &Path,
+        finds: &[PathBuf],
+        own: &[PathBuf],
+    ) -> Link {
         match os {
             Os::Linux => Link::Runpath {
                 entries: search_entries("$ORIGIN", dest, site, finds),
@@ -57,12 +67,11 @@ impl Link {
             },
             Os::Windows => {
                 let module = format!("_rocbuild_preload_{}", recipe.replace('-', "_"));
-                let site_s = site.display().to_string().to_lowercase();
+                let key = |p: &Path| p.display().to_string().to_lowercase().replace('/', "\\");
+                let own: Vec<String> = own.iter().map(|p| key(p)).collect();
                 let mut dirs: Vec<PathBuf> = Vec::new();
                 for f in finds {
-                    // Inside the venv torch (and the package itself) add their own directories.
-                    let inside = f.display().to_string().to_lowercase().starts_with(&site_s);
-                    if !inside && !f.as_os_str().is_empty() && !dirs.contains(f) {
+                    if !own.contains(&key(f)) && !f.as_os_str().is_empty() && !dirs.contains(f) {
                         dirs.push(f.clone());
                     }
                 }
@@ -227,5 +236,138 @@ pub fn apply(link: &Link, file: &Path) -> Result<()> {
         Link::Runpath { entries } => Ok(rocbuild_native::set_runpath(file, entries)?),
         Link::MachO { rpaths, .. } => Ok(rocbuild_native::add_macho_rpaths(file, rpaths)?),
         Link::Preload(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// `name.dll` from C source, with the import libraries of `deps` (real PE files built by
+    /// the mingw-w64 cross compiler).
+    fn dll(dir: &Path, name: &str, src: &str, deps: &[&str]) -> PathBuf {
+        let c = dir.join(format!("{name}.c"));
+        std::fs::write(&c, src).unwrap();
+        let out = dir.join(format!("{name}.dll"));
+        let mut cmd = Command::new("x86_64-w64-mingw32-gcc");
+        cmd.arg("-shared")
+            .arg("-o")
+            .arg(&out)
+            .arg(&c)
+            .arg(format!("-Wl,--out-implib,{}", dir.join(format!("lib{name}.a")).display()))
+            .arg(format!("-L{}", dir.display()));
+        for d in deps {
+            cmd.arg(format!("-l{d}"));
+        }
+        let o = cmd.output().expect("x86_64-w64-mingw32-gcc (apt-get install gcc-mingw-w64)");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    }
+
+    fn windows_plan(site: &Path, ffmpeg_bin: &Path) -> Preload {
+        let finds = vec![site.join("torch").join("lib"), ffmpeg_bin.to_path_buf()];
+        let own = [site.join("torch").join("lib")];
+        match Link::plan(Os::Windows, "torchcodec", "torchcodec", &site.join("torchcodec"), site, &finds, &own) {
+            Link::Preload(p) => p,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn preloads_the_dlls_the_artifacts_need_dependencies_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("ffmpeg").join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        dll(&bin, "avutil-59", "__declspec(dllexport) int av_util(void) { return 59; }", &[]);
+        dll(
+            &bin,
+            "avcodec-61",
+            "int av_util(void); __declspec(dllexport) int av_codec(void) { return av_util() + 2; }",
+            &["avutil-59"],
+        );
+        dll(&bin, "unrelated", "__declspec(dllexport) int other(void) { return 0; }", &[]);
+        let art = tmp.path().join("art");
+        std::fs::create_dir_all(&art).unwrap();
+        for f in ["libavcodec-61.a", "libavutil-59.a"] {
+            std::fs::copy(bin.join(f), art.join(f)).unwrap();
+        }
+        let core = dll(
+            &art,
+            "libtorchcodec_core7",
+            "int av_codec(void); int av_util(void); __declspec(dllexport) int decode(void) { return av_codec() + av_util(); }",
+            &["avcodec-61", "avutil-59"],
+        );
+
+        let site = tmp.path().join("site");
+        let p = windows_plan(&site, &bin);
+        assert_eq!(p.dirs, [bin.clone()], "torch's own lib dir is torch's business");
+        let order = preload_order(&[core], &p.dirs).unwrap();
+        assert_eq!(order, [bin.join("avutil-59.dll"), bin.join("avcodec-61.dll")]);
+
+        // The generated hook, run by a real Python with Windows' calls recorded: nothing
+        // happens at start-up, the first `import torchcodec` adds the directory and loads the
+        // DLLs by absolute path in that order, once.
+        std::fs::create_dir_all(site.join("torchcodec")).unwrap();
+        std::fs::write(site.join("torchcodec/__init__.py"), "").unwrap();
+        std::fs::write(site.join(&p.module_rel), preload_module(&p, "torchcodec", "0.9.1", &order)).unwrap();
+        assert_eq!(preload_pth(&p), "import _rocbuild_preload_torchcodec\n");
+        let driver = format!(
+            r#"
+import ctypes, json, os, sys
+calls = []
+os.name = "nt"
+os.add_dll_directory = lambda d: calls.append(["dir", d])
+ctypes.WinDLL = lambda p: calls.append(["dll", p])
+sys.path.insert(0, {site:?})
+import _rocbuild_preload_torchcodec
+assert calls == [], calls
+import json as again
+import torchcodec
+import importlib; importlib.reload(torchcodec)
+print(json.dumps(calls))
+"#,
+            site = site.display().to_string()
+        );
+        let out = Command::new("python3").args(["-c", &driver]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let calls: Vec<(String, String)> = serde_json::from_slice(&out.stdout).unwrap();
+        let s = |p: &Path| p.display().to_string();
+        assert_eq!(
+            calls,
+            [
+                ("dir".to_string(), s(&bin)),
+                ("dll".to_string(), s(&bin.join("avutil-59.dll"))),
+                ("dll".to_string(), s(&bin.join("avcodec-61.dll"))),
+            ]
+        );
+    }
+
+    #[test]
+    fn search_entries_per_platform() {
+        let site = Path::new("/v/lib/python3.11/site-packages");
+        let finds = [site.join("torch/lib"), PathBuf::from("/opt/homebrew/opt/ffmpeg/lib")];
+        let dest = site.join("torchcodec");
+        assert_eq!(
+            Link::plan(Os::Linux, "torchcodec", "torchcodec", &dest, site, &finds, &[]),
+            Link::Runpath {
+                entries: vec![
+                    "$ORIGIN".into(),
+                    "$ORIGIN/../torch/lib".into(),
+                    "/opt/homebrew/opt/ffmpeg/lib".into()
+                ]
+            }
+        );
+        assert_eq!(
+            Link::plan(Os::Macos, "torchcodec", "torchcodec", &dest, site, &finds, &[]),
+            Link::MachO {
+                rpaths: vec![
+                    "@loader_path".into(),
+                    "@loader_path/../torch/lib".into(),
+                    "/opt/homebrew/opt/ffmpeg/lib".into()
+                ],
+                resign: true
+            }
+        );
     }
 }

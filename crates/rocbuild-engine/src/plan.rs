@@ -229,6 +229,9 @@ fn choose_release(
         let all = recipe.releases();
         let found = all.iter().find(|r| r.default && torch_compatible(r, t));
         match found {
+            Some(r) if torch.is_none() || !recipe.raw.needs.torch => {
+                Ok((r.clone(), "newest release".into()))
+            }
             Some(r) => Ok((r.clone(), format!("newest release compatible with torch {t}"))),
             None => Err(EngineError::NoCompatible {
                 recipe: recipe.name().into(),
@@ -608,7 +611,15 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
         .iter()
         .map(|f| expand(f, &vars).map(PathBuf::from))
         .collect::<Result<_>>()?;
-    let link = Link::plan(os, name, &raw.package.import_dir, &dest, &site, &finds);
+    // A GPU build finds its SDK's runtime where the SDK keeps it (never copied).
+    let mut finds = finds;
+    for d in backend.rocm.iter().flat_map(|r| r.runtime.iter()) {
+        if !finds.contains(d) {
+            finds.push(d.clone());
+        }
+    }
+    let own: Vec<PathBuf> = torch.map(|t| t.lib.clone()).into_iter().collect();
+    let link = Link::plan(os, name, &raw.package.import_dir, &dest, &site, &finds, &own);
     let artifacts: Vec<String> = resolved
         .artifacts
         .iter()
@@ -753,7 +764,7 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
         torch_version: torch.map(|t| t.version.clone()),
         torch_git: torch.and_then(|t| t.git_version.clone()),
         flavor,
-        ffmpeg_major: ffmpeg.map(|f| f.major),
+        ffmpeg_major: ffmpeg.filter(|_| needs.ffmpeg).map(|f| f.major),
         backend,
         source,
         tools,

@@ -38,6 +38,9 @@ pub struct RocmPlan {
     pub device_lib: Option<PathBuf>,
     pub llvm: PathBuf,
     pub bin: PathBuf,
+    /// Where the SDK's shared libraries are at run time (Windows: `bin`, else `lib`), for
+    /// each of its parts (TheRock splits one SDK over several packages).
+    pub runtime: Vec<PathBuf>,
     /// Why this SDK / these archs; shown in the plan and the log.
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
@@ -169,6 +172,9 @@ pub fn choose(
                 Flavor::Rocm if supports("rocm") => "torch is a ROCm build but no ROCm SDK was found",
                 Flavor::Cuda if supports("cuda") => "torch is a CUDA build but no CUDA toolkit was found",
                 _ if recipe_backends.len() <= 1 => "the only backend of this recipe",
+                _ if machine.torch.is_none() => {
+                    "no torch to follow, and no --rocm, --arch or --cuda-arch given"
+                }
                 _ => "torch is a CPU build",
             };
             (first, why.to_string())
@@ -248,8 +254,24 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
     notes.extend(archs.notes.iter().cloned());
     let mut warnings = choice.warnings.clone();
     warnings.extend(archs.warnings.iter().cloned());
+    let bin = sdk.bin_dir.clone().unwrap_or_else(|| join(os, &sdk.root, &["bin"]));
+    let parts = if sdk.parts.is_empty() {
+        std::slice::from_ref(&sdk.root)
+    } else {
+        &sdk.parts[..]
+    };
+    let mut runtime: Vec<PathBuf> = match os {
+        Os::Windows => parts.iter().map(|p| join(os, p, &["bin"])).collect(),
+        _ => parts.iter().map(|p| join(os, p, &["lib"])).collect(),
+    };
+    if let Some(l) = sdk.lib_dir.as_ref().filter(|_| os != Os::Windows) {
+        if !runtime.contains(l) {
+            runtime.insert(0, l.clone());
+        }
+    }
     Ok(RocmPlan {
         root: sdk.root.clone(),
+        runtime,
         version: sdk.version.clone(),
         kind: sdk.kind.describe().to_string(),
         archs: archs.archs.clone(),
@@ -258,7 +280,7 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
         clangxx,
         device_lib: sdk.device_lib_dir.clone(),
         llvm,
-        bin: sdk.bin_dir.clone().unwrap_or_else(|| join(os, &sdk.root, &["bin"])),
+        bin,
         notes,
         warnings,
     })

@@ -1,0 +1,249 @@
+//! Whole `--dry-run` plans for GPU machines we do not have. The ROCm SDK layouts are fake
+//! directory trees made by the tests (laid out as AMD's installers, TheRock's wheels and
+//! /opt/rocm lay them out) and described by rocbuild's real probe; the rest of the machine
+//! is a description.
+
+use std::path::Path;
+
+use rocbuild_probe::{discover_sdks, find_hip_runtime, Os, ProbeEnv};
+use rocbuild_testkit::rocm::{fake_opt_rocm, fake_the_rock, fake_windows_hip_sdk, FakeSdk};
+use serde_json::{json, Value};
+
+use crate::common::*;
+use crate::plans::machine;
+
+fn touch(p: &Path) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, b"").unwrap();
+}
+
+/// Plan `args` for `m`; the temp dir is shown as [TMP].
+fn plan(m: &Value, tmp: &Path, args: &[&str]) -> Out {
+    let file = tmp.join("machine.json");
+    std::fs::write(&file, serde_json::to_string_pretty(m).unwrap()).unwrap();
+    let mut all = vec![
+        "--dry-run",
+        "--machine",
+        file.to_str().unwrap(),
+        "--cache",
+        "/cache",
+        "--jobs",
+        "8",
+    ];
+    all.extend_from_slice(args);
+    let mut out = rocbuild(&all, &[]);
+    out.stdout = redact(&out.stdout, tmp);
+    out.stderr = redact(&out.stderr, tmp);
+    out
+}
+
+fn ok(out: Out) -> String {
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    out.stdout
+}
+
+fn msvc() -> Value {
+    json!({
+        "cl": r"C:\VS\VC\Tools\MSVC\14.44\bin\Hostx64\x64\cl.exe",
+        "rc": r"C:\Program Files (x86)\Windows Kits\10\bin\10.0.26100.0\x64\rc.exe",
+        "env": {
+            "INCLUDE": r"C:\VS\VC\Tools\MSVC\14.44\include;C:\Program Files (x86)\Windows Kits\10\Include\10.0.26100.0\ucrt",
+            "LIB": r"C:\VS\VC\Tools\MSVC\14.44\lib\x64;C:\Program Files (x86)\Windows Kits\10\Lib\10.0.26100.0\ucrt\x64",
+            "PATH": r"C:\VS\VC\Tools\MSVC\14.44\bin\Hostx64\x64;C:\Windows\System32"
+        }
+    })
+}
+
+fn sdks(env: &ProbeEnv, os: Os, site: Option<&Path>) -> (Value, Value) {
+    let sdks = discover_sdks(env, os, site);
+    assert!(!sdks.is_empty());
+    let rt = find_hip_runtime(env, os, None, site);
+    (
+        serde_json::to_value(sdks).unwrap(),
+        serde_json::to_value(rt).unwrap(),
+    )
+}
+
+#[test]
+fn windows_therock_pip_rocm_7_2_gfx1201_ctranslate2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let site = tmp.path().join("venv/Lib/site-packages");
+    let spec = FakeSdk {
+        version: "7.2.0",
+        tensile: &["gfx1100", "gfx1201"],
+        ..FakeSdk::default()
+    };
+    fake_the_rock(&site, true, &spec);
+    let env = ProbeEnv::rooted(tmp.path());
+    touch(&env.system32.join("amdhip64_6.dll"));
+    let (sdks, rt) = sdks(&env, Os::Windows, Some(&site));
+    let mut m = machine("windows");
+    m["python"]["site_packages"] = json!(site);
+    m["torch"] = Value::Null;
+    m["ffmpeg"] = Value::Null;
+    m["rocm_sdks"] = sdks;
+    m["hip_runtime"] = rt;
+    m["tools"]["msvc"] = msvc();
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2", "--version", "4.8.1", "--arch", "gfx1201"]));
+    assert!(p.contains("backend: rocm (--rocm/--arch given)"), "{p}");
+    assert!(p.contains("-DWITH_HIP=ON"), "{p}");
+    assert!(p.contains("-DCMAKE_HIP_ARCHITECTURES=gfx1201"), "{p}");
+    assert!(p.contains("_rocm_sdk_devel/lib/llvm/bin/amdclang++.exe"), "{p}");
+    assert!(p.contains("-DCMAKE_RC_COMPILER=C:/Program Files (x86)/Windows Kits"), "{p}");
+    assert!(p.contains("DISTUTILS_USE_SDK=1"), "{p}");
+    // ROCm 7: hipBLAS 3 API as upstream expects, no v2 define; torch's arch list unknown.
+    assert!(!p.contains("HIPBLAS_V2"), "{p}");
+    // TheRock's runtime is the one that runs (the venv's, not the driver's 6): no warning.
+    assert!(!p.contains("warning:"), "{p}");
+    assert!(p.contains("expect commit: 0d8bcd362ac75ef860ef161d6f0efad0ae439ff0"), "{p}");
+    assert!(!p.contains("third_party/cutlass"), "{p}");
+    insta::assert_snapshot!("windows_therock_7_2_gfx1201_ctranslate2", p);
+}
+
+#[test]
+fn windows_hip_sdk_6_2_with_a_rocm_6_driver_and_hip_path_naming_7_1_gfx1010_ctranslate2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env0 = ProbeEnv::rooted(tmp.path());
+    let old = FakeSdk {
+        version: "6.2.4",
+        targets: &["gfx1010", "gfx1030", "gfx1100"],
+        tensile: &["gfx1030", "gfx1100"],
+        hipblas: Some((2, 2, 0)),
+        ..FakeSdk::default()
+    };
+    let new = FakeSdk {
+        version: "7.1.0",
+        ..FakeSdk::default()
+    };
+    let v62 = fake_windows_hip_sdk(&env0.program_files, "6.2", &old);
+    let v71 = fake_windows_hip_sdk(&env0.program_files, "7.1", &new);
+    touch(&env0.system32.join("amdhip64_6.dll"));
+    let env = env0
+        .with_var("HIP_PATH", format!("{}\\", v71.display()))
+        .with_var("HIP_PATH_62", v62.display().to_string())
+        .with_var("HIP_PATH_71", v71.display().to_string());
+    let (sdks, rt) = sdks(&env, Os::Windows, None);
+    let mut m = machine("windows");
+    m["torch"] = Value::Null;
+    m["ffmpeg"] = Value::Null;
+    m["rocm_sdks"] = sdks;
+    m["hip_runtime"] = rt;
+    m["tools"]["msvc"] = msvc();
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2", "--arch", "gfx1010"]));
+    assert!(p.contains("ROCM_PATH=[TMP]/Program Files/AMD/ROCm/6.2"), "{p}");
+    assert!(p.contains("HIP_PATH names ROCm 7.1.0"), "{p}");
+    assert!(p.contains("-DCMAKE_HIP_ARCHITECTURES=gfx1010"), "{p}");
+    // ROCm 6: hipBLAS's v2 API must be asked for.
+    assert!(p.contains("-DCMAKE_HIP_FLAGS=-DHIPBLAS_V2"), "{p}");
+    // No Tensile files for gfx1010 in this SDK's rocBLAS: said before the build.
+    assert!(p.contains("gfx1010") && p.contains("Tensile"), "{p}");
+    // The SDK's DLLs are found through the preload hook, from the chosen SDK only.
+    assert!(p.contains("preload the DLLs needed from: [TMP]/Program Files/AMD/ROCm/6.2\\bin"), "{p}");
+    assert!(!p.contains("preload the DLLs needed from: [TMP]/Program Files/AMD/ROCm/7.1"), "{p}");
+    insta::assert_snapshot!("windows_hip_sdk_6_2_gfx1010_ctranslate2", p);
+}
+
+#[test]
+fn windows_gfx1201_with_the_6_2_sdk_is_refused_naming_the_missing_device_library() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = ProbeEnv::rooted(tmp.path());
+    let old = FakeSdk {
+        version: "6.2.4",
+        targets: &["gfx1010", "gfx1030", "gfx1100"],
+        ..FakeSdk::default()
+    };
+    fake_windows_hip_sdk(&env.program_files, "6.2", &old);
+    let (sdks, rt) = sdks(&env, Os::Windows, None);
+    let mut m = machine("windows");
+    m["torch"] = Value::Null;
+    m["ffmpeg"] = Value::Null;
+    m["rocm_sdks"] = sdks;
+    m["hip_runtime"] = rt;
+    let out = plan(&m, tmp.path(), &["ctranslate2", "--arch", "gfx1201"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("oclc_isa_version_1201.bc"), "{}", out.stderr);
+    insta::assert_snapshot!("refused_gfx1201_on_6_2", out.stderr);
+}
+
+#[test]
+fn linux_opt_rocm_7_2_two_archs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = ProbeEnv::rooted(tmp.path());
+    fake_opt_rocm(tmp.path(), "rocm-7.2.0", &FakeSdk::default());
+    let (sdks, rt) = sdks(&env, Os::Linux, None);
+    let mut m = machine("linux");
+    m["rocm_sdks"] = sdks;
+    m["hip_runtime"] = rt;
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2", "--arch", "gfx1100;gfx1030"]));
+    assert!(p.contains("backend: rocm"), "{p}");
+    assert!(p.contains("'-DCMAKE_HIP_ARCHITECTURES=gfx1100;gfx1030'"), "{p}");
+    assert!(p.contains("HIP_DEVICE_LIB_PATH=[TMP]/opt/rocm-7.2.0/amdgcn/bitcode"), "{p}");
+    // The SDK's libraries are found where the SDK keeps them, never copied.
+    assert!(p.contains("RUNPATH: $ORIGIN:[TMP]/opt/rocm-7.2.0/lib"), "{p}");
+    insta::assert_snapshot!("linux_opt_rocm_7_2_gfx1100_gfx1030_ctranslate2", p);
+}
+
+#[test]
+fn linux_rocm_torch_picks_the_rocm_backend_by_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = ProbeEnv::rooted(tmp.path());
+    fake_opt_rocm(tmp.path(), "rocm-7.2.0", &FakeSdk::default());
+    let (sdks, rt) = sdks(&env, Os::Linux, None);
+    let mut m = machine("linux");
+    m["rocm_sdks"] = sdks;
+    m["hip_runtime"] = rt;
+    m["gpu"] = json!({"archs": ["gfx1100"], "found_by": "rocminfo", "steps": ["rocminfo: gfx1100"], "hsa_override": null});
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2"]));
+    assert!(
+        p.contains("backend: rocm (torch is a ROCm build and a ROCm SDK is installed)"),
+        "{p}"
+    );
+    assert!(p.contains("-DCMAKE_HIP_ARCHITECTURES=gfx1100"), "{p}");
+}
+
+#[test]
+fn linux_cpu_ctranslate2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut m = machine("linux");
+    m["torch"] = Value::Null;
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2"]));
+    assert!(p.contains("backend: cpu (no torch to follow"), "{p}");
+    assert!(!p.contains("ffmpeg:"), "CTranslate2 does not use FFmpeg\n{p}");
+    for d in ["-DWITH_MKL=OFF", "-DWITH_OPENBLAS=ON", "-DWITH_RUY=ON", "-DOPENMP_RUNTIME=COMP"] {
+        assert!(p.contains(d), "{d}\n{p}");
+    }
+    assert!(!p.contains("WITH_HIP"), "{p}");
+    assert!(p.contains("CTRANSLATE2_ROOT=/cache/build/ctranslate2-4.8.1-"), "{p}");
+    assert!(p.contains("RUNPATH: $ORIGIN\n"), "{p}");
+    assert!(p.contains("submodules: third_party/spdlog, third_party/cpu_features, third_party/ruy"), "{p}");
+    insta::assert_snapshot!("linux_cpu_ctranslate2", p);
+}
+
+#[test]
+fn linux_cuda_ctranslate2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut m = machine("linux");
+    m["torch"]["version"] = json!("2.9.1+cu128");
+    m["torch"]["flavor"] = json!("cuda");
+    m["torch"]["hip"] = Value::Null;
+    m["torch"]["cuda"] = json!("12.8");
+    m["toolkits"] = json!({"cuda_home": "/usr/local/cuda-12.8", "rocm_path": null, "hip_clang_path": null});
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2", "--cuda-arch", "8.6", "--cuda-arch", "8.9"]));
+    assert!(p.contains("backend: cuda"), "{p}");
+    assert!(p.contains("'-DCUDA_ARCH_LIST=8.6;8.9'"), "{p}");
+    assert!(p.contains("-DWITH_CUDA=ON"), "{p}");
+    assert!(p.contains("-DCMAKE_CUDA_COMPILER=/usr/local/cuda-12.8/bin/nvcc"), "{p}");
+    assert!(p.contains("third_party/thrust, third_party/cutlass"), "{p}");
+    insta::assert_snapshot!("linux_cuda_ctranslate2", p);
+}
+
+#[test]
+fn windows_static_ffmpeg_is_refused_for_torchcodec() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut m = machine("windows");
+    m["ffmpeg"]["bin"] = Value::Null;
+    let out = plan(&m, tmp.path(), &["torchcodec", "--version", "0.9.1"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("static build"), "{}", out.stderr);
+    assert!(out.stderr.contains("rocbuild ffmpeg"), "{}", out.stderr);
+}
