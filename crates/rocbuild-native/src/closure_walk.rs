@@ -319,7 +319,11 @@ impl Walk<'_> {
                 .replace(&format!("${{{token}}}"), value)
                 .replace(&format!("${token}"), value);
         }
-        PathBuf::from(s)
+        if s.starts_with('/') {
+            join_rel(Path::new("/"), &s)
+        } else {
+            PathBuf::from(s)
+        }
     }
 
     /// Windows (LoadLibraryEx with LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | _DLL_LOAD_DIR, as Python
@@ -476,7 +480,8 @@ impl Walk<'_> {
     }
 }
 
-/// `dir` + `/../lib` without requiring the path to exist (no canonicalisation).
+/// `dir` + `/../lib`, normalised by text (the path need not exist; symlinks are not resolved,
+/// so `a/../r` reports as `r`, which is what a person wants to read).
 fn join_rel(dir: &Path, rest: &str) -> PathBuf {
     let mut p = dir.to_path_buf();
     for part in rest.split('/').filter(|s| !s.is_empty() && *s != ".") {
