@@ -27,6 +27,8 @@ pub struct BuildOptions {
     pub cache: PathBuf,
     /// `ROCBUILD_MIRROR`: offline mirror of git repositories.
     pub mirror: Option<PathBuf>,
+    /// `--ffmpeg DIR` (the probe used it; recorded so `rebuild` uses it again).
+    pub ffmpeg_dir: Option<PathBuf>,
 }
 
 /// Where the source comes from.
