@@ -7,3 +7,4 @@ mod fixture_build;
 mod mirror;
 mod plans;
 mod real_torch;
+mod status;

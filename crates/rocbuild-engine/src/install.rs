@@ -163,6 +163,15 @@ fn roll_forward(site: &Path, journal: &Journal) -> Result<()> {
     remove_journal(site)
 }
 
+/// Cheap check for traces of a run: a journal, a staging area, or a pid in the lock file (a
+/// finished run empties it). `status` recovers only then, so it stays read-only otherwise.
+pub fn needs_recovery(site: &Path) -> bool {
+    let lock = manifest::dir(site).join(crate::lock::LOCK_FILE);
+    journal_path(site).exists()
+        || txn_dir(site).exists()
+        || std::fs::metadata(lock).is_ok_and(|m| m.len() > 0)
+}
+
 /// What [`recover`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Recovered {

@@ -304,7 +304,8 @@ fn install_and_verify(
         for (rel, (abs, built_sha)) in &built {
             let staged = stage.join(rel);
             txn_fs::copy(abs, &staged).map_err(EngineError::io("copy", abs))?;
-            if !plan.install.runpath.is_empty() {
+            // Data files among the artifacts (a .json, a .py) have no RUNPATH to set.
+            if !plan.install.runpath.is_empty() && is_elf(&staged) {
                 txn_fs::edited(rocbuild_native::set_runpath(
                     &staged,
                     &plan.install.runpath,
@@ -505,6 +506,15 @@ fn install_and_verify(
         manifest: manifest::path(site, &plan.recipe),
         log: log.path.clone(),
     })
+}
+
+fn is_elf(p: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == *b"\x7fELF"
 }
 
 /// What staging learned beyond the files to place, for the manifest and the backup.

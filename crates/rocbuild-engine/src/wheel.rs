@@ -141,7 +141,7 @@ pub fn metadata(original: &str, version: &str, torch: Option<&str>) -> String {
 }
 
 /// Write the wheel of `recipe`'s package installed in `site` into `out`.
-pub fn build_wheel(site: &Path, recipe: &str, distribution: &str, tags: &Tags, out: &Path) -> Result<Built> {
+pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result<Built> {
     let m = manifest::read(site, recipe).ok_or_else(|| EngineError::NotInstalled {
         recipe: recipe.into(),
         site: site.display().to_string(),
@@ -153,6 +153,12 @@ pub fn build_wheel(site: &Path, recipe: &str, distribution: &str, tags: &Tags, o
         help: Some(format!("rebuild it once (rocbuild rebuild {recipe}), then make the wheel")),
     })?;
     let di_old = record_rel.trim_end_matches("/RECORD").to_string();
+    // `name-version.dist-info`: the distribution's name as pip wrote it.
+    let distribution = di_old
+        .trim_end_matches(".dist-info")
+        .rsplit_once('-')
+        .map_or(m.recipe.as_str(), |(n, _)| n)
+        .to_string();
     let record_text = fs_err::read_to_string(site.join(&record_rel))
         .map_err(EngineError::io("read", site.join(&record_rel)))?;
     let version = format!("{}+{}", m.version, local_version(&m));
