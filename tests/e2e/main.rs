@@ -7,4 +7,6 @@ mod fixture_build;
 mod mirror;
 mod plans;
 mod real_torch;
+mod restore;
 mod status;
+mod wheel;
