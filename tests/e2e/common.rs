@@ -110,3 +110,36 @@ pub fn redact(text: &str, world: &Path) -> String {
     let t = text.replace(&world.display().to_string(), "[TMP]");
     t.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
 }
+
+impl World {
+    /// Run a subcommand (`status`, `rebuild`, ...) on this world's venv, recipes and cache.
+    pub fn cmd(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Out {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend_from_slice(&[
+            "--venv",
+            self.venv.to_str().unwrap(),
+            "--recipes",
+            self.recipes.to_str().unwrap(),
+            "--cache",
+            self.cache.to_str().unwrap(),
+        ]);
+        let env = self.env();
+        let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        env.extend_from_slice(extra_env);
+        rocbuild(&all, &env)
+    }
+
+    /// The FFmpeg major pkg-config finds here (what the fixture builds against).
+    pub fn ffmpeg_major(&self) -> u32 {
+        let v = run(Command::new("pkg-config").args(["--modversion", "libavutil"]));
+        v.split('.').next().unwrap().trim().parse::<u32>().unwrap() - 52
+    }
+}
+
+pub fn ok(out: &Out) {
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+}

@@ -9,3 +9,6 @@ mod mirror;
 mod plans;
 mod plans_gpu;
 mod real_torch;
+mod restore;
+mod status;
+mod wheel;

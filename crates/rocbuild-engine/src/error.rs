@@ -129,6 +129,22 @@ pub enum EngineError {
     )]
     StaticFfmpeg { dir: String },
 
+    #[error("rocbuild has not installed {recipe} in {site}")]
+    #[diagnostic(code(rocbuild::restore::not_installed))]
+    NotInstalled {
+        recipe: String,
+        site: String,
+        #[help]
+        help: String,
+    },
+
+    #[error("another rocbuild run is working on {venv} (pid {pid})")]
+    #[diagnostic(
+        code(rocbuild::lock::busy),
+        help("wait for it to finish, or drop --no-wait to wait for it")
+    )]
+    Locked { venv: String, pid: String },
+
     #[error(transparent)]
     #[diagnostic(code(rocbuild::native))]
     Native(#[from] rocbuild_native::NativeError),

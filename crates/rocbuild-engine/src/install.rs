@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result};
 use crate::manifest;
+use crate::txn_fs;
 
 /// One reversible filesystem step.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -20,12 +21,30 @@ pub enum Op {
     Place { staged: PathBuf, path: PathBuf },
 }
 
+/// Where a transaction stands. Before the commit point a killed run is undone; after it, the
+/// next run finishes it (the commit point is one atomic rename of the journal).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    #[default]
+    Swap,
+    Commit,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Journal {
     pub recipe: String,
-    /// `.rocbuild/` did not exist before this run: remove it on rollback.
+    /// `.rocbuild/` held nothing of ours before this run: empty it on rollback.
     pub created_state_dir: bool,
     pub ops: Vec<Op>,
+    #[serde(default)]
+    pub phase: Phase,
+    /// After the commit point: files to move into `.rocbuild/backup/<recipe>/` (from, to).
+    #[serde(default)]
+    pub keep: Vec<(PathBuf, PathBuf)>,
+    /// After the commit point: the staged manifest and where it goes.
+    #[serde(default)]
+    pub manifest: Option<(PathBuf, PathBuf)>,
 }
 
 pub fn journal_path(site: &Path) -> PathBuf {
@@ -49,58 +68,189 @@ pub struct Swapped {
     journal: Journal,
 }
 
+fn io(action: &str, p: &Path) -> impl FnOnce(std::io::Error) -> EngineError {
+    EngineError::io(action, p.to_path_buf())
+}
+
+/// Empty `.rocbuild/` of everything but the lock file (held by the running process; the lock
+/// removes itself and the directory when it is all that is left). The journal goes last.
+fn empty_state_dir(site: &Path) {
+    let dir = manifest::dir(site);
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        if name == crate::lock::LOCK_FILE || name == "journal.json" {
+            continue;
+        }
+        let p = e.path();
+        let _ = if p.is_dir() {
+            txn_fs::remove_dir_all(&p)
+        } else {
+            txn_fs::remove_file(&p)
+        };
+    }
+    let _ = remove_journal(site);
+}
+
+/// Remove the journal, and its temp file if a run was killed while writing it.
+fn remove_journal(site: &Path) -> Result<()> {
+    let jp = journal_path(site);
+    let tmp = jp.with_extension("json.tmp");
+    if tmp.exists() {
+        txn_fs::remove_file(&tmp).map_err(io("remove", &tmp))?;
+    }
+    if jp.exists() {
+        txn_fs::remove_file(&jp).map_err(io("remove", &jp))?;
+    }
+    Ok(())
+}
+
 /// Undo whatever a journal describes (idempotent: each op checks where its file is).
 fn undo(site: &Path, journal: &Journal) -> Result<()> {
     for op in journal.ops.iter().rev() {
         match op {
             Op::Place { staged, path } => {
                 if !staged.exists() && path.exists() {
-                    fs_err::remove_file(path).map_err(EngineError::io("roll back", path))?;
+                    txn_fs::remove_file(path).map_err(io("roll back", path))?;
                 }
             }
             Op::Backup { path, backup } => {
                 if backup.exists() && !path.exists() {
-                    fs_err::rename(backup, path).map_err(EngineError::io("restore", path))?;
+                    txn_fs::rename(backup, path).map_err(io("restore", path))?;
                 }
             }
             Op::Mkdir { path } => {
-                let _ = fs_err::remove_dir(path);
+                if path.is_dir() {
+                    let _ = txn_fs::remove_dir(path);
+                }
             }
         }
     }
-    let _ = fs_err::remove_dir_all(txn_dir(site));
-    let _ = fs_err::remove_file(journal_path(site));
-    if journal.created_state_dir {
-        let _ = fs_err::remove_dir_all(manifest::dir(site));
+    let txn = txn_dir(site);
+    if txn.exists() {
+        let _ = txn_fs::remove_dir_all(&txn);
     }
-    Ok(())
+    if journal.created_state_dir {
+        empty_state_dir(site);
+        Ok(())
+    } else {
+        remove_journal(site)
+    }
 }
 
-/// Finish the job of a run that was killed mid-install: roll it back. Returns true if there was one.
-pub fn recover(site: &Path) -> Result<bool> {
+/// Finish a committed transaction: keep the backups, put the manifest in place, clean up.
+/// Idempotent, so a run killed in the middle of it is finished by the next one.
+fn roll_forward(site: &Path, journal: &Journal) -> Result<()> {
+    for (from, to) in &journal.keep {
+        if from.exists() && !to.exists() {
+            if let Some(p) = to.parent() {
+                txn_fs::create_dir_all(p).map_err(io("create", p))?;
+            }
+            txn_fs::rename(from, to).map_err(io("keep backup", to))?;
+        }
+    }
+    if let Some((staged, dest)) = &journal.manifest {
+        if staged.exists() {
+            txn_fs::rename(staged, dest).map_err(io("write", dest))?;
+        }
+    }
+    let txn = txn_dir(site);
+    if txn.exists() {
+        txn_fs::remove_dir_all(&txn).map_err(io("remove", &txn))?;
+    }
+    remove_journal(site)
+}
+
+/// Cheap check for traces of a run: a journal, a staging area, or a pid in the lock file (a
+/// finished run empties it). `status` recovers only then, so it stays read-only otherwise.
+pub fn needs_recovery(site: &Path) -> bool {
+    let lock = manifest::dir(site).join(crate::lock::LOCK_FILE);
+    journal_path(site).exists()
+        || txn_dir(site).exists()
+        || std::fs::metadata(lock).is_ok_and(|m| m.len() > 0)
+}
+
+/// What [`recover`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovered {
+    Nothing,
+    /// A run killed before its commit point: undone.
+    RolledBack,
+    /// A run killed after its commit point: finished.
+    Completed,
+}
+
+/// Finish the job of a run that was killed mid-install. Call with the venv lock held.
+pub fn recover(site: &Path) -> Result<Recovered> {
     let jp = journal_path(site);
     let Ok(text) = fs_err::read_to_string(&jp) else {
         // A staging dir without a journal: the swap never started.
-        let _ = fs_err::remove_dir_all(txn_dir(site));
-        return Ok(false);
+        let txn = txn_dir(site);
+        if txn.exists() {
+            txn_fs::remove_dir_all(&txn).map_err(io("remove", &txn))?;
+        }
+        // The journal's temp file, killed while being written: nothing was moved yet.
+        let tmp = jp.with_extension("json.tmp");
+        if tmp.exists() {
+            txn_fs::remove_file(&tmp).map_err(io("remove", &tmp))?;
+            if state_dir_is_new(site) {
+                empty_state_dir(site);
+            }
+        }
+        return Ok(Recovered::Nothing);
     };
     let journal: Journal = serde_json::from_str(&text).map_err(|e| EngineError::Io {
         action: "read the journal of an interrupted run".into(),
         path: jp.display().to_string(),
         source: std::io::Error::other(e),
     })?;
-    undo(site, &journal)?;
-    Ok(true)
+    match journal.phase {
+        Phase::Swap => {
+            undo(site, &journal)?;
+            Ok(Recovered::RolledBack)
+        }
+        Phase::Commit => {
+            roll_forward(site, &journal)?;
+            Ok(Recovered::Completed)
+        }
+    }
 }
 
-/// Start a transaction: make `.rocbuild/txn/` and return whether `.rocbuild/` is new.
+/// `.rocbuild/` holds nothing of ours (no manifest, no backup): only the lock, maybe a
+/// transaction's leftovers.
+fn state_dir_is_new(site: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(manifest::dir(site)) else {
+        return true;
+    };
+    rd.flatten().all(|e| {
+        let n = e.file_name();
+        let n = n.to_string_lossy();
+        n == crate::lock::LOCK_FILE || n == "txn" || n.starts_with("journal.json")
+    })
+}
+
+/// Start a transaction: make `.rocbuild/txn/stage/` and return whether `.rocbuild/` is new.
 pub fn begin(site: &Path) -> Result<bool> {
-    let state = manifest::dir(site);
-    let created = !state.exists();
+    let created = state_dir_is_new(site);
     let txn = txn_dir(site);
-    let _ = fs_err::remove_dir_all(&txn);
-    fs_err::create_dir_all(txn.join("stage")).map_err(EngineError::io("create", &txn))?;
+    if txn.exists() {
+        txn_fs::remove_dir_all(&txn).map_err(io("remove", &txn))?;
+    }
+    txn_fs::create_dir_all(&txn.join("stage")).map_err(io("create", &txn))?;
     Ok(created)
+}
+
+/// Give up before the swap: remove the staging area (and `.rocbuild/` if it is new).
+pub fn abandon(site: &Path, created: bool) {
+    let txn = txn_dir(site);
+    if txn.exists() {
+        let _ = txn_fs::remove_dir_all(&txn);
+    }
+    if created {
+        empty_state_dir(site);
+    }
 }
 
 fn to_native(site: &Path, rel: &str) -> PathBuf {
@@ -158,10 +308,13 @@ pub fn swap(
         recipe: recipe.into(),
         created_state_dir,
         ops,
+        phase: Phase::Swap,
+        keep: Vec::new(),
+        manifest: None,
     };
     let jp = journal_path(site);
     let text = serde_json::to_string_pretty(&journal).unwrap_or_default();
-    write_synced(&jp, text.as_bytes())?;
+    txn_fs::write_atomic(&jp, text.as_bytes()).map_err(io("write", &jp))?;
     let swapped = Swapped {
         site: site.to_path_buf(),
         journal,
@@ -173,31 +326,27 @@ pub fn swap(
     Ok(swapped)
 }
 
-fn write_synced(p: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let mut f = fs_err::File::create(p).map_err(EngineError::io("write", p))?;
-    f.write_all(bytes).map_err(EngineError::io("write", p))?;
-    f.sync_all().map_err(EngineError::io("sync", p))
-}
-
 fn perform(journal: &Journal) -> Result<()> {
     for op in &journal.ops {
         match op {
-            Op::Mkdir { path } => {
-                fs_err::create_dir(path).map_err(EngineError::io("create", path))?
-            }
+            Op::Mkdir { path } => txn_fs::create_dir(path).map_err(io("create", path))?,
             Op::Backup { path, backup } => {
                 if let Some(p) = backup.parent() {
-                    fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
+                    txn_fs::create_dir_all(p).map_err(io("create", p))?;
                 }
-                fs_err::rename(path, backup).map_err(EngineError::io("back up", path))?;
+                txn_fs::rename(path, backup).map_err(io("back up", path))?;
             }
             Op::Place { staged, path } => {
-                fs_err::rename(staged, path).map_err(EngineError::io("install", path))?
+                txn_fs::rename(staged, path).map_err(io("install", path))?
             }
         }
     }
     Ok(())
+}
+
+/// Where `restore` finds the wheel's own files of `recipe`.
+pub fn backup_dir(site: &Path, recipe: &str) -> PathBuf {
+    manifest::dir(site).join("backup").join(recipe)
 }
 
 impl Swapped {
@@ -207,15 +356,18 @@ impl Swapped {
     }
 
     /// Keep the new files. Backups of the wheel's own files (not of an earlier rocbuild
-    /// build, listed in `previous`) move to `.rocbuild/backup/<recipe>/` for `restore`.
+    /// build, listed in `previous`) move to `.rocbuild/backup/<recipe>/` for `restore`, with
+    /// `extra_keep` (relative path, file): wheel files that were never installed (parked
+    /// straight from pip's output) and pip's own RECORD.
     pub fn commit(
-        self,
+        mut self,
         manifest: &manifest::Manifest,
         previous: Option<&manifest::Manifest>,
+        extra_keep: &[(String, PathBuf)],
     ) -> Result<()> {
-        let site = &self.site;
-        let keep = manifest::dir(site).join("backup").join(&manifest.recipe);
-        let txn_backup = txn_dir(site).join("backup");
+        let site = self.site.clone();
+        let keep_root = backup_dir(&site, &manifest.recipe);
+        let txn_backup = txn_dir(&site).join("backup");
         let ours: BTreeMap<&str, &str> = previous
             .map(|p| {
                 p.files
@@ -224,6 +376,7 @@ impl Swapped {
                     .collect()
             })
             .unwrap_or_default();
+        let mut keep: Vec<(PathBuf, PathBuf)> = Vec::new();
         for op in &self.journal.ops {
             let Op::Backup { backup, .. } = op else {
                 continue;
@@ -238,18 +391,28 @@ impl Swapped {
                     .unwrap_or(false),
                 None => false,
             };
-            let dest = keep.join(rel);
+            let dest = keep_root.join(rel);
             if !was_ours && !dest.exists() {
-                if let Some(p) = dest.parent() {
-                    fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
-                }
-                fs_err::rename(backup, &dest).map_err(EngineError::io("keep backup", &dest))?;
+                keep.push((backup.clone(), dest));
             }
         }
-        manifest::write(site, manifest)?;
-        let _ = fs_err::remove_file(journal_path(site));
-        let _ = fs_err::remove_dir_all(txn_dir(site));
-        Ok(())
+        for (rel, from) in extra_keep {
+            let dest = to_native(&keep_root, rel);
+            if !dest.exists() && !keep.iter().any(|(_, d)| *d == dest) {
+                keep.push((from.clone(), dest));
+            }
+        }
+        // Stage the manifest, then the commit point: the journal says "commit".
+        let staged = txn_dir(&site).join("manifest.json");
+        let text = serde_json::to_string_pretty(manifest).unwrap_or_default();
+        txn_fs::write_synced(&staged, text.as_bytes()).map_err(io("write", &staged))?;
+        self.journal.phase = Phase::Commit;
+        self.journal.keep = keep;
+        self.journal.manifest = Some((staged, manifest::path(&site, &manifest.recipe)));
+        let jp = journal_path(&site);
+        let text = serde_json::to_string_pretty(&self.journal).unwrap_or_default();
+        txn_fs::write_atomic(&jp, text.as_bytes()).map_err(io("write", &jp))?;
+        roll_forward(&site, &self.journal)
     }
 }
 
@@ -285,6 +448,7 @@ mod tests {
         let before = snapshot(s);
 
         for kill_after in [None, Some(())] {
+            let lock = crate::lock::VenvLock::acquire(s, false, &mut |_| {}).unwrap();
             let created = begin(s).unwrap();
             let staged = txn_dir(s).join("stage/libcore5.so");
             std::fs::write(&staged, b"new5").unwrap();
@@ -307,9 +471,11 @@ mod tests {
                 None => sw.roll_back().unwrap(),
                 Some(()) => {
                     std::mem::forget(sw);
-                    assert!(recover(s).unwrap());
+                    assert_eq!(recover(s).unwrap(), Recovered::RolledBack);
                 }
             }
+            // The lock takes the state dir it made with it.
+            drop(lock);
             assert_eq!(snapshot(s), before);
         }
     }

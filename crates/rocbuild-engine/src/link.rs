@@ -230,12 +230,29 @@ pub fn preload_paths(os: Os, site: &Path, p: &Preload) -> (PathBuf, PathBuf) {
     (join(os, site, &[&p.module_rel]), join(os, site, &[&p.pth_rel]))
 }
 
-/// Set the search paths of one staged native file.
+fn magic(file: &Path) -> [u8; 4] {
+    use std::io::Read;
+    let mut m = [0u8; 4];
+    let _ = std::fs::File::open(file).and_then(|mut f| f.read_exact(&mut m));
+    m
+}
+
+/// Set the search paths of one staged file; data files among the artifacts (a `.json`, a
+/// `.py`) are left alone.
 pub fn apply(link: &Link, file: &Path) -> Result<()> {
     match link {
-        Link::Runpath { entries } => Ok(rocbuild_native::set_runpath(file, entries)?),
-        Link::MachO { rpaths, .. } => Ok(rocbuild_native::add_macho_rpaths(file, rpaths)?),
-        Link::Preload(_) => Ok(()),
+        Link::Runpath { entries } if magic(file) == *b"\x7fELF" => {
+            Ok(rocbuild_native::set_runpath(file, entries)?)
+        }
+        Link::MachO { rpaths, .. }
+            if matches!(
+                u32::from_be_bytes(magic(file)),
+                0xfeedface | 0xfeedfacf | 0xcefaedfe | 0xcffaedfe | 0xcafebabe
+            ) =>
+        {
+            Ok(rocbuild_native::add_macho_rpaths(file, rpaths)?)
+        }
+        _ => Ok(()),
     }
 }
 

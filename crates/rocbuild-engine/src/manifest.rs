@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{EngineError, Result};
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct InstalledFile {
     /// Relative to site-packages, with `/`.
     pub path: String,
@@ -18,9 +18,100 @@ pub struct InstalledFile {
     /// sha256 of the build's file before rocbuild edited it (RUNPATH), for no-op detection.
     #[serde(default)]
     pub built_sha256: Option<String>,
+    /// Modification time (ns since the epoch) as installed: `status` hashes a file only when
+    /// its size or mtime differ from these.
+    #[serde(default)]
+    pub mtime_ns: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// The command-line options of the build, so `rebuild` repeats it exactly.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RecordedOptions {
+    /// `--version`; None: the newest release compatible with the torch found at rebuild time.
+    #[serde(default)]
+    pub release: Option<String>,
+    #[serde(default)]
+    pub force: bool,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub rev: Option<String>,
+    /// `--torch-cmake`: `native` or `lite`.
+    #[serde(default)]
+    pub torch_cmake: Option<String>,
+    /// `--define KEY=VALUE`, in order.
+    #[serde(default)]
+    pub defines: Vec<(String, String)>,
+    /// `--ffmpeg DIR`.
+    #[serde(default)]
+    pub ffmpeg_dir: Option<PathBuf>,
+    /// `--backend`, `--rocm`, `--arch`, `--cuda-arch`.
+    #[serde(default)]
+    pub backend: Option<String>,
+    #[serde(default)]
+    pub rocm: Option<String>,
+    #[serde(default)]
+    pub arch: Vec<String>,
+    #[serde(default)]
+    pub cuda_arch: Vec<String>,
+}
+
+/// The GPU SDK the build used: the one torch was built with (torch/version.py) and, for
+/// torch's own CMake package, the toolkit rocbuild pointed CMake at.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SdkRecord {
+    #[serde(default)]
+    pub torch_cuda: Option<String>,
+    #[serde(default)]
+    pub torch_hip: Option<String>,
+    #[serde(default)]
+    pub toolkit: Option<PathBuf>,
+    #[serde(default)]
+    pub toolkit_version: Option<String>,
+    /// The compute backend built (`cpu`, `rocm`, `cuda`), the ROCm SDK version it used and the
+    /// GPU architectures it holds code for.
+    #[serde(default)]
+    pub backend: Option<String>,
+    #[serde(default)]
+    pub rocm_version: Option<String>,
+    #[serde(default)]
+    pub gpu_archs: Vec<String>,
+}
+
+impl SdkRecord {
+    /// `cuda 13.2`, `rocm 6.2.41134 (toolkit /opt/rocm 6.2.4)`, or `cpu`.
+    pub fn describe(&self) -> String {
+        let mut s = match (&self.torch_hip, &self.torch_cuda) {
+            (Some(h), _) => format!("rocm {h}"),
+            (None, Some(c)) => format!("cuda {c}"),
+            (None, None) => "cpu".to_string(),
+        };
+        if let Some(t) = &self.toolkit {
+            s.push_str(&format!(
+                " (toolkit {} {})",
+                t.display(),
+                self.toolkit_version.as_deref().unwrap_or("of unknown version")
+            ));
+        }
+        s
+    }
+}
+
+/// The pure-Python part rocbuild installed with pip (the package was not there, or was
+/// another version).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PythonPartRecord {
+    pub version: String,
+    /// The version it replaced (its files are in the backup).
+    #[serde(default)]
+    pub replaced: Option<String>,
+    /// The files pip installed (relative to site-packages).
+    #[serde(default)]
+    pub files: Vec<String>,
+}
+
+/// Fields added after schema 1 carry serde defaults, so manifests of older rocbuilds load.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Manifest {
     pub schema: u32,
     pub recipe: String,
@@ -41,6 +132,25 @@ pub struct Manifest {
     pub parked: Vec<String>,
     /// Seconds since the epoch.
     pub installed_at: u64,
+    /// The options of the build, for `rebuild`.
+    #[serde(default)]
+    pub options: RecordedOptions,
+    #[serde(default)]
+    pub sdk: SdkRecord,
+    /// The dist-info `RECORD` rocbuild rewrote (relative to site-packages); pip's own is in
+    /// the backup.
+    #[serde(default)]
+    pub record: Option<String>,
+    /// Wheel files pip's part brought that were never installed (they match `park`); kept in
+    /// the backup so `restore` gives back the wheel as pip installs it.
+    #[serde(default)]
+    pub dropped: Vec<String>,
+    #[serde(default)]
+    pub python_part: Option<PythonPartRecord>,
+    /// Files rocbuild added beside `files` that are not build artifacts (a DLL preload hook,
+    /// a `.pth`): `restore` removes them. Relative to site-packages.
+    #[serde(default)]
+    pub extra_files: Vec<String>,
 }
 
 pub fn dir(site: &Path) -> PathBuf {
@@ -54,6 +164,34 @@ pub fn path(site: &Path, recipe: &str) -> PathBuf {
 pub fn read(site: &Path, recipe: &str) -> Option<Manifest> {
     let text = fs_err::read_to_string(path(site, recipe)).ok()?;
     serde_json::from_str(&text).ok()
+}
+
+/// Every manifest in `site` (one per recipe rocbuild installed), sorted by recipe; manifests
+/// that do not parse are returned as errors with their path.
+pub fn read_all(site: &Path) -> Vec<std::result::Result<Manifest, (PathBuf, String)>> {
+    let Ok(rd) = std::fs::read_dir(dir(site)) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
+        .filter(|p| p.file_name().is_some_and(|n| n != "journal.json"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = fs_err::read_to_string(&p).map_err(|e| (p.clone(), e.to_string()))?;
+            serde_json::from_str(&text).map_err(|e| (p.clone(), e.to_string()))
+        })
+        .collect()
+}
+
+/// Nanoseconds since the epoch of a file's mtime.
+pub fn mtime_ns(md: &std::fs::Metadata) -> Option<u64> {
+    let d = md.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+    u64::try_from(d.as_nanos()).ok()
 }
 
 /// Write atomically: a temp file beside, then rename.
@@ -82,4 +220,21 @@ pub fn sha256_file(p: &Path) -> Result<(String, u64)> {
         h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
         size,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_of_schema_1_without_the_newer_fields_loads() {
+        let old = r#"{"schema":1,"recipe":"r","version":"1","recipe_hash":"h","fingerprint":"f",
+            "source_url":null,"source_commit":null,"torch_version":"2.9.1","torch_git":null,
+            "flavor":"cpu","ffmpeg_major":7,"python":"/v/bin/python","defines":{},"runpath":[],
+            "files":[{"path":"p/a.so","sha256":"00","size":1}],"parked":[],"installed_at":0}"#;
+        let m: Manifest = serde_json::from_str(old).unwrap();
+        assert_eq!(m.files[0].mtime_ns, None);
+        assert_eq!(m.options, RecordedOptions::default());
+        assert!(m.extra_files.is_empty() && m.python_part.is_none());
+    }
 }

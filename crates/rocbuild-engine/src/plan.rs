@@ -34,6 +34,8 @@ pub struct BuildOptions {
     pub mirror: Option<PathBuf>,
     /// `--backend`, `--rocm`, `--arch`, `--cuda-arch`.
     pub backend: BackendOptions,
+    /// `--ffmpeg DIR` (the probe used it; recorded so `rebuild` uses it again).
+    pub ffmpeg_dir: Option<PathBuf>,
 }
 
 /// Where the source comes from.
@@ -761,8 +763,9 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
         venv: machine.venv.root.clone(),
         venv_chosen_by: machine.venv.chosen_by.clone(),
         python: py.exe.clone(),
-        torch_version: torch.map(|t| t.version.clone()),
-        torch_git: torch.and_then(|t| t.git_version.clone()),
+        // Only when the build uses torch: CTranslate2 does not go stale with a torch upgrade.
+        torch_version: torch.filter(|_| needs.torch).map(|t| t.version.clone()),
+        torch_git: torch.filter(|_| needs.torch).and_then(|t| t.git_version.clone()),
         flavor,
         ffmpeg_major: ffmpeg.filter(|_| needs.ffmpeg).map(|f| f.major),
         backend,

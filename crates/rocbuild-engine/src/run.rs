@@ -10,11 +10,14 @@ use serde::Serialize;
 use crate::error::{EngineError, Result};
 use crate::install::{self, NewFile};
 use crate::link::{self, Link};
-use crate::manifest::{self, sha256_file, InstalledFile, Manifest};
+use crate::manifest::{
+    self, sha256_file, InstalledFile, Manifest, PythonPartRecord, RecordedOptions, SdkRecord,
+};
 use crate::plan::{Plan, SourcePlan};
 use crate::record;
 use crate::source;
 use crate::step::{RunLog, Verbosity};
+use crate::txn_fs;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
@@ -68,14 +71,6 @@ fn walk(root: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-fn copy(from: &Path, to: &Path) -> Result<()> {
-    if let Some(p) = to.parent() {
-        fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
-    }
-    fs_err::copy(from, to)
-        .map(|_| ())
-        .map_err(EngineError::io("copy", from))
-}
 
 fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
     match &plan.source {
@@ -112,6 +107,10 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
                 bar.set_length(m as u64);
                 bar.set_position(n as u64);
             };
+            // Concurrent runs share the clone and the checkout: one fetch/checkout at a time.
+            let _cache_lock = crate::lock::CacheLock::acquire(
+                &git_cache.join(format!("source-{}", &crate::plan::hash_hex(&[url])[..16])),
+            )?;
             let (repo, oid) =
                 source::fetch_commit(git_cache, url, reference, mirror.as_deref(), &progress)?;
             if let Some(exp) = expected_commit {
@@ -145,8 +144,14 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
 pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     let site = &plan.install.site;
     let mut log = RunLog::create(&plan.log_dir, &plan.recipe, verbosity)?;
-    if install::recover(site)? {
-        log.note("an interrupted earlier run was found and rolled back");
+    match install::recover(site)? {
+        install::Recovered::RolledBack => {
+            log.note("an interrupted earlier run was found and rolled back")
+        }
+        install::Recovered::Completed => {
+            log.note("an interrupted earlier run was found and completed")
+        }
+        install::Recovered::Nothing => {}
     }
     let (_src, commit) = source(plan, &mut log)?;
 
@@ -168,6 +173,8 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         }
     }
 
+    // Concurrent runs (on other venvs) may share this build tree: one builds it at a time.
+    let _build_lock = crate::lock::CacheLock::acquire(&plan.build_dir)?;
     // Configure only when this build tree has not been configured from this commit.
     let stamp = plan.build_dir.join(".rocbuild-configured");
     let stamp_text = format!(
@@ -232,20 +239,7 @@ fn unreachable_manifest(plan: &Plan) -> Manifest {
         schema: 1,
         recipe: plan.recipe.clone(),
         version: plan.version.clone(),
-        recipe_hash: String::new(),
-        fingerprint: String::new(),
-        source_url: None,
-        source_commit: None,
-        torch_version: None,
-        torch_git: None,
-        flavor: String::new(),
-        ffmpeg_major: None,
-        python: String::new(),
-        defines: BTreeMap::new(),
-        runpath: Vec::new(),
-        files: Vec::new(),
-        parked: Vec::new(),
-        installed_at: 0,
+        ..Manifest::default()
     }
 }
 
@@ -295,6 +289,7 @@ fn install_and_verify(
     let site = &plan.install.site;
     let created = install::begin(site)?;
     let stage = install::txn_dir(site).join("stage");
+    let mut staged_extra = StagedExtra::default();
     let result = (|| -> Result<(Vec<NewFile>, Vec<String>, Vec<InstalledFile>)> {
         let park_set = globset(&plan.install.park)?;
         let mut new: Vec<NewFile> = Vec::new();
@@ -304,8 +299,8 @@ fn install_and_verify(
         // The rebuilt libraries, with their search paths set in the stage.
         for (rel, (abs, built_sha)) in &built {
             let staged = stage.join(rel);
-            copy(abs, &staged)?;
-            link::apply(&plan.install.link, &staged)?;
+            txn_fs::copy(abs, &staged).map_err(EngineError::io("copy", abs))?;
+            txn_fs::edited(link::apply(&plan.install.link, &staged))?;
             let (sha, size) = sha256_file(&staged)?;
             record_set.insert(rel.clone(), (sha.clone(), size));
             installed.push(InstalledFile {
@@ -313,6 +308,10 @@ fn install_and_verify(
                 sha256: sha,
                 size,
                 built_sha256: Some(built_sha.clone()),
+                // A rename keeps the mtime: this is the installed file's.
+                mtime_ns: std::fs::metadata(&staged)
+                    .ok()
+                    .and_then(|md| manifest::mtime_ns(&md)),
             });
             new.push(NewFile {
                 rel: rel.clone(),
@@ -340,14 +339,16 @@ fn install_and_verify(
                     continue;
                 }
                 if park_set.is_match(&rel) {
+                    staged_extra.keep.push((rel.clone(), abs));
                     dropped.push(rel);
                     continue;
                 }
                 if libs.is_match(&rel) {
-                    link::apply(&plan.install.link, &abs)?;
+                    txn_fs::edited(link::apply(&plan.install.link, &abs))?;
                     let (sha, size) = sha256_file(&abs)?;
                     record_set.insert(rel.clone(), (sha, size));
                 }
+                staged_extra.python_files.push(rel.clone());
                 new.push(NewFile { rel, staged: abs });
             }
             let di =
@@ -357,7 +358,11 @@ fn install_and_verify(
                     help: Some("check the recipe's [package] distribution name".into()),
                 })?;
             record_rel = format!("{di}/RECORD");
-            // The version being replaced: its files leave with it.
+            // pip's own RECORD, for `restore`.
+            let orig = install::txn_dir(site).join("RECORD.pip");
+            txn_fs::copy(&pp.target.join(&di).join("RECORD"), &orig)
+                .map_err(EngineError::io("copy", &orig))?;
+            staged_extra.keep.push((record_rel.clone(), orig));
             if let Some(old) = dist_info_dir(site, &pp.distribution) {
                 let text =
                     fs_err::read_to_string(site.join(&old).join("RECORD")).unwrap_or_default();
@@ -380,7 +385,8 @@ fn install_and_verify(
                 }
             })?;
             record_rel = format!("{di}/RECORD");
-            copy(&site.join(&di).join("RECORD"), &stage.join(&record_rel))?;
+            let from = site.join(&di).join("RECORD");
+            txn_fs::copy(&from, &stage.join(&record_rel)).map_err(EngineError::io("copy", &from))?;
             new.push(NewFile {
                 rel: record_rel.clone(),
                 staged: stage.join(&record_rel),
@@ -402,13 +408,17 @@ fn install_and_verify(
                 (&p.pth_rel, link::preload_pth(p)),
             ] {
                 let path = stage.join(rel);
-                fs_err::write(&path, text).map_err(EngineError::io("write", &path))?;
+                txn_fs::edited(fs_err::write(&path, text))
+                    .map_err(EngineError::io("write", &path))?;
                 let (sha, size) = sha256_file(&path)?;
                 installed.push(InstalledFile {
                     path: rel.clone(),
                     sha256: sha,
                     size,
                     built_sha256: None,
+                    mtime_ns: std::fs::metadata(&path)
+                        .ok()
+                        .and_then(|md| manifest::mtime_ns(&md)),
                 });
                 new.push(NewFile {
                     rel: rel.clone(),
@@ -425,18 +435,20 @@ fn install_and_verify(
         let text = fs_err::read_to_string(&record_staged)
             .map_err(EngineError::io("read", &record_staged))?;
         let mut removed = park.clone();
-        removed.extend(dropped);
-        fs_err::write(&record_staged, record::update(&text, &removed, &record_set))
-            .map_err(EngineError::io("write", &record_staged))?;
+        removed.extend(dropped.iter().cloned());
+        staged_extra.dropped = dropped;
+        staged_extra.record = Some(record_rel.clone());
+        txn_fs::write(
+            &record_staged,
+            record::update(&text, &removed, &record_set).as_bytes(),
+        )
+        .map_err(EngineError::io("write", &record_staged))?;
         Ok((new, park, installed))
     })();
     let (new, park, installed) = match result {
         Ok(v) => v,
         Err(e) => {
-            let _ = fs_err::remove_dir_all(install::txn_dir(site));
-            if created {
-                let _ = fs_err::remove_dir_all(manifest::dir(site));
-            }
+            install::abandon(site, created);
             return Err(e);
         }
     };
@@ -462,7 +474,7 @@ fn install_and_verify(
         }
     }
     let m = Manifest {
-        schema: 1,
+        schema: 2,
         recipe: plan.recipe.clone(),
         version: plan.version.clone(),
         recipe_hash: plan.recipe_hash.clone(),
@@ -494,8 +506,22 @@ fn install_and_verify(
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
+        options: recorded_options(&plan.options),
+        sdk: sdk_record(plan),
+        record: staged_extra.record.clone(),
+        dropped: staged_extra.dropped.clone(),
+        python_part: plan.python_part.as_ref().map(|pp| PythonPartRecord {
+            version: pp.version.clone(),
+            replaced: pp.replaces.clone(),
+            files: staged_extra.python_files.clone(),
+        }),
+        // Kept across reinstalls: the files a previous install added (e.g. a preload hook).
+        extra_files: previous
+            .as_ref()
+            .map(|p| p.extra_files.clone())
+            .unwrap_or_default(),
     };
-    swapped.commit(&m, previous.as_ref())?;
+    swapped.commit(&m, previous.as_ref(), &staged_extra.keep)?;
     Ok(Outcome {
         recipe: plan.recipe.clone(),
         version: plan.version.clone(),
@@ -544,6 +570,62 @@ fn collect_artifacts(prefix: &Path, globs: &[String]) -> Result<BTreeMap<String,
         out.entry(name).or_insert(real);
     }
     Ok(out)
+}
+
+/// What staging learned beyond the files to place, for the manifest and the backup.
+#[derive(Default)]
+struct StagedExtra {
+    /// (relative path, file) to keep in the backup: dropped wheel files, pip's RECORD.
+    keep: Vec<(String, PathBuf)>,
+    dropped: Vec<String>,
+    python_files: Vec<String>,
+    record: Option<String>,
+}
+
+fn recorded_options(o: &crate::plan::BuildOptions) -> RecordedOptions {
+    RecordedOptions {
+        release: o.version.clone(),
+        force: o.force,
+        source: o.source.clone(),
+        rev: o.rev.clone(),
+        torch_cmake: o.torch_cmake.map(|m| {
+            match m {
+                rocbuild_recipe::TorchCmake::Native => "native",
+                rocbuild_recipe::TorchCmake::Lite => "lite",
+            }
+            .to_string()
+        }),
+        defines: o.defines.clone(),
+        ffmpeg_dir: o.ffmpeg_dir.clone(),
+        backend: o.backend.backend.clone(),
+        rocm: o.backend.rocm.clone(),
+        arch: o.backend.arch.clone(),
+        cuda_arch: o.backend.cuda_arch.clone(),
+    }
+}
+
+/// The SDK as the build saw it: torch's (version.py) and the toolkit given to CMake, if any.
+fn sdk_record(plan: &Plan) -> SdkRecord {
+    let tv = rocbuild_probe::torch_version(&plan.install.site);
+    let toolkit = ["ROCM_PATH", "CUDA_HOME"]
+        .iter()
+        .find_map(|k| plan.configure.env.get(*k))
+        .map(PathBuf::from);
+    let tv = tv.filter(|_| plan.torch_version.is_some());
+    SdkRecord {
+        torch_cuda: tv.as_ref().and_then(|t| t.cuda.clone()),
+        torch_hip: tv.as_ref().and_then(|t| t.hip.clone()),
+        toolkit_version: toolkit.as_deref().and_then(rocbuild_probe::toolkit_version),
+        toolkit,
+        backend: Some(plan.backend.backend.clone()),
+        rocm_version: plan.backend.rocm.as_ref().and_then(|r| r.version.clone()),
+        gpu_archs: plan
+            .backend
+            .rocm
+            .as_ref()
+            .map(|r| r.archs.clone())
+            .unwrap_or_default(),
+    }
 }
 
 /// Files under the literal directory part of each park glob (`torchcodec/lib*` -> `torchcodec/`).

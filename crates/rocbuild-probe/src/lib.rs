@@ -7,6 +7,7 @@ mod ffmpeg;
 mod gfx;
 mod gpu;
 mod probe_env;
+mod light;
 mod python;
 mod rocm;
 mod rocm_scan;
@@ -35,7 +36,8 @@ pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, Sdk
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
 pub use runtime::{find_hip_runtime, runtime_major_from_name, HipRuntime, RuntimeFile};
 pub use tools::{install_hint, probe_tools};
-pub use torch::probe_torch;
+pub use torch::{probe_torch, torch_version, TorchVersion};
+pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -21,13 +21,36 @@ fn assignment(text: &str, name: &str) -> Option<String> {
     })
 }
 
+/// What torch/version.py says: the light probe `status` uses (one small file read, no
+/// library parsing, no import).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TorchVersion {
+    pub version: String,
+    pub git_version: Option<String>,
+    pub cuda: Option<String>,
+    pub hip: Option<String>,
+}
+
+/// Read `site/torch/version.py` (None when there is no torch package).
+pub fn torch_version(site: &Path) -> Option<TorchVersion> {
+    let text = std::fs::read_to_string(site.join("torch").join("version.py")).ok()?;
+    Some(TorchVersion {
+        version: assignment(&text, "__version__")?,
+        git_version: assignment(&text, "git_version"),
+        cuda: assignment(&text, "cuda"),
+        hip: assignment(&text, "hip"),
+    })
+}
+
 /// torch as installed in `site` (None when there is no torch package).
 pub fn probe_torch(site: &Path) -> Option<Torch> {
     let dir = site.join("torch");
-    let text = std::fs::read_to_string(dir.join("version.py")).ok()?;
-    let version = assignment(&text, "__version__")?;
-    let cuda = assignment(&text, "cuda");
-    let hip = assignment(&text, "hip");
+    let TorchVersion {
+        version,
+        git_version,
+        cuda,
+        hip,
+    } = torch_version(site)?;
     let flavor = if hip.is_some() {
         Flavor::Rocm
     } else if cuda.is_some() {
@@ -43,7 +66,7 @@ pub fn probe_torch(site: &Path) -> Option<Torch> {
         .and_then(|p| rocbuild_native::exports_cxx11_abi(&p).ok());
     Some(Torch {
         version,
-        git_version: assignment(&text, "git_version"),
+        git_version,
         cuda,
         hip,
         flavor,

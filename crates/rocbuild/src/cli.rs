@@ -49,6 +49,134 @@ pub enum Command {
         #[arg(long)]
         variables: bool,
     },
+    /// Is each rocbuild build in the venv fresh, stale (and why), overwritten or missing?
+    /// Exits 1 when anything needs action.
+    Status(StatusArgs),
+    /// Rebuild builds in the venv with the options they were built with.
+    Rebuild(RebuildArgs),
+    /// Run `rocbuild rebuild --if-stale` for the venv regularly (systemd, launchd, Task
+    /// Scheduler or cron).
+    Schedule(ScheduleArgs),
+    /// Put back the package as pip installed it, byte for byte, and forget the build.
+    Restore(RestoreArgs),
+    /// Make a wheel of the rebuilt package, to pip install on machines with the same torch.
+    Wheel(WheelArgs),
+    /// Show the cache's size by kind; remove sources, build trees or logs.
+    Clean(CleanArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VenvArg {
+    /// The venv [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then ./.venv].
+    #[arg(long, value_name = "PATH")]
+    pub venv: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub venv: VenvArg,
+    /// Print the status as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RebuildArgs {
+    /// Recipes to rebuild [default: every build in the venv].
+    #[arg(value_name = "RECIPE", conflicts_with = "all")]
+    pub names: Vec<String>,
+    /// Every build in the venv.
+    #[arg(long)]
+    pub all: bool,
+    /// Only what `rocbuild status` says needs action; print nothing and exit 0 when nothing does.
+    #[arg(long)]
+    pub if_stale: bool,
+    #[command(flatten)]
+    pub venv: VenvArg,
+    /// Fail at once when another rocbuild run is working on the venv, instead of waiting.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ScheduleAction {
+    Install,
+    Remove,
+    Show,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum EveryArg {
+    Hourly,
+    Daily,
+    Weekly,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SchedulerKind {
+    Systemd,
+    Launchd,
+    Schtasks,
+    Cron,
+}
+
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    pub action: ScheduleAction,
+    /// How often.
+    #[arg(long, value_enum, default_value = "daily")]
+    pub every: EveryArg,
+    /// The scheduler [default: launchd on macOS, Task Scheduler on Windows, systemd on Linux
+    /// when it runs, else cron].
+    #[arg(long, value_enum)]
+    pub kind: Option<SchedulerKind>,
+    #[command(flatten)]
+    pub venv: VenvArg,
+    /// Only write (or remove) the files; print the commands that (de)activate them.
+    #[arg(long)]
+    pub no_activate: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The recipe whose build to undo.
+    pub recipe: String,
+    #[command(flatten)]
+    pub venv: VenvArg,
+    /// Fail at once when another rocbuild run is working on the venv, instead of waiting.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WheelArgs {
+    /// The recipe whose installed build to pack.
+    pub recipe: String,
+    /// Directory to write the wheel into.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub venv: VenvArg,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Remove the git clones and checkouts.
+    #[arg(long)]
+    pub sources: bool,
+    /// Remove the build trees (and rocbuild's TorchConfig.cmake, the pip build tools).
+    #[arg(long)]
+    pub builds: bool,
+    /// Remove the logs.
+    #[arg(long)]
+    pub logs: bool,
+    /// Remove all of the above.
+    #[arg(long)]
+    pub all: bool,
+    /// Say what would be removed, remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -128,4 +256,7 @@ pub struct BuildArgs {
     /// Print the outcome as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Fail at once when another rocbuild run is working on the venv, instead of waiting.
+    #[arg(long)]
+    pub no_wait: bool,
 }

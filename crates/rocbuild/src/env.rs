@@ -7,6 +7,9 @@ pub const ROCBUILD_RECIPES: &str = "ROCBUILD_RECIPES";
 pub const ROCBUILD_CACHE: &str = "ROCBUILD_CACHE";
 /// Offline git mirror: `https://HOST/OWNER/REPO` is read from `$ROCBUILD_MIRROR/HOST/OWNER/REPO.git`.
 pub const ROCBUILD_MIRROR: &str = "ROCBUILD_MIRROR";
+/// TEST ONLY: SIGKILL the process right after the N-th filesystem step of an install, so the
+/// crash-safety test can stop a real run at every step. Never set it otherwise.
+pub const ROCBUILD_TEST_KILL_AFTER_STEP: &str = "ROCBUILD_TEST_KILL_AFTER_STEP";
 /// Log filter for `tracing` (e.g. `rocbuild=debug`).
 pub const ROCBUILD_LOG: &str = "ROCBUILD_LOG";
 // The venv is taken from `--venv`, then `VIRTUAL_ENV`, then `CONDA_PREFIX`, then `./.venv`
@@ -33,4 +36,22 @@ pub fn cache_dir() -> std::path::PathBuf {
         Some(h) => h.join(".cache").join("rocbuild"),
         None => std::path::PathBuf::from("cache"),
     }
+}
+
+fn var(k: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os(k)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
+/// Home and per-user config directories for `rocbuild schedule`: `$HOME` (`%USERPROFILE%`),
+/// and `$XDG_CONFIG_HOME` else `~/.config` (`%APPDATA%` on Windows). Tests redirect both.
+pub fn user_dirs() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let home = var("HOME").or_else(|| if cfg!(windows) { var("USERPROFILE") } else { None })?;
+    let config = if cfg!(windows) {
+        var("APPDATA").unwrap_or_else(|| home.join("AppData").join("Roaming"))
+    } else {
+        var("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config"))
+    };
+    Some((home, config))
 }

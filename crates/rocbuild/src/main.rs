@@ -2,6 +2,7 @@
 
 mod cli;
 mod env;
+mod keep;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,6 +17,12 @@ use cli::{BuildArgs, Cli, Command, Global, TorchCmakeArg};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(n) = std::env::var(env::ROCBUILD_TEST_KILL_AFTER_STEP)
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        rocbuild_engine::txn_fs::arm_kill(n);
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_env(env::ROCBUILD_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
@@ -42,6 +49,12 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             list_recipes(&recipes, variables);
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Status(a)) => keep::status(&recipes, &a),
+        Some(Command::Rebuild(a)) => keep::rebuild(&recipes, &a, &cli.global),
+        Some(Command::Schedule(a)) => keep::schedule(&a, &cli.global),
+        Some(Command::Restore(a)) => keep::restore(&a),
+        Some(Command::Wheel(a)) => keep::wheel(&a),
+        Some(Command::Clean(a)) => keep::clean(&a, &cli.global),
         None => build(&recipes, &cli.build, &cli.global),
     }
 }
@@ -89,10 +102,94 @@ fn parse_defines(defs: &[String]) -> Result<Vec<(String, String)>, EngineError> 
         .collect()
 }
 
+pub(crate) fn verbosity(g: &Global) -> Verbosity {
+    if g.quiet {
+        Verbosity::Quiet
+    } else if g.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    }
+}
+
+pub(crate) fn cache(g: &Global) -> Result<PathBuf> {
+    std::path::absolute(g.cache.clone().unwrap_or_else(env::cache_dir)).into_diagnostic()
+}
+
+/// Lock the venv before probing it (a run that waited must see what the other one left).
+/// None when the venv cannot be found without its Python: the probe then says why.
+pub(crate) fn lock_venv(
+    venv: Option<&std::path::Path>,
+    no_wait: bool,
+) -> Result<Option<rocbuild_engine::lock::VenvLock>> {
+    let Ok(v) = rocbuild_probe::choose_venv(venv) else {
+        return Ok(None);
+    };
+    let Some(site) = rocbuild_probe::site_packages_of(&v.root, rocbuild_probe::Os::current())
+    else {
+        return Ok(None);
+    };
+    let lock = rocbuild_engine::lock::VenvLock::acquire(&site, !no_wait, &mut |pid| {
+        eprintln!(
+            "waiting for another rocbuild run on this venv (pid {})…",
+            pid.map_or("unknown".into(), |p| p.to_string())
+        )
+    })?;
+    Ok(Some(lock))
+}
+
 fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitCode> {
     let name = a.recipe.as_deref().unwrap_or_default();
     let recipe = set.get(name)?;
-    let machine: Machine = match &a.machine {
+    let opts = BuildOptions {
+        version: a.release.clone(),
+        force: a.force,
+        source: a.source.clone(),
+        rev: a.rev.clone(),
+        jobs: a.jobs,
+        torch_cmake: a.torch_cmake.map(|m| match m {
+            TorchCmakeArg::Native => TorchCmake::Native,
+            TorchCmakeArg::Lite => TorchCmake::Lite,
+        }),
+        defines: parse_defines(&a.defines)?,
+        ffmpeg_dir: a.ffmpeg.clone(),
+        backend: BackendOptions {
+            backend: a.backend.map(|b| b.as_str().to_string()),
+            rocm: a.rocm.clone(),
+            arch: a.arch.clone(),
+            cuda_arch: a.cuda_arch.clone(),
+        },
+        ..BuildOptions::default()
+    };
+    let _lock = if a.dry_run {
+        None
+    } else {
+        lock_venv(a.venv.as_deref(), a.no_wait)?
+    };
+    let req = BuildRequest {
+        venv: a.venv.clone(),
+        machine_file: a.machine.clone(),
+        dry_run: a.dry_run,
+        json: a.json,
+    };
+    build_locked(recipe, opts, &req, g)
+}
+
+/// One build, the venv lock held by the caller (unless a dry run).
+pub(crate) struct BuildRequest {
+    pub venv: Option<PathBuf>,
+    pub machine_file: Option<PathBuf>,
+    pub dry_run: bool,
+    pub json: bool,
+}
+
+pub(crate) fn build_locked(
+    recipe: &rocbuild_recipe::Recipe,
+    mut opts: BuildOptions,
+    a: &BuildRequest,
+    g: &Global,
+) -> Result<ExitCode> {
+    let machine: Machine = match &a.machine_file {
         Some(file) => {
             let text = std::fs::read_to_string(file)
                 .into_diagnostic()
@@ -108,26 +205,20 @@ fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitCode> {
         }
         None => rocbuild_probe::probe(&ProbeOptions {
             venv: a.venv.clone(),
-            ffmpeg_dir: a.ffmpeg.clone(),
+            ffmpeg_dir: opts.ffmpeg_dir.clone(),
             want_ffmpeg: recipe.raw.needs.ffmpeg,
             // A recipe with a rocm backend may pick it (ROCm torch + SDK): look for SDKs
             // and GPUs unless another backend was asked for.
-            want_rocm: a.rocm.is_some()
-                || !a.arch.is_empty()
-                || match a.backend {
-                    Some(b) => b.as_str() == "rocm",
+            want_rocm: opts.backend.rocm.is_some()
+                || !opts.backend.arch.is_empty()
+                || match &opts.backend.backend {
+                    Some(b) => b == "rocm",
                     None => recipe.backends().iter().any(|b| b == "rocm"),
                 },
-            arch: a.arch.clone(),
+            arch: opts.backend.arch.clone(),
         })?,
     };
-    let verbosity = if g.quiet {
-        Verbosity::Quiet
-    } else if g.verbose {
-        Verbosity::Verbose
-    } else {
-        Verbosity::Normal
-    };
+    let verbosity = verbosity(g);
     if verbosity != Verbosity::Quiet && !a.dry_run {
         eprintln!(
             "venv: {} (from {})",
@@ -135,33 +226,15 @@ fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitCode> {
             machine.venv.chosen_by
         );
     }
-    let opts = BuildOptions {
-        version: a.release.clone(),
-        force: a.force,
-        source: a.source.clone(),
-        rev: a.rev.clone(),
-        jobs: Some(a.jobs.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
-        })),
-        torch_cmake: a.torch_cmake.map(|m| match m {
-            TorchCmakeArg::Native => TorchCmake::Native,
-            TorchCmakeArg::Lite => TorchCmake::Lite,
-        }),
-        defines: parse_defines(&a.defines)?,
-        cache: std::path::absolute(g.cache.clone().unwrap_or_else(env::cache_dir))
-            .into_diagnostic()?,
-        mirror: std::env::var_os(env::ROCBUILD_MIRROR)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
-        backend: BackendOptions {
-            backend: a.backend.map(|b| b.as_str().to_string()),
-            rocm: a.rocm.clone(),
-            arch: a.arch.clone(),
-            cuda_arch: a.cuda_arch.clone(),
-        },
-    };
+    opts.jobs = Some(opts.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    }));
+    opts.cache = cache(g)?;
+    opts.mirror = std::env::var_os(env::ROCBUILD_MIRROR)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
     let plan = rocbuild_engine::plan(recipe, &machine, &opts)?;
     if a.dry_run {
         if a.json {

@@ -1,0 +1,170 @@
+//! One run per venv at a time, and the shared cache safe for concurrent runs: advisory locks
+//! (fs2: `flock` on Unix, `LockFileEx` on Windows) that the OS releases when a process dies,
+//! so a SIGKILLed run never leaves a stale lock behind.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use fs2::FileExt;
+
+use crate::error::{EngineError, Result};
+use crate::manifest;
+
+/// Name of the venv lock inside `site-packages/.rocbuild/`.
+pub const LOCK_FILE: &str = "lock";
+
+/// Held for a whole run on one venv: build, install, manifest write.
+#[derive(Debug)]
+pub struct VenvLock {
+    file: File,
+    path: PathBuf,
+    dir: PathBuf,
+}
+
+fn open(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(EngineError::io("open the lock", path))
+}
+
+fn holder_pid(file: &mut File) -> Option<u32> {
+    let mut s = String::new();
+    file.rewind().ok()?;
+    file.read_to_string(&mut s).ok()?;
+    s.trim().parse().ok()
+}
+
+/// The lock file we hold is still the one at `path` (a releasing holder may have removed it
+/// while we waited on the old inode; then we must lock the new file instead).
+#[cfg(unix)]
+fn still_there(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn still_there(_file: &File, path: &Path) -> bool {
+    // Windows refuses to delete a file another process has open, so it cannot have moved.
+    path.exists()
+}
+
+impl VenvLock {
+    /// Lock the venv whose site-packages is `site`. When another run holds it: with `wait`,
+    /// call `on_wait(pid of the holder)` once and block until it is done; else fail at once.
+    pub fn acquire(site: &Path, wait: bool, on_wait: &mut dyn FnMut(Option<u32>)) -> Result<VenvLock> {
+        let dir = manifest::dir(site);
+        let path = dir.join(LOCK_FILE);
+        let mut told = false;
+        loop {
+            fs_err::create_dir_all(&dir).map_err(EngineError::io("create", &dir))?;
+            let mut file = open(&path)?;
+            if file.try_lock_exclusive().is_err() {
+                let pid = holder_pid(&mut file);
+                if !wait {
+                    return Err(EngineError::Locked {
+                        venv: site.display().to_string(),
+                        pid: pid.map_or("unknown".into(), |p| p.to_string()),
+                    });
+                }
+                if !told {
+                    on_wait(pid);
+                    told = true;
+                }
+                file.lock_exclusive()
+                    .map_err(EngineError::io("lock", &path))?;
+            }
+            if !still_there(&file, &path) {
+                continue;
+            }
+            // Who holds it, for the message of a run that has to wait.
+            let _ = file.set_len(0);
+            let _ = file.rewind();
+            let _ = write!(file, "{}", std::process::id());
+            let _ = file.flush();
+            return Ok(VenvLock { file, path, dir });
+        }
+    }
+}
+
+impl Drop for VenvLock {
+    /// Leave no trace in a venv rocbuild has nothing installed in: when `.rocbuild/` holds
+    /// only the lock, remove both (still holding the lock, so waiters re-check and retry).
+    /// Otherwise empty the file, so the venv's bytes do not depend on the last run's pid.
+    fn drop(&mut self) {
+        let only_lock = std::fs::read_dir(&self.dir)
+            .map(|rd| rd.flatten().all(|e| e.file_name() == LOCK_FILE))
+            .unwrap_or(false);
+        if only_lock {
+            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_dir(&self.dir);
+        } else {
+            let _ = self.file.set_len(0);
+        }
+        let _ = FileExt::unlock(&self.file);
+    }
+}
+
+/// A lock on one entry of the shared cache (a git clone, a build tree), held while it is
+/// fetched, checked out or built. Concurrent runs on other venvs wait for each other here.
+#[derive(Debug)]
+pub struct CacheLock {
+    _file: File,
+}
+
+impl CacheLock {
+    /// Lock `<entry>.lock` (beside the entry), waiting as long as it takes.
+    pub fn acquire(entry: &Path) -> Result<CacheLock> {
+        let mut name = entry.file_name().unwrap_or_default().to_os_string();
+        name.push(".lock");
+        let path = entry.with_file_name(name);
+        if let Some(p) = path.parent() {
+            fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
+        }
+        let file = open(&path)?;
+        file.lock_exclusive()
+            .map_err(EngineError::io("lock", &path))?;
+        Ok(CacheLock { _file: file })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_on_the_venv_fails_fast_or_waits_and_leaves_no_trace() {
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path();
+        let first = VenvLock::acquire(site, false, &mut |_| {}).unwrap();
+        let err = VenvLock::acquire(site, false, &mut |_| {}).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("(pid {})", std::process::id())),
+            "{err}"
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        let site2 = site.to_path_buf();
+        let waiter = std::thread::spawn(move || {
+            let mut waited = None;
+            let l = VenvLock::acquire(&site2, true, &mut |pid| waited = Some(pid)).unwrap();
+            tx.send(()).unwrap();
+            drop(l);
+            waited
+        });
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(rx.try_recv().is_err(), "the waiter got the lock while it was held");
+        drop(first);
+        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        assert_eq!(waiter.join().unwrap(), Some(Some(std::process::id())));
+        // Nothing else was in .rocbuild/: nothing is left.
+        assert!(!site.join(".rocbuild").exists());
+    }
+}

@@ -1,0 +1,114 @@
+//! The filesystem steps of an install, through one small interface. Every step is counted so
+//! a test can make the process SIGKILL itself right after the N-th one (see [`arm_kill`]) and
+//! prove that the next run finishes or undoes whatever was left.
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static KILL_AFTER: AtomicU64 = AtomicU64::new(0);
+static STEPS: AtomicU64 = AtomicU64::new(0);
+
+/// Test-only: SIGKILL this process right after the `n`-th filesystem step of an install
+/// (`0` disarms). The binary arms it from `ROCBUILD_TEST_KILL_AFTER_STEP`.
+pub fn arm_kill(n: u64) {
+    KILL_AFTER.store(n, Ordering::SeqCst);
+}
+
+/// How many install steps this process has done.
+pub fn steps_done() -> u64 {
+    STEPS.load(Ordering::SeqCst)
+}
+
+/// Count one step; die by a real SIGKILL (no destructors, no flush) when armed for it.
+fn tick() {
+    let n = STEPS.fetch_add(1, Ordering::SeqCst) + 1;
+    if KILL_AFTER.load(Ordering::SeqCst) == n {
+        die();
+    }
+}
+
+#[cfg(unix)]
+fn die() -> ! {
+    // SAFETY: plain libc calls with no pointers; SIGKILL cannot be caught.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    // kill() of oneself with SIGKILL does not return; keep the type honest anyway.
+    std::process::abort()
+}
+
+#[cfg(not(unix))]
+fn die() -> ! {
+    // No SIGKILL on Windows: abort is the nearest abrupt end (no destructors run).
+    std::process::abort()
+}
+
+fn counted<T>(r: io::Result<T>) -> io::Result<T> {
+    tick();
+    r
+}
+
+pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    counted(fs_err::rename(from, to))
+}
+
+pub fn create_dir(p: &Path) -> io::Result<()> {
+    counted(fs_err::create_dir(p))
+}
+
+pub fn create_dir_all(p: &Path) -> io::Result<()> {
+    if p.is_dir() {
+        return Ok(());
+    }
+    counted(fs_err::create_dir_all(p))
+}
+
+pub fn remove_file(p: &Path) -> io::Result<()> {
+    counted(fs_err::remove_file(p))
+}
+
+pub fn remove_dir(p: &Path) -> io::Result<()> {
+    counted(fs_err::remove_dir(p))
+}
+
+pub fn remove_dir_all(p: &Path) -> io::Result<()> {
+    counted(fs_err::remove_dir_all(p))
+}
+
+pub fn copy(from: &Path, to: &Path) -> io::Result<()> {
+    if let Some(parent) = to.parent() {
+        create_dir_all(parent)?;
+    }
+    counted(fs_err::copy(from, to).map(|_| ()))
+}
+
+/// Write and fsync (a journal must be on disk before the moves it describes).
+pub fn write_synced(p: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let r = (|| {
+        let mut f = fs_err::File::create(p)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    })();
+    counted(r)
+}
+
+pub fn write(p: &Path, bytes: &[u8]) -> io::Result<()> {
+    counted(fs_err::write(p, bytes))
+}
+
+/// Replace `p` atomically: a synced temp file beside it, then a rename.
+pub fn write_atomic(p: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = p.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    write_synced(&tmp, bytes)?;
+    rename(&tmp, p)
+}
+
+/// Count an edit made by another crate (RUNPATH rewrite of a staged file).
+pub fn edited<T>(r: T) -> T {
+    tick();
+    r
+}

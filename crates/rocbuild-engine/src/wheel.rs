@@ -1,0 +1,329 @@
+//! `rocbuild wheel <recipe> --out DIR`: the rebuilt package as a standard wheel, built from
+//! the files installed in the venv, so identical machines can `pip install` it: build once,
+//! install many. The local version says what it was built for (`+cpu`, `+cu132`,
+//! `+rocm6.2.gfx1010`) and `Requires-Dist` pins the exact torch.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::{EngineError, Result};
+use crate::manifest::{self, Manifest};
+use crate::record;
+
+/// The wheel tags of the venv's Python: (`cp311`, `cp311`, `linux_x86_64`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Tags {
+    pub python: String,
+    pub abi: String,
+    pub platform: String,
+}
+
+impl Tags {
+    /// From `sys.version_info`, `sys.abiflags` and `sysconfig.get_platform()`.
+    pub fn new(major_minor: &str, abiflags: &str, platform: &str) -> Tags {
+        let py = format!("cp{}", major_minor.replace('.', ""));
+        Tags {
+            abi: format!("{py}{abiflags}"),
+            python: py,
+            platform: platform.replace(['-', '.'], "_"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Built {
+    pub path: PathBuf,
+    pub version: String,
+    pub requires_torch: Option<String>,
+    pub files: usize,
+}
+
+/// Only `[a-z0-9]` runs separated by dots, as PEP 440 wants local versions.
+fn local_part(s: &str) -> String {
+    s.to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The GPU architectures a build targeted, from its CMake defines.
+fn gpu_archs(m: &Manifest) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for key in [
+        "GPU_TARGETS",
+        "AMDGPU_TARGETS",
+        "PYTORCH_ROCM_ARCH",
+        "CMAKE_HIP_ARCHITECTURES",
+    ] {
+        let v = m
+            .options
+            .defines
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .or(m.defines.get(key).map(String::as_str));
+        for a in v.unwrap_or("").split([';', ',', ' ']) {
+            let a = a.trim();
+            if !a.is_empty() && !out.iter().any(|x| x == a) {
+                out.push(a.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn major_minor(v: &str) -> String {
+    v.split(['.', '-', '+']).take(2).collect::<Vec<_>>().join(".")
+}
+
+/// `+cpu`, `+cu132` (torch's CUDA 13.2), `+rocm6.2.gfx1010` (torch's HIP 6.2, the archs built).
+pub fn local_version(m: &Manifest) -> String {
+    // What the build targets: its backend when it recorded one (CTranslate2 for ROCm in a
+    // venv without a ROCm torch), else torch's flavor.
+    let tag = match m.sdk.backend.as_deref().unwrap_or(m.flavor.as_str()) {
+        "cuda" => match &m.sdk.torch_cuda {
+            Some(c) => format!("cu{}", major_minor(c).replace('.', "")),
+            None => "cuda".into(),
+        },
+        "rocm" => {
+            let mut t = match m.sdk.rocm_version.as_ref().or(m.sdk.torch_hip.as_ref()) {
+                Some(h) => format!("rocm{}", major_minor(h)),
+                None => "rocm".into(),
+            };
+            for a in gpu_archs(m) {
+                t.push('.');
+                t.push_str(&a);
+            }
+            t
+        }
+        _ => "cpu".into(),
+    };
+    local_part(&tag)
+}
+
+fn header_lines(text: &str) -> (Vec<String>, String) {
+    // METADATA: headers, a blank line, then the description body.
+    match text.split_once("\n\n") {
+        Some((h, body)) => (h.lines().map(str::to_string).collect(), body.to_string()),
+        None => (text.lines().map(str::to_string).collect(), String::new()),
+    }
+}
+
+/// METADATA of the rebuilt package: the original, with the new version and the exact torch.
+pub fn metadata(original: &str, version: &str, torch: Option<&str>) -> String {
+    let (headers, body) = header_lines(original);
+    let mut out = String::new();
+    for h in headers {
+        let lower = h.to_ascii_lowercase();
+        if lower.starts_with("version:") {
+            out.push_str(&format!("Version: {version}\n"));
+        } else if lower.starts_with("requires-dist:")
+            && rocbuild_probe::normalize_dist(
+                h[14..].trim().split(|c: char| !(c.is_alphanumeric() || "-_.".contains(c))).next().unwrap_or(""),
+            ) == "torch"
+        {
+            continue;
+        } else {
+            out.push_str(&h);
+            out.push('\n');
+        }
+    }
+    if let Some(t) = torch {
+        out.push_str(&format!("Requires-Dist: torch=={t}\n"));
+    }
+    if !body.is_empty() {
+        out.push('\n');
+        out.push_str(&body);
+    }
+    out
+}
+
+/// Write the wheel of `recipe`'s package installed in `site` into `out`.
+pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result<Built> {
+    let m = manifest::read(site, recipe).ok_or_else(|| EngineError::NotInstalled {
+        recipe: recipe.into(),
+        site: site.display().to_string(),
+        help: format!("build it first: rocbuild {recipe} --venv VENV"),
+    })?;
+    let record_rel = m.record.clone().ok_or_else(|| EngineError::Usage {
+        option: "wheel".into(),
+        reason: format!("the manifest of {recipe} does not name its dist-info RECORD (it was written by an older rocbuild)"),
+        help: Some(format!("rebuild it once (rocbuild rebuild {recipe}), then make the wheel")),
+    })?;
+    let di_old = record_rel.trim_end_matches("/RECORD").to_string();
+    // `name-version.dist-info`: the distribution's name as pip wrote it.
+    let distribution = di_old
+        .trim_end_matches(".dist-info")
+        .rsplit_once('-')
+        .map_or(m.recipe.as_str(), |(n, _)| n)
+        .to_string();
+    let record_text = fs_err::read_to_string(site.join(&record_rel))
+        .map_err(EngineError::io("read", site.join(&record_rel)))?;
+    let version = format!("{}+{}", m.version, local_version(&m));
+    let name = distribution.replace('-', "_");
+    let di = format!("{name}-{version}.dist-info");
+
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    let mut extra_dist_info: Vec<(String, PathBuf)> = Vec::new();
+    for (rel, _, _) in record::parse(&record_text) {
+        if rel.starts_with("..") || rel.contains("__pycache__") || rel.ends_with(".pyc") {
+            continue;
+        }
+        let p = site.join(&rel);
+        if let Some(inner) = rel.strip_prefix(&format!("{di_old}/")) {
+            if !matches!(inner, "RECORD" | "INSTALLER" | "REQUESTED" | "direct_url.json" | "WHEEL" | "METADATA") && p.is_file() {
+                extra_dist_info.push((format!("{di}/{inner}"), p));
+            }
+            continue;
+        }
+        if p.is_file() {
+            files.push((rel, p));
+        }
+    }
+    for e in &m.extra_files {
+        let p = site.join(e);
+        if p.is_file() && !files.iter().any(|(r, _)| r == e) {
+            files.push((e.clone(), p));
+        }
+    }
+    files.extend(extra_dist_info);
+
+    let meta_orig = fs_err::read_to_string(site.join(&di_old).join("METADATA"))
+        .unwrap_or_else(|_| format!("Metadata-Version: 2.1\nName: {distribution}\nVersion: {}\n", m.version));
+    let generated: Vec<(String, Vec<u8>)> = vec![
+        (
+            format!("{di}/METADATA"),
+            metadata(&meta_orig, &version, m.torch_version.as_deref()).into_bytes(),
+        ),
+        (
+            format!("{di}/WHEEL"),
+            format!(
+                "Wheel-Version: 1.0\nGenerator: rocbuild {}\nRoot-Is-Purelib: false\nTag: {}-{}-{}\n",
+                env!("CARGO_PKG_VERSION"),
+                tags.python,
+                tags.abi,
+                tags.platform
+            )
+            .into_bytes(),
+        ),
+    ];
+
+    fs_err::create_dir_all(out).map_err(EngineError::io("create", out))?;
+    let path = out.join(format!(
+        "{name}-{version}-{}-{}-{}.whl",
+        tags.python, tags.abi, tags.platform
+    ));
+    let tmp = path.with_extension("whl.partial");
+    let zerr = |e: zip::result::ZipError| EngineError::Io {
+        action: "write the wheel".into(),
+        path: tmp.display().to_string(),
+        source: std::io::Error::other(e),
+    };
+    let f = std::fs::File::create(&tmp).map_err(EngineError::io("create", &tmp))?;
+    let mut z = zip::ZipWriter::new(f);
+    let mut record_out = String::new();
+    let mut add = |z: &mut zip::ZipWriter<std::fs::File>, rel: &str, bytes: &[u8], mode: u32| -> Result<()> {
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .unix_permissions(mode);
+        z.start_file(rel, opts).map_err(zerr)?;
+        z.write_all(bytes).map_err(EngineError::io("write", &tmp))?;
+        let hex: String = <sha2::Sha256 as sha2::Digest>::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        record_out.push_str(&format!("{rel},{},{}\n", record::record_hash(&hex), bytes.len()));
+        Ok(())
+    };
+    for (rel, p) in &files {
+        let bytes = fs_err::read(p).map_err(EngineError::io("read", p))?;
+        add(&mut z, rel, &bytes, file_mode(p))?;
+    }
+    for (rel, bytes) in &generated {
+        add(&mut z, rel, bytes, 0o644)?;
+    }
+    record_out.push_str(&format!("{di}/RECORD,,\n"));
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .unix_permissions(0o644);
+    z.start_file(format!("{di}/RECORD"), opts).map_err(zerr)?;
+    z.write_all(record_out.as_bytes())
+        .map_err(EngineError::io("write", &tmp))?;
+    z.finish().map_err(zerr)?;
+    fs_err::rename(&tmp, &path).map_err(EngineError::io("write", &path))?;
+    Ok(Built {
+        path,
+        version,
+        requires_torch: m.torch_version.clone(),
+        files: files.len() + generated.len() + 1,
+    })
+}
+
+#[cfg(unix)]
+fn file_mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map_or(0o644, |m| m.permissions().mode() & 0o777)
+}
+
+#[cfg(not(unix))]
+fn file_mode(_p: &Path) -> u32 {
+    0o644
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(flavor: &str, cuda: Option<&str>, hip: Option<&str>, archs: Option<&str>) -> Manifest {
+        let mut m = Manifest {
+            flavor: flavor.into(),
+            ..Manifest::default()
+        };
+        m.sdk.torch_cuda = cuda.map(Into::into);
+        m.sdk.torch_hip = hip.map(Into::into);
+        if let Some(a) = archs {
+            m.options.defines.push(("GPU_TARGETS".into(), a.into()));
+        }
+        m
+    }
+
+    #[test]
+    fn local_versions_say_what_it_was_built_for() {
+        assert_eq!(local_version(&manifest("cpu", None, None, None)), "cpu");
+        assert_eq!(local_version(&manifest("cuda", Some("13.2"), None, None)), "cu132");
+        assert_eq!(
+            local_version(&manifest("rocm", None, Some("6.2.41134-65d174c3e"), Some("gfx1010"))),
+            "rocm6.2.gfx1010"
+        );
+        assert_eq!(
+            local_version(&manifest("rocm", None, Some("6.4.1"), Some("gfx1030;gfx1100"))),
+            "rocm6.4.gfx1030.gfx1100"
+        );
+    }
+
+    #[test]
+    fn metadata_pins_the_exact_torch() {
+        let m = metadata(
+            "Metadata-Version: 2.1\nName: torchcodec\nVersion: 0.9.1\nRequires-Dist: torch>=2.9\nRequires-Dist: numpy\n\nThe body.\n",
+            "0.9.1+cpu",
+            Some("2.9.1+cpu"),
+        );
+        assert_eq!(
+            m,
+            "Metadata-Version: 2.1\nName: torchcodec\nVersion: 0.9.1+cpu\nRequires-Dist: numpy\nRequires-Dist: torch==2.9.1+cpu\n\nThe body.\n"
+        );
+    }
+
+    #[test]
+    fn tags_of_the_venv_python() {
+        assert_eq!(
+            Tags::new("3.11", "", "linux-x86_64"),
+            Tags { python: "cp311".into(), abi: "cp311".into(), platform: "linux_x86_64".into() }
+        );
+        assert_eq!(Tags::new("3.12", "", "macosx-14.0-arm64").platform, "macosx_14_0_arm64");
+    }
+}

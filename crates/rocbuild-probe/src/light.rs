@@ -1,0 +1,121 @@
+//! Light probes for `status`, which must answer in milliseconds: no Python subprocess, no
+//! library parsing. Each reads the same sources as the full probe, only less of them.
+
+use std::path::{Path, PathBuf};
+
+use crate::Os;
+
+/// site-packages of a venv found on disk, without asking its Python: `lib/pythonX.Y/
+/// site-packages` (Unix; the newest when several), `Lib/site-packages` (Windows).
+pub fn site_packages_of(root: &Path, os: Os) -> Option<PathBuf> {
+    if os == Os::Windows {
+        let p = root.join("Lib").join("site-packages");
+        return p.is_dir().then_some(p);
+    }
+    let mut found: Vec<(u32, u32, PathBuf)> = std::fs::read_dir(root.join("lib"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let (maj, min) = name.strip_prefix("python")?.split_once('.')?;
+            let min = min.trim_end_matches(|c: char| !c.is_ascii_digit());
+            let sp = e.path().join("site-packages");
+            sp.is_dir()
+                .then(|| Some((maj.parse().ok()?, min.parse().ok()?, sp)))
+                .flatten()
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, _, p)| p)
+}
+
+/// The FFmpeg major a build would find now, the way the full probe finds it (pkg-config,
+/// optionally pointed at `dir`, else `dir`'s headers). None when there is none.
+pub fn ffmpeg_major_now(dir: Option<&Path>) -> Option<u32> {
+    let pkg_config = which::which("pkg-config").ok().map(|path| crate::Tool {
+        path,
+        version: None,
+    });
+    crate::probe_ffmpeg(dir, pkg_config.as_ref())
+        .ok()
+        .map(|f| f.major)
+}
+
+/// The version of a CUDA or ROCm toolkit root, from the files the toolkits ship:
+/// `version.json` (CUDA 11.1+), `version.txt` (older CUDA), `.info/version` (ROCm),
+/// `include/hip/hip_version.h` (HIP SDK, Debian's ROCm).
+pub fn toolkit_version(root: &Path) -> Option<String> {
+    if let Ok(text) = std::fs::read_to_string(root.join("version.json")) {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+            if let Some(s) = v["cuda"]["version"].as_str() {
+                return Some(s.to_string());
+            }
+        }
+    }
+    for f in ["version.txt", ".info/version"] {
+        if let Ok(text) = std::fs::read_to_string(root.join(f)) {
+            let t = text.trim();
+            let t = t.strip_prefix("CUDA Version ").unwrap_or(t);
+            if !t.is_empty() {
+                return Some(t.lines().next().unwrap_or(t).trim().to_string());
+            }
+        }
+    }
+    let text = std::fs::read_to_string(root.join("include/hip/hip_version.h")).ok()?;
+    let get = |name: &str| {
+        text.lines().find_map(|l| {
+            let mut it = l.split_whitespace();
+            (it.next() == Some("#define") && it.next() == Some(name))
+                .then(|| it.next().map(str::to_string))
+                .flatten()
+        })
+    };
+    Some(format!(
+        "{}.{}.{}",
+        get("HIP_VERSION_MAJOR")?,
+        get("HIP_VERSION_MINOR")?,
+        get("HIP_VERSION_PATCH").unwrap_or_else(|| "0".into())
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_site_packages_without_python() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(site_packages_of(d.path(), Os::Linux), None);
+        for v in ["python3.9", "python3.11"] {
+            std::fs::create_dir_all(d.path().join("lib").join(v).join("site-packages")).unwrap();
+        }
+        assert_eq!(
+            site_packages_of(d.path(), Os::Linux).unwrap(),
+            d.path().join("lib/python3.11/site-packages")
+        );
+        std::fs::create_dir_all(d.path().join("Lib/site-packages")).unwrap();
+        assert_eq!(
+            site_packages_of(d.path(), Os::Windows).unwrap(),
+            d.path().join("Lib/site-packages")
+        );
+    }
+
+    #[test]
+    fn toolkit_versions_from_their_files() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        assert_eq!(toolkit_version(r), None);
+        std::fs::create_dir_all(r.join("include/hip")).unwrap();
+        std::fs::write(
+            r.join("include/hip/hip_version.h"),
+            "#define HIP_VERSION_MAJOR 5\n#define HIP_VERSION_MINOR 2\n#define HIP_VERSION_PATCH 21153\n",
+        )
+        .unwrap();
+        assert_eq!(toolkit_version(r).as_deref(), Some("5.2.21153"));
+        std::fs::create_dir_all(r.join(".info")).unwrap();
+        std::fs::write(r.join(".info/version"), "6.2.4-120\n").unwrap();
+        assert_eq!(toolkit_version(r).as_deref(), Some("6.2.4-120"));
+        std::fs::write(r.join("version.json"), r#"{"cuda": {"name": "CUDA SDK", "version": "13.2.0"}}"#).unwrap();
+        assert_eq!(toolkit_version(r).as_deref(), Some("13.2.0"));
+    }
+}
