@@ -206,3 +206,35 @@ fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// This machine's real SDK (Debian's ROCm 5.2, installed by `cargo xtask test`): gfx1100 has
+/// no device library there, so the build is refused before anything is fetched or built.
+#[test]
+fn an_arch_the_real_sdk_cannot_compile_for_is_refused_before_building() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    make_venv(&venv);
+    let cache = tmp.path().join("cache");
+    let before = tree_state(&venv);
+    let out = rocbuild(
+        &[
+            "ctranslate2",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+            "--arch",
+            "gfx1100",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("oclc_isa_version_1100.bc"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("gfx1010"), "the targets it can build are listed: {}", out.stderr);
+    assert!(!cache.join("git").exists(), "nothing was fetched");
+    assert_eq!(tree_state(&venv), before);
+}
