@@ -238,3 +238,21 @@ fn an_arch_the_real_sdk_cannot_compile_for_is_refused_before_building() {
     assert!(!cache.join("git").exists(), "nothing was fetched");
     assert_eq!(tree_state(&venv), before);
 }
+
+/// rocbuild installs its own package with --no-deps: the run-time requirements must be
+/// there already, and their absence is said before anything is built.
+#[test]
+fn missing_run_time_requirements_are_named_with_the_command_that_installs_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    make_venv(&venv);
+    let before = tree_state(&venv);
+    let out = rocbuild(
+        &["ctranslate2", "--venv", venv.to_str().unwrap(), "--backend", "cpu", "--dry-run"],
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("ctranslate2 needs numpy, pyyaml"), "{}", out.stderr);
+    assert!(out.stderr.contains("-m pip install numpy pyyaml"), "{}", out.stderr);
+    assert_eq!(tree_state(&venv), before);
+}

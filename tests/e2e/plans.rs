@@ -29,7 +29,7 @@ pub fn machine(os: &str) -> serde_json::Value {
             "include": p("/usr/include/python3.11", r"C:\Python311\Include"),
             "ext_suffix": match os { "windows" => ".cp311-win_amd64.pyd", "macos" => ".cpython-311-darwin.so", _ => ".cpython-311-x86_64-linux-gnu.so" },
             "platform": match os { "windows" => "win-amd64", "macos" => "macosx-14.0-arm64", _ => "linux-x86_64" },
-            "distributions": {"torch": torch_v.split('+').next().unwrap()}
+            "distributions": {"torch": torch_v.split('+').next().unwrap(), "numpy": "2.4.6", "pyyaml": "6.0.3"}
         },
         "torch": {
             "version": torch_v, "git_version": "abc123", "cuda": cuda, "hip": hip, "flavor": flavor,

@@ -129,6 +129,18 @@ pub enum EngineError {
     )]
     StaticFfmpeg { dir: String },
 
+    #[error("{recipe} needs {missing} at run time, and {site} does not have it")]
+    #[diagnostic(
+        code(rocbuild::plan::missing_python),
+        help("install it first: {command} (rocbuild installs only its own package, with --no-deps)")
+    )]
+    MissingPython {
+        recipe: String,
+        missing: String,
+        site: String,
+        command: String,
+    },
+
     #[error("rocbuild has not installed {recipe} in {site}")]
     #[diagnostic(code(rocbuild::restore::not_installed))]
     NotInstalled {

@@ -309,6 +309,20 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     let version = release.version.clone();
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
     let backend = toolchain::choose(name_of(recipe), &recipe.backends(), machine, &opts.backend)?;
+    let missing: Vec<&str> = needs
+        .python
+        .iter()
+        .filter(|d| !py.distributions.contains_key(&rocbuild_probe::normalize_dist(d)))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(EngineError::MissingPython {
+            recipe: recipe.name().into(),
+            missing: missing.join(", "),
+            site: py.site_packages.display().to_string(),
+            command: format!("{} -m pip install {}", py.exe.display(), missing.join(" ")),
+        });
+    }
     let resolved = recipe.resolve(&Target {
         os: os.as_str(),
         flavor: flavor.as_str(),

@@ -121,6 +121,11 @@ pub struct Needs {
     /// pip requirements installed into a build-only directory (`{tools}`), never the venv.
     #[serde(default)]
     pub python_build: Vec<Text>,
+    /// Distributions the package needs at run time in the venv (rocbuild installs its own
+    /// part with --no-deps and never changes the user's other packages): checked before the
+    /// build, with the pip command that installs the missing ones.
+    #[serde(default)]
+    pub python: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -134,6 +139,7 @@ impl Default for Needs {
             torch: true,
             ffmpeg: false,
             python_build: Vec::new(),
+            python: Vec::new(),
         }
     }
 }
