@@ -3,6 +3,7 @@
 
 mod common;
 mod errors;
+mod ffmpeg_download;
 mod fixture_build;
 mod mirror;
 mod plans;

@@ -195,6 +195,67 @@ pub fn find_ffmpeg_shared(dir: &Path) -> Option<FfmpegShared> {
     subdirs.iter().find_map(|d| recognise(d))
 }
 
+/// What `rocbuild ffmpeg` was asked for.
+#[derive(Debug, Clone)]
+pub struct FfmpegRequest<'a> {
+    /// `--url` and `--sha256` (both or neither): a build that is not pinned in the file.
+    pub url: Option<&'a str>,
+    pub sha256: Option<&'a str>,
+    /// `--major N`: which pinned FFmpeg major.
+    pub major: Option<u32>,
+    /// The platform the build is for (`windows`, `x86_64`).
+    pub os: &'a str,
+    pub arch: &'a str,
+    /// Where archives are kept (`<cache>/downloads`).
+    pub downloads: &'a Path,
+    /// Where to extract (`--into`); default `<ffmpeg_root>/<archive name without .zip>`.
+    pub into: Option<&'a Path>,
+    pub ffmpeg_root: &'a Path,
+}
+
+/// Download (verified), extract (safely) and recognise a shared FFmpeg build.
+pub fn fetch_shared_ffmpeg(
+    pins: &FfmpegPins,
+    req: &FfmpegRequest,
+) -> Result<FfmpegShared, FetchError> {
+    let (url, sha) = match (req.url, req.sha256) {
+        (Some(u), Some(s)) => (u.to_string(), s.to_string()),
+        _ => {
+            let pin = pins.pick(req.os, req.arch, req.major).ok_or_else(|| {
+                let here: Vec<String> = pins
+                    .shared
+                    .iter()
+                    .filter(|p| p.os == req.os && p.arch == req.arch)
+                    .map(|p| p.version.clone())
+                    .collect();
+                FetchError::NoPin {
+                    platform: format!("{}-{}", req.os, req.arch),
+                    wanted: req.major.map(|m| format!(" with FFmpeg {m}")).unwrap_or_default(),
+                    help: if here.is_empty() {
+                        "pass --url URL --sha256 HEX for a shared build you trust, or use the system's FFmpeg (Linux: apt-get install libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev; macOS: brew install ffmpeg) with --ffmpeg DIR".to_string()
+                    } else {
+                        format!("pinned for this platform: {}; or pass --url URL --sha256 HEX", here.join(", "))
+                    },
+                }
+            })?;
+            (pin.url.clone(), pin.sha256.clone())
+        }
+    };
+    let archive = crate::download_verified(&url, &sha, req.downloads)?;
+    let stem = archive
+        .file_name()
+        .map(|n| n.to_string_lossy().trim_end_matches(".zip").to_string())
+        .unwrap_or_else(|| "ffmpeg".into());
+    let target = req
+        .into
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| req.ffmpeg_root.join(stem));
+    crate::extract_zip_safely(&archive, &target)?;
+    find_ffmpeg_shared(&target).ok_or_else(|| FetchError::NotSharedFfmpeg {
+        archive: archive.display().to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

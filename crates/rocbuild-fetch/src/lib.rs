@@ -15,7 +15,10 @@ use thiserror::Error;
 
 pub use download::{download_verified, sha256_file};
 pub use extract::extract_zip_safely;
-pub use ffmpeg::{find_ffmpeg_shared, FfmpegPin, FfmpegPins, FfmpegShared, BUILTIN_FFMPEG_PINS};
+pub use ffmpeg::{
+    fetch_shared_ffmpeg, find_ffmpeg_shared, FfmpegPin, FfmpegPins, FfmpegRequest, FfmpegShared,
+    BUILTIN_FFMPEG_PINS,
+};
 
 #[derive(Debug, Error, miette::Diagnostic)]
 pub enum FetchError {
@@ -68,6 +71,17 @@ pub enum FetchError {
         #[source]
         source: std::io::Error,
     },
+    #[error("no pinned shared FFmpeg build for {platform}{wanted}")]
+    #[diagnostic(code(rocbuild::fetch::no_pin))]
+    NoPin {
+        platform: String,
+        wanted: String,
+        #[help]
+        help: String,
+    },
+    #[error("{archive} holds no shared FFmpeg build (no bin/avutil-NN.dll, lib/libavutil.so.NN or lib/libavutil.NN.dylib)")]
+    #[diagnostic(code(rocbuild::fetch::not_shared_ffmpeg), help("TorchCodec needs the shared libraries, not a static ffmpeg.exe: download a \"shared\" build (gyan.dev full_build-shared, BtbN *-shared)"))]
+    NotSharedFfmpeg { archive: String },
     #[error("the FFmpeg pin file {file} is invalid: {reason}")]
     #[diagnostic(code(rocbuild::fetch::pins))]
     Pins { file: String, reason: String },

@@ -4,117 +4,13 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use rocbuild_fetch::{
     download_verified, extract_zip_safely, find_ffmpeg_shared, sha256_file, FetchError,
 };
-use sha2::{Digest, Sha256};
-
-/// A server answering the given paths with the given bodies (404 otherwise), counting requests.
-struct Server {
-    base: String,
-    hits: Arc<AtomicUsize>,
-    server: Arc<tiny_http::Server>,
-}
-
-impl Server {
-    fn start(files: BTreeMap<String, Vec<u8>>) -> Server {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
-        let port = server.server_addr().to_ip().unwrap().port();
-        let hits = Arc::new(AtomicUsize::new(0));
-        let (s, h) = (server.clone(), hits.clone());
-        std::thread::spawn(move || {
-            for req in s.incoming_requests() {
-                h.fetch_add(1, Ordering::SeqCst);
-                let resp = match files.get(req.url()) {
-                    Some(body) => tiny_http::Response::from_data(body.clone()),
-                    None => tiny_http::Response::from_string("not found").with_status_code(404),
-                };
-                let _ = req.respond(resp);
-            }
-        });
-        Server {
-            base: format!("http://127.0.0.1:{port}"),
-            hits,
-            server,
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.server.unblock();
-    }
-}
-
-fn sha(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// A real Windows DLL (PE) compiled once with x86_64-w64-mingw32-gcc.
-fn pe_dll() -> &'static [u8] {
-    static DLL: OnceLock<Vec<u8>> = OnceLock::new();
-    DLL.get_or_init(|| {
-        let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("av.c");
-        std::fs::write(&src, "__declspec(dllexport) unsigned avutil_version(void) { return (59u << 16) | (39u << 8) | 100u; }\n").unwrap();
-        let out = d.path().join("av.dll");
-        let st = std::process::Command::new("x86_64-w64-mingw32-gcc")
-            .args(["-shared", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .status()
-            .expect("x86_64-w64-mingw32-gcc (apt-get install mingw-w64)");
-        assert!(st.success());
-        std::fs::read(out).unwrap()
-    })
-}
-
-fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default();
-    for (name, body) in entries {
-        w.start_file(*name, opts).unwrap();
-        w.write_all(body).unwrap();
-    }
-    w.finish().unwrap().into_inner()
-}
-
-fn gyan_like_zip() -> Vec<u8> {
-    let dll = pe_dll();
-    let top = "ffmpeg-7.1.1-full_build-shared";
-    let names = [
-        "avutil-59.dll",
-        "avcodec-61.dll",
-        "avformat-61.dll",
-        "avfilter-10.dll",
-        "avdevice-61.dll",
-        "swresample-5.dll",
-        "swscale-8.dll",
-        "postproc-58.dll",
-    ];
-    let mut entries: Vec<(String, Vec<u8>)> = names
-        .iter()
-        .map(|n| (format!("{top}/bin/{n}"), dll.to_vec()))
-        .collect();
-    entries.push((format!("{top}/bin/ffmpeg.exe"), b"MZ".to_vec()));
-    entries.push((
-        format!("{top}/include/libavutil/avutil.h"),
-        b"/* avutil */\n".to_vec(),
-    ));
-    entries.push((format!("{top}/lib/avutil.lib"), b"!<arch>\n".to_vec()));
-    entries.push((format!("{top}/LICENSE"), b"GPL v3\n".to_vec()));
-    let refs: Vec<(&str, &[u8])> = entries
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
-    zip_of(&refs)
-}
+use rocbuild_testkit::downloads::{
+    pe_dll, sha256_hex as sha, shared_ffmpeg_zip as gyan_like_zip, zip_of, FileServer as Server,
+};
 
 fn listing(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -147,10 +43,10 @@ fn good_archive_downloads_verifies_extracts_and_is_recognised() {
         ["ffmpeg-7.1.1-full_build-shared.zip"],
         "no temporary files left"
     );
-    assert_eq!(srv.hits.load(Ordering::SeqCst), 1);
+    assert_eq!(srv.hits(), 1);
     // Already there and verified: no second request.
     download_verified(&url, &sum, &downloads).unwrap();
-    assert_eq!(srv.hits.load(Ordering::SeqCst), 1);
+    assert_eq!(srv.hits(), 1);
 
     let target = d.path().join("ffmpeg");
     assert_eq!(extract_zip_safely(&file, &target).unwrap(), target);
@@ -221,7 +117,7 @@ fn wrong_sha256_is_refused_and_nothing_is_kept() {
     std::fs::write(d.path().join("ffmpeg.zip"), b"tampered").unwrap();
     let err = download_verified(&format!("{}/ffmpeg.zip", srv.base), &wrong, d.path()).unwrap_err();
     assert!(matches!(err, FetchError::ChecksumMismatch { .. }));
-    assert_eq!(srv.hits.load(Ordering::SeqCst), 2);
+    assert_eq!(srv.hits(), 2);
 }
 
 #[test]
