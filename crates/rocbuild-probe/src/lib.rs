@@ -10,6 +10,7 @@ mod probe_env;
 mod python;
 mod rocm;
 mod rocm_scan;
+mod rocm_version;
 mod runtime;
 mod tools;
 mod torch;
