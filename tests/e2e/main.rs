@@ -4,6 +4,7 @@
 mod common;
 mod ctranslate2_build;
 mod errors;
+mod ffmpeg_download;
 mod fixture_build;
 mod mirror;
 mod plans;

@@ -231,7 +231,8 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
     )?;
     let sdk = choice.sdk;
     let requested = split_list(&opts.arch);
-    let archs = resolve_archs(&requested, machine.gpu.as_ref(), sdk, None)?;
+    let torch_archs = machine.gpu.as_ref().and_then(|g| g.torch_arch_list.as_deref());
+    let archs = resolve_archs(&requested, machine.gpu.as_ref(), sdk, torch_archs)?;
     let exe = |n: &str| if os == Os::Windows { format!("{n}.exe") } else { n.to_string() };
     let llvm = join(os, &sdk.root, &["lib", "llvm"]);
     let llvm_bin = join(os, &llvm, &["bin"]);

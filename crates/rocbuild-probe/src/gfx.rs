@@ -460,6 +460,16 @@ pub fn resolve_archs(
         }
     }
 
+    if let Some(over) = detected.and_then(|d| d.hsa_override_gfx.as_deref()) {
+        if !targets.iter().any(|t| t.name == over) {
+            let built: Vec<String> = targets.iter().map(GfxTarget::id).collect();
+            warnings.push(format!(
+                "HSA_OVERRIDE_GFX_VERSION is set: the ROCm runtime will look for {over} code, but this build is for {}; it will not run while the override is set (add {over} to --arch, or unset the override)",
+                built.join(";")
+            ));
+        }
+    }
+
     Ok(ArchChoice {
         archs: targets.iter().map(GfxTarget::id).collect(),
         targets,

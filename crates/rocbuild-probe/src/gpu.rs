@@ -30,6 +30,10 @@ pub struct GpuArchs {
     /// What the override does here (it changes what the runtime reports on Linux; nothing on Windows).
     #[serde(default)]
     pub hsa_override_note: Option<String>,
+    /// The gfx target the runtime will load code for because of the override (Linux only;
+    /// None when unset, invalid, or on Windows where it has no effect).
+    #[serde(default)]
+    pub hsa_override_gfx: Option<String>,
     /// `torch.cuda.get_arch_list()` of a ROCm torch, when the torch step ran.
     #[serde(default)]
     pub torch_arch_list: Option<Vec<String>>,
@@ -266,6 +270,9 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
     };
     if let Some(v) = &g.hsa_override {
         g.hsa_override_note = Some(explain_hsa_override(v, os, &real));
+        if os == Os::Linux {
+            g.hsa_override_gfx = gfx_from_override(v);
+        }
     }
     let done = |g: &mut GpuArchs, by: &str, archs: Vec<String>, detail: String| -> bool {
         if archs.is_empty() {

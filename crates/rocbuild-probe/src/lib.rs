@@ -11,6 +11,7 @@ mod light;
 mod python;
 mod rocm;
 mod rocm_scan;
+mod rocm_version;
 mod runtime;
 mod tools;
 mod torch;

@@ -96,6 +96,21 @@ impl RocmSdk {
     pub fn usable(&self) -> bool {
         self.problems.is_empty()
     }
+
+    /// The ROCm major (6 for 6.2.4): decides the hipBLAS API (v2 on ROCm 6, v3 on 7) and
+    /// which HIP runtime can run the result.
+    pub fn major(&self) -> Option<u32> {
+        self.version
+            .as_deref()
+            .and_then(|v| version_key(v).first().copied())
+    }
+
+    /// hipBLAS's major, when its version header was read (2 on ROCm 6.x, 3 on 7.x).
+    pub fn hipblas_major(&self) -> Option<u32> {
+        self.hipblas
+            .as_deref()
+            .and_then(|v| version_key(v).first().copied())
+    }
 }
 
 /// The SDK chosen for a build, with what the user should know about the choice.

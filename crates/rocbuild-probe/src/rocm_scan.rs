@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::gfx::gfx_of_bitcode_file;
 use crate::probe_env::{vars, ProbeEnv};
+use crate::rocm_version::{dist_version, hipblas_version, read_versions, version_from_dir_name};
 use crate::{Os, RocmSdk, SdkKind};
 
 /// Every ROCm/HIP SDK candidate, usable or not, de-duplicated by real path.
@@ -133,7 +134,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     }
 }
 
-fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -145,24 +146,10 @@ fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-fn file_name(p: &Path) -> String {
+pub(crate) fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-/// `rocm-7.2.0` -> 7.2.0, `6.2` -> 6.2; anything else -> None.
-fn version_from_dir_name(name: &str) -> Option<String> {
-    let v = name.strip_prefix("rocm-").unwrap_or(name);
-    looks_like_version(v).then(|| v.to_string())
-}
-
-fn looks_like_version(v: &str) -> bool {
-    let parts: Vec<&str> = v.split('.').collect();
-    parts.len() >= 2
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn empty(root: PathBuf, kind: SdkKind) -> RocmSdk {
@@ -440,143 +427,6 @@ pub fn tensile_archs(dir: &Path) -> Vec<String> {
     v
 }
 
-/// The ROCm version (best source first) and HIP's own version.
-fn read_versions(
-    sdk: &mut RocmSdk,
-    parts: &[PathBuf],
-    t: &dyn Fn(&str) -> Vec<String>,
-    dir_version: Option<String>,
-) {
-    let hip = hip_version_h(parts).or_else(|| {
-        ["bin/.hipVersion", "share/hip/version"]
-            .iter()
-            .find_map(|rel| parts.iter().find_map(|p| key_value_version(&p.join(rel))))
-    });
-    sdk.hip_version = hip.as_ref().map(|(v, _)| v.clone());
-    let mut sources: Vec<(Option<String>, String)> = Vec::new();
-    for p in parts {
-        for f in [
-            ".info/version",
-            ".info/version-dev",
-            ".info/version-hip-sdk",
-        ] {
-            sources.push((read_info_version(&p.join(f)), f.to_string()));
-        }
-    }
-    sources.push((dir_version, "directory name".into()));
-    for rel in t("cmake/hip/hip-config-version.cmake")
-        .iter()
-        .chain(["lib/cmake/hip/hip-config-version.cmake".to_string()].iter())
-    {
-        for p in parts {
-            sources.push((cmake_package_version(&p.join(rel)), rel.clone()));
-        }
-    }
-    sources.push((
-        hip.as_ref().map(|(_, mm)| mm.clone()),
-        "HIP version (major.minor)".into(),
-    ));
-    if let Some((v, src)) = sources.into_iter().find_map(|(v, s)| v.map(|v| (v, s))) {
-        sdk.version = Some(v);
-        sdk.version_source = Some(src);
-    }
-}
-
-/// `.info/version`: "6.2.4-120" -> "6.2.4".
-fn read_info_version(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let v = text
-        .lines()
-        .next()?
-        .trim()
-        .split(['-', '+', ' '])
-        .next()?
-        .to_string();
-    looks_like_version(&v).then_some(v)
-}
-
-fn cmake_package_version(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let line = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("set(PACKAGE_VERSION "))?;
-    let v = line.split('"').nth(1)?.to_string();
-    looks_like_version(&v).then_some(v)
-}
-
-/// `include/hip/hip_version.h` -> (full "5.2.21153", major.minor "5.2").
-fn hip_version_h(parts: &[PathBuf]) -> Option<(String, String)> {
-    let text = parts
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p.join("include/hip/hip_version.h")).ok())?;
-    let def = |name: &str| -> Option<String> {
-        text.lines().find_map(|l| {
-            let mut w = l.split_whitespace();
-            (w.next() == Some("#define") && w.next() == Some(name))
-                .then(|| w.next().map(str::to_string))
-                .flatten()
-        })
-    };
-    mmp(
-        def("HIP_VERSION_MAJOR")?,
-        def("HIP_VERSION_MINOR")?,
-        def("HIP_VERSION_PATCH"),
-    )
-}
-
-/// `HIP_VERSION_MAJOR=5` lines (`bin/.hipVersion`, Debian's `share/hip/version`).
-fn key_value_version(path: &Path) -> Option<(String, String)> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let get = |k: &str| {
-        text.lines().find_map(|l| {
-            l.strip_prefix(k)?
-                .strip_prefix('=')
-                .map(|v| v.trim().to_string())
-        })
-    };
-    mmp(
-        get("HIP_VERSION_MAJOR")?,
-        get("HIP_VERSION_MINOR")?,
-        get("HIP_VERSION_PATCH"),
-    )
-}
-
-fn mmp(major: String, minor: String, patch: Option<String>) -> Option<(String, String)> {
-    let num = |s: &str| s.parse::<u32>().ok();
-    let (ma, mi) = (num(&major)?, num(&minor)?);
-    let full = match patch.as_deref().and_then(num) {
-        Some(p) => format!("{ma}.{mi}.{p}"),
-        None => format!("{ma}.{mi}"),
-    };
-    Some((full, format!("{ma}.{mi}")))
-}
-
-/// hipBLAS's version from `hipblas-version.h` (`hipblasVersionMajor 2`).
-fn hipblas_version(parts: &[PathBuf]) -> Option<String> {
-    let text = [
-        "include/hipblas/hipblas-version.h",
-        "include/hipblas-version.h",
-    ]
-    .iter()
-    .find_map(|rel| {
-        parts
-            .iter()
-            .find_map(|p| std::fs::read_to_string(p.join(rel)).ok())
-    })?;
-    let def = |name: &str| -> Option<u32> {
-        text.lines().find_map(|l| {
-            let mut w = l.split_whitespace();
-            (w.next() == Some("#define") && w.next() == Some(name))
-                .then(|| w.next()?.parse().ok())
-                .flatten()
-        })
-    };
-    let major = def("hipblasVersionMajor")?;
-    let minor = def("hipblasVersionMinor").unwrap_or(0);
-    let patch = def("hipblasVersionPatch").unwrap_or(0);
-    Some(format!("{major}.{minor}.{patch}"))
-}
-
 /// Debian/Ubuntu packages under `/usr`: only when their device libraries or HIP headers are there.
 fn debian_multiarch(env: &ProbeEnv) -> Option<RocmSdk> {
     let usr = env.unix("/usr");
@@ -627,23 +477,4 @@ fn the_rock(site: &Path, os: Os) -> Option<RocmSdk> {
         ));
     }
     Some(sdk)
-}
-
-/// A distribution's version from its dist-info (`rocm_sdk_core-7.2.0.dist-info/METADATA`).
-fn dist_version(site: &Path, normalized: &str) -> Option<String> {
-    sorted_dirs(site).into_iter().find_map(|d| {
-        let name = file_name(&d);
-        let stem = name.strip_suffix(".dist-info")?;
-        let (dist, version) = stem.split_once('-')?;
-        if dist.to_ascii_lowercase().replace(['-', '.'], "_") != normalized {
-            return None;
-        }
-        let from_metadata = std::fs::read_to_string(d.join("METADATA"))
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find_map(|l| l.strip_prefix("Version:").map(|v| v.trim().to_string()))
-            });
-        Some(from_metadata.unwrap_or_else(|| version.to_string()))
-    })
 }

@@ -172,6 +172,7 @@ fn detected_archs_are_used_when_none_requested() {
         steps: s(&["--arch: not given", "rocminfo: gfx1100"]),
         hsa_override: Some("11.0.0".into()),
         hsa_override_note: Some("HSA_OVERRIDE_GFX_VERSION=11.0.0: …".into()),
+        hsa_override_gfx: Some("gfx1100".into()),
         torch_arch_list: None,
     };
     let c = resolve_archs(&[], Some(&det), &sdk, None).unwrap();
@@ -180,6 +181,16 @@ fn detected_archs_are_used_when_none_requested() {
         (s(&["gfx1100"]), "rocminfo")
     );
     assert!(c.notes[0].starts_with("HSA_OVERRIDE_GFX_VERSION=11.0.0"));
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    // --arch for the real chip while the override makes the runtime want gfx1100.
+    let c = resolve_archs(&s(&["gfx1030"]), Some(&det), &sdk, None).unwrap();
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.contains("will look for gfx1100 code, but this build is for gfx1030")),
+        "{:?}",
+        c.warnings
+    );
 
     let nothing = GpuArchs {
         steps: s(&[
@@ -376,6 +387,7 @@ fn cascade_flag_then_env_then_tools_then_sysfs() {
     let env3 = env.clone().with_var("HSA_OVERRIDE_GFX_VERSION", "10.3.0");
     let g = detect_gpu(&env3, Os::Linux, &q);
     assert_eq!(g.hsa_override.as_deref(), Some("10.3.0"));
+    assert_eq!(g.hsa_override_gfx.as_deref(), Some("gfx1030"));
     assert!(g
         .hsa_override_note
         .unwrap()
@@ -405,6 +417,7 @@ fn cascade_on_windows_uses_hipinfo_and_no_sysfs() {
         .hsa_override_note
         .unwrap()
         .contains("no effect on Windows"));
+    assert_eq!(g.hsa_override_gfx, None);
 }
 
 /// A torch package that a real child Python imports: `version.hip` and a device whose

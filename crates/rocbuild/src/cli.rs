@@ -63,6 +63,8 @@ pub enum Command {
     Wheel(WheelArgs),
     /// Show the cache's size by kind; remove sources, build trees or logs.
     Clean(CleanArgs),
+    /// Download a shared FFmpeg build (pinned by URL and sha256), extract it, and say how to use it.
+    Ffmpeg(FfmpegArgs),
 }
 
 #[derive(Debug, Args)]
@@ -177,6 +179,25 @@ pub struct CleanArgs {
     /// Say what would be removed, remove nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FfmpegArgs {
+    /// Archive to download instead of the pinned one (a .zip of a shared build).
+    #[arg(long, value_name = "URL", requires = "sha256")]
+    pub url: Option<String>,
+    /// The archive's sha256; a download that differs is refused and removed.
+    #[arg(long, value_name = "HEX", requires = "url")]
+    pub sha256: Option<String>,
+    /// FFmpeg major of the pinned build to fetch [default: the first pinned for this platform].
+    #[arg(long, value_name = "N", conflicts_with = "url")]
+    pub major: Option<u32>,
+    /// Extract into this directory (replaced as a whole) [default: <cache>/ffmpeg/<archive name>].
+    #[arg(long, value_name = "DIR")]
+    pub into: Option<PathBuf>,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

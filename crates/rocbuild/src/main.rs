@@ -13,7 +13,7 @@ use rocbuild_engine::{BackendOptions, BuildOptions, EngineError, Verbosity};
 use rocbuild_probe::{Machine, ProbeOptions};
 use rocbuild_recipe::{RecipeSet, TorchCmake};
 
-use cli::{BuildArgs, Cli, Command, Global, TorchCmakeArg};
+use cli::{BuildArgs, Cli, Command, FfmpegArgs, Global, TorchCmakeArg};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -43,20 +43,73 @@ fn main() -> ExitCode {
 }
 
 fn dispatch(cli: Cli) -> Result<ExitCode> {
-    let recipes = load_recipes(&cli.global)?;
     match cli.command {
+        Some(Command::Ffmpeg(a)) => ffmpeg(&a, &cli.global),
         Some(Command::Recipes { variables }) => {
-            list_recipes(&recipes, variables);
+            list_recipes(&load_recipes(&cli.global)?, variables);
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Status(a)) => keep::status(&recipes, &a),
-        Some(Command::Rebuild(a)) => keep::rebuild(&recipes, &a, &cli.global),
+        Some(Command::Status(a)) => keep::status(&load_recipes(&cli.global)?, &a),
+        Some(Command::Rebuild(a)) => keep::rebuild(&load_recipes(&cli.global)?, &a, &cli.global),
         Some(Command::Schedule(a)) => keep::schedule(&a, &cli.global),
         Some(Command::Restore(a)) => keep::restore(&a),
         Some(Command::Wheel(a)) => keep::wheel(&a),
         Some(Command::Clean(a)) => keep::clean(&a, &cli.global),
-        None => build(&recipes, &cli.build, &cli.global),
+        None => build(&load_recipes(&cli.global)?, &cli.build, &cli.global),
     }
+}
+
+/// `rocbuild ffmpeg`: the pinned shared FFmpeg for this platform (or `--url`/`--sha256`).
+fn ffmpeg(a: &FfmpegArgs, g: &Global) -> Result<ExitCode> {
+    let cache =
+        std::path::absolute(g.cache.clone().unwrap_or_else(env::cache_dir)).into_diagnostic()?;
+    let os = rocbuild_probe::Os::current();
+    let into = a
+        .into
+        .as_deref()
+        .map(std::path::absolute)
+        .transpose()
+        .into_diagnostic()?;
+    let req = rocbuild_fetch::FfmpegRequest {
+        url: a.url.as_deref(),
+        sha256: a.sha256.as_deref(),
+        major: a.major,
+        os: os.as_str(),
+        arch: std::env::consts::ARCH,
+        downloads: &cache.join("downloads"),
+        into: into.as_deref(),
+        ffmpeg_root: &cache.join("ffmpeg"),
+    };
+    let found = rocbuild_fetch::fetch_shared_ffmpeg(&rocbuild_fetch::FfmpegPins::builtin(), &req)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&found).into_diagnostic()?
+        );
+    } else {
+        println!(
+            "FFmpeg {} (libavutil {}), shared, in {}",
+            found.major,
+            found.avutil_major,
+            found.root.display()
+        );
+        println!(
+            "libraries: {} ({} files)",
+            found.lib_dir.display(),
+            found.libraries.len()
+        );
+        if !found.missing.is_empty() {
+            println!(
+                "missing (TorchCodec needs them): {}",
+                found.missing.join(", ")
+            );
+        }
+        println!(
+            "build against it: rocbuild torchcodec --ffmpeg {}",
+            found.root.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn load_recipes(g: &Global) -> Result<RecipeSet> {

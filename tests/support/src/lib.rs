@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod downloads;
 pub mod rocm;
 
 use base64::Engine;

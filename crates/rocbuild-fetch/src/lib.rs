@@ -1,0 +1,100 @@
+//! Downloads that are what they claim to be, and archives that stay where they are put.
+//!
+//! A download is pinned by URL and sha256: it streams into a temporary file beside its
+//! destination while hashing, and only a matching file is renamed into place (a mismatch leaves
+//! nothing behind). A zip is checked entry by entry before anything is written (no `..`, no
+//! absolute or drive-letter paths, no symlinks), extracted into a temporary directory next to
+//! the target, and renamed into place. Shared FFmpeg builds (what TorchCodec needs on Windows)
+//! are recognised by their layout.
+
+mod download;
+mod extract;
+mod ffmpeg;
+
+use thiserror::Error;
+
+pub use download::{download_verified, sha256_file};
+pub use extract::extract_zip_safely;
+pub use ffmpeg::{
+    fetch_shared_ffmpeg, find_ffmpeg_shared, FfmpegPin, FfmpegPins, FfmpegRequest, FfmpegShared,
+    BUILTIN_FFMPEG_PINS,
+};
+
+#[derive(Debug, Error, miette::Diagnostic)]
+pub enum FetchError {
+    #[error("`{given}` is not a sha256 (64 hex digits)")]
+    #[diagnostic(
+        code(rocbuild::fetch::bad_sha256),
+        help(
+            "give the archive's published SHA-256, e.g. from the release page or a winget manifest"
+        )
+    )]
+    BadSha256 { given: String },
+    #[error("cannot tell a file name from the URL {url}")]
+    #[diagnostic(code(rocbuild::fetch::bad_url), help("the URL must end in the archive's file name, e.g. …/ffmpeg-7.1.1-full_build-shared.zip"))]
+    BadUrl { url: String },
+    #[error("downloading {url} failed: {reason}")]
+    #[diagnostic(code(rocbuild::fetch::request), help("check the network connection and the URL; a proxy is taken from HTTPS_PROXY / HTTP_PROXY"))]
+    Request { url: String, reason: String },
+    #[error("{url} answered HTTP {status}")]
+    #[diagnostic(
+        code(rocbuild::fetch::http_status),
+        help("the file may have moved: check the URL in the release page, or pass --url")
+    )]
+    HttpStatus { url: String, status: u16 },
+    #[error("{url} does not have the pinned checksum: expected sha256 {expected}, got {actual}")]
+    #[diagnostic(code(rocbuild::fetch::checksum), help("the download was removed. If the publisher replaced the file, verify the new one and pass its sha256 with --sha256; otherwise the download was corrupted or tampered with"))]
+    ChecksumMismatch {
+        url: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("{archive} is not a readable zip archive: {reason}")]
+    #[diagnostic(
+        code(rocbuild::fetch::bad_zip),
+        help("download it again; the archive must be a .zip")
+    )]
+    BadZip { archive: String, reason: String },
+    #[error("{archive} holds an entry `{entry}` that would be written outside {target}: {reason}")]
+    #[diagnostic(code(rocbuild::fetch::unsafe_entry), help("nothing was extracted; this archive is malformed or malicious: do not extract it by hand either"))]
+    UnsafeEntry {
+        archive: String,
+        entry: String,
+        target: String,
+        reason: String,
+    },
+    #[error("cannot {action} {path}: {source}")]
+    #[diagnostic(code(rocbuild::fetch::io))]
+    Io {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no pinned shared FFmpeg build for {platform}{wanted}")]
+    #[diagnostic(code(rocbuild::fetch::no_pin))]
+    NoPin {
+        platform: String,
+        wanted: String,
+        #[help]
+        help: String,
+    },
+    #[error("{archive} holds no shared FFmpeg build (no bin/avutil-NN.dll, lib/libavutil.so.NN or lib/libavutil.NN.dylib)")]
+    #[diagnostic(code(rocbuild::fetch::not_shared_ffmpeg), help("TorchCodec needs the shared libraries, not a static ffmpeg.exe: download a \"shared\" build (gyan.dev full_build-shared, BtbN *-shared)"))]
+    NotSharedFfmpeg { archive: String },
+    #[error("the FFmpeg pin file {file} is invalid: {reason}")]
+    #[diagnostic(code(rocbuild::fetch::pins))]
+    Pins { file: String, reason: String },
+}
+
+pub(crate) fn io(
+    action: &'static str,
+    path: &std::path::Path,
+) -> impl FnOnce(std::io::Error) -> FetchError {
+    let path = path.display().to_string();
+    move |source| FetchError::Io {
+        action,
+        path,
+        source,
+    }
+}

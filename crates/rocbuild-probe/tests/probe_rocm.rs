@@ -1,0 +1,79 @@
+//! `probe()` with a ROCm build wanted, on this machine (Debian's ROCm 5.2 under /usr), and the
+//! cheap path: a CPU torch and no ROCm wanted probes nothing of ROCm. Also: machine files
+//! written before the ROCm fields existed still load.
+
+use rocbuild_probe::{probe, Machine, ProbeOptions, SdkKind};
+use rocbuild_testkit::{install_fake_torch, make_venv};
+
+#[test]
+fn probe_fills_rocm_fields_only_when_wanted() {
+    let d = tempfile::tempdir().unwrap();
+    let venv = d.path().join("venv");
+    let site = make_venv(&venv);
+    install_fake_torch(&site, "2.9.1");
+
+    let cpu = probe(&ProbeOptions {
+        venv: Some(venv.clone()),
+        ..ProbeOptions::default()
+    })
+    .unwrap();
+    assert!(cpu.rocm_sdks.is_empty() && cpu.hip_runtime.is_none() && cpu.gpu.is_none());
+
+    let rocm = probe(&ProbeOptions {
+        venv: Some(venv.clone()),
+        want_rocm: true,
+        arch: vec!["gfx1010".into()],
+        ..ProbeOptions::default()
+    })
+    .unwrap();
+    let debian = rocm
+        .rocm_sdks
+        .iter()
+        .find(|s| s.kind == SdkKind::DebianMultiarch)
+        .expect("Debian's ROCm 5.2 (cargo xtask setup installs it)");
+    assert!(debian.targets.contains(&"gfx1010".to_string()));
+    assert_eq!(rocm.hip_runtime.as_ref().map(|r| r.major), Some(5));
+    let gpu = rocm.gpu.as_ref().unwrap();
+    assert_eq!(
+        (gpu.archs.clone(), gpu.found_by.as_str()),
+        (vec!["gfx1010".to_string()], "--arch")
+    );
+
+    // Without --arch the cascade runs and logs each step; the fake torch is not ROCm, so no
+    // child Python is started for it.
+    let detect = probe(&ProbeOptions {
+        venv: Some(venv),
+        want_rocm: true,
+        ..ProbeOptions::default()
+    })
+    .unwrap();
+    let steps = detect.gpu.unwrap().steps;
+    assert_eq!(steps[0], "--arch: not given");
+    assert!(
+        steps.contains(&"torch gcnArchName: skipped (torch is not a ROCm build)".to_string()),
+        "{steps:?}"
+    );
+
+    // The whole Machine round-trips through JSON (what --machine FILE reads).
+    let text = serde_json::to_string(&rocm).unwrap();
+    let back: Machine = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, rocm);
+}
+
+#[test]
+fn machine_files_without_rocm_fields_still_load() {
+    let d = tempfile::tempdir().unwrap();
+    let venv = d.path().join("venv");
+    make_venv(&venv);
+    let m = probe(&ProbeOptions {
+        venv: Some(venv),
+        ..ProbeOptions::default()
+    })
+    .unwrap();
+    let mut v = serde_json::to_value(&m).unwrap();
+    for k in ["rocm_sdks", "hip_runtime", "gpu"] {
+        v.as_object_mut().unwrap().remove(k);
+    }
+    let back: Machine = serde_json::from_value(v).unwrap();
+    assert!(back.rocm_sdks.is_empty() && back.gpu.is_none());
+}
