@@ -62,7 +62,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Binary, NativeError> {
     if let Some(verneed) = &elf.verneed {
         for need in verneed.iter().take(4096) {
             let file = str_at(need.vn_file).unwrap_or_default();
-            for aux in need.iter().take(4096) {
+            for aux in need.iter().take(256) {
                 if let Some(name) = str_at(aux.vna_name) {
                     needed_versions.push((aux.vna_other, name, file.clone()));
                 }

@@ -64,7 +64,7 @@ fn describe(m: &MachO) -> Result<Binary, NativeError> {
     let mut imports = Vec::new();
     let mut sym_exports = Vec::new();
     if let Some(symbols) = &m.symbols {
-        for (name, nlist) in symbols.iter().filter_map(Result::ok).take(1 << 20) {
+        for (name, nlist) in symbols.iter().take(1 << 20).map_while(Result::ok) {
             if name.is_empty() || !nlist.is_global() {
                 continue;
             }
