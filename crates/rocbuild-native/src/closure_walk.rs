@@ -28,6 +28,11 @@ pub(crate) fn walk(
     ctx: &SearchContext,
     fs: &dyn FileSystem,
 ) -> Result<Closure, NativeError> {
+    // Absolute, so `$ORIGIN` and `@loader_path` expand to paths that read the same everywhere.
+    let root = &std::path::absolute(root).map_err(|source| NativeError::Io {
+        path: root.display().to_string(),
+        source,
+    })?;
     let root_bin = fs.read_binary(root)?;
     let platform = ctx.platform.unwrap_or(root_bin.format);
     let mut preloaded = Vec::new();

@@ -192,3 +192,48 @@ fn agrees_with_clang_offload_bundler() {
     }
     assert_eq!(ours, theirs);
 }
+
+/// A Windows HIP DLL (clang-15 for x86_64-pc-windows-msvc, lld-link): the bundle sits in the
+/// `.hip_fat` section of the PE file. No HIP SDK is needed: the kernel declares the one
+/// runtime function the host stub calls, and the link leaves the runtime symbols unresolved.
+#[test]
+fn windows_hip_dll_reports_its_gfx_targets() {
+    let Some(clang) = common::clang() else {
+        panic!("clang-15 is needed (apt-get install clang-15 lld-15)");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let src = common::write(
+        dir.path(),
+        "kw.hip",
+        "struct dim3 { unsigned x, y, z; };\ntypedef struct ihipStream_t* hipStream_t;\n\
+         extern \"C\" int hipLaunchKernel(const void*, dim3, dim3, void**, unsigned long long, hipStream_t);\n\
+         __attribute__((global)) void add_one(float* x) { x[0] += 1.0f; }\n",
+    );
+    let dll = dir.path().join("kw.dll");
+    common::run(
+        std::process::Command::new(clang)
+            .args([
+                "--target=x86_64-pc-windows-msvc",
+                "-x",
+                "hip",
+                "--offload-arch=gfx1010",
+                "--offload-arch=gfx1030",
+            ])
+            .args([
+                "-nogpuinc",
+                "-nogpulib",
+                "-fuse-ld=lld",
+                "-nostdlib",
+                "-shared",
+                "-Wl,/noentry",
+                "-Wl,/force:unresolved",
+                "-w",
+            ])
+            .arg(&src)
+            .arg("-o")
+            .arg(&dll),
+    );
+    let b = read_binary(&dll).unwrap();
+    assert_eq!(b.format, rocbuild_native::Format::Pe);
+    assert_eq!(b.gpu_targets, ["gfx1010", "gfx1030"]);
+}
