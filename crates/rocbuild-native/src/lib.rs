@@ -51,6 +51,7 @@
 
 mod abi;
 mod closure;
+mod closure_rules;
 mod closure_walk;
 mod demangle;
 mod elf;
