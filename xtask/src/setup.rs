@@ -7,9 +7,9 @@ use std::time::Instant;
 use crate::util::{cargo, run_inherit, secs, workspace_root, Result};
 
 /// Debian packages the tests use: the build tools, FFmpeg's development files, patchelf, the
-/// MinGW cross compilers (Windows plans), and a python3 with venv and headers (the fixture
-/// builds a Python extension; `python3 -m venv` needs python3-venv on Debian), and Debian's
-/// ROCm 5.2 pieces.
+/// MinGW cross compilers (Windows plans), a python3 with venv and headers (the fixture
+/// builds a Python extension; `python3 -m venv` needs python3-venv on Debian), and the
+/// HIP / LLVM tools the binary-reader tests build their fixtures with.
 const APT_PACKAGES: &[&str] = &[
     "cmake",
     "ninja-build",
@@ -30,11 +30,18 @@ const APT_PACKAGES: &[&str] = &[
     "python3",
     "python3-venv",
     "python3-dev",
-    // Debian's ROCm 5.2 (HIP headers + CMake files, device-library bitcode, hipcc): the probe
-    // tests read its real layout (targets gfx1010 yes, gfx1100 no).
+    // The probe tests read Debian's ROCm 5.2 layout (targets gfx1010 yes, gfx1100 no);
+    // rocbuild-native tests: Debian's ROCm 5.2 hipcc (a HIP library for gfx1010 and its offload
+    // bundle), clang-15 + lld-15 (Mach-O dylibs via ld64.lld, MSVC-ABI DLLs via lld-link),
+    // llvm-15 (llvm-lipo for a universal dylib, llvm-objdump to cross-check rpaths).
     "hipcc",
     "libamdhip64-dev",
     "rocm-device-libs",
+    "clang-15",
+    "lld-15",
+    "llvm-15",
+    // By hand and in the CTranslate2 plan's CPU backend: WITH_OPENBLAS needs its headers.
+    "libopenblas-dev",
 ];
 
 /// The venv holding the real PyPI torch, relative to the workspace root.

@@ -25,8 +25,18 @@ fn build(root: &Path, target: &str, headerpad: bool) -> PathBuf {
     let sys = libsystem_stub(root, target);
     let b_src = write(root, "b.c", "int bfun(int x) { return x + 1; }\n");
     let g_src = write(root, "g.c", "int gfun(int x) { return x + 2; }\n");
-    macho_dylib(target, &b_src, &root.join("lib/libb.dylib"), &["-Wl,-install_name,@rpath/libb.dylib"]);
-    macho_dylib(target, &g_src, &root.join("tmp/libgone.dylib"), &["-Wl,-install_name,@rpath/libgone.dylib"]);
+    macho_dylib(
+        target,
+        &b_src,
+        &root.join("lib/libb.dylib"),
+        &["-Wl,-install_name,@rpath/libb.dylib"],
+    );
+    macho_dylib(
+        target,
+        &g_src,
+        &root.join("tmp/libgone.dylib"),
+        &["-Wl,-install_name,@rpath/libgone.dylib"],
+    );
     let a_src = write(
         root,
         "a.cpp",
@@ -60,13 +70,38 @@ fn reads_install_name_dylibs_rpaths_and_symbols() {
         let dir = tempfile::tempdir().unwrap();
         let a = build(dir.path(), target, true);
         let b = read_binary(&a).unwrap();
-        assert_eq!((b.format, b.arch.as_str(), b.is_64, b.is_library), (Format::MachO, arch, true, true));
-        assert_eq!(b.soname_or_install_name.as_deref(), Some("@rpath/liba.dylib"));
-        assert_eq!(b.needed, ["@rpath/libb.dylib", "@rpath/libgone.dylib", "/usr/lib/libSystem.B.dylib"]);
+        assert_eq!(
+            (b.format, b.arch.as_str(), b.is_64, b.is_library),
+            (Format::MachO, arch, true, true)
+        );
+        assert_eq!(
+            b.soname_or_install_name.as_deref(),
+            Some("@rpath/liba.dylib")
+        );
+        assert_eq!(
+            b.needed,
+            [
+                "@rpath/libb.dylib",
+                "@rpath/libgone.dylib",
+                "/usr/lib/libSystem.B.dylib"
+            ]
+        );
         assert_eq!(b.rpath, ["@loader_path/../lib"]);
-        let bfun = b.imports.iter().find(|i| i.name.as_deref() == Some("_bfun")).unwrap();
-        assert_eq!(bfun.library.as_deref(), Some("@rpath/libb.dylib"), "two-level namespace");
-        let afun = b.exports.iter().find(|e| e.name == "__ZN3c104afunEi").unwrap();
+        let bfun = b
+            .imports
+            .iter()
+            .find(|i| i.name.as_deref() == Some("_bfun"))
+            .unwrap();
+        assert_eq!(
+            bfun.library.as_deref(),
+            Some("@rpath/libb.dylib"),
+            "two-level namespace"
+        );
+        let afun = b
+            .exports
+            .iter()
+            .find(|e| e.name == "__ZN3c104afunEi")
+            .unwrap();
         assert_eq!(afun.demangled.as_deref(), Some("c10::afun(int)"));
     }
 }
@@ -79,23 +114,60 @@ fn dyld_closure_follows_rpath_loader_path_and_reports_missing() {
     let a = build(root, TARGETS[1], true);
     let c = closure(&a, &SearchContext::default()).unwrap();
     assert_eq!(c.platform, Format::MachO);
-    let b = c.found.iter().find(|d| d.name == "@rpath/libb.dylib").unwrap();
-    assert_eq!(b.path.as_deref(), Some(root.join("lib/libb.dylib").as_path()));
-    assert_eq!(b.provider, Provider::Rpath { entry: "@loader_path/../lib".into(), of: a.clone() });
-    let sys = c.found.iter().find(|d| d.name == "/usr/lib/libSystem.B.dylib").unwrap();
+    let b = c
+        .found
+        .iter()
+        .find(|d| d.name == "@rpath/libb.dylib")
+        .unwrap();
+    assert_eq!(
+        b.path.as_deref(),
+        Some(root.join("lib/libb.dylib").as_path())
+    );
+    assert_eq!(
+        b.provider,
+        Provider::Rpath {
+            entry: "@loader_path/../lib".into(),
+            of: a.clone()
+        }
+    );
+    let sys = c
+        .found
+        .iter()
+        .find(|d| d.name == "/usr/lib/libSystem.B.dylib")
+        .unwrap();
     assert!(sys.is_system() && sys.path.is_none());
-    assert_eq!(c.missing.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), ["@rpath/libgone.dylib"]);
+    assert_eq!(
+        c.missing
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect::<Vec<_>>(),
+        ["@rpath/libgone.dylib"]
+    );
     assert_eq!(c.missing[0].searched, [root.join("lib")]);
 
     // @executable_path: an rpath relative to the program, given by the context.
     let exe_rel = root.join("app/Contents/MacOS/python");
     std::fs::create_dir_all(root.join("app/Contents/Frameworks")).unwrap();
-    std::fs::copy(root.join("lib/libb.dylib"), root.join("app/Contents/Frameworks/libgone.dylib")).unwrap();
+    std::fs::copy(
+        root.join("lib/libb.dylib"),
+        root.join("app/Contents/Frameworks/libgone.dylib"),
+    )
+    .unwrap();
     add_macho_rpaths(&a, &["@executable_path/../Frameworks".into()]).unwrap();
-    let ctx = SearchContext { executable_path: Some(exe_rel), ..Default::default() };
+    let ctx = SearchContext {
+        executable_path: Some(exe_rel),
+        ..Default::default()
+    };
     let c = closure(&a, &ctx).unwrap();
-    let g = c.found.iter().find(|d| d.name == "@rpath/libgone.dylib").unwrap();
-    assert_eq!(g.path.as_deref(), Some(root.join("app/Contents/Frameworks/libgone.dylib").as_path()));
+    let g = c
+        .found
+        .iter()
+        .find(|d| d.name == "@rpath/libgone.dylib")
+        .unwrap();
+    assert_eq!(
+        g.path.as_deref(),
+        Some(root.join("app/Contents/Frameworks/libgone.dylib").as_path())
+    );
     assert!(c.missing.is_empty());
 }
 
@@ -126,17 +198,39 @@ fn adds_rpaths_and_reads_them_back() {
         assert_eq!(std::fs::read(&a).unwrap(), bytes);
         // The missing library now resolves through @loader_path/../torch/lib.
         std::fs::create_dir_all(root.join("torch/lib")).unwrap();
-        std::fs::copy(root.join("lib/libb.dylib"), root.join("torch/lib/libgone.dylib")).unwrap();
+        std::fs::copy(
+            root.join("lib/libb.dylib"),
+            root.join("torch/lib/libgone.dylib"),
+        )
+        .unwrap();
         let c = closure(&a, &SearchContext::default()).unwrap();
         assert!(c.missing.is_empty(), "{:?}", c.missing);
-        let g = c.found.iter().find(|d| d.name == "@rpath/libgone.dylib").unwrap();
-        assert_eq!(g.provider, Provider::Rpath { entry: "@loader_path/../torch/lib".into(), of: a.clone() });
+        let g = c
+            .found
+            .iter()
+            .find(|d| d.name == "@rpath/libgone.dylib")
+            .unwrap();
+        assert_eq!(
+            g.provider,
+            Provider::Rpath {
+                entry: "@loader_path/../torch/lib".into(),
+                of: a.clone()
+            }
+        );
         if common::which("otool").is_some() {
-            let out = std::process::Command::new("otool").arg("-l").arg(&a).output().unwrap();
+            let out = std::process::Command::new("otool")
+                .arg("-l")
+                .arg(&a)
+                .output()
+                .unwrap();
             assert!(String::from_utf8_lossy(&out.stdout).contains("@loader_path/../torch/lib"));
         } else if let Some(objdump) = common::which("llvm-objdump-15") {
             // An independent reader agrees.
-            let out = std::process::Command::new(objdump).args(["--macho", "--rpaths"]).arg(&a).output().unwrap();
+            let out = std::process::Command::new(objdump)
+                .args(["--macho", "--rpaths"])
+                .arg(&a)
+                .output()
+                .unwrap();
             let text = String::from_utf8_lossy(&out.stdout);
             for w in &want {
                 assert!(text.contains(w.as_str()), "{text}");
@@ -152,7 +246,9 @@ fn refuses_when_there_is_no_room_and_leaves_the_file_alone() {
     let dir = tempfile::tempdir().unwrap();
     let a = build(dir.path(), TARGETS[0], false);
     let bytes = std::fs::read(&a).unwrap();
-    let long: Vec<String> = (0..40).map(|i| format!("/a/very/long/library/directory/number/{i:03}/lib")).collect();
+    let long: Vec<String> = (0..40)
+        .map(|i| format!("/a/very/long/library/directory/number/{i:03}/lib"))
+        .collect();
     let err = add_macho_rpaths(&a, &long).unwrap_err().to_string();
     assert!(err.contains("headerpad_max_install_names"), "{err}");
     assert_eq!(std::fs::read(&a).unwrap(), bytes);
@@ -178,7 +274,13 @@ fn universal_dylib_gets_rpaths_in_every_slice() {
         })
         .collect();
     let fat = dir.path().join("libfat.dylib");
-    common::run(std::process::Command::new(lipo).arg("-create").args(&thin).arg("-output").arg(&fat));
+    common::run(
+        std::process::Command::new(lipo)
+            .arg("-create")
+            .args(&thin)
+            .arg("-output")
+            .arg(&fat),
+    );
     let b = read_binary(&fat).unwrap();
     assert_eq!(b.universal_arches, ["x86_64", "arm64"]);
     assert_eq!(b.rpath, ["@loader_path/../lib"]);
@@ -192,6 +294,10 @@ fn universal_dylib_gets_rpaths_in_every_slice() {
         let off = u32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
         let size = u32::from_be_bytes(bytes[at + 12..at + 16].try_into().unwrap()) as usize;
         let slice = rocbuild_native::parse_binary(&bytes[off..off + size]).unwrap();
-        assert_eq!(slice.rpath, ["@loader_path/../lib", "@loader_path/../torch/lib"], "slice {i}");
+        assert_eq!(
+            slice.rpath,
+            ["@loader_path/../lib", "@loader_path/../torch/lib"],
+            "slice {i}"
+        );
     }
 }

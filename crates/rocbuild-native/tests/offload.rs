@@ -45,10 +45,16 @@ fn fatbin_section(lib: &Path, dir: &Path) -> Vec<u8> {
 #[test]
 fn hip_library_reports_its_gfx_targets() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(lib) = hip_library(dir.path(), &["gfx1010"]) else { return };
+    let Some(lib) = hip_library(dir.path(), &["gfx1010"]) else {
+        return;
+    };
     let b = read_binary(&lib).unwrap();
     assert_eq!(b.gpu_targets, ["gfx1010"]);
-    assert!(b.needed.iter().any(|n| n.starts_with("libamdhip64.so")), "{:?}", b.needed);
+    assert!(
+        b.needed.iter().any(|n| n.starts_with("libamdhip64.so")),
+        "{:?}",
+        b.needed
+    );
     let gpu: Vec<_> = b.offload.iter().filter(|e| e.kind != "host").collect();
     assert_eq!(gpu.len(), 1);
     assert_eq!(gpu[0].id, "hipv4-amdgcn-amd-amdhsa--gfx1010");
@@ -66,7 +72,10 @@ fn hip_library_reports_its_gfx_targets() {
     // A plain C library has none.
     let c = common::write(dir.path(), "c.c", "int f(void) { return 0; }\n");
     common::cc_shared(&c, &dir.path().join("libc_only.so"), &[]);
-    assert!(read_binary(&dir.path().join("libc_only.so")).unwrap().gpu_targets.is_empty());
+    assert!(read_binary(&dir.path().join("libc_only.so"))
+        .unwrap()
+        .gpu_targets
+        .is_empty());
 }
 
 /// `CCOB` header then payload, per clang's OffloadBundler (`version`, `method` 0 zlib / 1 zstd;
@@ -107,7 +116,9 @@ fn ccob(version: u16, method: u16, bundle: &[u8]) -> Vec<u8> {
 #[test]
 fn compressed_bundles_v1_v2_v3_zstd_and_zlib() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(lib) = hip_library(dir.path(), &["gfx1010:xnack-", "gfx1030"]) else { return };
+    let Some(lib) = hip_library(dir.path(), &["gfx1010:xnack-", "gfx1030"]) else {
+        return;
+    };
     let bundle = fatbin_section(&lib, dir.path());
     let plain = offload_targets(&bundle).unwrap();
     assert!(plain.iter().all(|e| !e.compressed));
@@ -124,7 +135,10 @@ fn compressed_bundles_v1_v2_v3_zstd_and_zlib() {
             blob.extend(&packed);
             blob.extend(b"trailing CCOB junk");
             let found = offload_targets(&blob).unwrap();
-            let procs: Vec<_> = found.iter().filter_map(|e| e.processor.as_deref()).collect();
+            let procs: Vec<_> = found
+                .iter()
+                .filter_map(|e| e.processor.as_deref())
+                .collect();
             assert_eq!(procs, ["gfx1010", "gfx1030"], "v{version} m{method}");
         }
     }
@@ -143,7 +157,9 @@ fn compressed_bundles_v1_v2_v3_zstd_and_zlib() {
 fn agrees_with_clang_offload_bundler() {
     let tool = Path::new("/usr/lib/llvm-15/bin/clang-offload-bundler");
     let dir = tempfile::tempdir().unwrap();
-    let Some(lib) = hip_library(dir.path(), &["gfx1010", "gfx900"]) else { return };
+    let Some(lib) = hip_library(dir.path(), &["gfx1010", "gfx900"]) else {
+        return;
+    };
     if !tool.exists() {
         eprintln!("SKIPPED: no clang-offload-bundler");
         return;
@@ -156,13 +172,68 @@ fn agrees_with_clang_offload_bundler() {
         .arg(format!("--input={}", bin.display()))
         .output()
         .unwrap();
-    let mut theirs: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
-    let mut ours: Vec<String> = offload_targets(&bundle).unwrap().into_iter().map(|e| e.id).collect();
+    let mut theirs: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut ours: Vec<String> = offload_targets(&bundle)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
     theirs.sort();
     ours.sort();
     if theirs.is_empty() {
-        eprintln!("SKIPPED: clang-offload-bundler listed nothing: {}", String::from_utf8_lossy(&out.stderr));
+        eprintln!(
+            "SKIPPED: clang-offload-bundler listed nothing: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         return;
     }
     assert_eq!(ours, theirs);
+}
+
+/// A Windows HIP DLL (clang-15 for x86_64-pc-windows-msvc, lld-link): the bundle sits in the
+/// `.hip_fat` section of the PE file. No HIP SDK is needed: the kernel declares the one
+/// runtime function the host stub calls, and the link leaves the runtime symbols unresolved.
+#[test]
+fn windows_hip_dll_reports_its_gfx_targets() {
+    let Some(clang) = common::clang() else {
+        panic!("clang-15 is needed (apt-get install clang-15 lld-15)");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let src = common::write(
+        dir.path(),
+        "kw.hip",
+        "struct dim3 { unsigned x, y, z; };\ntypedef struct ihipStream_t* hipStream_t;\n\
+         extern \"C\" int hipLaunchKernel(const void*, dim3, dim3, void**, unsigned long long, hipStream_t);\n\
+         __attribute__((global)) void add_one(float* x) { x[0] += 1.0f; }\n",
+    );
+    let dll = dir.path().join("kw.dll");
+    common::run(
+        std::process::Command::new(clang)
+            .args([
+                "--target=x86_64-pc-windows-msvc",
+                "-x",
+                "hip",
+                "--offload-arch=gfx1010",
+                "--offload-arch=gfx1030",
+            ])
+            .args([
+                "-nogpuinc",
+                "-nogpulib",
+                "-fuse-ld=lld",
+                "-nostdlib",
+                "-shared",
+                "-Wl,/noentry",
+                "-Wl,/force:unresolved",
+                "-w",
+            ])
+            .arg(&src)
+            .arg("-o")
+            .arg(&dll),
+    );
+    let b = read_binary(&dll).unwrap();
+    assert_eq!(b.format, rocbuild_native::Format::Pe);
+    assert_eq!(b.gpu_targets, ["gfx1010", "gfx1030"]);
 }

@@ -29,7 +29,11 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 /// `cc -shared -fPIC <src> -o <out> <args...>` (C, or C++ when `src` ends in .cpp).
 pub fn cc_shared(src: &Path, out: &Path, args: &[&str]) {
-    let compiler = if src.extension().is_some_and(|e| e == "cpp") { "c++" } else { "cc" };
+    let compiler = if src.extension().is_some_and(|e| e == "cpp") {
+        "c++"
+    } else {
+        "cc"
+    };
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
     run(Command::new(compiler)
         .args(["-shared", "-fPIC"])
@@ -41,15 +45,31 @@ pub fn cc_shared(src: &Path, out: &Path, args: &[&str]) {
 
 /// `x86_64-w64-mingw32-gcc|g++ -shared <inputs> -o <out> <args>`.
 pub fn mingw_dll(inputs: &[&Path], out: &Path, args: &[&str]) {
-    let cxx = inputs.iter().any(|p| p.extension().is_some_and(|e| e == "cpp"));
-    let compiler = if cxx { "x86_64-w64-mingw32-g++" } else { "x86_64-w64-mingw32-gcc" };
+    let cxx = inputs
+        .iter()
+        .any(|p| p.extension().is_some_and(|e| e == "cpp"));
+    let compiler = if cxx {
+        "x86_64-w64-mingw32-g++"
+    } else {
+        "x86_64-w64-mingw32-gcc"
+    };
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    run(Command::new(compiler).arg("-shared").args(inputs).arg("-o").arg(out).args(args));
+    run(Command::new(compiler)
+        .arg("-shared")
+        .args(inputs)
+        .arg("-o")
+        .arg(out)
+        .args(args));
 }
 
 /// clang-15 with the lld linkers: the Mach-O and MSVC-ABI builds.
 pub fn clang() -> Option<&'static str> {
-    let ok = |c: &str| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success());
+    let ok = |c: &str| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
     ["clang-15", "clang"].into_iter().find(|c| ok(c))
 }
 
@@ -81,7 +101,12 @@ pub fn libsystem_stub(dir: &Path, target: &str) -> PathBuf {
         "void stub_binder(void) __asm__(\"dyld_stub_binder\");\nvoid stub_binder(void) {}\n",
     );
     let out = dir.join(format!("stub-{target}/libSystem.dylib"));
-    macho_dylib(target, &src, &out, &["-Wl,-install_name,/usr/lib/libSystem.B.dylib"]);
+    macho_dylib(
+        target,
+        &src,
+        &out,
+        &["-Wl,-install_name,/usr/lib/libSystem.B.dylib"],
+    );
     out
 }
 
