@@ -4,6 +4,7 @@
 mod common;
 mod errors;
 mod fixture_build;
+mod locks;
 mod mirror;
 mod plans;
 mod real_torch;
