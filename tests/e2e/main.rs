@@ -2,6 +2,7 @@
 //! ninja, compilers, FFmpeg and git repositories.
 
 mod common;
+mod crash;
 mod errors;
 mod fixture_build;
 mod locks;
