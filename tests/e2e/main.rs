@@ -10,5 +10,6 @@ mod mirror;
 mod plans;
 mod real_torch;
 mod restore;
+mod schedule;
 mod status;
 mod wheel;
