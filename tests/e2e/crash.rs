@@ -36,7 +36,10 @@ fn state(w: &World) -> BTreeMap<String, String> {
             let v = if md.is_symlink() {
                 format!("-> {}", std::fs::read_link(&p).unwrap().display())
             } else if ours {
-                format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&p).unwrap()))
+                format!(
+                    "{:x}",
+                    <sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&p).unwrap())
+                )
             } else {
                 format!("{} bytes, mtime {:?}", md.len(), md.modified().unwrap())
             };
@@ -74,7 +77,13 @@ fn build_killed_after(w: &World, step: u64) -> std::process::ExitStatus {
         w.cache.to_str().unwrap(),
         "-q",
     ]);
-    for k in ["VIRTUAL_ENV", "CONDA_PREFIX", "ROCBUILD_CACHE", "LD_LIBRARY_PATH", "PYTHONPATH"] {
+    for k in [
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "ROCBUILD_CACHE",
+        "LD_LIBRARY_PATH",
+        "PYTHONPATH",
+    ] {
         c.env_remove(k);
     }
     for (k, v) in w.env() {
@@ -97,10 +106,7 @@ fn a_run_killed_after_any_install_step_is_undone_or_finished() {
     let recipe = w.recipes.join("fakecodec.toml");
     let text = std::fs::read_to_string(&recipe).unwrap();
     let text = text
-        .replace(
-            "artifacts = [",
-            "artifacts = [\"fakecodec_data_*\", ",
-        )
+        .replace("artifacts = [", "artifacts = [\"fakecodec_data_*\", ")
         .replace(
             "CMAKE_BUILD_TYPE = \"Release\"",
             "CMAKE_BUILD_TYPE = \"Release\", FAKECODEC_EXTRA_FILES = \"36\"",
@@ -112,7 +118,9 @@ fn a_run_killed_after_any_install_step_is_undone_or_finished() {
     // Each round reinstalls over a file pip "overwrote" (the build tree is reused: only the
     // install repeats). One round first, so the backup holds its first original already.
     let major = w.ffmpeg_major();
-    let core = w.site.join(format!("fakecodec/libfakecodec_core{major}.so"));
+    let core = w
+        .site
+        .join(format!("fakecodec/libfakecodec_core{major}.so"));
     let overwrite = || std::fs::write(&core, b"the wheel's prebuilt library").unwrap();
     overwrite();
     ok(&w.build(&[]));
@@ -125,14 +133,22 @@ fn a_run_killed_after_any_install_step_is_undone_or_finished() {
     let mut step = 1;
     loop {
         overwrite();
-        assert_eq!(state(&w), before, "step {step}: the round did not start from before");
+        assert_eq!(
+            state(&w),
+            before,
+            "step {step}: the round did not start from before"
+        );
         let status = build_killed_after(&w, step);
         if status.success() {
             // Fewer steps than `step`: the whole install ran.
             assert_eq!(state(&w), after);
             break;
         }
-        assert_eq!(status.signal(), Some(9), "step {step}: not killed by SIGKILL: {status:?}");
+        assert_eq!(
+            status.signal(),
+            Some(9),
+            "step {step}: not killed by SIGKILL: {status:?}"
+        );
         // The next command on the venv recovers it: before or after, nothing in between.
         let st = w.cmd(&["status"], &[]);
         let now = state(&w);
@@ -159,20 +175,34 @@ fn a_run_killed_after_any_install_step_is_undone_or_finished() {
             );
         };
         // status agrees with what it left: overwritten (before) or fresh (after).
-        assert_eq!(st.code, if s == Seen::Before { 1 } else { 0 }, "step {step}: {}", st.stdout);
+        assert_eq!(
+            st.code,
+            if s == Seen::Before { 1 } else { 0 },
+            "step {step}: {}",
+            st.stdout
+        );
         seen.push(s);
         // And the next run finishes cleanly, with the after state.
         ok(&w.build(&[]));
-        assert_eq!(state(&w), after, "step {step}: the rerun did not reach the after state");
+        assert_eq!(
+            state(&w),
+            after,
+            "step {step}: the rerun did not reach the after state"
+        );
         step += 1;
     }
     let steps = step - 1;
     assert!(steps >= 100, "only {steps} install steps were killed");
     // Undone up to the commit point, finished after it: one switch, both sides seen.
-    let switch = seen.iter().position(|s| *s == Seen::After).expect("never after");
+    let switch = seen
+        .iter()
+        .position(|s| *s == Seen::After)
+        .expect("never after");
     assert!(switch > 0, "never before");
     assert!(seen[switch..].iter().all(|s| *s == Seen::After), "{seen:?}");
-    eprintln!("killed after each of {steps} steps; undone for the first {switch}, finished for the rest");
+    eprintln!(
+        "killed after each of {steps} steps; undone for the first {switch}, finished for the rest"
+    );
 }
 
 #[test]

@@ -18,7 +18,13 @@ fn spawn(w: &World, venv: &std::path::Path) -> Child {
         w.cache.to_str().unwrap(),
         "-q",
     ]);
-    for k in ["VIRTUAL_ENV", "CONDA_PREFIX", "ROCBUILD_CACHE", "LD_LIBRARY_PATH", "PYTHONPATH"] {
+    for k in [
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "ROCBUILD_CACHE",
+        "LD_LIBRARY_PATH",
+        "PYTHONPATH",
+    ] {
         c.env_remove(k);
     }
     for (k, v) in w.env() {
@@ -45,7 +51,10 @@ fn assert_consistent(site: &std::path::Path) {
     .unwrap();
     for f in m["files"].as_array().unwrap() {
         let p = site.join(f["path"].as_str().unwrap());
-        let sha = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&p).unwrap()));
+        let sha = format!(
+            "{:x}",
+            <sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&p).unwrap())
+        );
         assert_eq!(f["sha256"], sha.as_str(), "{}", p.display());
     }
     assert!(!site.join(".rocbuild/journal.json").exists());
@@ -60,7 +69,10 @@ fn two_concurrent_runs_on_one_venv_the_second_waits_or_refuses() {
     let lock = w.site.join(".rocbuild/lock");
     let start = Instant::now();
     while std::fs::read_to_string(&lock).ok().as_deref() != Some(first.id().to_string().as_str()) {
-        assert!(start.elapsed() < Duration::from_secs(60), "the first run never took the lock");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the first run never took the lock"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // --no-wait: refused at once, naming the holder; the venv untouched by it.
@@ -87,13 +99,22 @@ fn two_concurrent_runs_on_one_venv_the_second_waits_or_refuses() {
     let (a, b) = (finish(first), finish(second));
     ok(&a);
     ok(&b);
-    assert!(a.stdout.contains("fakecodec 1.0.0 installed"), "{}", a.stdout);
     assert!(
-        b.stderr.contains("waiting for another rocbuild run on this venv (pid "),
+        a.stdout.contains("fakecodec 1.0.0 installed"),
+        "{}",
+        a.stdout
+    );
+    assert!(
+        b.stderr
+            .contains("waiting for another rocbuild run on this venv (pid "),
         "{}",
         b.stderr
     );
-    assert!(b.stdout.contains("fakecodec 1.0.0 up to date"), "{}", b.stdout);
+    assert!(
+        b.stdout.contains("fakecodec 1.0.0 up to date"),
+        "{}",
+        b.stdout
+    );
     assert_consistent(&w.site);
     // The lock is released and empty: status needs no recovery and says fresh.
     assert_eq!(std::fs::read(&lock).unwrap(), b"");
@@ -113,7 +134,11 @@ fn runs_on_two_venvs_share_the_source_cache_concurrently() {
     ok(&a);
     ok(&b);
     for o in [&a, &b] {
-        assert!(o.stdout.contains("fakecodec 1.0.0 installed"), "{}", o.stdout);
+        assert!(
+            o.stdout.contains("fakecodec 1.0.0 installed"),
+            "{}",
+            o.stdout
+        );
     }
     assert_consistent(&w.site);
     assert_consistent(&site2);

@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `rocbuild` binary on fixture projects, real venvs, real cmake,
 //! ninja, compilers, FFmpeg and git repositories.
 
+mod clean;
 mod common;
 mod crash;
 mod errors;

@@ -102,7 +102,10 @@ fn systemd_user_timer_and_service() {
         .lines()
         .filter(|l| l.contains("rocbuild-rebuild-"))
         .collect();
-    assert!(out.status.success() && ours.is_empty(), "systemd-analyze verify:\n{stderr}");
+    assert!(
+        out.status.success() && ours.is_empty(),
+        "systemd-analyze verify:\n{stderr}"
+    );
 }
 
 fn which(name: &str) -> Result<std::path::PathBuf, ()> {
@@ -124,7 +127,9 @@ fn launchd_agent() {
 fn task_scheduler_xml() {
     let (_h, files) = snapshot_kind("schtasks", "hourly");
     // UTF-16LE with a BOM, as the XML declaration says (schtasks /Create /XML wants that).
-    assert!(std::fs::read(&files[0]).unwrap().starts_with(&[0xFF, 0xFE, b'<', 0]));
+    assert!(std::fs::read(&files[0])
+        .unwrap()
+        .starts_with(&[0xFF, 0xFE, b'<', 0]));
 }
 
 #[test]
@@ -137,14 +142,23 @@ fn show_names_the_files_and_the_log_then_remove_deletes_them() {
     let h = Home::new();
     let out = h.run(&["show"]);
     ok(&out);
-    assert!(out.stdout.starts_with(&format!("no schedule for {VENV}")), "{}", out.stdout);
+    assert!(
+        out.stdout.starts_with(&format!("no schedule for {VENV}")),
+        "{}",
+        out.stdout
+    );
     ok(&h.run(&["install", "--kind", "systemd"]));
     let out = h.run(&["show"]);
     ok(&out);
     insta::assert_snapshot!("schedule_show", h.redact(&out.stdout));
     let out = h.run(&["remove"]);
     ok(&out);
-    assert!(out.stdout.contains("deactivate with: systemctl --user disable --now"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("deactivate with: systemctl --user disable --now"),
+        "{}",
+        out.stdout
+    );
     let unit_dir = Path::new(&h.config()).join("systemd/user");
     assert_eq!(std::fs::read_dir(unit_dir).unwrap().count(), 0);
     assert!(h.run(&["show"]).stdout.starts_with("no schedule for"));

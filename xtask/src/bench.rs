@@ -307,7 +307,10 @@ pub fn bench() -> Result<()> {
         .unwrap_or_else(|| ws.join("cache/venvs/torch-real"));
     let status = if real.join("bin/python").exists() {
         let r = crate::bench_status::bench(&w.exe, &real, &root)?;
-        println!("xtask: bench: status says: {} (torch {})", r.status_out, r.torch);
+        println!(
+            "xtask: bench: status says: {} (torch {})",
+            r.status_out, r.torch
+        );
         Some(r)
     } else {
         println!(
@@ -360,7 +363,12 @@ pub fn bench() -> Result<()> {
                 "| (c) B: `python -c \"importlib.metadata.version('torch')\"`, same venv | {ITERATIONS} | {:.1} ms | {:.1} – {:.1} ms | |",
                 sb.median, sb.min, sb.max
             );
-            let ratios: Vec<f64> = r.status.iter().zip(&r.baseline).map(|(x, y)| x / y).collect();
+            let ratios: Vec<f64> = r
+                .status
+                .iter()
+                .zip(&r.baseline)
+                .map(|(x, y)| x / y)
+                .collect();
             let sr = stats(&ratios);
             let _ = writeln!(
                 table,

@@ -34,8 +34,7 @@ lib.realext_sum.restype = ctypes.c_double
 assert lib.realext_sum() == 4.0, lib.realext_sum()
 print("realext ok")"#;
 
-const BASELINE: &str =
-    "import importlib.metadata as m; print(m.version('torch'))";
+const BASELINE: &str = "import importlib.metadata as m; print(m.version('torch'))";
 
 fn site_of(venv: &Path) -> Result<PathBuf> {
     let out = run_capture(Command::new(venv.join("bin/python")).args([
@@ -57,7 +56,10 @@ pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<StatusBench> {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    for e in std::fs::read_dir(&real_site).map_err(|e| e.to_string())?.flatten() {
+    for e in std::fs::read_dir(&real_site)
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
         let name = e.file_name().to_string_lossy().into_owned();
         if own.contains(&name) || name == ".rocbuild" || name.starts_with("realext") {
             continue;
@@ -76,7 +78,12 @@ pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<StatusBench> {
         run(Command::new("git")
             .arg("-C")
             .arg(&work)
-            .args(["-c", "user.name=bench", "-c", "user.email=bench@rocbuild.invalid"])
+            .args([
+                "-c",
+                "user.name=bench",
+                "-c",
+                "user.email=bench@rocbuild.invalid",
+            ])
             .args(args))
     };
     git(&["init", "-q"]);

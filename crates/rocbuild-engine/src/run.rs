@@ -70,7 +70,6 @@ fn walk(root: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-
 fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
     match &plan.source {
         SourcePlan::Local { dir } => {
@@ -306,10 +305,7 @@ fn install_and_verify(
             txn_fs::copy(abs, &staged).map_err(EngineError::io("copy", abs))?;
             // Data files among the artifacts (a .json, a .py) have no RUNPATH to set.
             if !plan.install.runpath.is_empty() && is_elf(&staged) {
-                txn_fs::edited(rocbuild_native::set_runpath(
-                    &staged,
-                    &plan.install.runpath,
-                ))?;
+                txn_fs::edited(rocbuild_native::set_runpath(&staged, &plan.install.runpath))?;
             }
             let (sha, size) = sha256_file(&staged)?;
             record_set.insert(rel.clone(), (sha.clone(), size));
@@ -386,7 +382,8 @@ fn install_and_verify(
             })?;
             record_rel = format!("{di}/RECORD");
             let from = site.join(&di).join("RECORD");
-            txn_fs::copy(&from, &stage.join(&record_rel)).map_err(EngineError::io("copy", &from))?;
+            txn_fs::copy(&from, &stage.join(&record_rel))
+                .map_err(EngineError::io("copy", &from))?;
             new.push(NewFile {
                 rel: record_rel.clone(),
                 staged: stage.join(&record_rel),

@@ -159,7 +159,9 @@ pub fn stale_reasons(
             or_none(m.torch_version.as_deref()),
             or_none(now_version)
         ));
-    } else if m.torch_git.is_some() && m.torch_git.as_deref() != torch.and_then(|t| t.git_version.as_deref()) {
+    } else if m.torch_git.is_some()
+        && m.torch_git.as_deref() != torch.and_then(|t| t.git_version.as_deref())
+    {
         out.push(format!(
             "torch {} was rebuilt (git {} → {})",
             or_none(now_version),
@@ -189,7 +191,11 @@ pub fn stale_reasons(
                 .and_then(rocbuild_probe::toolkit_version),
         };
         if now != m.sdk {
-            out.push(format!("SDK changed: {} → {}", m.sdk.describe(), now.describe()));
+            out.push(format!(
+                "SDK changed: {} → {}",
+                m.sdk.describe(),
+                now.describe()
+            ));
         }
     }
     match recipes.get(&m.recipe) {

@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use ffmpeg::{probe_ffmpeg, soname_major_to_ffmpeg};
+pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
 pub use tools::{install_hint, probe_tools};
 pub use torch::{probe_torch, torch_version, TorchVersion};
-pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
