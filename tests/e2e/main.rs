@@ -1,15 +1,19 @@
 //! End-to-end tests: the real `rocbuild` binary on fixture projects, real venvs, real cmake,
 //! ninja, compilers, FFmpeg and git repositories.
 
+mod clean;
 mod common;
 mod ctranslate2_build;
+mod crash;
 mod errors;
 mod ffmpeg_download;
 mod fixture_build;
+mod locks;
 mod mirror;
 mod plans;
 mod plans_gpu;
 mod real_torch;
 mod restore;
+mod schedule;
 mod status;
 mod wheel;

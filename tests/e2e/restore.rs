@@ -31,7 +31,8 @@ fn assert_record_true(site: &std::path::Path, di: &str) {
         if !hash.is_empty() {
             let want = format!(
                 "sha256={}",
-                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(&bytes))
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .encode(sha2::Sha256::digest(&bytes))
             );
             assert_eq!(hash, want, "{path}");
             assert_eq!(size, bytes.len().to_string(), "{path}");
@@ -51,9 +52,24 @@ fn restore_puts_back_pips_install_byte_for_byte() {
 
     let out = w.cmd(&["restore", "fakecodec"], &[]);
     ok(&out);
-    assert!(out.stdout.contains("restored: fakecodec/libfakecodec_core4.so"), "{}", out.stdout);
-    assert!(out.stdout.contains("restored: fakecodec-1.0.0.dist-info/RECORD"), "{}", out.stdout);
-    assert!(out.stdout.contains("removed:  fakecodec/libfakecodec_custom_ops"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("restored: fakecodec/libfakecodec_core4.so"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("restored: fakecodec-1.0.0.dist-info/RECORD"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("removed:  fakecodec/libfakecodec_custom_ops"),
+        "{}",
+        out.stdout
+    );
     // Every file of the venv, hashed: exactly pip's state (no .rocbuild/ either).
     assert_eq!(tree_state(&w.venv), pip_state);
     assert_record_true(&w.site, "fakecodec-1.0.0.dist-info");
@@ -61,7 +77,12 @@ fn restore_puts_back_pips_install_byte_for_byte() {
     // Restoring again: nothing installed by rocbuild, and it says so.
     let out = w.cmd(&["restore", "fakecodec"], &[]);
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("rocbuild has not installed fakecodec in"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("rocbuild has not installed fakecodec in"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(tree_state(&w.venv), pip_state);
 }
 
@@ -94,6 +115,9 @@ fn restore_after_rocbuild_installed_the_python_part_gives_the_wheel_as_pip_insta
             .collect::<std::collections::BTreeMap<_, _>>()
     };
     let restored = pkg(&w.site);
-    assert!(restored.contains_key("fakecodec/libfakecodec_core4.so"), "{restored:#?}");
+    assert!(
+        restored.contains_key("fakecodec/libfakecodec_core4.so"),
+        "{restored:#?}"
+    );
     assert_eq!(restored, pkg(&twin_site));
 }

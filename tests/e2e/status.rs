@@ -11,7 +11,9 @@ fn status_says_fresh_stale_overwritten_or_missing_and_why() {
     let w = World::new(DECODE_WAV);
     ok(&w.build(&[]));
     let major = w.ffmpeg_major();
-    let core = w.site.join(format!("fakecodec/libfakecodec_core{major}.so"));
+    let core = w
+        .site
+        .join(format!("fakecodec/libfakecodec_core{major}.so"));
     let core_rel = format!("fakecodec/libfakecodec_core{major}.so");
 
     // Fresh, and nothing hashed: size and mtime match the manifest.
@@ -27,8 +29,16 @@ fn status_says_fresh_stale_overwritten_or_missing_and_why() {
     std::fs::write(&core, b"the wheel's prebuilt library").unwrap();
     let out = w.cmd(&["status"], &[]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(out.stdout.contains("fakecodec 1.0.0: overwritten"), "{}", out.stdout);
-    assert!(out.stdout.contains(&format!("overwritten: {core_rel}")), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("fakecodec 1.0.0: overwritten"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!("overwritten: {core_rel}")),
+        "{}",
+        out.stdout
+    );
     // Same bytes again with a new mtime: hashed once, fresh.
     std::fs::write(&core, &good).unwrap();
     let j = json(&w.cmd(&["status", "--json"], &[]));
@@ -41,9 +51,21 @@ fn status_says_fresh_stale_overwritten_or_missing_and_why() {
     std::fs::write(&version_py, torch_text.replace("'2.9.1'", "'2.10.0'")).unwrap();
     let out = w.cmd(&["status"], &[]);
     assert_eq!(out.code, 1);
-    assert!(out.stdout.contains("fakecodec 1.0.0: stale"), "{}", out.stdout);
-    assert!(out.stdout.contains("stale: torch 2.9.1 → 2.10.0"), "{}", out.stdout);
-    assert!(out.stdout.contains("fix: rocbuild rebuild fakecodec"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("fakecodec 1.0.0: stale"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("stale: torch 2.9.1 → 2.10.0"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("fix: rocbuild rebuild fakecodec"),
+        "{}",
+        out.stdout
+    );
     std::fs::write(&version_py, &torch_text).unwrap();
 
     // FFmpeg: pkg-config now finds another major first (as after installing FFmpeg 8 in
@@ -70,7 +92,11 @@ fn status_says_fresh_stale_overwritten_or_missing_and_why() {
     std::fs::write(&recipe, text.replace("Release", "RelWithDebInfo")).unwrap();
     let out = w.cmd(&["status"], &[]);
     assert_eq!(out.code, 1);
-    assert!(out.stdout.contains("stale: recipe changed ("), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("stale: recipe changed ("),
+        "{}",
+        out.stdout
+    );
     std::fs::write(&recipe, &text).unwrap();
     ok(&w.cmd(&["status"], &[]));
 
@@ -78,8 +104,16 @@ fn status_says_fresh_stale_overwritten_or_missing_and_why() {
     std::fs::rename(&core, w.tmp.path().join("core.so")).unwrap();
     let out = w.cmd(&["status"], &[]);
     assert_eq!(out.code, 1);
-    assert!(out.stdout.contains("fakecodec 1.0.0: missing"), "{}", out.stdout);
-    assert!(out.stdout.contains(&format!("missing: {core_rel}")), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("fakecodec 1.0.0: missing"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!("missing: {core_rel}")),
+        "{}",
+        out.stdout
+    );
     std::fs::rename(w.tmp.path().join("core.so"), &core).unwrap();
 
     // A venv without rocbuild builds: fine, and status leaves no trace in it.
@@ -88,7 +122,11 @@ fn status_says_fresh_stale_overwritten_or_missing_and_why() {
     let before = tree_state(&other);
     let out = rocbuild(&["status", "--venv", other.to_str().unwrap()], &[]);
     ok(&out);
-    assert!(out.stdout.starts_with("no rocbuild builds in "), "{}", out.stdout);
+    assert!(
+        out.stdout.starts_with("no rocbuild builds in "),
+        "{}",
+        out.stdout
+    );
     assert_eq!(tree_state(&other), before);
 }
 
@@ -114,11 +152,16 @@ fn rebuild_if_stale_repeats_the_recorded_options_and_is_silent_when_fresh() {
     let out = w.cmd(&["rebuild", "--if-stale", "-q"], &[]);
     ok(&out);
     assert!(
-        out.stdout.contains("rebuilding fakecodec (stale: torch 2.9.1 → 2.9.2)"),
+        out.stdout
+            .contains("rebuilding fakecodec (stale: torch 2.9.1 → 2.9.2)"),
         "{}",
         out.stdout
     );
-    assert!(out.stdout.contains("fakecodec 1.0.0 installed"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("fakecodec 1.0.0 installed"),
+        "{}",
+        out.stdout
+    );
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
     assert_eq!(m["torch_version"], "2.9.2");
@@ -134,7 +177,8 @@ fn rebuild_if_stale_repeats_the_recorded_options_and_is_silent_when_fresh() {
     let out = w.cmd(&["rebuild", "torchcodec"], &[]);
     assert_eq!(out.code, 1);
     assert!(
-        out.stderr.contains("rocbuild has not installed torchcodec in"),
+        out.stderr
+            .contains("rocbuild has not installed torchcodec in"),
         "{}",
         out.stderr
     );

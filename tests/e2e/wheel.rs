@@ -10,7 +10,10 @@ fn the_wheel_installs_with_pip_into_a_fresh_venv_and_verifies() {
     let w = World::new(DECODE_WAV);
     ok(&w.build(&[]));
     let out_dir = w.tmp.path().join("dist");
-    let out = w.cmd(&["wheel", "fakecodec", "--out", out_dir.to_str().unwrap()], &[]);
+    let out = w.cmd(
+        &["wheel", "fakecodec", "--out", out_dir.to_str().unwrap()],
+        &[],
+    );
     ok(&out);
     let whl = std::path::PathBuf::from(out.stdout.trim());
     let name = whl.file_name().unwrap().to_string_lossy().into_owned();
@@ -23,7 +26,10 @@ fn the_wheel_installs_with_pip_into_a_fresh_venv_and_verifies() {
     let mut z = zip::ZipArchive::new(std::fs::File::open(&whl).unwrap()).unwrap();
     let mut read = |p: &str| {
         let mut s = Vec::new();
-        z.by_name(p).unwrap_or_else(|e| panic!("{p}: {e}")).read_to_end(&mut s).unwrap();
+        z.by_name(p)
+            .unwrap_or_else(|e| panic!("{p}: {e}"))
+            .read_to_end(&mut s)
+            .unwrap();
         s
     };
     let di = "fakecodec-1.0.0+cpu.dist-info";
@@ -34,7 +40,10 @@ fn the_wheel_installs_with_pip_into_a_fresh_venv_and_verifies() {
     assert!(wheel.contains("Root-Is-Purelib: false"), "{wheel}");
     let record = String::from_utf8(read(&format!("{di}/RECORD"))).unwrap();
     let major = w.ffmpeg_major();
-    for f in ["fakecodec/__init__.py".to_string(), format!("fakecodec/libfakecodec_core{major}.so")] {
+    for f in [
+        "fakecodec/__init__.py".to_string(),
+        format!("fakecodec/libfakecodec_core{major}.so"),
+    ] {
         assert!(record.contains(&format!("{f},sha256=")), "{record}");
     }
     assert!(!record.contains("libfakecodec_core4.so"), "{record}");
@@ -44,7 +53,8 @@ fn the_wheel_installs_with_pip_into_a_fresh_venv_and_verifies() {
         let mut it = line.rsplitn(3, ',');
         let (size, hash, path) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
         let bytes = read(path);
-        let want = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(&bytes));
+        let want =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(&bytes));
         assert_eq!(hash, format!("sha256={want}"), "{path}");
         assert_eq!(size, bytes.len().to_string());
     }
@@ -55,7 +65,13 @@ fn the_wheel_installs_with_pip_into_a_fresh_venv_and_verifies() {
     install_fake_torch(&other_site, "2.9.1");
     let py = other.join("bin/python");
     run(Command::new(&py)
-        .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-index"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-index",
+        ])
         .arg(&whl));
     let verify = Command::new(&py)
         .args(["-c", DECODE_WAV])
@@ -63,7 +79,11 @@ fn the_wheel_installs_with_pip_into_a_fresh_venv_and_verifies() {
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .unwrap();
-    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
     assert!(
         String::from_utf8_lossy(&verify.stdout).contains("decoded 16000 samples"),
         "{}",
@@ -71,18 +91,35 @@ fn the_wheel_installs_with_pip_into_a_fresh_venv_and_verifies() {
     );
     let ops = other_site.join(format!("fakecodec/libfakecodec_custom_ops{major}.so"));
     let load = Command::new(&py)
-        .args(["-c", &format!("import ctypes; print(ctypes.CDLL('{}').fakecodec_custom_op())", ops.display())])
+        .args([
+            "-c",
+            &format!(
+                "import ctypes; print(ctypes.CDLL('{}').fakecodec_custom_op())",
+                ops.display()
+            ),
+        ])
         .env_remove("LD_LIBRARY_PATH")
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&load.stdout).trim(), "40", "{}", String::from_utf8_lossy(&load.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&load.stdout).trim(),
+        "40",
+        "{}",
+        String::from_utf8_lossy(&load.stderr)
+    );
 
     // A venv with another torch: pip refuses (the pin is exact).
     let third = w.tmp.path().join("third");
     let third_site = make_venv(&third);
     install_fake_torch(&third_site, "2.9.2");
     let refused = Command::new(third.join("bin/python"))
-        .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-index"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-index",
+        ])
         .arg(&whl)
         .output()
         .unwrap();

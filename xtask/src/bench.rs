@@ -301,6 +301,25 @@ pub fn bench() -> Result<()> {
     }
     println!("xtask: bench: no-op rerun says: {noop_out}");
 
+    // (c) status on a venv with the real PyPI torch.
+    let real = std::env::var_os("ROCBUILD_TEST_TORCH_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ws.join("cache/venvs/torch-real"));
+    let status = if real.join("bin/python").exists() {
+        let r = crate::bench_status::bench(&w.exe, &real, &root)?;
+        println!(
+            "xtask: bench: status says: {} (torch {})",
+            r.status_out, r.torch
+        );
+        Some(r)
+    } else {
+        println!(
+            "xtask: bench: SKIPPED (c): no venv with the real torch at {} (cargo xtask setup makes it)",
+            real.display()
+        );
+        None
+    };
+
     let ratios: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
     let (sa, sb, sr, sn) = (stats(&a), stats(&b), stats(&ratios), stats(&noop));
     let ratio_of_medians = sa.median / sb.median;
@@ -330,6 +349,40 @@ pub fn bench() -> Result<()> {
         sn.max,
         verdict(sn.median <= NOOP_TARGET)
     );
+    let status_md = match &status {
+        Some(r) => {
+            use crate::bench_status::{ITERATIONS, TARGET_MS};
+            let (sa, sb) = (stats(&r.status), stats(&r.baseline));
+            let _ = writeln!(
+                table,
+                "| (c) A: `rocbuild status`, real PyPI torch {} | {ITERATIONS} | {:.1} ms | {:.1} – {:.1} ms | ≤ {TARGET_MS} ms ({}) |",
+                r.torch, sa.median, sa.min, sa.max, verdict(sa.median <= TARGET_MS)
+            );
+            let _ = writeln!(
+                table,
+                "| (c) B: `python -c \"importlib.metadata.version('torch')\"`, same venv | {ITERATIONS} | {:.1} ms | {:.1} – {:.1} ms | |",
+                sb.median, sb.min, sb.max
+            );
+            let ratios: Vec<f64> = r
+                .status
+                .iter()
+                .zip(&r.baseline)
+                .map(|(x, y)| x / y)
+                .collect();
+            let sr = stats(&ratios);
+            let _ = writeln!(
+                table,
+                "| (c) ratio A/B (per pair) | {ITERATIONS} | {:.3}× | {:.3}× – {:.3}× | |",
+                sr.median, sr.min, sr.max
+            );
+            format!(
+                "- status (ms): {}\n- importlib.metadata (ms): {}\n",
+                list(&r.status, ""),
+                list(&r.baseline, "")
+            )
+        }
+        None => "- (c) skipped: no venv with the real torch\n".to_string(),
+    };
     parts.retain(|(_, v)| !v.is_empty());
     let parts_sum: f64 = parts.iter().map(|(_, v)| stats(v).median).sum();
     let mut breakdown = String::new();
@@ -374,7 +427,8 @@ pub fn bench() -> Result<()> {
          - A: {la}\n\
          - B: {lb}\n\
          - A/B: {lr}\n\
-         - no-op: {ln}\n\n\
+         - no-op: {ln}\n\
+         {status_md}\n\
          ## What is measured\n\n\
          The project is the test fixture shaped like TorchCodec (tests/fixture/fakecodec: a core and a custom-ops \
          library linked to FFmpeg and to a torch-like library, a CPython extension, a git submodule), built against \
@@ -392,7 +446,17 @@ pub fn bench() -> Result<()> {
          the cost of clone, pip and verification on a project that compiles in seconds; on a real TorchCodec build \
          (minutes of compiling) the same fixed costs weigh far less.\n\n\
          **(b) no-op rerun.** After a successful run, the same command again with nothing changed \
-         ({NOOP_ITERATIONS} times); rocbuild must notice that nothing changed and do nothing. Target ≤ {NOOP_TARGET} s.\n",
+         ({NOOP_ITERATIONS} times); rocbuild must notice that nothing changed and do nothing. Target ≤ {NOOP_TARGET} s.\n\n\
+         **(c) status.** `rocbuild status` on a venv with the real PyPI torch (the one `cargo xtask setup` puts in \
+         cache/venvs/torch-real). That venv is shared and must not change, so a throwaway venv made with \
+         `python3 -m venv` links (symlinks) every package of it (torch, the nvidia-* wheels, triton, …), and the \
+         `realext` fixture — a C++ library built against the real torch's headers and libraries through rocbuild's \
+         lite TorchConfig.cmake — is built and installed into it by rocbuild, untimed. A is then \
+         `rocbuild status --recipes … --venv …` (it reads the manifest, the real torch/version.py and the recipes, \
+         and stats the installed file; the size and mtime match, so nothing is hashed; realext needs no FFmpeg, so \
+         there is no pkg-config query), B is the cheapest Python-side look at the same venv, \
+         `python -c \"import importlib.metadata as m; print(m.version('torch'))\"`. A and B alternate \
+         ({status_n} pairs). Target for A: ≤ {status_target} ms.\n",
         date = machine.date,
         rev = machine.rev,
         nproc = machine.nproc,
@@ -406,6 +470,8 @@ pub fn bench() -> Result<()> {
         lb = list(&b, " s"),
         lr = ratios.iter().map(|r| format!("{r:.3}×")).collect::<Vec<_>>().join(", "),
         ln = list(&noop, " s"),
+        status_n = crate::bench_status::ITERATIONS,
+        status_target = crate::bench_status::TARGET_MS,
     );
     let path = ws.join("BENCHMARKS.md");
     std::fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))?;

@@ -126,14 +126,22 @@ mod tests {
     fn sizes_by_kind_and_removal_of_one_kind() {
         let d = tempfile::tempdir().unwrap();
         let c = d.path();
-        for (f, n) in [("git/a.git/pack", 100), ("src/a-1/x.c", 20), ("build/a-1/lib.so", 3000), ("logs/a-1.log", 7)] {
+        for (f, n) in [
+            ("git/a.git/pack", 100),
+            ("src/a-1/x.c", 20),
+            ("build/a-1/lib.so", 3000),
+            ("logs/a-1.log", 7),
+        ] {
             let p = c.join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, vec![0u8; n]).unwrap();
         }
         let u = usage(c);
         let by = |k: Kind| u.iter().find(|x| x.kind == k).unwrap().bytes;
-        assert_eq!((by(Kind::Sources), by(Kind::Builds), by(Kind::Logs)), (120, 3000, 7));
+        assert_eq!(
+            (by(Kind::Sources), by(Kind::Builds), by(Kind::Logs)),
+            (120, 3000, 7)
+        );
         assert_eq!(remove(c, &[Kind::Builds]).unwrap(), 3000);
         assert!(!c.join("build").exists() && c.join("git").exists() && c.join("logs").exists());
         assert_eq!(human(1536), "1.5 KiB");

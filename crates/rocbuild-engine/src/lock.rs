@@ -59,7 +59,11 @@ fn still_there(_file: &File, path: &Path) -> bool {
 impl VenvLock {
     /// Lock the venv whose site-packages is `site`. When another run holds it: with `wait`,
     /// call `on_wait(pid of the holder)` once and block until it is done; else fail at once.
-    pub fn acquire(site: &Path, wait: bool, on_wait: &mut dyn FnMut(Option<u32>)) -> Result<VenvLock> {
+    pub fn acquire(
+        site: &Path,
+        wait: bool,
+        on_wait: &mut dyn FnMut(Option<u32>),
+    ) -> Result<VenvLock> {
         let dir = manifest::dir(site);
         let path = dir.join(LOCK_FILE);
         let mut told = false;
@@ -160,7 +164,10 @@ mod tests {
             waited
         });
         std::thread::sleep(std::time::Duration::from_millis(200));
-        assert!(rx.try_recv().is_err(), "the waiter got the lock while it was held");
+        assert!(
+            rx.try_recv().is_err(),
+            "the waiter got the lock while it was held"
+        );
         drop(first);
         rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
         assert_eq!(waiter.join().unwrap(), Some(Some(std::process::id())));

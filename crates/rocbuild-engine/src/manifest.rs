@@ -90,7 +90,9 @@ impl SdkRecord {
             s.push_str(&format!(
                 " (toolkit {} {})",
                 t.display(),
-                self.toolkit_version.as_deref().unwrap_or("of unknown version")
+                self.toolkit_version
+                    .as_deref()
+                    .unwrap_or("of unknown version")
             ));
         }
         s
@@ -190,7 +192,11 @@ pub fn read_all(site: &Path) -> Vec<std::result::Result<Manifest, (PathBuf, Stri
 
 /// Nanoseconds since the epoch of a file's mtime.
 pub fn mtime_ns(md: &std::fs::Metadata) -> Option<u64> {
-    let d = md.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+    let d = md
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
     u64::try_from(d.as_nanos()).ok()
 }
 

@@ -24,7 +24,8 @@ pub struct Restored {
 }
 
 fn native(site: &Path, rel: &str) -> PathBuf {
-    rel.split('/').fold(site.to_path_buf(), |p, part| p.join(part))
+    rel.split('/')
+        .fold(site.to_path_buf(), |p, part| p.join(part))
 }
 
 /// Files under `root`, as `/`-separated paths relative to it.

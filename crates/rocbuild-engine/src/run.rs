@@ -71,7 +71,6 @@ fn walk(root: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-
 fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
     match &plan.source {
         SourcePlan::Local { dir } => {
@@ -386,7 +385,8 @@ fn install_and_verify(
             })?;
             record_rel = format!("{di}/RECORD");
             let from = site.join(&di).join("RECORD");
-            txn_fs::copy(&from, &stage.join(&record_rel)).map_err(EngineError::io("copy", &from))?;
+            txn_fs::copy(&from, &stage.join(&record_rel))
+                .map_err(EngineError::io("copy", &from))?;
             new.push(NewFile {
                 rel: record_rel.clone(),
                 staged: stage.join(&record_rel),

@@ -108,8 +108,13 @@ pub struct Dirs {
 pub enum Action {
     Run(Vec<String>),
     /// Add this line to the user's crontab (replacing the line ending in `# <id>`).
-    CrontabAdd { id: String, line: String },
-    CrontabRemove { id: String },
+    CrontabAdd {
+        id: String,
+        line: String,
+    },
+    CrontabRemove {
+        id: String,
+    },
 }
 
 impl std::fmt::Display for Action {
@@ -117,7 +122,11 @@ impl std::fmt::Display for Action {
         match self {
             Action::Run(argv) => write!(f, "{}", shell_words::join(argv)),
             Action::CrontabAdd { line, .. } => {
-                write!(f, "(crontab -l; echo {}) | crontab -", shell_words::quote(line))
+                write!(
+                    f,
+                    "(crontab -l; echo {}) | crontab -",
+                    shell_words::quote(line)
+                )
             }
             Action::CrontabRemove { id } => {
                 write!(f, "crontab -l | grep -v '# {id}$' | crontab -")
@@ -180,13 +189,18 @@ pub fn schedule(job: &Job, kind: Kind, dirs: &Dirs) -> Schedule {
                 vec![Action::Run(argv(&[
                     "schtasks", "/Create", "/TN", &id, "/XML", &ps, "/F",
                 ]))],
-                vec![Action::Run(argv(&["schtasks", "/Delete", "/TN", &id, "/F"]))],
+                vec![Action::Run(argv(&[
+                    "schtasks", "/Delete", "/TN", &id, "/F",
+                ]))],
             )
         }
         Kind::Cron => {
             let line = cron_line(job);
             (
-                vec![(state_dir(dirs).join(format!("{id}.cron")), format!("{line}\n"))],
+                vec![(
+                    state_dir(dirs).join(format!("{id}.cron")),
+                    format!("{line}\n"),
+                )],
                 vec![Action::CrontabAdd {
                     id: id.clone(),
                     line,
@@ -279,7 +293,10 @@ pub fn launchd_plist(job: &Job) -> String {
         "  <key>Label</key>\n  <string>{}</string>\n  <key>ProgramArguments</key>\n  <array>\n",
         xml(&launchd_label(job))
     ));
-    s.push_str(&format!("    <string>{}</string>\n", xml(&job.exe.display().to_string())));
+    s.push_str(&format!(
+        "    <string>{}</string>\n",
+        xml(&job.exe.display().to_string())
+    ));
     for a in job.args() {
         s.push_str(&format!("    <string>{}</string>\n", xml(&a)));
     }
@@ -371,7 +388,10 @@ pub fn cron_line(job: &Job) -> String {
     }
     parts.push(cron_word(&job.exe.display().to_string()));
     parts.extend(job.args().iter().map(|a| cron_word(a)));
-    parts.push(format!(">> {} 2>&1", cron_word(&job.log.display().to_string())));
+    parts.push(format!(
+        ">> {} 2>&1",
+        cron_word(&job.log.display().to_string())
+    ));
     parts.push(format!("# {}", job.id()));
     parts.join(" ")
 }
@@ -412,7 +432,11 @@ mod tests {
     fn crontab_lines_are_replaced_not_duplicated() {
         let cur = "MAILTO=me\n0 1 * * * backup\n0 3 * * * old # rocbuild-rebuild-1234abcd\n";
         assert_eq!(
-            crontab_with(cur, "rocbuild-rebuild-1234abcd", Some("new # rocbuild-rebuild-1234abcd")),
+            crontab_with(
+                cur,
+                "rocbuild-rebuild-1234abcd",
+                Some("new # rocbuild-rebuild-1234abcd")
+            ),
             "MAILTO=me\n0 1 * * * backup\nnew # rocbuild-rebuild-1234abcd\n"
         );
         assert_eq!(

@@ -162,7 +162,9 @@ pub fn stale_reasons(
             or_none(m.torch_version.as_deref()),
             or_none(now_version)
         ));
-    } else if m.torch_git.is_some() && m.torch_git.as_deref() != torch.and_then(|t| t.git_version.as_deref()) {
+    } else if m.torch_git.is_some()
+        && m.torch_git.as_deref() != torch.and_then(|t| t.git_version.as_deref())
+    {
         out.push(format!(
             "torch {} was rebuilt (git {} → {})",
             or_none(now_version),
@@ -197,7 +199,11 @@ pub fn stale_reasons(
             gpu_archs: m.sdk.gpu_archs.clone(),
         };
         if now != m.sdk {
-            out.push(format!("SDK changed: {} → {}", m.sdk.describe(), now.describe()));
+            out.push(format!(
+                "SDK changed: {} → {}",
+                m.sdk.describe(),
+                now.describe()
+            ));
         }
     }
     match recipes.get(&m.recipe) {

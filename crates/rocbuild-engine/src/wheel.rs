@@ -77,7 +77,10 @@ fn gpu_archs(m: &Manifest) -> Vec<String> {
 }
 
 fn major_minor(v: &str) -> String {
-    v.split(['.', '-', '+']).take(2).collect::<Vec<_>>().join(".")
+    v.split(['.', '-', '+'])
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 /// `+cpu`, `+cu132` (torch's CUDA 13.2), `+rocm6.2.gfx1010` (torch's HIP 6.2, the archs built).
@@ -123,7 +126,11 @@ pub fn metadata(original: &str, version: &str, torch: Option<&str>) -> String {
             out.push_str(&format!("Version: {version}\n"));
         } else if lower.starts_with("requires-dist:")
             && rocbuild_probe::normalize_dist(
-                h[14..].trim().split(|c: char| !(c.is_alphanumeric() || "-_.".contains(c))).next().unwrap_or(""),
+                h[14..]
+                    .trim()
+                    .split(|c: char| !(c.is_alphanumeric() || "-_.".contains(c)))
+                    .next()
+                    .unwrap_or(""),
             ) == "torch"
         {
             continue;
@@ -175,7 +182,11 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
         }
         let p = site.join(&rel);
         if let Some(inner) = rel.strip_prefix(&format!("{di_old}/")) {
-            if !matches!(inner, "RECORD" | "INSTALLER" | "REQUESTED" | "direct_url.json" | "WHEEL" | "METADATA") && p.is_file() {
+            if !matches!(
+                inner,
+                "RECORD" | "INSTALLER" | "REQUESTED" | "direct_url.json" | "WHEEL" | "METADATA"
+            ) && p.is_file()
+            {
                 extra_dist_info.push((format!("{di}/{inner}"), p));
             }
             continue;
@@ -192,8 +203,13 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
     }
     files.extend(extra_dist_info);
 
-    let meta_orig = fs_err::read_to_string(site.join(&di_old).join("METADATA"))
-        .unwrap_or_else(|_| format!("Metadata-Version: 2.1\nName: {distribution}\nVersion: {}\n", m.version));
+    let meta_orig =
+        fs_err::read_to_string(site.join(&di_old).join("METADATA")).unwrap_or_else(|_| {
+            format!(
+                "Metadata-Version: 2.1\nName: {distribution}\nVersion: {}\n",
+                m.version
+            )
+        });
     let generated: Vec<(String, Vec<u8>)> = vec![
         (
             format!("{di}/METADATA"),
@@ -226,19 +242,24 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
     let f = std::fs::File::create(&tmp).map_err(EngineError::io("create", &tmp))?;
     let mut z = zip::ZipWriter::new(f);
     let mut record_out = String::new();
-    let mut add = |z: &mut zip::ZipWriter<std::fs::File>, rel: &str, bytes: &[u8], mode: u32| -> Result<()> {
-        let opts = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Deflated)
-            .unix_permissions(mode);
-        z.start_file(rel, opts).map_err(zerr)?;
-        z.write_all(bytes).map_err(EngineError::io("write", &tmp))?;
-        let hex: String = <sha2::Sha256 as sha2::Digest>::digest(bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        record_out.push_str(&format!("{rel},{},{}\n", record::record_hash(&hex), bytes.len()));
-        Ok(())
-    };
+    let mut add =
+        |z: &mut zip::ZipWriter<std::fs::File>, rel: &str, bytes: &[u8], mode: u32| -> Result<()> {
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Deflated)
+                .unix_permissions(mode);
+            z.start_file(rel, opts).map_err(zerr)?;
+            z.write_all(bytes).map_err(EngineError::io("write", &tmp))?;
+            let hex: String = <sha2::Sha256 as sha2::Digest>::digest(bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            record_out.push_str(&format!(
+                "{rel},{},{}\n",
+                record::record_hash(&hex),
+                bytes.len()
+            ));
+            Ok(())
+        };
     for (rel, p) in &files {
         let bytes = fs_err::read(p).map_err(EngineError::io("read", p))?;
         add(&mut z, rel, &bytes, file_mode(p))?;
@@ -278,7 +299,12 @@ fn file_mode(_p: &Path) -> u32 {
 mod tests {
     use super::*;
 
-    fn manifest(flavor: &str, cuda: Option<&str>, hip: Option<&str>, archs: Option<&str>) -> Manifest {
+    fn manifest(
+        flavor: &str,
+        cuda: Option<&str>,
+        hip: Option<&str>,
+        archs: Option<&str>,
+    ) -> Manifest {
         let mut m = Manifest {
             flavor: flavor.into(),
             ..Manifest::default()
@@ -294,13 +320,26 @@ mod tests {
     #[test]
     fn local_versions_say_what_it_was_built_for() {
         assert_eq!(local_version(&manifest("cpu", None, None, None)), "cpu");
-        assert_eq!(local_version(&manifest("cuda", Some("13.2"), None, None)), "cu132");
         assert_eq!(
-            local_version(&manifest("rocm", None, Some("6.2.41134-65d174c3e"), Some("gfx1010"))),
+            local_version(&manifest("cuda", Some("13.2"), None, None)),
+            "cu132"
+        );
+        assert_eq!(
+            local_version(&manifest(
+                "rocm",
+                None,
+                Some("6.2.41134-65d174c3e"),
+                Some("gfx1010")
+            )),
             "rocm6.2.gfx1010"
         );
         assert_eq!(
-            local_version(&manifest("rocm", None, Some("6.4.1"), Some("gfx1030;gfx1100"))),
+            local_version(&manifest(
+                "rocm",
+                None,
+                Some("6.4.1"),
+                Some("gfx1030;gfx1100")
+            )),
             "rocm6.4.gfx1030.gfx1100"
         );
     }
@@ -322,8 +361,15 @@ mod tests {
     fn tags_of_the_venv_python() {
         assert_eq!(
             Tags::new("3.11", "", "linux-x86_64"),
-            Tags { python: "cp311".into(), abi: "cp311".into(), platform: "linux_x86_64".into() }
+            Tags {
+                python: "cp311".into(),
+                abi: "cp311".into(),
+                platform: "linux_x86_64".into()
+            }
         );
-        assert_eq!(Tags::new("3.12", "", "macosx-14.0-arm64").platform, "macosx_14_0_arm64");
+        assert_eq!(
+            Tags::new("3.12", "", "macosx-14.0-arm64").platform,
+            "macosx_14_0_arm64"
+        );
     }
 }

@@ -32,13 +32,13 @@ pub use gpu::{
     read_kfd_topology, GpuArchs, GpuQuery,
 };
 pub use probe_env::{vars, ProbeEnv};
+pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
 pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
 pub use runtime::{find_hip_runtime, runtime_major_from_name, HipRuntime, RuntimeFile};
 pub use tools::{install_hint, probe_tools};
 pub use torch::{probe_torch, torch_version, TorchVersion};
-pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -115,7 +115,11 @@ mod tests {
         std::fs::create_dir_all(r.join(".info")).unwrap();
         std::fs::write(r.join(".info/version"), "6.2.4-120\n").unwrap();
         assert_eq!(toolkit_version(r).as_deref(), Some("6.2.4-120"));
-        std::fs::write(r.join("version.json"), r#"{"cuda": {"name": "CUDA SDK", "version": "13.2.0"}}"#).unwrap();
+        std::fs::write(
+            r.join("version.json"),
+            r#"{"cuda": {"name": "CUDA SDK", "version": "13.2.0"}}"#,
+        )
+        .unwrap();
         assert_eq!(toolkit_version(r).as_deref(), Some("13.2.0"));
     }
 }

@@ -47,7 +47,13 @@ fn var(k: &str) -> Option<std::path::PathBuf> {
 /// Home and per-user config directories for `rocbuild schedule`: `$HOME` (`%USERPROFILE%`),
 /// and `$XDG_CONFIG_HOME` else `~/.config` (`%APPDATA%` on Windows). Tests redirect both.
 pub fn user_dirs() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
-    let home = var("HOME").or_else(|| if cfg!(windows) { var("USERPROFILE") } else { None })?;
+    let home = var("HOME").or_else(|| {
+        if cfg!(windows) {
+            var("USERPROFILE")
+        } else {
+            None
+        }
+    })?;
     let config = if cfg!(windows) {
         var("APPDATA").unwrap_or_else(|| home.join("AppData").join("Roaming"))
     } else {

@@ -188,19 +188,22 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitC
                 format!(": {}", why.join("; "))
             }
         );
-        let result = recipes.get(&r.recipe).map_err(miette::Report::from).and_then(|recipe| {
-            crate::build_locked(
-                recipe,
-                recorded_build_options(&m),
-                &BuildRequest {
-                    venv: Some(root.clone()),
-                    machine_file: None,
-                    dry_run: false,
-                    json: false,
-                },
-                g,
-            )
-        });
+        let result = recipes
+            .get(&r.recipe)
+            .map_err(miette::Report::from)
+            .and_then(|recipe| {
+                crate::build_locked(
+                    recipe,
+                    recorded_build_options(&m),
+                    &BuildRequest {
+                        venv: Some(root.clone()),
+                        machine_file: None,
+                        dry_run: false,
+                        json: false,
+                    },
+                    g,
+                )
+            });
         if let Err(e) = result {
             eprintln!("{e:?}");
             failed += 1;
@@ -251,7 +254,9 @@ fn tags(root: &Path) -> Result<rocbuild_engine::wheel::Tags> {
             reason: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         })?;
     }
-    Ok(rocbuild_engine::wheel::Tags::new(lines[0], lines[1], lines[2]))
+    Ok(rocbuild_engine::wheel::Tags::new(
+        lines[0], lines[1], lines[2],
+    ))
 }
 
 pub fn wheel(a: &WheelArgs) -> Result<ExitCode> {
@@ -323,10 +328,7 @@ fn job(a: &ScheduleArgs, g: &Global) -> Result<(sched::Job, sched::Dirs)> {
     if let Some(p) = std::env::var_os("PATH") {
         envs.push(("PATH".to_string(), p.to_string_lossy().into_owned()));
     }
-    envs.push((
-        env::ROCBUILD_CACHE.to_string(),
-        cache.display().to_string(),
-    ));
+    envs.push((env::ROCBUILD_CACHE.to_string(), cache.display().to_string()));
     let mut recipe_dirs: Vec<PathBuf> = std::env::var_os(env::ROCBUILD_RECIPES)
         .map(|v| std::env::split_paths(&v).collect())
         .unwrap_or_default();
@@ -374,7 +376,9 @@ fn run_action(act: &sched::Action) -> std::result::Result<(), String> {
             .stderr(std::process::Stdio::piped());
         let mut child = c.spawn().map_err(|e| format!("{}: {e}", argv[0]))?;
         if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
-            stdin.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+            stdin
+                .write_all(text.as_bytes())
+                .map_err(|e| e.to_string())?;
         }
         let out = child.wait_with_output().map_err(|e| e.to_string())?;
         if out.status.success() {
@@ -485,8 +489,12 @@ pub fn schedule(a: &ScheduleArgs, g: &Global) -> Result<ExitCode> {
             let mut found = false;
             for k in sched::Kind::ALL {
                 let s = sched::schedule(&job, k, &dirs);
-                let present: Vec<&PathBuf> =
-                    s.files.iter().map(|(p, _)| p).filter(|p| p.exists()).collect();
+                let present: Vec<&PathBuf> = s
+                    .files
+                    .iter()
+                    .map(|(p, _)| p)
+                    .filter(|p| p.exists())
+                    .collect();
                 if present.is_empty() {
                     continue;
                 }

@@ -1,0 +1,157 @@
+//! Benchmark (c): `rocbuild status` on a venv with the real PyPI torch, alternated with the
+//! cheapest Python-side look at the same venv.
+//!
+//! The shared venv `cache/venvs/torch-real` must not be modified, so the benchmark makes a
+//! throwaway venv (`python3 -m venv`) whose site-packages links to every entry of the real
+//! one (torch, nvidia-*, triton, …), builds the `realext` fixture (a C++ extension against
+//! the real torch headers and libraries, as the real-torch e2e test does) into it with
+//! rocbuild — untimed — and then times `rocbuild status` on it: that reads the real
+//! torch/version.py, the recipes, the manifest, and stats the installed library (size and
+//! mtime match, so nothing is hashed; the recipe needs no FFmpeg, so no pkg-config query).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use rocbuild_testkit::{fixture_dir, make_wheel_with, run};
+
+use crate::util::{run_capture, Result};
+
+pub const ITERATIONS: usize = 20;
+pub const TARGET_MS: f64 = 50.0;
+
+pub struct StatusBench {
+    /// Milliseconds, in run order.
+    pub status: Vec<f64>,
+    pub baseline: Vec<f64>,
+    pub status_out: String,
+    pub torch: String,
+}
+
+const VERIFY: &str = r#"import ctypes, os, sysconfig
+lib = ctypes.CDLL(os.path.join(sysconfig.get_paths()["platlib"], "realext", "librealext.so"))
+lib.realext_sum.restype = ctypes.c_double
+assert lib.realext_sum() == 4.0, lib.realext_sum()
+print("realext ok")"#;
+
+const BASELINE: &str = "import importlib.metadata as m; print(m.version('torch'))";
+
+fn site_of(venv: &Path) -> Result<PathBuf> {
+    let out = run_capture(Command::new(venv.join("bin/python")).args([
+        "-c",
+        "import sysconfig; print(sysconfig.get_paths()['platlib'])",
+    ]))?;
+    Ok(PathBuf::from(out.trim()))
+}
+
+pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<StatusBench> {
+    let real_site = site_of(real)?;
+    // The throwaway venv, linking the real packages (not the venv tooling, not builds that
+    // other runs installed there).
+    let venv = root.join("venv-torch-real-links");
+    run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+    let site = site_of(&venv)?;
+    let own: Vec<String> = std::fs::read_dir(&site)
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for e in std::fs::read_dir(&real_site)
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if own.contains(&name) || name == ".rocbuild" || name.starts_with("realext") {
+            continue;
+        }
+        std::os::unix::fs::symlink(e.path(), site.join(&name)).map_err(|e| e.to_string())?;
+    }
+
+    // realext: a git repository, a wheel of its (empty) Python part, a recipe.
+    let work = root.join("realext-src");
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    for f in ["CMakeLists.txt", "realext.cpp"] {
+        std::fs::copy(fixture_dir().join("realext").join(f), work.join(f))
+            .map_err(|e| e.to_string())?;
+    }
+    let git = |args: &[&str]| {
+        run(Command::new("git")
+            .arg("-C")
+            .arg(&work)
+            .args([
+                "-c",
+                "user.name=bench",
+                "-c",
+                "user.email=bench@rocbuild.invalid",
+            ])
+            .args(args))
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "realext"]);
+    git(&["tag", "v1.0.0"]);
+    let wheels = root.join("realext-wheels");
+    make_wheel_with(&wheels, "realext", "1.0.0", Vec::new());
+    let recipes = root.join("realext-recipes");
+    std::fs::create_dir_all(&recipes).map_err(|e| e.to_string())?;
+    std::fs::write(
+        recipes.join("realext.toml"),
+        format!(
+            "[package]\nname = \"realext\"\ndistribution = \"realext\"\nimport-dir = \"realext\"\n\n[source]\ngit = \"{}\"\ntag = \"v{{version}}\"\n\n[[release]]\nversion = \"1.0.0\"\ntorch = \">=2.0\"\n\n[build]\ntorch-cmake = \"lite\"\ndefine = {{ CMAKE_BUILD_TYPE = \"Release\" }}\n\n[install]\nartifacts = [\"librealext*\"]\nfinds = [\"{{torch.lib}}\"]\n\n[verify]\npython = '''\n{VERIFY}\n'''\n",
+            work.display()
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    let cache = root.join("cache-status");
+    let t = Instant::now();
+    run_capture(
+        Command::new(exe)
+            .args(["realext", "-q", "--recipes"])
+            .arg(&recipes)
+            .arg("--venv")
+            .arg(&venv)
+            .arg("--cache")
+            .arg(&cache)
+            .env_remove("VIRTUAL_ENV")
+            .env_remove("LD_LIBRARY_PATH")
+            .env("PIP_NO_INDEX", "1")
+            .env("PIP_FIND_LINKS", &wheels)
+            .stdin(Stdio::null()),
+    )?;
+    println!(
+        "xtask: bench: realext built against the real torch (untimed): {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let mut status_cmd = Command::new(exe);
+    status_cmd
+        .args(["status", "--recipes"])
+        .arg(&recipes)
+        .arg("--venv")
+        .arg(&venv)
+        .env_remove("VIRTUAL_ENV")
+        .stdin(Stdio::null());
+    let status_out = run_capture(&mut status_cmd)?.trim().to_string();
+    if status_out != "realext 1.0.0: fresh" {
+        return Err(format!("status should say fresh, it says: {status_out}"));
+    }
+    let mut baseline_cmd = Command::new(venv.join("bin/python"));
+    baseline_cmd.args(["-c", BASELINE]).stdin(Stdio::null());
+    let torch = run_capture(&mut baseline_cmd)?.trim().to_string();
+
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..ITERATIONS {
+        let t = Instant::now();
+        run_capture(&mut status_cmd)?;
+        a.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
+        run_capture(&mut baseline_cmd)?;
+        b.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(StatusBench {
+        status: a,
+        baseline: b,
+        status_out,
+        torch,
+    })
+}
