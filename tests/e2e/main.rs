@@ -8,6 +8,7 @@ mod crash;
 mod errors;
 mod ffmpeg_download;
 mod fixture_build;
+mod hip_build;
 mod locks;
 mod mirror;
 mod plans;

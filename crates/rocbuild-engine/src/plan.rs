@@ -465,11 +465,24 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     backend.vars(&mut vars);
 
     // Build-only pip requirements, keyed by what they are and the Python they serve.
-    let reqs: Vec<String> = needs
+    let mut reqs: Vec<String> = needs
         .python_build
         .iter()
         .map(|t| expand(t.get_ref(), &vars))
         .collect::<Result<_>>()?;
+    // CMake's HIP language reads a multiarch ROCm (Debian's /usr) only from 3.27: an older
+    // system CMake is replaced for this build by CMake from PyPI, in the build-only tools.
+    let old_cmake = backend.rocm.as_ref().is_some_and(|r| r.multiarch)
+        && machine
+            .tools
+            .cmake
+            .as_ref()
+            .and_then(|t| t.version.as_deref())
+            .and_then(cmake_version)
+            .is_some_and(|v| v < (3, 27));
+    if old_cmake {
+        reqs.push("cmake>=3.27,<4".into());
+    }
     let tools = (!reqs.is_empty()).then(|| {
         let mut key: Vec<&str> = reqs.iter().map(String::as_str).collect();
         key.push(&py.version);
@@ -491,6 +504,10 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     if let Some(t) = &tools {
         vars.insert("tools".into(), t.dir.display().to_string());
     }
+    let cmake = match (&tools, old_cmake) {
+        (Some(t), true) => join(os, &t.dir, &["cmake", "data", "bin", "cmake"]),
+        _ => cmake,
+    };
 
     // torch's CMake package.
     let torch_cmake = match torch {
@@ -838,6 +855,13 @@ fn native_toolkit(
             Ok(())
         }
     }
+}
+
+/// `cmake version 3.25.1` -> (3, 25).
+fn cmake_version(text: &str) -> Option<(u32, u32)> {
+    let v = text.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
+    let mut it = v.split('.');
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
 fn name_of(recipe: &Recipe) -> &str {

@@ -31,6 +31,9 @@ pub struct RocmPlan {
     pub root: PathBuf,
     pub version: Option<String>,
     pub kind: String,
+    /// A distribution's multiarch layout (`/usr`, CMake files under `/usr/lib/<triplet>`):
+    /// CMake's HIP language understands it only from 3.27.
+    pub multiarch: bool,
     pub archs: Vec<String>,
     pub archs_found_by: String,
     pub clang: PathBuf,
@@ -101,15 +104,25 @@ impl BackendPlan {
             if let Some(d) = &r.device_lib {
                 env.insert("HIP_DEVICE_LIB_PATH".into(), s(d));
             }
-            let mut set = |k: &str, v: String| {
+            let set = |define: &mut BTreeMap<String, String>, k: &str, v: String| {
                 define.entry(k.to_string()).or_insert(v);
             };
-            set("CMAKE_C_COMPILER", s(&r.clang));
-            set("CMAKE_CXX_COMPILER", s(&r.clangxx));
-            set("CMAKE_HIP_COMPILER", s(&r.clangxx));
-            set("CMAKE_HIP_ARCHITECTURES", r.archs.join(";"));
-            set("CMAKE_PREFIX_PATH", s(&r.root));
-            set("CMAKE_HIP_PLATFORM", "amd".into());
+            set(define, "CMAKE_C_COMPILER", s(&r.clang));
+            set(define, "CMAKE_CXX_COMPILER", s(&r.clangxx));
+            set(define, "CMAKE_HIP_COMPILER", s(&r.clangxx));
+            set(define, "CMAKE_HIP_ARCHITECTURES", r.archs.join(";"));
+            // clang looks for the HIP headers and runtime next to itself; with a ROCm laid out
+            // elsewhere (Debian's /usr, TheRock's split packages) it must be told.
+            let rocm_path = format!("--rocm-path={}", s(&r.root));
+            match define.get_mut("CMAKE_HIP_FLAGS") {
+                Some(f) if !f.contains("--rocm-path") => *f = format!("{f} {rocm_path}"),
+                Some(_) => {}
+                None => {
+                    define.insert("CMAKE_HIP_FLAGS".into(), rocm_path);
+                }
+            }
+            set(define, "CMAKE_PREFIX_PATH", s(&r.root));
+            set(define, "CMAKE_HIP_PLATFORM", "amd".into());
         }
         if let Some(c) = &self.cuda {
             let nvcc = join(os, &c.home, &["bin", if os == Os::Windows { "nvcc.exe" } else { "nvcc" }]);
@@ -275,6 +288,7 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
         runtime,
         version: sdk.version.clone(),
         kind: sdk.kind.describe().to_string(),
+        multiarch: sdk.kind == rocbuild_probe::SdkKind::DebianMultiarch,
         archs: archs.archs.clone(),
         archs_found_by: archs.found_by.clone(),
         clang,
