@@ -37,7 +37,7 @@ fn downloads_verifies_and_extracts_a_shared_build() {
     assert_eq!(
         redact(&out.stdout, tmp.path()),
         format!(
-            "FFmpeg 7 (libavutil 59), shared, in {root}\nlibraries: {root}/bin (8 files)\nbuild against it: rocbuild torchcodec --ffmpeg {root}"
+            "FFmpeg 7 (libavutil 59), shared, in {root}\nlibraries: {root}/bin (8 files)\nbuilds use it from now on (as if given --ffmpeg {root}); another --ffmpeg DIR wins"
         )
     );
     assert_eq!(
@@ -60,6 +60,18 @@ fn downloads_verifies_and_extracts_a_shared_build() {
     );
     assert_eq!(v["missing"].as_array().map(Vec::len), Some(0));
     assert_eq!(srv.hits(), 1);
+
+    // Later builds use it: a plan on this machine (real probe) builds against FFmpeg 7 from
+    // the download, not the system's.
+    let venv = tmp.path().join("venv");
+    let site = make_venv(&venv);
+    install_fake_torch(&site, "2.9.1");
+    let plan = rocbuild(
+        &["torchcodec", "--venv", venv.to_str().unwrap(), "--dry-run"],
+        &[("ROCBUILD_CACHE", cache.to_str().unwrap())],
+    );
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(plan.stdout.contains("  ffmpeg: 7\n"), "{}", plan.stdout);
 }
 
 #[test]

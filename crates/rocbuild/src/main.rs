@@ -105,11 +105,26 @@ fn ffmpeg(a: &FfmpegArgs, g: &Global) -> Result<ExitCode> {
             );
         }
         println!(
-            "build against it: rocbuild torchcodec --ffmpeg {}",
+            "builds use it from now on (as if given --ffmpeg {}); another --ffmpeg DIR wins",
             found.root.display()
         );
     }
+    // The FFmpeg for later builds (and so for the Windows preload hook).
+    let current = cache.join("ffmpeg").join(CURRENT_FFMPEG);
+    fs_err::create_dir_all(cache.join("ffmpeg")).into_diagnostic()?;
+    fs_err::write(&current, found.root.display().to_string()).into_diagnostic()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Names the FFmpeg `rocbuild ffmpeg` fetched last, in `<cache>/ffmpeg/`.
+const CURRENT_FFMPEG: &str = "current";
+
+/// The FFmpeg `rocbuild ffmpeg` fetched, when it is still there.
+fn downloaded_ffmpeg(g: &Global) -> Option<PathBuf> {
+    let cache = cache(g).ok()?;
+    let text = std::fs::read_to_string(cache.join("ffmpeg").join(CURRENT_FFMPEG)).ok()?;
+    let dir = PathBuf::from(text.trim());
+    dir.is_dir().then_some(dir)
 }
 
 fn load_recipes(g: &Global) -> Result<RecipeSet> {
@@ -205,7 +220,10 @@ fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitCode> {
             TorchCmakeArg::Lite => TorchCmake::Lite,
         }),
         defines: parse_defines(&a.defines)?,
-        ffmpeg_dir: a.ffmpeg.clone(),
+        ffmpeg_dir: match &a.ffmpeg {
+            Some(d) => Some(d.clone()),
+            None => downloaded_ffmpeg(g),
+        },
         backend: BackendOptions {
             backend: a.backend.map(|b| b.as_str().to_string()),
             rocm: a.rocm.clone(),

@@ -118,6 +118,10 @@ pub fn shared_ffmpeg_zip() -> Vec<u8> {
         format!("{top}/include/libavutil/avutil.h"),
         b"/* avutil */\n".to_vec(),
     ));
+    entries.push((
+        format!("{top}/include/libavutil/version.h"),
+        b"#define LIBAVUTIL_VERSION_MAJOR  59\n#define LIBAVUTIL_VERSION_MINOR  39\n#define LIBAVUTIL_VERSION_MICRO 100\n".to_vec(),
+    ));
     entries.push((format!("{top}/lib/avutil.lib"), b"!<arch>\n".to_vec()));
     entries.push((format!("{top}/LICENSE"), b"GPL v3\n".to_vec()));
     let refs: Vec<(&str, &[u8])> = entries
