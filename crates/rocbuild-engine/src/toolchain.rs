@@ -113,7 +113,13 @@ impl BackendPlan {
             set(define, "CMAKE_HIP_ARCHITECTURES", r.archs.join(";"));
             // clang looks for the HIP headers and runtime next to itself; with a ROCm laid out
             // elsewhere (Debian's /usr, TheRock's split packages) it must be told.
-            let rocm_path = format!("--rocm-path={}", s(&r.root));
+            // CMAKE_HIP_FLAGS is split at spaces: quote a root such as C:/Program Files/….
+            let root = s(&r.root).replace('\\', "/");
+            let rocm_path = if root.contains(' ') {
+                format!("--rocm-path=\"{root}\"")
+            } else {
+                format!("--rocm-path={root}")
+            };
             match define.get_mut("CMAKE_HIP_FLAGS") {
                 Some(f) if !f.contains("--rocm-path") => *f = format!("{f} {rocm_path}"),
                 Some(_) => {}
