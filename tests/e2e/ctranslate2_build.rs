@@ -256,3 +256,33 @@ fn missing_run_time_requirements_are_named_with_the_command_that_installs_them()
     assert!(out.stderr.contains("-m pip install numpy pyyaml"), "{}", out.stderr);
     assert_eq!(tree_state(&venv), before);
 }
+
+/// Debian's ROCm 5.2 can compile for gfx1010 but has no hipBLAS, which CTranslate2's HIP
+/// build links: refused before anything is fetched, with the SDKs found and what they hold.
+#[test]
+fn an_sdk_without_hipblas_is_refused_for_ctranslate2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    make_venv(&venv);
+    let cache = tmp.path().join("cache");
+    let out = rocbuild(
+        &[
+            "ctranslate2",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+            "--arch",
+            "gfx1010",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("ctranslate2's HIP build links hipBLAS, and ROCm 5.2.0 at /usr has none"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("hipBLAS no"), "{}", out.stderr);
+    assert!(!cache.join("git").exists());
+}

@@ -129,6 +129,18 @@ pub enum EngineError {
     )]
     StaticFfmpeg { dir: String },
 
+    #[error("{recipe}'s HIP build links {part}, and {sdk} has none")]
+    #[diagnostic(
+        code(rocbuild::plan::sdk_lacks),
+        help("install {part} for that SDK, choose another SDK with --rocm X.Y, or build with --backend cpu. ROCm SDKs found:\n{found}")
+    )]
+    SdkLacks {
+        recipe: String,
+        part: String,
+        sdk: String,
+        found: String,
+    },
+
     #[error("{recipe} needs {missing} at run time, and {site} does not have it")]
     #[diagnostic(
         code(rocbuild::plan::missing_python),

@@ -308,7 +308,13 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     let (release, version_reason) = choose_release(recipe, machine, opts)?;
     let version = release.version.clone();
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
-    let backend = toolchain::choose(name_of(recipe), &recipe.backends(), machine, &opts.backend)?;
+    let backend = toolchain::choose(
+        name_of(recipe),
+        &recipe.backends(),
+        needs.hipblas,
+        machine,
+        &opts.backend,
+    )?;
     let missing: Vec<&str> = needs
         .python
         .iter()

@@ -49,6 +49,10 @@ impl fmt::Display for Plan {
                 r.kind
             )?;
             writeln!(f, "  archs:  {} (from {})", r.archs.join(";"), r.archs_found_by)?;
+            writeln!(f, "  ROCm SDKs found (* = used):")?;
+            for c in &r.candidates {
+                writeln!(f, "    {c}")?;
+            }
             for n in &r.notes {
                 writeln!(f, "  note:   {n}")?;
             }

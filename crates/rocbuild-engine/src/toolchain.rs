@@ -44,6 +44,8 @@ pub struct RocmPlan {
     /// Where the SDK's shared libraries are at run time (Windows: `bin`, else `lib`), for
     /// each of its parts (TheRock splits one SDK over several packages).
     pub runtime: Vec<PathBuf>,
+    /// Every SDK found, one line each (version, kind, root, what it holds), chosen one marked.
+    pub candidates: Vec<String>,
     /// Why this SDK / these archs; shown in the plan and the log.
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
@@ -155,6 +157,7 @@ fn usage(option: &str, reason: String, help: String) -> EngineError {
 pub fn choose(
     recipe: &str,
     recipe_backends: &[String],
+    needs_hipblas: bool,
     machine: &Machine,
     opts: &BackendOptions,
 ) -> Result<BackendPlan> {
@@ -207,6 +210,21 @@ pub fn choose(
         ));
     }
     let rocm = (backend == "rocm").then(|| rocm_plan(machine, opts)).transpose()?;
+    if let (Some(r), true) = (&rocm, needs_hipblas) {
+        let sdk = machine.rocm_sdks.iter().find(|s| s.root == r.root);
+        if sdk.is_some_and(|s| s.hipblas.is_none()) {
+            return Err(EngineError::SdkLacks {
+                recipe: recipe.into(),
+                part: "hipBLAS".into(),
+                sdk: format!(
+                    "ROCm {} at {}",
+                    r.version.as_deref().unwrap_or("(unknown version)"),
+                    r.root.display()
+                ),
+                found: r.candidates.join("\n"),
+            });
+        }
+    }
     let cuda = if backend == "cuda" {
         let home = machine.toolkits.cuda_home.clone().ok_or_else(|| EngineError::NoValue {
             variable: "cuda.home".into(),
@@ -289,6 +307,36 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
             runtime.insert(0, l.clone());
         }
     }
+    let candidates = machine
+        .rocm_sdks
+        .iter()
+        .map(|c| {
+            let mut line = format!(
+                "{} {} {} ({})",
+                if c.root == sdk.root { "*" } else { " " },
+                c.version.as_deref().unwrap_or("?"),
+                c.root.display(),
+                c.kind.describe()
+            );
+            line.push_str(&format!(
+                ": targets {}; hipBLAS {}; rocBLAS {}; amd_comgr {}",
+                if c.targets.is_empty() { "none".to_string() } else { c.targets.join(" ") },
+                c.hipblas.as_deref().unwrap_or("no"),
+                if !c.rocblas {
+                    "no".to_string()
+                } else if c.tensile_archs.is_empty() {
+                    "without Tensile kernels".to_string()
+                } else {
+                    format!("(Tensile {})", c.tensile_archs.join(" "))
+                },
+                if c.amd_comgr.is_some() { "yes" } else { "no" }
+            ));
+            for p in &c.problems {
+                line.push_str(&format!("; {p}"));
+            }
+            line
+        })
+        .collect();
     Ok(RocmPlan {
         root: sdk.root.clone(),
         runtime,
@@ -302,6 +350,7 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
         device_lib: sdk.device_lib_dir.clone(),
         llvm,
         bin,
+        candidates,
         notes,
         warnings,
     })

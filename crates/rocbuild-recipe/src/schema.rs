@@ -126,6 +126,10 @@ pub struct Needs {
     /// build, with the pip command that installs the missing ones.
     #[serde(default)]
     pub python: Vec<String>,
+    /// The rocm backend links hipBLAS (CTranslate2): an SDK without it is refused before the
+    /// build.
+    #[serde(default)]
+    pub hipblas: bool,
 }
 
 fn yes() -> bool {
@@ -140,6 +144,7 @@ impl Default for Needs {
             ffmpeg: false,
             python_build: Vec::new(),
             python: Vec::new(),
+            hipblas: false,
         }
     }
 }
