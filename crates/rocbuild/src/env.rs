@@ -7,6 +7,9 @@ pub const ROCBUILD_RECIPES: &str = "ROCBUILD_RECIPES";
 pub const ROCBUILD_CACHE: &str = "ROCBUILD_CACHE";
 /// Offline git mirror: `https://HOST/OWNER/REPO` is read from `$ROCBUILD_MIRROR/HOST/OWNER/REPO.git`.
 pub const ROCBUILD_MIRROR: &str = "ROCBUILD_MIRROR";
+/// The GPU architectures (`gfx1010;gfx1030`, `;`, `,` or space separated) for `doctor`'s GPU
+/// check when `--gpu-arch` is not given; the same variable torch's own build reads.
+pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
 /// Log filter for `tracing` (e.g. `rocbuild=debug`).
 pub const ROCBUILD_LOG: &str = "ROCBUILD_LOG";
 // The venv is taken from `--venv`, then `VIRTUAL_ENV`, then `CONDA_PREFIX`, then `./.venv`

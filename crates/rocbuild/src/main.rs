@@ -1,6 +1,7 @@
 //! rocbuild: the binary. Argument parsing and output only; the work is in the library crates.
 
 mod cli;
+mod doctor;
 mod env;
 
 use std::path::PathBuf;
@@ -42,6 +43,9 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             list_recipes(&recipes, variables);
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Doctor(a)) => doctor::doctor(&recipes, &a),
+        Some(Command::Deps(a)) => doctor::deps(&a),
+        Some(Command::Bundle(a)) => doctor::bundle(&a),
         None => build(&recipes, &cli.build, &cli.global),
     }
 }

@@ -7,6 +7,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod native;
+
 use base64::Engine;
 use sha2::{Digest, Sha256};
 

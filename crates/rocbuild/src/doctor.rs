@@ -1,0 +1,119 @@
+//! Output wiring for `doctor`, `deps` and `bundle`; the work is in rocbuild-doctor.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use miette::{IntoDiagnostic, Result};
+use rocbuild_doctor::{DoctorError, DoctorOptions, Subject};
+use rocbuild_probe::{ProbeOptions, ProbeError};
+use rocbuild_recipe::RecipeSet;
+
+use crate::cli::{BundleArgs, DepsArgs, DoctorArgs};
+use crate::env;
+
+/// Usage errors (unknown package, no venv) exit 2; findings exit 1; all well exits 0.
+fn fail(e: DoctorError) -> Result<ExitCode> {
+    if e.is_usage() {
+        eprintln!("{:?}", miette::Report::new(e));
+        Ok(ExitCode::from(2))
+    } else {
+        Err(e.into())
+    }
+}
+
+fn split_env_paths(var: &str) -> Vec<PathBuf> {
+    std::env::var_os(var)
+        .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+        .unwrap_or_default()
+}
+
+/// `--gpu-arch`, else `$PYTORCH_ROCM_ARCH` (`;`, `,` or space separated).
+fn gpu_arch(a: &DoctorArgs) -> Option<Vec<String>> {
+    let from_flag: Vec<String> = a.gpu_arch.iter().filter(|s| !s.is_empty()).cloned().collect();
+    if !from_flag.is_empty() {
+        return Some(from_flag);
+    }
+    let v = std::env::var(env::PYTORCH_ROCM_ARCH).ok()?;
+    let archs: Vec<String> = v
+        .split([';', ',', ' '])
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    (!archs.is_empty()).then_some(archs)
+}
+
+pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitCode> {
+    let mut candidates = Subject::known();
+    for r in recipes.iter() {
+        let name = r.name().to_string();
+        if let Some(s) = candidates.iter_mut().find(|s| s.name == name) {
+            s.import_dir = r.raw.package.import_dir.clone();
+            s.distribution = r.raw.package.distribution.clone();
+            s.recipe = Some(name);
+            s.ffmpeg = r.raw.needs.ffmpeg;
+        } else {
+            candidates.push(Subject {
+                import_dir: r.raw.package.import_dir.clone(),
+                distribution: r.raw.package.distribution.clone(),
+                recipe: Some(name.clone()),
+                ffmpeg: r.raw.needs.ffmpeg,
+                name,
+            });
+        }
+    }
+    let wants_ffmpeg = candidates.iter().any(|s| s.ffmpeg);
+    let machine = match rocbuild_probe::probe(&ProbeOptions {
+        venv: a.venv.clone(),
+        ffmpeg_dir: None,
+        want_ffmpeg: false,
+    }) {
+        Ok(m) => m,
+        Err(e) => return fail(e.into()),
+    };
+    let mut machine = machine;
+    if wants_ffmpeg {
+        // FFmpeg's development files are not needed to *run*: a failed probe only means the
+        // FFmpeg check relies on the library directories alone.
+        let tools = &machine.tools;
+        machine.ffmpeg = rocbuild_probe::probe_ffmpeg(None, tools.pkg_config.as_ref())
+            .map_err(|e: ProbeError| tracing::debug!("no FFmpeg through pkg-config: {e}"))
+            .ok();
+    }
+    let library_var = match machine.platform.os {
+        rocbuild_probe::Os::Macos => "DYLD_LIBRARY_PATH",
+        _ => "LD_LIBRARY_PATH",
+    };
+    let opts = DoctorOptions {
+        requested: a.packages.clone(),
+        candidates,
+        gpu_arch: gpu_arch(a),
+        timeout: Duration::from_secs(a.timeout.max(1)),
+        load_test: !a.no_load,
+        library_path: split_env_paths(library_var),
+        path: split_env_paths("PATH"),
+    };
+    let report = match rocbuild_doctor::doctor(&machine, &opts) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report).into_diagnostic()?);
+    } else {
+        use std::io::Write;
+        let _ = write!(std::io::stdout().lock(), "{}", rocbuild_doctor::human(&report));
+    }
+    Ok(if report.healthy() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn deps(_a: &DepsArgs) -> Result<ExitCode> {
+    Ok(ExitCode::from(2))
+}
+
+pub fn bundle(_a: &BundleArgs) -> Result<ExitCode> {
+    Ok(ExitCode::from(2))
+}
