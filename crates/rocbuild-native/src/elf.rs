@@ -1,10 +1,18 @@
+//! ELF: the dynamic section, dynamic symbols with their GNU symbol versions, `.hip_fatbin`.
+
 use std::path::Path;
 
+use goblin::elf::header::{ET_DYN, ET_EXEC};
+use goblin::elf::section_header::SHN_UNDEF;
+use goblin::elf::sym::{STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_SECTION};
 use goblin::elf::Elf;
 
-use crate::NativeError;
+use crate::demangle::demangle;
+use crate::read::{malformed, split_paths};
+use crate::{Binary, Export, Format, Import, NativeError};
 
-/// What the dynamic loader reads from an ELF shared object.
+/// What the dynamic loader reads from an ELF shared object (the older, ELF-only view; new code
+/// should use [`crate::read_binary`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ElfInfo {
     pub soname: Option<String>,
@@ -15,50 +23,165 @@ pub struct ElfInfo {
     pub runpath: Vec<String>,
 }
 
-fn split(paths: &[&str]) -> Vec<String> {
-    paths
-        .iter()
-        .flat_map(|p| p.split(':'))
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-fn parse<'a>(path: &Path, bytes: &'a [u8]) -> Result<Elf<'a>, NativeError> {
-    Elf::parse(bytes).map_err(|e| NativeError::Malformed {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    })
-}
-
-fn read(path: &Path) -> Result<Vec<u8>, NativeError> {
-    fs_err::read(path).map_err(|source| NativeError::Io {
-        path: path.display().to_string(),
-        source,
-    })
-}
-
 /// Read the dynamic section of the ELF file at `path`.
 pub fn read_elf(path: &Path) -> Result<ElfInfo, NativeError> {
-    let bytes = read(path)?;
-    let elf = parse(path, &bytes)?;
+    let bin = crate::read_binary(path)?;
+    if bin.format != Format::Elf {
+        return Err(NativeError::Malformed {
+            path: path.display().to_string(),
+            format: "ELF".into(),
+            reason: format!("it is a {} file", bin.format),
+        });
+    }
     Ok(ElfInfo {
-        soname: elf.soname.map(str::to_string),
-        needed: elf.libraries.iter().map(|s| s.to_string()).collect(),
-        rpath: split(&elf.rpaths),
-        runpath: split(&elf.runpaths),
+        soname: bin.soname_or_install_name,
+        needed: bin.needed,
+        rpath: bin.rpath,
+        runpath: bin.runpath,
     })
 }
 
 /// Does this library export C++ symbols built with the C++11 std::string ABI?
 /// (`torch.compiled_with_cxx11_abi()` without importing torch.)
 pub fn exports_cxx11_abi(path: &Path) -> Result<bool, NativeError> {
-    let bytes = read(path)?;
-    let elf = parse(path, &bytes)?;
-    Ok(elf
-        .dynsyms
+    let bin = crate::read_binary(path)?;
+    Ok(bin
+        .exports
         .iter()
-        .filter(|s| s.st_shndx != 0)
-        .filter_map(|s| elf.dynstrtab.get_at(s.st_name))
-        .any(|n| n.contains("B5cxx11") || n.contains("__cxx11")))
+        .any(|e| e.name.contains("B5cxx11") || e.name.contains("__cxx11")))
+}
+
+/// Parse an ELF image (called through [`crate::parse_binary`], which guards panics).
+pub(crate) fn parse(bytes: &[u8]) -> Result<Binary, NativeError> {
+    let elf = Elf::parse(bytes).map_err(|e| malformed(Format::Elf, e.to_string()))?;
+    let str_at = |off: usize| elf.dynstrtab.get_at(off).map(str::to_string);
+
+    // Version index -> (version name, file that defines it) for imports (verneed), and
+    // version index -> name for exports (verdef).
+    let mut needed_versions: Vec<(u16, String, String)> = Vec::new();
+    if let Some(verneed) = &elf.verneed {
+        for need in verneed.iter().take(4096) {
+            let file = str_at(need.vn_file).unwrap_or_default();
+            for aux in need.iter().take(4096) {
+                if let Some(name) = str_at(aux.vna_name) {
+                    needed_versions.push((aux.vna_other, name, file.clone()));
+                }
+            }
+        }
+    }
+    let mut defined_versions: Vec<(u16, String)> = Vec::new();
+    if let Some(verdef) = &elf.verdef {
+        for def in verdef.iter().take(4096) {
+            // The first aux entry is the version's own name (later ones are its parents).
+            if let Some(name) = def.iter().next().and_then(|aux| str_at(aux.vda_name)) {
+                defined_versions.push((def.vd_ndx, name));
+            }
+        }
+    }
+
+    let mut imports = Vec::new();
+    let mut exports = Vec::new();
+    for (i, sym) in elf.dynsyms.iter().enumerate() {
+        let Some(name) = elf.dynstrtab.get_at(sym.st_name).filter(|n| !n.is_empty()) else {
+            continue;
+        };
+        let bind = sym.st_bind();
+        if !matches!(bind, STB_GLOBAL | STB_WEAK | STB_GNU_UNIQUE) || sym.st_type() == STT_SECTION {
+            continue;
+        }
+        let ver = elf
+            .versym
+            .as_ref()
+            .and_then(|v| v.get_at(i))
+            .map(|v| v.version())
+            .filter(|&v| v > 1); // 0 = local, 1 = global (unversioned)
+        if sym.st_shndx == SHN_UNDEF as usize {
+            let (version, library) =
+                match ver.and_then(|v| needed_versions.iter().find(|(idx, _, _)| *idx == v)) {
+                    Some((_, n, f)) => (Some(n.clone()), Some(f.clone())),
+                    None => (None, None),
+                };
+            imports.push(Import {
+                library,
+                name: Some(name.to_string()),
+                ordinal: None,
+                version,
+                demangled: demangle(name),
+                weak: bind == STB_WEAK,
+            });
+        } else {
+            let version = ver
+                .and_then(|v| defined_versions.iter().find(|(idx, _)| *idx == v))
+                .map(|(_, n)| n.clone());
+            exports.push(Export {
+                name: name.to_string(),
+                demangled: demangle(name),
+                version,
+                ordinal: None,
+                forwarder: None,
+            });
+        }
+    }
+
+    let offload = fatbin_entries(&elf, bytes)?;
+    let gpu_targets = crate::offload::gpu_names(&offload);
+    Ok(Binary {
+        format: Format::Elf,
+        arch: normalise_machine(elf.header.e_machine),
+        is_64: elf.is_64,
+        is_library: elf.header.e_type == ET_DYN && elf.interpreter.is_none()
+            || elf.header.e_type != ET_EXEC && elf.soname.is_some(),
+        soname_or_install_name: elf.soname.map(str::to_string),
+        needed: elf.libraries.iter().map(|s| s.to_string()).collect(),
+        weak_needed: Vec::new(),
+        rpath: split_paths(&elf.rpaths),
+        runpath: split_paths(&elf.runpaths),
+        interpreter: elf.interpreter.map(str::to_string),
+        imports,
+        exports,
+        gpu_targets,
+        offload,
+        universal_arches: Vec::new(),
+    })
+}
+
+/// Offload bundles in `.hip_fatbin` (and `__CLANG_OFFLOAD_BUNDLE__` sections of any name
+/// starting with `.hip`); a stripped file without section headers is scanned instead.
+fn fatbin_entries(elf: &Elf, bytes: &[u8]) -> Result<Vec<crate::OffloadEntry>, NativeError> {
+    if elf.section_headers.is_empty() {
+        return crate::offload::scan(bytes);
+    }
+    let mut out = Vec::new();
+    for sh in &elf.section_headers {
+        let name = elf.shdr_strtab.get_at(sh.sh_name).unwrap_or("");
+        if !(name == ".hip_fatbin" || name.starts_with(".hip_fat")) {
+            continue;
+        }
+        let start = sh.sh_offset as usize;
+        let Some(data) = start
+            .checked_add(sh.sh_size as usize)
+            .and_then(|end| bytes.get(start..end))
+        else {
+            return Err(malformed(
+                Format::Elf,
+                format!("section {name} lies outside the file"),
+            ));
+        };
+        out.extend(crate::offload::scan(data)?);
+    }
+    Ok(out)
+}
+
+fn normalise_machine(m: u16) -> String {
+    use goblin::elf::header::*;
+    match m {
+        EM_X86_64 => "x86_64".into(),
+        EM_386 => "x86".into(),
+        EM_AARCH64 => "aarch64".into(),
+        EM_ARM => "arm".into(),
+        EM_PPC64 => "ppc64".into(),
+        EM_RISCV => "riscv".into(),
+        EM_AMDGPU => "amdgpu".into(),
+        other => machine_to_str(other).to_lowercase(),
+    }
 }

@@ -1,15 +1,165 @@
-//! Native binaries: what an ELF file needs and where it looks, and rpath editing.
+//! Native binaries: what an ELF / PE / Mach-O file needs, where the loader would find it, which
+//! GPU code it carries, and rpath editing.
 //!
-//! Reading never panics on a malformed file: every problem is a [`NativeError`].
+//! Everything here reads bytes, never loads them: a Windows DLL or a macOS dylib is read the same
+//! way on a Linux host, so `doctor`, `deps` and `bundle` logic for every platform runs in tests
+//! anywhere. Reading never panics on a malformed file: every problem is a [`NativeError`].
+//!
+//! # The API, in one screen
+//!
+//! Reading one file ([`read_binary`] / [`parse_binary`]) gives a [`Binary`]:
+//! - [`Binary::needed`]: DT_NEEDED (ELF), the import directory's DLL names (PE), LC_LOAD_DYLIB
+//!   and friends (Mach-O), in file order.
+//! - [`Binary::rpath`] / [`Binary::runpath`]: ELF DT_RPATH / DT_RUNPATH, Mach-O LC_RPATH (in
+//!   `rpath`), split on `:` and unexpanded (`$ORIGIN`, `@loader_path` are kept as written).
+//! - [`Binary::soname_or_install_name`]: DT_SONAME, the PE export directory's DLL name, LC_ID_DYLIB.
+//! - [`Binary::imports`] / [`Binary::exports`]: dynamic symbols with ELF symbol versions
+//!   (`GLIBC_2.34`), PE ordinals and forwarders, Mach-O two-level namespace library; C++ names are
+//!   demangled ([`demangle`]: Itanium and MSVC).
+//! - [`Binary::gpu_targets`] (`gfx1010`, sorted, unique) and [`Binary::offload`] (every bundle
+//!   entry, e.g. `hipv4-amdgcn-amd-amdhsa--gfx1010:xnack-`), from `.hip_fatbin` (ELF), `.hip_fat`
+//!   (PE), or a scan when the file has no section table. [`offload_targets`] reads raw bytes
+//!   (`__CLANG_OFFLOAD_BUNDLE__` and compressed `CCOB` v1/v2/v3, zstd or zlib).
+//!
+//! Loader emulation ([`closure()`] with a [`SearchContext`]) walks the dependency tree the way
+//! ld.so, the Windows loader or dyld would, over a [`FileSystem`] view (the real one by default),
+//! and gives a [`Closure`]: every library found with its path and who needed it, plus the missing
+//! ones. The platform is a value ([`Format`] of the root file, or forced in the context), never
+//! `#[cfg]`. [`unresolved_imports`] is the ABI check (`undefined symbol` / `WinError 127`
+//! before the loader says it).
+//!
+//! Editing: [`set_runpath`] (ELF, arwen then patchelf), [`add_macho_rpaths`] (arwen then
+//! `install_name_tool`, then `codesign -s -` when present), both read back their result.
 
+mod abi;
+mod closure;
+mod closure_walk;
+mod demangle;
 mod elf;
+mod macho;
+mod offload;
+mod pe;
+mod read;
 mod rpath;
 
+pub use abi::{unresolved_imports, MissingSymbol};
+pub use closure::{
+    closure, closure_with, ld_so_cache, parse_ld_so_cache, Closure, Dependency, FileSystem,
+    MissingDependency, Provider, RealFs, SearchContext,
+};
+pub use demangle::demangle;
 pub use elf::{exports_cxx11_abi, read_elf, ElfInfo};
+pub use macho::add_macho_rpaths;
+pub use offload::{offload_targets, OffloadEntry, MAX_DECOMPRESSED};
+pub use read::{parse_binary, read_binary, MAX_FILE_SIZE};
 pub use rpath::set_runpath;
 
+use serde::Serialize;
 use thiserror::Error;
 
+/// The object-file family, which is also the loader whose rules apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Linux and other ELF systems: ld.so rules.
+    Elf,
+    /// Windows DLL / EXE / .pyd: LoadLibraryEx rules.
+    Pe,
+    /// macOS dylib / bundle: dyld rules.
+    MachO,
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Format::Elf => "ELF",
+            Format::Pe => "PE",
+            Format::MachO => "Mach-O",
+        })
+    }
+}
+
+/// Everything rocbuild reads from one native binary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Binary {
+    pub format: Format,
+    /// Machine, normalised: `x86_64`, `aarch64` (ELF) / `arm64` (Mach-O), `x86`, `amdgpu`, ...
+    pub arch: String,
+    /// 64-bit file?
+    pub is_64: bool,
+    /// A shared library (ET_DYN without an interpreter, a DLL, MH_DYLIB/MH_BUNDLE) rather than a
+    /// program.
+    pub is_library: bool,
+    /// ELF DT_SONAME, PE export-directory name, Mach-O LC_ID_DYLIB.
+    pub soname_or_install_name: Option<String>,
+    /// Libraries the loader must load first, in file order.
+    pub needed: Vec<String>,
+    /// The subset of `needed` the loader may skip when absent (Mach-O LC_LOAD_WEAK_DYLIB).
+    pub weak_needed: Vec<String>,
+    /// ELF DT_RPATH (only honoured when there is no DT_RUNPATH); Mach-O LC_RPATH.
+    pub rpath: Vec<String>,
+    /// ELF DT_RUNPATH (searched after LD_LIBRARY_PATH, for direct dependencies only).
+    pub runpath: Vec<String>,
+    /// ELF PT_INTERP (programs only).
+    pub interpreter: Option<String>,
+    /// Undefined dynamic symbols (ELF), imported procedures (PE), bound symbols (Mach-O).
+    pub imports: Vec<Import>,
+    /// Defined dynamic symbols (ELF), the export table (PE), the export trie (Mach-O).
+    pub exports: Vec<Export>,
+    /// GPU processors with code in the file (`gfx1010`), sorted and unique; empty when none.
+    pub gpu_targets: Vec<String>,
+    /// Every offload-bundle entry found (host entries included).
+    pub offload: Vec<OffloadEntry>,
+    /// For a universal (fat) Mach-O: every slice's arch. The other fields describe the first
+    /// slice (the dependency lists of the slices are the same in practice).
+    pub universal_arches: Vec<String>,
+}
+
+/// One imported symbol.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Import {
+    /// PE: the DLL; Mach-O: the dylib of its library ordinal; ELF: the `vn_file` of its symbol
+    /// version when it has one (`libc.so.6` for `GLIBC_2.34`), else `None` (ELF binds globally).
+    pub library: Option<String>,
+    /// Mangled (raw) name; `None` for a PE import by ordinal.
+    pub name: Option<String>,
+    /// PE import by ordinal (`NONAME` exports).
+    pub ordinal: Option<u32>,
+    /// ELF symbol version (`GLIBC_2.34`, `CXXABI_1.3.9`).
+    pub version: Option<String>,
+    /// Demangled C++ name when `name` is a mangled one.
+    pub demangled: Option<String>,
+    /// ELF STB_WEAK / Mach-O weak import: a missing provider is not an error.
+    pub weak: bool,
+}
+
+/// One exported symbol.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Export {
+    /// Raw name; empty for a PE export by ordinal only (`NONAME`).
+    pub name: String,
+    pub demangled: Option<String>,
+    /// ELF symbol version (the `verdef` name), e.g. `LIBB_1.0`.
+    pub version: Option<String>,
+    /// PE: the export ordinal (biased), so imports by ordinal can be matched.
+    pub ordinal: Option<u32>,
+    /// PE forwarder (`NTDLL.RtlAllocateHeap`).
+    pub forwarder: Option<String>,
+}
+
+impl Import {
+    /// The name to show a person: demangled if C++, else raw, else `#ordinal`.
+    pub fn display_name(&self) -> String {
+        match (&self.demangled, &self.name, self.ordinal) {
+            (Some(d), _, _) => d.clone(),
+            (None, Some(n), _) => n.clone(),
+            (None, None, Some(o)) => format!("#{o}"),
+            (None, None, None) => "?".into(),
+        }
+    }
+}
+
+/// One error enum for the crate; messages are lowercase and name the file.
 #[derive(Debug, Error)]
 pub enum NativeError {
     #[error("cannot read {path}: {source}")]
@@ -18,8 +168,52 @@ pub enum NativeError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path} is not a readable ELF file: {reason}")]
-    Malformed { path: String, reason: String },
+    #[error("{path} is not a readable {format} file: {reason}")]
+    Malformed {
+        path: String,
+        format: String,
+        reason: String,
+    },
+    #[error("{path} is not an ELF, PE or Mach-O file (starts with {magic})")]
+    Unrecognized { path: String, magic: String },
+    #[error("{path} is {size} bytes, more than the {limit}-byte limit for native binaries")]
+    TooLarge { path: String, size: u64, limit: u64 },
+    #[error("{path} has a malformed offload bundle: {reason}")]
+    Offload { path: String, reason: String },
     #[error("cannot set the RUNPATH of {path}: {reason}")]
     Edit { path: String, reason: String },
+    #[error("cannot add rpaths to {path}: {reason}")]
+    MachOEdit { path: String, reason: String },
+    #[error("cannot resolve the dependencies of {path}: {reason}")]
+    Closure { path: String, reason: String },
 }
+
+impl NativeError {
+    /// Replace the placeholder path (`<bytes>`) of errors from the byte-level parsers.
+    pub(crate) fn at(self, p: &std::path::Path) -> Self {
+        let shown = p.display().to_string();
+        match self {
+            NativeError::Malformed { format, reason, .. } => NativeError::Malformed {
+                path: shown,
+                format,
+                reason,
+            },
+            NativeError::Unrecognized { magic, .. } => {
+                NativeError::Unrecognized { path: shown, magic }
+            }
+            NativeError::TooLarge { size, limit, .. } => NativeError::TooLarge {
+                path: shown,
+                size,
+                limit,
+            },
+            NativeError::Offload { reason, .. } => NativeError::Offload {
+                path: shown,
+                reason,
+            },
+            other => other,
+        }
+    }
+}
+
+/// Placeholder path for errors of parsers that get bytes, not a file.
+pub(crate) const BYTES: &str = "<bytes>";

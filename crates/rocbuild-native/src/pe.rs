@@ -1,0 +1,133 @@
+//! PE (Windows DLL / EXE / .pyd): import directory, export table with ordinals, `.hip_fat`.
+
+use goblin::pe::export::ExportAddressTableEntry;
+use goblin::pe::PE;
+use scroll::Pread;
+
+use crate::demangle::demangle;
+use crate::read::malformed;
+use crate::{Binary, Export, Format, Import, NativeError};
+
+/// Parse a PE image (called through [`crate::parse_binary`], which guards panics).
+pub(crate) fn parse(bytes: &[u8]) -> Result<Binary, NativeError> {
+    let pe = PE::parse(bytes).map_err(|e| malformed(Format::Pe, e.to_string()))?;
+
+    let imports = pe
+        .imports
+        .iter()
+        .map(|imp| {
+            // goblin names an ordinal import "ORDINAL <n>"; keep the ordinal, drop the name.
+            let by_ordinal = imp.name.starts_with("ORDINAL ");
+            let name = (!by_ordinal).then(|| imp.name.to_string());
+            Import {
+                library: Some(imp.dll.to_string()),
+                demangled: name.as_deref().and_then(demangle),
+                name,
+                ordinal: by_ordinal.then_some(u32::from(imp.ordinal)),
+                version: None,
+                weak: false,
+            }
+        })
+        .collect();
+
+    let exports = pe
+        .export_data
+        .as_ref()
+        .map(|data| export_table(bytes, &pe, data))
+        .unwrap_or_default();
+
+    let mut offload = Vec::new();
+    for sec in &pe.sections {
+        let name = sec.name().unwrap_or("");
+        if !name.starts_with(".hip") {
+            continue;
+        }
+        let start = sec.pointer_to_raw_data as usize;
+        let len = sec
+            .size_of_raw_data
+            .min(sec.virtual_size.max(sec.size_of_raw_data)) as usize;
+        let Some(data) = start.checked_add(len).and_then(|end| bytes.get(start..end)) else {
+            return Err(malformed(
+                Format::Pe,
+                format!("section {name} lies outside the file"),
+            ));
+        };
+        offload.extend(crate::offload::scan(data)?);
+    }
+
+    let machine = pe.header.coff_header.machine;
+    Ok(Binary {
+        format: Format::Pe,
+        arch: match machine {
+            goblin::pe::header::COFF_MACHINE_X86_64 => "x86_64".into(),
+            goblin::pe::header::COFF_MACHINE_X86 => "x86".into(),
+            goblin::pe::header::COFF_MACHINE_ARM64 => "aarch64".into(),
+            other => format!("pe-machine-{other:#x}"),
+        },
+        is_64: pe.is_64,
+        is_library: pe.is_lib,
+        soname_or_install_name: pe.name.map(str::to_string),
+        needed: pe.libraries.iter().map(|s| s.to_string()).collect(),
+        weak_needed: Vec::new(),
+        rpath: Vec::new(),
+        runpath: Vec::new(),
+        interpreter: None,
+        imports,
+        exports,
+        gpu_targets: crate::offload::gpu_names(&offload),
+        offload,
+        universal_arches: Vec::new(),
+    })
+}
+
+/// Every non-empty slot of the export address table is an export, named or not: its ordinal is
+/// the slot index plus the ordinal base; the name table maps names to slots. (goblin's own
+/// `exports` lists only the named ones, which would hide `NONAME` ordinal exports.)
+fn export_table(bytes: &[u8], pe: &PE, data: &goblin::pe::export::ExportData) -> Vec<Export> {
+    let base = data.export_directory_table.ordinal_base;
+    let align = pe
+        .header
+        .optional_header
+        .map(|h| h.windows_fields.file_alignment)
+        .unwrap_or(0x200);
+    let opts = goblin::pe::options::ParseOptions::default();
+    let mut names: Vec<Option<&str>> = vec![None; data.export_address_table.len()];
+    for (&name_rva, &slot) in data
+        .export_name_pointer_table
+        .iter()
+        .zip(&data.export_ordinal_table)
+    {
+        let name = goblin::pe::utils::find_offset(name_rva as usize, &pe.sections, align, &opts)
+            .and_then(|off| bytes.get(off..))
+            .and_then(|b| b.pread::<&str>(0).ok());
+        if let (Some(n), Some(entry)) = (name, names.get_mut(slot as usize)) {
+            *entry = Some(n);
+        }
+    }
+    let mut out = Vec::new();
+    for (slot, addr) in data.export_address_table.iter().enumerate() {
+        let (rva, forwarded) = match addr {
+            ExportAddressTableEntry::ExportRVA(r) => (*r, false),
+            ExportAddressTableEntry::ForwarderRVA(r) => (*r, true),
+        };
+        if rva == 0 {
+            continue;
+        }
+        let name = names[slot].unwrap_or("").to_string();
+        let forwarder = forwarded.then(|| {
+            goblin::pe::utils::find_offset(rva as usize, &pe.sections, align, &opts)
+                .and_then(|off| bytes.get(off..))
+                .and_then(|b| b.pread::<&str>(0).ok())
+                .unwrap_or("?")
+                .to_string()
+        });
+        out.push(Export {
+            demangled: demangle(&name),
+            name,
+            version: None,
+            ordinal: u32::try_from(slot).ok().and_then(|s| base.checked_add(s)),
+            forwarder,
+        });
+    }
+    out
+}

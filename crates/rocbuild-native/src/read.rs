@@ -1,0 +1,125 @@
+//! Format detection and the safety net around the parsers.
+//!
+//! goblin checks most counts against the buffer length, but a crafted file has made it panic
+//! (slice indexing) in the past; `doctor` runs on whatever a user has in a venv, so every parse
+//! runs under `catch_unwind` as a last resort, behind a size limit.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+use crate::{Binary, NativeError, BYTES};
+
+/// Larger files are refused. The biggest real library we know (CUDA torch's
+/// `libtorch_cuda.so`, `torch_cuda.dll`) is about 1.5 GB.
+pub const MAX_FILE_SIZE: u64 = 8 << 30;
+
+/// Read and parse the binary at `path` (ELF, PE or Mach-O, detected by magic).
+///
+/// The file is memory-mapped, so reading the dynamic section of a 1 GB library only touches
+/// the pages holding it.
+pub fn read_binary(path: &Path) -> Result<Binary, NativeError> {
+    let io = |source| NativeError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = fs_err::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    if size > MAX_FILE_SIZE {
+        return Err(NativeError::TooLarge {
+            path: path.display().to_string(),
+            size,
+            limit: MAX_FILE_SIZE,
+        });
+    }
+    if size == 0 {
+        return parse_binary(&[]).map_err(|e| e.at(path));
+    }
+    // SAFETY: the map is read-only and private; a file truncated by someone else while we read
+    // it could fault, which is the accepted risk of every mmap-based binary reader (goblin,
+    // object, rattler-build) and far rarer than the cost of copying gigabytes.
+    let map = unsafe { memmap2::Mmap::map(file.file()) }.map_err(io)?;
+    parse_binary(&map).map_err(|e| e.at(path))
+}
+
+/// Parse a binary held in memory. Never panics; errors name the file as `<bytes>`.
+pub fn parse_binary(bytes: &[u8]) -> Result<Binary, NativeError> {
+    if bytes.len() as u64 > MAX_FILE_SIZE {
+        return Err(NativeError::TooLarge {
+            path: BYTES.into(),
+            size: bytes.len() as u64,
+            limit: MAX_FILE_SIZE,
+        });
+    }
+    let format = sniff(bytes).ok_or_else(|| NativeError::Unrecognized {
+        path: BYTES.into(),
+        magic: hex_prefix(bytes),
+    })?;
+    guarded(format, || match format {
+        crate::Format::Elf => crate::elf::parse(bytes),
+        crate::Format::Pe => crate::pe::parse(bytes),
+        crate::Format::MachO => crate::macho::parse(bytes),
+    })
+}
+
+/// Run a parser, turning a panic into [`NativeError::Malformed`].
+pub(crate) fn guarded<T>(
+    format: crate::Format,
+    f: impl FnOnce() -> Result<T, NativeError>,
+) -> Result<T, NativeError> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let reason = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "parser failed".into());
+        Err(malformed(format, format!("parser gave up: {reason}")))
+    })
+}
+
+pub(crate) fn malformed(format: crate::Format, reason: impl Into<String>) -> NativeError {
+    NativeError::Malformed {
+        path: BYTES.into(),
+        format: format.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// The format by magic number.
+pub(crate) fn sniff(bytes: &[u8]) -> Option<crate::Format> {
+    use crate::Format::*;
+    let m4: [u8; 4] = bytes.get(..4)?.try_into().ok()?;
+    match m4 {
+        [0x7f, b'E', b'L', b'F'] => Some(Elf),
+        [b'M', b'Z', ..] => Some(Pe),
+        // thin 32/64-bit, both byte orders
+        [0xfe, 0xed, 0xfa, 0xce | 0xcf] | [0xce | 0xcf, 0xfa, 0xed, 0xfe] => Some(MachO),
+        // universal (fat); Java class files share 0xcafebabe, but have a huge "arch count"
+        [0xca, 0xfe, 0xba, 0xbe] | [0xca, 0xfe, 0xba, 0xbf] => {
+            let n = u32::from_be_bytes(bytes.get(4..8)?.try_into().ok()?);
+            (n > 0 && n < 64).then_some(MachO)
+        }
+        _ => None,
+    }
+}
+
+fn hex_prefix(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "nothing (empty file)".into();
+    }
+    bytes
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Bounded, UTF-8-lossy string list helper shared by the format readers.
+pub(crate) fn split_paths<S: AsRef<str>>(paths: &[S]) -> Vec<String> {
+    paths
+        .iter()
+        .flat_map(|p| p.as_ref().split(':'))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
