@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::checks::{self, ffmpeg};
 use crate::error::DoctorError;
 use crate::finding::{order, Check, Finding, Severity};
-use crate::linkage::{self, Linkage, Search};
+use crate::linkage::{self, Linkage, Reader, Search};
 use crate::loadtest::{load_test, LoadReport, Step};
 use crate::package::{native_libraries, Subject};
 
@@ -137,6 +137,12 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         handles.into_iter().map(|h| h.join().unwrap_or(None)).collect()
     });
 
+    let reader = Reader::default();
+    let python = if os == Os::Windows {
+        Vec::new()
+    } else {
+        linkage::python_runtime(&machine.python.exe, &reader)
+    };
     let ffmpeg_dirs_for = |s: &Subject| {
         ffmpeg::search_dirs(
             os,
@@ -203,23 +209,25 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         }
 
         // Read every live library and resolve its closure.
+        // Already in the process when the package's libraries load: Python itself, and torch's
+        // libraries (`import torch` loads them into the global scope first; for torch itself,
+        // its libraries load as one group and resolve against each other).
         let mut search = Search {
             extra_dirs: opts.library_path.clone(),
-            preloaded: Vec::new(),
-            executable: Some(machine.python.exe.clone()),
+            preloaded: python.clone(),
+            executable: None,
         };
-        if subject.name != "torch" {
-            if let Some(t) = torch {
-                // `import torch` loads torch's libraries before any extension does.
-                search.preloaded = native_libraries(site, &Subject::torch(), os)
+        if let Some(t) = torch {
+            search.preloaded.extend(
+                native_libraries(site, &Subject::torch(), os)
                     .into_iter()
-                    .filter(|p| p.starts_with(&t.lib))
-                    .collect();
-            }
+                    .filter(|p| p.starts_with(&t.lib)),
+            );
         }
+        let live: Vec<PathBuf> = libs.iter().filter(|p| !inactive(p)).cloned().collect();
         let mut linkages: Vec<Linkage> = Vec::new();
-        for lib in libs.iter().filter(|p| !inactive(p)) {
-            match linkage::link(lib, &search) {
+        for (lib, r) in live.iter().zip(linkage::link_group(&live, &search, &reader)) {
+            match r {
                 Ok(l) => linkages.push(l),
                 Err(e) => findings.push(
                     Finding::new(

@@ -23,7 +23,7 @@ mod render;
 pub use doctor::{doctor, DoctorOptions, PackageReport, Report, TorchSummary};
 pub use error::DoctorError;
 pub use finding::{order, Check, Finding, Severity};
-pub use linkage::{link, Found, Linkage, Missing, Search, Unresolved};
+pub use linkage::{context, describe, link, python_runtime, Found, Linkage, Missing, Reader, Search, Unresolved};
 pub use loadtest::{load_test, LoadReport, Step, StepResult};
 pub use package::{is_native_name, native_libraries, Subject};
 pub use render::human;

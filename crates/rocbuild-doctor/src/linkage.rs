@@ -2,10 +2,11 @@
 //! needs, where the loader finds each dependency, what is missing, and which imports no
 //! provider exports.
 
-use std::io::Read;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use rocbuild_native::{Closure, Format, NativeError, Provider, SearchContext};
+use rocbuild_native::{Binary, Closure, FileSystem, Format, NativeError, Provider, RealFs, SearchContext};
 use serde::Serialize;
 
 /// An import no library of the closure exports.
@@ -57,6 +58,23 @@ pub struct Linkage {
     pub unresolved: Vec<Unresolved>,
 }
 
+/// The Python program and the libpython it loads (when built with --enable-shared): they
+/// export the `Py*` symbols every extension module imports.
+pub fn python_runtime(exe: &Path, reader: &Reader) -> Vec<PathBuf> {
+    let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
+    let mut out = vec![exe.clone()];
+    if let Ok(c) = rocbuild_native::closure_with(&exe, &context(None, &Search::default()), reader) {
+        out.extend(
+            c.found
+                .iter()
+                .filter(|d| d.name.starts_with("libpython") || d.name.starts_with("python3"))
+                .filter_map(|d| d.path.clone()),
+        );
+    }
+    tracing::debug!("python runtime: {out:?}");
+    out
+}
+
 /// Where else the loader looks.
 #[derive(Debug, Clone, Default)]
 pub struct Search {
@@ -67,20 +85,6 @@ pub struct Search {
     pub preloaded: Vec<PathBuf>,
     /// The program (python), whose exports satisfy `Py*` symbols.
     pub executable: Option<PathBuf>,
-}
-
-/// The object format by magic number, without parsing the file (the context depends on it).
-fn sniff(path: &Path) -> Option<Format> {
-    let mut m = [0u8; 4];
-    std::fs::File::open(path).ok()?.read_exact(&mut m).ok()?;
-    match m {
-        [0x7f, b'E', b'L', b'F'] => Some(Format::Elf),
-        [b'M', b'Z', ..] => Some(Format::Pe),
-        [0xfe, 0xed, 0xfa, 0xce | 0xcf] | [0xce | 0xcf, 0xfa, 0xed, 0xfe] | [0xca, 0xfe, 0xba, 0xbe | 0xbf] => {
-            Some(Format::MachO)
-        }
-        _ => None,
-    }
 }
 
 /// The loader's search context for a file of `format`, from this host's settings plus `search`.
@@ -137,11 +141,240 @@ pub fn describe(p: &Provider) -> String {
     }
 }
 
-/// Read `root` and resolve its dependency closure.
-pub fn link(root: &Path, search: &Search) -> Result<Linkage, NativeError> {
-    let ctx = context(sniff(root), search);
-    let c = rocbuild_native::closure(root, &ctx)?;
-    Ok(from_closure(&c))
+/// Reads each file once, however many closures it is part of, from any thread. torch's
+/// libraries are hundreds of MB with ~100k symbols each; parsing them once per closure would
+/// make `doctor torch` take seconds.
+#[derive(Default)]
+pub struct Reader {
+    cache: Mutex<HashMap<PathBuf, Arc<Result<Binary, String>>>>,
+}
+
+impl Reader {
+    /// The whole binary (imports and exports included), parsed once.
+    pub fn full(&self, path: &Path) -> Arc<Result<Binary, String>> {
+        if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(path).cloned()) {
+            return hit;
+        }
+        let parsed = Arc::new(rocbuild_native::read_binary(path).map_err(|e| e.to_string()));
+        if let Ok(mut c) = self.cache.lock() {
+            c.entry(path.to_path_buf()).or_insert_with(|| parsed.clone());
+        }
+        parsed
+    }
+}
+
+impl FileSystem for Reader {
+    fn is_file(&self, path: &Path) -> bool {
+        RealFs.is_file(path)
+    }
+    fn list_dir(&self, dir: &Path) -> Vec<String> {
+        RealFs.list_dir(dir)
+    }
+    /// What the walk needs (names, paths, rpaths): the symbol tables stay in the cache, so the
+    /// closure does not copy them for every file it visits.
+    fn read_binary(&self, path: &Path) -> Result<Binary, NativeError> {
+        match &*self.full(path) {
+            Ok(b) => Ok(Binary {
+                imports: Vec::new(),
+                exports: Vec::new(),
+                ..b.clone()
+            }),
+            Err(reason) => Err(NativeError::Closure {
+                path: path.display().to_string(),
+                reason: reason.clone(),
+            }),
+        }
+    }
+}
+
+/// Parse `paths` on every core at once (the cache keeps them): reading the symbol tables of
+/// torch's libraries is most of doctor's time.
+pub fn prefetch(reader: &Reader, paths: &[PathBuf]) {
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(8);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(p) = paths.get(i) else { break };
+                reader.full(p);
+            });
+        }
+    });
+}
+
+/// The full binary of `root`, or the precise error of reading it.
+fn root_binary(root: &Path, reader: &Reader) -> Result<Arc<Result<Binary, String>>, NativeError> {
+    let full = reader.full(root);
+    match &*full {
+        Ok(_) => Ok(full),
+        // Read again for the precise error (the cache keeps only its text).
+        Err(reason) => Err(rocbuild_native::read_binary(root).err().unwrap_or_else(|| NativeError::Closure {
+            path: root.display().to_string(),
+            reason: reason.clone(),
+        })),
+    }
+}
+
+/// Files of a closure that provide symbols: what it found plus what was already loaded.
+fn provider_paths(c: &Closure) -> Vec<(String, PathBuf)> {
+    c.found
+        .iter()
+        .filter_map(|d| Some((d.name.clone(), d.path.clone()?)))
+        .chain(c.preloaded.iter().map(|(p, _)| {
+            (p.file_name().unwrap_or_default().to_string_lossy().into_owned(), p.clone())
+        }))
+        .collect()
+}
+
+/// Read `root` and resolve its dependency closure; the ABI check covers the root and every
+/// non-system dependency, each against the whole closure (ELF) or the library it names (PE,
+/// Mach-O).
+pub fn link(root: &Path, search: &Search, reader: &Reader) -> Result<Linkage, NativeError> {
+    let full = root_binary(root, reader)?;
+    let Ok(root_bin) = full.as_ref() else { unreachable!("root_binary returns Ok only for a parsed file") };
+    let ctx = context(Some(root_bin.format), search);
+    let c = rocbuild_native::closure_with(root, &ctx, reader)?;
+    let mut l = from_closure(&c);
+    let providers: Vec<(String, Arc<Result<Binary, String>>)> =
+        provider_paths(&c).into_iter().map(|(n, p)| (n, reader.full(&p))).collect();
+    let refs: Vec<(&str, &Binary)> = providers
+        .iter()
+        .filter_map(|(n, b)| Some((n.as_str(), b.as_ref().as_ref().ok()?)))
+        .collect();
+    let mut importers: Vec<(PathBuf, Arc<Result<Binary, String>>)> = vec![(root.to_path_buf(), full.clone())];
+    for d in c.found.iter().filter(|d| !d.needed_by.is_empty() && !d.is_system()) {
+        if let Some(p) = &d.path {
+            importers.push((p.clone(), reader.full(p)));
+        }
+    }
+    let index = (root_bin.format == Format::Elf).then(|| ElfExports::new(refs.iter().map(|(_, b)| *b)));
+    for (path, bin) in importers {
+        let Ok(bin) = bin.as_ref() else { continue };
+        let missing = match &index {
+            Some(ix) => ix.unresolved(bin),
+            None => rocbuild_native::unresolved_imports(bin, &refs),
+        };
+        l.unresolved.extend(missing.into_iter().map(|m| unresolved(m, &path)));
+    }
+    Ok(l)
+}
+
+/// Libraries that load into one process together (a package's libraries, after Python and
+/// `search.preloaded`): each one's closure, and the ABI check of each root. On ELF every
+/// undefined symbol binds against the whole process, so the providers are the union of all
+/// the closures (including those of the preloaded files, whose own dependencies are loaded
+/// too); on PE and Mach-O each import names its library. Only the roots' own imports are
+/// checked: the dependencies belong to other packages, which are checked on their own.
+pub fn link_group(roots: &[PathBuf], search: &Search, reader: &Reader) -> Vec<Result<Linkage, NativeError>> {
+    let mut all: Vec<PathBuf> = roots.to_vec();
+    all.extend(search.preloaded.iter().cloned());
+    prefetch(reader, &all);
+    let mut process: Vec<(String, PathBuf)> = Vec::new();
+    // The preloaded files' own dependencies are in the process too.
+    let mut bare = search.clone();
+    bare.preloaded.clear();
+    for p in &search.preloaded {
+        if let Ok(c) = rocbuild_native::closure_with(p, &context(None, &bare), reader) {
+            process.push((p.file_name().unwrap_or_default().to_string_lossy().into_owned(), p.clone()));
+            process.extend(provider_paths(&c));
+        }
+    }
+    let mut out: Vec<Result<(Linkage, Closure), NativeError>> = Vec::new();
+    for root in roots {
+        let r = root_binary(root, reader).and_then(|full| {
+            let format = full.as_ref().as_ref().map(|b| b.format).ok();
+            let c = rocbuild_native::closure_with(root, &context(format, search), reader)?;
+            Ok((from_closure(&c), c))
+        });
+        if let Ok((_, c)) = &r {
+            process.extend(provider_paths(c));
+        }
+        out.push(r);
+    }
+    process.sort();
+    process.dedup();
+    let paths: Vec<PathBuf> = process.iter().map(|(_, p)| p.clone()).collect();
+    prefetch(reader, &paths);
+    let bins: Vec<(String, Arc<Result<Binary, String>>)> =
+        process.iter().map(|(n, p)| (n.clone(), reader.full(p))).collect();
+    let elf = ElfExports::new(bins.iter().filter_map(|(_, b)| b.as_ref().as_ref().ok()));
+    out.into_iter()
+        .map(|r| {
+            let (mut l, c) = r?;
+            let full = reader.full(&c.root);
+            let Ok(root_bin) = full.as_ref() else { return Ok(l) };
+            let missing = if c.platform == Format::Elf {
+                elf.unresolved(root_bin)
+            } else {
+                let own: Vec<(String, Arc<Result<Binary, String>>)> =
+                    provider_paths(&c).into_iter().map(|(n, p)| (n, reader.full(&p))).collect();
+                let refs: Vec<(&str, &Binary)> = own
+                    .iter()
+                    .filter_map(|(n, b)| Some((n.as_str(), b.as_ref().as_ref().ok()?)))
+                    .collect();
+                rocbuild_native::unresolved_imports(root_bin, &refs)
+            };
+            l.unresolved = missing.into_iter().map(|m| unresolved(m, &c.root)).collect();
+            Ok(l)
+        })
+        .collect()
+}
+
+fn unresolved(m: rocbuild_native::MissingSymbol, importer: &Path) -> Unresolved {
+    Unresolved {
+        name: match (&m.name, m.ordinal) {
+            (Some(n), _) => n.clone(),
+            (None, Some(o)) => format!("#{o}"),
+            (None, None) => "?".into(),
+        },
+        demangled: m.demangled,
+        library: m.library,
+        version: m.version,
+        importer: m.importer.unwrap_or_else(|| importer.to_path_buf()),
+    }
+}
+
+/// ELF binds every undefined symbol against the whole process (global scope), so one index of
+/// every export of a closure answers for all its files: built once instead of once per file.
+/// Same rule as rocbuild-native's: an unversioned import needs the name, a versioned one the
+/// name with that version (or an unversioned definition).
+pub struct ElfExports<'a> {
+    exported: HashMap<&'a str, Vec<Option<&'a str>>>,
+}
+
+impl<'a> ElfExports<'a> {
+    pub fn new(providers: impl Iterator<Item = &'a Binary>) -> Self {
+        let mut exported: HashMap<&str, Vec<Option<&str>>> = HashMap::new();
+        for p in providers {
+            for e in &p.exports {
+                exported.entry(e.name.as_str()).or_default().push(e.version.as_deref());
+            }
+        }
+        ElfExports { exported }
+    }
+
+    pub fn unresolved(&self, bin: &Binary) -> Vec<rocbuild_native::MissingSymbol> {
+        bin.imports
+            .iter()
+            .filter(|i| !i.weak)
+            .filter(|i| {
+                let Some(name) = i.name.as_deref() else { return false };
+                match self.exported.get(name) {
+                    None => true,
+                    Some(vs) => i.version.as_deref().is_some_and(|v| !vs.iter().any(|ev| *ev == Some(v) || ev.is_none())),
+                }
+            })
+            .map(|i| rocbuild_native::MissingSymbol {
+                importer: None,
+                library: i.library.clone(),
+                name: i.name.clone(),
+                ordinal: i.ordinal,
+                version: i.version.clone(),
+                demangled: i.demangled.clone(),
+            })
+            .collect()
+    }
 }
 
 fn from_closure(c: &Closure) -> Linkage {
@@ -167,21 +400,6 @@ fn from_closure(c: &Closure) -> Linkage {
             searched: m.searched.clone(),
         })
         .collect();
-    let unresolved = c
-        .abi_check()
-        .into_iter()
-        .map(|m| Unresolved {
-            name: match (&m.name, m.ordinal) {
-                (Some(n), _) => n.clone(),
-                (None, Some(o)) => format!("#{o}"),
-                (None, None) => "?".into(),
-            },
-            demangled: m.demangled,
-            library: m.library,
-            version: m.version,
-            importer: m.importer.unwrap_or_else(|| c.root.clone()),
-        })
-        .collect();
     Linkage {
         path: c.root.clone(),
         format: c.platform.to_string(),
@@ -189,6 +407,6 @@ fn from_closure(c: &Closure) -> Linkage {
         gpu_targets: c.root_binary.gpu_targets.clone(),
         found,
         missing,
-        unresolved,
+        unresolved: Vec::new(),
     }
 }
