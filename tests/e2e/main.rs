@@ -2,6 +2,8 @@
 //! ninja, compilers, FFmpeg and git repositories.
 
 mod common;
+mod deps;
+mod doctor;
 mod errors;
 mod fixture_build;
 mod mirror;

@@ -12,7 +12,7 @@ pub enum DoctorError {
     #[diagnostic(transparent)]
     Probe(#[from] rocbuild_probe::ProbeError),
 
-    #[error("{0}")]
+    #[error(transparent)]
     #[diagnostic(
         code(rocbuild::native),
         help("give a native library or program (ELF .so, Windows .dll/.pyd/.exe, macOS .dylib); a truncated or damaged file must be reinstalled")

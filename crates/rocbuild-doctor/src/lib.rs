@@ -11,15 +11,20 @@
 //! Nothing here loads native code into this process: the load test is a child process and
 //! everything else reads bytes.
 
+mod bundle;
 pub mod checks;
+mod deps;
 mod doctor;
 mod error;
 mod finding;
 mod linkage;
 mod loadtest;
 mod package;
+mod provider;
 mod render;
 
+pub use bundle::{bundle, BundleReport, Copied};
+pub use deps::{deps, DepsReport, FileDeps, Library};
 pub use doctor::{doctor, DoctorOptions, PackageReport, Report, TorchSummary};
 pub use error::DoctorError;
 pub use finding::{order, Check, Finding, Severity};
@@ -27,3 +32,10 @@ pub use linkage::{context, describe, link, python_runtime, Found, Linkage, Missi
 pub use loadtest::{load_test, LoadReport, Step, StepResult};
 pub use package::{is_native_name, native_libraries, Subject};
 pub use render::human;
+pub use provider::{classify, site_packages_of, Source};
+
+/// Human text for `deps` and `bundle`.
+pub mod text {
+    pub use crate::bundle::human as bundle;
+    pub use crate::deps::human as deps;
+}

@@ -331,7 +331,7 @@ fn unresolved(m: rocbuild_native::MissingSymbol, importer: &Path) -> Unresolved 
         demangled: m.demangled,
         library: m.library,
         version: m.version,
-        importer: m.importer.unwrap_or_else(|| importer.to_path_buf()),
+        importer: tidy(&m.importer.unwrap_or_else(|| importer.to_path_buf())),
     }
 }
 
@@ -377,6 +377,35 @@ impl<'a> ElfExports<'a> {
     }
 }
 
+/// `a/pkg/../torch/lib/x.so` -> `a/torch/lib/x.so` when both name the same file (a symlinked
+/// `pkg` could make them differ; then the loader's spelling stays).
+pub fn tidy(p: &Path) -> PathBuf {
+    if !p.components().any(|c| c == std::path::Component::ParentDir) {
+        return p.to_path_buf();
+    }
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir if out.file_name().is_some() => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if same_file(p, &out) {
+        out
+    } else {
+        p.to_path_buf()
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
 fn from_closure(c: &Closure) -> Linkage {
     let found = c
         .found
@@ -384,9 +413,9 @@ fn from_closure(c: &Closure) -> Linkage {
         .filter(|d| !d.needed_by.is_empty())
         .map(|d| Found {
             name: d.name.clone(),
-            path: d.path.clone(),
+            path: d.path.as_deref().map(tidy),
             how: describe(&d.provider),
-            needed_by: d.needed_by.clone(),
+            needed_by: d.needed_by.iter().map(|p| tidy(p)).collect(),
             system: d.is_system(),
         })
         .collect();
@@ -396,7 +425,7 @@ fn from_closure(c: &Closure) -> Linkage {
         .filter(|m| !m.weak)
         .map(|m| Missing {
             name: m.name.clone(),
-            needed_by: m.needed_by.clone(),
+            needed_by: m.needed_by.iter().map(|p| tidy(p)).collect(),
             searched: m.searched.clone(),
         })
         .collect();

@@ -180,7 +180,7 @@ mod tests {
             .collect();
         assert_eq!(
             libs,
-            ["torchcodec.libs/libavutil-1234.so.59", "torchcodec/libtorchcodec_core7.so"]
+            ["torchcodec/libtorchcodec_core7.so", "torchcodec.libs/libavutil-1234.so.59"]
         );
     }
 }

@@ -97,12 +97,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitCode> {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report).into_diagnostic()?);
-    } else {
-        use std::io::Write;
-        let _ = write!(std::io::stdout().lock(), "{}", rocbuild_doctor::human(&report));
-    }
+    print_out(a.json, &report, rocbuild_doctor::human(&report))?;
     Ok(if report.healthy() {
         ExitCode::SUCCESS
     } else {
@@ -110,10 +105,30 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitCode> {
     })
 }
 
-pub fn deps(_a: &DepsArgs) -> Result<ExitCode> {
-    Ok(ExitCode::from(2))
+pub fn deps(a: &DepsArgs) -> Result<ExitCode> {
+    let report = rocbuild_doctor::deps(&a.files, &a.search)?;
+    print_out(a.json, &report, rocbuild_doctor::text::deps(&report))?;
+    Ok(if report.complete() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
-pub fn bundle(_a: &BundleArgs) -> Result<ExitCode> {
-    Ok(ExitCode::from(2))
+pub fn bundle(a: &BundleArgs) -> Result<ExitCode> {
+    let report = rocbuild_doctor::bundle(&a.files, &a.into, &a.search)?;
+    print_out(a.json, &report, rocbuild_doctor::text::bundle(&report))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// JSON or the human text on stdout; a closed pipe (`| head`) is not an error.
+fn print_out<T: serde::Serialize>(json: bool, value: &T, text: String) -> Result<()> {
+    use std::io::Write;
+    let text = if json {
+        serde_json::to_string_pretty(value).into_diagnostic()? + "\n"
+    } else {
+        text
+    };
+    let _ = write!(std::io::stdout().lock(), "{text}");
+    Ok(())
 }

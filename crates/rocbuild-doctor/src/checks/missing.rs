@@ -57,7 +57,10 @@ pub fn check(subject: &Subject, lib: &str, missing: &[Missing], searched: &str) 
         ),
     )
     .details(details)
-    .why(format!("the loader searches {searched}, and none holds it"))
+    .why(format!(
+        "the loader searches {searched}, and none holds {}",
+        if names.len() == 1 { "it" } else { "them" }
+    ))
     .fix(format!(
         "install what provides {}, or {}",
         names.join(", "),
