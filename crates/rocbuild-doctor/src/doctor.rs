@@ -41,7 +41,8 @@ pub struct PackageReport {
     /// `None`: not run (`--no-load`) or not installed.
     pub load: Option<LoadReport>,
     /// Library file names whose load failure is expected (a core for an FFmpeg major that is
-    /// not on this system: the package's own loader skips it).
+    /// not on this system: the package's own loader skips it; a library that needs only the
+    /// GPU driver) or follows from another (it needs a sibling that failed to load).
     pub expected_failures: Vec<String>,
     pub loads: Option<bool>,
 }
@@ -225,6 +226,10 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             );
         }
         let live: Vec<PathBuf> = libs.iter().filter(|p| !inactive(p)).cloned().collect();
+        // The package's own loader loads its libraries in order (TorchCodec: core, then
+        // custom_ops, which NEEDs the core by a bare name no RUNPATH could find): a sibling
+        // is already loaded when another asks for it.
+        search.preloaded.extend(live.iter().cloned());
         let mut linkages: Vec<Linkage> = Vec::new();
         for (lib, r) in live.iter().zip(linkage::link_group(&live, &search, &reader)) {
             match r {
@@ -284,12 +289,15 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
 
         // The symptom, in the loader's words.
         let mut expected: Vec<String> = libs.iter().filter(|p| inactive(p)).map(|p| file_name(p)).collect();
-        // A library that fails only for lack of the GPU driver is expected to, on this machine.
+        // A library that fails only for lack of the GPU driver is expected to, on this machine;
+        // one that fails because a sibling it needs failed first says nothing new.
+        let siblings: Vec<String> = libs.iter().map(|p| file_name(p)).collect();
         if let Some(r) = &load {
             for s in &r.steps {
                 if let (Step::Cdll(p), Some(e)) = (&s.step, &s.error) {
                     let missing_lib = e.split(": cannot open shared object file").next().unwrap_or("");
-                    if checks::missing::is_gpu_driver(missing_lib.rsplit(": ").next().unwrap_or("")) {
+                    let missing_lib = missing_lib.rsplit(": ").next().unwrap_or("");
+                    if checks::missing::is_gpu_driver(missing_lib) || siblings.iter().any(|n| n == missing_lib) {
                         expected.push(file_name(p));
                     }
                 }

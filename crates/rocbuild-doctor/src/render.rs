@@ -38,7 +38,7 @@ pub fn human(r: &Report) -> String {
                     if s.ok || expected {
                         continue;
                     }
-                    let _ = writeln!(o, "        {}: {}", s.step, s.error.as_deref().unwrap_or("failed"));
+                    let _ = writeln!(o, "        {}: {}", s.step, first_line(s.error.as_deref().unwrap_or("failed")));
                 }
                 if let Some(a) = &load.aborted {
                     let _ = writeln!(o, "        the child Python: {a}");
@@ -111,4 +111,17 @@ pub fn human(r: &Report) -> String {
         );
     }
     o
+}
+
+/// The first line of a multi-line exception (TorchCodec's RuntimeError carries whole
+/// tracebacks); the loader's own message for each library is shown on its own line anyway.
+fn first_line(msg: &str) -> String {
+    let mut lines = msg.lines();
+    let first = lines.next().unwrap_or("").trim_end().to_string();
+    let more = lines.filter(|l| !l.trim().is_empty()).count();
+    if more == 0 {
+        first
+    } else {
+        format!("{first} (… {more} more lines: --json has the whole message)")
+    }
 }
