@@ -7,8 +7,9 @@ use std::time::Instant;
 use crate::util::{cargo, run_inherit, secs, workspace_root, Result};
 
 /// Debian packages the tests use: the build tools, FFmpeg's development files, patchelf, the
-/// MinGW cross compilers (Windows plans), and a python3 with venv and headers (the fixture
-/// builds a Python extension; `python3 -m venv` needs python3-venv on Debian).
+/// MinGW cross compilers (Windows plans), a python3 with venv and headers (the fixture
+/// builds a Python extension; `python3 -m venv` needs python3-venv on Debian), and the
+/// HIP / LLVM tools the binary-reader tests build their fixtures with.
 const APT_PACKAGES: &[&str] = &[
     "cmake",
     "ninja-build",
@@ -29,6 +30,15 @@ const APT_PACKAGES: &[&str] = &[
     "python3",
     "python3-venv",
     "python3-dev",
+    // rocbuild-native tests: Debian's ROCm 5.2 hipcc (a HIP library for gfx1010 and its offload
+    // bundle), clang-15 + lld-15 (Mach-O dylibs via ld64.lld, MSVC-ABI DLLs via lld-link),
+    // llvm-15 (llvm-lipo for a universal dylib, llvm-objdump to cross-check rpaths).
+    "hipcc",
+    "libamdhip64-dev",
+    "rocm-device-libs",
+    "clang-15",
+    "lld-15",
+    "llvm-15",
 ];
 
 /// The venv holding the real PyPI torch, relative to the workspace root.

@@ -60,39 +60,54 @@ fn missing(imp: &Import) -> MissingSymbol {
         name: imp.name.clone(),
         ordinal: imp.ordinal,
         version: imp.version.clone(),
-        demangled: imp.demangled.clone(),
+        demangled: imp
+            .demangled
+            .clone()
+            .or_else(|| imp.name.as_deref().and_then(crate::demangle)),
+    }
+}
+
+/// ELF exports of all providers: name -> versions (None = unversioned). Built once per check.
+struct ElfExports<'a>(HashMap<&'a str, Vec<Option<&'a str>>>);
+
+impl<'a> ElfExports<'a> {
+    fn new(providers: &[(&str, &'a Binary)]) -> Self {
+        let mut exported: HashMap<&'a str, Vec<Option<&'a str>>> = HashMap::new();
+        for (_, p) in providers {
+            for e in &p.exports {
+                exported
+                    .entry(e.name.as_str())
+                    .or_default()
+                    .push(e.version.as_deref());
+            }
+        }
+        ElfExports(exported)
+    }
+
+    fn missing_of(&self, binary: &Binary) -> Vec<MissingSymbol> {
+        binary
+            .imports
+            .iter()
+            .filter(|imp| !imp.weak)
+            .filter(|imp| {
+                let Some(name) = imp.name.as_deref() else {
+                    return false;
+                };
+                match self.0.get(name) {
+                    None => true,
+                    Some(versions) => match imp.version.as_deref() {
+                        None => false,
+                        Some(v) => !versions.iter().any(|ev| *ev == Some(v) || ev.is_none()),
+                    },
+                }
+            })
+            .map(missing)
+            .collect()
     }
 }
 
 fn elf(binary: &Binary, providers: &[(&str, &Binary)]) -> Vec<MissingSymbol> {
-    // name -> versions exported under it (None = unversioned)
-    let mut exported: HashMap<&str, Vec<Option<&str>>> = HashMap::new();
-    for (_, p) in providers {
-        for e in &p.exports {
-            exported
-                .entry(e.name.as_str())
-                .or_default()
-                .push(e.version.as_deref());
-        }
-    }
-    binary
-        .imports
-        .iter()
-        .filter(|imp| !imp.weak)
-        .filter(|imp| {
-            let Some(name) = imp.name.as_deref() else {
-                return false;
-            };
-            match exported.get(name) {
-                None => true,
-                Some(versions) => match imp.version.as_deref() {
-                    None => false,
-                    Some(v) => !versions.iter().any(|ev| *ev == Some(v) || ev.is_none()),
-                },
-            }
-        })
-        .map(missing)
-        .collect()
+    ElfExports::new(providers).missing_of(binary)
 }
 
 fn by_library(binary: &Binary, providers: &[(&str, &Binary)]) -> Vec<MissingSymbol> {
@@ -162,8 +177,13 @@ impl Closure {
                 .filter(|d| !d.is_system())
                 .filter_map(|d| d.binary.as_ref().map(|b| (d.path.clone(), b))),
         );
+        let elf_index = (self.platform == Format::Elf).then(|| ElfExports::new(&providers));
         for (path, bin) in files {
-            for mut m in unresolved_imports(bin, &providers) {
+            let found = match (&elf_index, bin.format) {
+                (Some(index), Format::Elf) => index.missing_of(bin),
+                _ => unresolved_imports(bin, &providers),
+            };
+            for mut m in found {
                 m.importer = path.clone();
                 out.push(m);
             }

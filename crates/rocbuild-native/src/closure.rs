@@ -18,7 +18,8 @@ pub trait FileSystem {
     fn is_file(&self, path: &Path) -> bool;
     /// File names in `dir` (for case-insensitive lookup on Windows); empty when unreadable.
     fn list_dir(&self, dir: &Path) -> Vec<String>;
-    /// Parse the binary at `path`.
+    /// Parse the binary at `path` (demangling may be skipped: the closure and the ABI check
+    /// demangle what they report).
     fn read_binary(&self, path: &Path) -> Result<Binary, NativeError>;
 }
 
@@ -40,7 +41,8 @@ impl FileSystem for RealFs {
             .unwrap_or_default()
     }
     fn read_binary(&self, path: &Path) -> Result<Binary, NativeError> {
-        crate::read_binary(path)
+        // Symbols are matched by raw name; only reported ones get demangled.
+        crate::read_binary_with(path, &crate::ReadOptions { demangle: false })
     }
 }
 

@@ -11,16 +11,16 @@ use crate::{Binary, Format, NativeError};
 const MAX_NODES: usize = 10_000;
 
 /// A file in the walk: its path, parsed binary and loader (index into `nodes`).
-struct Node {
-    path: PathBuf,
-    bin: Binary,
-    loader: Option<usize>,
+pub(crate) struct Node {
+    pub(crate) path: PathBuf,
+    pub(crate) bin: Binary,
+    pub(crate) loader: Option<usize>,
 }
 
 /// One answer of a search rule.
-struct Hit {
-    path: Option<PathBuf>,
-    provider: Provider,
+pub(crate) struct Hit {
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) provider: Provider,
 }
 
 pub(crate) fn walk(
@@ -28,6 +28,11 @@ pub(crate) fn walk(
     ctx: &SearchContext,
     fs: &dyn FileSystem,
 ) -> Result<Closure, NativeError> {
+    // Absolute, so `$ORIGIN` and `@loader_path` expand to paths that read the same everywhere.
+    let root = &std::path::absolute(root).map_err(|source| NativeError::Io {
+        path: root.display().to_string(),
+        source,
+    })?;
     let root_bin = fs.read_binary(root)?;
     let platform = ctx.platform.unwrap_or(root_bin.format);
     let mut preloaded = Vec::new();
@@ -95,15 +100,15 @@ pub(crate) fn walk(
     })
 }
 
-struct Walk<'a> {
-    ctx: &'a SearchContext,
-    fs: &'a dyn FileSystem,
-    platform: Format,
-    root_bin: Binary,
-    nodes: Vec<Node>,
-    found: Vec<Dependency>,
-    index: Index,
-    missing: Vec<MissingDependency>,
+pub(crate) struct Walk<'a> {
+    pub(crate) ctx: &'a SearchContext,
+    pub(crate) fs: &'a dyn FileSystem,
+    pub(crate) platform: Format,
+    pub(crate) root_bin: Binary,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) found: Vec<Dependency>,
+    pub(crate) index: Index,
+    pub(crate) missing: Vec<MissingDependency>,
 }
 
 impl Walk<'_> {
@@ -179,7 +184,7 @@ impl Walk<'_> {
 
     /// A candidate file counts when it exists and is a binary the loader would accept (same
     /// format, machine and class as the root: ld.so skips "incompatible" files and goes on).
-    fn try_file(&self, p: &Path) -> Option<Binary> {
+    pub(crate) fn try_file(&self, p: &Path) -> Option<Binary> {
         if !self.fs.is_file(p) {
             return None;
         }
@@ -190,7 +195,7 @@ impl Walk<'_> {
             .then_some(b)
     }
 
-    fn try_dir(
+    pub(crate) fn try_dir(
         &self,
         dir: &Path,
         name: &str,
@@ -214,279 +219,13 @@ impl Walk<'_> {
         None
     }
 
-    /// ld.so: DT_RPATH of the loader chain (only while the needing file has no DT_RUNPATH;
-    /// a chain member with DT_RUNPATH contributes nothing), LD_LIBRARY_PATH, the needing
-    /// file's own DT_RUNPATH, the cache, the default dirs.
-    fn search_elf(
-        &self,
-        n: usize,
-        name: &str,
-        searched: &mut Vec<PathBuf>,
-    ) -> Option<(Hit, Option<Binary>)> {
-        let found = |p: PathBuf, b: Binary, provider: Provider| {
-            Some((
-                Hit {
-                    path: Some(p),
-                    provider,
-                },
-                Some(b),
-            ))
-        };
-        if name.contains('/') {
-            let p = PathBuf::from(name);
-            let p = if p.is_relative() {
-                self.dir_of(n).join(p)
-            } else {
-                p
-            };
-            return self
-                .try_file(&p)
-                .and_then(|b| found(p, b, Provider::Absolute));
-        }
-        if self.nodes[n].bin.runpath.is_empty() {
-            let mut cur = Some(n);
-            while let Some(c) = cur {
-                let node = &self.nodes[c];
-                if node.bin.runpath.is_empty() {
-                    for entry in &node.bin.rpath {
-                        let dir = self.expand_elf(entry, c);
-                        if let Some((p, b)) = self.try_dir(&dir, name, searched) {
-                            return found(
-                                p,
-                                b,
-                                Provider::Rpath {
-                                    entry: entry.clone(),
-                                    of: node.path.clone(),
-                                },
-                            );
-                        }
-                    }
-                }
-                cur = node.loader;
-            }
-        }
-        for dir in &self.ctx.ld_library_path {
-            if let Some((p, b)) = self.try_dir(dir, name, searched) {
-                return found(p, b, Provider::LdLibraryPath);
-            }
-        }
-        for entry in &self.nodes[n].bin.runpath {
-            let dir = self.expand_elf(entry, n);
-            if let Some((p, b)) = self.try_dir(&dir, name, searched) {
-                return found(
-                    p,
-                    b,
-                    Provider::Runpath {
-                        entry: entry.clone(),
-                        of: self.nodes[n].path.clone(),
-                    },
-                );
-            }
-        }
-        for (soname, p) in &self.ctx.ld_cache {
-            if soname == name {
-                if let Some(b) = self.try_file(p) {
-                    return found(p.clone(), b, Provider::LdCache);
-                }
-            }
-        }
-        for dir in &self.ctx.default_dirs {
-            if let Some((p, b)) = self.try_dir(dir, name, searched) {
-                return found(p, b, Provider::DefaultDir);
-            }
-        }
-        None
-    }
-
-    fn dir_of(&self, n: usize) -> PathBuf {
+    pub(crate) fn dir_of(&self, n: usize) -> PathBuf {
         self.nodes[n]
             .path
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default()
     }
-
-    /// `$ORIGIN`, `${ORIGIN}`, `$LIB`, `$PLATFORM` (ld.so's dynamic string tokens).
-    fn expand_elf(&self, entry: &str, n: usize) -> PathBuf {
-        let origin = self.dir_of(n).display().to_string();
-        let mut s = entry.to_string();
-        for (token, value) in [
-            ("ORIGIN", origin.as_str()),
-            ("LIB", self.ctx.lib_expansion.as_str()),
-            ("PLATFORM", self.ctx.platform_expansion.as_str()),
-        ] {
-            s = s
-                .replace(&format!("${{{token}}}"), value)
-                .replace(&format!("${token}"), value);
-        }
-        PathBuf::from(s)
-    }
-
-    /// Windows (LoadLibraryEx with LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | _DLL_LOAD_DIR, as Python
-    /// loads extensions): API sets and known DLLs are the system's; then the directory of the
-    /// DLL being loaded (the root), the application dir, the `add_dll_directory` dirs,
-    /// System32, and PATH when the context has one.
-    fn search_pe(&self, name: &str, searched: &mut Vec<PathBuf>) -> Option<(Hit, Option<Binary>)> {
-        let lower = name.to_ascii_lowercase();
-        if lower.starts_with("api-ms-win-")
-            || lower.starts_with("ext-ms-")
-            || KNOWN_DLLS.contains(&lower.as_str())
-        {
-            let path = self
-                .ctx
-                .system32
-                .as_ref()
-                .map(|d| d.join(name))
-                .filter(|p| self.fs.is_file(p));
-            return Some((
-                Hit {
-                    path,
-                    provider: Provider::System,
-                },
-                None,
-            ));
-        }
-        let found = |p: PathBuf, b: Binary, provider: Provider| {
-            Some((
-                Hit {
-                    path: Some(p),
-                    provider,
-                },
-                Some(b),
-            ))
-        };
-        if let Some((p, b)) = self.try_dir(&self.dir_of(0), name, searched) {
-            return found(p, b, Provider::LoaderDir);
-        }
-        if let Some(exe_dir) = self.ctx.executable_path.as_ref().and_then(|e| e.parent()) {
-            if let Some((p, b)) = self.try_dir(exe_dir, name, searched) {
-                return found(p, b, Provider::ExecutableDir);
-            }
-        }
-        for dir in &self.ctx.dll_dirs {
-            if let Some((p, b)) = self.try_dir(dir, name, searched) {
-                return found(p, b, Provider::DllDirectory);
-            }
-        }
-        if let Some(sys) = &self.ctx.system32 {
-            if let Some((p, b)) = self.try_dir(sys, name, searched) {
-                return found(p, b, Provider::System32);
-            }
-        }
-        for dir in &self.ctx.path {
-            if let Some((p, b)) = self.try_dir(dir, name, searched) {
-                return found(p, b, Provider::PathEnv);
-            }
-        }
-        None
-    }
-
-    /// dyld: `DYLD_LIBRARY_PATH` by leaf name; `@rpath/` through the LC_RPATHs of the needing
-    /// image and then of its loaders up to the root; `@loader_path/`, `@executable_path/`;
-    /// `/usr/lib` and `/System` are the OS's (shared cache); other absolute paths as written,
-    /// then the fallback dirs by leaf name.
-    fn search_macho(
-        &self,
-        n: usize,
-        name: &str,
-        searched: &mut Vec<PathBuf>,
-    ) -> Option<(Hit, Option<Binary>)> {
-        let found = |p: PathBuf, b: Binary, provider: Provider| {
-            Some((
-                Hit {
-                    path: Some(p),
-                    provider,
-                },
-                Some(b),
-            ))
-        };
-        let leaf = name.rsplit('/').next().unwrap_or(name);
-        for dir in &self.ctx.ld_library_path {
-            if let Some((p, b)) = self.try_dir(dir, leaf, searched) {
-                return found(p, b, Provider::LdLibraryPath);
-            }
-        }
-        if let Some(rest) = name.strip_prefix("@rpath/") {
-            let mut cur = Some(n);
-            while let Some(c) = cur {
-                let node = &self.nodes[c];
-                for entry in &node.bin.rpath {
-                    if let Some(dir) = self.expand_macho(entry, c) {
-                        if let Some((p, b)) = self.try_dir(&dir, rest, searched) {
-                            return found(
-                                p,
-                                b,
-                                Provider::Rpath {
-                                    entry: entry.clone(),
-                                    of: node.path.clone(),
-                                },
-                            );
-                        }
-                    }
-                }
-                cur = node.loader;
-            }
-            return None;
-        }
-        if let Some(rest) = name.strip_prefix("@loader_path/") {
-            let p = self.dir_of(n).join(rest);
-            searched.push(self.dir_of(n));
-            return self
-                .try_file(&p)
-                .and_then(|b| found(p, b, Provider::LoaderDir));
-        }
-        if let Some(rest) = name.strip_prefix("@executable_path/") {
-            let dir = self.ctx.executable_path.as_ref()?.parent()?.to_path_buf();
-            searched.push(dir.clone());
-            let p = dir.join(rest);
-            return self
-                .try_file(&p)
-                .and_then(|b| found(p, b, Provider::ExecutableDir));
-        }
-        if name.starts_with("/usr/lib/") || name.starts_with("/System/") {
-            return Some((
-                Hit {
-                    path: None,
-                    provider: Provider::System,
-                },
-                None,
-            ));
-        }
-        let p = PathBuf::from(name);
-        if let Some(b) = self.try_file(&p) {
-            return found(p, b, Provider::Absolute);
-        }
-        for dir in &self.ctx.default_dirs {
-            if let Some((p, b)) = self.try_dir(dir, leaf, searched) {
-                return found(p, b, Provider::DefaultDir);
-            }
-        }
-        None
-    }
-
-    fn expand_macho(&self, entry: &str, n: usize) -> Option<PathBuf> {
-        if let Some(rest) = entry.strip_prefix("@loader_path") {
-            return Some(join_rel(&self.dir_of(n), rest));
-        }
-        if let Some(rest) = entry.strip_prefix("@executable_path") {
-            let exe_dir = self.ctx.executable_path.as_ref()?.parent()?;
-            return Some(join_rel(exe_dir, rest));
-        }
-        Some(PathBuf::from(entry))
-    }
-}
-
-/// `dir` + `/../lib` without requiring the path to exist (no canonicalisation).
-fn join_rel(dir: &Path, rest: &str) -> PathBuf {
-    let mut p = dir.to_path_buf();
-    for part in rest.split('/').filter(|s| !s.is_empty() && *s != ".") {
-        if part == ".." {
-            p.pop();
-        } else {
-            p.push(part);
-        }
-    }
-    p
 }
 
 fn file_name(p: &Path) -> String {
@@ -501,60 +240,3 @@ fn names_of(p: &Path, b: &Binary) -> Vec<String> {
     v.extend(b.soname_or_install_name.clone());
     v
 }
-
-/// Windows "known DLLs" (HKLM\...\Session Manager\KnownDLLs, plus the core set that is always
-/// loaded from System32): never searched for, always the system's.
-const KNOWN_DLLS: &[&str] = &[
-    "kernel32.dll",
-    "kernelbase.dll",
-    "ntdll.dll",
-    "user32.dll",
-    "gdi32.dll",
-    "gdiplus.dll",
-    "advapi32.dll",
-    "shell32.dll",
-    "shlwapi.dll",
-    "ole32.dll",
-    "oleaut32.dll",
-    "comdlg32.dll",
-    "ws2_32.dll",
-    "msvcrt.dll",
-    "rpcrt4.dll",
-    "sechost.dll",
-    "setupapi.dll",
-    "imm32.dll",
-    "psapi.dll",
-    "normaliz.dll",
-    "nsi.dll",
-    "wldap32.dll",
-    "difxapi.dll",
-    "clbcatq.dll",
-    "combase.dll",
-    "coml2.dll",
-    "imagehlp.dll",
-    "msctf.dll",
-    "wow64.dll",
-    "bcrypt.dll",
-    "crypt32.dll",
-    "version.dll",
-    "dbghelp.dll",
-    "winmm.dll",
-    "ucrtbase.dll",
-    "shcore.dll",
-    "cfgmgr32.dll",
-    "iphlpapi.dll",
-    "secur32.dll",
-    "userenv.dll",
-    "dxgi.dll",
-    "d3d11.dll",
-    "d3d12.dll",
-    "opengl32.dll",
-    "dwmapi.dll",
-    "uxtheme.dll",
-    "winhttp.dll",
-    "wininet.dll",
-    "ncrypt.dll",
-    "powrprof.dll",
-    "mswsock.dll",
-    "comctl32.dll",
-];

@@ -9,7 +9,7 @@ use goblin::elf::Elf;
 
 use crate::demangle::demangle;
 use crate::read::{malformed, split_paths};
-use crate::{Binary, Export, Format, Import, NativeError};
+use crate::{Binary, Export, Format, Import, NativeError, ReadOptions};
 
 /// What the dynamic loader reads from an ELF shared object (the older, ELF-only view; new code
 /// should use [`crate::read_binary`]).
@@ -25,7 +25,7 @@ pub struct ElfInfo {
 
 /// Read the dynamic section of the ELF file at `path`.
 pub fn read_elf(path: &Path) -> Result<ElfInfo, NativeError> {
-    let bin = crate::read_binary(path)?;
+    let bin = crate::read_binary_with(path, &ReadOptions { demangle: false })?;
     if bin.format != Format::Elf {
         return Err(NativeError::Malformed {
             path: path.display().to_string(),
@@ -44,7 +44,7 @@ pub fn read_elf(path: &Path) -> Result<ElfInfo, NativeError> {
 /// Does this library export C++ symbols built with the C++11 std::string ABI?
 /// (`torch.compiled_with_cxx11_abi()` without importing torch.)
 pub fn exports_cxx11_abi(path: &Path) -> Result<bool, NativeError> {
-    let bin = crate::read_binary(path)?;
+    let bin = crate::read_binary_with(path, &ReadOptions { demangle: false })?;
     Ok(bin
         .exports
         .iter()
@@ -52,7 +52,8 @@ pub fn exports_cxx11_abi(path: &Path) -> Result<bool, NativeError> {
 }
 
 /// Parse an ELF image (called through [`crate::parse_binary`], which guards panics).
-pub(crate) fn parse(bytes: &[u8]) -> Result<Binary, NativeError> {
+pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeError> {
+    let demangle = |n: &str| if opts.demangle { demangle(n) } else { None };
     let elf = Elf::parse(bytes).map_err(|e| malformed(Format::Elf, e.to_string()))?;
     let str_at = |off: usize| elf.dynstrtab.get_at(off).map(str::to_string);
 
@@ -62,7 +63,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Binary, NativeError> {
     if let Some(verneed) = &elf.verneed {
         for need in verneed.iter().take(4096) {
             let file = str_at(need.vn_file).unwrap_or_default();
-            for aux in need.iter().take(4096) {
+            for aux in need.iter().take(256) {
                 if let Some(name) = str_at(aux.vna_name) {
                     needed_versions.push((aux.vna_other, name, file.clone()));
                 }

@@ -7,32 +7,51 @@
 //!
 //! # The API, in one screen
 //!
-//! Reading one file ([`read_binary`] / [`parse_binary`]) gives a [`Binary`]:
+//! Reading one file ([`read_binary`] / [`parse_binary`]; `_with` variants take [`ReadOptions`])
+//! gives a [`Binary`]:
 //! - [`Binary::needed`]: DT_NEEDED (ELF), the import directory's DLL names (PE), LC_LOAD_DYLIB
-//!   and friends (Mach-O), in file order.
+//!   and friends (Mach-O), in file order; [`Binary::weak_needed`]: LC_LOAD_WEAK_DYLIB ones.
 //! - [`Binary::rpath`] / [`Binary::runpath`]: ELF DT_RPATH / DT_RUNPATH, Mach-O LC_RPATH (in
 //!   `rpath`), split on `:` and unexpanded (`$ORIGIN`, `@loader_path` are kept as written).
 //! - [`Binary::soname_or_install_name`]: DT_SONAME, the PE export directory's DLL name, LC_ID_DYLIB.
 //! - [`Binary::imports`] / [`Binary::exports`]: dynamic symbols with ELF symbol versions
-//!   (`GLIBC_2.34`), PE ordinals and forwarders, Mach-O two-level namespace library; C++ names are
-//!   demangled ([`demangle`]: Itanium and MSVC).
+//!   (`GLIBC_2.34`, and the `vn_file` that defines them), PE ordinals (`NONAME` exports too) and
+//!   forwarders, Mach-O two-level-namespace library; C++ names are demangled ([`demangle`]:
+//!   Itanium and MSVC) unless [`ReadOptions::demangle`] is off (demangling is most of the cost
+//!   of reading a big C++ library: 0.6 s for CUDA torch's `libtorch_cuda.so`).
 //! - [`Binary::gpu_targets`] (`gfx1010`, sorted, unique) and [`Binary::offload`] (every bundle
 //!   entry, e.g. `hipv4-amdgcn-amd-amdhsa--gfx1010:xnack-`), from `.hip_fatbin` (ELF), `.hip_fat`
-//!   (PE), or a scan when the file has no section table. [`offload_targets`] reads raw bytes
+//!   (PE), or a scan when an ELF file has no section table. [`offload_targets`] reads raw bytes
 //!   (`__CLANG_OFFLOAD_BUNDLE__` and compressed `CCOB` v1/v2/v3, zstd or zlib).
+//! - A universal Mach-O is described by its first slice; [`Binary::universal_arches`] lists all.
 //!
-//! Loader emulation ([`closure()`] with a [`SearchContext`]) walks the dependency tree the way
-//! ld.so, the Windows loader or dyld would, over a [`FileSystem`] view (the real one by default),
-//! and gives a [`Closure`]: every library found with its path and who needed it, plus the missing
-//! ones. The platform is a value ([`Format`] of the root file, or forced in the context), never
-//! `#[cfg]`. [`unresolved_imports`] is the ABI check (`undefined symbol` / `WinError 127`
-//! before the loader says it).
+//! Loader emulation: [`closure()`] (or [`closure_with`] over another [`FileSystem`]) with a
+//! [`SearchContext`] walks the dependency tree breadth-first the way ld.so, the Windows loader
+//! (LoadLibraryEx as Python uses it) or dyld would, and gives a [`Closure`]: every
+//! [`Dependency`] found with its path, the [`Provider`] rule that found it (the RPATH entry and
+//! the file holding it, `add_dll_directory`, System32, ...) and who needed it, plus every
+//! [`MissingDependency`] with the directories searched. The platform is a value (the root's
+//! [`Format`], or [`SearchContext::platform`]), never `#[cfg]`: Windows and macOS rules run on
+//! Linux. [`SearchContext::linux_host`] fills in this machine's ELF context (LD_LIBRARY_PATH,
+//! [`ld_so_cache`], default dirs). Put already-loaded libraries (torch's after `import torch`,
+//! a preload hook's DLLs) in [`SearchContext::preloaded`] and the interpreter in
+//! [`SearchContext::executable_path`] (its `Py*` exports satisfy an extension's imports).
+//!
+//! The ABI check: [`unresolved_imports`] (one file against named providers) and
+//! [`Closure::abi_check`] (every non-system file of a closure against what its loader binds it
+//! to) give [`MissingSymbol`]s, demangled: `undefined symbol` / `WinError 127` / `Symbol not
+//! found` before anything is loaded.
 //!
 //! Editing: [`set_runpath`] (ELF, arwen then patchelf), [`add_macho_rpaths`] (arwen then
-//! `install_name_tool`, then `codesign -s -` when present), both read back their result.
+//! `install_name_tool`, then `codesign --force --sign -` when present), both read back their
+//! result.
+//!
+//! `examples/native_info.rs` prints a [`Binary`]; `examples/native_deps.rs` prints a closure
+//! and its ABI check with timings.
 
 mod abi;
 mod closure;
+mod closure_rules;
 mod closure_walk;
 mod demangle;
 mod elf;
@@ -51,7 +70,9 @@ pub use demangle::demangle;
 pub use elf::{exports_cxx11_abi, read_elf, ElfInfo};
 pub use macho::add_macho_rpaths;
 pub use offload::{offload_targets, OffloadEntry, MAX_DECOMPRESSED};
-pub use read::{parse_binary, read_binary, MAX_FILE_SIZE};
+pub use read::{
+    parse_binary, parse_binary_with, read_binary, read_binary_with, ReadOptions, MAX_FILE_SIZE,
+};
 pub use rpath::set_runpath;
 
 use serde::Serialize;

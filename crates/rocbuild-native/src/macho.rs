@@ -8,22 +8,22 @@ use goblin::mach::{Mach, MachO, SingleArch};
 
 use crate::demangle::demangle;
 use crate::read::malformed;
-use crate::{Binary, Export, Format, Import, NativeError};
+use crate::{Binary, Export, Format, Import, NativeError, ReadOptions};
 
 const MAX_SLICES: usize = 16;
 
 /// Parse a (thin or universal) Mach-O image; a universal file is described by its first slice.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Binary, NativeError> {
+pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeError> {
     let bad = |e: goblin::error::Error| malformed(Format::MachO, e.to_string());
     match Mach::parse(bytes).map_err(bad)? {
-        Mach::Binary(m) => describe(&m),
+        Mach::Binary(m) => describe(&m, opts),
         Mach::Fat(multi) => {
             let mut first = None;
             let mut arches = Vec::new();
             for i in 0..multi.narches.min(MAX_SLICES) {
                 match multi.get(i).map_err(bad)? {
                     SingleArch::MachO(m) => {
-                        let b = describe(&m)?;
+                        let b = describe(&m, opts)?;
                         arches.push(b.arch.clone());
                         first.get_or_insert(b);
                     }
@@ -38,7 +38,8 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Binary, NativeError> {
     }
 }
 
-fn describe(m: &MachO) -> Result<Binary, NativeError> {
+fn describe(m: &MachO, opts: &ReadOptions) -> Result<Binary, NativeError> {
+    let demangle = |n: &str| if opts.demangle { demangle(n) } else { None };
     use goblin::mach::header::{MH_BUNDLE, MH_DYLIB};
     // libs[0] is the file itself ("self" or its LC_ID_DYLIB), as in two-level ordinals.
     let needed: Vec<String> = m.libs.iter().skip(1).map(|s| s.to_string()).collect();
@@ -64,7 +65,7 @@ fn describe(m: &MachO) -> Result<Binary, NativeError> {
     let mut imports = Vec::new();
     let mut sym_exports = Vec::new();
     if let Some(symbols) = &m.symbols {
-        for (name, nlist) in symbols.iter().filter_map(Result::ok).take(1 << 20) {
+        for (name, nlist) in symbols.iter().take(1 << 20).map_while(Result::ok) {
             if name.is_empty() || !nlist.is_global() {
                 continue;
             }
@@ -85,14 +86,14 @@ fn describe(m: &MachO) -> Result<Binary, NativeError> {
                     weak: nlist.n_desc & 0x40 != 0, // N_WEAK_REF
                 });
             } else {
-                sym_exports.push(export(name.to_string()));
+                sym_exports.push(export(name.to_string(), &demangle));
             }
         }
     }
     // The export trie is what dyld binds against; the symbol table is the fallback.
     let trie: Vec<Export> = m
         .exports()
-        .map(|v| v.into_iter().map(|e| export(e.name)).collect())
+        .map(|v| v.into_iter().map(|e| export(e.name, &demangle)).collect())
         .unwrap_or_default();
     let exports = if trie.is_empty() { sym_exports } else { trie };
 
@@ -125,7 +126,7 @@ fn describe(m: &MachO) -> Result<Binary, NativeError> {
     })
 }
 
-fn export(name: String) -> Export {
+fn export(name: String, demangle: &dyn Fn(&str) -> Option<String>) -> Export {
     Export {
         demangled: demangle(&name),
         name,

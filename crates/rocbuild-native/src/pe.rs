@@ -6,10 +6,11 @@ use scroll::Pread;
 
 use crate::demangle::demangle;
 use crate::read::malformed;
-use crate::{Binary, Export, Format, Import, NativeError};
+use crate::{Binary, Export, Format, Import, NativeError, ReadOptions};
 
 /// Parse a PE image (called through [`crate::parse_binary`], which guards panics).
-pub(crate) fn parse(bytes: &[u8]) -> Result<Binary, NativeError> {
+pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeError> {
+    let demangle = |n: &str| if opts.demangle { demangle(n) } else { None };
     let pe = PE::parse(bytes).map_err(|e| malformed(Format::Pe, e.to_string()))?;
 
     let imports = pe
@@ -21,7 +22,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Binary, NativeError> {
             let name = (!by_ordinal).then(|| imp.name.to_string());
             Import {
                 library: Some(imp.dll.to_string()),
-                demangled: name.as_deref().and_then(demangle),
+                demangled: name.as_deref().and_then(&demangle),
                 name,
                 ordinal: by_ordinal.then_some(u32::from(imp.ordinal)),
                 version: None,
@@ -33,7 +34,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Binary, NativeError> {
     let exports = pe
         .export_data
         .as_ref()
-        .map(|data| export_table(bytes, &pe, data))
+        .map(|data| export_table(bytes, &pe, data, &demangle))
         .unwrap_or_default();
 
     let mut offload = Vec::new();
@@ -83,7 +84,12 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Binary, NativeError> {
 /// Every non-empty slot of the export address table is an export, named or not: its ordinal is
 /// the slot index plus the ordinal base; the name table maps names to slots. (goblin's own
 /// `exports` lists only the named ones, which would hide `NONAME` ordinal exports.)
-fn export_table(bytes: &[u8], pe: &PE, data: &goblin::pe::export::ExportData) -> Vec<Export> {
+fn export_table(
+    bytes: &[u8],
+    pe: &PE,
+    data: &goblin::pe::export::ExportData,
+    demangle: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Export> {
     let base = data.export_directory_table.ordinal_base;
     let align = pe
         .header

@@ -13,11 +13,33 @@ use crate::{Binary, NativeError, BYTES};
 /// `libtorch_cuda.so`, `torch_cuda.dll`) is about 1.5 GB.
 pub const MAX_FILE_SIZE: u64 = 8 << 30;
 
-/// Read and parse the binary at `path` (ELF, PE or Mach-O, detected by magic).
+/// How much work a read does beyond the structure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Demangle every import and export name. Demangling is most of the cost of reading a big
+    /// C++ library (0.6 s of CUDA torch's `libtorch_cuda.so`, whose structure parses in
+    /// 0.07 s); loader emulation and the ABI check turn it off and demangle only what they
+    /// report.
+    pub demangle: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { demangle: true }
+    }
+}
+
+/// Read and parse the binary at `path` (ELF, PE or Mach-O, detected by magic), names
+/// demangled.
 ///
 /// The file is memory-mapped, so reading the dynamic section of a 1 GB library only touches
 /// the pages holding it.
 pub fn read_binary(path: &Path) -> Result<Binary, NativeError> {
+    read_binary_with(path, &ReadOptions::default())
+}
+
+/// [`read_binary`] with [`ReadOptions`].
+pub fn read_binary_with(path: &Path, opts: &ReadOptions) -> Result<Binary, NativeError> {
     let io = |source| NativeError::Io {
         path: path.display().to_string(),
         source,
@@ -32,17 +54,22 @@ pub fn read_binary(path: &Path) -> Result<Binary, NativeError> {
         });
     }
     if size == 0 {
-        return parse_binary(&[]).map_err(|e| e.at(path));
+        return parse_binary_with(&[], opts).map_err(|e| e.at(path));
     }
     // SAFETY: the map is read-only and private; a file truncated by someone else while we read
     // it could fault, which is the accepted risk of every mmap-based binary reader (goblin,
     // object, rattler-build) and far rarer than the cost of copying gigabytes.
     let map = unsafe { memmap2::Mmap::map(file.file()) }.map_err(io)?;
-    parse_binary(&map).map_err(|e| e.at(path))
+    parse_binary_with(&map, opts).map_err(|e| e.at(path))
 }
 
 /// Parse a binary held in memory. Never panics; errors name the file as `<bytes>`.
 pub fn parse_binary(bytes: &[u8]) -> Result<Binary, NativeError> {
+    parse_binary_with(bytes, &ReadOptions::default())
+}
+
+/// [`parse_binary`] with [`ReadOptions`].
+pub fn parse_binary_with(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeError> {
     if bytes.len() as u64 > MAX_FILE_SIZE {
         return Err(NativeError::TooLarge {
             path: BYTES.into(),
@@ -55,9 +82,9 @@ pub fn parse_binary(bytes: &[u8]) -> Result<Binary, NativeError> {
         magic: hex_prefix(bytes),
     })?;
     guarded(format, || match format {
-        crate::Format::Elf => crate::elf::parse(bytes),
-        crate::Format::Pe => crate::pe::parse(bytes),
-        crate::Format::MachO => crate::macho::parse(bytes),
+        crate::Format::Elf => crate::elf::parse(bytes, opts),
+        crate::Format::Pe => crate::pe::parse(bytes, opts),
+        crate::Format::MachO => crate::macho::parse(bytes, opts),
     })
 }
 

@@ -58,6 +58,10 @@ fn with_arwen(path: &Path, runpath: &str) -> Result<(), String> {
     fs_err::rename(&tmp, path).map_err(|e| e.to_string())
 }
 
+fn tracing_fallback(reason: &str) {
+    tracing::warn!("pure-Rust RUNPATH edit failed ({reason}); used patchelf");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,8 +106,4 @@ mod tests {
         assert!(matches!(read_elf(&p), Err(NativeError::Malformed { .. })));
         assert!(set_runpath(&p, &["$ORIGIN".into()]).is_err());
     }
-}
-
-fn tracing_fallback(reason: &str) {
-    tracing::warn!("pure-Rust RUNPATH edit failed ({reason}); used patchelf");
 }

@@ -1,0 +1,342 @@
+//! Each loader's search order, as methods of the closure walk: ELF (ld.so(8)), Windows
+//! (LoadLibraryEx with the flags Python uses), Mach-O (dyld(1)).
+
+use std::path::{Path, PathBuf};
+
+use crate::closure::Provider;
+use crate::closure_walk::{Hit, Walk};
+use crate::Binary;
+
+impl Walk<'_> {
+    /// ld.so: DT_RPATH of the loader chain (only while the needing file has no DT_RUNPATH;
+    /// a chain member with DT_RUNPATH contributes nothing), LD_LIBRARY_PATH, the needing
+    /// file's own DT_RUNPATH, the cache, the default dirs.
+    pub(crate) fn search_elf(
+        &self,
+        n: usize,
+        name: &str,
+        searched: &mut Vec<PathBuf>,
+    ) -> Option<(Hit, Option<Binary>)> {
+        let found = |p: PathBuf, b: Binary, provider: Provider| {
+            Some((
+                Hit {
+                    path: Some(p),
+                    provider,
+                },
+                Some(b),
+            ))
+        };
+        if name.contains('/') {
+            let p = PathBuf::from(name);
+            let p = if p.is_relative() {
+                self.dir_of(n).join(p)
+            } else {
+                p
+            };
+            return self
+                .try_file(&p)
+                .and_then(|b| found(p, b, Provider::Absolute));
+        }
+        if self.nodes[n].bin.runpath.is_empty() {
+            let mut cur = Some(n);
+            while let Some(c) = cur {
+                let node = &self.nodes[c];
+                if node.bin.runpath.is_empty() {
+                    for entry in &node.bin.rpath {
+                        let dir = self.expand_elf(entry, c);
+                        if let Some((p, b)) = self.try_dir(&dir, name, searched) {
+                            return found(
+                                p,
+                                b,
+                                Provider::Rpath {
+                                    entry: entry.clone(),
+                                    of: node.path.clone(),
+                                },
+                            );
+                        }
+                    }
+                }
+                cur = node.loader;
+            }
+        }
+        for dir in &self.ctx.ld_library_path {
+            if let Some((p, b)) = self.try_dir(dir, name, searched) {
+                return found(p, b, Provider::LdLibraryPath);
+            }
+        }
+        for entry in &self.nodes[n].bin.runpath {
+            let dir = self.expand_elf(entry, n);
+            if let Some((p, b)) = self.try_dir(&dir, name, searched) {
+                return found(
+                    p,
+                    b,
+                    Provider::Runpath {
+                        entry: entry.clone(),
+                        of: self.nodes[n].path.clone(),
+                    },
+                );
+            }
+        }
+        for (soname, p) in &self.ctx.ld_cache {
+            if soname == name {
+                if let Some(b) = self.try_file(p) {
+                    return found(p.clone(), b, Provider::LdCache);
+                }
+            }
+        }
+        for dir in &self.ctx.default_dirs {
+            if let Some((p, b)) = self.try_dir(dir, name, searched) {
+                return found(p, b, Provider::DefaultDir);
+            }
+        }
+        None
+    }
+
+    /// `$ORIGIN`, `${ORIGIN}`, `$LIB`, `$PLATFORM` (ld.so's dynamic string tokens).
+    fn expand_elf(&self, entry: &str, n: usize) -> PathBuf {
+        let origin = self.dir_of(n).display().to_string();
+        let mut s = entry.to_string();
+        for (token, value) in [
+            ("ORIGIN", origin.as_str()),
+            ("LIB", self.ctx.lib_expansion.as_str()),
+            ("PLATFORM", self.ctx.platform_expansion.as_str()),
+        ] {
+            s = s
+                .replace(&format!("${{{token}}}"), value)
+                .replace(&format!("${token}"), value);
+        }
+        if s.starts_with('/') {
+            join_rel(Path::new("/"), &s)
+        } else {
+            PathBuf::from(s)
+        }
+    }
+
+    /// Windows (LoadLibraryEx with LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | _DLL_LOAD_DIR, as Python
+    /// loads extensions): API sets and known DLLs are the system's; then the directory of the
+    /// DLL being loaded (the root), the application dir, the `add_dll_directory` dirs,
+    /// System32, and PATH when the context has one.
+    pub(crate) fn search_pe(
+        &self,
+        name: &str,
+        searched: &mut Vec<PathBuf>,
+    ) -> Option<(Hit, Option<Binary>)> {
+        let lower = name.to_ascii_lowercase();
+        if lower.starts_with("api-ms-win-")
+            || lower.starts_with("ext-ms-")
+            || KNOWN_DLLS.contains(&lower.as_str())
+        {
+            let path = self
+                .ctx
+                .system32
+                .as_ref()
+                .map(|d| d.join(name))
+                .filter(|p| self.fs.is_file(p));
+            return Some((
+                Hit {
+                    path,
+                    provider: Provider::System,
+                },
+                None,
+            ));
+        }
+        let found = |p: PathBuf, b: Binary, provider: Provider| {
+            Some((
+                Hit {
+                    path: Some(p),
+                    provider,
+                },
+                Some(b),
+            ))
+        };
+        if let Some((p, b)) = self.try_dir(&self.dir_of(0), name, searched) {
+            return found(p, b, Provider::LoaderDir);
+        }
+        if let Some(exe_dir) = self.ctx.executable_path.as_ref().and_then(|e| e.parent()) {
+            if let Some((p, b)) = self.try_dir(exe_dir, name, searched) {
+                return found(p, b, Provider::ExecutableDir);
+            }
+        }
+        for dir in &self.ctx.dll_dirs {
+            if let Some((p, b)) = self.try_dir(dir, name, searched) {
+                return found(p, b, Provider::DllDirectory);
+            }
+        }
+        if let Some(sys) = &self.ctx.system32 {
+            if let Some((p, b)) = self.try_dir(sys, name, searched) {
+                return found(p, b, Provider::System32);
+            }
+        }
+        for dir in &self.ctx.path {
+            if let Some((p, b)) = self.try_dir(dir, name, searched) {
+                return found(p, b, Provider::PathEnv);
+            }
+        }
+        None
+    }
+
+    /// dyld: `DYLD_LIBRARY_PATH` by leaf name; `@rpath/` through the LC_RPATHs of the needing
+    /// image and then of its loaders up to the root; `@loader_path/`, `@executable_path/`;
+    /// `/usr/lib` and `/System` are the OS's (shared cache); other absolute paths as written,
+    /// then the fallback dirs by leaf name.
+    pub(crate) fn search_macho(
+        &self,
+        n: usize,
+        name: &str,
+        searched: &mut Vec<PathBuf>,
+    ) -> Option<(Hit, Option<Binary>)> {
+        let found = |p: PathBuf, b: Binary, provider: Provider| {
+            Some((
+                Hit {
+                    path: Some(p),
+                    provider,
+                },
+                Some(b),
+            ))
+        };
+        let leaf = name.rsplit('/').next().unwrap_or(name);
+        for dir in &self.ctx.ld_library_path {
+            if let Some((p, b)) = self.try_dir(dir, leaf, searched) {
+                return found(p, b, Provider::LdLibraryPath);
+            }
+        }
+        if let Some(rest) = name.strip_prefix("@rpath/") {
+            let mut cur = Some(n);
+            while let Some(c) = cur {
+                let node = &self.nodes[c];
+                for entry in &node.bin.rpath {
+                    if let Some(dir) = self.expand_macho(entry, c) {
+                        if let Some((p, b)) = self.try_dir(&dir, rest, searched) {
+                            return found(
+                                p,
+                                b,
+                                Provider::Rpath {
+                                    entry: entry.clone(),
+                                    of: node.path.clone(),
+                                },
+                            );
+                        }
+                    }
+                }
+                cur = node.loader;
+            }
+            return None;
+        }
+        if let Some(rest) = name.strip_prefix("@loader_path/") {
+            let p = self.dir_of(n).join(rest);
+            searched.push(self.dir_of(n));
+            return self
+                .try_file(&p)
+                .and_then(|b| found(p, b, Provider::LoaderDir));
+        }
+        if let Some(rest) = name.strip_prefix("@executable_path/") {
+            let dir = self.ctx.executable_path.as_ref()?.parent()?.to_path_buf();
+            searched.push(dir.clone());
+            let p = dir.join(rest);
+            return self
+                .try_file(&p)
+                .and_then(|b| found(p, b, Provider::ExecutableDir));
+        }
+        if name.starts_with("/usr/lib/") || name.starts_with("/System/") {
+            return Some((
+                Hit {
+                    path: None,
+                    provider: Provider::System,
+                },
+                None,
+            ));
+        }
+        let p = PathBuf::from(name);
+        if let Some(b) = self.try_file(&p) {
+            return found(p, b, Provider::Absolute);
+        }
+        for dir in &self.ctx.default_dirs {
+            if let Some((p, b)) = self.try_dir(dir, leaf, searched) {
+                return found(p, b, Provider::DefaultDir);
+            }
+        }
+        None
+    }
+
+    fn expand_macho(&self, entry: &str, n: usize) -> Option<PathBuf> {
+        if let Some(rest) = entry.strip_prefix("@loader_path") {
+            return Some(join_rel(&self.dir_of(n), rest));
+        }
+        if let Some(rest) = entry.strip_prefix("@executable_path") {
+            let exe_dir = self.ctx.executable_path.as_ref()?.parent()?;
+            return Some(join_rel(exe_dir, rest));
+        }
+        Some(PathBuf::from(entry))
+    }
+}
+
+/// `dir` + `/../lib`, normalised by text (the path need not exist; symlinks are not resolved,
+/// so `a/../r` reports as `r`, which is what a person wants to read).
+fn join_rel(dir: &Path, rest: &str) -> PathBuf {
+    let mut p = dir.to_path_buf();
+    for part in rest.split('/').filter(|s| !s.is_empty() && *s != ".") {
+        if part == ".." {
+            p.pop();
+        } else {
+            p.push(part);
+        }
+    }
+    p
+}
+
+/// Windows "known DLLs" (HKLM\...\Session Manager\KnownDLLs, plus the core set that is always
+/// loaded from System32): never searched for, always the system's.
+pub(crate) const KNOWN_DLLS: &[&str] = &[
+    "kernel32.dll",
+    "kernelbase.dll",
+    "ntdll.dll",
+    "user32.dll",
+    "gdi32.dll",
+    "gdiplus.dll",
+    "advapi32.dll",
+    "shell32.dll",
+    "shlwapi.dll",
+    "ole32.dll",
+    "oleaut32.dll",
+    "comdlg32.dll",
+    "ws2_32.dll",
+    "msvcrt.dll",
+    "rpcrt4.dll",
+    "sechost.dll",
+    "setupapi.dll",
+    "imm32.dll",
+    "psapi.dll",
+    "normaliz.dll",
+    "nsi.dll",
+    "wldap32.dll",
+    "difxapi.dll",
+    "clbcatq.dll",
+    "combase.dll",
+    "coml2.dll",
+    "imagehlp.dll",
+    "msctf.dll",
+    "wow64.dll",
+    "bcrypt.dll",
+    "crypt32.dll",
+    "version.dll",
+    "dbghelp.dll",
+    "winmm.dll",
+    "ucrtbase.dll",
+    "shcore.dll",
+    "cfgmgr32.dll",
+    "iphlpapi.dll",
+    "secur32.dll",
+    "userenv.dll",
+    "dxgi.dll",
+    "d3d11.dll",
+    "d3d12.dll",
+    "opengl32.dll",
+    "dwmapi.dll",
+    "uxtheme.dll",
+    "winhttp.dll",
+    "wininet.dll",
+    "ncrypt.dll",
+    "powrprof.dll",
+    "mswsock.dll",
+    "comctl32.dll",
+];
