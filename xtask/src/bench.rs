@@ -1,5 +1,6 @@
-//! `cargo xtask bench`: rocbuild's overhead over a bare CMake build of the same project, and
-//! the cost of a rerun that has nothing to do. Writes BENCHMARKS.md.
+//! `cargo xtask bench`: rocbuild's overhead over a bare CMake build of the same project, the
+//! cost of a rerun that has nothing to do, and `doctor` against an `nm -D` script
+//! (bench_doctor.rs). Writes BENCHMARKS.md.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -301,6 +302,19 @@ pub fn bench() -> Result<()> {
     }
     println!("xtask: bench: no-op rerun says: {noop_out}");
 
+    // (c) doctor over the real PyPI torch, against an nm -D script.
+    let torch_venv = ws.join(crate::bench_doctor::TORCH_VENV);
+    let doctor = if torch_venv.join("bin/python").exists() {
+        println!("xtask: bench: doctor vs nm -D over {}", torch_venv.display());
+        Some(crate::bench_doctor::run(&w.exe, &torch_venv, &root)?)
+    } else {
+        println!(
+            "xtask: bench: {} is missing: run `cargo xtask setup` for the doctor benchmark",
+            torch_venv.display()
+        );
+        None
+    };
+
     let ratios: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
     let (sa, sb, sr, sn) = (stats(&a), stats(&b), stats(&ratios), stats(&noop));
     let ratio_of_medians = sa.median / sb.median;
@@ -330,6 +344,17 @@ pub fn bench() -> Result<()> {
         sn.max,
         verdict(sn.median <= NOOP_TARGET)
     );
+    let doctor_text = match &doctor {
+        Some(d) => {
+            let (rows, text) = crate::bench_doctor::markdown(d, |xs| {
+                let s = stats(xs);
+                (s.median, s.min, s.max)
+            });
+            table.push_str(&rows);
+            text
+        }
+        None => "**(c) doctor vs an `nm -D` script**: not run (no `cache/venvs/torch-real`; `cargo xtask setup` makes it).\n".into(),
+    };
     parts.retain(|(_, v)| !v.is_empty());
     let parts_sum: f64 = parts.iter().map(|(_, v)| stats(v).median).sum();
     let mut breakdown = String::new();
@@ -392,7 +417,8 @@ pub fn bench() -> Result<()> {
          the cost of clone, pip and verification on a project that compiles in seconds; on a real TorchCodec build \
          (minutes of compiling) the same fixed costs weigh far less.\n\n\
          **(b) no-op rerun.** After a successful run, the same command again with nothing changed \
-         ({NOOP_ITERATIONS} times); rocbuild must notice that nothing changed and do nothing. Target ≤ {NOOP_TARGET} s.\n",
+         ({NOOP_ITERATIONS} times); rocbuild must notice that nothing changed and do nothing. Target ≤ {NOOP_TARGET} s.\n\n\
+         {doctor_text}",
         date = machine.date,
         rev = machine.rev,
         nproc = machine.nproc,

@@ -2,6 +2,7 @@
 //! and `cargo xtask bench` (measure rocbuild against bare CMake, write BENCHMARKS.md).
 
 mod bench;
+mod bench_doctor;
 mod setup;
 mod util;
 
@@ -14,7 +15,8 @@ commands:
   test [ARGS...]  install what the tests need (apt packages, a venv with the real PyPI torch
                   in cache/venvs/torch-real), then run `cargo test --workspace ARGS...`
   setup           only the set-up part of `test`
-  bench           benchmarks: rocbuild vs bare cmake, no-op rerun; writes BENCHMARKS.md
+  bench           benchmarks: rocbuild vs bare cmake, no-op rerun, doctor vs an nm -D script;
+                  writes BENCHMARKS.md
 ";
 
 fn main() -> ExitCode {

@@ -44,7 +44,7 @@ fn destination(file: &Path, name: &str, loader_dest: Option<&Path>) -> PathBuf {
 
 /// Work out the set, refuse if anything is missing, then copy.
 pub fn bundle(files: &[PathBuf], into: &Path, search_dirs: &[PathBuf]) -> Result<BundleReport, DoctorError> {
-    let reader = Reader::default();
+    let reader = Reader::leaked();
     let search = Search {
         extra_dirs: search_dirs.to_vec(),
         ..Default::default()
@@ -56,7 +56,7 @@ pub fn bundle(files: &[PathBuf], into: &Path, search_dirs: &[PathBuf]) -> Result
     let mut warnings = Vec::new();
     for file in files {
         let file = &linkage::tidy(file);
-        let l = linkage::link(file, &search, &reader)?;
+        let l = linkage::link(file, &search, reader)?;
         let root_name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
         if !plan.contains_key(file) {
             plan.insert(file.clone(), destination(file, &root_name, None));

@@ -56,7 +56,7 @@ fn python_symbol(u: &Unresolved) -> bool {
 }
 
 pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, DoctorError> {
-    let reader = Reader::default();
+    let reader = Reader::leaked();
     let mut out = Vec::new();
     for file in files {
         let python = venv_python(file);
@@ -64,11 +64,11 @@ pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, Do
             extra_dirs: search_dirs.to_vec(),
             preloaded: python
                 .as_deref()
-                .map(|p| linkage::python_runtime(p, &reader))
+                .map(|p| linkage::python_runtime(p, reader))
                 .unwrap_or_default(),
             executable: None,
         };
-        let l = linkage::link(file, &search, &reader)?;
+        let l = linkage::link(file, &search, reader)?;
         let libraries = l
             .found
             .iter()

@@ -138,11 +138,11 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         handles.into_iter().map(|h| h.join().unwrap_or(None)).collect()
     });
 
-    let reader = Reader::default();
+    let reader = Reader::leaked();
     let python = if os == Os::Windows {
         Vec::new()
     } else {
-        linkage::python_runtime(&machine.python.exe, &reader)
+        linkage::python_runtime(&machine.python.exe, reader)
     };
     let ffmpeg_dirs_for = |s: &Subject| {
         ffmpeg::search_dirs(
@@ -231,7 +231,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         // is already loaded when another asks for it.
         search.preloaded.extend(live.iter().cloned());
         let mut linkages: Vec<Linkage> = Vec::new();
-        for (lib, r) in live.iter().zip(linkage::link_group(&live, &search, &reader)) {
+        for (lib, r) in live.iter().zip(linkage::link_group(&live, &search, reader)) {
             match r {
                 Ok(l) => linkages.push(l),
                 Err(e) => findings.push(

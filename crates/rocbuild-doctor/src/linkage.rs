@@ -150,12 +150,22 @@ pub struct Reader {
 }
 
 impl Reader {
-    /// The whole binary (imports and exports included), parsed once.
+    /// A reader that is never freed. Freeing the symbol tables of torch's libraries (hundreds
+    /// of thousands of small strings) took a fifth of `doctor`'s time, right before the
+    /// process exits anyway; the commands make one reader each.
+    pub fn leaked() -> &'static Reader {
+        Box::leak(Box::default())
+    }
+
+    /// The whole binary (imports and exports included, names not demangled), parsed once.
     pub fn full(&self, path: &Path) -> Arc<Result<Binary, String>> {
         if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(path).cloned()) {
             return hit;
         }
-        let parsed = Arc::new(rocbuild_native::read_binary(path).map_err(|e| e.to_string()));
+        // Names are demangled only for what is reported: demangling every symbol of torch's
+        // libraries would be most of doctor's time.
+        let opts = rocbuild_native::ReadOptions { demangle: false };
+        let parsed = Arc::new(rocbuild_native::read_binary_with(path, &opts).map_err(|e| e.to_string()));
         if let Ok(mut c) = self.cache.lock() {
             c.entry(path.to_path_buf()).or_insert_with(|| parsed.clone());
         }
@@ -328,7 +338,7 @@ fn unresolved(m: rocbuild_native::MissingSymbol, importer: &Path) -> Unresolved 
             (None, Some(o)) => format!("#{o}"),
             (None, None) => "?".into(),
         },
-        demangled: m.demangled,
+        demangled: m.demangled.or_else(|| m.name.as_deref().and_then(rocbuild_native::demangle)),
         library: m.library,
         version: m.version,
         importer: tidy(&m.importer.unwrap_or_else(|| importer.to_path_buf())),
