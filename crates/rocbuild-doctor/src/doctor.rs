@@ -72,6 +72,42 @@ impl Report {
     }
 }
 
+/// What doctor needs to know of the machine, and no more: the venv, its Python and torch, and
+/// FFmpeg when a package loads it. Not the build tools (`rocbuild_probe::probe` asks cmake,
+/// ninja and the compilers for their versions: processes doctor does not need).
+pub fn probe(venv: Option<&Path>, want_ffmpeg: bool) -> Result<Machine, DoctorError> {
+    let os = Os::current();
+    let venv = rocbuild_probe::choose_venv(venv)?;
+    let python = rocbuild_probe::probe_python(&venv, os)?;
+    let torch = rocbuild_probe::probe_torch(&python.site_packages);
+    // FFmpeg's development files are not needed to *run*: without pkg-config's answer the
+    // FFmpeg check relies on the library directories alone.
+    let ffmpeg = want_ffmpeg
+        .then(|| {
+            let pc = rocbuild_probe::Tool {
+                path: PathBuf::from("pkg-config"),
+                version: None,
+            };
+            rocbuild_probe::probe_ffmpeg(None, Some(&pc))
+                .map_err(|e| tracing::debug!("no FFmpeg through pkg-config: {e}"))
+                .ok()
+        })
+        .flatten();
+    Ok(Machine {
+        platform: rocbuild_probe::Platform {
+            os,
+            arch: std::env::consts::ARCH.to_string(),
+            distro: None,
+        },
+        venv,
+        python,
+        torch,
+        ffmpeg,
+        tools: Default::default(),
+        toolkits: Default::default(),
+    })
+}
+
 /// Pick the subjects: the ones asked for (an unknown name is a usage error), or all installed.
 fn choose(opts: &DoctorOptions, site: &Path) -> Result<Vec<Subject>, DoctorError> {
     if opts.requested.is_empty() {

@@ -25,7 +25,7 @@ mod render;
 
 pub use bundle::{bundle, BundleReport, Copied};
 pub use deps::{deps, DepsReport, FileDeps, Library};
-pub use doctor::{doctor, DoctorOptions, PackageReport, Report, TorchSummary};
+pub use doctor::{doctor, probe, DoctorOptions, PackageReport, Report, TorchSummary};
 pub use error::DoctorError;
 pub use finding::{order, Check, Finding, Severity};
 pub use linkage::{context, describe, link, python_runtime, Found, Linkage, Missing, Reader, Search, Unresolved};

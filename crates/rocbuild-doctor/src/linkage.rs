@@ -184,10 +184,23 @@ impl FileSystem for Reader {
     /// closure does not copy them for every file it visits.
     fn read_binary(&self, path: &Path) -> Result<Binary, NativeError> {
         match &*self.full(path) {
+            // Field by field: `..b.clone()` would copy the symbol tables only to drop them.
             Ok(b) => Ok(Binary {
+                format: b.format,
+                arch: b.arch.clone(),
+                is_64: b.is_64,
+                is_library: b.is_library,
+                soname_or_install_name: b.soname_or_install_name.clone(),
+                needed: b.needed.clone(),
+                weak_needed: b.weak_needed.clone(),
+                rpath: b.rpath.clone(),
+                runpath: b.runpath.clone(),
+                interpreter: b.interpreter.clone(),
                 imports: Vec::new(),
                 exports: Vec::new(),
-                ..b.clone()
+                gpu_targets: b.gpu_targets.clone(),
+                offload: b.offload.clone(),
+                universal_arches: b.universal_arches.clone(),
             }),
             Err(reason) => Err(NativeError::Closure {
                 path: path.display().to_string(),

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use miette::{IntoDiagnostic, Result};
 use rocbuild_doctor::{DoctorError, DoctorOptions, Subject};
-use rocbuild_probe::{ProbeOptions, ProbeError};
 use rocbuild_recipe::RecipeSet;
 
 use crate::cli::{BundleArgs, DepsArgs, DoctorArgs};
@@ -62,24 +61,13 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitCode> {
             });
         }
     }
-    let wants_ffmpeg = candidates.iter().any(|s| s.ffmpeg);
-    let machine = match rocbuild_probe::probe(&ProbeOptions {
-        venv: a.venv.clone(),
-        ffmpeg_dir: None,
-        want_ffmpeg: false,
-    }) {
+    let wants_ffmpeg = candidates
+        .iter()
+        .any(|s| s.ffmpeg && (a.packages.is_empty() || a.packages.contains(&s.name)));
+    let machine = match rocbuild_doctor::probe(a.venv.as_deref(), wants_ffmpeg) {
         Ok(m) => m,
-        Err(e) => return fail(e.into()),
+        Err(e) => return fail(e),
     };
-    let mut machine = machine;
-    if wants_ffmpeg {
-        // FFmpeg's development files are not needed to *run*: a failed probe only means the
-        // FFmpeg check relies on the library directories alone.
-        let tools = &machine.tools;
-        machine.ffmpeg = rocbuild_probe::probe_ffmpeg(None, tools.pkg_config.as_ref())
-            .map_err(|e: ProbeError| tracing::debug!("no FFmpeg through pkg-config: {e}"))
-            .ok();
-    }
     let library_var = match machine.platform.os {
         rocbuild_probe::Os::Macos => "DYLD_LIBRARY_PATH",
         _ => "LD_LIBRARY_PATH",
