@@ -9,16 +9,46 @@ use rocbuild_testkit::native::*;
 fn a_dll_importing_a_procedure_its_provider_no_longer_exports() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, v1, v2) = pe_abi_fixture(tmp.path());
-    let out = rocbuild(&["deps", a.to_str().unwrap(), "--search", v2.to_str().unwrap()], &[]);
+    let out = rocbuild(
+        &[
+            "deps",
+            a.to_str().unwrap(),
+            "--search",
+            v2.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("a.dll imports ProcB2 from b.dll, which does not export it"), "{}", out.stdout);
-    assert!(out.stdout.contains("[WinError 127] The specified procedure could not be found"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("a.dll imports ProcB2 from b.dll, which does not export it"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("[WinError 127] The specified procedure could not be found"),
+        "{}",
+        out.stdout
+    );
     assert!(!out.stdout.contains("imports ProcB1"), "{}", out.stdout);
     insta::assert_snapshot!("deps_pe_winerror_127", redact(&out.stdout, tmp.path()));
     // Against the DLL it was linked with, nothing is missing.
-    let out = rocbuild(&["deps", a.to_str().unwrap(), "--search", v1.to_str().unwrap()], &[]);
+    let out = rocbuild(
+        &[
+            "deps",
+            a.to_str().unwrap(),
+            "--search",
+            v1.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    assert!(!out.stdout.contains("imports nothing exports"), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("imports nothing exports"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -30,15 +60,49 @@ fn the_tree_names_providers_and_the_missing() {
     let helper = root.join("opt/helper/lib");
     stub_library(&helper, "libhelper.so.1");
     stub_library(&helper, "libgone.so.2");
-    let (h, g) = (format!("-L{}", helper.display()), "-l:libgone.so.2".to_string());
-    let ext = torch_extension(&site.join("pkg/libext.so"), &site.join("torch/lib"), false, &["-Wl,--no-as-needed", &h, "-l:libhelper.so.1", &g]);
+    let (h, g) = (
+        format!("-L{}", helper.display()),
+        "-l:libgone.so.2".to_string(),
+    );
+    let ext = torch_extension(
+        &site.join("pkg/libext.so"),
+        &site.join("torch/lib"),
+        false,
+        &["-Wl,--no-as-needed", &h, "-l:libhelper.so.1", &g],
+    );
     std::fs::remove_file(helper.join("libgone.so.2")).unwrap();
-    let out = rocbuild(&["deps", ext.to_str().unwrap(), "--search", helper.to_str().unwrap()], &[]);
+    let out = rocbuild(
+        &[
+            "deps",
+            ext.to_str().unwrap(),
+            "--search",
+            helper.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("[package torch; runpath $ORIGIN/../torch/lib]"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("[package torch; runpath $ORIGIN/../torch/lib]"),
+        "{}",
+        out.stdout
+    );
     assert!(out.stdout.contains("libhelper.so.1 =>"), "{}", out.stdout);
-    assert!(out.stdout.contains("libgone.so.2 (needed by libext.so"), "{}", out.stdout);
-    let out = rocbuild(&["deps", ext.to_str().unwrap(), "--search", helper.to_str().unwrap(), "--json"], &[]);
+    assert!(
+        out.stdout.contains("libgone.so.2 (needed by libext.so"),
+        "{}",
+        out.stdout
+    );
+    let out = rocbuild(
+        &[
+            "deps",
+            ext.to_str().unwrap(),
+            "--search",
+            helper.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
     let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let libs = j["files"][0]["libraries"].as_array().unwrap();
     let c10 = libs.iter().find(|l| l["name"] == "libc10.so").unwrap();
@@ -52,7 +116,11 @@ fn a_truncated_binary_is_a_clean_error() {
     let tmp = tempfile::tempdir().unwrap();
     let lib = stub_library(tmp.path(), "libwhole.so");
     let bytes = std::fs::read(&lib).unwrap();
-    for (name, cut) in [("cut.so", &bytes[..bytes.len() / 3]), ("tiny.so", &bytes[..10]), ("empty.so", &bytes[..0])] {
+    for (name, cut) in [
+        ("cut.so", &bytes[..bytes.len() / 3]),
+        ("tiny.so", &bytes[..10]),
+        ("empty.so", &bytes[..0]),
+    ] {
         let p = tmp.path().join(name);
         std::fs::write(&p, cut).unwrap();
         let out = rocbuild(&["deps", p.to_str().unwrap()], &[]);
@@ -77,7 +145,10 @@ fn a_truncated_binary_is_a_clean_error() {
 
 /// Relative paths of every file under `dir`.
 fn files_under(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = tree_state(dir).into_keys().filter(|k| !k.ends_with('/')).collect();
+    let mut v: Vec<String> = tree_state(dir)
+        .into_keys()
+        .filter(|k| !k.ends_with('/'))
+        .collect();
     v.sort();
     v
 }
@@ -92,21 +163,55 @@ fn bundle_copies_the_non_system_set_with_its_layout() {
     stub_library(&ffmpeg, "libavutil.so.59");
     let l = format!("-L{}", ffmpeg.display());
     // libstdc++, libc: system, left out. libavutil: beside the core that needs it.
-    let ext = torch_extension(&site.join("torchcodec/libtorchcodec_core7.so"), &site.join("torch/lib"), false, &["-Wl,--no-as-needed", &l, "-l:libavutil.so.59", "-lstdc++"]);
+    let ext = torch_extension(
+        &site.join("torchcodec/libtorchcodec_core7.so"),
+        &site.join("torch/lib"),
+        false,
+        &["-Wl,--no-as-needed", &l, "-l:libavutil.so.59", "-lstdc++"],
+    );
     let into = root.join("app");
-    let out = rocbuild(&["bundle", ext.to_str().unwrap(), "--into", into.to_str().unwrap(), "--search", ffmpeg.to_str().unwrap()], &[]);
+    let out = rocbuild(
+        &[
+            "bundle",
+            ext.to_str().unwrap(),
+            "--into",
+            into.to_str().unwrap(),
+            "--search",
+            ffmpeg.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(
         files_under(&into),
-        ["torch/lib/libc10.so", "torchcodec/libavutil.so.59", "torchcodec/libtorchcodec_core7.so"]
+        [
+            "torch/lib/libc10.so",
+            "torchcodec/libavutil.so.59",
+            "torchcodec/libtorchcodec_core7.so"
+        ]
     );
     assert!(out.stdout.contains("copied 3 files ("), "{}", out.stdout);
     // The copies load as the originals did: the RUNPATH `$ORIGIN/../torch/lib` finds torch's
     // library in the bundle, and the FFmpeg stand-in is found beside the core (--search of
     // the bundle dir stands for the frozen app's own loader setup).
-    let out = rocbuild(&["deps", into.join("torchcodec/libtorchcodec_core7.so").to_str().unwrap(), "--search", into.join("torchcodec").to_str().unwrap()], &[]);
+    let out = rocbuild(
+        &[
+            "deps",
+            into.join("torchcodec/libtorchcodec_core7.so")
+                .to_str()
+                .unwrap(),
+            "--search",
+            into.join("torchcodec").to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains(&format!("{}", into.join("torch/lib/libc10.so").display())), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains(&format!("{}", into.join("torch/lib/libc10.so").display())),
+        "{}",
+        out.stdout
+    );
     let text = redact(&out.stdout, root);
     assert!(!text.contains("ffmpeg/lib"), "{text}");
 }
@@ -120,13 +225,36 @@ fn bundle_refuses_and_copies_nothing_when_a_dependency_is_missing() {
     let ffmpeg = root.join("ffmpeg/lib");
     stub_library(&ffmpeg, "libavutil.so.59");
     let l = format!("-L{}", ffmpeg.display());
-    let ext = torch_extension(&site.join("torchcodec/libtorchcodec_core7.so"), &site.join("torch/lib"), false, &["-Wl,--no-as-needed", &l, "-l:libavutil.so.59"]);
+    let ext = torch_extension(
+        &site.join("torchcodec/libtorchcodec_core7.so"),
+        &site.join("torch/lib"),
+        false,
+        &["-Wl,--no-as-needed", &l, "-l:libavutil.so.59"],
+    );
     let into = root.join("app");
     // Without --search, libavutil.so.59 is nowhere the loader looks.
-    let out = rocbuild(&["bundle", ext.to_str().unwrap(), "--into", into.to_str().unwrap()], &[]);
+    let out = rocbuild(
+        &[
+            "bundle",
+            ext.to_str().unwrap(),
+            "--into",
+            into.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stderr.contains("1 dependencies are missing; nothing was copied") || out.stderr.contains("dependencies are missing"), "{}", out.stderr);
-    assert!(out.stderr.contains("libavutil.so.59 (needed by"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("1 dependencies are missing; nothing was copied")
+            || out.stderr.contains("dependencies are missing"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("libavutil.so.59 (needed by"),
+        "{}",
+        out.stderr
+    );
     assert!(!into.exists(), "the bundle dir was created");
 }
 
@@ -144,8 +272,21 @@ fn bundle_keeps_the_site_packages_layout_of_pe_dlls() {
     std::fs::create_dir_all(&pkg).unwrap();
     std::fs::copy(&a, pkg.join("a.dll")).unwrap();
     let into = root.join("app");
-    let out = rocbuild(&["bundle", pkg.join("a.dll").to_str().unwrap(), "--into", into.to_str().unwrap(), "--search", sdk.to_str().unwrap()], &[]);
+    let out = rocbuild(
+        &[
+            "bundle",
+            pkg.join("a.dll").to_str().unwrap(),
+            "--into",
+            into.to_str().unwrap(),
+            "--search",
+            sdk.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     // KERNEL32.dll and msvcrt.dll are the system's.
-    assert_eq!(files_under(&into), ["_rocm_sdk_core/bin/b.dll", "ctranslate2/a.dll"]);
+    assert_eq!(
+        files_under(&into),
+        ["_rocm_sdk_core/bin/b.dll", "ctranslate2/a.dll"]
+    );
 }

@@ -50,7 +50,12 @@ impl Venv {
 
 /// Temp paths and the Python patch version out, for snapshots.
 fn stable(out: &Out, root: &Path) -> String {
-    let text = format!("exit code: {}\n--- stdout\n{}\n--- stderr\n{}", out.code, redact(&out.stdout, root), redact(&out.stderr, root));
+    let text = format!(
+        "exit code: {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.code,
+        redact(&out.stdout, root),
+        redact(&out.stderr, root)
+    );
     let mut lines = Vec::new();
     for l in text.lines() {
         let l = match l.find(", Python ") {
@@ -68,8 +73,16 @@ fn a_good_extension_is_all_well() {
     v.torchcodec(false, &[]);
     let out = v.doctor(&[]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("ok    torchcodec 0.10.0: loads"), "{}", out.stdout);
-    assert!(out.stdout.contains("ok    torch 2.9.1: loads"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("ok    torchcodec 0.10.0: loads"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("ok    torch 2.9.1: loads"),
+        "{}",
+        out.stdout
+    );
     assert!(out.stdout.contains("all is well"), "{}", out.stdout);
     insta::assert_snapshot!("doctor_good", stable(&out, v.root()));
 }
@@ -81,26 +94,69 @@ fn an_extension_built_for_another_torch_is_diagnosed_with_the_demangled_symbol()
     let out = v.doctor(&["torchcodec"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     // The ABI check names the symbol as a person reads it, and concludes.
-    assert!(out.stdout.contains("libtorchcodec_core5.so needs 1 symbol that torch 2.9.1 does not export"), "{}", out.stdout);
-    assert!(out.stdout.contains("c10::foo(int)  [_ZN3c103fooEi]"), "{}", out.stdout);
-    assert!(out.stdout.contains("built for another torch than 2.9"), "{}", out.stdout);
-    assert!(out.stdout.contains("run `rocbuild torchcodec`"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("libtorchcodec_core5.so needs 1 symbol that torch 2.9.1 does not export"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("c10::foo(int)  [_ZN3c103fooEi]"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("built for another torch than 2.9"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("run `rocbuild torchcodec`"),
+        "{}",
+        out.stdout
+    );
     // The fresh child Python's own words.
-    assert!(out.stdout.contains("FAIL  torchcodec 0.10.0: does not load"), "{}", out.stdout);
-    assert!(out.stdout.contains("libtorchcodec_core5.so: undefined symbol: _ZN3c103fooEi"), "{}", out.stdout);
-    assert!(out.stdout.contains("RuntimeError: Could not load libtorchcodec"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("FAIL  torchcodec 0.10.0: does not load"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("libtorchcodec_core5.so: undefined symbol: _ZN3c103fooEi"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("RuntimeError: Could not load libtorchcodec"),
+        "{}",
+        out.stdout
+    );
     insta::assert_snapshot!("doctor_abi", stable(&out, v.root()));
 
     // The same as data.
     let out = v.doctor(&["torchcodec", "--json"]);
     assert_eq!(out.code, 1);
     let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    let abi: Vec<&serde_json::Value> = j["findings"].as_array().unwrap().iter().filter(|f| f["check"] == "abi").collect();
+    let abi: Vec<&serde_json::Value> = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "abi")
+        .collect();
     assert_eq!(abi.len(), 1, "{}", out.stdout);
     assert_eq!(abi[0]["severity"], "error");
     assert_eq!(abi[0]["subject"], "torchcodec");
-    assert!(abi[0]["details"][0].as_str().unwrap().starts_with("c10::foo(int)"));
-    assert!(abi[0]["fix"].as_str().unwrap().contains("rocbuild torchcodec"));
+    assert!(abi[0]["details"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("c10::foo(int)"));
+    assert!(abi[0]["fix"]
+        .as_str()
+        .unwrap()
+        .contains("rocbuild torchcodec"));
     assert_eq!(j["packages"][0]["loads"], false);
 }
 
@@ -110,12 +166,30 @@ fn a_missing_dependency_is_named() {
     let helper = v.root().join("helper");
     stub_library(&helper, "libtorchcodec_helper.so.1");
     let l = format!("-L{}", helper.display());
-    v.torchcodec(false, &["-Wl,--no-as-needed", &l, "-l:libtorchcodec_helper.so.1"]);
+    v.torchcodec(
+        false,
+        &["-Wl,--no-as-needed", &l, "-l:libtorchcodec_helper.so.1"],
+    );
     let out = v.doctor(&["torchcodec"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("libtorchcodec_core5.so cannot load: libtorchcodec_helper.so.1 not found"), "{}", out.stdout);
-    assert!(out.stdout.contains("libtorchcodec_helper.so.1 (needed by libtorchcodec_core5.so)"), "{}", out.stdout);
-    assert!(out.stdout.contains("libtorchcodec_helper.so.1: cannot open shared object file"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("libtorchcodec_core5.so cannot load: libtorchcodec_helper.so.1 not found"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("libtorchcodec_helper.so.1 (needed by libtorchcodec_core5.so)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("libtorchcodec_helper.so.1: cannot open shared object file"),
+        "{}",
+        out.stdout
+    );
     insta::assert_snapshot!("doctor_missing", stable(&out, v.root()));
 }
 
@@ -126,11 +200,29 @@ fn a_cuda_build_on_a_cpu_torch_is_the_wrong_flavor() {
     stub_library(&cuda, "libtorch_cuda.so");
     stub_library(&cuda, "libcudart.so.13");
     let l = format!("-L{}", cuda.display());
-    v.torchcodec(false, &["-Wl,--no-as-needed", &l, "-ltorch_cuda", "-l:libcudart.so.13"]);
+    v.torchcodec(
+        false,
+        &[
+            "-Wl,--no-as-needed",
+            &l,
+            "-ltorch_cuda",
+            "-l:libcudart.so.13",
+        ],
+    );
     let out = v.doctor(&["torchcodec"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("torchcodec is a CUDA build, but torch 2.9.1 is a CPU-only build"), "{}", out.stdout);
-    assert!(out.stdout.contains("libtorchcodec_core5.so needs libtorch_cuda.so, libcudart.so.13"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("torchcodec is a CUDA build, but torch 2.9.1 is a CPU-only build"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("libtorchcodec_core5.so needs libtorch_cuda.so, libcudart.so.13"),
+        "{}",
+        out.stdout
+    );
     // What to do first: the flavor, before the missing libraries it explains.
     let flavor = out.stdout.find("[flavor]").unwrap();
     let missing = out.stdout.find("[missing]").unwrap();
@@ -143,8 +235,19 @@ fn usage_errors_exit_2() {
     let v = Venv::new();
     let out = v.doctor(&["no-such-package"]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stderr.contains("unknown package `no-such-package`"), "{}", out.stderr);
-    let out = rocbuild(&["doctor", "--venv", v.root().join("nothing").to_str().unwrap()], &[]);
+    assert!(
+        out.stderr.contains("unknown package `no-such-package`"),
+        "{}",
+        out.stderr
+    );
+    let out = rocbuild(
+        &[
+            "doctor",
+            "--venv",
+            v.root().join("nothing").to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     let out = rocbuild(&["doctor", "--no-such-flag"], &[]);
     assert_eq!(out.code, 2);
@@ -155,7 +258,12 @@ fn a_package_that_is_not_installed_is_a_finding() {
     let v = Venv::new();
     let out = v.doctor(&["torchcodec"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("torchcodec is not installed in this venv"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("torchcodec is not installed in this venv"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -171,9 +279,24 @@ fn staleness_from_the_manifest() {
         "files": [{"path": "torchcodec/libtorchcodec_core5.so", "sha256": "0".repeat(64), "size": std::fs::metadata(&core).unwrap().len()}],
     });
     std::fs::create_dir_all(v.site.join(".rocbuild")).unwrap();
-    std::fs::write(v.site.join(".rocbuild/torchcodec.json"), manifest.to_string()).unwrap();
+    std::fs::write(
+        v.site.join(".rocbuild/torchcodec.json"),
+        manifest.to_string(),
+    )
+    .unwrap();
     let out = v.doctor(&["torchcodec", "--no-load"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("rocbuild built torchcodec 0.10.0 against torch 2.8.0; the venv now has torch 2.9.1"), "{}", out.stdout);
-    assert!(out.stdout.contains("torchcodec/libtorchcodec_core5.so was replaced"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(
+            "rocbuild built torchcodec 0.10.0 against torch 2.8.0; the venv now has torch 2.9.1"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("torchcodec/libtorchcodec_core5.so was replaced"),
+        "{}",
+        out.stdout
+    );
 }

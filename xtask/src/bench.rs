@@ -305,7 +305,10 @@ pub fn bench() -> Result<()> {
     // (c) doctor over the real PyPI torch, against an nm -D script.
     let torch_venv = ws.join(crate::bench_doctor::TORCH_VENV);
     let doctor = if torch_venv.join("bin/python").exists() {
-        println!("xtask: bench: doctor vs nm -D over {}", torch_venv.display());
+        println!(
+            "xtask: bench: doctor vs nm -D over {}",
+            torch_venv.display()
+        );
         Some(crate::bench_doctor::run(&w.exe, &torch_venv, &root)?)
     } else {
         println!(

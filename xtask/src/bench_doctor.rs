@@ -55,11 +55,22 @@ fn timed(cmd: &mut Command) -> Result<(f64, String)> {
 
 pub fn run(exe: &Path, venv: &Path, tmp: &Path) -> Result<DoctorBench> {
     let script = tmp.join("abi-by-nm.sh");
-    std::fs::write(&script, NM_SCRIPT).map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+    std::fs::write(&script, NM_SCRIPT)
+        .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
     let doctor = |extra: &[&str]| {
         let mut c = Command::new(exe);
-        c.arg("doctor").arg("--venv").arg(venv).arg("torch").args(extra);
-        for k in ["VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTORCH_ROCM_ARCH"] {
+        c.arg("doctor")
+            .arg("--venv")
+            .arg(venv)
+            .arg("torch")
+            .args(extra);
+        for k in [
+            "VIRTUAL_ENV",
+            "CONDA_PREFIX",
+            "LD_LIBRARY_PATH",
+            "PYTHONPATH",
+            "PYTORCH_ROCM_ARCH",
+        ] {
             c.env_remove(k);
         }
         c.env("NO_COLOR", "1");
@@ -91,7 +102,11 @@ pub fn run(exe: &Path, venv: &Path, tmp: &Path) -> Result<DoctorBench> {
     }
     let libraries = a_out
         .lines()
-        .find_map(|l| l.split_once("torch ").and_then(|(_, r)| r.split_once('(')).map(|(_, r)| r.to_string()))
+        .find_map(|l| {
+            l.split_once("torch ")
+                .and_then(|(_, r)| r.split_once('('))
+                .map(|(_, r)| r.to_string())
+        })
         .and_then(|r| r.split_whitespace().next().and_then(|n| n.parse().ok()))
         .unwrap_or(0);
     Ok(DoctorBench {
@@ -117,7 +132,12 @@ pub fn markdown(d: &DoctorBench, stats: impl Fn(&[f64]) -> (f64, f64, f64)) -> (
     let _ = writeln!(rows, "| (c) B: ldd + `nm -D` + sort/comm script | {ITERATIONS} | {bm:.3} s | {bmin:.3} – {bmax:.3} s | |");
     let _ = writeln!(rows, "| (c) speed-up B/A (per pair) | {ITERATIONS} | {sm:.2}× | {smin:.2}× – {smax:.2}× | ≥ {TARGET_SPEEDUP}× ({}) |", verdict(sm >= TARGET_SPEEDUP));
     let _ = writeln!(rows, "| (c′) `rocbuild doctor --venv V torch` with its load test (not compared) | {LOAD_ITERATIONS} | {lm:.2} s | {lmin:.2} – {lmax:.2} s | |");
-    let list = |xs: &[f64], unit: &str| xs.iter().map(|x| format!("{x:.3}{unit}")).collect::<Vec<_>>().join(", ");
+    let list = |xs: &[f64], unit: &str| {
+        xs.iter()
+            .map(|x| format!("{x:.3}{unit}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let text = format!(
         "**(c) doctor vs an `nm -D` script.** Over the venv with the real PyPI torch (`cache/venvs/torch-real`, made by \
          `cargo xtask setup`): A is `rocbuild doctor --venv V torch --no-load` — reading torch's {libs} native libraries, \

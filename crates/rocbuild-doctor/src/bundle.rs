@@ -43,7 +43,11 @@ fn destination(file: &Path, name: &str, loader_dest: Option<&Path>) -> PathBuf {
 }
 
 /// Work out the set, refuse if anything is missing, then copy.
-pub fn bundle(files: &[PathBuf], into: &Path, search_dirs: &[PathBuf]) -> Result<BundleReport, DoctorError> {
+pub fn bundle(
+    files: &[PathBuf],
+    into: &Path,
+    search_dirs: &[PathBuf],
+) -> Result<BundleReport, DoctorError> {
     let reader = Reader::leaked();
     let search = Search {
         extra_dirs: search_dirs.to_vec(),
@@ -57,13 +61,21 @@ pub fn bundle(files: &[PathBuf], into: &Path, search_dirs: &[PathBuf]) -> Result
     for file in files {
         let file = &linkage::tidy(file);
         let l = linkage::link(file, &search, reader)?;
-        let root_name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let root_name = file
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         if !plan.contains_key(file) {
             plan.insert(file.clone(), destination(file, &root_name, None));
             order.push(file.clone());
         }
         for m in &l.missing {
-            let by: Vec<String> = m.needed_by.iter().map(|p| p.display().to_string()).collect();
+            let by: Vec<String> = m
+                .needed_by
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
             missing.push(format!("{} (needed by {})", m.name, by.join(", ")));
         }
         for u in &l.unresolved {
@@ -132,7 +144,12 @@ fn size(n: u64) -> String {
 pub fn human(r: &BundleReport) -> String {
     let mut o = String::new();
     for c in &r.copied {
-        o.push_str(&format!("  {}  ({}, from {})\n", c.to.display(), size(c.size), c.from.display()));
+        o.push_str(&format!(
+            "  {}  ({}, from {})\n",
+            c.to.display(),
+            size(c.size),
+            c.from.display()
+        ));
     }
     o.push_str(&format!(
         "copied {} {} ({}) into {}\n",

@@ -37,16 +37,22 @@ pub struct DepsReport {
 impl DepsReport {
     /// Every dependency found and every import provided.
     pub fn complete(&self) -> bool {
-        self.files.iter().all(|f| f.missing.is_empty() && f.unresolved.is_empty())
+        self.files
+            .iter()
+            .all(|f| f.missing.is_empty() && f.unresolved.is_empty())
     }
 }
 
 /// The venv `file` is in (a parent holding `pyvenv.cfg`), for its Python's `Py*` exports.
 fn venv_python(file: &Path) -> Option<PathBuf> {
     let root = file.ancestors().find(|a| a.join("pyvenv.cfg").is_file())?;
-    [root.join("bin/python"), root.join("Scripts/python.exe"), root.join("python.exe")]
-        .into_iter()
-        .find(|p| p.exists())
+    [
+        root.join("bin/python"),
+        root.join("Scripts/python.exe"),
+        root.join("python.exe"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
 }
 
 /// Extension modules import the interpreter's `Py*` symbols; outside a venv there is no
@@ -104,7 +110,10 @@ fn loader_words(format: &str, u: &Unresolved) -> String {
 }
 
 fn name_of(p: &Path) -> String {
-    p.file_name().unwrap_or_default().to_string_lossy().into_owned()
+    p.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// The tree, each library under the first file that needs it (its loader), in load order.
@@ -114,7 +123,11 @@ pub fn human(r: &DepsReport) -> String {
         if i > 0 {
             o.push('\n');
         }
-        let gpu = if f.gpu_targets.is_empty() { String::new() } else { format!(", GPU code for {}", f.gpu_targets.join(", ")) };
+        let gpu = if f.gpu_targets.is_empty() {
+            String::new()
+        } else {
+            format!(", GPU code for {}", f.gpu_targets.join(", "))
+        };
         let _ = writeln!(o, "{} ({}{gpu})", f.file.display(), f.format);
         let mut children: HashMap<PathBuf, Vec<&Library>> = HashMap::new();
         for l in &f.libraries {
@@ -134,15 +147,32 @@ pub fn human(r: &DepsReport) -> String {
             let _ = writeln!(o, "  missing:");
             for m in &f.missing {
                 let by: Vec<String> = m.needed_by.iter().map(|p| name_of(p)).collect();
-                let _ = writeln!(o, "    {} (needed by {}; searched {} directories)", m.name, by.join(", "), m.searched.len());
+                let _ = writeln!(
+                    o,
+                    "    {} (needed by {}; searched {} directories)",
+                    m.name,
+                    by.join(", "),
+                    m.searched.len()
+                );
             }
         }
         if !f.unresolved.is_empty() {
-            let _ = writeln!(o, "  imports nothing exports (the load would fail with the loader's message shown):");
+            let _ = writeln!(
+                o,
+                "  imports nothing exports (the load would fail with the loader's message shown):"
+            );
             for u in &f.unresolved {
                 let shown = u.demangled.clone().unwrap_or_else(|| u.name.clone());
-                let from = u.library.as_deref().map(|l| format!(" from {l}, which does not export it")).unwrap_or_default();
-                let raw = if u.demangled.is_some() { format!(" [{}]", u.name) } else { String::new() };
+                let from = u
+                    .library
+                    .as_deref()
+                    .map(|l| format!(" from {l}, which does not export it"))
+                    .unwrap_or_default();
+                let raw = if u.demangled.is_some() {
+                    format!(" [{}]", u.name)
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(o, "    {} imports {shown}{raw}{from}", name_of(&u.importer));
                 let _ = writeln!(o, "      -> {}", loader_words(&f.format, u));
             }
@@ -168,7 +198,11 @@ fn tree(
             Some(p) => format!(" => {}", p.display()),
             None => String::new(),
         };
-        let how = if l.found.how == l.provider.to_string() { String::new() } else { format!("; {}", l.found.how) };
+        let how = if l.found.how == l.provider.to_string() {
+            String::new()
+        } else {
+            format!("; {}", l.found.how)
+        };
         let _ = writeln!(o, "{pad}{}{at}  [{}{how}]", l.found.name, l.provider);
         if let Some(p) = &l.found.path {
             if !matches!(l.provider, Source::System) {

@@ -111,7 +111,12 @@ pub fn probe(venv: Option<&Path>, want_ffmpeg: bool) -> Result<Machine, DoctorEr
 /// Pick the subjects: the ones asked for (an unknown name is a usage error), or all installed.
 fn choose(opts: &DoctorOptions, site: &Path) -> Result<Vec<Subject>, DoctorError> {
     if opts.requested.is_empty() {
-        return Ok(opts.candidates.iter().filter(|s| s.present(site)).cloned().collect());
+        return Ok(opts
+            .candidates
+            .iter()
+            .filter(|s| s.present(site))
+            .cloned()
+            .collect());
     }
     let mut out: Vec<Subject> = Vec::new();
     for name in &opts.requested {
@@ -121,7 +126,12 @@ fn choose(opts: &DoctorOptions, site: &Path) -> Result<Vec<Subject>, DoctorError
             .find(|s| &s.name == name || &s.import_dir == name)
             .ok_or_else(|| DoctorError::UnknownPackage {
                 name: name.clone(),
-                known: opts.candidates.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "),
+                known: opts
+                    .candidates
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })?;
         if !out.contains(s) {
             out.push(s.clone());
@@ -171,7 +181,10 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
                 scope.spawn(move || run.then(|| load_test(exe, steps, opts.timeout)))
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or(None)).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(None))
+            .collect()
     });
 
     let reader = Reader::leaked();
@@ -200,9 +213,16 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
                     &subject.name,
                     format!("{} is not installed in this venv", subject.name),
                 )
-                .why(format!("{} has no {}/ directory", site.display(), subject.import_dir))
+                .why(format!(
+                    "{} has no {}/ directory",
+                    site.display(),
+                    subject.import_dir
+                ))
                 .fix(match &subject.recipe {
-                    Some(r) => format!("run `rocbuild {r}` (or pip install {})", subject.distribution),
+                    Some(r) => format!(
+                        "run `rocbuild {r}` (or pip install {})",
+                        subject.distribution
+                    ),
                     None => format!("pip install {}", subject.distribution),
                 }),
             );
@@ -232,7 +252,12 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         };
         if subject.ffmpeg {
             let exe_dir = (os == Os::Windows)
-                .then(|| opts.path.iter().find(|d| d.join("ffmpeg.exe").is_file()).cloned())
+                .then(|| {
+                    opts.path
+                        .iter()
+                        .find(|d| d.join("ffmpeg.exe").is_file())
+                        .cloned()
+                })
                 .flatten();
             findings.extend(ffmpeg::check(
                 &subject,
@@ -285,21 +310,40 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         }
 
         if let Some(t) = torch {
-            let needed: Vec<(PathBuf, Vec<String>)> =
-                linkages.iter().map(|l| (l.path.clone(), l.needed.clone())).collect();
+            let needed: Vec<(PathBuf, Vec<String>)> = linkages
+                .iter()
+                .map(|l| (l.path.clone(), l.needed.clone()))
+                .collect();
             findings.extend(checks::flavor::check(&subject, t, &needed));
         }
         for l in &linkages {
             let name = file_name(&l.path);
-            findings.extend(checks::missing::check(&subject, &name, &l.missing, &searched(os)));
+            findings.extend(checks::missing::check(
+                &subject,
+                &name,
+                &l.missing,
+                &searched(os),
+            ));
             // A missing library hides every symbol it would have provided: its own finding says so.
             if l.missing.is_empty() {
-                let own: Vec<_> = l.unresolved.iter().filter(|u| u.importer == l.path).cloned().collect();
-                findings.extend(checks::abi::check(&subject, torch.map(|t| t.version.as_str()), &name, &own));
+                let own: Vec<_> = l
+                    .unresolved
+                    .iter()
+                    .filter(|u| u.importer == l.path)
+                    .cloned()
+                    .collect();
+                findings.extend(checks::abi::check(
+                    &subject,
+                    torch.map(|t| t.version.as_str()),
+                    &name,
+                    &own,
+                ));
             }
         }
-        let gpu_bins: Vec<(PathBuf, Vec<String>)> =
-            linkages.iter().map(|l| (l.path.clone(), l.gpu_targets.clone())).collect();
+        let gpu_bins: Vec<(PathBuf, Vec<String>)> = linkages
+            .iter()
+            .map(|l| (l.path.clone(), l.gpu_targets.clone()))
+            .collect();
         let mut hip: Vec<PathBuf> = linkages
             .iter()
             .flat_map(|l| &l.found)
@@ -308,9 +352,16 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             .collect();
         hip.sort();
         hip.dedup();
-        let comgr = linkages.iter().flat_map(|l| &l.found).any(|f| checks::gpu::is_comgr(&f.name))
+        let comgr = linkages
+            .iter()
+            .flat_map(|l| &l.found)
+            .any(|f| checks::gpu::is_comgr(&f.name))
             || hip.iter().filter_map(|p| p.parent()).any(|d| {
-                std::fs::read_dir(d).into_iter().flatten().flatten().any(|e| checks::gpu::is_comgr(&e.file_name().to_string_lossy()))
+                std::fs::read_dir(d)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|e| checks::gpu::is_comgr(&e.file_name().to_string_lossy()))
             });
         findings.extend(checks::gpu::check(
             &subject,
@@ -324,16 +375,25 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         findings.extend(checks::stale::check(site, &subject, torch));
 
         // The symptom, in the loader's words.
-        let mut expected: Vec<String> = libs.iter().filter(|p| inactive(p)).map(|p| file_name(p)).collect();
+        let mut expected: Vec<String> = libs
+            .iter()
+            .filter(|p| inactive(p))
+            .map(|p| file_name(p))
+            .collect();
         // A library that fails only for lack of the GPU driver is expected to, on this machine;
         // one that fails because a sibling it needs failed first says nothing new.
         let siblings: Vec<String> = libs.iter().map(|p| file_name(p)).collect();
         if let Some(r) = &load {
             for s in &r.steps {
                 if let (Step::Cdll(p), Some(e)) = (&s.step, &s.error) {
-                    let missing_lib = e.split(": cannot open shared object file").next().unwrap_or("");
+                    let missing_lib = e
+                        .split(": cannot open shared object file")
+                        .next()
+                        .unwrap_or("");
                     let missing_lib = missing_lib.rsplit(": ").next().unwrap_or("");
-                    if checks::missing::is_gpu_driver(missing_lib) || siblings.iter().any(|n| n == missing_lib) {
+                    if checks::missing::is_gpu_driver(missing_lib)
+                        || siblings.iter().any(|n| n == missing_lib)
+                    {
                         expected.push(file_name(p));
                     }
                 }
@@ -349,7 +409,9 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             let failed: Vec<String> = r
                 .steps
                 .iter()
-                .filter(|s| !s.ok && !matches!(&s.step, Step::Cdll(p) if expected.contains(&file_name(p))))
+                .filter(|s| {
+                    !s.ok && !matches!(&s.step, Step::Cdll(p) if expected.contains(&file_name(p)))
+                })
                 .map(|s| format!("{}: {}", s.step, s.error.as_deref().unwrap_or("failed")))
                 .collect();
             findings.push(
@@ -359,7 +421,11 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
                     &subject.name,
                     format!("{} does not load in a fresh Python", subject.name),
                 )
-                .details(failed.into_iter().chain(r.aborted.iter().map(|a| format!("the child Python: {a}"))))
+                .details(
+                    failed
+                        .into_iter()
+                        .chain(r.aborted.iter().map(|a| format!("the child Python: {a}"))),
+                )
                 .why("the messages are the loader's own (a child process of the venv's Python)"),
             );
         }
@@ -389,7 +455,10 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name().unwrap_or_default().to_string_lossy().into_owned()
+    p.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn searched(os: Os) -> String {

@@ -44,13 +44,18 @@ impl DoctorError {
             self,
             DoctorError::UnknownPackage { .. }
                 | DoctorError::Probe(
-                    rocbuild_probe::ProbeError::NoVenv | rocbuild_probe::ProbeError::NotAVenv { .. }
+                    rocbuild_probe::ProbeError::NoVenv
+                        | rocbuild_probe::ProbeError::NotAVenv { .. }
                 )
         )
     }
 
     pub fn io(action: &'static str, path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.display().to_string();
-        move |source| DoctorError::Io { action, path, source }
+        move |source| DoctorError::Io {
+            action,
+            path,
+            source,
+        }
     }
 }

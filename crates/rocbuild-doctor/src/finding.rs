@@ -103,7 +103,6 @@ impl Finding {
 
 /// Sort for "what to do first": errors before warnings before notes, then by check.
 pub fn order(findings: &mut [Finding]) {
-    findings.sort_by(|a, b| {
-        (a.severity, a.check, &a.subject).cmp(&(b.severity, b.check, &b.subject))
-    });
+    findings
+        .sort_by(|a, b| (a.severity, a.check, &a.subject).cmp(&(b.severity, b.check, &b.subject)));
 }

@@ -28,11 +28,13 @@ pub use deps::{deps, DepsReport, FileDeps, Library};
 pub use doctor::{doctor, probe, DoctorOptions, PackageReport, Report, TorchSummary};
 pub use error::DoctorError;
 pub use finding::{order, Check, Finding, Severity};
-pub use linkage::{context, describe, link, python_runtime, Found, Linkage, Missing, Reader, Search, Unresolved};
+pub use linkage::{
+    context, describe, link, python_runtime, Found, Linkage, Missing, Reader, Search, Unresolved,
+};
 pub use loadtest::{load_test, LoadReport, Step, StepResult};
 pub use package::{is_native_name, native_libraries, Subject};
-pub use render::human;
 pub use provider::{classify, site_packages_of, Source};
+pub use render::human;
 
 /// Human text for `deps` and `bundle`.
 pub mod text {

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rocbuild_native::{Binary, Closure, FileSystem, Format, NativeError, Provider, RealFs, SearchContext};
+use rocbuild_native::{
+    Binary, Closure, FileSystem, Format, NativeError, Provider, RealFs, SearchContext,
+};
 use serde::Serialize;
 
 /// An import no library of the closure exports.
@@ -165,9 +167,11 @@ impl Reader {
         // Names are demangled only for what is reported: demangling every symbol of torch's
         // libraries would be most of doctor's time.
         let opts = rocbuild_native::ReadOptions { demangle: false };
-        let parsed = Arc::new(rocbuild_native::read_binary_with(path, &opts).map_err(|e| e.to_string()));
+        let parsed =
+            Arc::new(rocbuild_native::read_binary_with(path, &opts).map_err(|e| e.to_string()));
         if let Ok(mut c) = self.cache.lock() {
-            c.entry(path.to_path_buf()).or_insert_with(|| parsed.clone());
+            c.entry(path.to_path_buf())
+                .or_insert_with(|| parsed.clone());
         }
         parsed
     }
@@ -213,7 +217,10 @@ impl FileSystem for Reader {
 /// Parse `paths` on every core at once (the cache keeps them): reading the symbol tables of
 /// torch's libraries is most of doctor's time.
 pub fn prefetch(reader: &Reader, paths: &[PathBuf]) {
-    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(8);
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .min(8);
     let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..workers {
@@ -232,10 +239,14 @@ fn root_binary(root: &Path, reader: &Reader) -> Result<Arc<Result<Binary, String
     match &*full {
         Ok(_) => Ok(full),
         // Read again for the precise error (the cache keeps only its text).
-        Err(reason) => Err(rocbuild_native::read_binary(root).err().unwrap_or_else(|| NativeError::Closure {
-            path: root.display().to_string(),
-            reason: reason.clone(),
-        })),
+        Err(reason) => {
+            Err(rocbuild_native::read_binary(root)
+                .err()
+                .unwrap_or_else(|| NativeError::Closure {
+                    path: root.display().to_string(),
+                    reason: reason.clone(),
+                }))
+        }
     }
 }
 
@@ -245,7 +256,13 @@ fn provider_paths(c: &Closure) -> Vec<(String, PathBuf)> {
         .iter()
         .filter_map(|d| Some((d.name.clone(), d.path.clone()?)))
         .chain(c.preloaded.iter().map(|(p, _)| {
-            (p.file_name().unwrap_or_default().to_string_lossy().into_owned(), p.clone())
+            (
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+                p.clone(),
+            )
         }))
         .collect()
 }
@@ -255,30 +272,41 @@ fn provider_paths(c: &Closure) -> Vec<(String, PathBuf)> {
 /// Mach-O).
 pub fn link(root: &Path, search: &Search, reader: &Reader) -> Result<Linkage, NativeError> {
     let full = root_binary(root, reader)?;
-    let Ok(root_bin) = full.as_ref() else { unreachable!("root_binary returns Ok only for a parsed file") };
+    let Ok(root_bin) = full.as_ref() else {
+        unreachable!("root_binary returns Ok only for a parsed file")
+    };
     let ctx = context(Some(root_bin.format), search);
     let c = rocbuild_native::closure_with(root, &ctx, reader)?;
     let mut l = from_closure(&c);
-    let providers: Vec<(String, Arc<Result<Binary, String>>)> =
-        provider_paths(&c).into_iter().map(|(n, p)| (n, reader.full(&p))).collect();
+    let providers: Vec<(String, Arc<Result<Binary, String>>)> = provider_paths(&c)
+        .into_iter()
+        .map(|(n, p)| (n, reader.full(&p)))
+        .collect();
     let refs: Vec<(&str, &Binary)> = providers
         .iter()
         .filter_map(|(n, b)| Some((n.as_str(), b.as_ref().as_ref().ok()?)))
         .collect();
-    let mut importers: Vec<(PathBuf, Arc<Result<Binary, String>>)> = vec![(root.to_path_buf(), full.clone())];
-    for d in c.found.iter().filter(|d| !d.needed_by.is_empty() && !d.is_system()) {
+    let mut importers: Vec<(PathBuf, Arc<Result<Binary, String>>)> =
+        vec![(root.to_path_buf(), full.clone())];
+    for d in c
+        .found
+        .iter()
+        .filter(|d| !d.needed_by.is_empty() && !d.is_system())
+    {
         if let Some(p) = &d.path {
             importers.push((p.clone(), reader.full(p)));
         }
     }
-    let index = (root_bin.format == Format::Elf).then(|| ElfExports::new(refs.iter().map(|(_, b)| *b)));
+    let index =
+        (root_bin.format == Format::Elf).then(|| ElfExports::new(refs.iter().map(|(_, b)| *b)));
     for (path, bin) in importers {
         let Ok(bin) = bin.as_ref() else { continue };
         let missing = match &index {
             Some(ix) => ix.unresolved(bin),
             None => rocbuild_native::unresolved_imports(bin, &refs),
         };
-        l.unresolved.extend(missing.into_iter().map(|m| unresolved(m, &path)));
+        l.unresolved
+            .extend(missing.into_iter().map(|m| unresolved(m, &path)));
     }
     Ok(l)
 }
@@ -289,7 +317,11 @@ pub fn link(root: &Path, search: &Search, reader: &Reader) -> Result<Linkage, Na
 /// the closures (including those of the preloaded files, whose own dependencies are loaded
 /// too); on PE and Mach-O each import names its library. Only the roots' own imports are
 /// checked: the dependencies belong to other packages, which are checked on their own.
-pub fn link_group(roots: &[PathBuf], search: &Search, reader: &Reader) -> Vec<Result<Linkage, NativeError>> {
+pub fn link_group(
+    roots: &[PathBuf],
+    search: &Search,
+    reader: &Reader,
+) -> Vec<Result<Linkage, NativeError>> {
     let mut all: Vec<PathBuf> = roots.to_vec();
     all.extend(search.preloaded.iter().cloned());
     prefetch(reader, &all);
@@ -299,7 +331,13 @@ pub fn link_group(roots: &[PathBuf], search: &Search, reader: &Reader) -> Vec<Re
     bare.preloaded.clear();
     for p in &search.preloaded {
         if let Ok(c) = rocbuild_native::closure_with(p, &context(None, &bare), reader) {
-            process.push((p.file_name().unwrap_or_default().to_string_lossy().into_owned(), p.clone()));
+            process.push((
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+                p.clone(),
+            ));
             process.extend(provider_paths(&c));
         }
     }
@@ -319,26 +357,35 @@ pub fn link_group(roots: &[PathBuf], search: &Search, reader: &Reader) -> Vec<Re
     process.dedup();
     let paths: Vec<PathBuf> = process.iter().map(|(_, p)| p.clone()).collect();
     prefetch(reader, &paths);
-    let bins: Vec<(String, Arc<Result<Binary, String>>)> =
-        process.iter().map(|(n, p)| (n.clone(), reader.full(p))).collect();
+    let bins: Vec<(String, Arc<Result<Binary, String>>)> = process
+        .iter()
+        .map(|(n, p)| (n.clone(), reader.full(p)))
+        .collect();
     let elf = ElfExports::new(bins.iter().filter_map(|(_, b)| b.as_ref().as_ref().ok()));
     out.into_iter()
         .map(|r| {
             let (mut l, c) = r?;
             let full = reader.full(&c.root);
-            let Ok(root_bin) = full.as_ref() else { return Ok(l) };
+            let Ok(root_bin) = full.as_ref() else {
+                return Ok(l);
+            };
             let missing = if c.platform == Format::Elf {
                 elf.unresolved(root_bin)
             } else {
-                let own: Vec<(String, Arc<Result<Binary, String>>)> =
-                    provider_paths(&c).into_iter().map(|(n, p)| (n, reader.full(&p))).collect();
+                let own: Vec<(String, Arc<Result<Binary, String>>)> = provider_paths(&c)
+                    .into_iter()
+                    .map(|(n, p)| (n, reader.full(&p)))
+                    .collect();
                 let refs: Vec<(&str, &Binary)> = own
                     .iter()
                     .filter_map(|(n, b)| Some((n.as_str(), b.as_ref().as_ref().ok()?)))
                     .collect();
                 rocbuild_native::unresolved_imports(root_bin, &refs)
             };
-            l.unresolved = missing.into_iter().map(|m| unresolved(m, &c.root)).collect();
+            l.unresolved = missing
+                .into_iter()
+                .map(|m| unresolved(m, &c.root))
+                .collect();
             Ok(l)
         })
         .collect()
@@ -351,7 +398,9 @@ fn unresolved(m: rocbuild_native::MissingSymbol, importer: &Path) -> Unresolved 
             (None, Some(o)) => format!("#{o}"),
             (None, None) => "?".into(),
         },
-        demangled: m.demangled.or_else(|| m.name.as_deref().and_then(rocbuild_native::demangle)),
+        demangled: m
+            .demangled
+            .or_else(|| m.name.as_deref().and_then(rocbuild_native::demangle)),
         library: m.library,
         version: m.version,
         importer: tidy(&m.importer.unwrap_or_else(|| importer.to_path_buf())),
@@ -371,7 +420,10 @@ impl<'a> ElfExports<'a> {
         let mut exported: HashMap<&str, Vec<Option<&str>>> = HashMap::new();
         for p in providers {
             for e in &p.exports {
-                exported.entry(e.name.as_str()).or_default().push(e.version.as_deref());
+                exported
+                    .entry(e.name.as_str())
+                    .or_default()
+                    .push(e.version.as_deref());
             }
         }
         ElfExports { exported }
@@ -382,10 +434,15 @@ impl<'a> ElfExports<'a> {
             .iter()
             .filter(|i| !i.weak)
             .filter(|i| {
-                let Some(name) = i.name.as_deref() else { return false };
+                let Some(name) = i.name.as_deref() else {
+                    return false;
+                };
                 match self.exported.get(name) {
                     None => true,
-                    Some(vs) => i.version.as_deref().is_some_and(|v| !vs.iter().any(|ev| *ev == Some(v) || ev.is_none())),
+                    Some(vs) => i
+                        .version
+                        .as_deref()
+                        .is_some_and(|v| !vs.iter().any(|ev| *ev == Some(v) || ev.is_none())),
                 }
             })
             .map(|i| rocbuild_native::MissingSymbol {

@@ -29,7 +29,9 @@ impl std::fmt::Display for Step {
             Step::Cdll(p) => write!(
                 f,
                 "ctypes.CDLL({})",
-                p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+                p.file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default()
             ),
         }
     }
@@ -235,7 +237,10 @@ mod tests {
         assert_eq!(r.aborted, None);
         assert!(r.steps[0].ok);
         let e = r.steps[1].error.as_deref().unwrap();
-        assert!(e.contains("invalid ELF header") || e.contains("file too short"), "{e}");
+        assert!(
+            e.contains("invalid ELF header") || e.contains("file too short"),
+            "{e}"
+        );
         assert_eq!(
             r.steps[2].error.as_deref(),
             Some("ModuleNotFoundError: No module named 'no_such_module_here'")
@@ -256,9 +261,16 @@ mod tests {
             Duration::from_secs(2),
         );
         assert!(t.elapsed() < Duration::from_secs(20));
-        assert!(r.aborted.as_deref().unwrap().contains("killed after 2 s"), "{r:?}");
+        assert!(
+            r.aborted.as_deref().unwrap().contains("killed after 2 s"),
+            "{r:?}"
+        );
         assert!(r.steps[0].ok);
-        assert!(r.steps[1].error.as_deref().unwrap().contains("the process died here"));
+        assert!(r.steps[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("the process died here"));
     }
 
     /// A library whose constructor aborts: the child dies, rocbuild names the step.

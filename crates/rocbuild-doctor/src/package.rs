@@ -180,7 +180,10 @@ mod tests {
             .collect();
         assert_eq!(
             libs,
-            ["torchcodec/libtorchcodec_core7.so", "torchcodec.libs/libavutil-1234.so.59"]
+            [
+                "torchcodec/libtorchcodec_core7.so",
+                "torchcodec.libs/libavutil-1234.so.59"
+            ]
         );
     }
 }

@@ -11,7 +11,10 @@ use crate::linkage::Found;
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Source {
     /// `site-packages/NAME/...` (NAME: the top directory, e.g. `torch`, `_rocm_sdk_core`).
-    Package { name: String, site_packages: PathBuf },
+    Package {
+        name: String,
+        site_packages: PathBuf,
+    },
     /// A GPU SDK: ROCm / HIP or CUDA, with its root.
     Sdk { name: String, root: PathBuf },
     /// Part of the operating system: never bundled.
@@ -48,12 +51,20 @@ pub fn site_packages_of(path: &Path) -> Option<(PathBuf, PathBuf)> {
 pub fn is_runtime_name(name: &str) -> bool {
     let l = name.to_ascii_lowercase();
     const ELF: &[&str] = &[
-        "libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so", "libutil.so", "libresolv.so",
-        "ld-linux", "libstdc++.so", "libgcc_s.so", "libmvec.so", "libanl.so",
+        "libc.so",
+        "libm.so",
+        "libdl.so",
+        "libpthread.so",
+        "librt.so",
+        "libutil.so",
+        "libresolv.so",
+        "ld-linux",
+        "libstdc++.so",
+        "libgcc_s.so",
+        "libmvec.so",
+        "libanl.so",
     ];
-    ELF.iter().any(|p| l.starts_with(p))
-        || l.starts_with("api-ms-win-")
-        || l.starts_with("ext-ms-")
+    ELF.iter().any(|p| l.starts_with(p)) || l.starts_with("api-ms-win-") || l.starts_with("ext-ms-")
 }
 
 /// Where a found library comes from.
@@ -76,12 +87,21 @@ pub fn classify(f: &Found) -> Source {
         };
     }
     for a in path.ancestors().skip(1) {
-        let n = a.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+        let n = a
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
         if n.starts_with("rocm") || n == "hip" {
-            return Source::Sdk { name: "ROCm".into(), root: a.to_path_buf() };
+            return Source::Sdk {
+                name: "ROCm".into(),
+                root: a.to_path_buf(),
+            };
         }
         if n.starts_with("cuda") {
-            return Source::Sdk { name: "CUDA".into(), root: a.to_path_buf() };
+            return Source::Sdk {
+                name: "CUDA".into(),
+                root: a.to_path_buf(),
+            };
         }
     }
     Source::Dir {
@@ -107,18 +127,35 @@ mod tests {
     #[test]
     fn providers() {
         assert_eq!(
-            classify(&found("/v/lib/python3.11/site-packages/torch/lib/libc10.so", false)),
-            Source::Package { name: "torch".into(), site_packages: "/v/lib/python3.11/site-packages".into() }
+            classify(&found(
+                "/v/lib/python3.11/site-packages/torch/lib/libc10.so",
+                false
+            )),
+            Source::Package {
+                name: "torch".into(),
+                site_packages: "/v/lib/python3.11/site-packages".into()
+            }
         );
         assert_eq!(
             classify(&found("/opt/rocm-6.4.1/lib/libamdhip64.so.6", false)),
-            Source::Sdk { name: "ROCm".into(), root: "/opt/rocm-6.4.1".into() }
+            Source::Sdk {
+                name: "ROCm".into(),
+                root: "/opt/rocm-6.4.1".into()
+            }
         );
-        assert_eq!(classify(&found("/usr/lib/x86_64-linux-gnu/libavutil.so.57", true)), Source::System);
-        assert_eq!(classify(&found("/home/u/env/lib/libstdc++.so.6", false)), Source::System);
+        assert_eq!(
+            classify(&found("/usr/lib/x86_64-linux-gnu/libavutil.so.57", true)),
+            Source::System
+        );
+        assert_eq!(
+            classify(&found("/home/u/env/lib/libstdc++.so.6", false)),
+            Source::System
+        );
         assert_eq!(
             classify(&found("/home/u/ffmpeg/lib/libavutil.so.59", false)),
-            Source::Dir { dir: "/home/u/ffmpeg/lib".into() }
+            Source::Dir {
+                dir: "/home/u/ffmpeg/lib".into()
+            }
         );
     }
 }

@@ -13,7 +13,13 @@ const DETAILS: usize = 8;
 
 pub fn human(r: &Report) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "venv: {} (from {}), Python {}", r.venv.display(), r.chosen_by, r.python);
+    let _ = writeln!(
+        o,
+        "venv: {} (from {}), Python {}",
+        r.venv.display(),
+        r.chosen_by,
+        r.python
+    );
     match &r.torch {
         Some(t) => {
             let _ = writeln!(o, "torch {} ({})", t.version, t.flavor);
@@ -24,9 +30,16 @@ pub fn human(r: &Report) -> String {
     }
     o.push('\n');
     for p in &r.packages {
-        let v = p.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
+        let v = p
+            .version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
         let n = p.libraries.len();
-        let libs = format!("{n} native {}", if n == 1 { "library" } else { "libraries" });
+        let libs = format!(
+            "{n} native {}",
+            if n == 1 { "library" } else { "libraries" }
+        );
         match (&p.load, p.loads) {
             (_, Some(true)) => {
                 let _ = writeln!(o, "ok    {}{v}: loads ({libs})", p.name);
@@ -38,7 +51,12 @@ pub fn human(r: &Report) -> String {
                     if s.ok || expected {
                         continue;
                     }
-                    let _ = writeln!(o, "        {}: {}", s.step, first_line(s.error.as_deref().unwrap_or("failed")));
+                    let _ = writeln!(
+                        o,
+                        "        {}: {}",
+                        s.step,
+                        first_line(s.error.as_deref().unwrap_or("failed"))
+                    );
                 }
                 if let Some(a) = &load.aborted {
                     let _ = writeln!(o, "        the child Python: {a}");
@@ -53,7 +71,11 @@ pub fn human(r: &Report) -> String {
         }
     }
 
-    let todo: Vec<_> = r.findings.iter().filter(|f| f.is_problem() && f.check != Check::Load).collect();
+    let todo: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.is_problem() && f.check != Check::Load)
+        .collect();
     let unexplained: Vec<_> = r
         .findings
         .iter()
@@ -63,12 +85,24 @@ pub fn human(r: &Report) -> String {
         o.push_str("\nWhat to do, first things first:\n");
     }
     for (i, f) in todo.iter().enumerate() {
-        let _ = writeln!(o, "\n{}. {} [{}] {}: {}", i + 1, f.severity.as_str(), f.check.as_str(), f.subject, f.what);
+        let _ = writeln!(
+            o,
+            "\n{}. {} [{}] {}: {}",
+            i + 1,
+            f.severity.as_str(),
+            f.check.as_str(),
+            f.subject,
+            f.what
+        );
         for d in f.details.iter().take(DETAILS) {
             let _ = writeln!(o, "     {d}");
         }
         if f.details.len() > DETAILS {
-            let _ = writeln!(o, "     … {} more (--json has them all)", f.details.len() - DETAILS);
+            let _ = writeln!(
+                o,
+                "     … {} more (--json has them all)",
+                f.details.len() - DETAILS
+            );
         }
         if !f.why.is_empty() {
             let _ = writeln!(o, "   why: {}", f.why);
@@ -86,7 +120,11 @@ pub fn human(r: &Report) -> String {
             f.what
         );
     }
-    let notes: Vec<_> = r.findings.iter().filter(|f| f.severity == Severity::Note).collect();
+    let notes: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Note)
+        .collect();
     if !notes.is_empty() {
         o.push_str("\nnotes:\n");
         for f in notes {
@@ -96,9 +134,17 @@ pub fn human(r: &Report) -> String {
             }
         }
     }
-    let errors = r.findings.iter().filter(|f| f.severity == Severity::Error && f.check != Check::Load).count()
+    let errors = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error && f.check != Check::Load)
+        .count()
         + unexplained.len();
-    let warnings = r.findings.iter().filter(|f| f.severity == Severity::Warning).count();
+    let warnings = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Warning)
+        .count();
     o.push('\n');
     if errors + warnings == 0 {
         o.push_str("all is well\n");

@@ -23,13 +23,22 @@ fn fail(e: DoctorError) -> Result<ExitCode> {
 
 fn split_env_paths(var: &str) -> Vec<PathBuf> {
     std::env::var_os(var)
-        .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// `--gpu-arch`, else `$PYTORCH_ROCM_ARCH` (`;`, `,` or space separated).
 fn gpu_arch(a: &DoctorArgs) -> Option<Vec<String>> {
-    let from_flag: Vec<String> = a.gpu_arch.iter().filter(|s| !s.is_empty()).cloned().collect();
+    let from_flag: Vec<String> = a
+        .gpu_arch
+        .iter()
+        .filter(|s| !s.is_empty())
+        .cloned()
+        .collect();
     if !from_flag.is_empty() {
         return Some(from_flag);
     }

@@ -31,7 +31,12 @@ pub fn torch_like_c10(dir: &Path, v1: bool) -> PathBuf {
     if v1 {
         args.push("-DC10_V1");
     }
-    shared_library("c++", &doctor_fixture("c10.cpp"), &dir.join("libc10.so"), &args)
+    shared_library(
+        "c++",
+        &doctor_fixture("c10.cpp"),
+        &dir.join("libc10.so"),
+        &args,
+    )
 }
 
 /// A stand-in library with the given soname (`libcudart.so.13`), written as `dir/SONAME`.
@@ -49,7 +54,11 @@ pub fn stub_library(dir: &Path, soname: &str) -> PathBuf {
 /// `use_foo`: call `c10::foo(int)` (exists in v1 only).
 pub fn torch_extension(out: &Path, c10_dir: &Path, use_foo: bool, extra: &[&str]) -> PathBuf {
     let l = format!("-L{}", c10_dir.display());
-    let mut args = vec![l.as_str(), "-lc10", "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../torch/lib"];
+    let mut args = vec![
+        l.as_str(),
+        "-lc10",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../torch/lib",
+    ];
     if use_foo {
         args.push("-DUSE_FOO");
     }
@@ -62,7 +71,11 @@ pub fn torch_extension(out: &Path, c10_dir: &Path, use_foo: bool, extra: &[&str]
 pub fn install_fake_torchcodec(site: &Path, version: &str, core: &Path, major: u32) {
     let dir = site.join("torchcodec");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(doctor_fixture("torchcodec_init.py"), dir.join("__init__.py")).unwrap();
+    std::fs::copy(
+        doctor_fixture("torchcodec_init.py"),
+        dir.join("__init__.py"),
+    )
+    .unwrap();
     std::fs::copy(core, dir.join(format!("libtorchcodec_core{major}.so"))).unwrap();
     let di = site.join(format!("torchcodec-{version}.dist-info"));
     std::fs::create_dir_all(&di).unwrap();
@@ -80,7 +93,15 @@ pub fn pe_abi_fixture(root: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let cc = "x86_64-w64-mingw32-gcc";
     let v1 = root.join("v1");
     let v2 = root.join("v2");
-    shared_library(cc, &doctor_fixture("pe_provider.c"), &v1.join("b.dll"), &["-DB_V1", &format!("-Wl,--out-implib,{}", v1.join("libb.dll.a").display())]);
+    shared_library(
+        cc,
+        &doctor_fixture("pe_provider.c"),
+        &v1.join("b.dll"),
+        &[
+            "-DB_V1",
+            &format!("-Wl,--out-implib,{}", v1.join("libb.dll.a").display()),
+        ],
+    );
     shared_library(cc, &doctor_fixture("pe_provider.c"), &v2.join("b.dll"), &[]);
     let app = root.join("app");
     let a = shared_library(

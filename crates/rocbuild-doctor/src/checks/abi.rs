@@ -13,8 +13,20 @@ const SHOWN: usize = 12;
 /// Does this symbol belong to torch's C++ API (c10, at, torch, caffe2)?
 pub fn is_torch_symbol(u: &Unresolved) -> bool {
     let d = u.demangled.as_deref().unwrap_or(&u.name);
-    let d = d.trim_start_matches("non-virtual thunk to ").trim_start_matches("vtable for ").trim_start_matches("typeinfo for ");
-    ["c10::", "at::", "torch::", "caffe2::", "aoti_torch_", "torch_"].iter().any(|p| d.starts_with(p))
+    let d = d
+        .trim_start_matches("non-virtual thunk to ")
+        .trim_start_matches("vtable for ")
+        .trim_start_matches("typeinfo for ");
+    [
+        "c10::",
+        "at::",
+        "torch::",
+        "caffe2::",
+        "aoti_torch_",
+        "torch_",
+    ]
+    .iter()
+    .any(|p| d.starts_with(p))
         || u.library.as_deref().is_some_and(|l| {
             let l = l.to_ascii_lowercase();
             l.contains("c10") || l.contains("torch")
@@ -52,12 +64,29 @@ fn listing(v: &[&Unresolved]) -> Vec<String> {
 }
 
 /// `torch_version`: the venv's torch, for the conclusion. `lib`: the file name.
-pub fn check(subject: &Subject, torch_version: Option<&str>, lib: &str, unresolved: &[Unresolved]) -> Vec<Finding> {
+pub fn check(
+    subject: &Subject,
+    torch_version: Option<&str>,
+    lib: &str,
+    unresolved: &[Unresolved],
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let torch: Vec<&Unresolved> = unresolved.iter().filter(|u| is_torch_symbol(u)).collect();
-    let runtime: Vec<&Unresolved> = unresolved.iter().filter(|u| !is_torch_symbol(u) && is_runtime_version(u)).collect();
-    let other: Vec<&Unresolved> = unresolved.iter().filter(|u| !is_torch_symbol(u) && !is_runtime_version(u)).collect();
-    let n = |v: &[&Unresolved]| if v.len() == 1 { "1 symbol".to_string() } else { format!("{} symbols", v.len()) };
+    let runtime: Vec<&Unresolved> = unresolved
+        .iter()
+        .filter(|u| !is_torch_symbol(u) && is_runtime_version(u))
+        .collect();
+    let other: Vec<&Unresolved> = unresolved
+        .iter()
+        .filter(|u| !is_torch_symbol(u) && !is_runtime_version(u))
+        .collect();
+    let n = |v: &[&Unresolved]| {
+        if v.len() == 1 {
+            "1 symbol".to_string()
+        } else {
+            format!("{} symbols", v.len())
+        }
+    };
     if !torch.is_empty() {
         let tv = torch_version.unwrap_or("?");
         let minor: String = tv.split('.').take(2).collect::<Vec<_>>().join(".");
@@ -78,7 +107,10 @@ pub fn check(subject: &Subject, torch_version: Option<&str>, lib: &str, unresolv
             .fix(if subject.name == "torch" {
                 subject.rebuild_hint()
             } else {
-                format!("{} (rebuilds it against torch {tv})", subject.rebuild_hint())
+                format!(
+                    "{} (rebuilds it against torch {tv})",
+                    subject.rebuild_hint()
+                )
             }),
         );
     }
@@ -88,11 +120,17 @@ pub fn check(subject: &Subject, torch_version: Option<&str>, lib: &str, unresolv
                 Severity::Error,
                 Check::Abi,
                 &subject.name,
-                format!("{lib} needs {} newer than this system's C/C++ runtime", n(&runtime)),
+                format!(
+                    "{lib} needs {} newer than this system's C/C++ runtime",
+                    n(&runtime)
+                ),
             )
             .details(listing(&runtime))
             .why("it was built on a newer Linux (glibc / libstdc++) than this one")
-            .fix(format!("{} (builds it with this system's compiler)", subject.rebuild_hint())),
+            .fix(format!(
+                "{} (builds it with this system's compiler)",
+                subject.rebuild_hint()
+            )),
         );
     }
     if !other.is_empty() {

@@ -107,12 +107,7 @@ pub fn check(subject: &Subject, f: &FfmpegFacts) -> Vec<Finding> {
         .collect();
     cores.sort_unstable();
     cores.dedup();
-    let list = |v: &[u32]| {
-        v.iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
     let have: Vec<u32> = f.available.keys().copied().collect();
     let usable: Vec<u32> = cores.iter().copied().filter(|c| have.contains(c)).collect();
     let details: Vec<String> = f
@@ -126,7 +121,10 @@ pub fn check(subject: &Subject, f: &FfmpegFacts) -> Vec<Finding> {
                 Severity::Error,
                 Check::Ffmpeg,
                 &subject.name,
-                format!("{} has no core library (libtorchcodec_coreN) at all", subject.name),
+                format!(
+                    "{} has no core library (libtorchcodec_coreN) at all",
+                    subject.name
+                ),
             )
             .why("the package was installed without its native part, or it was removed")
             .fix(subject.rebuild_hint()),
@@ -231,14 +229,36 @@ mod tests {
         touch(&d.path().join("sys/libavutil.so.57"));
         let have = available(Os::Linux, &[d.path().join("sys")]);
         assert_eq!(have.keys().copied().collect::<Vec<_>>(), [5]);
-        let libs = [PathBuf::from("/x/libtorchcodec_core7.so"), PathBuf::from("/x/libtorchcodec_core8.so")];
+        let libs = [
+            PathBuf::from("/x/libtorchcodec_core7.so"),
+            PathBuf::from("/x/libtorchcodec_core8.so"),
+        ];
         let subject = &Subject::known()[1];
-        let f = check(subject, &FfmpegFacts { os: Os::Linux, libs: &libs, available: &have, ffmpeg_exe_dir: None });
+        let f = check(
+            subject,
+            &FfmpegFacts {
+                os: Os::Linux,
+                libs: &libs,
+                available: &have,
+                ffmpeg_exe_dir: None,
+            },
+        );
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Error);
-        assert_eq!(f[0].what, "torchcodec has core libraries for FFmpeg 7, 8, but this system has FFmpeg 5");
+        assert_eq!(
+            f[0].what,
+            "torchcodec has core libraries for FFmpeg 7, 8, but this system has FFmpeg 5"
+        );
         let libs = [PathBuf::from("/x/libtorchcodec_core5.so")];
-        let f = check(subject, &FfmpegFacts { os: Os::Linux, libs: &libs, available: &have, ffmpeg_exe_dir: None });
+        let f = check(
+            subject,
+            &FfmpegFacts {
+                os: Os::Linux,
+                libs: &libs,
+                available: &have,
+                ffmpeg_exe_dir: None,
+            },
+        );
         assert_eq!(f[0].severity, Severity::Note, "{f:?}");
     }
 
@@ -253,10 +273,29 @@ mod tests {
         let libs = [PathBuf::from("C:/site/torchcodec/libtorchcodec_core7.dll")];
         let subject = &Subject::known()[1];
         let none = BTreeMap::new();
-        let f = check(subject, &FfmpegFacts { os: Os::Windows, libs: &libs, available: &none, ffmpeg_exe_dir: Some(&stat) });
-        assert!(f.iter().any(|f| f.what.contains("is a static build")), "{f:?}");
-        let have = available(Os::Windows, &[shared.clone()]);
-        let f = check(subject, &FfmpegFacts { os: Os::Windows, libs: &libs, available: &have, ffmpeg_exe_dir: Some(&shared) });
+        let f = check(
+            subject,
+            &FfmpegFacts {
+                os: Os::Windows,
+                libs: &libs,
+                available: &none,
+                ffmpeg_exe_dir: Some(&stat),
+            },
+        );
+        assert!(
+            f.iter().any(|f| f.what.contains("is a static build")),
+            "{f:?}"
+        );
+        let have = available(Os::Windows, std::slice::from_ref(&shared));
+        let f = check(
+            subject,
+            &FfmpegFacts {
+                os: Os::Windows,
+                libs: &libs,
+                available: &have,
+                ffmpeg_exe_dir: Some(&shared),
+            },
+        );
         assert!(f.iter().all(|f| f.severity == Severity::Note), "{f:?}");
     }
 }

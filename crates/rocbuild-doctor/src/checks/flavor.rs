@@ -16,13 +16,41 @@ pub fn stack_of(library: &str) -> Option<Flavor> {
     let base = lower.strip_prefix("lib").unwrap_or(&lower);
     let stem = base.split('.').next().unwrap_or(base);
     const CUDA: &[&str] = &[
-        "torch_cuda", "c10_cuda", "caffe2_nvrtc", "cudart", "nvrtc", "npp", "cublas", "cudnn",
-        "cufft", "curand", "cusolver", "cusparse", "nvjpeg", "nvcuvid", "nvjitlink", "nvtoolsext",
+        "torch_cuda",
+        "c10_cuda",
+        "caffe2_nvrtc",
+        "cudart",
+        "nvrtc",
+        "npp",
+        "cublas",
+        "cudnn",
+        "cufft",
+        "curand",
+        "cusolver",
+        "cusparse",
+        "nvjpeg",
+        "nvcuvid",
+        "nvjitlink",
+        "nvtoolsext",
     ];
     const ROCM: &[&str] = &[
-        "torch_hip", "c10_hip", "amdhip64", "hsa-runtime64", "rocblas", "hipblas", "miopen",
-        "hiprand", "rocrand", "hipfft", "rocfft", "rccl", "hipsparse", "rocsparse", "rocsolver",
-        "hipsolver", "amd_comgr",
+        "torch_hip",
+        "c10_hip",
+        "amdhip64",
+        "hsa-runtime64",
+        "rocblas",
+        "hipblas",
+        "miopen",
+        "hiprand",
+        "rocrand",
+        "hipfft",
+        "rocfft",
+        "rccl",
+        "hipsparse",
+        "rocsparse",
+        "rocsolver",
+        "hipsolver",
+        "amd_comgr",
     ];
     if stem == "cuda" || stem == "nvcuda" || CUDA.iter().any(|p| stem.starts_with(p)) {
         Some(Flavor::Cuda)
@@ -97,13 +125,31 @@ mod tests {
 
     #[test]
     fn names_of_each_stack() {
-        for n in ["libtorch_cuda.so", "libcudart.so.13", "libnppicc.so.13", "cudart64_13.dll", "libcuda.so.1", "nvcuda.dll"] {
+        for n in [
+            "libtorch_cuda.so",
+            "libcudart.so.13",
+            "libnppicc.so.13",
+            "cudart64_13.dll",
+            "libcuda.so.1",
+            "nvcuda.dll",
+        ] {
             assert_eq!(stack_of(n), Some(Flavor::Cuda), "{n}");
         }
-        for n in ["libamdhip64.so.6", "amdhip64_6.dll", "libtorch_hip.so", "librocblas.so.4", "libhsa-runtime64.so.1"] {
+        for n in [
+            "libamdhip64.so.6",
+            "amdhip64_6.dll",
+            "libtorch_hip.so",
+            "librocblas.so.4",
+            "libhsa-runtime64.so.1",
+        ] {
             assert_eq!(stack_of(n), Some(Flavor::Rocm), "{n}");
         }
-        for n in ["libc10.so", "libtorch_cpu.so", "libavutil.so.57", "libcuda_helpers_are_not_me.so"] {
+        for n in [
+            "libc10.so",
+            "libtorch_cpu.so",
+            "libavutil.so.57",
+            "libcuda_helpers_are_not_me.so",
+        ] {
             assert_ne!(stack_of(n), Some(Flavor::Rocm), "{n}");
         }
         assert_eq!(stack_of("libc10.so"), None);

@@ -38,7 +38,12 @@ pub struct GpuFacts<'a> {
 
 pub fn check(subject: &Subject, f: &GpuFacts) -> Vec<Finding> {
     let mut out = Vec::new();
-    let name = |p: &Path| p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let name = |p: &Path| {
+        p.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
     match f.gpu {
         Some(gpu) if !gpu.is_empty() => {
             let wanted: Vec<&str> = gpu.iter().map(|g| processor(g)).collect();
@@ -48,7 +53,11 @@ pub fn check(subject: &Subject, f: &GpuFacts) -> Vec<Finding> {
                     continue;
                 }
                 let has: Vec<&str> = targets.iter().map(|t| processor(t)).collect();
-                let missing: Vec<&str> = wanted.iter().copied().filter(|w| !has.contains(w)).collect();
+                let missing: Vec<&str> = wanted
+                    .iter()
+                    .copied()
+                    .filter(|w| !has.contains(w))
+                    .collect();
                 if !missing.is_empty() {
                     lacking.push(format!(
                         "{} has code for {}; not for {}",
@@ -136,26 +145,83 @@ mod tests {
 
     #[test]
     fn arch_missing_from_the_binary() {
-        let bins = [(PathBuf::from("/s/ctranslate2/libctranslate2.so.4"), vec!["gfx1030".to_string(), "gfx1100".into()])];
+        let bins = [(
+            PathBuf::from("/s/ctranslate2/libctranslate2.so.4"),
+            vec!["gfx1030".to_string(), "gfx1100".into()],
+        )];
         let gpu = ["gfx1010".to_string()];
-        let f = check(&subject(), &GpuFacts { binaries: &bins, gpu: Some(&gpu), hip_runtimes: &[], comgr: false });
+        let f = check(
+            &subject(),
+            &GpuFacts {
+                binaries: &bins,
+                gpu: Some(&gpu),
+                hip_runtimes: &[],
+                comgr: false,
+            },
+        );
         assert_eq!(f[0].what, "ctranslate2 has no GPU code for gfx1010");
-        assert_eq!(f[0].details, ["libctranslate2.so.4 has code for gfx1030, gfx1100; not for gfx1010"]);
+        assert_eq!(
+            f[0].details,
+            ["libctranslate2.so.4 has code for gfx1030, gfx1100; not for gfx1010"]
+        );
         let gpu = ["gfx1030".to_string()];
-        let f = check(&subject(), &GpuFacts { binaries: &bins, gpu: Some(&gpu), hip_runtimes: &[], comgr: false });
+        let f = check(
+            &subject(),
+            &GpuFacts {
+                binaries: &bins,
+                gpu: Some(&gpu),
+                hip_runtimes: &[],
+                comgr: false,
+            },
+        );
         assert!(f.is_empty(), "{f:?}");
         let bins = [(PathBuf::from("/s/x.so"), vec!["gfx1010:xnack-".to_string()])];
         let gpu = ["gfx1010".to_string()];
-        assert!(check(&subject(), &GpuFacts { binaries: &bins, gpu: Some(&gpu), hip_runtimes: &[], comgr: true }).is_empty());
+        assert!(check(
+            &subject(),
+            &GpuFacts {
+                binaries: &bins,
+                gpu: Some(&gpu),
+                hip_runtimes: &[],
+                comgr: true
+            }
+        )
+        .is_empty());
     }
 
     #[test]
     fn two_rocm_roots_and_no_comgr() {
-        let rt = [PathBuf::from("/opt/rocm-6.4/lib/libamdhip64.so.6"), PathBuf::from("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")];
-        let f = check(&subject(), &GpuFacts { binaries: &[], gpu: None, hip_runtimes: &rt, comgr: false });
-        assert!(f.iter().any(|f| f.what.starts_with("two ROCm installations")), "{f:?}");
-        assert!(f.iter().any(|f| f.what.starts_with("amd_comgr is missing")), "{f:?}");
-        let f = check(&subject(), &GpuFacts { binaries: &[], gpu: None, hip_runtimes: &rt[..1], comgr: true });
+        let rt = [
+            PathBuf::from("/opt/rocm-6.4/lib/libamdhip64.so.6"),
+            PathBuf::from("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5"),
+        ];
+        let f = check(
+            &subject(),
+            &GpuFacts {
+                binaries: &[],
+                gpu: None,
+                hip_runtimes: &rt,
+                comgr: false,
+            },
+        );
+        assert!(
+            f.iter()
+                .any(|f| f.what.starts_with("two ROCm installations")),
+            "{f:?}"
+        );
+        assert!(
+            f.iter().any(|f| f.what.starts_with("amd_comgr is missing")),
+            "{f:?}"
+        );
+        let f = check(
+            &subject(),
+            &GpuFacts {
+                binaries: &[],
+                gpu: None,
+                hip_runtimes: &rt[..1],
+                comgr: true,
+            },
+        );
         assert!(f.is_empty(), "{f:?}");
     }
 }

@@ -9,13 +9,17 @@ use crate::package::Subject;
 /// A CUDA torch on a machine without an NVIDIA GPU lacks it by design, and runs on CPU.
 pub fn is_gpu_driver(name: &str) -> bool {
     let l = name.to_ascii_lowercase();
-    l == "libcuda.so.1" || l == "libcuda.so" || l == "nvcuda.dll" || l.starts_with("libnvidia-ml.so")
+    l == "libcuda.so.1"
+        || l == "libcuda.so"
+        || l == "nvcuda.dll"
+        || l.starts_with("libnvidia-ml.so")
 }
 
 /// `lib`: the file name of the package's library; `missing`: what its closure lacks;
 /// `searched`: a one-line description of where the loader looked.
 pub fn check(subject: &Subject, lib: &str, missing: &[Missing], searched: &str) -> Vec<Finding> {
-    let (driver, missing): (Vec<&Missing>, Vec<&Missing>) = missing.iter().partition(|m| is_gpu_driver(&m.name));
+    let (driver, missing): (Vec<&Missing>, Vec<&Missing>) =
+        missing.iter().partition(|m| is_gpu_driver(&m.name));
     let mut out = Vec::new();
     if let Some(d) = driver.first() {
         out.push(
@@ -35,36 +39,49 @@ pub fn check(subject: &Subject, lib: &str, missing: &[Missing], searched: &str) 
         .iter()
         .map(|m| {
             let stack = match stack_of(&m.name) {
-                Some(f) if f != rocbuild_probe::Flavor::Cpu => format!(", part of {}", f.as_str().to_uppercase()),
+                Some(f) if f != rocbuild_probe::Flavor::Cpu => {
+                    format!(", part of {}", f.as_str().to_uppercase())
+                }
                 _ => String::new(),
             };
             let by: Vec<String> = m
                 .needed_by
                 .iter()
-                .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned())
+                .map(|p| {
+                    p.file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned()
+                })
                 .collect();
             format!("{} (needed by {}{stack})", m.name, by.join(", "))
         })
         .collect::<Vec<_>>();
     let names: Vec<&str> = missing.iter().map(|m| m.name.as_str()).collect();
-    out.push(Finding::new(
-        Severity::Error,
-        Check::Missing,
-        &subject.name,
-        format!(
-            "{lib} cannot load: {} not found",
-            if names.len() == 1 { names[0].to_string() } else { format!("{} libraries", names.len()) }
-        ),
-    )
-    .details(details)
-    .why(format!(
-        "the loader searches {searched}, and none holds {}",
-        if names.len() == 1 { "it" } else { "them" }
-    ))
-    .fix(format!(
-        "install what provides {}, or {}",
-        names.join(", "),
-        subject.rebuild_hint()
-    )));
+    out.push(
+        Finding::new(
+            Severity::Error,
+            Check::Missing,
+            &subject.name,
+            format!(
+                "{lib} cannot load: {} not found",
+                if names.len() == 1 {
+                    names[0].to_string()
+                } else {
+                    format!("{} libraries", names.len())
+                }
+            ),
+        )
+        .details(details)
+        .why(format!(
+            "the loader searches {searched}, and none holds {}",
+            if names.len() == 1 { "it" } else { "them" }
+        ))
+        .fix(format!(
+            "install what provides {}, or {}",
+            names.join(", "),
+            subject.rebuild_hint()
+        )),
+    );
     out
 }

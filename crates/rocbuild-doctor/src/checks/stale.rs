@@ -22,7 +22,10 @@ pub fn check(site: &Path, subject: &Subject, torch: Option<&Torch>) -> Vec<Findi
 
 fn compare(site: &Path, subject: &Subject, m: &Manifest, torch: Option<&Torch>) -> Vec<Finding> {
     let mut out = Vec::new();
-    let fix = format!("{} (rebuilds against the torch installed now)", subject.rebuild_hint());
+    let fix = format!(
+        "{} (rebuilds against the torch installed now)",
+        subject.rebuild_hint()
+    );
     match (torch, &m.torch_version) {
         (Some(t), Some(built)) if &t.version != built => out.push(
             Finding::new(
@@ -66,7 +69,12 @@ fn compare(site: &Path, subject: &Subject, m: &Manifest, torch: Option<&Torch>) 
                     Severity::Error,
                     Check::Stale,
                     &subject.name,
-                    format!("{} was built for a {} torch; this torch is {}", subject.name, m.flavor, t.flavor.as_str()),
+                    format!(
+                        "{} was built for a {} torch; this torch is {}",
+                        subject.name,
+                        m.flavor,
+                        t.flavor.as_str()
+                    ),
                 )
                 .fix(fix.clone()),
             );
@@ -98,5 +106,6 @@ fn compare(site: &Path, subject: &Subject, m: &Manifest, torch: Option<&Torch>) 
 }
 
 fn short(s: Option<&str>) -> String {
-    s.map(|s| s.chars().take(12).collect()).unwrap_or_else(|| "?".into())
+    s.map(|s| s.chars().take(12).collect())
+        .unwrap_or_else(|| "?".into())
 }
