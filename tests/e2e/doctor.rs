@@ -300,3 +300,86 @@ fn staleness_from_the_manifest() {
         out.stdout
     );
 }
+
+/// A HIP library built by hipcc for gfx1010: doctor reads the gfx targets from its offload
+/// bundle and compares them with the GPU's (`--gpu-arch`, else `$PYTORCH_ROCM_ARCH`).
+#[test]
+fn gpu_code_for_another_arch_is_named() {
+    let v = Venv::new();
+    let lib = hip_library(&v.root().join("build/libctranslate2.so.4"), "gfx1010", &[]);
+    install_fake_ctranslate2(&v.site, "4.8.1", &[&lib]);
+    let out = v.doctor(&["ctranslate2", "--gpu-arch", "gfx1030"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("ctranslate2 has no GPU code for gfx1030"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("libctranslate2.so.4 has code for gfx1010; not for gfx1030"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("hipErrorInvalidDeviceFunction"),
+        "{}",
+        out.stdout
+    );
+    // A HIP build of a package that does not link torch is not the wrong flavor for a CPU torch.
+    assert!(!out.stdout.contains("[flavor]"), "{}", out.stdout);
+    let out = rocbuild(
+        &["doctor", "--venv", v.venv.to_str().unwrap(), "ctranslate2"],
+        &[("PYTORCH_ROCM_ARCH", "gfx1030;gfx1100")],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("ctranslate2 has no GPU code for gfx1030, gfx1100"),
+        "{}",
+        out.stdout
+    );
+    let out = v.doctor(&["ctranslate2", "--gpu-arch", "gfx1010"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    // Unknown GPU: a note, not a failure.
+    let out = v.doctor(&["ctranslate2"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("the GPU's architecture is unknown"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// Two libraries of one package finding two different HIP runtimes: one process, two ROCm.
+#[test]
+fn two_rocm_runtimes_in_one_closure() {
+    let v = Venv::new();
+    let other = v.root().join("opt/rocm-6.4.1/lib");
+    stub_library(&other, "libamdhip64.so.6");
+    let a = hip_library(&v.root().join("build/libctranslate2.so.4"), "gfx1010", &[]);
+    let l = format!("-L{}", other.display());
+    let r = format!("-Wl,-rpath,{}", other.display());
+    let b = shared_library(
+        "cc",
+        &doctor_fixture("stub.c"),
+        &v.root().join("build/libct2_extra.so"),
+        &["-Wl,--no-as-needed", &l, "-l:libamdhip64.so.6", &r],
+    );
+    install_fake_ctranslate2(&v.site, "4.8.1", &[&a, &b]);
+    let out = v.doctor(&["ctranslate2", "--gpu-arch", "gfx1010", "--no-load"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("two ROCm installations are loaded together (2 HIP runtimes)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("opt/rocm-6.4.1/lib/libamdhip64.so.6"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("libamdhip64.so.5"), "{}", out.stdout);
+}

@@ -350,6 +350,18 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             .filter(|f| checks::gpu::is_hip_runtime(&f.name))
             .filter_map(|f| f.path.clone())
             .collect();
+        if subject.name != "torch" {
+            // A ROCm torch carries its own HIP runtime in torch/lib; loaded with the package,
+            // it is one of the runtimes in the process.
+            hip.extend(
+                search
+                    .preloaded
+                    .iter()
+                    .filter(|p| torch.is_some_and(|t| p.starts_with(&t.lib)))
+                    .filter(|p| checks::gpu::is_hip_runtime(&file_name(p)))
+                    .cloned(),
+            );
+        }
         hip.sort();
         hip.dedup();
         let comgr = linkages

@@ -18,6 +18,8 @@ pub struct Subject {
     pub recipe: Option<String>,
     /// Loads FFmpeg (one core library per FFmpeg major).
     pub ffmpeg: bool,
+    /// Built against torch (its flavor must match torch's).
+    pub torch: bool,
 }
 
 impl Subject {
@@ -28,6 +30,7 @@ impl Subject {
             distribution: "torch".into(),
             recipe: None,
             ffmpeg: false,
+            torch: true,
         }
     }
 
@@ -41,6 +44,7 @@ impl Subject {
                 distribution: "torchcodec".into(),
                 recipe: Some("torchcodec".into()),
                 ffmpeg: true,
+                torch: true,
             },
             Subject {
                 name: "ctranslate2".into(),
@@ -48,6 +52,7 @@ impl Subject {
                 distribution: "ctranslate2".into(),
                 recipe: Some("ctranslate2".into()),
                 ffmpeg: false,
+                torch: false,
             },
         ]
     }

@@ -60,12 +60,14 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitCode> {
             s.distribution = r.raw.package.distribution.clone();
             s.recipe = Some(name);
             s.ffmpeg = r.raw.needs.ffmpeg;
+            s.torch = r.raw.needs.torch;
         } else {
             candidates.push(Subject {
                 import_dir: r.raw.package.import_dir.clone(),
                 distribution: r.raw.package.distribution.clone(),
                 recipe: Some(name.clone()),
                 ffmpeg: r.raw.needs.ffmpeg,
+                torch: r.raw.needs.torch,
                 name,
             });
         }

@@ -112,3 +112,43 @@ pub fn pe_abi_fixture(root: &Path) -> (PathBuf, PathBuf, PathBuf) {
     );
     (a, v1, v2)
 }
+
+/// `kernel.hip` compiled by hipcc for `arch` into the shared library `out` (soname = its file
+/// name), plus `extra` link arguments.
+pub fn hip_library(out: &Path, arch: &str, extra: &[&str]) -> PathBuf {
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let soname = format!("-Wl,-soname,{}", out.file_name().unwrap().to_string_lossy());
+    let mut c = Command::new("hipcc");
+    c.arg(format!("--offload-arch={arch}"))
+        .args(["-shared", "-fPIC"])
+        .arg(doctor_fixture("kernel.hip"))
+        .arg("-o")
+        .arg(out)
+        .arg(soname)
+        .args(extra);
+    run(&mut c);
+    out.to_path_buf()
+}
+
+/// A CTranslate2-like package in `site`: `ctranslate2/__init__.py` loading each given library
+/// with ctypes, the libraries, a dist-info.
+pub fn install_fake_ctranslate2(site: &Path, version: &str, libs: &[&Path]) {
+    let dir = site.join("ctranslate2");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut init =
+        String::from("import ctypes, os\n_here = os.path.dirname(os.path.abspath(__file__))\n");
+    for l in libs {
+        let name = l.file_name().unwrap().to_string_lossy();
+        std::fs::copy(l, dir.join(&*name)).unwrap();
+        init.push_str(&format!("ctypes.CDLL(os.path.join(_here, \"{name}\"))\n"));
+    }
+    std::fs::write(dir.join("__init__.py"), init).unwrap();
+    let di = site.join(format!("ctranslate2-{version}.dist-info"));
+    std::fs::create_dir_all(&di).unwrap();
+    std::fs::write(
+        di.join("METADATA"),
+        format!("Metadata-Version: 2.1\nName: ctranslate2\nVersion: {version}\n"),
+    )
+    .unwrap();
+    std::fs::write(di.join("RECORD"), "").unwrap();
+}

@@ -71,7 +71,9 @@ fn stack_name(f: Flavor) -> &'static str {
 
 /// `libs`: each native library of the subject with its direct NEEDED names.
 pub fn check(subject: &Subject, torch: &Torch, libs: &[(PathBuf, Vec<String>)]) -> Vec<Finding> {
-    if subject.name == "torch" {
+    // torch is the reference; a package that does not link torch (CTranslate2) may use any
+    // GPU stack (two HIP runtimes in one process are the GPU check's business).
+    if subject.name == "torch" || !subject.torch {
         return Vec::new();
     }
     let mut out = Vec::new();
