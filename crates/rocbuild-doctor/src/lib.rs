@@ -16,12 +16,14 @@ pub mod checks;
 mod deps;
 mod doctor;
 mod error;
+mod examine;
 mod finding;
 mod linkage;
 mod loadtest;
 mod package;
 mod provider;
 mod render;
+mod symptom;
 
 pub use bundle::{bundle, BundleReport, Copied};
 pub use deps::{deps, DepsReport, FileDeps, Library};
