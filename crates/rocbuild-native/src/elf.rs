@@ -109,6 +109,7 @@ pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeEr
                 version,
                 demangled: demangle(name),
                 weak: bind == STB_WEAK,
+                delayed: false,
             });
         } else {
             let version = ver
@@ -135,6 +136,7 @@ pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeEr
         soname_or_install_name: elf.soname.map(str::to_string),
         needed: elf.libraries.iter().map(|s| s.to_string()).collect(),
         weak_needed: Vec::new(),
+        delay_needed: Vec::new(),
         rpath: split_paths(&elf.rpaths),
         runpath: split_paths(&elf.runpaths),
         interpreter: elf.interpreter.map(str::to_string),

@@ -117,6 +117,9 @@ pub struct Binary {
     pub needed: Vec<String>,
     /// The subset of `needed` the loader may skip when absent (Mach-O LC_LOAD_WEAK_DYLIB).
     pub weak_needed: Vec<String>,
+    /// PE delay-loaded DLLs (`/DELAYLOAD`): mapped on first call, not at load time, so not in
+    /// `needed` and not part of the load-time closure.
+    pub delay_needed: Vec<String>,
     /// ELF DT_RPATH (only honoured when there is no DT_RUNPATH); Mach-O LC_RPATH.
     pub rpath: Vec<String>,
     /// ELF DT_RUNPATH (searched after LD_LIBRARY_PATH, for direct dependencies only).
@@ -152,6 +155,8 @@ pub struct Import {
     pub demangled: Option<String>,
     /// ELF STB_WEAK / Mach-O weak import: a missing provider is not an error.
     pub weak: bool,
+    /// PE: from a delay-loaded DLL (fails at first call rather than at load).
+    pub delayed: bool,
 }
 
 /// One exported symbol.

@@ -84,6 +84,7 @@ fn describe(m: &MachO, opts: &ReadOptions) -> Result<Binary, NativeError> {
                     version: None,
                     demangled: demangle(name),
                     weak: nlist.n_desc & 0x40 != 0, // N_WEAK_REF
+                    delayed: false,
                 });
             } else {
                 sym_exports.push(export(name.to_string(), &demangle));
@@ -115,6 +116,7 @@ fn describe(m: &MachO, opts: &ReadOptions) -> Result<Binary, NativeError> {
         soname_or_install_name: m.name.map(str::to_string),
         needed,
         weak_needed,
+        delay_needed: Vec::new(),
         rpath: m.rpaths.iter().map(|s| s.to_string()).collect(),
         runpath: Vec::new(),
         interpreter: None,

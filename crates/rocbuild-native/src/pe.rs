@@ -13,7 +13,7 @@ pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeEr
     let demangle = |n: &str| if opts.demangle { demangle(n) } else { None };
     let pe = PE::parse(bytes).map_err(|e| malformed(Format::Pe, e.to_string()))?;
 
-    let imports = pe
+    let imports: Vec<Import> = pe
         .imports
         .iter()
         .map(|imp| {
@@ -27,9 +27,14 @@ pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeEr
                 ordinal: by_ordinal.then_some(u32::from(imp.ordinal)),
                 version: None,
                 weak: false,
+                delayed: false,
             }
         })
         .collect();
+
+    let (delay_needed, delayed) = delay_imports(bytes, &pe, &demangle);
+    let mut imports: Vec<Import> = imports;
+    imports.extend(delayed);
 
     let exports = pe
         .export_data
@@ -69,6 +74,7 @@ pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeEr
         is_library: pe.is_lib,
         soname_or_install_name: pe.name.map(str::to_string),
         needed: pe.libraries.iter().map(|s| s.to_string()).collect(),
+        delay_needed,
         weak_needed: Vec::new(),
         rpath: Vec::new(),
         runpath: Vec::new(),
@@ -136,4 +142,93 @@ fn export_table(
         });
     }
     out
+}
+
+/// The delay-load import directory (data directory 13), which goblin does not read: DLLs the
+/// loader maps on first call (`/DELAYLOAD`, torch uses it for CUDA/HIP drivers), so they are
+/// not load-time dependencies, but a procedure missing from them still fails, later.
+fn delay_imports(
+    bytes: &[u8],
+    pe: &PE,
+    demangle: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<String>, Vec<Import>) {
+    let mut dlls = Vec::new();
+    let mut imports = Vec::new();
+    let Some(oh) = pe.header.optional_header else {
+        return (dlls, imports);
+    };
+    let Some(dd) = oh.data_directories.get_delay_import_descriptor() else {
+        return (dlls, imports);
+    };
+    let align = oh.windows_fields.file_alignment;
+    let opts = goblin::pe::options::ParseOptions::default();
+    let image_base = pe.image_base;
+    let at = |rva: u64| -> Option<usize> {
+        goblin::pe::utils::find_offset(usize::try_from(rva).ok()?, &pe.sections, align, &opts)
+    };
+    let cstr = |off: usize| -> Option<&str> { bytes.get(off..)?.pread::<&str>(0).ok() };
+    let Some(mut desc) = at(u64::from(dd.virtual_address)) else {
+        return (dlls, imports);
+    };
+    for _ in 0..4096 {
+        let word = |i: usize| bytes.pread_with::<u32>(desc + 4 * i, scroll::LE).ok();
+        let (Some(attrs), Some(name_rva), Some(int_rva)) = (word(0), word(1), word(4)) else {
+            break;
+        };
+        if name_rva == 0 {
+            break;
+        }
+        // Attribute bit 0: RVAs; without it (old VC6 images) the fields are VAs.
+        let fix = |v: u32| -> u64 {
+            if attrs & 1 == 1 {
+                u64::from(v)
+            } else {
+                u64::from(v).wrapping_sub(image_base)
+            }
+        };
+        let Some(dll) = at(fix(name_rva)).and_then(cstr) else {
+            break;
+        };
+        dlls.push(dll.to_string());
+        let thunk_size = if pe.is_64 { 8 } else { 4 };
+        if let Some(mut t) = at(fix(int_rva)) {
+            for _ in 0..65536 {
+                let thunk: u64 = if pe.is_64 {
+                    match bytes.pread_with::<u64>(t, scroll::LE) {
+                        Ok(v) => v,
+                        Err(_) => break,
+                    }
+                } else {
+                    match bytes.pread_with::<u32>(t, scroll::LE) {
+                        Ok(v) => u64::from(v),
+                        Err(_) => break,
+                    }
+                };
+                if thunk == 0 {
+                    break;
+                }
+                let by_ordinal = thunk & (1 << (thunk_size * 8 - 1)) != 0;
+                let name = if by_ordinal {
+                    None
+                } else {
+                    // IMAGE_IMPORT_BY_NAME: u16 hint, then the name.
+                    at(fix(thunk as u32))
+                        .and_then(|o| cstr(o + 2))
+                        .map(str::to_string)
+                };
+                imports.push(Import {
+                    library: Some(dll.to_string()),
+                    demangled: name.as_deref().and_then(demangle),
+                    ordinal: by_ordinal.then_some((thunk & 0xffff) as u32),
+                    name,
+                    version: None,
+                    weak: false,
+                    delayed: true,
+                });
+                t += thunk_size;
+            }
+        }
+        desc += 32;
+    }
+    (dlls, imports)
 }

@@ -46,6 +46,46 @@ fn corpus(dir: &Path) -> Vec<(String, Vec<u8>)> {
     common::mingw_dll(&[&cpp], &dir.join("y.dll"), &[]);
     files.push(("pe".into(), dir.join("x.dll")));
     files.push(("pe-cxx".into(), dir.join("y.dll")));
+    if let Some(clang) = common::clang() {
+        // MSVC-ABI DLL with a delay-load import directory (read by our own code, not goblin).
+        let drv = write(
+            dir,
+            "drv.c",
+            "__declspec(dllexport) int drv(int x) { return x; }\n",
+        );
+        let user = write(
+            dir,
+            "user.c",
+            "__declspec(dllimport) int drv(int);\nvoid* __delayLoadHelper2(const void* d, void** iat) { (void)d; return *iat; }\n\
+             __declspec(dllexport) int use(int x) { return drv(x); }\n",
+        );
+        let link = |src: &Path, out: &Path, extra: &[String]| {
+            common::run(
+                std::process::Command::new(clang)
+                    .args([
+                        "--target=x86_64-pc-windows-msvc",
+                        "-fuse-ld=lld",
+                        "-nostdlib",
+                        "-shared",
+                        "-Wl,/noentry",
+                    ])
+                    .arg(src)
+                    .args(extra)
+                    .arg("-o")
+                    .arg(out),
+            )
+        };
+        link(&drv, &dir.join("drv.dll"), &[]);
+        link(
+            &user,
+            &dir.join("user.dll"),
+            &[
+                "-Wl,/delayload:drv.dll".into(),
+                dir.join("drv.lib").display().to_string(),
+            ],
+        );
+        files.push(("pe-delay".into(), dir.join("user.dll")));
+    }
     if common::clang().is_some() && common::have_ld64() {
         for t in ["x86_64-apple-macos11", "arm64-apple-macos11"] {
             let out = dir.join(format!("{t}/liby.dylib"));

@@ -353,3 +353,78 @@ fn windows_closure_with_dll_dirs_and_a_missing_dll() {
     let b = c.found.iter().find(|x| x.name == "b.dll").unwrap();
     assert_eq!(b.provider, Provider::PathEnv);
 }
+
+/// A delay-loaded DLL (lld-link `/delayload`, as torch does for GPU driver DLLs): not a
+/// load-time dependency, but its procedures are imports and are checked like the others.
+#[test]
+fn delay_loaded_dll_is_listed_apart_and_checked() {
+    let Some(clang) = common::clang() else {
+        panic!("clang-15 is needed (apt-get install clang-15 lld-15)");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let msvc = |src: &Path, out: &Path, extra: &[&str]| {
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        common::run(
+            std::process::Command::new(clang)
+                .args([
+                    "--target=x86_64-pc-windows-msvc",
+                    "-fuse-ld=lld",
+                    "-nostdlib",
+                    "-shared",
+                    "-Wl,/noentry",
+                ])
+                .arg(src)
+                .args(extra)
+                .arg("-o")
+                .arg(out),
+        )
+    };
+    let drv = write(d, "drv.c", "__declspec(dllexport) int drv_init(int x) { return x; }\n__declspec(dllexport) int drv_query(int x) { return x; }\n");
+    msvc(&drv, &d.join("drv.dll"), &[]);
+    let user = write(
+        d,
+        "user.c",
+        "__declspec(dllimport) int drv_init(int);\n__declspec(dllimport) int drv_query(int);\n\
+         void* __delayLoadHelper2(const void* descr, void** iat) { (void)descr; return *iat; }\n\
+         __declspec(dllexport) int use(int x) { return drv_init(x) + drv_query(x); }\n",
+    );
+    let lib = d.join("drv.lib");
+    let lib_arg = lib.display().to_string();
+    msvc(
+        &user,
+        &d.join("user.dll"),
+        &["-Wl,/delayload:drv.dll", &lib_arg],
+    );
+    let b = read_binary(&d.join("user.dll")).unwrap();
+    assert_eq!(b.delay_needed, ["drv.dll"]);
+    assert!(!b.needed.iter().any(|n| n == "drv.dll"), "{:?}", b.needed);
+    let delayed: Vec<&str> = b
+        .imports
+        .iter()
+        .filter(|i| i.delayed)
+        .filter_map(|i| i.name.as_deref())
+        .collect();
+    assert_eq!(delayed, ["drv_init", "drv_query"]);
+    // The load-time closure does not need it ...
+    let c = closure(&d.join("user.dll"), &SearchContext::default()).unwrap();
+    assert!(
+        c.missing.is_empty() && c.found.is_empty(),
+        "{:?} {:?}",
+        c.found,
+        c.missing
+    );
+    // ... and a driver without drv_query is still caught by the ABI check.
+    let old = write(
+        d,
+        "old.c",
+        "__declspec(dllexport) int drv_init(int x) { return x; }\n",
+    );
+    msvc(&old, &d.join("old/drv.dll"), &[]);
+    let old_bin = read_binary(&d.join("old/drv.dll")).unwrap();
+    let missing = unresolved_imports(&b, &[("drv.dll", &old_bin)]);
+    assert_eq!(
+        missing.iter().map(|m| m.display_name()).collect::<Vec<_>>(),
+        ["drv_query"]
+    );
+}
