@@ -148,7 +148,14 @@ pub fn describe(p: &Provider) -> String {
 /// make `doctor torch` take seconds.
 #[derive(Default)]
 pub struct Reader {
-    cache: Mutex<HashMap<PathBuf, Arc<Result<Binary, String>>>>,
+    cache: Mutex<HashMap<PathBuf, Parsed>>,
+}
+
+/// One file, parsed: whole, and without its symbol tables (what the closure walk copies).
+#[derive(Clone)]
+struct Parsed {
+    full: Arc<Result<Binary, String>>,
+    light: Arc<Result<Binary, String>>,
 }
 
 impl Reader {
@@ -159,21 +166,43 @@ impl Reader {
         Box::leak(Box::default())
     }
 
-    /// The whole binary (imports and exports included, names not demangled), parsed once.
-    pub fn full(&self, path: &Path) -> Arc<Result<Binary, String>> {
+    fn parsed(&self, path: &Path) -> Parsed {
         if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(path).cloned()) {
             return hit;
         }
         // Names are demangled only for what is reported: demangling every symbol of torch's
         // libraries would be most of doctor's time.
         let opts = rocbuild_native::ReadOptions { demangle: false };
-        let parsed =
-            Arc::new(rocbuild_native::read_binary_with(path, &opts).map_err(|e| e.to_string()));
+        let parsed = match rocbuild_native::read_binary_with(path, &opts) {
+            Ok(mut b) => {
+                let imports = std::mem::take(&mut b.imports);
+                let exports = std::mem::take(&mut b.exports);
+                let light = b.clone();
+                b.imports = imports;
+                b.exports = exports;
+                Parsed {
+                    full: Arc::new(Ok(b)),
+                    light: Arc::new(Ok(light)),
+                }
+            }
+            Err(e) => {
+                let e = Arc::new(Err(e.to_string()));
+                Parsed {
+                    full: e.clone(),
+                    light: e,
+                }
+            }
+        };
         if let Ok(mut c) = self.cache.lock() {
             c.entry(path.to_path_buf())
                 .or_insert_with(|| parsed.clone());
         }
         parsed
+    }
+
+    /// The whole binary (imports and exports included, names not demangled), parsed once.
+    pub fn full(&self, path: &Path) -> Arc<Result<Binary, String>> {
+        self.parsed(path).full
     }
 }
 
@@ -187,25 +216,8 @@ impl FileSystem for Reader {
     /// What the walk needs (names, paths, rpaths): the symbol tables stay in the cache, so the
     /// closure does not copy them for every file it visits.
     fn read_binary(&self, path: &Path) -> Result<Binary, NativeError> {
-        match &*self.full(path) {
-            // Field by field: `..b.clone()` would copy the symbol tables only to drop them.
-            Ok(b) => Ok(Binary {
-                format: b.format,
-                arch: b.arch.clone(),
-                is_64: b.is_64,
-                is_library: b.is_library,
-                soname_or_install_name: b.soname_or_install_name.clone(),
-                needed: b.needed.clone(),
-                weak_needed: b.weak_needed.clone(),
-                rpath: b.rpath.clone(),
-                runpath: b.runpath.clone(),
-                interpreter: b.interpreter.clone(),
-                imports: Vec::new(),
-                exports: Vec::new(),
-                gpu_targets: b.gpu_targets.clone(),
-                offload: b.offload.clone(),
-                universal_arches: b.universal_arches.clone(),
-            }),
+        match &*self.parsed(path).light {
+            Ok(b) => Ok(b.clone()),
             Err(reason) => Err(NativeError::Closure {
                 path: path.display().to_string(),
                 reason: reason.clone(),
