@@ -100,14 +100,12 @@ pub fn run(exe: &Path, venv: &Path, tmp: &Path) -> Result<DoctorBench> {
     for _ in 0..LOAD_ITERATIONS {
         with_load.push(timed(&mut doctor(&[]))?.0);
     }
+    // "--    torch 2.15.0: load test skipped (14 native libraries)"
     let libraries = a_out
         .lines()
-        .find_map(|l| {
-            l.split_once("torch ")
-                .and_then(|(_, r)| r.split_once('('))
-                .map(|(_, r)| r.to_string())
-        })
-        .and_then(|r| r.split_whitespace().next().and_then(|n| n.parse().ok()))
+        .find(|l| l.contains(" native librar"))
+        .and_then(|l| l.rsplit_once('('))
+        .and_then(|(_, r)| r.split_whitespace().next()?.parse().ok())
         .unwrap_or(0);
     Ok(DoctorBench {
         a,
