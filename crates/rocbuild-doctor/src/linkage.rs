@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rocbuild_native::{
     Binary, Closure, FileSystem, Format, NativeError, Provider, RealFs, SearchContext,
@@ -148,7 +148,9 @@ pub fn describe(p: &Provider) -> String {
 /// make `doctor torch` take seconds.
 #[derive(Default)]
 pub struct Reader {
-    cache: Mutex<HashMap<PathBuf, Parsed>>,
+    /// One cell per file: the first thread to ask parses it, the others wait for that result
+    /// instead of parsing it again.
+    cache: Mutex<HashMap<PathBuf, Arc<OnceLock<Parsed>>>>,
 }
 
 /// One file, parsed: whole, and without its symbol tables (what the closure walk copies).
@@ -167,42 +169,42 @@ impl Reader {
     }
 
     fn parsed(&self, path: &Path) -> Parsed {
-        if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(path).cloned()) {
-            return hit;
-        }
-        // Names are demangled only for what is reported: demangling every symbol of torch's
-        // libraries would be most of doctor's time.
-        let opts = rocbuild_native::ReadOptions { demangle: false };
-        let parsed = match rocbuild_native::read_binary_with(path, &opts) {
-            Ok(mut b) => {
-                let imports = std::mem::take(&mut b.imports);
-                let exports = std::mem::take(&mut b.exports);
-                let light = b.clone();
-                b.imports = imports;
-                b.exports = exports;
-                Parsed {
-                    full: Arc::new(Ok(b)),
-                    light: Arc::new(Ok(light)),
-                }
-            }
-            Err(e) => {
-                let e = Arc::new(Err(e.to_string()));
-                Parsed {
-                    full: e.clone(),
-                    light: e,
-                }
-            }
+        let cell = match self.cache.lock() {
+            Ok(mut c) => c.entry(path.to_path_buf()).or_default().clone(),
+            Err(_) => Arc::default(),
         };
-        if let Ok(mut c) = self.cache.lock() {
-            c.entry(path.to_path_buf())
-                .or_insert_with(|| parsed.clone());
-        }
-        parsed
+        cell.get_or_init(|| parse(path)).clone()
     }
 
     /// The whole binary (imports and exports included, names not demangled), parsed once.
     pub fn full(&self, path: &Path) -> Arc<Result<Binary, String>> {
         self.parsed(path).full
+    }
+}
+
+fn parse(path: &Path) -> Parsed {
+    // Names are demangled only for what is reported: demangling every symbol of torch's
+    // libraries would be most of doctor's time.
+    let opts = rocbuild_native::ReadOptions { demangle: false };
+    match rocbuild_native::read_binary_with(path, &opts) {
+        Ok(mut b) => {
+            let imports = std::mem::take(&mut b.imports);
+            let exports = std::mem::take(&mut b.exports);
+            let light = b.clone();
+            b.imports = imports;
+            b.exports = exports;
+            Parsed {
+                full: Arc::new(Ok(b)),
+                light: Arc::new(Ok(light)),
+            }
+        }
+        Err(e) => {
+            let e = Arc::new(Err(e.to_string()));
+            Parsed {
+                full: e.clone(),
+                light: e,
+            }
+        }
     }
 }
 
@@ -226,23 +228,37 @@ impl FileSystem for Reader {
     }
 }
 
-/// Parse `paths` on every core at once (the cache keeps them): reading the symbol tables of
-/// torch's libraries is most of doctor's time.
-pub fn prefetch(reader: &Reader, paths: &[PathBuf]) {
+/// `f` over `items` on every core, results in order. Most of the time goes into parsing
+/// torch's libraries and their dependencies: the reader's cache is shared, so each file is
+/// still parsed once, by whichever thread asks first.
+fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
-        .min(8);
+        .clamp(1, 8)
+        .min(items.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(p) = paths.get(i) else { break };
-                reader.full(p);
-            });
-        }
+    let mut out: Vec<(usize, R)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        mine.push((i, f(item)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
     });
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The full binary of `root`, or the precise error of reading it.
@@ -334,41 +350,41 @@ pub fn link_group(
     search: &Search,
     reader: &Reader,
 ) -> Vec<Result<Linkage, NativeError>> {
-    let mut all: Vec<PathBuf> = roots.to_vec();
-    all.extend(search.preloaded.iter().cloned());
-    prefetch(reader, &all);
-    let mut process: Vec<(String, PathBuf)> = Vec::new();
     // The preloaded files' own dependencies are in the process too.
     let mut bare = search.clone();
     bare.preloaded.clear();
-    for p in &search.preloaded {
-        if let Ok(c) = rocbuild_native::closure_with(p, &context(None, &bare), reader) {
-            process.push((
-                p.file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned(),
-                p.clone(),
-            ));
-            process.extend(provider_paths(&c));
+    let mut process: Vec<(String, PathBuf)> = par_map(&search.preloaded, |p| {
+        let name = p
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        match rocbuild_native::closure_with(p, &context(None, &bare), reader) {
+            Ok(c) => std::iter::once((name, p.clone()))
+                .chain(provider_paths(&c))
+                .collect(),
+            Err(_) => Vec::new(),
         }
-    }
-    let mut out: Vec<Result<(Linkage, Closure), NativeError>> = Vec::new();
-    for root in roots {
-        let r = root_binary(root, reader).and_then(|full| {
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    let out: Vec<Result<(Linkage, Closure), NativeError>> = par_map(roots, |root| {
+        root_binary(root, reader).and_then(|full| {
             let format = full.as_ref().as_ref().map(|b| b.format).ok();
             let c = rocbuild_native::closure_with(root, &context(format, search), reader)?;
             Ok((from_closure(&c), c))
-        });
-        if let Ok((_, c)) = &r {
-            process.extend(provider_paths(c));
-        }
-        out.push(r);
+        })
+    });
+    for (_, c) in out.iter().flatten() {
+        process.extend(provider_paths(c));
     }
     process.sort();
     process.dedup();
     let paths: Vec<PathBuf> = process.iter().map(|(_, p)| p.clone()).collect();
-    prefetch(reader, &paths);
+    par_map(&paths, |p| {
+        reader.full(p);
+    });
     let bins: Vec<(String, Arc<Result<Binary, String>>)> = process
         .iter()
         .map(|(n, p)| (n.clone(), reader.full(p)))
