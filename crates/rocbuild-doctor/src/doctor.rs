@@ -176,6 +176,13 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         } else {
             linkage::python_runtime(&machine.python.exe, reader)
         },
+        torch_libs: match torch {
+            Some(t) => native_libraries(site, &Subject::torch(), os)
+                .into_iter()
+                .filter(|p| p.starts_with(&t.lib))
+                .collect(),
+            None => Vec::new(),
+        },
     };
     let mut findings = Vec::new();
     let mut packages = Vec::new();

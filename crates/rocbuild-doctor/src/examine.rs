@@ -10,7 +10,7 @@ use crate::checks::{self, ffmpeg};
 use crate::doctor::{variant_major, DoctorOptions};
 use crate::finding::{Check, Finding, Severity};
 use crate::linkage::{self, Linkage, Reader, Search};
-use crate::package::{native_libraries, Subject};
+use crate::package::Subject;
 
 /// What every package's examination shares.
 pub struct Examiner<'a> {
@@ -19,6 +19,8 @@ pub struct Examiner<'a> {
     pub reader: &'a Reader,
     /// The Python program and its libpython: they export the `Py*` symbols.
     pub python: Vec<PathBuf>,
+    /// torch's libraries under torch/lib: `import torch` loads them before any extension.
+    pub torch_libs: Vec<PathBuf>,
 }
 
 pub struct Examined {
@@ -125,7 +127,7 @@ impl Examiner<'_> {
                 ));
             }
         }
-        findings.extend(self.gpu(subject, &linkages, &search));
+        findings.extend(self.gpu(subject, &linkages));
         findings.extend(checks::stale::check(site, subject, torch));
         Examined { findings, inactive }
     }
@@ -137,17 +139,7 @@ impl Examiner<'_> {
     /// no RUNPATH could find, and the core is already loaded by then).
     fn search(&self, live: &[PathBuf]) -> Search {
         let mut preloaded = self.python.clone();
-        if let Some(t) = &self.machine.torch {
-            preloaded.extend(
-                native_libraries(
-                    &self.machine.python.site_packages,
-                    &Subject::torch(),
-                    self.machine.platform.os,
-                )
-                .into_iter()
-                .filter(|p| p.starts_with(&t.lib)),
-            );
-        }
+        preloaded.extend(self.torch_libs.iter().cloned());
         preloaded.extend(live.iter().cloned());
         Search {
             extra_dirs: self.opts.library_path.clone(),
@@ -193,7 +185,7 @@ impl Examiner<'_> {
         (available, findings)
     }
 
-    fn gpu(&self, subject: &Subject, linkages: &[Linkage], search: &Search) -> Vec<Finding> {
+    fn gpu(&self, subject: &Subject, linkages: &[Linkage]) -> Vec<Finding> {
         let bins: Vec<(PathBuf, Vec<String>)> = linkages
             .iter()
             .map(|l| (l.path.clone(), l.gpu_targets.clone()))
@@ -204,14 +196,13 @@ impl Examiner<'_> {
             .filter(|f| checks::gpu::is_hip_runtime(&f.name))
             .filter_map(|f| f.path.clone())
             .collect();
-        if let (Some(t), true) = (&self.machine.torch, subject.name != "torch") {
+        if subject.name != "torch" {
             // A ROCm torch carries its own HIP runtime in torch/lib; loaded with the package,
             // it is one of the runtimes in the process.
             hip.extend(
-                search
-                    .preloaded
+                self.torch_libs
                     .iter()
-                    .filter(|p| p.starts_with(&t.lib) && checks::gpu::is_hip_runtime(&file_name(p)))
+                    .filter(|p| checks::gpu::is_hip_runtime(&file_name(p)))
                     .cloned(),
             );
         }
