@@ -383,3 +383,14 @@ fn two_rocm_runtimes_in_one_closure() {
     );
     assert!(out.stdout.contains("libamdhip64.so.5"), "{}", out.stdout);
 }
+
+#[test]
+fn a_venv_without_any_known_package_has_nothing_to_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    make_venv(&venv);
+    let out = rocbuild(&["doctor", "--venv", venv.to_str().unwrap()], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("torch: not installed"), "{}", out.stdout);
+    assert!(out.stdout.contains("nothing to check"), "{}", out.stdout);
+}
