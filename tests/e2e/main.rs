@@ -5,6 +5,8 @@ mod clean;
 mod common;
 mod ctranslate2_build;
 mod crash;
+mod deps;
+mod doctor;
 mod errors;
 mod ffmpeg_download;
 mod fixture_build;

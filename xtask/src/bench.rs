@@ -1,5 +1,6 @@
-//! `cargo xtask bench`: rocbuild's overhead over a bare CMake build of the same project, and
-//! the cost of a rerun that has nothing to do. Writes BENCHMARKS.md.
+//! `cargo xtask bench`: rocbuild's overhead over a bare CMake build of the same project, the
+//! cost of a rerun that has nothing to do, and `doctor` against an `nm -D` script
+//! (bench_doctor.rs). Writes BENCHMARKS.md.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -320,6 +321,22 @@ pub fn bench() -> Result<()> {
         None
     };
 
+    // (d) doctor over the real PyPI torch, against an nm -D script.
+    let torch_venv = ws.join(crate::bench_doctor::TORCH_VENV);
+    let doctor = if torch_venv.join("bin/python").exists() {
+        println!(
+            "xtask: bench: doctor vs nm -D over {}",
+            torch_venv.display()
+        );
+        Some(crate::bench_doctor::run(&w.exe, &torch_venv, &root)?)
+    } else {
+        println!(
+            "xtask: bench: {} is missing: run `cargo xtask setup` for the doctor benchmark",
+            torch_venv.display()
+        );
+        None
+    };
+
     let ratios: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
     let (sa, sb, sr, sn) = (stats(&a), stats(&b), stats(&ratios), stats(&noop));
     let ratio_of_medians = sa.median / sb.median;
@@ -382,6 +399,17 @@ pub fn bench() -> Result<()> {
             )
         }
         None => "- (c) skipped: no venv with the real torch\n".to_string(),
+    };
+    let doctor_text = match &doctor {
+        Some(d) => {
+            let (rows, text) = crate::bench_doctor::markdown(d, |xs| {
+                let s = stats(xs);
+                (s.median, s.min, s.max)
+            });
+            table.push_str(&rows);
+            text
+        }
+        None => "**(d) doctor vs an `nm -D` script**: not run (no `cache/venvs/torch-real`; `cargo xtask setup` makes it).\n".into(),
     };
     parts.retain(|(_, v)| !v.is_empty());
     let parts_sum: f64 = parts.iter().map(|(_, v)| stats(v).median).sum();
@@ -456,7 +484,8 @@ pub fn bench() -> Result<()> {
          and stats the installed file; the size and mtime match, so nothing is hashed; realext needs no FFmpeg, so \
          there is no pkg-config query), B is the cheapest Python-side look at the same venv, \
          `python -c \"import importlib.metadata as m; print(m.version('torch'))\"`. A and B alternate \
-         ({status_n} pairs). Target for A: ≤ {status_target} ms.\n",
+         ({status_n} pairs). Target for A: ≤ {status_target} ms.\n\n\
+         {doctor_text}",
         date = machine.date,
         rev = machine.rev,
         nproc = machine.nproc,

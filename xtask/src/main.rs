@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_status;
+mod bench_doctor;
 mod setup;
 mod util;
 
@@ -15,7 +16,8 @@ commands:
   test [ARGS...]  install what the tests need (apt packages, a venv with the real PyPI torch
                   in cache/venvs/torch-real), then run `cargo test --workspace ARGS...`
   setup           only the set-up part of `test`
-  bench           benchmarks: rocbuild vs bare cmake, no-op rerun, status on the real torch;
+  bench           benchmarks: rocbuild vs bare cmake, no-op rerun, status on the real torch,
+                  doctor vs an nm -D script;
                   writes BENCHMARKS.md
 ";
 

@@ -65,6 +65,12 @@ pub enum Command {
     Clean(CleanArgs),
     /// Download a shared FFmpeg build (pinned by URL and sha256), extract it, and say how to use it.
     Ffmpeg(FfmpegArgs),
+    /// Say why torch, torchcodec or ctranslate2 will not load in the venv, and what to do first.
+    Doctor(DoctorArgs),
+    /// The dependency tree of native libraries: where each one is found, who provides it, what is missing.
+    Deps(DepsArgs),
+    /// Copy the non-system libraries a frozen app needs into DIR, keeping their layout.
+    Bundle(BundleArgs),
 }
 
 #[derive(Debug, Args)]
@@ -196,6 +202,57 @@ pub struct FfmpegArgs {
     #[arg(long, value_name = "DIR")]
     pub into: Option<PathBuf>,
     /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Packages to check (torch, torchcodec, ctranslate2, or a recipe) [default: all that are installed].
+    #[arg(value_name = "RECIPE")]
+    pub packages: Vec<String>,
+    /// The venv to check [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then ./.venv].
+    #[arg(long, value_name = "PATH")]
+    pub venv: Option<PathBuf>,
+    /// The GPU's architectures, e.g. gfx1010 (comma separated) [default: $PYTORCH_ROCM_ARCH].
+    #[arg(long = "gpu-arch", value_name = "GFX", value_delimiter = ',')]
+    pub gpu_arch: Vec<String>,
+    /// Seconds the load test (a fresh Python) may take per package before it is killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    pub timeout: u64,
+    /// Skip the load test: only read the files (no Python is started).
+    #[arg(long)]
+    pub no_load: bool,
+    /// Print the findings as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DepsArgs {
+    /// Native libraries or programs (ELF, PE or Mach-O).
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// More directories the loader searches (like LD_LIBRARY_PATH or os.add_dll_directory; repeatable).
+    #[arg(long = "search", value_name = "DIR")]
+    pub search: Vec<PathBuf>,
+    /// Print the tree as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    /// The app's native libraries or extension modules.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Where to copy them (created if missing).
+    #[arg(long, value_name = "DIR", required = true)]
+    pub into: PathBuf,
+    /// More directories the loader searches (repeatable).
+    #[arg(long = "search", value_name = "DIR")]
+    pub search: Vec<PathBuf>,
+    /// Print what was copied as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }

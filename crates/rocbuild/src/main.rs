@@ -1,6 +1,7 @@
 //! rocbuild: the binary. Argument parsing and output only; the work is in the library crates.
 
 mod cli;
+mod doctor;
 mod env;
 mod keep;
 
@@ -55,6 +56,9 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Some(Command::Restore(a)) => keep::restore(&a),
         Some(Command::Wheel(a)) => keep::wheel(&a),
         Some(Command::Clean(a)) => keep::clean(&a, &cli.global),
+        Some(Command::Doctor(a)) => doctor::doctor(&load_recipes(&cli.global)?, &a),
+        Some(Command::Deps(a)) => doctor::deps(&a),
+        Some(Command::Bundle(a)) => doctor::bundle(&a),
         None => build(&load_recipes(&cli.global)?, &cli.build, &cli.global),
     }
 }

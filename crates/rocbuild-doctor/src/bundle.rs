@@ -1,0 +1,165 @@
+//! `rocbuild bundle`: the minimal set of non-system libraries a frozen app needs, copied with
+//! the layout its loaders expect. Files under site-packages keep their path below it
+//! (`torch/lib/libc10.so`, `_rocm_sdk_core/bin/amdhip64_6.dll`), because RUNPATHs such as
+//! `$ORIGIN/../torch/lib` and a package's own `add_dll_directory` calls point there; anything
+//! else goes beside the first library that needs it, which every loader searches (`$ORIGIN`
+//! when the RUNPATH has it, the DLL's directory, `@loader_path`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::DoctorError;
+use crate::linkage::{self, Reader, Search};
+use crate::provider::{classify, site_packages_of, Source};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Copied {
+    pub from: PathBuf,
+    /// Relative to the bundle directory.
+    pub to: PathBuf,
+    pub size: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BundleReport {
+    pub into: PathBuf,
+    pub copied: Vec<Copied>,
+    pub total_size: u64,
+    /// Imports nothing exports: the bundle is complete, but these would fail at load time.
+    pub warnings: Vec<String>,
+}
+
+/// Where `file` goes in the bundle, given where its loader (if any) went.
+fn destination(file: &Path, name: &str, loader_dest: Option<&Path>) -> PathBuf {
+    if let Some((_, rest)) = site_packages_of(file) {
+        return rest;
+    }
+    match loader_dest.and_then(Path::parent) {
+        Some(dir) => dir.join(name),
+        None => PathBuf::from(name),
+    }
+}
+
+/// Work out the set, refuse if anything is missing, then copy.
+pub fn bundle(
+    files: &[PathBuf],
+    into: &Path,
+    search_dirs: &[PathBuf],
+) -> Result<BundleReport, DoctorError> {
+    let reader = Reader::leaked();
+    let search = Search {
+        extra_dirs: search_dirs.to_vec(),
+        ..Default::default()
+    };
+    // source path -> destination (relative), in load order; roots first.
+    let mut plan: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
+    let mut order: Vec<PathBuf> = Vec::new();
+    let mut missing: Vec<String> = Vec::new();
+    let mut warnings = Vec::new();
+    for file in files {
+        let file = &linkage::tidy(file);
+        let l = linkage::link(file, &search, reader)?;
+        let root_name = file
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if !plan.contains_key(file) {
+            plan.insert(file.clone(), destination(file, &root_name, None));
+            order.push(file.clone());
+        }
+        for m in &l.missing {
+            let by: Vec<String> = m
+                .needed_by
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            missing.push(format!("{} (needed by {})", m.name, by.join(", ")));
+        }
+        for u in &l.unresolved {
+            if u.name.starts_with("Py") || u.name.starts_with("_Py") {
+                continue;
+            }
+            warnings.push(format!(
+                "{} imports {} that nothing exports",
+                u.importer.display(),
+                u.demangled.as_deref().unwrap_or(&u.name)
+            ));
+        }
+        for f in &l.found {
+            let Some(path) = &f.path else { continue };
+            if classify(f) == Source::System || plan.contains_key(path) {
+                continue;
+            }
+            let loader = f.needed_by.first().and_then(|p| plan.get(p)).cloned();
+            plan.insert(path.clone(), destination(path, &f.name, loader.as_deref()));
+            order.push(path.clone());
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    if !missing.is_empty() {
+        let count = missing.len();
+        return Err(DoctorError::BundleMissing {
+            count,
+            help: format!(
+                "these must be found first (install them, or pass --search DIR):\n  {}",
+                missing.join("\n  ")
+            ),
+        });
+    }
+    let mut copied = Vec::new();
+    for from in order {
+        let to = plan[&from].clone();
+        let dest = into.join(&to);
+        if let Some(parent) = dest.parent() {
+            fs_err::create_dir_all(parent).map_err(DoctorError::io("create", parent))?;
+        }
+        // fs::copy follows symlinks: the bundle holds the library under the name its
+        // dependents ask for, not a dangling link.
+        let size = fs_err::copy(&from, &dest).map_err(DoctorError::io("copy", &from))?;
+        copied.push(Copied { from, to, size });
+    }
+    let total_size = copied.iter().map(|c| c.size).sum();
+    Ok(BundleReport {
+        into: into.to_path_buf(),
+        copied,
+        total_size,
+        warnings,
+    })
+}
+
+fn size(n: u64) -> String {
+    if n >= 1 << 20 {
+        format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
+    } else if n >= 1 << 10 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{n} B")
+    }
+}
+
+pub fn human(r: &BundleReport) -> String {
+    let mut o = String::new();
+    for c in &r.copied {
+        o.push_str(&format!(
+            "  {}  ({}, from {})\n",
+            c.to.display(),
+            size(c.size),
+            c.from.display()
+        ));
+    }
+    o.push_str(&format!(
+        "copied {} {} ({}) into {}\n",
+        r.copied.len(),
+        if r.copied.len() == 1 { "file" } else { "files" },
+        size(r.total_size),
+        r.into.display()
+    ));
+    for w in &r.warnings {
+        o.push_str(&format!("warning: {w}\n"));
+    }
+    o
+}

@@ -1,0 +1,245 @@
+//! `rocbuild doctor`: every check on every package, as data.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rocbuild_probe::{Machine, Os};
+use serde::Serialize;
+
+use crate::error::DoctorError;
+use crate::examine::Examiner;
+use crate::finding::{order, Finding};
+use crate::linkage::{self, Reader};
+use crate::loadtest::{load_test, LoadReport, Step};
+use crate::package::{native_libraries, Subject};
+use crate::symptom;
+
+/// What the caller (the CLI) decides.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    /// The packages asked for by name; empty: every candidate installed in the venv.
+    pub requested: Vec<String>,
+    /// What doctor can check: [`Subject::known`] plus the recipes' packages.
+    pub candidates: Vec<Subject>,
+    /// The GPU's architectures (`--gpu-arch`, `$PYTORCH_ROCM_ARCH`), if known.
+    pub gpu_arch: Option<Vec<String>>,
+    /// Per package, for the load test's child Python.
+    pub timeout: Duration,
+    /// Run the load test (a child Python) at all.
+    pub load_test: bool,
+    /// LD_LIBRARY_PATH / DYLD_LIBRARY_PATH entries, PATH entries (for Windows' DLL search).
+    pub library_path: Vec<PathBuf>,
+    pub path: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PackageReport {
+    pub name: String,
+    pub version: Option<String>,
+    pub dir: PathBuf,
+    pub libraries: Vec<PathBuf>,
+    /// `None`: not run (`--no-load`) or not installed.
+    pub load: Option<LoadReport>,
+    /// Library file names whose load failure is expected (a core for an FFmpeg major that is
+    /// not on this system: the package's own loader skips it; a library that needs only the
+    /// GPU driver) or follows from another (it needs a sibling that failed to load).
+    pub expected_failures: Vec<String>,
+    pub loads: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TorchSummary {
+    pub version: String,
+    pub flavor: String,
+    pub lib: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub venv: PathBuf,
+    pub chosen_by: String,
+    pub python: String,
+    pub torch: Option<TorchSummary>,
+    pub packages: Vec<PackageReport>,
+    /// Ordered: what to do first, first.
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// All is well: no error and no warning.
+    pub fn healthy(&self) -> bool {
+        !self.findings.iter().any(Finding::is_problem)
+    }
+}
+
+/// What doctor needs to know of the machine, and no more: the venv, its Python and torch, and
+/// FFmpeg when a package loads it. Not the build tools (`rocbuild_probe::probe` asks cmake,
+/// ninja and the compilers for their versions: processes doctor does not need).
+pub fn probe(venv: Option<&Path>, want_ffmpeg: bool) -> Result<Machine, DoctorError> {
+    let os = Os::current();
+    let venv = rocbuild_probe::choose_venv(venv)?;
+    let python = rocbuild_probe::probe_python(&venv, os)?;
+    let torch = rocbuild_probe::probe_torch(&python.site_packages);
+    // FFmpeg's development files are not needed to *run*: without pkg-config's answer the
+    // FFmpeg check relies on the library directories alone.
+    let ffmpeg = want_ffmpeg
+        .then(|| {
+            let pc = rocbuild_probe::Tool {
+                path: PathBuf::from("pkg-config"),
+                version: None,
+            };
+            rocbuild_probe::probe_ffmpeg(None, Some(&pc))
+                .map_err(|e| tracing::debug!("no FFmpeg through pkg-config: {e}"))
+                .ok()
+        })
+        .flatten();
+    Ok(Machine {
+        platform: rocbuild_probe::Platform {
+            os,
+            arch: std::env::consts::ARCH.to_string(),
+            distro: None,
+        },
+        venv,
+        python,
+        torch,
+        ffmpeg,
+        tools: Default::default(),
+        toolkits: Default::default(),
+        rocm_sdks: Vec::new(),
+        hip_runtime: None,
+        gpu: None,
+    })
+}
+
+/// Pick the subjects: the ones asked for (an unknown name is a usage error), or all installed.
+fn choose(opts: &DoctorOptions, site: &Path) -> Result<Vec<Subject>, DoctorError> {
+    if opts.requested.is_empty() {
+        return Ok(opts
+            .candidates
+            .iter()
+            .filter(|s| s.present(site))
+            .cloned()
+            .collect());
+    }
+    let mut out: Vec<Subject> = Vec::new();
+    for name in &opts.requested {
+        let s = opts
+            .candidates
+            .iter()
+            .find(|s| &s.name == name || &s.import_dir == name)
+            .ok_or_else(|| DoctorError::UnknownPackage {
+                name: name.clone(),
+                known: opts
+                    .candidates
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        if !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// The FFmpeg major a variant library is for: torchcodec's `…_core7`, `…_custom_ops7`,
+/// `…_pybind_ops7`.
+pub(crate) fn variant_major(file: &str) -> Option<u32> {
+    let stem = file.split('.').next()?;
+    ["_core", "_custom_ops", "_pybind_ops"]
+        .iter()
+        .find_map(|k| stem.rsplit_once(k).and_then(|(_, d)| d.parse().ok()))
+}
+
+pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorError> {
+    let site = &machine.python.site_packages;
+    let os = machine.platform.os;
+    let torch = machine.torch.as_ref();
+    let plans: Vec<(Subject, Vec<PathBuf>, Vec<Step>)> = choose(opts, site)?
+        .into_iter()
+        .map(|s| {
+            let libs = native_libraries(site, &s, os);
+            let mut steps = Vec::new();
+            if s.name != "torch" && torch.is_some() {
+                steps.push(Step::Import("torch".into()));
+            }
+            steps.push(Step::Import(s.import_dir.clone()));
+            steps.extend(libs.iter().cloned().map(Step::Cdll));
+            (s, libs, steps)
+        })
+        .collect();
+    let reader = Reader::leaked();
+    let ctx = Examiner {
+        machine,
+        opts,
+        reader,
+        python: if os == Os::Windows {
+            Vec::new()
+        } else {
+            linkage::python_runtime(&machine.python.exe, reader)
+        },
+        torch_libs: match torch {
+            Some(t) => native_libraries(site, &Subject::torch(), os)
+                .into_iter()
+                .filter(|p| p.starts_with(&t.lib))
+                .collect(),
+            None => Vec::new(),
+        },
+    };
+    let mut findings = Vec::new();
+    let mut packages = Vec::new();
+    // The load tests (child processes that mostly wait on imports) run while the files are read.
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = plans
+            .iter()
+            .map(|(s, _, steps)| {
+                let run = opts.load_test && s.present(site);
+                scope
+                    .spawn(move || run.then(|| load_test(&machine.python.exe, steps, opts.timeout)))
+            })
+            .collect();
+        for ((subject, libs, _), handle) in plans.iter().zip(handles) {
+            let examined = ctx.examine(subject, libs);
+            findings.extend(examined.findings);
+            let load = handle.join().unwrap_or(None);
+            let verdict = symptom::judge(&subject.name, libs, examined.inactive, load.as_ref());
+            findings.extend(verdict.finding);
+            packages.push(PackageReport {
+                name: subject.name.clone(),
+                version: subject.version(machine),
+                dir: subject.dir(site),
+                libraries: libs.clone(),
+                load,
+                expected_failures: verdict.expected,
+                loads: verdict.loads,
+            });
+        }
+    });
+    order(&mut findings);
+    Ok(Report {
+        venv: machine.venv.root.clone(),
+        chosen_by: machine.venv.chosen_by.clone(),
+        python: machine.python.full_version.clone(),
+        torch: torch.map(|t| TorchSummary {
+            version: t.version.clone(),
+            flavor: t.flavor.as_str().into(),
+            lib: t.lib.clone(),
+        }),
+        packages,
+        findings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variant_majors() {
+        assert_eq!(variant_major("libtorchcodec_core7.so"), Some(7));
+        assert_eq!(variant_major("libtorchcodec_custom_ops6.so"), Some(6));
+        assert_eq!(variant_major("libtorchcodec_pybind_ops5.so"), Some(5));
+        assert_eq!(variant_major("libtorchcodec_pybind_ops.so"), None);
+    }
+}

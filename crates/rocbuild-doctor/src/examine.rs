@@ -1,0 +1,253 @@
+//! The checks that read files, for one package: FFmpeg, closure, flavor, missing libraries,
+//! ABI, GPU, staleness. No native code is loaded; the load test runs beside, in a child.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rocbuild_probe::{Machine, Os};
+
+use crate::checks::{self, ffmpeg};
+use crate::doctor::{variant_major, DoctorOptions};
+use crate::finding::{Check, Finding, Severity};
+use crate::linkage::{self, Linkage, Reader, Search};
+use crate::package::Subject;
+
+/// What every package's examination shares.
+pub struct Examiner<'a> {
+    pub machine: &'a Machine,
+    pub opts: &'a DoctorOptions,
+    pub reader: &'a Reader,
+    /// The Python program and its libpython: they export the `Py*` symbols.
+    pub python: Vec<PathBuf>,
+    /// torch's libraries under torch/lib: `import torch` loads them before any extension.
+    pub torch_libs: Vec<PathBuf>,
+}
+
+pub struct Examined {
+    pub findings: Vec<Finding>,
+    /// Libraries the package's own loader skips on this machine (cores for an FFmpeg major
+    /// that is not here): not examined, and their load failures are expected.
+    pub inactive: Vec<String>,
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn searched(os: Os) -> &'static str {
+    match os {
+        Os::Linux => "the library's RPATH/RUNPATH, LD_LIBRARY_PATH, torch/lib (loaded by `import torch`), the ld.so cache and /lib, /usr/lib",
+        Os::Macos => "the library's LC_RPATHs, @loader_path, DYLD_LIBRARY_PATH and /usr/lib",
+        Os::Windows => "the DLL's own directory, the add_dll_directory directories, System32 and PATH",
+    }
+}
+
+impl Examiner<'_> {
+    pub fn examine(&self, subject: &Subject, libs: &[PathBuf]) -> Examined {
+        let site = &self.machine.python.site_packages;
+        if !subject.present(site) {
+            return Examined {
+                findings: vec![not_installed(subject, site)],
+                inactive: Vec::new(),
+            };
+        }
+        let mut findings = Vec::new();
+        // FFmpeg first: it decides which core libraries are live at all.
+        let available = if subject.ffmpeg {
+            let (found, f) = self.ffmpeg(subject, libs);
+            findings.extend(f);
+            found
+        } else {
+            BTreeMap::new()
+        };
+        let is_inactive = |p: &Path| {
+            subject.ffmpeg
+                && variant_major(&file_name(p)).is_some_and(|m| !available.contains_key(&m))
+        };
+        let inactive: Vec<String> = libs
+            .iter()
+            .filter(|p| is_inactive(p))
+            .map(|p| file_name(p))
+            .collect();
+        let live: Vec<PathBuf> = libs.iter().filter(|p| !is_inactive(p)).cloned().collect();
+
+        let search = self.search(&live);
+        let mut linkages: Vec<Linkage> = Vec::new();
+        for (lib, r) in live
+            .iter()
+            .zip(linkage::link_group(&live, &search, self.reader))
+        {
+            match r {
+                Ok(l) => linkages.push(l),
+                Err(e) => findings.push(
+                    Finding::new(
+                        Severity::Error,
+                        Check::Missing,
+                        &subject.name,
+                        format!("{} cannot be read", file_name(lib)),
+                    )
+                    .details([e.to_string()])
+                    .why("the file is truncated or damaged, so no loader can load it")
+                    .fix(format!("reinstall it: {}", subject.rebuild_hint())),
+                ),
+            }
+        }
+        let torch = self.machine.torch.as_ref();
+        if let Some(t) = torch {
+            let needed: Vec<(PathBuf, Vec<String>)> = linkages
+                .iter()
+                .map(|l| (l.path.clone(), l.needed.clone()))
+                .collect();
+            findings.extend(checks::flavor::check(subject, t, &needed));
+        }
+        for l in &linkages {
+            let name = file_name(&l.path);
+            findings.extend(checks::missing::check(
+                subject,
+                &name,
+                &l.missing,
+                searched(self.machine.platform.os),
+            ));
+            // A missing library hides every symbol it would have provided: its own finding says so.
+            if l.missing.is_empty() {
+                let own: Vec<_> = l
+                    .unresolved
+                    .iter()
+                    .filter(|u| u.importer == l.path)
+                    .cloned()
+                    .collect();
+                findings.extend(checks::abi::check(
+                    subject,
+                    torch.map(|t| t.version.as_str()),
+                    &name,
+                    &own,
+                ));
+            }
+        }
+        findings.extend(self.gpu(subject, &linkages));
+        findings.extend(checks::stale::check(site, subject, torch));
+        Examined { findings, inactive }
+    }
+
+    /// Already in the process when the package's libraries load: Python itself; torch's
+    /// libraries (`import torch` loads them into the global scope first; for torch itself, its
+    /// libraries load as one group and resolve against each other); and the package's own
+    /// (its loader loads them in order: TorchCodec's custom_ops NEEDs the core by a bare name
+    /// no RUNPATH could find, and the core is already loaded by then).
+    fn search(&self, live: &[PathBuf]) -> Search {
+        let mut preloaded = self.python.clone();
+        preloaded.extend(self.torch_libs.iter().cloned());
+        preloaded.extend(live.iter().cloned());
+        Search {
+            extra_dirs: self.opts.library_path.clone(),
+            preloaded,
+            executable: None,
+        }
+    }
+
+    /// FFmpeg majors the loader would find, and the FFmpeg findings.
+    fn ffmpeg(
+        &self,
+        subject: &Subject,
+        libs: &[PathBuf],
+    ) -> (BTreeMap<u32, PathBuf>, Vec<Finding>) {
+        let os = self.machine.platform.os;
+        let site = &self.machine.python.site_packages;
+        let dirs = ffmpeg::search_dirs(
+            os,
+            &subject.dir(site),
+            self.machine.ffmpeg.as_ref().map(|f| f.lib.as_path()),
+            &self.opts.library_path,
+            &self.opts.path,
+        );
+        let available = ffmpeg::available(os, &dirs);
+        let exe_dir = (os == Os::Windows)
+            .then(|| {
+                self.opts
+                    .path
+                    .iter()
+                    .find(|d| d.join("ffmpeg.exe").is_file())
+                    .cloned()
+            })
+            .flatten();
+        let findings = ffmpeg::check(
+            subject,
+            &ffmpeg::FfmpegFacts {
+                os,
+                libs,
+                available: &available,
+                ffmpeg_exe_dir: exe_dir.as_deref(),
+            },
+        );
+        (available, findings)
+    }
+
+    fn gpu(&self, subject: &Subject, linkages: &[Linkage]) -> Vec<Finding> {
+        let bins: Vec<(PathBuf, Vec<String>)> = linkages
+            .iter()
+            .map(|l| (l.path.clone(), l.gpu_targets.clone()))
+            .collect();
+        let mut hip: Vec<PathBuf> = linkages
+            .iter()
+            .flat_map(|l| &l.found)
+            .filter(|f| checks::gpu::is_hip_runtime(&f.name))
+            .filter_map(|f| f.path.clone())
+            .collect();
+        if subject.name != "torch" {
+            // A ROCm torch carries its own HIP runtime in torch/lib; loaded with the package,
+            // it is one of the runtimes in the process.
+            hip.extend(
+                self.torch_libs
+                    .iter()
+                    .filter(|p| checks::gpu::is_hip_runtime(&file_name(p)))
+                    .cloned(),
+            );
+        }
+        hip.sort();
+        hip.dedup();
+        let comgr = linkages
+            .iter()
+            .flat_map(|l| &l.found)
+            .any(|f| checks::gpu::is_comgr(&f.name))
+            || hip.iter().filter_map(|p| p.parent()).any(|d| {
+                std::fs::read_dir(d)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|e| checks::gpu::is_comgr(&e.file_name().to_string_lossy()))
+            });
+        checks::gpu::check(
+            subject,
+            &checks::gpu::GpuFacts {
+                binaries: &bins,
+                gpu: self.opts.gpu_arch.as_deref(),
+                hip_runtimes: &hip,
+                comgr,
+            },
+        )
+    }
+}
+
+fn not_installed(subject: &Subject, site: &Path) -> Finding {
+    Finding::new(
+        Severity::Error,
+        Check::Missing,
+        &subject.name,
+        format!("{} is not installed in this venv", subject.name),
+    )
+    .why(format!(
+        "{} has no {}/ directory",
+        site.display(),
+        subject.import_dir
+    ))
+    .fix(match &subject.recipe {
+        Some(r) => format!(
+            "run `rocbuild {r}` (or pip install {})",
+            subject.distribution
+        ),
+        None => format!("pip install {}", subject.distribution),
+    })
+}

@@ -1,0 +1,108 @@
+//! Findings are data: what the checks found, rendered later as short human text or JSON.
+
+use serde::Serialize;
+
+/// How bad a finding is. `Error` and `Warning` make `doctor` exit 1; a `Note` does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// It does not work (or will not once used).
+    Error,
+    /// It works today by luck, or will break on the next change.
+    Warning,
+    /// Context: a check that could not run, something worth knowing.
+    Note,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        }
+    }
+}
+
+/// Which check produced a finding. The order of the variants is the order in which a user
+/// should act: a library of the wrong flavor must be replaced before its missing CUDA
+/// runtime matters, a missing dependency hides every ABI problem behind it, and so on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Check {
+    Flavor,
+    Missing,
+    Abi,
+    Ffmpeg,
+    Gpu,
+    Stale,
+    /// The fresh-subprocess load test: the symptom, shown with the loader's own words.
+    Load,
+}
+
+impl Check {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Check::Flavor => "flavor",
+            Check::Missing => "missing",
+            Check::Abi => "abi",
+            Check::Ffmpeg => "ffmpeg",
+            Check::Gpu => "gpu",
+            Check::Stale => "stale",
+            Check::Load => "load",
+        }
+    }
+}
+
+/// One thing `doctor` found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub severity: Severity,
+    pub check: Check,
+    /// The package (or file) it is about: `torchcodec`, `torch`.
+    pub subject: String,
+    /// One line: what is wrong.
+    pub what: String,
+    /// The evidence, one item a line (demangled symbols, loader messages, paths).
+    pub details: Vec<String>,
+    /// Why it happens.
+    pub why: String,
+    /// What to do; empty when there is nothing to do.
+    pub fix: String,
+}
+
+impl Finding {
+    pub fn new(severity: Severity, check: Check, subject: &str, what: impl Into<String>) -> Self {
+        Finding {
+            severity,
+            check,
+            subject: subject.to_string(),
+            what: what.into(),
+            details: Vec::new(),
+            why: String::new(),
+            fix: String::new(),
+        }
+    }
+    pub fn details(mut self, d: impl IntoIterator<Item = String>) -> Self {
+        self.details.extend(d);
+        self
+    }
+    pub fn why(mut self, w: impl Into<String>) -> Self {
+        self.why = w.into();
+        self
+    }
+    pub fn fix(mut self, f: impl Into<String>) -> Self {
+        self.fix = f.into();
+        self
+    }
+    /// Does this finding make the venv "not well"?
+    pub fn is_problem(&self) -> bool {
+        self.severity != Severity::Note
+    }
+}
+
+/// Sort for "what to do first": errors before warnings before notes, then by check.
+pub fn order(findings: &mut [Finding]) {
+    findings
+        .sort_by(|a, b| (a.severity, a.check, &a.subject).cmp(&(b.severity, b.check, &b.subject)));
+}

@@ -1,0 +1,549 @@
+//! What doctor, deps and bundle need from rocbuild-native, in one place: one library's
+//! needs, where the loader finds each dependency, what is missing, and which imports no
+//! provider exports.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rocbuild_native::{
+    Binary, Closure, FileSystem, Format, NativeError, Provider, RealFs, SearchContext,
+};
+use serde::Serialize;
+
+/// An import no library of the closure exports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unresolved {
+    /// Raw (mangled) name, or `#ordinal` for a PE import by ordinal.
+    pub name: String,
+    pub demangled: Option<String>,
+    /// The library it is imported from (PE, Mach-O; ELF only through a symbol version).
+    pub library: Option<String>,
+    /// ELF symbol version (`GLIBCXX_3.4.32`).
+    pub version: Option<String>,
+    /// The file whose import it is.
+    pub importer: PathBuf,
+}
+
+/// A dependency the loader finds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Found {
+    pub name: String,
+    /// `None`: part of the OS without a file here (API sets, the dyld shared cache).
+    pub path: Option<PathBuf>,
+    /// Which loader rule found it (`runpath $ORIGIN/../torch/lib`, `ld.so cache`, ...).
+    pub how: String,
+    /// The first file that needs it (its loader), and how many need it.
+    pub needed_by: Vec<PathBuf>,
+    /// Part of the operating system: never bundled, never blamed.
+    pub system: bool,
+}
+
+/// A dependency the loader does not find.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Missing {
+    pub name: String,
+    pub needed_by: Vec<PathBuf>,
+    pub searched: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Linkage {
+    pub path: PathBuf,
+    pub format: String,
+    pub needed: Vec<String>,
+    pub gpu_targets: Vec<String>,
+    /// In load order; files that were only preloaded (and never needed) are left out.
+    pub found: Vec<Found>,
+    pub missing: Vec<Missing>,
+    /// Imports nothing exports, for the root and every non-system dependency.
+    pub unresolved: Vec<Unresolved>,
+}
+
+/// The Python program and the libpython it loads (when built with --enable-shared): they
+/// export the `Py*` symbols every extension module imports.
+pub fn python_runtime(exe: &Path, reader: &Reader) -> Vec<PathBuf> {
+    let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
+    let mut out = vec![exe.clone()];
+    if let Ok(c) = rocbuild_native::closure_with(&exe, &context(None, &Search::default()), reader) {
+        out.extend(
+            c.found
+                .iter()
+                .filter(|d| d.name.starts_with("libpython") || d.name.starts_with("python3"))
+                .filter_map(|d| d.path.clone()),
+        );
+    }
+    tracing::debug!("python runtime: {out:?}");
+    out
+}
+
+/// Where else the loader looks.
+#[derive(Debug, Clone, Default)]
+pub struct Search {
+    /// Searched like LD_LIBRARY_PATH / DYLD_LIBRARY_PATH (ELF, Mach-O) or like
+    /// `os.add_dll_directory` (PE): `--search`, and the environment's own.
+    pub extra_dirs: Vec<PathBuf>,
+    /// Already loaded before the root: torch's libraries after `import torch`.
+    pub preloaded: Vec<PathBuf>,
+    /// The program (python), whose exports satisfy `Py*` symbols.
+    pub executable: Option<PathBuf>,
+}
+
+/// The loader's search context for a file of `format`, from this host's settings plus `search`.
+pub fn context(format: Option<Format>, search: &Search) -> SearchContext {
+    let mut ctx = match format {
+        Some(Format::Elf) | None => SearchContext::linux_host(),
+        Some(Format::MachO) => SearchContext {
+            platform: Some(Format::MachO),
+            default_dirs: vec!["/usr/local/lib".into(), "/usr/lib".into()],
+            ..Default::default()
+        },
+        // On Windows itself System32 would be searched; from another host there is none to
+        // read, and the system DLLs are recognised by name.
+        Some(Format::Pe) => SearchContext {
+            platform: Some(Format::Pe),
+            system32: std::env::var_os("SystemRoot")
+                .map(|r| PathBuf::from(r).join("System32"))
+                .filter(|p| p.is_dir()),
+            ..Default::default()
+        },
+    };
+    match format {
+        Some(Format::Pe) => ctx.dll_dirs.extend(search.extra_dirs.iter().cloned()),
+        _ => {
+            // Given directories come first, as LD_LIBRARY_PATH entries set for the run would.
+            let mut dirs = search.extra_dirs.clone();
+            dirs.extend(std::mem::take(&mut ctx.ld_library_path));
+            ctx.ld_library_path = dirs;
+        }
+    }
+    ctx.preloaded = search.preloaded.clone();
+    if format != Some(Format::Pe) {
+        ctx.executable_path = search.executable.clone();
+    }
+    ctx
+}
+
+/// How a provider rule reads in a report.
+pub fn describe(p: &Provider) -> String {
+    match p {
+        Provider::Preloaded => "already loaded".into(),
+        Provider::Rpath { entry, .. } => format!("rpath {entry}"),
+        Provider::Runpath { entry, .. } => format!("runpath {entry}"),
+        Provider::LdLibraryPath => "library path".into(),
+        Provider::LdCache => "ld.so cache".into(),
+        Provider::DefaultDir => "default dir".into(),
+        Provider::Absolute => "absolute path".into(),
+        Provider::LoaderDir => "beside its loader".into(),
+        Provider::ExecutableDir => "executable dir".into(),
+        Provider::DllDirectory => "dll directory".into(),
+        Provider::System32 => "System32".into(),
+        Provider::PathEnv => "PATH".into(),
+        Provider::System => "system".into(),
+    }
+}
+
+/// Reads each file once, however many closures it is part of, from any thread. torch's
+/// libraries are hundreds of MB with ~100k symbols each; parsing them once per closure would
+/// make `doctor torch` take seconds.
+#[derive(Default)]
+pub struct Reader {
+    /// One cell per file: the first thread to ask parses it, the others wait for that result
+    /// instead of parsing it again.
+    cache: Mutex<HashMap<PathBuf, Arc<OnceLock<Parsed>>>>,
+}
+
+/// One file, parsed: whole, and without its symbol tables (what the closure walk copies).
+#[derive(Clone)]
+struct Parsed {
+    full: Arc<Result<Binary, String>>,
+    light: Arc<Result<Binary, String>>,
+}
+
+impl Reader {
+    /// A reader that is never freed. Freeing the symbol tables of torch's libraries (hundreds
+    /// of thousands of small strings) took a fifth of `doctor`'s time, right before the
+    /// process exits anyway; the commands make one reader each.
+    pub fn leaked() -> &'static Reader {
+        Box::leak(Box::default())
+    }
+
+    fn parsed(&self, path: &Path) -> Parsed {
+        let cell = match self.cache.lock() {
+            Ok(mut c) => c.entry(path.to_path_buf()).or_default().clone(),
+            Err(_) => Arc::default(),
+        };
+        cell.get_or_init(|| parse(path)).clone()
+    }
+
+    /// The whole binary (imports and exports included, names not demangled), parsed once.
+    pub fn full(&self, path: &Path) -> Arc<Result<Binary, String>> {
+        self.parsed(path).full
+    }
+}
+
+fn parse(path: &Path) -> Parsed {
+    // Names are demangled only for what is reported: demangling every symbol of torch's
+    // libraries would be most of doctor's time.
+    let opts = rocbuild_native::ReadOptions { demangle: false };
+    match rocbuild_native::read_binary_with(path, &opts) {
+        Ok(mut b) => {
+            let imports = std::mem::take(&mut b.imports);
+            let exports = std::mem::take(&mut b.exports);
+            let light = b.clone();
+            b.imports = imports;
+            b.exports = exports;
+            Parsed {
+                full: Arc::new(Ok(b)),
+                light: Arc::new(Ok(light)),
+            }
+        }
+        Err(e) => {
+            let e = Arc::new(Err(e.to_string()));
+            Parsed {
+                full: e.clone(),
+                light: e,
+            }
+        }
+    }
+}
+
+impl FileSystem for Reader {
+    fn is_file(&self, path: &Path) -> bool {
+        RealFs.is_file(path)
+    }
+    fn list_dir(&self, dir: &Path) -> Vec<String> {
+        RealFs.list_dir(dir)
+    }
+    /// What the walk needs (names, paths, rpaths): the symbol tables stay in the cache, so the
+    /// closure does not copy them for every file it visits.
+    fn read_binary(&self, path: &Path) -> Result<Binary, NativeError> {
+        match &*self.parsed(path).light {
+            Ok(b) => Ok(b.clone()),
+            Err(reason) => Err(NativeError::Closure {
+                path: path.display().to_string(),
+                reason: reason.clone(),
+            }),
+        }
+    }
+}
+
+/// `f` over `items` on every core, results in order. Most of the time goes into parsing
+/// torch's libraries and their dependencies: the reader's cache is shared, so each file is
+/// still parsed once, by whichever thread asks first.
+fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .clamp(1, 8)
+        .min(items.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<(usize, R)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        mine.push((i, f(item)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The full binary of `root`, or the precise error of reading it.
+fn root_binary(root: &Path, reader: &Reader) -> Result<Arc<Result<Binary, String>>, NativeError> {
+    let full = reader.full(root);
+    match &*full {
+        Ok(_) => Ok(full),
+        // Read again for the precise error (the cache keeps only its text).
+        Err(reason) => {
+            Err(rocbuild_native::read_binary(root)
+                .err()
+                .unwrap_or_else(|| NativeError::Closure {
+                    path: root.display().to_string(),
+                    reason: reason.clone(),
+                }))
+        }
+    }
+}
+
+/// Files of a closure that provide symbols: what it found plus what was already loaded.
+fn provider_paths(c: &Closure) -> Vec<(String, PathBuf)> {
+    c.found
+        .iter()
+        .filter_map(|d| Some((d.name.clone(), d.path.clone()?)))
+        .chain(c.preloaded.iter().map(|(p, _)| {
+            (
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+                p.clone(),
+            )
+        }))
+        .collect()
+}
+
+/// Read `root` and resolve its dependency closure; the ABI check covers the root and every
+/// non-system dependency, each against the whole closure (ELF) or the library it names (PE,
+/// Mach-O).
+pub fn link(root: &Path, search: &Search, reader: &Reader) -> Result<Linkage, NativeError> {
+    let full = root_binary(root, reader)?;
+    let Ok(root_bin) = full.as_ref() else {
+        unreachable!("root_binary returns Ok only for a parsed file")
+    };
+    let ctx = context(Some(root_bin.format), search);
+    let c = rocbuild_native::closure_with(root, &ctx, reader)?;
+    let mut l = from_closure(&c);
+    let providers: Vec<(String, Arc<Result<Binary, String>>)> = provider_paths(&c)
+        .into_iter()
+        .map(|(n, p)| (n, reader.full(&p)))
+        .collect();
+    let refs: Vec<(&str, &Binary)> = providers
+        .iter()
+        .filter_map(|(n, b)| Some((n.as_str(), b.as_ref().as_ref().ok()?)))
+        .collect();
+    let mut importers: Vec<(PathBuf, Arc<Result<Binary, String>>)> =
+        vec![(root.to_path_buf(), full.clone())];
+    for d in c
+        .found
+        .iter()
+        .filter(|d| !d.needed_by.is_empty() && !d.is_system())
+    {
+        if let Some(p) = &d.path {
+            importers.push((p.clone(), reader.full(p)));
+        }
+    }
+    let index =
+        (root_bin.format == Format::Elf).then(|| ElfExports::new(refs.iter().map(|(_, b)| *b)));
+    for (path, bin) in importers {
+        let Ok(bin) = bin.as_ref() else { continue };
+        let missing = match &index {
+            Some(ix) => ix.unresolved(bin),
+            None => rocbuild_native::unresolved_imports(bin, &refs),
+        };
+        l.unresolved
+            .extend(missing.into_iter().map(|m| unresolved(m, &path)));
+    }
+    Ok(l)
+}
+
+/// Libraries that load into one process together (a package's libraries, after Python and
+/// `search.preloaded`): each one's closure, and the ABI check of each root. On ELF every
+/// undefined symbol binds against the whole process, so the providers are the union of all
+/// the closures (including those of the preloaded files, whose own dependencies are loaded
+/// too); on PE and Mach-O each import names its library. Only the roots' own imports are
+/// checked: the dependencies belong to other packages, which are checked on their own.
+pub fn link_group(
+    roots: &[PathBuf],
+    search: &Search,
+    reader: &Reader,
+) -> Vec<Result<Linkage, NativeError>> {
+    // The preloaded files' own dependencies are in the process too.
+    let mut bare = search.clone();
+    bare.preloaded.clear();
+    let mut process: Vec<(String, PathBuf)> = par_map(&search.preloaded, |p| {
+        let name = p
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        match rocbuild_native::closure_with(p, &context(None, &bare), reader) {
+            Ok(c) => std::iter::once((name, p.clone()))
+                .chain(provider_paths(&c))
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    let out: Vec<Result<(Linkage, Closure), NativeError>> = par_map(roots, |root| {
+        root_binary(root, reader).and_then(|full| {
+            let format = full.as_ref().as_ref().map(|b| b.format).ok();
+            let c = rocbuild_native::closure_with(root, &context(format, search), reader)?;
+            Ok((from_closure(&c), c))
+        })
+    });
+    for (_, c) in out.iter().flatten() {
+        process.extend(provider_paths(c));
+    }
+    process.sort();
+    process.dedup();
+    let paths: Vec<PathBuf> = process.iter().map(|(_, p)| p.clone()).collect();
+    par_map(&paths, |p| {
+        reader.full(p);
+    });
+    let bins: Vec<(String, Arc<Result<Binary, String>>)> = process
+        .iter()
+        .map(|(n, p)| (n.clone(), reader.full(p)))
+        .collect();
+    let elf = ElfExports::new(bins.iter().filter_map(|(_, b)| b.as_ref().as_ref().ok()));
+    out.into_iter()
+        .map(|r| {
+            let (mut l, c) = r?;
+            let full = reader.full(&c.root);
+            let Ok(root_bin) = full.as_ref() else {
+                return Ok(l);
+            };
+            let missing = if c.platform == Format::Elf {
+                elf.unresolved(root_bin)
+            } else {
+                let own: Vec<(String, Arc<Result<Binary, String>>)> = provider_paths(&c)
+                    .into_iter()
+                    .map(|(n, p)| (n, reader.full(&p)))
+                    .collect();
+                let refs: Vec<(&str, &Binary)> = own
+                    .iter()
+                    .filter_map(|(n, b)| Some((n.as_str(), b.as_ref().as_ref().ok()?)))
+                    .collect();
+                rocbuild_native::unresolved_imports(root_bin, &refs)
+            };
+            l.unresolved = missing
+                .into_iter()
+                .map(|m| unresolved(m, &c.root))
+                .collect();
+            Ok(l)
+        })
+        .collect()
+}
+
+fn unresolved(m: rocbuild_native::MissingSymbol, importer: &Path) -> Unresolved {
+    Unresolved {
+        name: match (&m.name, m.ordinal) {
+            (Some(n), _) => n.clone(),
+            (None, Some(o)) => format!("#{o}"),
+            (None, None) => "?".into(),
+        },
+        demangled: m
+            .demangled
+            .or_else(|| m.name.as_deref().and_then(rocbuild_native::demangle)),
+        library: m.library,
+        version: m.version,
+        importer: tidy(&m.importer.unwrap_or_else(|| importer.to_path_buf())),
+    }
+}
+
+/// ELF binds every undefined symbol against the whole process (global scope), so one index of
+/// every export of a closure answers for all its files: built once instead of once per file.
+/// Same rule as rocbuild-native's: an unversioned import needs the name, a versioned one the
+/// name with that version (or an unversioned definition).
+pub struct ElfExports<'a> {
+    exported: HashMap<&'a str, Vec<Option<&'a str>>>,
+}
+
+impl<'a> ElfExports<'a> {
+    pub fn new(providers: impl Iterator<Item = &'a Binary>) -> Self {
+        let mut exported: HashMap<&str, Vec<Option<&str>>> = HashMap::new();
+        for p in providers {
+            for e in &p.exports {
+                exported
+                    .entry(e.name.as_str())
+                    .or_default()
+                    .push(e.version.as_deref());
+            }
+        }
+        ElfExports { exported }
+    }
+
+    pub fn unresolved(&self, bin: &Binary) -> Vec<rocbuild_native::MissingSymbol> {
+        bin.imports
+            .iter()
+            .filter(|i| !i.weak)
+            .filter(|i| {
+                let Some(name) = i.name.as_deref() else {
+                    return false;
+                };
+                match self.exported.get(name) {
+                    None => true,
+                    Some(vs) => i
+                        .version
+                        .as_deref()
+                        .is_some_and(|v| !vs.iter().any(|ev| *ev == Some(v) || ev.is_none())),
+                }
+            })
+            .map(|i| rocbuild_native::MissingSymbol {
+                importer: None,
+                library: i.library.clone(),
+                name: i.name.clone(),
+                ordinal: i.ordinal,
+                version: i.version.clone(),
+                demangled: i.demangled.clone(),
+            })
+            .collect()
+    }
+}
+
+/// `a/pkg/../torch/lib/x.so` -> `a/torch/lib/x.so` when both name the same file (a symlinked
+/// `pkg` could make them differ; then the loader's spelling stays).
+pub fn tidy(p: &Path) -> PathBuf {
+    if !p.components().any(|c| c == std::path::Component::ParentDir) {
+        return p.to_path_buf();
+    }
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir if out.file_name().is_some() => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if same_file(p, &out) {
+        out
+    } else {
+        p.to_path_buf()
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn from_closure(c: &Closure) -> Linkage {
+    let found = c
+        .found
+        .iter()
+        .filter(|d| !d.needed_by.is_empty())
+        .map(|d| Found {
+            name: d.name.clone(),
+            path: d.path.as_deref().map(tidy),
+            how: describe(&d.provider),
+            needed_by: d.needed_by.iter().map(|p| tidy(p)).collect(),
+            system: d.is_system(),
+        })
+        .collect();
+    let missing = c
+        .missing
+        .iter()
+        .filter(|m| !m.weak)
+        .map(|m| Missing {
+            name: m.name.clone(),
+            needed_by: m.needed_by.iter().map(|p| tidy(p)).collect(),
+            searched: m.searched.clone(),
+        })
+        .collect();
+    Linkage {
+        path: c.root.clone(),
+        format: c.platform.to_string(),
+        needed: c.root_binary.needed.clone(),
+        gpu_targets: c.root_binary.gpu_targets.clone(),
+        found,
+        missing,
+        unresolved: Vec::new(),
+    }
+}

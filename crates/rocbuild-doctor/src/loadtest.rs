@@ -1,0 +1,300 @@
+//! The load test: a fresh subprocess of the venv's own Python imports the package and
+//! `ctypes.CDLL`s each of its native libraries, and reports the loader's exact words.
+//!
+//! Native code is never loaded into rocbuild's own process: a broken library can abort or
+//! crash whoever loads it. The child writes one JSON line per step and flushes, so a crash or
+//! a hang still tells which step it was in; a timeout kills it.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// One thing the child does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "kind", content = "target")]
+pub enum Step {
+    /// `import NAME`
+    Import(String),
+    /// `ctypes.CDLL(PATH)`
+    Cdll(PathBuf),
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Import(m) => write!(f, "import {m}"),
+            Step::Cdll(p) => write!(
+                f,
+                "ctypes.CDLL({})",
+                p.file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default()
+            ),
+        }
+    }
+}
+
+/// What happened to one step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepResult {
+    pub step: Step,
+    pub ok: bool,
+    /// The exception as Python printed it: for a failed `CDLL`, the dynamic loader's own message.
+    pub error: Option<String>,
+}
+
+/// The whole test of one package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadReport {
+    pub steps: Vec<StepResult>,
+    /// The child did not finish normally: killed after the timeout, crashed (signal, access
+    /// violation), or could not start. Steps after the one in progress did not run.
+    pub aborted: Option<String>,
+}
+
+impl LoadReport {
+    pub fn ok(&self) -> bool {
+        self.aborted.is_none() && self.steps.iter().all(|s| s.ok)
+    }
+    pub fn result_of(&self, step: &Step) -> Option<&StepResult> {
+        self.steps.iter().find(|s| &s.step == step)
+    }
+}
+
+const CHILD: &str = r#"
+import ctypes, importlib, json, sys
+def emit(**kw):
+    sys.stdout.write(json.dumps(kw) + "\n")
+    sys.stdout.flush()
+for i, step in enumerate(json.loads(sys.argv[1])):
+    emit(begin=i)
+    try:
+        if step["kind"] == "import":
+            importlib.import_module(step["target"])
+        else:
+            ctypes.CDLL(step["target"])
+        emit(end=i, ok=True)
+    except BaseException as e:
+        msg = str(e) if isinstance(e, OSError) and step["kind"] == "cdll" else "%s: %s" % (type(e).__name__, e)
+        emit(end=i, ok=False, error=msg)
+"#;
+
+#[derive(Deserialize)]
+struct Line {
+    begin: Option<usize>,
+    end: Option<usize>,
+    ok: Option<bool>,
+    error: Option<String>,
+}
+
+/// Run `steps` in a fresh `python -I` and report each one's outcome.
+pub fn load_test(python: &Path, steps: &[Step], timeout: Duration) -> LoadReport {
+    let spec = serde_json::to_string(steps).unwrap_or_default();
+    let mut cmd = Command::new(python);
+    cmd.args(["-I", "-c", CHILD])
+        .arg(spec)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return LoadReport {
+                steps: Vec::new(),
+                aborted: Some(format!("cannot start {}: {e}", python.display())),
+            }
+        }
+    };
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let out_reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        if let Some(s) = stdout {
+            for l in BufReader::new(s).lines() {
+                match l {
+                    Ok(l) => lines.push(l),
+                    Err(_) => break,
+                }
+            }
+        }
+        lines
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut s) = stderr {
+            let _ = s.read_to_string(&mut text);
+        }
+        text
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Ok(st),
+            Ok(None) if start.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break Err(format!(
+                    "killed after {} s without finishing",
+                    timeout.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => break Err(format!("cannot wait for the child: {e}")),
+        }
+    };
+    let lines = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+
+    let mut results = Vec::new();
+    let mut in_progress = None;
+    for l in &lines {
+        let Ok(line) = serde_json::from_str::<Line>(l) else {
+            continue;
+        };
+        if let Some(i) = line.begin {
+            in_progress = Some(i);
+        }
+        if let Some(i) = line.end {
+            in_progress = None;
+            if let Some(step) = steps.get(i) {
+                results.push(StepResult {
+                    step: step.clone(),
+                    ok: line.ok.unwrap_or(false),
+                    error: line.error,
+                });
+            }
+        }
+    }
+    let aborted = match status {
+        Err(why) => Some(why),
+        Ok(st) if st.success() && in_progress.is_none() => None,
+        Ok(st) => Some(describe_exit(st, &stderr)),
+    };
+    if let (Some(why), Some(i)) = (&aborted, in_progress) {
+        if let Some(step) = steps.get(i) {
+            results.push(StepResult {
+                step: step.clone(),
+                ok: false,
+                error: Some(format!("the process died here: {why}")),
+            });
+        }
+    }
+    LoadReport {
+        steps: results,
+        aborted,
+    }
+}
+
+fn describe_exit(st: std::process::ExitStatus, stderr: &str) -> String {
+    let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
+    let tail = tail.into_iter().rev().collect::<Vec<_>>().join(" | ");
+    let how = signal_of(&st)
+        .map(|s| format!("killed by signal {s}"))
+        .unwrap_or_else(|| format!("exited with {st}"));
+    if tail.is_empty() {
+        how
+    } else {
+        format!("{how}: {tail}")
+    }
+}
+
+#[cfg(unix)]
+fn signal_of(st: &std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    st.signal()
+}
+
+#[cfg(not(unix))]
+fn signal_of(_: &std::process::ExitStatus) -> Option<i32> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn python() -> PathBuf {
+        PathBuf::from("python3")
+    }
+
+    #[test]
+    fn reports_each_step_with_the_loaders_words() {
+        let d = tempfile::tempdir().unwrap();
+        let bogus = d.path().join("libnot.so");
+        std::fs::write(&bogus, b"not an ELF file").unwrap();
+        let r = load_test(
+            &python(),
+            &[
+                Step::Import("json".into()),
+                Step::Cdll(bogus.clone()),
+                Step::Import("no_such_module_here".into()),
+            ],
+            Duration::from_secs(30),
+        );
+        assert_eq!(r.aborted, None);
+        assert!(r.steps[0].ok);
+        let e = r.steps[1].error.as_deref().unwrap();
+        assert!(
+            e.contains("invalid ELF header") || e.contains("file too short"),
+            "{e}"
+        );
+        assert_eq!(
+            r.steps[2].error.as_deref(),
+            Some("ModuleNotFoundError: No module named 'no_such_module_here'")
+        );
+    }
+
+    /// `open()` of a FIFO with no writer blocks: a real hang inside the loader call.
+    #[test]
+    fn a_hang_is_killed_and_named() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("libhang.so");
+        let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(st.success());
+        let t = Instant::now();
+        let r = load_test(
+            &python(),
+            &[Step::Import("json".into()), Step::Cdll(fifo)],
+            Duration::from_secs(2),
+        );
+        assert!(t.elapsed() < Duration::from_secs(20));
+        assert!(
+            r.aborted.as_deref().unwrap().contains("killed after 2 s"),
+            "{r:?}"
+        );
+        assert!(r.steps[0].ok);
+        assert!(r.steps[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("the process died here"));
+    }
+
+    /// A library whose constructor aborts: the child dies, rocbuild names the step.
+    #[test]
+    fn a_crash_names_the_step() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("boom.c");
+        std::fs::write(
+            &src,
+            "#include <stdlib.h>\n__attribute__((constructor)) static void boom(void) { abort(); }\n",
+        )
+        .unwrap();
+        let lib = d.path().join("libboom.so");
+        let st = Command::new("cc")
+            .args(["-shared", "-fPIC"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&lib)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let r = load_test(&python(), &[Step::Cdll(lib)], Duration::from_secs(30));
+        let why = r.aborted.as_deref().unwrap();
+        assert!(why.contains("signal 6"), "{why}");
+        assert!(!r.steps[0].ok);
+    }
+}

@@ -1,0 +1,90 @@
+//! The load test's verdict: does the package load, which failures are expected, and the
+//! finding that carries the loader's own words.
+
+use std::path::{Path, PathBuf};
+
+use crate::checks::missing::is_gpu_driver;
+use crate::finding::{Check, Finding, Severity};
+use crate::loadtest::{LoadReport, Step};
+
+pub struct Verdict {
+    /// `None` when the load test did not run.
+    pub loads: Option<bool>,
+    /// File names whose failure to load is expected or follows from another failure.
+    pub expected: Vec<String>,
+    pub finding: Option<Finding>,
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The library a `cannot open shared object file` message names.
+fn missing_in(message: &str) -> &str {
+    let head = message
+        .split(": cannot open shared object file")
+        .next()
+        .unwrap_or("");
+    head.rsplit(": ").next().unwrap_or("")
+}
+
+/// `inactive`: libraries the package's own loader skips here (a core for an FFmpeg major
+/// this system lacks). Besides those, a library that fails only for lack of the GPU driver is
+/// expected to on this machine, and one that fails because a sibling it needs failed first says
+/// nothing new.
+pub fn judge(
+    subject: &str,
+    libs: &[PathBuf],
+    inactive: Vec<String>,
+    load: Option<&LoadReport>,
+) -> Verdict {
+    let mut expected = inactive;
+    let Some(r) = load else {
+        return Verdict {
+            loads: None,
+            expected,
+            finding: None,
+        };
+    };
+    let siblings: Vec<String> = libs.iter().map(|p| file_name(p)).collect();
+    for s in &r.steps {
+        if let (Step::Cdll(p), Some(e)) = (&s.step, &s.error) {
+            let lib = missing_in(e);
+            if is_gpu_driver(lib) || siblings.iter().any(|n| n == lib) {
+                expected.push(file_name(p));
+            }
+        }
+    }
+    let counts = |s: &&crate::loadtest::StepResult| {
+        !s.ok && !matches!(&s.step, Step::Cdll(p) if expected.contains(&file_name(p)))
+    };
+    let failed: Vec<String> = r
+        .steps
+        .iter()
+        .filter(counts)
+        .map(|s| format!("{}: {}", s.step, s.error.as_deref().unwrap_or("failed")))
+        .collect();
+    let loads = r.aborted.is_none() && failed.is_empty();
+    let finding = (!loads).then(|| {
+        Finding::new(
+            Severity::Error,
+            Check::Load,
+            subject,
+            format!("{subject} does not load in a fresh Python"),
+        )
+        .details(
+            failed
+                .into_iter()
+                .chain(r.aborted.iter().map(|a| format!("the child Python: {a}"))),
+        )
+        .why("the messages are the loader's own (a child process of the venv's Python)")
+    });
+    Verdict {
+        loads: Some(loads),
+        expected,
+        finding,
+    }
+}

@@ -1,0 +1,133 @@
+//! Output wiring for `doctor`, `deps` and `bundle`; the work is in rocbuild-doctor.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use miette::{IntoDiagnostic, Result};
+use rocbuild_doctor::{DoctorError, DoctorOptions, Subject};
+use rocbuild_recipe::RecipeSet;
+
+use crate::cli::{BundleArgs, DepsArgs, DoctorArgs};
+use crate::env;
+
+/// Usage errors (unknown package, no venv) exit 2; findings exit 1; all well exits 0.
+fn fail(e: DoctorError) -> Result<ExitCode> {
+    if e.is_usage() {
+        eprintln!("{:?}", miette::Report::new(e));
+        Ok(ExitCode::from(2))
+    } else {
+        Err(e.into())
+    }
+}
+
+fn split_env_paths(var: &str) -> Vec<PathBuf> {
+    std::env::var_os(var)
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `--gpu-arch`, else `$PYTORCH_ROCM_ARCH` (`;`, `,` or space separated).
+fn gpu_arch(a: &DoctorArgs) -> Option<Vec<String>> {
+    let from_flag: Vec<String> = a
+        .gpu_arch
+        .iter()
+        .filter(|s| !s.is_empty())
+        .cloned()
+        .collect();
+    if !from_flag.is_empty() {
+        return Some(from_flag);
+    }
+    let v = std::env::var(env::PYTORCH_ROCM_ARCH).ok()?;
+    let archs: Vec<String> = v
+        .split([';', ',', ' '])
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    (!archs.is_empty()).then_some(archs)
+}
+
+pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitCode> {
+    let mut candidates = Subject::known();
+    for r in recipes.iter() {
+        let name = r.name().to_string();
+        if let Some(s) = candidates.iter_mut().find(|s| s.name == name) {
+            s.import_dir = r.raw.package.import_dir.clone();
+            s.distribution = r.raw.package.distribution.clone();
+            s.recipe = Some(name);
+            s.ffmpeg = r.raw.needs.ffmpeg;
+            s.torch = r.raw.needs.torch;
+        } else {
+            candidates.push(Subject {
+                import_dir: r.raw.package.import_dir.clone(),
+                distribution: r.raw.package.distribution.clone(),
+                recipe: Some(name.clone()),
+                ffmpeg: r.raw.needs.ffmpeg,
+                torch: r.raw.needs.torch,
+                name,
+            });
+        }
+    }
+    let wants_ffmpeg = candidates
+        .iter()
+        .any(|s| s.ffmpeg && (a.packages.is_empty() || a.packages.contains(&s.name)));
+    let machine = match rocbuild_doctor::probe(a.venv.as_deref(), wants_ffmpeg) {
+        Ok(m) => m,
+        Err(e) => return fail(e),
+    };
+    let library_var = match machine.platform.os {
+        rocbuild_probe::Os::Macos => "DYLD_LIBRARY_PATH",
+        _ => "LD_LIBRARY_PATH",
+    };
+    let opts = DoctorOptions {
+        requested: a.packages.clone(),
+        candidates,
+        gpu_arch: gpu_arch(a),
+        timeout: Duration::from_secs(a.timeout.max(1)),
+        load_test: !a.no_load,
+        library_path: split_env_paths(library_var),
+        path: split_env_paths("PATH"),
+    };
+    let report = match rocbuild_doctor::doctor(&machine, &opts) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    print_out(a.json, &report, rocbuild_doctor::human(&report))?;
+    Ok(if report.healthy() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn deps(a: &DepsArgs) -> Result<ExitCode> {
+    let report = rocbuild_doctor::deps(&a.files, &a.search)?;
+    print_out(a.json, &report, rocbuild_doctor::text::deps(&report))?;
+    Ok(if report.complete() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn bundle(a: &BundleArgs) -> Result<ExitCode> {
+    let report = rocbuild_doctor::bundle(&a.files, &a.into, &a.search)?;
+    print_out(a.json, &report, rocbuild_doctor::text::bundle(&report))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// JSON or the human text on stdout; a closed pipe (`| head`) is not an error.
+fn print_out<T: serde::Serialize>(json: bool, value: &T, text: String) -> Result<()> {
+    use std::io::Write;
+    let text = if json {
+        serde_json::to_string_pretty(value).into_diagnostic()? + "\n"
+    } else {
+        text
+    };
+    let _ = write!(std::io::stdout().lock(), "{text}");
+    Ok(())
+}

@@ -1,0 +1,162 @@
+//! Benchmark (c): `rocbuild doctor` against the shell script people write for the same check
+//! (ldd for the closure, `nm -D` for the symbols, sort/comm for the comparison), over the venv
+//! with the real PyPI torch that `cargo xtask setup` makes.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use crate::util::{run_capture, Result};
+
+/// Made by `cargo xtask setup`, relative to the workspace root.
+pub const TORCH_VENV: &str = "cache/venvs/torch-real";
+pub const ITERATIONS: usize = 5;
+pub const LOAD_ITERATIONS: usize = 3;
+/// rocbuild's check must take at most this long...
+pub const TARGET_SECONDS: f64 = 1.0;
+/// ...and be at least this many times faster than the script.
+pub const TARGET_SPEEDUP: f64 = 5.0;
+
+/// B: the ABI and closure check of torch's libraries by hand.
+pub const NM_SCRIPT: &str = r#"#!/bin/bash
+# The ABI and closure check of torch's libraries, by hand: ldd for the closure, nm -D for the
+# symbols, sort/comm for the comparison. Prints the missing libraries and the undefined
+# symbols no library of the process defines.
+set -euo pipefail
+venv=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
+roots=("$site"/torch/lib/*.so "$site"/torch/_C*.so)
+py=$(readlink -f "$venv/bin/python")
+for f in "${roots[@]}" "$py"; do ldd "$f"; done > "$work/ldd"
+grep 'not found' "$work/ldd" | sort -u || true
+deps=$(awk '$2 == "=>" && $3 ~ /^\// {print $3}' "$work/ldd" | sort -u)
+for f in "${roots[@]}" $deps "$py"; do nm -D --defined-only "$f" | awk '{print $NF}'; done | sed 's/@.*//' | sort -u > "$work/defined"
+for f in "${roots[@]}"; do nm -D --undefined-only "$f" | awk '$1 == "U" {print $2}'; done | sed 's/@.*//' | sort -u > "$work/undefined"
+comm -23 "$work/undefined" "$work/defined"
+"#;
+
+pub struct DoctorBench {
+    pub a: Vec<f64>,
+    pub b: Vec<f64>,
+    pub with_load: Vec<f64>,
+    pub a_says: String,
+    pub b_lines: usize,
+    pub libraries: usize,
+}
+
+fn timed(cmd: &mut Command) -> Result<(f64, String)> {
+    let t = Instant::now();
+    let out = run_capture(cmd)?;
+    Ok((t.elapsed().as_secs_f64(), out))
+}
+
+pub fn run(exe: &Path, venv: &Path, tmp: &Path) -> Result<DoctorBench> {
+    let script = tmp.join("abi-by-nm.sh");
+    std::fs::write(&script, NM_SCRIPT)
+        .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+    let doctor = |extra: &[&str]| {
+        let mut c = Command::new(exe);
+        c.arg("doctor")
+            .arg("--venv")
+            .arg(venv)
+            .arg("torch")
+            .args(extra);
+        for k in [
+            "VIRTUAL_ENV",
+            "CONDA_PREFIX",
+            "LD_LIBRARY_PATH",
+            "PYTHONPATH",
+            "PYTORCH_ROCM_ARCH",
+        ] {
+            c.env_remove(k);
+        }
+        c.env("NO_COLOR", "1");
+        c
+    };
+    let nm = || {
+        let mut c = Command::new("bash");
+        c.arg(&script).arg(venv).env_remove("LD_LIBRARY_PATH");
+        c
+    };
+    // Warm-up, outside the timing: both read the same files, so both get a warm page cache.
+    let (_, a_out) = timed(&mut doctor(&["--no-load"]))?;
+    let (_, b_out) = timed(&mut nm())?;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for i in 0..ITERATIONS {
+        let (ta, _) = timed(&mut doctor(&["--no-load"]))?;
+        let (tb, _) = timed(&mut nm())?;
+        println!(
+            "xtask: bench: doctor {}/{ITERATIONS}: rocbuild {ta:.3} s, nm -D script {tb:.3} s, speed-up {:.2}x",
+            i + 1,
+            tb / ta
+        );
+        a.push(ta);
+        b.push(tb);
+    }
+    let mut with_load = Vec::new();
+    for _ in 0..LOAD_ITERATIONS {
+        with_load.push(timed(&mut doctor(&[]))?.0);
+    }
+    // "--    torch 2.15.0: load test skipped (14 native libraries)"
+    let libraries = a_out
+        .lines()
+        .find(|l| l.contains(" native librar"))
+        .and_then(|l| l.rsplit_once('('))
+        .and_then(|(_, r)| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    Ok(DoctorBench {
+        a,
+        b,
+        with_load,
+        a_says: a_out.lines().last().unwrap_or_default().to_string(),
+        b_lines: b_out.lines().count(),
+        libraries,
+    })
+}
+
+/// Table rows and the description for BENCHMARKS.md.
+pub fn markdown(d: &DoctorBench, stats: impl Fn(&[f64]) -> (f64, f64, f64)) -> (String, String) {
+    let speedups: Vec<f64> = d.a.iter().zip(&d.b).map(|(a, b)| b / a).collect();
+    let (am, amin, amax) = stats(&d.a);
+    let (bm, bmin, bmax) = stats(&d.b);
+    let (sm, smin, smax) = stats(&speedups);
+    let (lm, lmin, lmax) = stats(&d.with_load);
+    let verdict = |ok: bool| if ok { "meets target" } else { "MISSES target" };
+    let mut rows = String::new();
+    let _ = writeln!(rows, "| (d) A: `rocbuild doctor --venv V torch --no-load` | {ITERATIONS} | {am:.3} s | {amin:.3} – {amax:.3} s | ≤ {TARGET_SECONDS} s ({}) |", verdict(am <= TARGET_SECONDS));
+    let _ = writeln!(rows, "| (d) B: ldd + `nm -D` + sort/comm script | {ITERATIONS} | {bm:.3} s | {bmin:.3} – {bmax:.3} s | |");
+    let _ = writeln!(rows, "| (d) speed-up B/A (per pair) | {ITERATIONS} | {sm:.2}× | {smin:.2}× – {smax:.2}× | ≥ {TARGET_SPEEDUP}× ({}) |", verdict(sm >= TARGET_SPEEDUP));
+    let _ = writeln!(rows, "| (c′) `rocbuild doctor --venv V torch` with its load test (not compared) | {LOAD_ITERATIONS} | {lm:.2} s | {lmin:.2} – {lmax:.2} s | |");
+    let list = |xs: &[f64], unit: &str| {
+        xs.iter()
+            .map(|x| format!("{x:.3}{unit}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = format!(
+        "**(d) doctor vs an `nm -D` script.** Over the venv with the real PyPI torch (`cache/venvs/torch-real`, made by \
+         `cargo xtask setup`): A is `rocbuild doctor --venv V torch --no-load` — reading torch's {libs} native libraries, \
+         resolving their dependency closure with the loader's rules (RPATHs into `nvidia/*`, the ld.so cache), and checking every \
+         undefined symbol of each against the exports of everything in the process (Python included); it says: \"{says}\". \
+         B is the script people write for the same check (below): `ldd` over the same libraries for the closure, then \
+         `nm -D --defined-only` over the closure and `nm -D --undefined-only` over the libraries, compared with sort/comm \
+         ({blines} lines of output: the missing `libcuda.so.1` — there is no NVIDIA driver here — and the `cu*` symbols it \
+         would define, which doctor reports as one note). One warm-up run of each first (same files, same page cache), then \
+         A and B alternated, speed-up taken per pair. (c′) is the whole doctor, whose load test starts a fresh Python that \
+         imports torch; it is shown for scale only.\n\n\
+         Raw times (c), in run order: A: {la}; B: {lb}; B/A: {ls}. (c′): {ll}.\n\n\
+         ```bash\n{script}```\n",
+        libs = d.libraries,
+        says = d.a_says,
+        blines = d.b_lines,
+        la = list(&d.a, " s"),
+        lb = list(&d.b, " s"),
+        ls = speedups.iter().map(|r| format!("{r:.2}×")).collect::<Vec<_>>().join(", "),
+        ll = list(&d.with_load, " s"),
+        script = NM_SCRIPT,
+    );
+    (rows, text)
+}
