@@ -1,11 +1,11 @@
 //! End-to-end tests: the real `rocbuild` binary on fixture projects, real venvs, real cmake,
 //! ninja, compilers, FFmpeg and git repositories.
 
+mod catalogue;
 mod clean;
 mod common;
 mod ctranslate2_build;
 mod crash;
-mod errors;
 mod ffmpeg_download;
 mod fixture_build;
 mod locks;

@@ -2,7 +2,9 @@
 //! and `cargo xtask bench` (measure rocbuild against bare CMake, write BENCHMARKS.md).
 
 mod bench;
+mod bench_closure;
 mod bench_status;
+mod fuzz;
 mod setup;
 mod util;
 
@@ -17,6 +19,8 @@ commands:
   setup           only the set-up part of `test`
   bench           benchmarks: rocbuild vs bare cmake, no-op rerun, status on the real torch;
                   writes BENCHMARKS.md
+  fuzz [SECONDS]  run every fuzz target (fuzz/) for SECONDS each (default 60) on stable Rust;
+                  crashes in fuzz/artifacts, figures into BENCHMARKS.md (not part of `test`)
 ";
 
 fn main() -> ExitCode {
@@ -25,6 +29,7 @@ fn main() -> ExitCode {
         Some("test") => setup::setup().and_then(|venv| setup::run_tests(&venv, &args[1..])),
         Some("setup") => setup::setup().map(|_| ExitCode::SUCCESS),
         Some("bench") => bench::bench().map(|_| ExitCode::SUCCESS),
+        Some("fuzz") => fuzz::fuzz(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("help" | "-h" | "--help") => {
             print!("{USAGE}");
             Ok(ExitCode::SUCCESS)

@@ -152,6 +152,14 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         }
         install::Recovered::Nothing => {}
     }
+    // A build against a torch that does not import cannot be verified: say so before the
+    // fetch and the build, not after. Skipped when the last install had these very inputs
+    // (most likely a no-op rerun, which must stay fast).
+    let likely_noop = manifest::read(site, &plan.recipe)
+        .is_some_and(|m| m.fingerprint == plan.fingerprint);
+    if plan.torch_version.is_some() && !likely_noop {
+        torch_imports(plan)?;
+    }
     let (_src, commit) = source(plan, &mut log)?;
 
     if let Some(t) = &plan.tools {
@@ -233,6 +241,36 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     install_and_verify(plan, &mut log, commit, built, previous)
 }
 
+/// `import torch` in a fresh process of the venv's Python (it may crash or hang: a child,
+/// never us); its last words when it fails.
+fn torch_imports(plan: &Plan) -> Result<()> {
+    let out = duct::cmd(&plan.python, ["-c", "import torch"])
+        .env_remove("PYTHONPATH")
+        .stdin_null()
+        .stdout_null()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .map_err(EngineError::io("run", &plan.python))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(no message)")
+        .trim()
+        .to_string();
+    Err(EngineError::TorchImport {
+        site: plan.install.site.display().to_string(),
+        version: plan.torch_version.clone().unwrap_or_default(),
+        error: last,
+        python: plan.python.display().to_string(),
+    })
+}
+
 fn unreachable_manifest(plan: &Plan) -> Manifest {
     Manifest {
         schema: 1,
@@ -298,8 +336,14 @@ fn install_and_verify(
         // The rebuilt libraries, with their search paths set in the stage.
         for (rel, (abs, built_sha)) in &built {
             let staged = stage.join(rel);
-            txn_fs::copy(abs, &staged).map_err(EngineError::io("copy", abs))?;
-            txn_fs::edited(link::apply(&plan.install.link, &staged))?;
+            txn_fs::copy(abs, &staged).map_err(EngineError::io("stage", abs))?;
+            txn_fs::edited(link::apply(&plan.install.link, &staged)).map_err(|e| match e {
+                EngineError::Native(n) => EngineError::BadArtifact {
+                    file: abs.display().to_string(),
+                    reason: n.to_string().replace(&staged.display().to_string(), "it"),
+                },
+                e => e,
+            })?;
             let (sha, size) = sha256_file(&staged)?;
             record_set.insert(rel.clone(), (sha.clone(), size));
             installed.push(InstalledFile {

@@ -10,6 +10,10 @@ pub const ROCBUILD_MIRROR: &str = "ROCBUILD_MIRROR";
 /// TEST ONLY: SIGKILL the process right after the N-th filesystem step of an install, so the
 /// crash-safety test can stop a real run at every step. Never set it otherwise.
 pub const ROCBUILD_TEST_KILL_AFTER_STEP: &str = "ROCBUILD_TEST_KILL_AFTER_STEP";
+/// TEST ONLY: after the N-th filesystem step of an install, fail every step that needs disk
+/// space with ENOSPC, as a full disk would, so the bad-input catalogue can show that a disk
+/// filling up while staging leaves the venv unchanged. Never set it otherwise.
+pub const ROCBUILD_TEST_FAIL_AFTER_STEP: &str = "ROCBUILD_TEST_FAIL_AFTER_STEP";
 /// Log filter for `tracing` (e.g. `rocbuild=debug`).
 pub const ROCBUILD_LOG: &str = "ROCBUILD_LOG";
 // The venv is taken from `--venv`, then `VIRTUAL_ENV`, then `CONDA_PREFIX`, then `./.venv`
