@@ -645,3 +645,25 @@ fn section(text: &str, name: &str) -> Option<String> {
     let e = text.find(&end)?;
     (e > b).then(|| text[b..e + end.len()].to_string() + "\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fuzz_section_is_replaced_in_place_appended_once_and_carried_over() {
+        let once = with_section("# Benchmarks\n\nfigures\n", "fuzzing", "## Fuzzing\nrun 1");
+        assert_eq!(
+            once,
+            "# Benchmarks\n\nfigures\n\n<!-- begin fuzzing -->\n## Fuzzing\nrun 1\n<!-- end fuzzing -->\n"
+        );
+        let twice = with_section(&format!("{once}tail\n"), "fuzzing", "## Fuzzing\nrun 2");
+        assert!(twice.contains("run 2") && !twice.contains("run 1"), "{twice}");
+        assert!(twice.ends_with("<!-- end fuzzing -->\ntail\n"), "{twice}");
+        assert_eq!(
+            section(&twice, "fuzzing").unwrap(),
+            "<!-- begin fuzzing -->\n## Fuzzing\nrun 2\n<!-- end fuzzing -->\n"
+        );
+        assert_eq!(section("no markers", "fuzzing"), None);
+    }
+}
