@@ -20,33 +20,81 @@ pub const CASES: &[(&str, &str)] = &[
     ("malformed_toml", "A recipe that is not valid TOML"),
     ("unknown_key", "A recipe with an unknown key"),
     ("wrong_type", "A recipe value of the wrong type"),
-    ("unknown_template_variable", "A recipe using an unknown template variable"),
+    (
+        "unknown_template_variable",
+        "A recipe using an unknown template variable",
+    ),
     ("unknown_recipe", "A recipe name that does not exist"),
-    ("recipe_release_missing", "`--version` naming a release the recipe does not have"),
-    ("incompatible_torch", "A release that does not support the installed torch"),
+    (
+        "recipe_release_missing",
+        "`--version` naming a release the recipe does not have",
+    ),
+    (
+        "incompatible_torch",
+        "A release that does not support the installed torch",
+    ),
     ("unknown_gfx", "An unknown GPU architecture name"),
-    ("gfx_the_sdk_cannot_target", "A GPU architecture the ROCm SDK cannot compile for"),
-    ("rocm_version_not_installed", "`--rocm` naming a version that is not installed"),
-    ("hip_path_pointing_nowhere", "`HIP_PATH` naming a directory that does not exist"),
-    ("venv_missing", "`--venv` naming a directory that does not exist"),
+    (
+        "gfx_the_sdk_cannot_target",
+        "A GPU architecture the ROCm SDK cannot compile for",
+    ),
+    (
+        "rocm_version_not_installed",
+        "`--rocm` naming a version that is not installed",
+    ),
+    (
+        "hip_path_pointing_nowhere",
+        "`HIP_PATH` naming a directory that does not exist",
+    ),
+    (
+        "venv_missing",
+        "`--venv` naming a directory that does not exist",
+    ),
     ("venv_without_torch", "A venv without torch"),
-    ("torch_cannot_be_imported", "A torch that cannot be imported"),
+    (
+        "torch_cannot_be_imported",
+        "A torch that cannot be imported",
+    ),
     ("no_compiler", "No C/C++ compiler"),
     ("no_cmake", "No cmake"),
     ("no_ninja", "No ninja"),
     ("ffmpeg_missing", "No FFmpeg development files"),
-    ("ffmpeg_static_on_windows", "A static FFmpeg for TorchCodec on Windows (plan)"),
+    (
+        "ffmpeg_static_on_windows",
+        "A static FFmpeg for TorchCodec on Windows (plan)",
+    ),
     ("unreachable_source", "A source that cannot be reached"),
     ("moved_tag", "A release tag that moved upstream"),
     ("corrupt_cache_clone", "A corrupt git clone in the cache"),
     ("build_error", "A build error"),
-    ("verification_failure", "A build that fails the recipe's verification"),
-    ("disk_full_while_staging", "The disk filling up while the install is staged"),
-    ("second_concurrent_run", "A second run on a venv another run is working on"),
-    ("truncated_binary", "A truncated binary among the build's artifacts"),
-    ("zip_escaping_its_directory", "A downloaded zip with `../` entries"),
-    ("checksum_mismatch", "A download whose sha256 differs from the one given"),
-    ("manifest_outside_site_packages", "A manifest naming a file outside site-packages"),
+    (
+        "verification_failure",
+        "A build that fails the recipe's verification",
+    ),
+    (
+        "disk_full_while_staging",
+        "The disk filling up while the install is staged",
+    ),
+    (
+        "second_concurrent_run",
+        "A second run on a venv another run is working on",
+    ),
+    (
+        "truncated_binary",
+        "A truncated binary among the build's artifacts",
+    ),
+    (
+        "zip_escaping_its_directory",
+        "A downloaded zip with `../` entries",
+    ),
+    (
+        "checksum_mismatch",
+        "A download whose sha256 differs from the one given",
+    ),
+    (
+        "manifest_outside_site_packages",
+        "A manifest naming a file outside site-packages",
+    ),
 ];
 
 /// A place for one bad run: a venv (or the path where one should be), a cache that already
@@ -203,7 +251,15 @@ fn which(tool: &str) -> Option<PathBuf> {
 
 /// The tools a fixture build uses, so a case can take exactly one away.
 const TOOLS: &[&str] = &[
-    "cc", "c++", "gcc", "g++", "cmake", "ninja", "pkg-config", "git", "python3",
+    "cc",
+    "c++",
+    "gcc",
+    "g++",
+    "cmake",
+    "ninja",
+    "pkg-config",
+    "git",
+    "python3",
 ];
 
 fn state(dir: &Path) -> Option<BTreeMap<String, String>> {
@@ -233,11 +289,7 @@ fn check(name: &str, scene: &Scene, code: i32, bad_run: impl FnOnce() -> Out) ->
         out.stderr.contains("help:"),
         "the message must say how to fix it:\n{text}"
     );
-    assert_eq!(
-        state(&scene.venv),
-        venv_before,
-        "the venv changed:\n{text}"
-    );
+    assert_eq!(state(&scene.venv), venv_before, "the venv changed:\n{text}");
     let cache_after = state(&scene.cache).unwrap_or_default();
     for (k, v) in &cache_before {
         assert_eq!(
@@ -354,7 +406,10 @@ fn incompatible_torch() {
         s.rocbuild(&["torchcodec", "--version", "0.15.0"], &[])
     });
     assert!(
-        said(&err, "torchcodec 0.15.0 does not support torch 2.9.1: it needs torch >=2.11"),
+        said(
+            &err,
+            "torchcodec 0.15.0 does not support torch 2.9.1: it needs torch >=2.11"
+        ),
         "{err}"
     );
     assert!(said(&err, "0.9.1, 0.9.0"), "{err}");
@@ -401,7 +456,10 @@ fn gfx_the_sdk_cannot_target() {
         s.rocbuild(&["ctranslate2", "--arch", "gfx1100"], &[])
     });
     assert!(said(&err, "oclc_isa_version_1100.bc"), "{err}");
-    assert!(said(&err, "gfx1010"), "the targets it can build are listed: {err}");
+    assert!(
+        said(&err, "gfx1010"),
+        "the targets it can build are listed: {err}"
+    );
     assert!(!s.cache.join("git").exists(), "nothing was fetched");
 }
 
@@ -426,7 +484,10 @@ fn hip_path_pointing_nowhere() {
         )
     });
     assert!(said(&err, "HIP_PATH"), "{err}");
-    assert!(said(&err, "[TMP]/AMD/ROCm/6.2") || said(&err, nowhere.to_str().unwrap()), "{err}");
+    assert!(
+        said(&err, "[TMP]/AMD/ROCm/6.2") || said(&err, nowhere.to_str().unwrap()),
+        "{err}"
+    );
 }
 
 #[test]
@@ -441,7 +502,9 @@ fn venv_missing() {
 fn venv_without_torch() {
     let s = Scene::empty();
     light_venv(&s.venv);
-    let err = check("venv_without_torch", &s, 1, || s.rocbuild(&["torchcodec"], &[]));
+    let err = check("venv_without_torch", &s, 1, || {
+        s.rocbuild(&["torchcodec"], &[])
+    });
     assert!(said(&err, "no torch in"), "{err}");
 }
 
@@ -457,7 +520,10 @@ fn torch_cannot_be_imported() {
     let err = check("torch_cannot_be_imported", &s, 1, || {
         s.rocbuild(&["torchcodec"], &[])
     });
-    assert!(said(&err, "libtorch_global_deps.so"), "the import error is shown: {err}");
+    assert!(
+        said(&err, "libtorch_global_deps.so"),
+        "the import error is shown: {err}"
+    );
 }
 
 fn missing_tool_case(name: &str, tool_gone: &[&str], expect: &[&str]) {
@@ -468,7 +534,9 @@ fn missing_tool_case(name: &str, tool_gone: &[&str], expect: &[&str]) {
         .filter(|t| !tool_gone.contains(t))
         .collect();
     let path = s.path_with(&tools);
-    let err = check(name, &s, 1, || s.rocbuild(&["fakecodec"], &[("PATH", &path)]));
+    let err = check(name, &s, 1, || {
+        s.rocbuild(&["fakecodec"], &[("PATH", &path)])
+    });
     for e in expect {
         assert!(said(&err, e), "{e}\n{err}");
     }
@@ -482,12 +550,20 @@ fn no_compiler() {
 
 #[test]
 fn no_cmake() {
-    missing_tool_case("no_cmake", &["cmake"], &["cmake not found on PATH", "apt-get install cmake"]);
+    missing_tool_case(
+        "no_cmake",
+        &["cmake"],
+        &["cmake not found on PATH", "apt-get install cmake"],
+    );
 }
 
 #[test]
 fn no_ninja() {
-    missing_tool_case("no_ninja", &["ninja"], &["ninja", "apt-get install ninja-build"]);
+    missing_tool_case(
+        "no_ninja",
+        &["ninja"],
+        &["ninja", "apt-get install ninja-build"],
+    );
 }
 
 #[test]
@@ -543,12 +619,20 @@ fn unreachable_source() {
     std::fs::create_dir_all(&mirror).unwrap();
     s.env
         .push(("ROCBUILD_MIRROR".into(), mirror.display().to_string()));
-    let err = check("unreachable_source", &s, 1, || s.rocbuild(&["fakecodec", "-q"], &[]));
+    let err = check("unreachable_source", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-q"], &[])
+    });
     assert!(
-        said(&err, "empty-mirror/example.invalid/acme/fakecodec.git: does not exist"),
+        said(
+            &err,
+            "empty-mirror/example.invalid/acme/fakecodec.git: does not exist"
+        ),
         "{err}"
     );
-    assert!(said(&err, "https://example.invalid/acme/fakecodec:"), "{err}");
+    assert!(
+        said(&err, "https://example.invalid/acme/fakecodec:"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -594,7 +678,9 @@ fn corrupt_cache_clone() {
             std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
         }
     }
-    let err = check("corrupt_cache_clone", &s, 1, || s.rocbuild(&["fakecodec", "-q"], &[]));
+    let err = check("corrupt_cache_clone", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-q"], &[])
+    });
     assert!(said(&err, "is damaged"), "{err}");
     assert!(said(&err, "[TMP]/cache/git/fakecodec-"), "{err}");
 }
@@ -610,7 +696,10 @@ fn build_error() {
     let err = check("build_error", &s, 1, || {
         s.rocbuild(&["fakecodec", "-q", "--source", src.to_str().unwrap()], &[])
     });
-    assert!(said(&err, "core.cpp"), "the compiler's own words are shown: {err}");
+    assert!(
+        said(&err, "core.cpp"),
+        "the compiler's own words are shown: {err}"
+    );
     assert!(said(&err, "[TMP]/cache/logs/"), "the log is named: {err}");
 }
 
@@ -620,12 +709,17 @@ fn verification_failure() {
         "raise SystemExit('loader says: libfoo.so: cannot open shared object file')",
         true,
     );
-    let err = check("verification_failure", &s, 1, || s.rocbuild(&["fakecodec", "-q"], &[]));
+    let err = check("verification_failure", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-q"], &[])
+    });
     assert!(
         said(&err, "verification failed, the venv was rolled back"),
         "{err}"
     );
-    assert!(said(&err, "libfoo.so: cannot open shared object file"), "{err}");
+    assert!(
+        said(&err, "libfoo.so: cannot open shared object file"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -670,7 +764,10 @@ fn truncated_binary() {
     let err = check("truncated_binary", &s, 1, || {
         s.rocbuild(&["fakecodec", "-q", "--source", src.to_str().unwrap()], &[])
     });
-    assert!(said(&err, "libfakecodec_core_cut.so"), "the file is named: {err}");
+    assert!(
+        said(&err, "libfakecodec_core_cut.so"),
+        "the file is named: {err}"
+    );
 }
 
 fn ffmpeg_download_case(name: &str, zip: &[u8], sha256: &str) -> (Scene, String) {
@@ -711,7 +808,10 @@ fn zip_escaping_its_directory() {
     ]);
     let (s, err) = ffmpeg_download_case("zip_escaping_its_directory", &zip, &sha256_hex(&zip));
     assert!(said(&err, "rocbuild::fetch::unsafe_entry"), "{err}");
-    assert!(said(&err, "escaped.dll") && said(&err, "a `..` component"), "{err}");
+    assert!(
+        said(&err, "escaped.dll") && said(&err, "a `..` component"),
+        "{err}"
+    );
     assert!(!s.root().join("escaped.dll").exists());
 }
 
@@ -723,7 +823,10 @@ fn checksum_mismatch() {
     let err = err.replace('\n', " ");
     assert!(said(&err, "rocbuild::fetch::checksum"), "{err}");
     let flat: String = err.split_whitespace().collect::<Vec<_>>().join("");
-    assert!(flat.contains(&wrong) && flat.contains(&sha256_hex(&zip)), "{err}");
+    assert!(
+        flat.contains(&wrong) && flat.contains(&sha256_hex(&zip)),
+        "{err}"
+    );
     let left: Vec<_> = std::fs::read_dir(s.cache.join("downloads"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -762,10 +865,9 @@ fn manifest_outside_site_packages() {
 /// that is gone.
 #[test]
 fn every_case_is_documented() {
-    let doc = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/errors.md"),
-    )
-    .expect("docs/errors.md");
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/errors.md"))
+            .expect("docs/errors.md");
     let documented: Vec<&str> = doc
         .lines()
         .filter_map(|l| l.strip_prefix("### `"))

@@ -4,8 +4,8 @@
 mod catalogue;
 mod clean;
 mod common;
-mod ctranslate2_build;
 mod crash;
+mod ctranslate2_build;
 mod ffmpeg_download;
 mod fixture_build;
 mod locks;

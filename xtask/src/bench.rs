@@ -540,9 +540,12 @@ pub fn bench() -> Result<()> {
     // The fuzzing figures are cargo xtask fuzz's: keep them.
     let old = std::fs::read_to_string(&path).unwrap_or_default();
     let md = match section(&old, crate::fuzz::FUZZ_SECTION) {
-        Some(s) => format!("{}
+        Some(s) => format!(
+            "{}
 
-{s}", md.trim_end()),
+{s}",
+            md.trim_end()
+        ),
         None => md,
     };
     std::fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -658,7 +661,10 @@ mod tests {
             "# Benchmarks\n\nfigures\n\n<!-- begin fuzzing -->\n## Fuzzing\nrun 1\n<!-- end fuzzing -->\n"
         );
         let twice = with_section(&format!("{once}tail\n"), "fuzzing", "## Fuzzing\nrun 2");
-        assert!(twice.contains("run 2") && !twice.contains("run 1"), "{twice}");
+        assert!(
+            twice.contains("run 2") && !twice.contains("run 1"),
+            "{twice}"
+        );
         assert!(twice.ends_with("<!-- end fuzzing -->\ntail\n"), "{twice}");
         assert_eq!(
             section(&twice, "fuzzing").unwrap(),

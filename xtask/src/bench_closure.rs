@@ -50,7 +50,8 @@ fn make_tree(root: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
     let lib = root.join("sdk/lib");
     std::fs::create_dir_all(&lib).map_err(|e| e.to_string())?;
     let src = root.join("stub.c");
-    std::fs::write(&src, "int rocbuild_bench_stub(void) { return 0; }\n").map_err(|e| e.to_string())?;
+    std::fs::write(&src, "int rocbuild_bench_stub(void) { return 0; }\n")
+        .map_err(|e| e.to_string())?;
     let obj = root.join("stub.o");
     run_capture(
         Command::new("cc")
@@ -71,7 +72,11 @@ fn make_tree(root: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
                 .arg(&file)
                 .arg(&obj)
                 .arg(format!("-Wl,-soname,lib{n}.so.1"))
-                .args(["-Wl,--no-as-needed", "-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN"])
+                .args([
+                    "-Wl,--no-as-needed",
+                    "-Wl,--enable-new-dtags",
+                    "-Wl,-rpath,$ORIGIN",
+                ])
                 .arg(format!("-L{}", lib.display()));
             if layer > 0 {
                 let fan = 2 + rng.next(5);
@@ -79,7 +84,11 @@ fn make_tree(root: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
                 for _ in 0..fan {
                     // Mostly the layer just below, sometimes deeper (as hipBLAS needs both
                     // rocBLAS and the runtime).
-                    let below = if rng.next(3) == 0 { rng.next(layer) } else { layer - 1 };
+                    let below = if rng.next(3) == 0 {
+                        rng.next(layer)
+                    } else {
+                        layer - 1
+                    };
                     deps.insert(name(below, rng.next(per)));
                 }
                 for d in deps {
@@ -125,7 +134,10 @@ pub fn run(torch_venv: &Path, tmp: &Path) -> Result<ClosureBench> {
     ]))?;
     let exe = ws.join("target/release/examples/native_closure");
     let root = tmp.join("closure");
-    println!("xtask: bench: an SDK-like tree of {LIBS} libraries in {}", root.display());
+    println!(
+        "xtask: bench: an SDK-like tree of {LIBS} libraries in {}",
+        root.display()
+    );
     let (lib, mut roots) = make_tree(&root)?;
     let torch_lib = torch_venv.join("lib/python3.11/site-packages/torch/lib");
     // Without the real torch (no `cargo xtask setup`), the SDK-like tree alone.
@@ -174,8 +186,16 @@ pub fn run(torch_venv: &Path, tmp: &Path) -> Result<ClosureBench> {
     let found_b = ldd_found(&b_out(&mut b_cmd())?);
     // ldd also lists the roots' loader and vdso-provided objects; compare what both can name.
     let loader = |p: &String| p.contains("/ld-linux") || p.contains("linux-vdso");
-    let only_a: Vec<String> = found_a.difference(&found_b).filter(|p| !loader(p)).cloned().collect();
-    let only_b: Vec<String> = found_b.difference(&found_a).filter(|p| !loader(p)).cloned().collect();
+    let only_a: Vec<String> = found_a
+        .difference(&found_b)
+        .filter(|p| !loader(p))
+        .cloned()
+        .collect();
+    let only_b: Vec<String> = found_b
+        .difference(&found_a)
+        .filter(|p| !loader(p))
+        .cloned()
+        .collect();
 
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
     for i in 0..ITERATIONS {

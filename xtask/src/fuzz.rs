@@ -178,9 +178,10 @@ pub fn fuzz(args: &[String]) -> Result<()> {
             f.seconds,
             f.execs_per_sec,
             f.corpus,
-            f.crash
-                .as_ref()
-                .map_or("no crash".to_string(), |c| format!("CRASH: {}", c.display()))
+            f.crash.as_ref().map_or("no crash".to_string(), |c| format!(
+                "CRASH: {}",
+                c.display()
+            ))
         );
         figures.push(f);
     }

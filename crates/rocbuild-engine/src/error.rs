@@ -122,7 +122,9 @@ pub enum EngineError {
         source: std::io::Error,
     },
 
-    #[error("the FFmpeg in {dir} has no DLLs next to it: a static build cannot be loaded at run time")]
+    #[error(
+        "the FFmpeg in {dir} has no DLLs next to it: a static build cannot be loaded at run time"
+    )]
     #[diagnostic(
         code(rocbuild::plan::static_ffmpeg),
         help("Windows builds need a shared FFmpeg (bin\\avutil-N.dll …): run `rocbuild ffmpeg` to download a pinned shared build, or pass --ffmpeg DIR pointing at one")
@@ -132,7 +134,9 @@ pub enum EngineError {
     #[error("{recipe} needs {missing} at run time, and {site} does not have it")]
     #[diagnostic(
         code(rocbuild::plan::missing_python),
-        help("install it first: {command} (rocbuild installs only its own package, with --no-deps)")
+        help(
+            "install it first: {command} (rocbuild installs only its own package, with --no-deps)"
+        )
     )]
     MissingPython {
         recipe: String,

@@ -177,11 +177,13 @@ pub fn read_checked(site: &Path, recipe: &str) -> Result<Option<Manifest>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(EngineError::io("read", &p)(e)),
     };
-    parse(&text).map(Some).map_err(|reason| EngineError::BadManifest {
-        path: p.display().to_string(),
-        recipe: recipe.to_string(),
-        reason,
-    })
+    parse(&text)
+        .map(Some)
+        .map_err(|reason| EngineError::BadManifest {
+            path: p.display().to_string(),
+            recipe: recipe.to_string(),
+            reason,
+        })
 }
 
 /// Read a manifest's text. Besides the JSON, every path in it must be a plain relative path
@@ -213,7 +215,10 @@ pub fn parse(text: &str) -> std::result::Result<Manifest, String> {
         }
     }
     if !is_plain_name(&m.recipe) {
-        return Err(format!("the recipe name `{}` is not a plain name", m.recipe));
+        return Err(format!(
+            "the recipe name `{}` is not a plain name",
+            m.recipe
+        ));
     }
     Ok(m)
 }
@@ -230,8 +235,7 @@ pub fn is_inside(p: &str) -> bool {
 
 fn is_plain_name(s: &str) -> bool {
     !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && s != "."
         && s != ".."
@@ -335,7 +339,15 @@ mod tests {
         };
         let text = serde_json::to_string(&good).unwrap();
         assert_eq!(parse(&text).unwrap(), good);
-        for bad in ["../../etc/passwd", "/etc/passwd", "p/../../x", "C:/x", "p\\..\\x", "", "p//a"] {
+        for bad in [
+            "../../etc/passwd",
+            "/etc/passwd",
+            "p/../../x",
+            "C:/x",
+            "p\\..\\x",
+            "",
+            "p//a",
+        ] {
             let mut m = good.clone();
             m.parked = vec![bad.to_string()];
             let e = parse(&serde_json::to_string(&m).unwrap()).unwrap_err();

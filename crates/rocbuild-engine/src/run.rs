@@ -155,8 +155,8 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     // A build against a torch that does not import cannot be verified: say so before the
     // fetch and the build, not after. Skipped when the last install had these very inputs
     // (most likely a no-op rerun, which must stay fast).
-    let likely_noop = manifest::read(site, &plan.recipe)
-        .is_some_and(|m| m.fingerprint == plan.fingerprint);
+    let likely_noop =
+        manifest::read(site, &plan.recipe).is_some_and(|m| m.fingerprint == plan.fingerprint);
     if plan.torch_version.is_some() && !likely_noop {
         torch_imports(plan)?;
     }
@@ -221,8 +221,7 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     // A package from the index is (re)installed only when pip has another version; one built
     // from the checkout is part of the build, so the usual inputs decide.
     let python_pending = plan.python_part.as_ref().is_some_and(|p| p.build.is_none());
-    if !python_pending && up_to_date(plan, previous.as_ref(), commit.as_deref(), &built, site)
-    {
+    if !python_pending && up_to_date(plan, previous.as_ref(), commit.as_deref(), &built, site) {
         let m = previous.unwrap_or_else(|| unreachable_manifest(plan));
         log.note("up to date: nothing changed since the last install");
         return Ok(Outcome {
@@ -368,7 +367,10 @@ fn install_and_verify(
         let record_rel;
         if let Some(pp) = &plan.python_part {
             if let Some(b) = &pp.build {
-                log.note(&format!("python package: build a wheel of {}", pp.distribution));
+                log.note(&format!(
+                    "python package: build a wheel of {}",
+                    pp.distribution
+                ));
                 log.run("build the Python package", b)?;
             }
             log.note(&format!(
@@ -448,7 +450,10 @@ fn install_and_verify(
             let staged: Vec<PathBuf> = built.keys().map(|rel| stage.join(rel)).collect();
             let dlls = link::preload_order(&staged, &p.dirs)?;
             for (rel, text) in [
-                (&p.module_rel, link::preload_module(p, &plan.recipe, &plan.version, &dlls)),
+                (
+                    &p.module_rel,
+                    link::preload_module(p, &plan.recipe, &plan.version, &dlls),
+                ),
                 (&p.pth_rel, link::preload_pth(p)),
             ] {
                 let path = stage.join(rel);

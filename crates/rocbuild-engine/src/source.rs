@@ -218,7 +218,10 @@ fn damaged(repo: &Repository, reference: &str) -> Option<String> {
                 .ok()
                 .and_then(|r| r.target())
                 .map_or("an object".to_string(), |o| o.to_string());
-            return Some(format!("{name} names {oid}, which cannot be read ({})", e.message()));
+            return Some(format!(
+                "{name} names {oid}, which cannot be read ({})",
+                e.message()
+            ));
         }
     }
     None
@@ -244,7 +247,10 @@ pub fn checkout(
     // submodules mean another checkout.
     let stamp_text = match submodules {
         SubmoduleSel::None => commit.to_string(),
-        sel => format!("{commit} {}", serde_json::to_string(sel).unwrap_or_default()),
+        sel => format!(
+            "{commit} {}",
+            serde_json::to_string(sel).unwrap_or_default()
+        ),
     };
     if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
         return Ok(());
@@ -272,7 +278,9 @@ pub fn checkout(
         },
     })?;
     if *submodules != SubmoduleSel::None {
-        checkout_submodules(repo, &tree, &tmp, url, submodules, git_cache, mirror, progress)?;
+        checkout_submodules(
+            repo, &tree, &tmp, url, submodules, git_cache, mirror, progress,
+        )?;
     }
     fs_err::write(tmp.join(".rocbuild-commit"), &stamp_text)
         .map_err(EngineError::io("write", &stamp))?;
