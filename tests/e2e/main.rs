@@ -1,13 +1,13 @@
 //! End-to-end tests: the real `rocbuild` binary on fixture projects, real venvs, real cmake,
 //! ninja, compilers, FFmpeg and git repositories.
 
+mod catalogue;
 mod clean;
 mod common;
-mod ctranslate2_build;
 mod crash;
+mod ctranslate2_build;
 mod deps;
 mod doctor;
-mod errors;
 mod ffmpeg_download;
 mod fixture_build;
 mod hip_build;

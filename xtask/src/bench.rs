@@ -321,7 +321,11 @@ pub fn bench() -> Result<()> {
         None
     };
 
-    // (d) doctor over the real PyPI torch, against an nm -D script.
+    // (d) dependency closure over a large SDK-like tree (plus the real torch's libraries).
+    let closure = crate::bench_closure::run(&real, &root)?;
+
+
+    // (e) doctor over the real PyPI torch, against an nm -D script.
     let torch_venv = ws.join(crate::bench_doctor::TORCH_VENV);
     let doctor = if torch_venv.join("bin/python").exists() {
         println!(
@@ -409,7 +413,47 @@ pub fn bench() -> Result<()> {
             table.push_str(&rows);
             text
         }
-        None => "**(d) doctor vs an `nm -D` script**: not run (no `cache/venvs/torch-real`; `cargo xtask setup` makes it).\n".into(),
+        None => "**(e) doctor vs an `nm -D` script**: not run (no `cache/venvs/torch-real`; `cargo xtask setup` makes it).\n".into(),
+    };
+    let closure_md = {
+        use crate::bench_closure::ITERATIONS;
+        let c = &closure;
+        let (sa, sb) = (stats(&c.rocbuild), stats(&c.ldd));
+        let ratios: Vec<f64> = c.rocbuild.iter().zip(&c.ldd).map(|(x, y)| x / y).collect();
+        let sr = stats(&ratios);
+        let _ = writeln!(
+            table,
+            "| (d) A: rocbuild-native closure of {} roots (`native_closure … --search`) | {ITERATIONS} | {:.1} ms | {:.1} – {:.1} ms | |",
+            c.roots, sa.median * 1e3, sa.min * 1e3, sa.max * 1e3
+        );
+        let _ = writeln!(
+            table,
+            "| (d) B: `ldd` on the same {} roots, same dirs in LD_LIBRARY_PATH | {ITERATIONS} | {:.1} ms | {:.1} – {:.1} ms | |",
+            c.roots, sb.median * 1e3, sb.min * 1e3, sb.max * 1e3
+        );
+        let _ = writeln!(
+            table,
+            "| (d) ratio A/B (per pair) | {ITERATIONS} | {:.3}× | {:.3}× – {:.3}× | |",
+            sr.median, sr.min, sr.max
+        );
+        let diff = if c.agree {
+            "the same set of libraries".to_string()
+        } else {
+            format!(
+                "different sets: only rocbuild {:?}; only ldd {:?}",
+                c.only_rocbuild, c.only_ldd
+            )
+        };
+        format!(
+            "- closure, rocbuild (ms): {}
+- closure, ldd (ms): {}
+- closure: rocbuild resolved {} libraries, ldd {}: {diff}
+",
+            list(&c.rocbuild.iter().map(|x| x * 1e3).collect::<Vec<_>>(), ""),
+            list(&c.ldd.iter().map(|x| x * 1e3).collect::<Vec<_>>(), ""),
+            c.found_rocbuild,
+            c.found_ldd,
+        )
     };
     parts.retain(|(_, v)| !v.is_empty());
     let parts_sum: f64 = parts.iter().map(|(_, v)| stats(v).median).sum();
@@ -456,7 +500,8 @@ pub fn bench() -> Result<()> {
          - B: {lb}\n\
          - A/B: {lr}\n\
          - no-op: {ln}\n\
-         {status_md}\n\
+         {status_md}\
+         {closure_md}\n\
          ## What is measured\n\n\
          The project is the test fixture shaped like TorchCodec (tests/fixture/fakecodec: a core and a custom-ops \
          library linked to FFmpeg and to a torch-like library, a CPython extension, a git submodule), built against \
@@ -485,6 +530,17 @@ pub fn bench() -> Result<()> {
          there is no pkg-config query), B is the cheapest Python-side look at the same venv, \
          `python -c \"import importlib.metadata as m; print(m.version('torch'))\"`. A and B alternate \
          ({status_n} pairs). Target for A: ≤ {status_target} ms.\n\n\
+         **(d) dependency closure over a large SDK-like tree.** A tree shaped like a ROCm SDK is made with `cc` \
+         in a temp dir: {closure_libs} small shared libraries in `sdk/lib`, in {closure_layers} layers (runtime at \
+         the bottom, math libraries on top), each needing 2–6 libraries of the layers below (DT_NEEDED chains \
+         down to the bottom), all with RUNPATH `$ORIGIN`; beside it the {torch_libs} libraries of the real PyPI \
+         torch in cache/venvs/torch-real (libtorch_cuda.so and the nvidia-* wheels it finds through its own \
+         RUNPATHs). The roots are the top layer and every torch library ({roots} files). A is rocbuild's loader \
+         emulation (rocbuild-native's `closure`, through `target/release/examples/native_closure FILE… --search \
+         sdk/lib --search torch/lib`, the walk `rocbuild deps FILE… --search DIR` does; `deps` is not in main's \
+         CLI yet); B is `ldd FILE…` with the same two directories in `LD_LIBRARY_PATH` (glibc's loader in trace \
+         mode: the real thing). Before timing, the libraries each resolves are compared (see the raw figures). \
+         A and B alternate ({closure_n} pairs).\n\n\
          {doctor_text}",
         date = machine.date,
         rev = machine.rev,
@@ -500,9 +556,25 @@ pub fn bench() -> Result<()> {
         lr = ratios.iter().map(|r| format!("{r:.3}×")).collect::<Vec<_>>().join(", "),
         ln = list(&noop, " s"),
         status_n = crate::bench_status::ITERATIONS,
+        closure_libs = closure.libs_in_tree,
+        closure_layers = 6,
+        torch_libs = closure.torch_libs,
+        roots = closure.roots,
+        closure_n = crate::bench_closure::ITERATIONS,
         status_target = crate::bench_status::TARGET_MS,
     );
     let path = ws.join("BENCHMARKS.md");
+    // The fuzzing figures are cargo xtask fuzz's: keep them.
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    let md = match section(&old, crate::fuzz::FUZZ_SECTION) {
+        Some(s) => format!(
+            "{}
+
+{s}",
+            md.trim_end()
+        ),
+        None => md,
+    };
     std::fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     println!("xtask: bench: wrote {}", path.display());
     if std::env::var_os("XTASK_BENCH_KEEP").is_some() {
@@ -560,5 +632,71 @@ impl Machine {
             ninja: first_line("ninja", &["--version"]),
             python: first_line("python3", &["--version"]),
         }
+    }
+}
+
+/// Put `body` between `<!-- begin NAME -->` and `<!-- end NAME -->` in `file` (appended when
+/// the markers are not there yet): `cargo xtask fuzz` owns its section of BENCHMARKS.md, and
+/// `cargo xtask bench`, which rewrites the file, carries it over.
+pub fn replace_section(file: &Path, name: &str, body: &str) -> Result<()> {
+    let old = std::fs::read_to_string(file).unwrap_or_default();
+    let new = with_section(&old, name, body);
+    std::fs::write(file, new).map_err(|e| format!("cannot write {}: {e}", file.display()))
+}
+
+fn with_section(text: &str, name: &str, body: &str) -> String {
+    let (begin, end) = (
+        format!("<!-- begin {name} -->"),
+        format!("<!-- end {name} -->"),
+    );
+    let block = format!("{begin}\n{}\n{end}\n", body.trim_end());
+    match (text.find(&begin), text.find(&end)) {
+        (Some(b), Some(e)) if e > b => {
+            let after = text[e + end.len()..].trim_start_matches('\n');
+            format!("{}{block}{after}", &text[..b])
+        }
+        _ => {
+            let mut t = text.trim_end().to_string();
+            if !t.is_empty() {
+                t.push_str("\n\n");
+            }
+            t + &block
+        }
+    }
+}
+
+/// The `name` section of `text` with its markers, if there is one.
+fn section(text: &str, name: &str) -> Option<String> {
+    let (begin, end) = (
+        format!("<!-- begin {name} -->"),
+        format!("<!-- end {name} -->"),
+    );
+    let b = text.find(&begin)?;
+    let e = text.find(&end)?;
+    (e > b).then(|| text[b..e + end.len()].to_string() + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fuzz_section_is_replaced_in_place_appended_once_and_carried_over() {
+        let once = with_section("# Benchmarks\n\nfigures\n", "fuzzing", "## Fuzzing\nrun 1");
+        assert_eq!(
+            once,
+            "# Benchmarks\n\nfigures\n\n<!-- begin fuzzing -->\n## Fuzzing\nrun 1\n<!-- end fuzzing -->\n"
+        );
+        let twice = with_section(&format!("{once}tail\n"), "fuzzing", "## Fuzzing\nrun 2");
+        assert!(
+            twice.contains("run 2") && !twice.contains("run 1"),
+            "{twice}"
+        );
+        assert!(twice.ends_with("<!-- end fuzzing -->\ntail\n"), "{twice}");
+        assert_eq!(
+            section(&twice, "fuzzing").unwrap(),
+            "<!-- begin fuzzing -->\n## Fuzzing\nrun 2\n<!-- end fuzzing -->\n"
+        );
+        assert_eq!(section("no markers", "fuzzing"), None);
     }
 }

@@ -126,9 +126,9 @@ pub fn markdown(d: &DoctorBench, stats: impl Fn(&[f64]) -> (f64, f64, f64)) -> (
     let (lm, lmin, lmax) = stats(&d.with_load);
     let verdict = |ok: bool| if ok { "meets target" } else { "MISSES target" };
     let mut rows = String::new();
-    let _ = writeln!(rows, "| (d) A: `rocbuild doctor --venv V torch --no-load` | {ITERATIONS} | {am:.3} s | {amin:.3} – {amax:.3} s | ≤ {TARGET_SECONDS} s ({}) |", verdict(am <= TARGET_SECONDS));
-    let _ = writeln!(rows, "| (d) B: ldd + `nm -D` + sort/comm script | {ITERATIONS} | {bm:.3} s | {bmin:.3} – {bmax:.3} s | |");
-    let _ = writeln!(rows, "| (d) speed-up B/A (per pair) | {ITERATIONS} | {sm:.2}× | {smin:.2}× – {smax:.2}× | ≥ {TARGET_SPEEDUP}× ({}) |", verdict(sm >= TARGET_SPEEDUP));
+    let _ = writeln!(rows, "| (e) A: `rocbuild doctor --venv V torch --no-load` | {ITERATIONS} | {am:.3} s | {amin:.3} – {amax:.3} s | ≤ {TARGET_SECONDS} s ({}) |", verdict(am <= TARGET_SECONDS));
+    let _ = writeln!(rows, "| (e) B: ldd + `nm -D` + sort/comm script | {ITERATIONS} | {bm:.3} s | {bmin:.3} – {bmax:.3} s | |");
+    let _ = writeln!(rows, "| (e) speed-up B/A (per pair) | {ITERATIONS} | {sm:.2}× | {smin:.2}× – {smax:.2}× | ≥ {TARGET_SPEEDUP}× ({}) |", verdict(sm >= TARGET_SPEEDUP));
     let _ = writeln!(rows, "| (c′) `rocbuild doctor --venv V torch` with its load test (not compared) | {LOAD_ITERATIONS} | {lm:.2} s | {lmin:.2} – {lmax:.2} s | |");
     let list = |xs: &[f64], unit: &str| {
         xs.iter()
@@ -137,7 +137,7 @@ pub fn markdown(d: &DoctorBench, stats: impl Fn(&[f64]) -> (f64, f64, f64)) -> (
             .join(", ")
     };
     let text = format!(
-        "**(d) doctor vs an `nm -D` script.** Over the venv with the real PyPI torch (`cache/venvs/torch-real`, made by \
+        "**(e) doctor vs an `nm -D` script.** Over the venv with the real PyPI torch (`cache/venvs/torch-real`, made by \
          `cargo xtask setup`): A is `rocbuild doctor --venv V torch --no-load` — reading torch's {libs} native libraries, \
          resolving their dependency closure with the loader's rules (RPATHs into `nvidia/*`, the ld.so cache), and checking every \
          undefined symbol of each against the exports of everything in the process (Python included); it says: \"{says}\". \

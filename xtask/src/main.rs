@@ -2,8 +2,10 @@
 //! and `cargo xtask bench` (measure rocbuild against bare CMake, write BENCHMARKS.md).
 
 mod bench;
+mod bench_closure;
 mod bench_status;
 mod bench_doctor;
+mod fuzz;
 mod setup;
 mod util;
 
@@ -17,8 +19,10 @@ commands:
                   in cache/venvs/torch-real), then run `cargo test --workspace ARGS...`
   setup           only the set-up part of `test`
   bench           benchmarks: rocbuild vs bare cmake, no-op rerun, status on the real torch,
-                  doctor vs an nm -D script;
+                  dependency closure vs ldd, doctor vs an nm -D script;
                   writes BENCHMARKS.md
+  fuzz [SECONDS]  run every fuzz target (fuzz/) for SECONDS each (default 60) on stable Rust;
+                  crashes in fuzz/artifacts, figures into BENCHMARKS.md (not part of `test`)
 ";
 
 fn main() -> ExitCode {
@@ -27,6 +31,7 @@ fn main() -> ExitCode {
         Some("test") => setup::setup().and_then(|venv| setup::run_tests(&venv, &args[1..])),
         Some("setup") => setup::setup().map(|_| ExitCode::SUCCESS),
         Some("bench") => bench::bench().map(|_| ExitCode::SUCCESS),
+        Some("fuzz") => fuzz::fuzz(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("help" | "-h" | "--help") => {
             print!("{USAGE}");
             Ok(ExitCode::SUCCESS)

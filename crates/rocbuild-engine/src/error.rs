@@ -114,7 +114,7 @@ pub enum EngineError {
     Verify { output: String, log: String },
 
     #[error("{action} {path}: {source}")]
-    #[diagnostic(code(rocbuild::io))]
+    #[diagnostic(code(rocbuild::io), help("{}", io_help(source)))]
     Io {
         action: String,
         path: String,
@@ -122,7 +122,9 @@ pub enum EngineError {
         source: std::io::Error,
     },
 
-    #[error("the FFmpeg in {dir} has no DLLs next to it: a static build cannot be loaded at run time")]
+    #[error(
+        "the FFmpeg in {dir} has no DLLs next to it: a static build cannot be loaded at run time"
+    )]
     #[diagnostic(
         code(rocbuild::plan::static_ffmpeg),
         help("Windows builds need a shared FFmpeg (bin\\avutil-N.dll …): run `rocbuild ffmpeg` to download a pinned shared build, or pass --ffmpeg DIR pointing at one")
@@ -144,7 +146,9 @@ pub enum EngineError {
     #[error("{recipe} needs {missing} at run time, and {site} does not have it")]
     #[diagnostic(
         code(rocbuild::plan::missing_python),
-        help("install it first: {command} (rocbuild installs only its own package, with --no-deps)")
+        help(
+            "install it first: {command} (rocbuild installs only its own package, with --no-deps)"
+        )
     )]
     MissingPython {
         recipe: String,
@@ -172,6 +176,47 @@ pub enum EngineError {
     #[error(transparent)]
     #[diagnostic(code(rocbuild::native))]
     Native(#[from] rocbuild_native::NativeError),
+
+    #[error("torch {version} in {site} cannot be imported: {error}")]
+    #[diagnostic(
+        code(rocbuild::plan::torch_import),
+        help("nothing was built or changed: a build against this torch could not be verified. Repair torch first ({python} -m pip install --force-reinstall torch, or the command you installed it with), check it with `{python} -c \"import torch\"`, then run again")
+    )]
+    TorchImport {
+        site: String,
+        version: String,
+        error: String,
+        python: String,
+    },
+
+    #[error("the build installed {file}, which the recipe's artifacts name, but it is not a usable library: {reason}")]
+    #[diagnostic(
+        code(rocbuild::install::bad_artifact),
+        help("nothing was installed, the venv is as it was; the file is cut short or damaged: rebuild from scratch (`rocbuild clean --builds`, then run again), and if it comes back check the project's install rules or the recipe's [install] artifacts")
+    )]
+    BadArtifact { file: String, reason: String },
+
+    #[error("the manifest {path} cannot be used: {reason}")]
+    #[diagnostic(
+        code(rocbuild::manifest::invalid),
+        help("it was edited or damaged, so rocbuild will not touch the files it names; move it out of .rocbuild/ and reinstall with `rocbuild {recipe}` (pip's original files, if any, are in .rocbuild/backup/{recipe})")
+    )]
+    BadManifest {
+        path: String,
+        recipe: String,
+        reason: String,
+    },
+}
+
+/// What to do about a failed file operation, by its kind.
+fn io_help(e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::StorageFull => "the disk is full: free space on that filesystem (a build needs room in the cache, and an install stages its files beside site-packages), then run again; an install that stopped here was rolled back".into(),
+        K::PermissionDenied | K::ReadOnlyFilesystem => "rocbuild may not write there: check the owner and permissions of that path (a system Python's venv may need to be recreated as your user)".into(),
+        K::NotFound => "something removed that file while rocbuild ran (another program, a clean-up): run again".into(),
+        _ => "run again with -v for every step; if it persists, the message above names the file and the operation that failed".into(),
+    }
 }
 
 impl EngineError {

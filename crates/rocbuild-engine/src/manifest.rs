@@ -165,7 +165,88 @@ pub fn path(site: &Path, recipe: &str) -> PathBuf {
 
 pub fn read(site: &Path, recipe: &str) -> Option<Manifest> {
     let text = fs_err::read_to_string(path(site, recipe)).ok()?;
-    serde_json::from_str(&text).ok()
+    parse(&text).ok()
+}
+
+/// The manifest of `recipe`: `None` when there is none, an error when it is there but
+/// cannot be used (damaged, or naming paths outside site-packages).
+pub fn read_checked(site: &Path, recipe: &str) -> Result<Option<Manifest>> {
+    let p = path(site, recipe);
+    let text = match std::fs::read_to_string(&p) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(EngineError::io("read", &p)(e)),
+    };
+    parse(&text)
+        .map(Some)
+        .map_err(|reason| EngineError::BadManifest {
+            path: p.display().to_string(),
+            recipe: recipe.to_string(),
+            reason,
+        })
+}
+
+/// Read a manifest's text. Besides the JSON, every path in it must be a plain relative path
+/// inside site-packages (no `..`, no root, no drive, no backslash) and every sha256 64 hex
+/// digits: `restore` and `status` join these paths onto site-packages and move or remove
+/// what they name, so a corrupt or hand-edited manifest must never reach outside the venv.
+pub fn parse(text: &str) -> std::result::Result<Manifest, String> {
+    let m: Manifest = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut paths: Vec<(&str, &str)> = Vec::new();
+    for f in &m.files {
+        paths.push(("files", &f.path));
+        check_sha256(&f.sha256)?;
+        if let Some(b) = &f.built_sha256 {
+            check_sha256(b)?;
+        }
+    }
+    paths.extend(m.parked.iter().map(|p| ("parked", p.as_str())));
+    paths.extend(m.dropped.iter().map(|p| ("dropped", p.as_str())));
+    paths.extend(m.extra_files.iter().map(|p| ("extra_files", p.as_str())));
+    paths.extend(m.record.iter().map(|p| ("record", p.as_str())));
+    if let Some(pp) = &m.python_part {
+        paths.extend(pp.files.iter().map(|p| ("python_part.files", p.as_str())));
+    }
+    for (field, p) in paths {
+        if !is_inside(p) {
+            return Err(format!(
+                "`{field}` names `{p}`, which is not a relative path inside site-packages"
+            ));
+        }
+    }
+    if !is_plain_name(&m.recipe) {
+        return Err(format!(
+            "the recipe name `{}` is not a plain name",
+            m.recipe
+        ));
+    }
+    Ok(m)
+}
+
+/// A relative path with `/` separators that stays below the directory it is joined to.
+pub fn is_inside(p: &str) -> bool {
+    !p.is_empty()
+        && !p.starts_with('/')
+        && !p.contains('\\')
+        && !p.contains('\0')
+        && !p.contains(':')
+        && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
+}
+
+fn is_plain_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && s != "."
+        && s != ".."
+}
+
+fn check_sha256(s: &str) -> std::result::Result<(), String> {
+    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        Err(format!("`{s}` is not a sha256 (64 hex digits)"))
+    }
 }
 
 /// Every manifest in `site` (one per recipe rocbuild installed), sorted by recipe; manifests
@@ -185,7 +266,7 @@ pub fn read_all(site: &Path) -> Vec<std::result::Result<Manifest, (PathBuf, Stri
         .into_iter()
         .map(|p| {
             let text = fs_err::read_to_string(&p).map_err(|e| (p.clone(), e.to_string()))?;
-            serde_json::from_str(&text).map_err(|e| (p.clone(), e.to_string()))
+            parse(&text).map_err(|e| (p.clone(), e))
         })
         .collect()
 }
@@ -242,5 +323,41 @@ mod tests {
         assert_eq!(m.files[0].mtime_ns, None);
         assert_eq!(m.options, RecordedOptions::default());
         assert!(m.extra_files.is_empty() && m.python_part.is_none());
+    }
+
+    #[test]
+    fn a_manifest_naming_a_path_outside_site_packages_is_refused() {
+        let good = Manifest {
+            schema: 1,
+            recipe: "r".into(),
+            files: vec![InstalledFile {
+                path: "p/a.so".into(),
+                sha256: "0".repeat(64),
+                ..InstalledFile::default()
+            }],
+            ..Manifest::default()
+        };
+        let text = serde_json::to_string(&good).unwrap();
+        assert_eq!(parse(&text).unwrap(), good);
+        for bad in [
+            "../../etc/passwd",
+            "/etc/passwd",
+            "p/../../x",
+            "C:/x",
+            "p\\..\\x",
+            "",
+            "p//a",
+        ] {
+            let mut m = good.clone();
+            m.parked = vec![bad.to_string()];
+            let e = parse(&serde_json::to_string(&m).unwrap()).unwrap_err();
+            assert!(e.contains("`parked`"), "{bad}: {e}");
+        }
+        let mut m = good.clone();
+        m.files[0].sha256 = "zz".into();
+        assert!(parse(&serde_json::to_string(&m).unwrap()).is_err());
+        let mut m = good;
+        m.recipe = "../r".into();
+        assert!(parse(&serde_json::to_string(&m).unwrap()).is_err());
     }
 }

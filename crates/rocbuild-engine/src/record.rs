@@ -6,8 +6,11 @@ use base64::Engine;
 
 /// `sha256=<urlsafe base64, no padding>` from a hex digest.
 pub fn record_hash(hex: &str) -> String {
-    let bytes: Vec<u8> = (0..hex.len() / 2)
-        .filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
+    // By bytes, not by str slices: a non-ASCII character in a damaged digest must not panic.
+    let bytes: Vec<u8> = hex
+        .as_bytes()
+        .chunks_exact(2)
+        .filter_map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
         .collect();
     format!(
         "sha256={}",

@@ -62,7 +62,7 @@ fn prune_empty_parents(p: &Path, stop: &Path) {
 
 /// Restore `recipe` in `site`. Call with the venv lock held.
 pub fn restore(site: &Path, recipe: &str) -> Result<Restored> {
-    let Some(m) = manifest::read(site, recipe) else {
+    let Some(m) = manifest::read_checked(site, recipe)? else {
         let installed: Vec<String> = manifest::read_all(site)
             .into_iter()
             .flatten()

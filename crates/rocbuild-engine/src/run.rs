@@ -152,6 +152,14 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         }
         install::Recovered::Nothing => {}
     }
+    // A build against a torch that does not import cannot be verified: say so before the
+    // fetch and the build, not after. Skipped when the last install had these very inputs
+    // (most likely a no-op rerun, which must stay fast).
+    let likely_noop =
+        manifest::read(site, &plan.recipe).is_some_and(|m| m.fingerprint == plan.fingerprint);
+    if plan.torch_version.is_some() && !likely_noop {
+        torch_imports(plan)?;
+    }
     let (_src, commit) = source(plan, &mut log)?;
 
     if let Some(t) = &plan.tools {
@@ -213,8 +221,7 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     // A package from the index is (re)installed only when pip has another version; one built
     // from the checkout is part of the build, so the usual inputs decide.
     let python_pending = plan.python_part.as_ref().is_some_and(|p| p.build.is_none());
-    if !python_pending && up_to_date(plan, previous.as_ref(), commit.as_deref(), &built, site)
-    {
+    if !python_pending && up_to_date(plan, previous.as_ref(), commit.as_deref(), &built, site) {
         let m = previous.unwrap_or_else(|| unreachable_manifest(plan));
         log.note("up to date: nothing changed since the last install");
         return Ok(Outcome {
@@ -231,6 +238,36 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     }
 
     install_and_verify(plan, &mut log, commit, built, previous)
+}
+
+/// `import torch` in a fresh process of the venv's Python (it may crash or hang: a child,
+/// never us); its last words when it fails.
+fn torch_imports(plan: &Plan) -> Result<()> {
+    let out = duct::cmd(&plan.python, ["-c", "import torch"])
+        .env_remove("PYTHONPATH")
+        .stdin_null()
+        .stdout_null()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .map_err(EngineError::io("run", &plan.python))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(no message)")
+        .trim()
+        .to_string();
+    Err(EngineError::TorchImport {
+        site: plan.install.site.display().to_string(),
+        version: plan.torch_version.clone().unwrap_or_default(),
+        error: last,
+        python: plan.python.display().to_string(),
+    })
 }
 
 fn unreachable_manifest(plan: &Plan) -> Manifest {
@@ -298,8 +335,14 @@ fn install_and_verify(
         // The rebuilt libraries, with their search paths set in the stage.
         for (rel, (abs, built_sha)) in &built {
             let staged = stage.join(rel);
-            txn_fs::copy(abs, &staged).map_err(EngineError::io("copy", abs))?;
-            txn_fs::edited(link::apply(&plan.install.link, &staged))?;
+            txn_fs::copy(abs, &staged).map_err(EngineError::io("stage", abs))?;
+            txn_fs::edited(link::apply(&plan.install.link, &staged)).map_err(|e| match e {
+                EngineError::Native(n) => EngineError::BadArtifact {
+                    file: abs.display().to_string(),
+                    reason: n.to_string().replace(&staged.display().to_string(), "it"),
+                },
+                e => e,
+            })?;
             let (sha, size) = sha256_file(&staged)?;
             record_set.insert(rel.clone(), (sha.clone(), size));
             installed.push(InstalledFile {
@@ -324,7 +367,10 @@ fn install_and_verify(
         let record_rel;
         if let Some(pp) = &plan.python_part {
             if let Some(b) = &pp.build {
-                log.note(&format!("python package: build a wheel of {}", pp.distribution));
+                log.note(&format!(
+                    "python package: build a wheel of {}",
+                    pp.distribution
+                ));
                 log.run("build the Python package", b)?;
             }
             log.note(&format!(
@@ -404,7 +450,10 @@ fn install_and_verify(
             let staged: Vec<PathBuf> = built.keys().map(|rel| stage.join(rel)).collect();
             let dlls = link::preload_order(&staged, &p.dirs)?;
             for (rel, text) in [
-                (&p.module_rel, link::preload_module(p, &plan.recipe, &plan.version, &dlls)),
+                (
+                    &p.module_rel,
+                    link::preload_module(p, &plan.recipe, &plan.version, &dlls),
+                ),
                 (&p.pth_rel, link::preload_pth(p)),
             ] {
                 let path = stage.join(rel);

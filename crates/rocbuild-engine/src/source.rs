@@ -169,6 +169,20 @@ pub fn fetch_commit(
             Err(e) => tried.push(format!("{from}: {}", e.message())),
         }
     }
+    if let Some(why) = damaged(&repo, reference) {
+        let dir = repo.path().display().to_string();
+        return Err(EngineError::Source {
+            url: url.into(),
+            reason: format!(
+                "the cache's clone {} is damaged: {why}",
+                dir.trim_end_matches('/')
+            ),
+            help: format!(
+                "nothing in the venv was changed; remove the damaged clone and run again: `rocbuild clean --sources` (every cached clone), or delete {}",
+                dir.trim_end_matches('/')
+            ),
+        });
+    }
     let tags: Vec<String> = repo
         .tag_names(None)
         .map(|t| t.iter().flatten().map(str::to_string).collect())
@@ -185,6 +199,32 @@ pub fn fetch_commit(
             )
         },
     })
+}
+
+/// Why `reference` cannot be read although the clone has it: its ref names an object that
+/// is missing or unreadable (a pack cut short by a full disk or a killed clone).
+fn damaged(repo: &Repository, reference: &str) -> Option<String> {
+    for name in [
+        reference.to_string(),
+        format!("refs/tags/{reference}"),
+        format!("refs/heads/{reference}"),
+    ] {
+        let Ok(r) = repo.find_reference(&name) else {
+            continue;
+        };
+        if let Err(e) = r.peel_to_commit() {
+            let oid = r
+                .resolve()
+                .ok()
+                .and_then(|r| r.target())
+                .map_or("an object".to_string(), |o| o.to_string());
+            return Some(format!(
+                "{name} names {oid}, which cannot be read ({})",
+                e.message()
+            ));
+        }
+    }
+    None
 }
 
 fn last(v: &[String], n: usize) -> Vec<String> {
@@ -207,7 +247,10 @@ pub fn checkout(
     // submodules mean another checkout.
     let stamp_text = match submodules {
         SubmoduleSel::None => commit.to_string(),
-        sel => format!("{commit} {}", serde_json::to_string(sel).unwrap_or_default()),
+        sel => format!(
+            "{commit} {}",
+            serde_json::to_string(sel).unwrap_or_default()
+        ),
     };
     if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
         return Ok(());
@@ -235,7 +278,9 @@ pub fn checkout(
         },
     })?;
     if *submodules != SubmoduleSel::None {
-        checkout_submodules(repo, &tree, &tmp, url, submodules, git_cache, mirror, progress)?;
+        checkout_submodules(
+            repo, &tree, &tmp, url, submodules, git_cache, mirror, progress,
+        )?;
     }
     fs_err::write(tmp.join(".rocbuild-commit"), &stamp_text)
         .map_err(EngineError::io("write", &stamp))?;

@@ -1,6 +1,7 @@
 //! The filesystem steps of an install, through one small interface. Every step is counted so
 //! a test can make the process SIGKILL itself right after the N-th one (see [`arm_kill`]) and
-//! prove that the next run finishes or undoes whatever was left.
+//! prove that the next run finishes or undoes whatever was left, or make the disk "fill up"
+//! after the N-th one (see [`arm_disk_full`]) and prove that the run undoes its own work.
 
 use std::io;
 use std::path::Path;
@@ -8,11 +9,35 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 static KILL_AFTER: AtomicU64 = AtomicU64::new(0);
 static STEPS: AtomicU64 = AtomicU64::new(0);
+static FULL_AFTER: AtomicU64 = AtomicU64::new(0);
 
 /// Test-only: SIGKILL this process right after the `n`-th filesystem step of an install
 /// (`0` disarms). The binary arms it from `ROCBUILD_TEST_KILL_AFTER_STEP`.
 pub fn arm_kill(n: u64) {
     KILL_AFTER.store(n, Ordering::SeqCst);
+}
+
+/// Test-only: after the `n`-th filesystem step (`0` disarms), every step that needs disk
+/// space (create a directory, copy, write) fails with ENOSPC as on a full disk, and does
+/// nothing; renames and removals, which free space or need none, still work, so a rollback
+/// can run. The binary arms it from `ROCBUILD_TEST_FAIL_AFTER_STEP`.
+pub fn arm_disk_full(n: u64) {
+    FULL_AFTER.store(n, Ordering::SeqCst);
+}
+
+/// Refuse a step that needs space when the simulated disk is full.
+fn space() -> io::Result<()> {
+    let after = FULL_AFTER.load(Ordering::SeqCst);
+    if after != 0 && STEPS.load(Ordering::SeqCst) >= after {
+        #[cfg(unix)]
+        return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        #[cfg(not(unix))]
+        return Err(io::Error::new(
+            io::ErrorKind::StorageFull,
+            "no space left on device",
+        ));
+    }
+    Ok(())
 }
 
 /// How many install steps this process has done.
@@ -54,6 +79,7 @@ pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 pub fn create_dir(p: &Path) -> io::Result<()> {
+    space()?;
     counted(fs_err::create_dir(p))
 }
 
@@ -61,6 +87,7 @@ pub fn create_dir_all(p: &Path) -> io::Result<()> {
     if p.is_dir() {
         return Ok(());
     }
+    space()?;
     counted(fs_err::create_dir_all(p))
 }
 
@@ -80,12 +107,14 @@ pub fn copy(from: &Path, to: &Path) -> io::Result<()> {
     if let Some(parent) = to.parent() {
         create_dir_all(parent)?;
     }
+    space()?;
     counted(fs_err::copy(from, to).map(|_| ()))
 }
 
 /// Write and fsync (a journal must be on disk before the moves it describes).
 pub fn write_synced(p: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
+    space()?;
     let r = (|| {
         let mut f = fs_err::File::create(p)?;
         f.write_all(bytes)?;
@@ -95,6 +124,7 @@ pub fn write_synced(p: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 pub fn write(p: &Path, bytes: &[u8]) -> io::Result<()> {
+    space()?;
     counted(fs_err::write(p, bytes))
 }
 

@@ -151,7 +151,7 @@ pub fn metadata(original: &str, version: &str, torch: Option<&str>) -> String {
 
 /// Write the wheel of `recipe`'s package installed in `site` into `out`.
 pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result<Built> {
-    let m = manifest::read(site, recipe).ok_or_else(|| EngineError::NotInstalled {
+    let m = manifest::read_checked(site, recipe)?.ok_or_else(|| EngineError::NotInstalled {
         recipe: recipe.into(),
         site: site.display().to_string(),
         help: format!("build it first: rocbuild {recipe} --venv VENV"),

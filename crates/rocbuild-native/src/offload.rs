@@ -211,6 +211,15 @@ fn parse_ccob(b: &[u8], h: &CcobHeader) -> Result<Vec<OffloadEntry>, NativeError
             )))
         }
         Some(t) => t,
+        // Version 1 has no total size: the bundle runs to the end of the section, which must
+        // at least hold the header (found by the offload fuzz target).
+        None if b.len() < h.header_len => {
+            return Err(offload_err(format!(
+                "compressed bundle header needs {} bytes, {} are there",
+                h.header_len,
+                b.len()
+            )))
+        }
         None => b.len(),
     };
     let payload = &b[h.header_len..end];

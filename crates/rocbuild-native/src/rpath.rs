@@ -12,6 +12,9 @@ pub fn set_runpath(path: &Path, entries: &[String]) -> Result<(), NativeError> {
         path: path.display().to_string(),
         reason,
     };
+    // A file cut short or damaged is said as such by the reader, before either editor
+    // tries (and fails with its own less telling words).
+    read_elf(path)?;
     let first = with_arwen(path, &joined);
     if let Err(reason) = first {
         let patchelf = which::which("patchelf").map_err(|_| {

@@ -253,3 +253,16 @@ fn cut_and_flipped_files_never_panic() {
     );
     assert!(inputs > 3000, "{inputs}");
 }
+
+/// Found by the `offload` fuzz target: a version-1 compressed bundle header cut short inside
+/// a section sliced past its end. The reader must say so itself, not through the panic guard.
+#[test]
+fn a_compressed_bundle_shorter_than_its_header_is_refused_in_words() {
+    let bytes: &[u8] = &[
+        0x6f, 0x43, 0x43, 0x4f, 0x42, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x06, 0x6f, 0x43,
+        0x43, 0x4f, 0xc2, 0xfe,
+    ];
+    if let Err(e) = rocbuild_native::offload_targets(bytes) {
+        assert!(!e.to_string().contains("parser gave up"), "{e}");
+    }
+}

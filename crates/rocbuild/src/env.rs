@@ -13,6 +13,10 @@ pub const ROCBUILD_TEST_KILL_AFTER_STEP: &str = "ROCBUILD_TEST_KILL_AFTER_STEP";
 /// The GPU architectures (`gfx1010;gfx1030`, `;`, `,` or space separated) for `doctor`'s GPU
 /// check when `--gpu-arch` is not given; the same variable torch's own build reads.
 pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
+/// TEST ONLY: after the N-th filesystem step of an install, fail every step that needs disk
+/// space with ENOSPC, as a full disk would, so the bad-input catalogue can show that a disk
+/// filling up while staging leaves the venv unchanged. Never set it otherwise.
+pub const ROCBUILD_TEST_FAIL_AFTER_STEP: &str = "ROCBUILD_TEST_FAIL_AFTER_STEP";
 /// Log filter for `tracing` (e.g. `rocbuild=debug`).
 pub const ROCBUILD_LOG: &str = "ROCBUILD_LOG";
 // The venv is taken from `--venv`, then `VIRTUAL_ENV`, then `CONDA_PREFIX`, then `./.venv`

@@ -24,6 +24,12 @@ fn main() -> ExitCode {
     {
         rocbuild_engine::txn_fs::arm_kill(n);
     }
+    if let Some(n) = std::env::var(env::ROCBUILD_TEST_FAIL_AFTER_STEP)
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        rocbuild_engine::txn_fs::arm_disk_full(n);
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_env(env::ROCBUILD_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()

@@ -84,7 +84,7 @@ pub fn install_fake_torch(site: &Path, version: &str) {
     }
     std::fs::write(
         t.join("version.py"),
-        format!("from typing import Optional\n__version__ = '{version}'\ndebug = False\ncuda: Optional[str] = None\ngit_version = '0123456789abcdef0123456789abcdef01234567'\nhip: Optional[str] = None\n"),
+        format!("from typing import Optional\n\n__version__ = '{version}'\ndebug = False\ncuda: Optional[str] = None\ngit_version = '0123456789abcdef0123456789abcdef01234567'\nhip: Optional[str] = None\n"),
     )
     .unwrap();
     std::fs::write(t.join("__init__.py"), "from .version import __version__\n").unwrap();

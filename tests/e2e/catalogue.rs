@@ -1,0 +1,889 @@
+//! The bad-input catalogue: every way a user can hand rocbuild something wrong, run through
+//! the real binary. Each case snapshots the error the user sees (temp paths shown as [TMP])
+//! and proves the venv is byte-identical afterwards and nothing that was in the cache before
+//! changed. docs/errors.md lists every case with its message (`every_case_is_documented`).
+//!
+//! Scenes are as cheap as the case allows: a venv without pip unless pip must run, the git
+//! fixture only where a source is fetched, a real build only for the three cases that fail
+//! after one (build error, disk full while staging, verification failure).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rocbuild_testkit::downloads::{pe_dll, sha256_hex, shared_ffmpeg_zip, zip_of, FileServer};
+
+use crate::common::*;
+
+/// Every case: (test name = snapshot name = docs/errors.md anchor, what the user did wrong).
+pub const CASES: &[(&str, &str)] = &[
+    ("malformed_toml", "A recipe that is not valid TOML"),
+    ("unknown_key", "A recipe with an unknown key"),
+    ("wrong_type", "A recipe value of the wrong type"),
+    (
+        "unknown_template_variable",
+        "A recipe using an unknown template variable",
+    ),
+    ("unknown_recipe", "A recipe name that does not exist"),
+    (
+        "recipe_release_missing",
+        "`--version` naming a release the recipe does not have",
+    ),
+    (
+        "incompatible_torch",
+        "A release that does not support the installed torch",
+    ),
+    ("unknown_gfx", "An unknown GPU architecture name"),
+    (
+        "gfx_the_sdk_cannot_target",
+        "A GPU architecture the ROCm SDK cannot compile for",
+    ),
+    (
+        "rocm_version_not_installed",
+        "`--rocm` naming a version that is not installed",
+    ),
+    (
+        "hip_path_pointing_nowhere",
+        "`HIP_PATH` naming a directory that does not exist",
+    ),
+    (
+        "venv_missing",
+        "`--venv` naming a directory that does not exist",
+    ),
+    ("venv_without_torch", "A venv without torch"),
+    (
+        "torch_cannot_be_imported",
+        "A torch that cannot be imported",
+    ),
+    ("no_compiler", "No C/C++ compiler"),
+    ("no_cmake", "No cmake"),
+    ("no_ninja", "No ninja"),
+    ("ffmpeg_missing", "No FFmpeg development files"),
+    (
+        "ffmpeg_static_on_windows",
+        "A static FFmpeg for TorchCodec on Windows (plan)",
+    ),
+    ("unreachable_source", "A source that cannot be reached"),
+    ("moved_tag", "A release tag that moved upstream"),
+    ("corrupt_cache_clone", "A corrupt git clone in the cache"),
+    ("build_error", "A build error"),
+    (
+        "verification_failure",
+        "A build that fails the recipe's verification",
+    ),
+    (
+        "disk_full_while_staging",
+        "The disk filling up while the install is staged",
+    ),
+    (
+        "second_concurrent_run",
+        "A second run on a venv another run is working on",
+    ),
+    (
+        "truncated_binary",
+        "A truncated binary among the build's artifacts",
+    ),
+    (
+        "zip_escaping_its_directory",
+        "A downloaded zip with `../` entries",
+    ),
+    (
+        "checksum_mismatch",
+        "A download whose sha256 differs from the one given",
+    ),
+    (
+        "manifest_outside_site_packages",
+        "A manifest naming a file outside site-packages",
+    ),
+];
+
+/// A place for one bad run: a venv (or the path where one should be), a cache that already
+/// holds earlier work, and a recipe directory.
+struct Scene {
+    tmp: tempfile::TempDir,
+    venv: PathBuf,
+    cache: PathBuf,
+    recipes: PathBuf,
+    /// Extra environment for every run.
+    env: Vec<(String, String)>,
+}
+
+/// `python3 -m venv --without-pip`: a real venv, made in a tenth of a second.
+fn light_venv(dir: &Path) -> PathBuf {
+    run(Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(dir));
+    site_packages(dir)
+}
+
+impl Scene {
+    fn empty() -> Scene {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let cache = root.join("cache");
+        // Earlier work in the cache that a failing run must leave alone.
+        for (rel, text) in [
+            ("logs/earlier-run.log", "an earlier run's log\n"),
+            ("downloads/earlier.zip", "an earlier download\n"),
+            ("build/earlier/CMakeCache.txt", "# an earlier build tree\n"),
+        ] {
+            let p = cache.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let recipes = root.join("recipes");
+        std::fs::create_dir_all(&recipes).unwrap();
+        Scene {
+            venv: root.join("venv"),
+            cache,
+            recipes,
+            env: Vec::new(),
+            tmp,
+        }
+    }
+
+    /// A venv (no pip) with the fake torch 2.9.1.
+    fn with_torch() -> Scene {
+        let s = Scene::empty();
+        install_fake_torch(&light_venv(&s.venv), "2.9.1");
+        s
+    }
+
+    /// With torch, the git fixture and its recipe (`fakecodec`, building from the fixture's
+    /// bare repository); `pip`: a venv with pip and the wheel of the Python part.
+    fn with_fixture(verify: &str, pip: bool) -> Scene {
+        let mut s = Scene::empty();
+        let site = if pip {
+            make_venv(&s.venv)
+        } else {
+            light_venv(&s.venv)
+        };
+        install_fake_torch(&site, "2.9.1");
+        let repos = s.root().join("repos");
+        make_git_fixture(&repos);
+        let wheels = s.root().join("wheels");
+        make_wheel(&wheels, "fakecodec", "1.0.0");
+        s.write_recipe(
+            "fakecodec",
+            &fixture_recipe(repos.join("fakecodec.git").to_str().unwrap(), true, verify),
+        );
+        s.env.push(("PIP_NO_INDEX".into(), "1".into()));
+        s.env
+            .push(("PIP_FIND_LINKS".into(), wheels.display().to_string()));
+        s
+    }
+
+    fn root(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    fn site(&self) -> PathBuf {
+        site_packages(&self.venv)
+    }
+
+    fn write_recipe(&self, name: &str, text: &str) {
+        std::fs::write(self.recipes.join(format!("{name}.toml")), text).unwrap();
+    }
+
+    /// `rocbuild ARGS --venv --cache --recipes` with the scene's environment and `env`.
+    fn rocbuild(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&[
+            "--venv",
+            self.venv.to_str().unwrap(),
+            "--cache",
+            self.cache.to_str().unwrap(),
+            "--recipes",
+            self.recipes.to_str().unwrap(),
+        ]);
+        let mut e: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        e.extend_from_slice(env);
+        rocbuild(&all, &e)
+    }
+
+    /// A copy of the fixture's source tree (submodule included) to build with `--source`.
+    fn fixture_source(&self) -> PathBuf {
+        let src = self.root().join("src");
+        copy_dir(&fixture_dir().join("fakecodec"), &src);
+        std::fs::create_dir_all(src.join("third_party/sub")).unwrap();
+        std::fs::copy(
+            fixture_dir().join("fakesub/answer.h"),
+            src.join("third_party/sub/answer.h"),
+        )
+        .unwrap();
+        src
+    }
+
+    /// A PATH holding links to these tools only.
+    fn path_with(&self, tools: &[&str]) -> String {
+        let bin = self.root().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for tool in tools {
+            if let Some(p) = which(tool) {
+                std::os::unix::fs::symlink(p, bin.join(tool)).unwrap();
+            }
+        }
+        bin.display().to_string()
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(tool))
+        .find(|p| p.exists())
+}
+
+/// The tools a fixture build uses, so a case can take exactly one away.
+const TOOLS: &[&str] = &[
+    "cc",
+    "c++",
+    "gcc",
+    "g++",
+    "cmake",
+    "ninja",
+    "pkg-config",
+    "git",
+    "python3",
+];
+
+fn state(dir: &Path) -> Option<BTreeMap<String, String>> {
+    dir.exists().then(|| tree_state(dir))
+}
+
+/// Run one case: the venv must be byte-identical afterwards (or still absent), every file
+/// the cache held before must be there unchanged, the exit code must say failure and the
+/// message must carry a way out (`help:`); then the text is snapshotted.
+fn check(name: &str, scene: &Scene, code: i32, bad_run: impl FnOnce() -> Out) -> String {
+    assert!(
+        CASES.iter().any(|(n, _)| *n == name),
+        "{name} is not in CASES"
+    );
+    let venv_before = state(&scene.venv);
+    let cache_before = state(&scene.cache).unwrap_or_default();
+    let out = bad_run();
+    let text = format!(
+        "exit code: {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.code,
+        redact(&out.stdout, scene.root()),
+        redact(&out.stderr, scene.root())
+    );
+    assert_eq!(out.code, code, "{text}");
+    assert!(!out.stderr.contains("panicked"), "{text}");
+    assert!(
+        out.stderr.contains("help:"),
+        "the message must say how to fix it:\n{text}"
+    );
+    assert_eq!(state(&scene.venv), venv_before, "the venv changed:\n{text}");
+    let cache_after = state(&scene.cache).unwrap_or_default();
+    for (k, v) in &cache_before {
+        assert_eq!(
+            cache_after.get(k),
+            Some(v),
+            "{k} in the cache changed or went away:\n{text}"
+        );
+    }
+    // Left after [TMP]: a temp path that the 100-column wrapping cut in two, the build
+    // tree's hash of those paths, the log's time stamp.
+    insta::with_settings!({filters => vec![
+        (r"\.tmp[A-Za-z0-9]{6}", ".tmpXXXXXX"),
+        (r"(build[/\\][a-z0-9]+-[0-9.]+)-[0-9a-f]{12}", "$1-[HASH]"),
+        (r"(git[/\\][a-z0-9]+)-[0-9a-f]{12}", "$1-[HASH]"),
+        (r"(logs[/\\][a-z0-9]+)-[0-9]+\.log", "$1-[STAMP].log"),
+        (r"\b[0-9a-f]{12}\.git\b", "[HASH].git"),
+        (r"\b[0-9a-f]{40}\b", "[COMMIT]"),
+        (r"\(pid\s+(\|\s+)?[0-9]+\)", "(pid [PID])"),
+        (r"--parallel [0-9]+", "--parallel [N]"),
+    ]}, {
+        insta::assert_snapshot!(name, text);
+    });
+    // Unwrapped and without spaces, for the cases' own checks (see `said`).
+    let unwrapped: String = out
+        .stderr
+        .lines()
+        .map(|l| l.trim_start().trim_start_matches(['|', 'x']).trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    squeeze(&unwrapped).replace(&squeeze(&scene.root().display().to_string()), "[TMP]")
+}
+
+/// Whether the message says `needle`, wherever the 100-column wrapping broke the lines.
+fn said(err: &str, needle: &str) -> bool {
+    err.contains(&squeeze(needle))
+}
+
+fn squeeze(s: &str) -> String {
+    s.split_whitespace().collect()
+}
+
+/// A recipe that parses, for the recipe cases to break one thing of.
+const GOOD: &str = "[package]\nname = \"bad\"\ndistribution = \"bad\"\nimport-dir = \"bad\"\n\n[source]\ngit = \"https://example.invalid/acme/bad\"\ntag = \"v{version}\"\n\n[[release]]\nversion = \"1.0\"\ntorch = \">=2.9\"\n\n[install]\nartifacts = [\"libbad*\"]\n";
+
+fn recipe_case(name: &str, recipe: &str, expect: &[&str]) {
+    let s = Scene::with_torch();
+    s.write_recipe("bad", recipe);
+    let err = check(name, &s, 1, || s.rocbuild(&["bad"], &[]));
+    for e in expect {
+        assert!(said(&err, e), "{e}\n{err}");
+    }
+}
+
+#[test]
+fn malformed_toml() {
+    recipe_case(
+        "malformed_toml",
+        &GOOD.replace("tag = \"v{version}\"", "tag = \"v{version}"),
+        &["bad.toml:8:", "not valid TOML"],
+    );
+}
+
+#[test]
+fn unknown_key() {
+    recipe_case(
+        "unknown_key",
+        &GOOD.replace("artifacts = ", "artifact = "),
+        &["did you mean `artifacts`?"],
+    );
+}
+
+#[test]
+fn wrong_type() {
+    recipe_case(
+        "wrong_type",
+        &GOOD.replace("artifacts = [\"libbad*\"]", "artifacts = \"libbad*\""),
+        &["bad.toml:15:13", "expected a sequence"],
+    );
+}
+
+#[test]
+fn unknown_template_variable() {
+    recipe_case(
+        "unknown_template_variable",
+        &format!("{GOOD}finds = [\"{{torch.libb}}\"]\n"),
+        &[
+            "bad.toml:16:11: unknown template variable `{torch.libb}`",
+            "did you mean `{torch.lib}`?",
+        ],
+    );
+}
+
+#[test]
+fn unknown_recipe() {
+    let s = Scene::with_torch();
+    let err = check("unknown_recipe", &s, 1, || s.rocbuild(&["torchcodc"], &[]));
+    assert!(said(&err, "did you mean `torchcodec`?"), "{err}");
+}
+
+#[test]
+fn recipe_release_missing() {
+    let s = Scene::with_torch();
+    let err = check("recipe_release_missing", &s, 1, || {
+        s.rocbuild(&["torchcodec", "--version", "0.1.0"], &[])
+    });
+    assert!(said(&err, "0.1.0"), "{err}");
+    assert!(said(&err, "0.9.1"), "the releases it has are listed: {err}");
+}
+
+#[test]
+fn incompatible_torch() {
+    let s = Scene::with_torch();
+    let err = check("incompatible_torch", &s, 1, || {
+        s.rocbuild(&["torchcodec", "--version", "0.15.0"], &[])
+    });
+    assert!(
+        said(
+            &err,
+            "torchcodec 0.15.0 does not support torch 2.9.1: it needs torch >=2.11"
+        ),
+        "{err}"
+    );
+    assert!(said(&err, "0.9.1, 0.9.0"), "{err}");
+    // --force overrides; without --version the newest compatible release is picked.
+    let forced = s.rocbuild(
+        &["torchcodec", "--version", "0.15.0", "--dry-run", "--force"],
+        &[],
+    );
+    assert_eq!(forced.code, 0, "{}", forced.stderr);
+    assert!(
+        forced
+            .stdout
+            .contains("plan: torchcodec 0.15.0 (--version (forced"),
+        "{}",
+        forced.stdout
+    );
+    let newest = s.rocbuild(&["torchcodec", "--dry-run"], &[]);
+    assert!(
+        newest
+            .stdout
+            .contains("plan: torchcodec 0.9.1 (newest release compatible with torch 2.9.1)"),
+        "{}\n{}",
+        newest.stdout,
+        newest.stderr
+    );
+}
+
+#[test]
+fn unknown_gfx() {
+    let s = Scene::with_torch();
+    let err = check("unknown_gfx", &s, 1, || {
+        s.rocbuild(&["ctranslate2", "--arch", "gfx1013x"], &[])
+    });
+    assert!(said(&err, "gfx1013x"), "{err}");
+    assert!(said(&err, "did you mean"), "{err}");
+}
+
+/// This machine's real SDK (Debian's ROCm 5.2, installed by `cargo xtask test`) has no
+/// device library for gfx1100: refused before anything is fetched or built.
+#[test]
+fn gfx_the_sdk_cannot_target() {
+    let s = Scene::with_torch();
+    let err = check("gfx_the_sdk_cannot_target", &s, 1, || {
+        s.rocbuild(&["ctranslate2", "--arch", "gfx1100"], &[])
+    });
+    assert!(said(&err, "oclc_isa_version_1100.bc"), "{err}");
+    assert!(
+        said(&err, "gfx1010"),
+        "the targets it can build are listed: {err}"
+    );
+    assert!(!s.cache.join("git").exists(), "nothing was fetched");
+}
+
+#[test]
+fn rocm_version_not_installed() {
+    let s = Scene::with_torch();
+    let err = check("rocm_version_not_installed", &s, 1, || {
+        s.rocbuild(&["ctranslate2", "--rocm", "6.2", "--arch", "gfx1010"], &[])
+    });
+    assert!(said(&err, "6.2"), "{err}");
+    assert!(said(&err, "5.2"), "the versions found are listed: {err}");
+}
+
+#[test]
+fn hip_path_pointing_nowhere() {
+    let s = Scene::with_torch();
+    let nowhere = s.root().join("AMD/ROCm/6.2");
+    let err = check("hip_path_pointing_nowhere", &s, 1, || {
+        s.rocbuild(
+            &["ctranslate2", "--rocm", "6.2", "--arch", "gfx1010"],
+            &[("HIP_PATH", nowhere.to_str().unwrap())],
+        )
+    });
+    assert!(said(&err, "HIP_PATH"), "{err}");
+    assert!(
+        said(&err, "[TMP]/AMD/ROCm/6.2") || said(&err, nowhere.to_str().unwrap()),
+        "{err}"
+    );
+}
+
+#[test]
+fn venv_missing() {
+    let s = Scene::empty();
+    let err = check("venv_missing", &s, 1, || s.rocbuild(&["torchcodec"], &[]));
+    assert!(said(&err, "python3 -m venv"), "{err}");
+    assert!(!s.venv.exists());
+}
+
+#[test]
+fn venv_without_torch() {
+    let s = Scene::empty();
+    light_venv(&s.venv);
+    let err = check("venv_without_torch", &s, 1, || {
+        s.rocbuild(&["torchcodec"], &[])
+    });
+    assert!(said(&err, "no torch in"), "{err}");
+}
+
+#[test]
+fn torch_cannot_be_imported() {
+    let s = Scene::with_torch();
+    // A torch whose import fails the way a broken install does: a library it loads is gone.
+    std::fs::write(
+        s.site().join("torch/__init__.py"),
+        "raise ImportError('libtorch_global_deps.so: cannot open shared object file: No such file or directory')\n",
+    )
+    .unwrap();
+    let err = check("torch_cannot_be_imported", &s, 1, || {
+        s.rocbuild(&["torchcodec"], &[])
+    });
+    assert!(
+        said(&err, "libtorch_global_deps.so"),
+        "the import error is shown: {err}"
+    );
+}
+
+fn missing_tool_case(name: &str, tool_gone: &[&str], expect: &[&str]) {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let tools: Vec<&str> = TOOLS
+        .iter()
+        .copied()
+        .filter(|t| !tool_gone.contains(t))
+        .collect();
+    let path = s.path_with(&tools);
+    let err = check(name, &s, 1, || {
+        s.rocbuild(&["fakecodec"], &[("PATH", &path)])
+    });
+    for e in expect {
+        assert!(said(&err, e), "{e}\n{err}");
+    }
+    assert!(!s.cache.join("git").exists(), "nothing was fetched");
+}
+
+#[test]
+fn no_compiler() {
+    missing_tool_case("no_compiler", &["cc", "c++", "gcc", "g++"], &["compiler"]);
+}
+
+#[test]
+fn no_cmake() {
+    missing_tool_case(
+        "no_cmake",
+        &["cmake"],
+        &["cmake not found on PATH", "apt-get install cmake"],
+    );
+}
+
+#[test]
+fn no_ninja() {
+    missing_tool_case(
+        "no_ninja",
+        &["ninja"],
+        &["ninja", "apt-get install ninja-build"],
+    );
+}
+
+#[test]
+fn ffmpeg_missing() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let empty = s.root().join("no-pkgconfig");
+    std::fs::create_dir_all(&empty).unwrap();
+    let empty = empty.to_str().unwrap();
+    let err = check("ffmpeg_missing", &s, 1, || {
+        s.rocbuild(
+            &["fakecodec"],
+            &[("PKG_CONFIG_LIBDIR", empty), ("PKG_CONFIG_PATH", empty)],
+        )
+    });
+    assert!(said(&err, "FFmpeg"), "{err}");
+    assert!(said(&err, "--ffmpeg"), "{err}");
+}
+
+#[test]
+fn ffmpeg_static_on_windows() {
+    let s = Scene::empty();
+    let mut m = crate::plans::machine("windows");
+    m["ffmpeg"]["bin"] = serde_json::Value::Null;
+    let file = s.root().join("machine.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    let err = check("ffmpeg_static_on_windows", &s, 1, || {
+        rocbuild(
+            &[
+                "torchcodec",
+                "--version",
+                "0.9.1",
+                "--dry-run",
+                "--machine",
+                file.to_str().unwrap(),
+                "--cache",
+                s.cache.to_str().unwrap(),
+            ],
+            &[],
+        )
+    });
+    assert!(said(&err, "static build"), "{err}");
+    assert!(said(&err, "rocbuild ffmpeg"), "{err}");
+}
+
+#[test]
+fn unreachable_source() {
+    let mut s = Scene::with_fixture(DECODE_WAV, false);
+    s.write_recipe(
+        "fakecodec",
+        &fixture_recipe("https://example.invalid/acme/fakecodec", true, DECODE_WAV),
+    );
+    let mirror = s.root().join("empty-mirror");
+    std::fs::create_dir_all(&mirror).unwrap();
+    s.env
+        .push(("ROCBUILD_MIRROR".into(), mirror.display().to_string()));
+    let err = check("unreachable_source", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-q"], &[])
+    });
+    assert!(
+        said(
+            &err,
+            "empty-mirror/example.invalid/acme/fakecodec.git: does not exist"
+        ),
+        "{err}"
+    );
+    assert!(
+        said(&err, "https://example.invalid/acme/fakecodec:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn moved_tag() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    // The recipe pins the commit v1.0.0 had when it was written; upstream has retagged since.
+    let text = std::fs::read_to_string(s.recipes.join("fakecodec.toml")).unwrap();
+    let pinned = "0123456789abcdef0123456789abcdef01234567";
+    s.write_recipe(
+        "fakecodec",
+        &text.replace(
+            "version = \"1.0.0\"\n",
+            &format!("version = \"1.0.0\"\ncommit = \"{pinned}\"\n"),
+        ),
+    );
+    let err = check("moved_tag", &s, 1, || s.rocbuild(&["fakecodec", "-q"], &[]));
+    assert!(said(&err, pinned), "{err}");
+    assert!(said(&err, "tag moved upstream"), "{err}");
+}
+
+#[test]
+fn corrupt_cache_clone() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let url = s.root().join("repos/fakecodec.git");
+    let url = url.to_str().unwrap();
+    // The cache's clone, as rocbuild names it, with its pack cut in half (a disk error, or a
+    // clone killed while writing).
+    let clone = s.cache.join("git").join(format!(
+        "fakecodec-{}.git",
+        &rocbuild_engine::hash_hex(&[url])[..12]
+    ));
+    run(Command::new("git")
+        .args(["clone", "-q", "--bare", "--no-local", url])
+        .arg(&clone));
+    for e in std::fs::read_dir(clone.join("objects/pack")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "pack") {
+            let bytes = std::fs::read(&p).unwrap();
+            let mut perms = std::fs::metadata(&p).unwrap().permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perms.set_readonly(false);
+            std::fs::set_permissions(&p, perms).unwrap();
+            std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+        }
+    }
+    let err = check("corrupt_cache_clone", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-q"], &[])
+    });
+    assert!(said(&err, "is damaged"), "{err}");
+    assert!(said(&err, "[TMP]/cache/git/fakecodec-"), "{err}");
+}
+
+#[test]
+fn build_error() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let src = s.fixture_source();
+    let core = src.join("src/core.cpp");
+    let mut text = std::fs::read_to_string(&core).unwrap();
+    text.push_str("\nint broken( { return 0; }\n");
+    std::fs::write(&core, text).unwrap();
+    let err = check("build_error", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-q", "--source", src.to_str().unwrap()], &[])
+    });
+    assert!(
+        said(&err, "core.cpp"),
+        "the compiler's own words are shown: {err}"
+    );
+    assert!(said(&err, "[TMP]/cache/logs/"), "the log is named: {err}");
+}
+
+#[test]
+fn verification_failure() {
+    let s = Scene::with_fixture(
+        "raise SystemExit('loader says: libfoo.so: cannot open shared object file')",
+        true,
+    );
+    let err = check("verification_failure", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-q"], &[])
+    });
+    assert!(
+        said(&err, "verification failed, the venv was rolled back"),
+        "{err}"
+    );
+    assert!(
+        said(&err, "libfoo.so: cannot open shared object file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn disk_full_while_staging() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    // Step 1 makes the staging directory, step 2 copies the first library into it: the
+    // second library finds the disk full.
+    let err = check("disk_full_while_staging", &s, 1, || {
+        s.rocbuild(
+            &["fakecodec", "-q"],
+            &[("ROCBUILD_TEST_FAIL_AFTER_STEP", "2")],
+        )
+    });
+    assert!(said(&err, "No space left on device"), "{err}");
+}
+
+#[test]
+fn second_concurrent_run() {
+    let s = Scene::with_torch();
+    let site = s.site();
+    // Another run holds the venv (the same advisory lock a rocbuild process takes).
+    let held = rocbuild_engine::lock::VenvLock::acquire(&site, false, &mut |_| {}).unwrap();
+    let err = check("second_concurrent_run", &s, 1, || {
+        s.rocbuild(&["torchcodec", "--no-wait"], &[])
+    });
+    assert!(said(&err, "another rocbuild run"), "{err}");
+    drop(held);
+}
+
+#[test]
+fn truncated_binary() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let src = s.fixture_source();
+    // The project also installs a library cut short (a failed download, a full disk) that
+    // matches the recipe's artifacts: rocbuild's reader must refuse it, not crash.
+    let whole = std::fs::read(s.site().join("torch/lib/libc10.so")).unwrap();
+    std::fs::write(src.join("libfakecodec_core_cut.so"), &whole[..200]).unwrap();
+    let cml = src.join("CMakeLists.txt");
+    let mut text = std::fs::read_to_string(&cml).unwrap();
+    text.push_str("\ninstall(FILES libfakecodec_core_cut.so DESTINATION fakecodec)\n");
+    std::fs::write(&cml, text).unwrap();
+    let err = check("truncated_binary", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-q", "--source", src.to_str().unwrap()], &[])
+    });
+    assert!(
+        said(&err, "libfakecodec_core_cut.so"),
+        "the file is named: {err}"
+    );
+}
+
+fn ffmpeg_download_case(name: &str, zip: &[u8], sha256: &str) -> (Scene, String) {
+    let srv = FileServer::start(BTreeMap::from([(
+        "/ffmpeg-7.1.1-full_build-shared.zip".to_string(),
+        zip.to_vec(),
+    )]));
+    let s = Scene::with_torch();
+    let url = format!("{}/ffmpeg-7.1.1-full_build-shared.zip", srv.base);
+    let into = s.root().join("a/b/ffmpeg");
+    let err = check(name, &s, 1, || {
+        let mut out = rocbuild(
+            &[
+                "ffmpeg",
+                "--url",
+                &url,
+                "--sha256",
+                sha256,
+                "--into",
+                into.to_str().unwrap(),
+                "--cache",
+                s.cache.to_str().unwrap(),
+            ],
+            &[],
+        );
+        out.stderr = out.stderr.replace(&srv.base, "http://[SERVER]");
+        out
+    });
+    assert!(!s.root().join("a").exists(), "nothing was extracted");
+    (s, err)
+}
+
+#[test]
+fn zip_escaping_its_directory() {
+    let zip = zip_of(&[
+        ("ffmpeg/bin/avutil-59.dll", pe_dll()),
+        ("../../escaped.dll", b"payload"),
+    ]);
+    let (s, err) = ffmpeg_download_case("zip_escaping_its_directory", &zip, &sha256_hex(&zip));
+    assert!(said(&err, "rocbuild::fetch::unsafe_entry"), "{err}");
+    assert!(
+        said(&err, "escaped.dll") && said(&err, "a `..` component"),
+        "{err}"
+    );
+    assert!(!s.root().join("escaped.dll").exists());
+}
+
+#[test]
+fn checksum_mismatch() {
+    let zip = shared_ffmpeg_zip();
+    let wrong = "ab".repeat(32);
+    let (s, err) = ffmpeg_download_case("checksum_mismatch", &zip, &wrong);
+    let err = err.replace('\n', " ");
+    assert!(said(&err, "rocbuild::fetch::checksum"), "{err}");
+    let flat: String = err.split_whitespace().collect::<Vec<_>>().join("");
+    assert!(
+        flat.contains(&wrong) && flat.contains(&sha256_hex(&zip)),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(s.cache.join("downloads"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["earlier.zip"], "the bad download is not kept");
+}
+
+/// A hand-edited (or corrupt) manifest naming a file outside site-packages: `restore` must
+/// not remove or move it.
+#[test]
+fn manifest_outside_site_packages() {
+    let s = Scene::with_torch();
+    let victim = s.root().join("precious.txt");
+    std::fs::write(&victim, "not rocbuild's").unwrap();
+    let state_dir = s.site().join(".rocbuild");
+    std::fs::create_dir_all(&state_dir).unwrap();
+    let sha = "0".repeat(64);
+    std::fs::write(
+        state_dir.join("fakecodec.json"),
+        format!(
+            r#"{{"schema":1,"recipe":"fakecodec","version":"1.0.0","recipe_hash":"h","fingerprint":"f",
+"source_url":null,"source_commit":null,"torch_version":"2.9.1","torch_git":null,"flavor":"cpu",
+"ffmpeg_major":7,"python":"p","defines":{{}},"runpath":[],
+"files":[{{"path":"../../../precious.txt","sha256":"{sha}","size":1}}],"parked":[],"installed_at":0}}"#
+        ),
+    )
+    .unwrap();
+    let err = check("manifest_outside_site_packages", &s, 1, || {
+        s.rocbuild(&["restore", "fakecodec"], &[])
+    });
+    assert!(said(&err, "../../../precious.txt"), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "not rocbuild's");
+}
+
+/// docs/errors.md has a section for every case, named after it, and no section for a case
+/// that is gone.
+#[test]
+fn every_case_is_documented() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/errors.md"))
+            .expect("docs/errors.md");
+    let documented: Vec<&str> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("### `"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    for (name, title) in CASES {
+        assert!(
+            documented.contains(name),
+            "docs/errors.md has no `### `{name}`` section ({title})"
+        );
+    }
+    for d in &documented {
+        assert!(
+            CASES.iter().any(|(n, _)| n == d),
+            "docs/errors.md documents `{d}`, which is not a catalogue case"
+        );
+    }
+    assert!(CASES.len() >= 25);
+}
