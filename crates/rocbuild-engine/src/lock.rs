@@ -20,9 +20,6 @@ pub struct VenvLock {
     file: File,
     path: PathBuf,
     dir: PathBuf,
-    /// This run made the lock file: remove it when done, so a run that changes nothing
-    /// (a refused or failed build) leaves the venv byte for byte as it was.
-    created: bool,
 }
 
 fn open(path: &Path) -> Result<File> {
@@ -72,7 +69,6 @@ impl VenvLock {
         let mut told = false;
         loop {
             fs_err::create_dir_all(&dir).map_err(EngineError::io("create", &dir))?;
-            let created = !path.exists();
             let mut file = open(&path)?;
             if file.try_lock_exclusive().is_err() {
                 let pid = holder_pid(&mut file);
@@ -97,33 +93,19 @@ impl VenvLock {
             let _ = file.rewind();
             let _ = write!(file, "{}", std::process::id());
             let _ = file.flush();
-            return Ok(VenvLock {
-                file,
-                path,
-                dir,
-                created,
-            });
+            return Ok(VenvLock { file, path, dir });
         }
     }
 }
 
 impl Drop for VenvLock {
-    /// Leave no trace: remove the lock file when this run made it (still holding the lock, so
-    /// waiters re-check and retry), and `.rocbuild/` too when nothing else is in it. A lock
-    /// file that was there before is emptied, so the venv's bytes do not depend on the last
-    /// run's pid.
+    /// Leave no trace: remove the lock file (still holding the lock, so waiters re-check,
+    /// find it gone and retry on a new one), and `.rocbuild/` too when nothing else is in it.
+    /// A run that changes nothing (refused, failed, rolled back) thus leaves the venv byte
+    /// for byte as it was, and the lock file a killed run left behind goes with the next run.
     fn drop(&mut self) {
-        let only_lock = std::fs::read_dir(&self.dir)
-            .map(|rd| rd.flatten().all(|e| e.file_name() == LOCK_FILE))
-            .unwrap_or(false);
-        if only_lock || self.created {
-            let _ = std::fs::remove_file(&self.path);
-            if only_lock {
-                let _ = std::fs::remove_dir(&self.dir);
-            }
-        } else {
-            let _ = self.file.set_len(0);
-        }
+        let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_dir(&self.dir);
         let _ = FileExt::unlock(&self.file);
     }
 }
