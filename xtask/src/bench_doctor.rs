@@ -129,7 +129,7 @@ pub fn markdown(d: &DoctorBench, stats: impl Fn(&[f64]) -> (f64, f64, f64)) -> (
     let _ = writeln!(rows, "| (e) A: `rocbuild doctor --venv V torch --no-load` | {ITERATIONS} | {am:.3} s | {amin:.3} – {amax:.3} s | ≤ {TARGET_SECONDS} s ({}) |", verdict(am <= TARGET_SECONDS));
     let _ = writeln!(rows, "| (e) B: ldd + `nm -D` + sort/comm script | {ITERATIONS} | {bm:.3} s | {bmin:.3} – {bmax:.3} s | |");
     let _ = writeln!(rows, "| (e) speed-up B/A (per pair) | {ITERATIONS} | {sm:.2}× | {smin:.2}× – {smax:.2}× | ≥ {TARGET_SPEEDUP}× ({}) |", verdict(sm >= TARGET_SPEEDUP));
-    let _ = writeln!(rows, "| (c′) `rocbuild doctor --venv V torch` with its load test (not compared) | {LOAD_ITERATIONS} | {lm:.2} s | {lmin:.2} – {lmax:.2} s | |");
+    let _ = writeln!(rows, "| (e′) `rocbuild doctor --venv V torch` with its load test (not compared) | {LOAD_ITERATIONS} | {lm:.2} s | {lmin:.2} – {lmax:.2} s | |");
     let list = |xs: &[f64], unit: &str| {
         xs.iter()
             .map(|x| format!("{x:.3}{unit}"))
@@ -145,9 +145,9 @@ pub fn markdown(d: &DoctorBench, stats: impl Fn(&[f64]) -> (f64, f64, f64)) -> (
          `nm -D --defined-only` over the closure and `nm -D --undefined-only` over the libraries, compared with sort/comm \
          ({blines} lines of output: the missing `libcuda.so.1` — there is no NVIDIA driver here — and the `cu*` symbols it \
          would define, which doctor reports as one note). One warm-up run of each first (same files, same page cache), then \
-         A and B alternated, speed-up taken per pair. (c′) is the whole doctor, whose load test starts a fresh Python that \
+         A and B alternated, speed-up taken per pair. (e′) is the whole doctor, whose load test starts a fresh Python that \
          imports torch; it is shown for scale only.\n\n\
-         Raw times (c), in run order: A: {la}; B: {lb}; B/A: {ls}. (c′): {ll}.\n\n\
+         Raw times (e), in run order: A: {la}; B: {lb}; B/A: {ls}. (e′): {ll}.\n\n\
          ```bash\n{script}```\n",
         libs = d.libraries,
         says = d.a_says,

@@ -30,23 +30,7 @@ fn native(site: &Path, rel: &str) -> PathBuf {
 
 /// Files under `root`, as `/`-separated paths relative to it.
 fn files_under(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(rel) = p.strip_prefix(root) {
-                out.push(rel.to_string_lossy().replace('\\', "/"));
-            }
-        }
-    }
-    out.sort();
-    out
+    crate::run::walk(root).into_iter().map(|(rel, _)| rel).collect()
 }
 
 /// Remove the empty directories from `p`'s parent up to (not including) `stop`.

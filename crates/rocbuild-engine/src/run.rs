@@ -51,7 +51,7 @@ fn globset(patterns: &[String]) -> Result<GlobSet> {
 }
 
 /// Files under `root` (recursively), as (relative `/` path, absolute path).
-fn walk(root: &Path) -> Vec<(String, PathBuf)> {
+pub(crate) fn walk(root: &Path) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
