@@ -66,9 +66,15 @@ fn builds_the_library_then_the_python_package_against_it() {
         "faketrans",
         "4.8.1",
         &[
-            ("faketrans/__init__.py", b"raise ImportError('the prebuilt wheel')\n"),
+            (
+                "faketrans/__init__.py",
+                b"raise ImportError('the prebuilt wheel')\n",
+            ),
             (ext_name, b"not for this machine"),
-            ("faketrans.libs/libfaketrans-0123abcd.so.4.8.1", b"bundled by auditwheel"),
+            (
+                "faketrans.libs/libfaketrans-0123abcd.so.4.8.1",
+                b"bundled by auditwheel",
+            ),
         ],
     );
     run(Command::new(venv.join("bin/python")).args([
@@ -81,11 +87,17 @@ fn builds_the_library_then_the_python_package_against_it() {
         wheels.to_str().unwrap(),
         "faketrans==4.8.1",
     ]));
-    let bundled = std::fs::read(site.join("faketrans.libs/libfaketrans-0123abcd.so.4.8.1")).unwrap();
+    let bundled =
+        std::fs::read(site.join("faketrans.libs/libfaketrans-0123abcd.so.4.8.1")).unwrap();
 
     let repos = root.join("repos");
     std::fs::create_dir_all(&repos).unwrap();
-    make_git_repo(&repos, "faketrans", &fixture_dir().join("faketrans"), "v4.8.1");
+    make_git_repo(
+        &repos,
+        "faketrans",
+        &fixture_dir().join("faketrans"),
+        "v4.8.1",
+    );
     let recipes = root.join("recipes");
     std::fs::create_dir_all(&recipes).unwrap();
     std::fs::write(
@@ -105,7 +117,11 @@ fn builds_the_library_then_the_python_package_against_it() {
         "-q",
     ];
     let out = rocbuild(&args, &[]);
-    assert_eq!(out.code, 0, "stdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
     assert!(
         out.stdout.contains("translated with the cpu backend"),
         "{}",
@@ -127,10 +143,16 @@ fn builds_the_library_then_the_python_package_against_it() {
     let ext = site.join(ext_name);
     assert_ne!(std::fs::read(&ext).unwrap(), b"not for this machine");
     let info = rocbuild_native::read_elf(&ext).unwrap();
-    assert!(info.needed.contains(&"libfaketrans.so.4".to_string()), "{info:?}");
+    assert!(
+        info.needed.contains(&"libfaketrans.so.4".to_string()),
+        "{info:?}"
+    );
     assert_eq!(info.runpath, ["$ORIGIN"]);
     // auditwheel's copy is parked in the backup, byte for byte, and out of RECORD.
-    assert!(!site.join("faketrans.libs").join("libfaketrans-0123abcd.so.4.8.1").exists());
+    assert!(!site
+        .join("faketrans.libs")
+        .join("libfaketrans-0123abcd.so.4.8.1")
+        .exists());
     let backup = walk_files(&site.join(".rocbuild/backup"));
     assert!(
         backup.iter().any(|p| std::fs::read(p).unwrap() == bundled),
@@ -138,7 +160,10 @@ fn builds_the_library_then_the_python_package_against_it() {
     );
     let record = std::fs::read_to_string(site.join("faketrans-4.8.1.dist-info/RECORD")).unwrap();
     assert!(!record.contains("faketrans.libs/"), "{record}");
-    assert!(record.contains("faketrans/libfaketrans.so.4,sha256="), "{record}");
+    assert!(
+        record.contains("faketrans/libfaketrans.so.4,sha256="),
+        "{record}"
+    );
 
     // A fresh interpreter, no LD_LIBRARY_PATH: the package imports and runs.
     let py = Command::new(venv.join("bin/python"))
@@ -149,7 +174,11 @@ fn builds_the_library_then_the_python_package_against_it() {
         .env_remove("LD_LIBRARY_PATH")
         .output()
         .unwrap();
-    assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stderr));
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), "dliubcor cpu");
 
     // Nothing changed: the rerun rebuilds nothing and leaves the venv as it is.
@@ -194,7 +223,9 @@ fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -234,7 +265,11 @@ fn an_arch_the_real_sdk_cannot_compile_for_is_refused_before_building() {
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("gfx1010"), "the targets it can build are listed: {}", out.stderr);
+    assert!(
+        out.stderr.contains("gfx1010"),
+        "the targets it can build are listed: {}",
+        out.stderr
+    );
     assert!(!cache.join("git").exists(), "nothing was fetched");
     assert_eq!(tree_state(&venv), before);
 }
@@ -248,12 +283,27 @@ fn missing_run_time_requirements_are_named_with_the_command_that_installs_them()
     make_venv(&venv);
     let before = tree_state(&venv);
     let out = rocbuild(
-        &["ctranslate2", "--venv", venv.to_str().unwrap(), "--backend", "cpu", "--dry-run"],
+        &[
+            "ctranslate2",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--dry-run",
+        ],
         &[],
     );
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(out.stderr.contains("ctranslate2 needs numpy, pyyaml"), "{}", out.stderr);
-    assert!(out.stderr.contains("-m pip install numpy pyyaml"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("ctranslate2 needs numpy, pyyaml"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("-m pip install numpy pyyaml"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(tree_state(&venv), before);
 }
 
@@ -279,7 +329,8 @@ fn an_sdk_without_hipblas_is_refused_for_ctranslate2() {
     );
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert!(
-        out.stderr.contains("ctranslate2's HIP build links hipBLAS, and ROCm 5.2.0 at /usr has none"),
+        out.stderr
+            .contains("ctranslate2's HIP build links hipBLAS, and ROCm 5.2.0 at /usr has none"),
         "{}",
         out.stderr
     );

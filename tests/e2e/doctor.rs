@@ -391,6 +391,10 @@ fn a_venv_without_any_known_package_has_nothing_to_check() {
     make_venv(&venv);
     let out = rocbuild(&["doctor", "--venv", venv.to_str().unwrap()], &[]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("torch: not installed"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("torch: not installed"),
+        "{}",
+        out.stdout
+    );
     assert!(out.stdout.contains("nothing to check"), "{}", out.stdout);
 }

@@ -78,30 +78,62 @@ fn builds_a_hip_library_for_gfx1010_with_the_real_sdk() {
     let env = [("PIP_FIND_LINKS", wheels.to_str().unwrap())];
 
     // The plan says which SDK and which CMake before anything runs.
-    let plan = rocbuild(&[&common[..], &["--arch", "gfx1010", "--dry-run"]].concat(), &env);
+    let plan = rocbuild(
+        &[&common[..], &["--arch", "gfx1010", "--dry-run"]].concat(),
+        &env,
+    );
     assert_eq!(plan.code, 0, "{}", plan.stderr);
     assert!(plan.stdout.contains("rocm:   /usr 5.2"), "{}", plan.stdout);
-    assert!(plan.stdout.contains("-DCMAKE_HIP_ARCHITECTURES=gfx1010"), "{}", plan.stdout);
+    assert!(
+        plan.stdout.contains("-DCMAKE_HIP_ARCHITECTURES=gfx1010"),
+        "{}",
+        plan.stdout
+    );
     assert!(plan.stdout.contains("--rocm-path=/usr"), "{}", plan.stdout);
 
     let out = rocbuild(&[&common[..], &["--arch", "gfx1010", "-q"]].concat(), &env);
-    assert_eq!(out.code, 0, "stdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("HIP runtime loaded; devices: 0"), "{}", out.stdout);
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert!(
+        out.stdout.contains("HIP runtime loaded; devices: 0"),
+        "{}",
+        out.stdout
+    );
 
     let lib = site.join("fakehip/libfakehip.so.1");
     let bin = rocbuild_native::read_binary(&lib).unwrap();
     assert_eq!(bin.gpu_targets, ["gfx1010"], "{:?}", bin.gpu_targets);
-    assert!(bin.needed.iter().any(|n| n.starts_with("libamdhip64.so")), "{:?}", bin.needed);
+    assert!(
+        bin.needed.iter().any(|n| n.starts_with("libamdhip64.so")),
+        "{:?}",
+        bin.needed
+    );
     // The SDK's runtime is found where Debian keeps it (a default directory): not copied.
-    assert!(!site.join("fakehip").read_dir().unwrap().flatten().any(|e| {
-        e.file_name().to_string_lossy().starts_with("libamdhip64")
-    }));
+    assert!(!site
+        .join("fakehip")
+        .read_dir()
+        .unwrap()
+        .flatten()
+        .any(|e| { e.file_name().to_string_lossy().starts_with("libamdhip64") }));
     let py = Command::new(venv.join("bin/python"))
-        .args(["-c", &format!("import ctypes; print(ctypes.CDLL({:?}).fakehip_devices())", lib.display().to_string())])
+        .args([
+            "-c",
+            &format!(
+                "import ctypes; print(ctypes.CDLL({:?}).fakehip_devices())",
+                lib.display().to_string()
+            ),
+        ])
         .env_remove("LD_LIBRARY_PATH")
         .output()
         .unwrap();
-    assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stderr));
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
 
     // The manifest records the backend, the SDK version and the archs.
     let m: serde_json::Value = serde_json::from_str(

@@ -99,7 +99,9 @@ fn macos_plan_turns_off_the_homebrew_rpath() {
     );
     assert!(plan.contains("libtorch.dylib"), "{plan}");
     assert!(
-        plan.contains("LC_RPATH added: @loader_path, @loader_path/../torch/lib, /opt/homebrew/opt/ffmpeg/lib"),
+        plan.contains(
+            "LC_RPATH added: @loader_path, @loader_path/../torch/lib, /opt/homebrew/opt/ffmpeg/lib"
+        ),
         "{plan}"
     );
     insta::assert_snapshot!("plan_macos", plan);
@@ -120,7 +122,10 @@ fn windows_rocm_plan_uses_import_libraries_and_backslashes() {
         plan.contains(r"add_dll_directory + preload the DLLs needed from: C:\ffmpeg\bin"),
         "{plan}"
     );
-    assert!(!plan.contains(r"preload the DLLs needed from: C:\Users"), "{plan}");
+    assert!(
+        !plan.contains(r"preload the DLLs needed from: C:\Users"),
+        "{plan}"
+    );
     insta::assert_snapshot!("plan_windows_rocm", plan);
 }
 

@@ -97,18 +97,31 @@ fn windows_therock_pip_rocm_7_2_gfx1201_ctranslate2() {
     m["rocm_sdks"] = sdks;
     m["hip_runtime"] = rt;
     m["tools"]["msvc"] = msvc();
-    let p = ok(plan(&m, tmp.path(), &["ctranslate2", "--version", "4.8.1", "--arch", "gfx1201"]));
+    let p = ok(plan(
+        &m,
+        tmp.path(),
+        &["ctranslate2", "--version", "4.8.1", "--arch", "gfx1201"],
+    ));
     assert!(p.contains("backend: rocm (--rocm/--arch given)"), "{p}");
     assert!(p.contains("-DWITH_HIP=ON"), "{p}");
     assert!(p.contains("-DCMAKE_HIP_ARCHITECTURES=gfx1201"), "{p}");
-    assert!(p.contains("_rocm_sdk_devel/lib/llvm/bin/amdclang++.exe"), "{p}");
-    assert!(p.contains("-DCMAKE_RC_COMPILER=C:/Program Files (x86)/Windows Kits"), "{p}");
+    assert!(
+        p.contains("_rocm_sdk_devel/lib/llvm/bin/amdclang++.exe"),
+        "{p}"
+    );
+    assert!(
+        p.contains("-DCMAKE_RC_COMPILER=C:/Program Files (x86)/Windows Kits"),
+        "{p}"
+    );
     assert!(p.contains("DISTUTILS_USE_SDK=1"), "{p}");
     // ROCm 7: hipBLAS 3 API as upstream expects, no v2 define; torch's arch list unknown.
     assert!(!p.contains("HIPBLAS_V2"), "{p}");
     // TheRock's runtime is the one that runs (the venv's, not the driver's 6): no warning.
     assert!(!p.contains("warning:"), "{p}");
-    assert!(p.contains("expect commit: 0d8bcd362ac75ef860ef161d6f0efad0ae439ff0"), "{p}");
+    assert!(
+        p.contains("expect commit: 0d8bcd362ac75ef860ef161d6f0efad0ae439ff0"),
+        "{p}"
+    );
     assert!(!p.contains("third_party/cutlass"), "{p}");
     snap!("windows_therock_7_2_gfx1201_ctranslate2", p);
 }
@@ -143,7 +156,10 @@ fn windows_hip_sdk_6_2_with_a_rocm_6_driver_and_hip_path_naming_7_1_gfx1010_ctra
     m["hip_runtime"] = rt;
     m["tools"]["msvc"] = msvc();
     let p = ok(plan(&m, tmp.path(), &["ctranslate2", "--arch", "gfx1010"]));
-    assert!(p.contains("ROCM_PATH=[TMP]/Program Files/AMD/ROCm/6.2"), "{p}");
+    assert!(
+        p.contains("ROCM_PATH=[TMP]/Program Files/AMD/ROCm/6.2"),
+        "{p}"
+    );
     assert!(p.contains("HIP_PATH names ROCm 7.1.0"), "{p}");
     assert!(p.contains("-DCMAKE_HIP_ARCHITECTURES=gfx1010"), "{p}");
     // ROCm 6: hipBLAS's v2 API must be asked for.
@@ -151,8 +167,14 @@ fn windows_hip_sdk_6_2_with_a_rocm_6_driver_and_hip_path_naming_7_1_gfx1010_ctra
     // No Tensile files for gfx1010 in this SDK's rocBLAS: said before the build.
     assert!(p.contains("gfx1010") && p.contains("Tensile"), "{p}");
     // The SDK's DLLs are found through the preload hook, from the chosen SDK only.
-    assert!(p.contains("preload the DLLs needed from: [TMP]/Program Files/AMD/ROCm/6.2\\bin"), "{p}");
-    assert!(!p.contains("preload the DLLs needed from: [TMP]/Program Files/AMD/ROCm/7.1"), "{p}");
+    assert!(
+        p.contains("preload the DLLs needed from: [TMP]/Program Files/AMD/ROCm/6.2\\bin"),
+        "{p}"
+    );
+    assert!(
+        !p.contains("preload the DLLs needed from: [TMP]/Program Files/AMD/ROCm/7.1"),
+        "{p}"
+    );
     snap!("windows_hip_sdk_6_2_gfx1010_ctranslate2", p);
 }
 
@@ -174,7 +196,11 @@ fn windows_gfx1201_with_the_6_2_sdk_is_refused_naming_the_missing_device_library
     m["hip_runtime"] = rt;
     let out = plan(&m, tmp.path(), &["ctranslate2", "--arch", "gfx1201"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(out.stderr.contains("oclc_isa_version_1201.bc"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("oclc_isa_version_1201.bc"),
+        "{}",
+        out.stderr
+    );
     snap!("refused_gfx1201_on_6_2", out.stderr);
 }
 
@@ -187,12 +213,25 @@ fn linux_opt_rocm_7_2_two_archs() {
     let mut m = machine("linux");
     m["rocm_sdks"] = sdks;
     m["hip_runtime"] = rt;
-    let p = ok(plan(&m, tmp.path(), &["ctranslate2", "--arch", "gfx1100;gfx1030"]));
+    let p = ok(plan(
+        &m,
+        tmp.path(),
+        &["ctranslate2", "--arch", "gfx1100;gfx1030"],
+    ));
     assert!(p.contains("backend: rocm"), "{p}");
-    assert!(p.contains("'-DCMAKE_HIP_ARCHITECTURES=gfx1100;gfx1030'"), "{p}");
-    assert!(p.contains("HIP_DEVICE_LIB_PATH=[TMP]/opt/rocm-7.2.0/amdgcn/bitcode"), "{p}");
+    assert!(
+        p.contains("'-DCMAKE_HIP_ARCHITECTURES=gfx1100;gfx1030'"),
+        "{p}"
+    );
+    assert!(
+        p.contains("HIP_DEVICE_LIB_PATH=[TMP]/opt/rocm-7.2.0/amdgcn/bitcode"),
+        "{p}"
+    );
     // The SDK's libraries are found where the SDK keeps them, never copied.
-    assert!(p.contains("RUNPATH: $ORIGIN:[TMP]/opt/rocm-7.2.0/lib"), "{p}");
+    assert!(
+        p.contains("RUNPATH: $ORIGIN:[TMP]/opt/rocm-7.2.0/lib"),
+        "{p}"
+    );
     snap!("linux_opt_rocm_7_2_gfx1100_gfx1030_ctranslate2", p);
 }
 
@@ -221,14 +260,28 @@ fn linux_cpu_ctranslate2() {
     m["torch"] = Value::Null;
     let p = ok(plan(&m, tmp.path(), &["ctranslate2"]));
     assert!(p.contains("backend: cpu (no torch to follow"), "{p}");
-    assert!(!p.contains("ffmpeg:"), "CTranslate2 does not use FFmpeg\n{p}");
-    for d in ["-DWITH_MKL=OFF", "-DWITH_OPENBLAS=ON", "-DWITH_RUY=ON", "-DOPENMP_RUNTIME=COMP"] {
+    assert!(
+        !p.contains("ffmpeg:"),
+        "CTranslate2 does not use FFmpeg\n{p}"
+    );
+    for d in [
+        "-DWITH_MKL=OFF",
+        "-DWITH_OPENBLAS=ON",
+        "-DWITH_RUY=ON",
+        "-DOPENMP_RUNTIME=COMP",
+    ] {
         assert!(p.contains(d), "{d}\n{p}");
     }
     assert!(!p.contains("WITH_HIP"), "{p}");
-    assert!(p.contains("CTRANSLATE2_ROOT=/cache/build/ctranslate2-4.8.1-"), "{p}");
+    assert!(
+        p.contains("CTRANSLATE2_ROOT=/cache/build/ctranslate2-4.8.1-"),
+        "{p}"
+    );
     assert!(p.contains("RUNPATH: $ORIGIN\n"), "{p}");
-    assert!(p.contains("submodules: third_party/spdlog, third_party/cpu_features, third_party/ruy"), "{p}");
+    assert!(
+        p.contains("submodules: third_party/spdlog, third_party/cpu_features, third_party/ruy"),
+        "{p}"
+    );
     snap!("linux_cpu_ctranslate2", p);
 }
 
@@ -240,12 +293,20 @@ fn linux_cuda_ctranslate2() {
     m["torch"]["flavor"] = json!("cuda");
     m["torch"]["hip"] = Value::Null;
     m["torch"]["cuda"] = json!("12.8");
-    m["toolkits"] = json!({"cuda_home": "/usr/local/cuda-12.8", "rocm_path": null, "hip_clang_path": null});
-    let p = ok(plan(&m, tmp.path(), &["ctranslate2", "--cuda-arch", "8.6", "--cuda-arch", "8.9"]));
+    m["toolkits"] =
+        json!({"cuda_home": "/usr/local/cuda-12.8", "rocm_path": null, "hip_clang_path": null});
+    let p = ok(plan(
+        &m,
+        tmp.path(),
+        &["ctranslate2", "--cuda-arch", "8.6", "--cuda-arch", "8.9"],
+    ));
     assert!(p.contains("backend: cuda"), "{p}");
     assert!(p.contains("'-DCUDA_ARCH_LIST=8.6;8.9'"), "{p}");
     assert!(p.contains("-DWITH_CUDA=ON"), "{p}");
-    assert!(p.contains("-DCMAKE_CUDA_COMPILER=/usr/local/cuda-12.8/bin/nvcc"), "{p}");
+    assert!(
+        p.contains("-DCMAKE_CUDA_COMPILER=/usr/local/cuda-12.8/bin/nvcc"),
+        "{p}"
+    );
     assert!(p.contains("third_party/thrust, third_party/cutlass"), "{p}");
     snap!("linux_cuda_ctranslate2", p);
 }

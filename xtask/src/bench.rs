@@ -324,7 +324,6 @@ pub fn bench() -> Result<()> {
     // (d) dependency closure over a large SDK-like tree (plus the real torch's libraries).
     let closure = crate::bench_closure::run(&real, &root)?;
 
-
     // (e) doctor over the real PyPI torch, against an nm -D script.
     let torch_venv = ws.join(crate::bench_doctor::TORCH_VENV);
     let doctor = if torch_venv.join("bin/python").exists() {

@@ -3,8 +3,8 @@
 
 mod bench;
 mod bench_closure;
-mod bench_status;
 mod bench_doctor;
+mod bench_status;
 mod fuzz;
 mod setup;
 mod util;

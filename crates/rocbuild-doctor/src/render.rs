@@ -147,7 +147,9 @@ pub fn human(r: &Report) -> String {
         .count();
     o.push('\n');
     if r.packages.is_empty() {
-        o.push_str("nothing to check: none of the packages doctor knows is installed in this venv\n");
+        o.push_str(
+            "nothing to check: none of the packages doctor knows is installed in this venv\n",
+        );
     } else if errors + warnings == 0 {
         o.push_str("all is well\n");
     } else {

@@ -79,7 +79,11 @@ impl Link {
                     module_rel: format!("{module}.py"),
                     pth_rel: format!("{module}.pth"),
                     module,
-                    trigger: import_dir.split('/').next().unwrap_or(import_dir).to_string(),
+                    trigger: import_dir
+                        .split('/')
+                        .next()
+                        .unwrap_or(import_dir)
+                        .to_string(),
                     dirs,
                 })
             }
@@ -99,7 +103,9 @@ impl Link {
 fn dlls_in(dirs: &[PathBuf]) -> BTreeMap<String, PathBuf> {
     let mut out = BTreeMap::new();
     for d in dirs {
-        let Ok(rd) = std::fs::read_dir(d) else { continue };
+        let Ok(rd) = std::fs::read_dir(d) else {
+            continue;
+        };
         let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
         files.sort();
         for p in files {
@@ -227,7 +233,10 @@ pub fn preload_pth(p: &Preload) -> String {
 
 /// Where a Windows plan puts the hook, for display.
 pub fn preload_paths(os: Os, site: &Path, p: &Preload) -> (PathBuf, PathBuf) {
-    (join(os, site, &[&p.module_rel]), join(os, site, &[&p.pth_rel]))
+    (
+        join(os, site, &[&p.module_rel]),
+        join(os, site, &[&p.pth_rel]),
+    )
 }
 
 fn magic(file: &Path) -> [u8; 4] {
@@ -272,12 +281,17 @@ mod tests {
             .arg("-o")
             .arg(&out)
             .arg(&c)
-            .arg(format!("-Wl,--out-implib,{}", dir.join(format!("lib{name}.a")).display()))
+            .arg(format!(
+                "-Wl,--out-implib,{}",
+                dir.join(format!("lib{name}.a")).display()
+            ))
             .arg(format!("-L{}", dir.display()));
         for d in deps {
             cmd.arg(format!("-l{d}"));
         }
-        let o = cmd.output().expect("x86_64-w64-mingw32-gcc (apt-get install gcc-mingw-w64)");
+        let o = cmd
+            .output()
+            .expect("x86_64-w64-mingw32-gcc (apt-get install gcc-mingw-w64)");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         out
     }
@@ -285,7 +299,15 @@ mod tests {
     fn windows_plan(site: &Path, ffmpeg_bin: &Path) -> Preload {
         let finds = vec![site.join("torch").join("lib"), ffmpeg_bin.to_path_buf()];
         let own = [site.join("torch").join("lib")];
-        match Link::plan(Os::Windows, "torchcodec", "torchcodec", &site.join("torchcodec"), site, &finds, &own) {
+        match Link::plan(
+            Os::Windows,
+            "torchcodec",
+            "torchcodec",
+            &site.join("torchcodec"),
+            site,
+            &finds,
+            &own,
+        ) {
             Link::Preload(p) => p,
             other => panic!("{other:?}"),
         }
@@ -296,14 +318,24 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let bin = tmp.path().join("ffmpeg").join("bin");
         std::fs::create_dir_all(&bin).unwrap();
-        dll(&bin, "avutil-59", "__declspec(dllexport) int av_util(void) { return 59; }", &[]);
+        dll(
+            &bin,
+            "avutil-59",
+            "__declspec(dllexport) int av_util(void) { return 59; }",
+            &[],
+        );
         dll(
             &bin,
             "avcodec-61",
             "int av_util(void); __declspec(dllexport) int av_codec(void) { return av_util() + 2; }",
             &["avutil-59"],
         );
-        dll(&bin, "unrelated", "__declspec(dllexport) int other(void) { return 0; }", &[]);
+        dll(
+            &bin,
+            "unrelated",
+            "__declspec(dllexport) int other(void) { return 0; }",
+            &[],
+        );
         let art = tmp.path().join("art");
         std::fs::create_dir_all(&art).unwrap();
         for f in ["libavcodec-61.a", "libavutil-59.a"] {
@@ -318,16 +350,27 @@ mod tests {
 
         let site = tmp.path().join("site");
         let p = windows_plan(&site, &bin);
-        assert_eq!(p.dirs, [bin.clone()], "torch's own lib dir is torch's business");
+        assert_eq!(
+            p.dirs,
+            [bin.clone()],
+            "torch's own lib dir is torch's business"
+        );
         let order = preload_order(&[core], &p.dirs).unwrap();
-        assert_eq!(order, [bin.join("avutil-59.dll"), bin.join("avcodec-61.dll")]);
+        assert_eq!(
+            order,
+            [bin.join("avutil-59.dll"), bin.join("avcodec-61.dll")]
+        );
 
         // The generated hook, run by a real Python with Windows' calls recorded: nothing
         // happens at start-up, the first `import torchcodec` adds the directory and loads the
         // DLLs by absolute path in that order, once.
         std::fs::create_dir_all(site.join("torchcodec")).unwrap();
         std::fs::write(site.join("torchcodec/__init__.py"), "").unwrap();
-        std::fs::write(site.join(&p.module_rel), preload_module(&p, "torchcodec", "0.9.1", &order)).unwrap();
+        std::fs::write(
+            site.join(&p.module_rel),
+            preload_module(&p, "torchcodec", "0.9.1", &order),
+        )
+        .unwrap();
         assert_eq!(preload_pth(&p), "import _rocbuild_preload_torchcodec\n");
         let driver = format!(
             r#"
@@ -346,8 +389,15 @@ print(json.dumps(calls))
 "#,
             site = site.display().to_string()
         );
-        let out = Command::new("python3").args(["-c", &driver]).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new("python3")
+            .args(["-c", &driver])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let calls: Vec<(String, String)> = serde_json::from_slice(&out.stdout).unwrap();
         let s = |p: &Path| p.display().to_string();
         assert_eq!(
@@ -363,10 +413,21 @@ print(json.dumps(calls))
     #[test]
     fn search_entries_per_platform() {
         let site = Path::new("/v/lib/python3.11/site-packages");
-        let finds = [site.join("torch/lib"), PathBuf::from("/opt/homebrew/opt/ffmpeg/lib")];
+        let finds = [
+            site.join("torch/lib"),
+            PathBuf::from("/opt/homebrew/opt/ffmpeg/lib"),
+        ];
         let dest = site.join("torchcodec");
         assert_eq!(
-            Link::plan(Os::Linux, "torchcodec", "torchcodec", &dest, site, &finds, &[]),
+            Link::plan(
+                Os::Linux,
+                "torchcodec",
+                "torchcodec",
+                &dest,
+                site,
+                &finds,
+                &[]
+            ),
             Link::Runpath {
                 entries: vec![
                     "$ORIGIN".into(),
@@ -376,7 +437,15 @@ print(json.dumps(calls))
             }
         );
         assert_eq!(
-            Link::plan(Os::Macos, "torchcodec", "torchcodec", &dest, site, &finds, &[]),
+            Link::plan(
+                Os::Macos,
+                "torchcodec",
+                "torchcodec",
+                &dest,
+                site,
+                &finds,
+                &[]
+            ),
             Link::MachO {
                 rpaths: vec![
                     "@loader_path".into(),

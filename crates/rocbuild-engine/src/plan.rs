@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 
 use rocbuild_probe::{install_hint, Flavor, Machine, Os};
 use rocbuild_recipe::{
-    template, torch_compatible, PythonFrom, Recipe, ReleaseInfo, SubmoduleSel, Target,
-    TorchCmake,
+    template, torch_compatible, PythonFrom, Recipe, ReleaseInfo, SubmoduleSel, Target, TorchCmake,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -318,7 +317,10 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     let missing: Vec<&str> = needs
         .python
         .iter()
-        .filter(|d| !py.distributions.contains_key(&rocbuild_probe::normalize_dist(d)))
+        .filter(|d| {
+            !py.distributions
+                .contains_key(&rocbuild_probe::normalize_dist(d))
+        })
         .map(String::as_str)
         .collect();
     if !missing.is_empty() {
@@ -658,7 +660,15 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
         }
     }
     let own: Vec<PathBuf> = torch.map(|t| t.lib.clone()).into_iter().collect();
-    let link = Link::plan(os, name, &raw.package.import_dir, &dest, &site, &finds, &own);
+    let link = Link::plan(
+        os,
+        name,
+        &raw.package.import_dir,
+        &dest,
+        &site,
+        &finds,
+        &own,
+    );
     let artifacts: Vec<String> = resolved
         .artifacts
         .iter()
@@ -701,7 +711,8 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
                 version: version.clone(),
                 replaces: installed.clone(),
                 build: None,
-                install: pip_install(&target).arg(format!("{}=={version}", raw.package.distribution)),
+                install: pip_install(&target)
+                    .arg(format!("{}=={version}", raw.package.distribution)),
                 target,
             }
         }),
@@ -731,7 +742,9 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
                 build.env.insert(k.clone(), expand(v, &vars)?);
             }
             if let Some(t) = &tools {
-                build.env.insert("PYTHONPATH".into(), t.dir.display().to_string());
+                build
+                    .env
+                    .insert("PYTHONPATH".into(), t.dir.display().to_string());
             }
             build.env.extend(msvc_env(machine));
             let target = join(os, &txn, &["pip"]);
@@ -802,7 +815,9 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
         python: py.exe.clone(),
         // Only when the build uses torch: CTranslate2 does not go stale with a torch upgrade.
         torch_version: torch.filter(|_| needs.torch).map(|t| t.version.clone()),
-        torch_git: torch.filter(|_| needs.torch).and_then(|t| t.git_version.clone()),
+        torch_git: torch
+            .filter(|_| needs.torch)
+            .and_then(|t| t.git_version.clone()),
         flavor,
         ffmpeg_major: ffmpeg.filter(|_| needs.ffmpeg).map(|f| f.major),
         backend,
@@ -865,7 +880,9 @@ fn native_toolkit(
 
 /// `cmake version 3.25.1` -> (3, 25).
 fn cmake_version(text: &str) -> Option<(u32, u32)> {
-    let v = text.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
+    let v = text
+        .split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
     let mut it = v.split('.');
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }

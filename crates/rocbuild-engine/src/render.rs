@@ -48,7 +48,12 @@ impl fmt::Display for Plan {
                 r.version.as_deref().unwrap_or("(version unknown)"),
                 r.kind
             )?;
-            writeln!(f, "  archs:  {} (from {})", r.archs.join(";"), r.archs_found_by)?;
+            writeln!(
+                f,
+                "  archs:  {} (from {})",
+                r.archs.join(";"),
+                r.archs_found_by
+            )?;
             writeln!(f, "  ROCm SDKs found (* = used):")?;
             for c in &r.candidates {
                 writeln!(f, "    {c}")?;
@@ -61,7 +66,12 @@ impl fmt::Display for Plan {
             }
         }
         if let Some(c) = &b.cuda {
-            writeln!(f, "  cuda:   {} (archs {})", c.home.display(), c.archs.join(";"))?;
+            writeln!(
+                f,
+                "  cuda:   {} (archs {})",
+                c.home.display(),
+                c.archs.join(";")
+            )?;
         }
         let mut n = 0;
         let mut step = |f: &mut fmt::Formatter<'_>, title: &str| -> fmt::Result {
@@ -139,7 +149,10 @@ impl fmt::Display for Plan {
         write!(f, "{}", self.install_prefix)?;
         if let Some(p) = &self.python_part {
             if let Some(b) = &p.build {
-                step(f, &format!("build the {} wheel from the checkout", p.distribution))?;
+                step(
+                    f,
+                    &format!("build the {} wheel from the checkout", p.distribution),
+                )?;
                 write!(f, "{b}")?;
             }
             step(
@@ -171,7 +184,10 @@ impl fmt::Display for Plan {
             Link::MachO { rpaths, resign } => {
                 writeln!(f, "      LC_RPATH added: {}", rpaths.join(", "))?;
                 if *resign {
-                    writeln!(f, "      then re-signed ad hoc (codesign -s - -f), rpaths read back")?;
+                    writeln!(
+                        f,
+                        "      then re-signed ad hoc (codesign -s - -f), rpaths read back"
+                    )?;
                 }
             }
             Link::Preload(p) => {
@@ -184,7 +200,11 @@ impl fmt::Display for Plan {
                     p.trigger
                 )?;
                 for d in &p.dirs {
-                    writeln!(f, "        add_dll_directory + preload the DLLs needed from: {}", d.display())?;
+                    writeln!(
+                        f,
+                        "        add_dll_directory + preload the DLLs needed from: {}",
+                        d.display()
+                    )?;
                 }
             }
         }

@@ -30,7 +30,10 @@ fn native(site: &Path, rel: &str) -> PathBuf {
 
 /// Files under `root`, as `/`-separated paths relative to it.
 fn files_under(root: &Path) -> Vec<String> {
-    crate::run::walk(root).into_iter().map(|(rel, _)| rel).collect()
+    crate::run::walk(root)
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .collect()
 }
 
 /// Remove the empty directories from `p`'s parent up to (not including) `stop`.

@@ -133,7 +133,18 @@ impl BackendPlan {
             set(define, "CMAKE_HIP_PLATFORM", "amd".into());
         }
         if let Some(c) = &self.cuda {
-            let nvcc = join(os, &c.home, &["bin", if os == Os::Windows { "nvcc.exe" } else { "nvcc" }]);
+            let nvcc = join(
+                os,
+                &c.home,
+                &[
+                    "bin",
+                    if os == Os::Windows {
+                        "nvcc.exe"
+                    } else {
+                        "nvcc"
+                    },
+                ],
+            );
             env.insert("CUDA_HOME".into(), c.home.display().to_string());
             define
                 .entry("CUDA_TOOLKIT_ROOT_DIR".into())
@@ -179,20 +190,31 @@ pub fn choose(
         None if !opts.cuda_arch.is_empty() && supports("cuda") => {
             ("cuda".into(), "--cuda-arch given".into())
         }
-        None if flavor == Flavor::Rocm && supports("rocm") && !machine.rocm_sdks.is_empty() => {
-            ("rocm".into(), "torch is a ROCm build and a ROCm SDK is installed".into())
-        }
+        None if flavor == Flavor::Rocm && supports("rocm") && !machine.rocm_sdks.is_empty() => (
+            "rocm".into(),
+            "torch is a ROCm build and a ROCm SDK is installed".into(),
+        ),
         None if flavor == Flavor::Cuda
             && supports("cuda")
             && machine.toolkits.cuda_home.is_some() =>
         {
-            ("cuda".into(), "torch is a CUDA build and a CUDA toolkit is installed".into())
+            (
+                "cuda".into(),
+                "torch is a CUDA build and a CUDA toolkit is installed".into(),
+            )
         }
         None => {
-            let first = recipe_backends.first().cloned().unwrap_or_else(|| "cpu".into());
+            let first = recipe_backends
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "cpu".into());
             let why = match flavor {
-                Flavor::Rocm if supports("rocm") => "torch is a ROCm build but no ROCm SDK was found",
-                Flavor::Cuda if supports("cuda") => "torch is a CUDA build but no CUDA toolkit was found",
+                Flavor::Rocm if supports("rocm") => {
+                    "torch is a ROCm build but no ROCm SDK was found"
+                }
+                Flavor::Cuda if supports("cuda") => {
+                    "torch is a CUDA build but no CUDA toolkit was found"
+                }
                 _ if recipe_backends.len() <= 1 => "the only backend of this recipe",
                 _ if machine.torch.is_none() => {
                     "no torch to follow, and no --rocm, --arch or --cuda-arch given"
@@ -204,12 +226,18 @@ pub fn choose(
     };
     if backend != "rocm" && gpu_asked {
         return Err(usage(
-            if opts.rocm.is_some() { "--rocm" } else { "--arch" },
+            if opts.rocm.is_some() {
+                "--rocm"
+            } else {
+                "--arch"
+            },
             format!("it applies to the rocm backend, and this build uses `{backend}`"),
             "add --backend rocm, or drop the option".into(),
         ));
     }
-    let rocm = (backend == "rocm").then(|| rocm_plan(machine, opts)).transpose()?;
+    let rocm = (backend == "rocm")
+        .then(|| rocm_plan(machine, opts))
+        .transpose()?;
     if let (Some(r), true) = (&rocm, needs_hipblas) {
         let sdk = machine.rocm_sdks.iter().find(|s| s.root == r.root);
         if sdk.is_some_and(|s| s.hipblas.is_none()) {
@@ -226,16 +254,24 @@ pub fn choose(
         }
     }
     let cuda = if backend == "cuda" {
-        let home = machine.toolkits.cuda_home.clone().ok_or_else(|| EngineError::NoValue {
-            variable: "cuda.home".into(),
-            why: "the cuda backend needs a CUDA toolkit and none was found".into(),
-            help: "set CUDA_HOME to a CUDA toolkit (with nvcc), or use --backend cpu".into(),
-        })?;
+        let home = machine
+            .toolkits
+            .cuda_home
+            .clone()
+            .ok_or_else(|| EngineError::NoValue {
+                variable: "cuda.home".into(),
+                why: "the cuda backend needs a CUDA toolkit and none was found".into(),
+                help: "set CUDA_HOME to a CUDA toolkit (with nvcc), or use --backend cpu".into(),
+            })?;
         let archs: Vec<String> = split_list(&opts.cuda_arch);
         Some(CudaPlan {
             home,
             // CTranslate2's own default: the common architectures of the toolkit.
-            archs: if archs.is_empty() { vec!["Common".into()] } else { archs },
+            archs: if archs.is_empty() {
+                vec!["Common".into()]
+            } else {
+                archs
+            },
         })
     } else {
         None
@@ -268,9 +304,18 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
     )?;
     let sdk = choice.sdk;
     let requested = split_list(&opts.arch);
-    let torch_archs = machine.gpu.as_ref().and_then(|g| g.torch_arch_list.as_deref());
+    let torch_archs = machine
+        .gpu
+        .as_ref()
+        .and_then(|g| g.torch_arch_list.as_deref());
     let archs = resolve_archs(&requested, machine.gpu.as_ref(), sdk, torch_archs)?;
-    let exe = |n: &str| if os == Os::Windows { format!("{n}.exe") } else { n.to_string() };
+    let exe = |n: &str| {
+        if os == Os::Windows {
+            format!("{n}.exe")
+        } else {
+            n.to_string()
+        }
+    };
     let llvm = join(os, &sdk.root, &["lib", "llvm"]);
     let llvm_bin = join(os, &llvm, &["bin"]);
     let clang = sdk
@@ -292,7 +337,10 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
     notes.extend(archs.notes.iter().cloned());
     let mut warnings = choice.warnings.clone();
     warnings.extend(archs.warnings.iter().cloned());
-    let bin = sdk.bin_dir.clone().unwrap_or_else(|| join(os, &sdk.root, &["bin"]));
+    let bin = sdk
+        .bin_dir
+        .clone()
+        .unwrap_or_else(|| join(os, &sdk.root, &["bin"]));
     let parts = if sdk.parts.is_empty() {
         std::slice::from_ref(&sdk.root)
     } else {
@@ -320,7 +368,11 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
             );
             line.push_str(&format!(
                 ": targets {}; hipBLAS {}; rocBLAS {}; amd_comgr {}",
-                if c.targets.is_empty() { "none".to_string() } else { c.targets.join(" ") },
+                if c.targets.is_empty() {
+                    "none".to_string()
+                } else {
+                    c.targets.join(" ")
+                },
                 c.hipblas.as_deref().unwrap_or("no"),
                 if !c.rocblas {
                     "no".to_string()

@@ -6,8 +6,8 @@
 mod ffmpeg;
 mod gfx;
 mod gpu;
-mod probe_env;
 mod light;
+mod probe_env;
 mod python;
 mod rocm;
 mod rocm_scan;
@@ -31,8 +31,8 @@ pub use gpu::{
     parse_amdgpu_arch, parse_hipinfo, parse_rocm_agent_enumerator, parse_rocminfo,
     read_kfd_topology, GpuArchs, GpuQuery,
 };
-pub use probe_env::{vars, ProbeEnv};
 pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
+pub use probe_env::{vars, ProbeEnv};
 pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
 pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};

@@ -72,7 +72,12 @@ fn msvc() -> Option<crate::Msvc> {
     let env = cl
         .env()
         .iter()
-        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
         .collect();
     let rc = cc::windows_registry::find_tool(&target, "rc.exe").map(|t| t.path().to_path_buf());
     Some(crate::Msvc {

@@ -175,9 +175,7 @@ impl Recipe {
         r.submodules = match &raw.source.submodules {
             schema::Submodules::All(true) => SubmoduleSel::All,
             schema::Submodules::All(false) => SubmoduleSel::None,
-            schema::Submodules::Paths(p) => {
-                SubmoduleSel::Only(p.clone())
-            }
+            schema::Submodules::Paths(p) => SubmoduleSel::Only(p.clone()),
         };
         r.apply(&base);
         let keyed = |map: &BTreeMap<schema::Text, schema::Overlay>, key: &str, r: &mut Resolved| {

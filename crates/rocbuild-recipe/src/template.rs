@@ -46,15 +46,33 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     ("cuda.home", "the CUDA toolkit root"),
     ("rocm.path", "the ROCm root"),
-    ("backend", "the compute backend being built: cpu, rocm or cuda"),
-    ("rocm.version", "the chosen ROCm SDK's version, such as 6.2.4"),
+    (
+        "backend",
+        "the compute backend being built: cpu, rocm or cuda",
+    ),
+    (
+        "rocm.version",
+        "the chosen ROCm SDK's version, such as 6.2.4",
+    ),
     ("rocm.bin", "the chosen ROCm SDK's bin directory"),
-    ("rocm.llvm", "the chosen ROCm SDK's LLVM root (HIP_CLANG_ROOT)"),
-    ("rocm.device-lib", "the chosen ROCm SDK's device-library (bitcode) directory"),
+    (
+        "rocm.llvm",
+        "the chosen ROCm SDK's LLVM root (HIP_CLANG_ROOT)",
+    ),
+    (
+        "rocm.device-lib",
+        "the chosen ROCm SDK's device-library (bitcode) directory",
+    ),
     ("rocm.clang", "the chosen ROCm SDK's C compiler"),
     ("rocm.clangxx", "the chosen ROCm SDK's C++/HIP compiler"),
-    ("gpu.archs", "the GPU architectures to build for, `;`-separated (gfx1100;gfx1030)"),
-    ("cuda.archs", "the CUDA architectures to build for, `;`-separated (8.6;8.9)"),
+    (
+        "gpu.archs",
+        "the GPU architectures to build for, `;`-separated (gfx1100;gfx1030)",
+    ),
+    (
+        "cuda.archs",
+        "the CUDA architectures to build for, `;`-separated (8.6;8.9)",
+    ),
 ];
 
 /// One placeholder found in a string: its name and byte range within the string.

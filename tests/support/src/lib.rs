@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub mod downloads;
-pub mod rocm;
 pub mod native;
+pub mod rocm;
 
 use base64::Engine;
 use sha2::{Digest, Sha256};
