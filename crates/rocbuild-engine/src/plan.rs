@@ -308,7 +308,7 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
     let version = release.version.clone();
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
     let backend = toolchain::choose(
-        name_of(recipe),
+        recipe.name(),
         &recipe.backends(),
         needs.hipblas,
         machine,
@@ -885,10 +885,6 @@ fn cmake_version(text: &str) -> Option<(u32, u32)> {
         .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
     let mut it = v.split('.');
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
-}
-
-fn name_of(recipe: &Recipe) -> &str {
-    recipe.name()
 }
 
 /// MSVC's environment (INCLUDE, LIB, PATH) for a Windows build; empty elsewhere.

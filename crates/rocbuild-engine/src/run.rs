@@ -221,8 +221,10 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     // A package from the index is (re)installed only when pip has another version; one built
     // from the checkout is part of the build, so the usual inputs decide.
     let python_pending = plan.python_part.as_ref().is_some_and(|p| p.build.is_none());
-    if !python_pending && up_to_date(plan, previous.as_ref(), commit.as_deref(), &built, site) {
-        let m = previous.unwrap_or_else(|| unreachable_manifest(plan));
+    let unchanged = previous
+        .as_ref()
+        .filter(|m| !python_pending && up_to_date(plan, m, commit.as_deref(), &built, site));
+    if let Some(m) = unchanged {
         log.note("up to date: nothing changed since the last install");
         return Ok(Outcome {
             recipe: plan.recipe.clone(),
@@ -270,23 +272,13 @@ fn torch_imports(plan: &Plan) -> Result<()> {
     })
 }
 
-fn unreachable_manifest(plan: &Plan) -> Manifest {
-    Manifest {
-        schema: 1,
-        recipe: plan.recipe.clone(),
-        version: plan.version.clone(),
-        ..Manifest::default()
-    }
-}
-
 fn up_to_date(
     plan: &Plan,
-    prev: Option<&Manifest>,
+    m: &Manifest,
     commit: Option<&str>,
     built: &BTreeMap<String, (PathBuf, String)>,
     site: &Path,
 ) -> bool {
-    let Some(m) = prev else { return false };
     if m.fingerprint != plan.fingerprint || m.source_commit.as_deref() != commit {
         return false;
     }

@@ -247,6 +247,9 @@ pub struct ProbeOptions {
     /// A ROCm/HIP build is wanted (`--backend rocm`, `--rocm X.Y`): discover SDKs, the HIP
     /// runtime and the GPU archs (the cascade may start a child Python that imports torch).
     pub want_rocm: bool,
+    /// The same, but only when the venv's torch is a ROCm build (a recipe whose backend is
+    /// chosen from torch's flavor): a CPU or CUDA venv then starts no GPU detection.
+    pub want_rocm_with_rocm_torch: bool,
     /// `--arch` values; given, they end the GPU cascade at its first step (no child process).
     pub arch: Vec<String>,
 }
@@ -308,7 +311,10 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
         let site = Some(python.site_packages.as_path());
         let sdks = discover_sdks(&env, os, site);
         let runtime = find_hip_runtime(&env, os, torch.as_ref().map(|t| t.lib.as_path()), site);
-        let gpu = (opts.want_rocm || !opts.arch.is_empty()).then(|| {
+        let want_gpu = opts.want_rocm
+            || !opts.arch.is_empty()
+            || (opts.want_rocm_with_rocm_torch && torch_is_rocm);
+        let gpu = want_gpu.then(|| {
             let tool_dirs: Vec<PathBuf> = sdks
                 .iter()
                 .flat_map(|s| {

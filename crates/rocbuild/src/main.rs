@@ -292,10 +292,10 @@ pub(crate) fn build_locked(
             // and GPUs unless another backend was asked for.
             want_rocm: opts.backend.rocm.is_some()
                 || !opts.backend.arch.is_empty()
-                || match &opts.backend.backend {
-                    Some(b) => b == "rocm",
-                    None => recipe.backends().iter().any(|b| b == "rocm"),
-                },
+                || opts.backend.backend.as_deref() == Some("rocm"),
+            // Without a backend asked for, rocm is picked only for a ROCm torch.
+            want_rocm_with_rocm_torch: opts.backend.backend.is_none()
+                && recipe.backends().iter().any(|b| b == "rocm"),
             arch: opts.backend.arch.clone(),
         })?,
     };
