@@ -181,17 +181,7 @@ fn torch_venv() -> Result<PathBuf> {
     run_inherit(Command::new(&python).args(["-m", "venv"]).arg(&venv))?;
     println!("xtask: torch venv: venv made in {}", secs(t.elapsed()));
     let t = Instant::now();
-    println!(
-        "xtask: torch venv: pip install torch (the full PyPI wheel with its nvidia wheels, ~5 GB)"
-    );
-    let pip = run_inherit(Command::new(venv.join("bin/python")).args([
-        "-m",
-        "pip",
-        "install",
-        "--progress-bar",
-        "off",
-        "torch",
-    ]));
+    let pip = install_torch(&venv);
     if let Err(e) = pip {
         // Do not leave a half-installed torch that the next run would take for a cached one.
         let _ = std::fs::remove_dir_all(&venv);
@@ -205,4 +195,111 @@ fn torch_venv() -> Result<PathBuf> {
         secs(t.elapsed())
     );
     Ok(venv)
+}
+
+/// The torch the tests build against (override: ROCBUILD_TEST_TORCH_SPEC).
+const TORCH_SPEC: &str = "torch==2.15.0";
+
+/// Free space asked for before installing: torch (1.2 GB) and its nvidia wheels (3 GB) installed,
+/// plus the largest download pip holds at once.
+const TORCH_DISK_NEED: u64 = 5_500_000_000;
+
+/// torch, then each of its run-time requirements in its own pip call, without pip's cache and
+/// without triton (1 GB installed; only torch.compile uses it). One pip call for everything
+/// holds every downloaded wheel (3 GB) on disk until it ends, on top of the installed 5 GB:
+/// a CI disk with 4 GB free failed there. Requirement by requirement, the peak is what is
+/// installed plus one requirement's downloads.
+fn install_torch(venv: &Path) -> Result<()> {
+    let free = free_bytes(venv)?;
+    if free < TORCH_DISK_NEED {
+        return Err(format!(
+            "the real PyPI torch needs about {:.1} GB free under {}, and only {:.1} GB is free: free some disk space (old cargo target directories, ~/.cache/pip) and run again",
+            TORCH_DISK_NEED as f64 / 1e9,
+            venv.display(),
+            free as f64 / 1e9
+        ));
+    }
+    let spec = std::env::var("ROCBUILD_TEST_TORCH_SPEC").unwrap_or_else(|_| TORCH_SPEC.into());
+    let python = venv.join("bin/python");
+    let pip = |args: &[&str]| {
+        run_inherit(
+            Command::new(&python)
+                .args(["-m", "pip", "install", "--no-cache-dir", "--progress-bar", "off"])
+                .args(args),
+        )
+    };
+    println!("xtask: torch venv: pip install --no-deps {spec}");
+    pip(&["--no-deps", &spec])?;
+    let reqs = torch_requirements(venv)?;
+    for req in &reqs {
+        println!("xtask: torch venv: pip install {req}");
+        pip(&[req])?;
+    }
+    Ok(())
+}
+
+/// The Requires-Dist lines of the installed torch that `import torch` needs: extras and triton
+/// left out; environment markers kept for pip to evaluate.
+fn torch_requirements(venv: &Path) -> Result<Vec<String>> {
+    let version_py = torch_version_py(venv)
+        .ok_or_else(|| format!("pip installed no torch/version.py into {}", venv.display()))?;
+    let site = version_py.parent().and_then(Path::parent).unwrap();
+    let meta = std::fs::read_dir(site)
+        .map_err(|e| format!("cannot read {}: {e}", site.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| {
+            let n = p.file_name().unwrap_or_default().to_string_lossy();
+            n.starts_with("torch-") && n.ends_with(".dist-info")
+        })
+        .map(|d| d.join("METADATA"))
+        .ok_or_else(|| format!("no torch-*.dist-info in {}", site.display()))?;
+    let text = std::fs::read_to_string(&meta)
+        .map_err(|e| format!("cannot read {}: {e}", meta.display()))?;
+    Ok(requirements_from_metadata(&text))
+}
+
+fn requirements_from_metadata(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("Requires-Dist:"))
+        .map(str::trim)
+        .filter(|r| !r.contains("extra =="))
+        .filter(|r| {
+            let name: String = r
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_' || *c == '.')
+                .collect();
+            !name.eq_ignore_ascii_case("triton")
+        })
+        .map(String::from)
+        .collect()
+}
+
+/// Free bytes on the filesystem that holds `path` (or its nearest existing parent).
+fn free_bytes(path: &Path) -> Result<u64> {
+    let mut p = path;
+    while !p.exists() {
+        p = p.parent().unwrap_or(Path::new("/"));
+    }
+    let out = crate::util::run_capture(Command::new("df").args(["-Pk"]).arg(p))?;
+    out.lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|k| k.parse::<u64>().ok())
+        .map(|k| k * 1024)
+        .ok_or_else(|| format!("cannot read the free space of {} from df: {out}", p.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requirements_keep_markers_and_drop_extras_and_triton() {
+        let meta = "Name: torch\nRequires-Dist: filelock\nRequires-Dist: nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\"\nRequires-Dist: triton~=3.9.0; platform_system == \"Linux\"\nRequires-Dist: optree>=0.13.0; extra == \"optree\"\n";
+        assert_eq!(
+            requirements_from_metadata(meta),
+            ["filelock", "nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\""]
+        );
+    }
 }
