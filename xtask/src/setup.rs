@@ -201,8 +201,9 @@ fn torch_venv() -> Result<PathBuf> {
 const TORCH_SPEC: &str = "torch==2.15.0";
 
 /// Free space asked for before installing: torch (1.2 GB) and its nvidia wheels (3 GB) installed,
-/// plus the largest download pip holds at once.
-const TORCH_DISK_NEED: u64 = 5_500_000_000;
+/// plus the largest download pip holds at once (measured: the venv ends at 4.4 GB, the whole
+/// fresh-clone `cargo xtask test` peaks 5.7 GB above where it started, target dir included).
+const TORCH_DISK_NEED: u64 = 4_600_000_000;
 
 /// torch, then each of its run-time requirements in its own pip call, without pip's cache and
 /// without triton (1 GB installed; only torch.compile uses it). One pip call for everything
