@@ -384,6 +384,62 @@ fn two_rocm_runtimes_in_one_closure() {
     assert!(out.stdout.contains("libamdhip64.so.5"), "{}", out.stdout);
 }
 
+/// rocBLAS found by the closure, with its Tensile kernel files for other GPUs only: the first
+/// GEMM would abort. The kernel files are what a community rocBLAS build adds.
+#[test]
+fn rocblas_without_tensile_kernels_for_the_gpu() {
+    let v = Venv::new();
+    let sdk = v.root().join("opt/rocm-6.2.4/lib");
+    stub_library(&sdk, "librocblas.so.4");
+    let l = format!("-L{}", sdk.display());
+    let r = format!("-Wl,-rpath,{}", sdk.display());
+    let lib = shared_library(
+        "cc",
+        &doctor_fixture("stub.c"),
+        &v.root().join("build/libctranslate2.so.4"),
+        &["-Wl,--no-as-needed", &l, "-l:librocblas.so.4", &r],
+    );
+    install_fake_ctranslate2(&v.site, "4.8.1", &[&lib]);
+    // No rocblas/library at all.
+    let out = v.doctor(&["ctranslate2", "--gpu-arch", "gfx1010", "--no-load"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("rocBLAS has no Tensile kernel directory"),
+        "{}",
+        out.stdout
+    );
+    let tensile = sdk.join("rocblas/library");
+    std::fs::create_dir_all(&tensile).unwrap();
+    for f in [
+        "TensileLibrary_lazy_gfx1030.dat",
+        "Kernels.so-000-gfx1030.hsaco",
+        "TensileLibrary_lazy_gfx1100.dat",
+    ] {
+        std::fs::write(tensile.join(f), b"").unwrap();
+    }
+    let out = v.doctor(&["ctranslate2", "--gpu-arch", "gfx1010:xnack-", "--no-load"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("rocBLAS has no Tensile kernels for gfx1010"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("rocblas/library has kernels for gfx1030, gfx1100"),
+        "{}",
+        out.stdout
+    );
+    // The GPU rocBLAS has kernels for, and then the community kernels added for gfx1010.
+    let out = v.doctor(&["ctranslate2", "--gpu-arch", "gfx1030", "--no-load"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    std::fs::write(tensile.join("TensileLibrary_lazy_gfx1010.dat"), b"").unwrap();
+    let out = v.doctor(&["ctranslate2", "--gpu-arch", "gfx1010", "--no-load"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+}
+
 #[test]
 fn a_venv_without_any_known_package_has_nothing_to_check() {
     let tmp = tempfile::tempdir().unwrap();

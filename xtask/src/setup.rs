@@ -225,7 +225,14 @@ fn install_torch(venv: &Path) -> Result<()> {
     let pip = |args: &[&str]| {
         run_inherit(
             Command::new(&python)
-                .args(["-m", "pip", "install", "--no-cache-dir", "--progress-bar", "off"])
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--no-cache-dir",
+                    "--progress-bar",
+                    "off",
+                ])
                 .args(args),
         )
     };
@@ -288,7 +295,12 @@ fn free_bytes(path: &Path) -> Result<u64> {
         .and_then(|l| l.split_whitespace().nth(3))
         .and_then(|k| k.parse::<u64>().ok())
         .map(|k| k * 1024)
-        .ok_or_else(|| format!("cannot read the free space of {} from df: {out}", p.display()))
+        .ok_or_else(|| {
+            format!(
+                "cannot read the free space of {} from df: {out}",
+                p.display()
+            )
+        })
 }
 
 #[cfg(test)]
@@ -300,7 +312,10 @@ mod tests {
         let meta = "Name: torch\nRequires-Dist: filelock\nRequires-Dist: nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\"\nRequires-Dist: triton~=3.9.0; platform_system == \"Linux\"\nRequires-Dist: optree>=0.13.0; extra == \"optree\"\n";
         assert_eq!(
             requirements_from_metadata(meta),
-            ["filelock", "nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\""]
+            [
+                "filelock",
+                "nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\""
+            ]
         );
     }
 }

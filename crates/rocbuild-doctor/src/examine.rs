@@ -219,6 +219,33 @@ impl Examiner<'_> {
                     .flatten()
                     .any(|e| checks::gpu::is_comgr(&e.file_name().to_string_lossy()))
             });
+        let mut rocblas: Vec<checks::gpu::RocblasFacts> = Vec::new();
+        for path in linkages
+            .iter()
+            .flat_map(|l| &l.found)
+            .filter(|f| checks::gpu::is_rocblas(&f.name))
+            .filter_map(|f| f.path.clone())
+        {
+            if rocblas.iter().any(|r| r.library == path) {
+                continue;
+            }
+            let dir = checks::gpu::tensile_dir(&path);
+            rocblas.push(checks::gpu::RocblasFacts {
+                tensile_archs: dir.is_dir().then(|| rocbuild_probe::tensile_archs(&dir)),
+                tensile_dir: dir,
+                library: path,
+            });
+        }
+        let os = self.machine.platform.os;
+        let needed_runtimes: Vec<(String, u32)> = linkages
+            .iter()
+            .flat_map(|l| &l.needed)
+            .filter(|n| checks::gpu::is_hip_runtime(n))
+            .filter_map(|n| Some((n.clone(), rocbuild_probe::runtime_major_from_name(n, os)?)))
+            .collect();
+        // Windows only: the driver's runtimes in System32.
+        let driver =
+            rocbuild_probe::driver_runtime_majors(&rocbuild_probe::ProbeEnv::from_process(), os);
         checks::gpu::check(
             subject,
             &checks::gpu::GpuFacts {
@@ -226,6 +253,9 @@ impl Examiner<'_> {
                 gpu: self.opts.gpu_arch.as_deref(),
                 hip_runtimes: &hip,
                 comgr,
+                rocblas: &rocblas,
+                needed_runtimes: &needed_runtimes,
+                driver_majors: driver.as_deref(),
             },
         )
     }

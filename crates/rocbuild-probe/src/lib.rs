@@ -36,7 +36,9 @@ pub use probe_env::{vars, ProbeEnv};
 pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
 pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
-pub use runtime::{find_hip_runtime, runtime_major_from_name, HipRuntime, RuntimeFile};
+pub use runtime::{
+    driver_runtime_majors, find_hip_runtime, runtime_major_from_name, HipRuntime, RuntimeFile,
+};
 pub use tools::{install_hint, probe_tools};
 pub use torch::{probe_torch, torch_version, TorchVersion};
 

@@ -92,6 +92,18 @@ fn runtimes_in(dir: &Path, os: Os) -> Vec<RuntimeFile> {
     v
 }
 
+/// The ROCm majors of the HIP runtimes the GPU driver installed (Windows: `amdhip64_N.dll` in
+/// System32), highest first; `None` on other systems, where the runtime comes with the SDK or
+/// with torch rather than with the kernel driver.
+pub fn driver_runtime_majors(env: &ProbeEnv, os: Os) -> Option<Vec<u32>> {
+    (os == Os::Windows).then(|| {
+        runtimes_in(&env.system32, os)
+            .into_iter()
+            .map(|f| f.major)
+            .collect()
+    })
+}
+
 /// The HIP runtime a process will load, first match wins: torch's own copy (it loads before
 /// anything rocbuild builds), TheRock's runtime in the venv, then the driver's (Windows,
 /// System32) or the system's (Linux: `/opt/rocm/lib`, `/usr/lib/<triplet>`).

@@ -1,7 +1,9 @@
 //! GPU: a gfx target missing from a binary shows up only at the first kernel launch
 //! (`hipErrorInvalidDeviceFunction`); two HIP runtimes in one process crash
 //! (`libamdhip64.so.7: undefined symbol: hsa_amd_…`); a missing amd_comgr makes HIP report
-//! "no ROCm-capable device". All three can be read from the files before anything runs.
+//! "no ROCm-capable device". rocBLAS without Tensile kernels for the GPU aborts at the first
+//! GEMM; on Windows, a binary built for another ROCm major than the driver's HIP runtime sees no
+//! GPU. All of these can be read from the files before anything runs.
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +27,7 @@ pub fn is_comgr(name: &str) -> bool {
     l.starts_with("libamd_comgr") || l.starts_with("amd_comgr")
 }
 
+#[derive(Default)]
 pub struct GpuFacts<'a> {
     /// Each native library with GPU code, with its gfx targets.
     pub binaries: &'a [(PathBuf, Vec<String>)],
@@ -34,6 +37,40 @@ pub struct GpuFacts<'a> {
     pub hip_runtimes: &'a [PathBuf],
     /// amd_comgr was found (in the closure, or beside a HIP runtime).
     pub comgr: bool,
+    /// Every rocBLAS the closure resolves to, with its Tensile kernel directory and the gfx
+    /// targets it holds kernels for (`None`: the directory does not exist).
+    pub rocblas: &'a [RocblasFacts],
+    /// HIP runtime names the package's binaries need, with their ROCm major
+    /// (`amdhip64_7.dll` -> 7).
+    pub needed_runtimes: &'a [(String, u32)],
+    /// Windows: the majors of the driver's HIP runtimes in System32 (empty: no AMD driver).
+    /// `None` elsewhere.
+    pub driver_majors: Option<&'a [u32]>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RocblasFacts {
+    pub library: PathBuf,
+    pub tensile_dir: PathBuf,
+    pub tensile_archs: Option<Vec<String>>,
+}
+
+/// Is this file name rocBLAS (`librocblas.so.4`, `rocblas.dll`, `librocblas.so`)?
+pub fn is_rocblas(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    l.starts_with("librocblas.so")
+        || l == "rocblas.dll"
+        || l.starts_with("librocblas.") && l.ends_with(".dylib")
+}
+
+/// Where rocBLAS looks for its Tensile kernels: `rocblas/library` beside the library (Linux
+/// `lib/`, Windows `bin/`).
+pub fn tensile_dir(rocblas: &Path) -> PathBuf {
+    rocblas
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("rocblas")
+        .join("library")
 }
 
 pub fn check(subject: &Subject, f: &GpuFacts) -> Vec<Finding> {
@@ -132,7 +169,129 @@ pub fn check(subject: &Subject, f: &GpuFacts) -> Vec<Finding> {
             .fix("install amd_comgr with the same ROCm (Debian: libamd-comgr2; TheRock wheels: rocm-sdk-core)"),
         );
     }
+    out.extend(rocblas(subject, f));
+    out.extend(driver(subject, f));
     out
+}
+
+/// rocBLAS reads its GEMM kernels (Tensile) from `rocblas/library` at the first BLAS call; a GPU
+/// without kernels there aborts the process. Community builds add kernels for gfx1010 & co.
+fn rocblas(subject: &Subject, f: &GpuFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let wanted: Vec<&str> = f
+        .gpu
+        .unwrap_or_default()
+        .iter()
+        .map(|g| processor(g))
+        .collect();
+    for r in f.rocblas {
+        let Some(archs) = &r.tensile_archs else {
+            out.push(
+                Finding::new(
+                    Severity::Error,
+                    Check::Gpu,
+                    &subject.name,
+                    "rocBLAS has no Tensile kernel directory",
+                )
+                .details([
+                    format!("library: {}", r.library.display()),
+                    format!("missing: {}", r.tensile_dir.display()),
+                ])
+                .why("rocBLAS loads its GEMM kernels from there at the first BLAS call and aborts with \"rocBLAS error: Cannot read …TensileLibrary.dat\"")
+                .fix("reinstall rocBLAS with its kernel files (the SDK's rocblas/library directory)"),
+            );
+            continue;
+        };
+        let missing: Vec<&str> = wanted
+            .iter()
+            .copied()
+            .filter(|w| !archs.iter().any(|a| a == w))
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        out.push(
+            Finding::new(
+                Severity::Error,
+                Check::Gpu,
+                &subject.name,
+                format!("rocBLAS has no Tensile kernels for {}", missing.join(", ")),
+            )
+            .details([
+                format!("library: {}", r.library.display()),
+                format!(
+                    "{} has kernels for {}",
+                    r.tensile_dir.display(),
+                    if archs.is_empty() { "no GPU".to_string() } else { archs.join(", ") }
+                ),
+            ])
+            .why(format!(
+                "rocBLAS aborts at the first GEMM on this GPU: \"rocBLAS error: Cannot read …TensileLibrary.dat … for GPU arch : {}\"",
+                missing[0]
+            ))
+            .fix(format!(
+                "put rocBLAS kernels built for {} into {} (community builds exist for the archs AMD dropped, e.g. gfx1010 on HIP SDK 6.2), or use an SDK whose rocBLAS has them",
+                missing.join(", "),
+                r.tensile_dir.display()
+            )),
+        );
+    }
+    out
+}
+
+/// Windows: the HIP runtime comes with the GPU driver (System32). A binary that imports another
+/// major's runtime loads it from an SDK's bin, and that runtime finds no device through this
+/// driver.
+fn driver(subject: &Subject, f: &GpuFacts) -> Vec<Finding> {
+    let Some(driver) = f.driver_majors else {
+        return Vec::new();
+    };
+    let mut needed: Vec<&(String, u32)> = f.needed_runtimes.iter().collect();
+    needed.sort_by_key(|(_, m)| *m);
+    needed.dedup_by_key(|(_, m)| *m);
+    if needed.is_empty() {
+        return Vec::new();
+    }
+    let have = |m: u32| driver.contains(&m);
+    if driver.is_empty() {
+        return vec![Finding::new(
+            Severity::Error,
+            Check::Gpu,
+            &subject.name,
+            "no AMD GPU driver HIP runtime in System32",
+        )
+        .details(needed.iter().map(|(n, _)| format!("needs {n}")))
+        .why("on Windows the HIP runtime the process really uses is the one the AMD Adrenalin driver installs; without it HIP sees no device")
+        .fix("install the AMD GPU driver (Adrenalin) for this GPU")];
+    }
+    let newest = driver.iter().copied().max().unwrap_or_default();
+    needed
+        .into_iter()
+        .filter(|(_, m)| !have(*m))
+        .map(|(name, m)| {
+            Finding::new(
+                Severity::Error,
+                Check::Gpu,
+                &subject.name,
+                format!(
+                    "built for the ROCm {m} HIP runtime ({name}), but the GPU driver provides ROCm {}",
+                    driver.iter().map(u32::to_string).collect::<Vec<_>>().join(" and ")
+                ),
+            )
+            .why(format!(
+                "{name} is not the driver's: it would come from an SDK's bin, and a HIP runtime of another major than the driver's finds no GPU (\"no ROCm-capable device is detected\")"
+            ))
+            .fix(match &subject.recipe {
+                Some(r) => format!(
+                    "rebuild against a HIP SDK {newest}.x: run `rocbuild {r} --rocm {newest}` (or update the GPU driver to one that ships {name})"
+                ),
+                None => format!(
+                    "rebuild {} against a HIP SDK {newest}.x (or update the GPU driver to one that ships {name})",
+                    subject.name
+                ),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -157,6 +316,7 @@ mod tests {
                 gpu: Some(&gpu),
                 hip_runtimes: &[],
                 comgr: false,
+                ..Default::default()
             },
         );
         assert_eq!(f[0].what, "ctranslate2 has no GPU code for gfx1010");
@@ -172,6 +332,7 @@ mod tests {
                 gpu: Some(&gpu),
                 hip_runtimes: &[],
                 comgr: false,
+                ..Default::default()
             },
         );
         assert!(f.is_empty(), "{f:?}");
@@ -183,7 +344,8 @@ mod tests {
                 binaries: &bins,
                 gpu: Some(&gpu),
                 hip_runtimes: &[],
-                comgr: true
+                comgr: true,
+                ..Default::default()
             }
         )
         .is_empty());
@@ -202,6 +364,7 @@ mod tests {
                 gpu: None,
                 hip_runtimes: &rt,
                 comgr: false,
+                ..Default::default()
             },
         );
         assert!(
@@ -220,8 +383,113 @@ mod tests {
                 gpu: None,
                 hip_runtimes: &rt[..1],
                 comgr: true,
+                ..Default::default()
             },
         );
         assert!(f.is_empty(), "{f:?}");
+    }
+
+    fn rocblas_at(dir: &Path, archs: Option<&[&str]>) -> RocblasFacts {
+        RocblasFacts {
+            library: dir.join("librocblas.so.4"),
+            tensile_dir: dir.join("rocblas/library"),
+            tensile_archs: archs.map(|a| a.iter().map(|s| s.to_string()).collect()),
+        }
+    }
+
+    #[test]
+    fn rocblas_without_kernels_for_the_gpu() {
+        let lib = Path::new("/opt/rocm-6.2/lib");
+        let gpu = ["gfx1010:xnack-".to_string()];
+        let rb = [rocblas_at(lib, Some(&["gfx1030", "gfx1100"]))];
+        let f = check(
+            &subject(),
+            &GpuFacts {
+                gpu: Some(&gpu),
+                rocblas: &rb,
+                ..Default::default()
+            },
+        );
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].what, "rocBLAS has no Tensile kernels for gfx1010");
+        assert_eq!(
+            f[0].details[1],
+            "/opt/rocm-6.2/lib/rocblas/library has kernels for gfx1030, gfx1100"
+        );
+        assert!(f[0].why.contains("GPU arch : gfx1010"));
+        // With the kernels: nothing to say. Unknown GPU: nothing to compare.
+        let rb = [rocblas_at(lib, Some(&["gfx1010", "gfx1030"]))];
+        let facts = GpuFacts {
+            gpu: Some(&gpu),
+            rocblas: &rb,
+            ..Default::default()
+        };
+        assert!(check(&subject(), &facts).is_empty());
+        let rb = [rocblas_at(lib, Some(&["gfx1030"]))];
+        assert!(check(
+            &subject(),
+            &GpuFacts {
+                rocblas: &rb,
+                ..Default::default()
+            }
+        )
+        .is_empty());
+        // No kernel directory at all: an error whatever the GPU.
+        let rb = [rocblas_at(lib, None)];
+        let f = check(
+            &subject(),
+            &GpuFacts {
+                rocblas: &rb,
+                ..Default::default()
+            },
+        );
+        assert_eq!(f[0].what, "rocBLAS has no Tensile kernel directory");
+    }
+
+    #[test]
+    fn windows_driver_runtime_against_the_sdk_the_binary_was_built_with() {
+        // The real case: the driver ships amdhip64_6.dll, the build used HIP SDK 7.1.
+        let needed = [("amdhip64_7.dll".to_string(), 7)];
+        let f = check(
+            &subject(),
+            &GpuFacts {
+                needed_runtimes: &needed,
+                driver_majors: Some(&[6]),
+                ..Default::default()
+            },
+        );
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].what,
+            "built for the ROCm 7 HIP runtime (amdhip64_7.dll), but the GPU driver provides ROCm 6"
+        );
+        assert!(
+            f[0].fix.contains("`rocbuild ctranslate2 --rocm 6`"),
+            "{f:?}"
+        );
+        // A driver that ships both majors runs either.
+        let facts = GpuFacts {
+            needed_runtimes: &needed,
+            driver_majors: Some(&[7, 6]),
+            ..Default::default()
+        };
+        assert!(check(&subject(), &facts).is_empty());
+        // No AMD driver at all.
+        let f = check(
+            &subject(),
+            &GpuFacts {
+                needed_runtimes: &needed,
+                driver_majors: Some(&[]),
+                ..Default::default()
+            },
+        );
+        assert_eq!(f[0].what, "no AMD GPU driver HIP runtime in System32");
+        // Linux and macOS: the runtime is not the driver's; nothing to compare.
+        let facts = GpuFacts {
+            needed_runtimes: &needed,
+            driver_majors: None,
+            ..Default::default()
+        };
+        assert!(check(&subject(), &facts).is_empty());
     }
 }
