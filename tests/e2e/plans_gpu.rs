@@ -311,6 +311,33 @@ fn linux_cuda_ctranslate2() {
     snap!("linux_cuda_ctranslate2", p);
 }
 
+/// Without --cuda-arch, the plan builds for the GPUs the probe found (nvidia-smi's compute
+/// capabilities), and says where the list came from; nothing found: the toolkit's common list.
+#[test]
+fn linux_cuda_ctranslate2_for_the_detected_gpu() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut m = machine("linux");
+    m["torch"]["version"] = json!("2.9.1+cu128");
+    m["torch"]["flavor"] = json!("cuda");
+    m["torch"]["hip"] = Value::Null;
+    m["torch"]["cuda"] = json!("12.8");
+    m["toolkits"] =
+        json!({"cuda_home": "/usr/local/cuda-12.8", "rocm_path": null, "hip_clang_path": null});
+    m["cuda_gpu"] = json!({"archs": ["8.6", "8.9"], "found_by": "nvidia-smi",
+        "steps": ["$TORCH_CUDA_ARCH_LIST: not set", "nvidia-smi: 8.6;8.9"]});
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2"]));
+    assert!(p.contains("'-DCUDA_ARCH_LIST=8.6;8.9'"), "{p}");
+    assert!(p.contains("(archs 8.6;8.9, from nvidia-smi)"), "{p}");
+    m["cuda_gpu"] = json!({"archs": [], "found_by": "",
+        "steps": ["$TORCH_CUDA_ARCH_LIST: not set", "nvidia-smi: not found"]});
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2"]));
+    assert!(p.contains("-DCUDA_ARCH_LIST=Common"), "{p}");
+    assert!(
+        p.contains("from no GPU detected ($TORCH_CUDA_ARCH_LIST: not set; nvidia-smi: not found)"),
+        "{p}"
+    );
+}
+
 #[test]
 fn windows_static_ffmpeg_is_refused_for_torchcodec() {
     let tmp = tempfile::tempdir().unwrap();

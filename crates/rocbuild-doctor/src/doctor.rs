@@ -108,6 +108,7 @@ pub fn probe(venv: Option<&Path>, want_ffmpeg: bool) -> Result<Machine, DoctorEr
         rocm_sdks: Vec::new(),
         hip_runtime: None,
         gpu: None,
+        cuda_gpu: None,
     })
 }
 

@@ -68,9 +68,10 @@ impl fmt::Display for Plan {
         if let Some(c) = &b.cuda {
             writeln!(
                 f,
-                "  cuda:   {} (archs {})",
+                "  cuda:   {} (archs {}, from {})",
                 c.home.display(),
-                c.archs.join(";")
+                c.archs.join(";"),
+                c.archs_from
             )?;
         }
         let mut n = 0;

@@ -55,6 +55,8 @@ pub struct RocmPlan {
 pub struct CudaPlan {
     pub home: PathBuf,
     pub archs: Vec<String>,
+    /// `--cuda-arch`, `$TORCH_CUDA_ARCH_LIST`, `nvidia-smi`, or why the common list is used.
+    pub archs_from: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -263,15 +265,24 @@ pub fn choose(
                 why: "the cuda backend needs a CUDA toolkit and none was found".into(),
                 help: "set CUDA_HOME to a CUDA toolkit (with nvcc), or use --backend cpu".into(),
             })?;
-        let archs: Vec<String> = split_list(&opts.cuda_arch);
+        let given: Vec<String> = split_list(&opts.cuda_arch);
+        let detected = machine.cuda_gpu.as_ref().filter(|g| !g.archs.is_empty());
+        let (archs, archs_from) = if !given.is_empty() {
+            (given, "--cuda-arch".to_string())
+        } else if let Some(g) = detected {
+            (g.archs.clone(), g.found_by.clone())
+        } else {
+            // CTranslate2's own default: the common architectures of the toolkit.
+            let why = match &machine.cuda_gpu {
+                Some(g) => format!("no GPU detected ({})", g.steps.join("; ")),
+                None => "no GPU detection".to_string(),
+            };
+            (vec!["Common".into()], why)
+        };
         Some(CudaPlan {
             home,
-            // CTranslate2's own default: the common architectures of the toolkit.
-            archs: if archs.is_empty() {
-                vec!["Common".into()]
-            } else {
-                archs
-            },
+            archs,
+            archs_from,
         })
     } else {
         None

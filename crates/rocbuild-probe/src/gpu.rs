@@ -207,7 +207,7 @@ pub fn explain_hsa_override(value: &str, os: Os, real: &[String]) -> String {
 }
 
 /// Run `program args` with a timeout; stdout when it exits (any status), or why not.
-fn run_with_timeout(
+pub(crate) fn run_with_timeout(
     env: &ProbeEnv,
     program: &Path,
     args: &[&str],

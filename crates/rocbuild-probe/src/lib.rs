@@ -5,6 +5,7 @@
 
 mod ffmpeg;
 mod gfx;
+mod cuda_gpu;
 mod gpu;
 mod light;
 mod probe_env;
@@ -26,6 +27,7 @@ pub use gfx::{
     describe_gfx, expand_alias, gfx_of_bitcode_file, isa_bitcode_file, nearest_names,
     parse_target_id, resolve_archs, ArchChoice, ArchError, GfxTarget,
 };
+pub use cuda_gpu::{detect_cuda_gpu, parse_compute_caps};
 pub use gpu::{
     detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version,
     parse_amdgpu_arch, parse_hipinfo, parse_rocm_agent_enumerator, parse_rocminfo,
@@ -116,6 +118,10 @@ pub struct Machine {
     /// The GPU architectures detected (None when not probed).
     #[serde(default)]
     pub gpu: Option<GpuArchs>,
+    /// The NVIDIA GPUs' compute capabilities (`8.6`), when a CUDA build may need them (None
+    /// when not probed).
+    #[serde(default)]
+    pub cuda_gpu: Option<GpuArchs>,
 }
 
 /// The venv and how it was chosen.
@@ -254,6 +260,9 @@ pub struct ProbeOptions {
     pub want_rocm_with_rocm_torch: bool,
     /// `--arch` values; given, they end the GPU cascade at its first step (no child process).
     pub arch: Vec<String>,
+    /// A CUDA build may be planned without `--cuda-arch`: look for the NVIDIA GPUs
+    /// (`$TORCH_CUDA_ARCH_LIST`, `nvidia-smi`) when torch is a CUDA build or a CUDA toolkit is set.
+    pub want_cuda_gpu: bool,
 }
 
 /// Pick the venv: `--venv`, then `$VIRTUAL_ENV`, then `$CONDA_PREFIX`, then `./.venv`.
@@ -341,6 +350,20 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     } else {
         (Vec::new(), None, None)
     };
+    let toolkits = Toolkits {
+        cuda_home: std::env::var_os("CUDA_HOME")
+            .or_else(|| std::env::var_os("CUDA_PATH"))
+            .map(PathBuf::from),
+        rocm_path: std::env::var_os("ROCM_PATH")
+            .or_else(|| std::env::var_os("HIP_PATH"))
+            .map(PathBuf::from),
+        hip_clang_path: std::env::var_os("HIP_CLANG_PATH").map(PathBuf::from),
+    };
+    // A CUDA build needs a toolkit, and is the default only for a CUDA torch: without either,
+    // no nvidia-smi runs.
+    let torch_is_cuda = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Cuda);
+    let cuda_gpu = (opts.want_cuda_gpu && (torch_is_cuda || toolkits.cuda_home.is_some()))
+        .then(|| detect_cuda_gpu(&ProbeEnv::from_process(), os));
     Ok(Machine {
         platform: Platform {
             os,
@@ -352,18 +375,11 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
         torch,
         ffmpeg,
         tools,
-        toolkits: Toolkits {
-            cuda_home: std::env::var_os("CUDA_HOME")
-                .or_else(|| std::env::var_os("CUDA_PATH"))
-                .map(PathBuf::from),
-            rocm_path: std::env::var_os("ROCM_PATH")
-                .or_else(|| std::env::var_os("HIP_PATH"))
-                .map(PathBuf::from),
-            hip_clang_path: std::env::var_os("HIP_CLANG_PATH").map(PathBuf::from),
-        },
+        toolkits,
         rocm_sdks,
         hip_runtime,
         gpu,
+        cuda_gpu,
     })
 }
 

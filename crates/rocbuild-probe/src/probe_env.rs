@@ -23,6 +23,8 @@ pub mod vars {
     pub const HSA_OVERRIDE_GFX_VERSION: &str = "HSA_OVERRIDE_GFX_VERSION";
     /// Where executables are looked up.
     pub const PATH: &str = "PATH";
+    /// torch's list of CUDA compute capabilities (`8.6;8.9+PTX`): a CUDA user's own choice.
+    pub const TORCH_CUDA_ARCH_LIST: &str = "TORCH_CUDA_ARCH_LIST";
     /// `C:\Program Files` on Windows.
     pub const PROGRAM_FILES: &str = "ProgramFiles";
     /// `C:\Windows` on Windows.

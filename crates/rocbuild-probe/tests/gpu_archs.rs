@@ -8,7 +8,7 @@ use std::time::Duration;
 use rocbuild_probe::{
     detect_gpu, discover_sdks, expand_alias, explain_hsa_override, gfx_from_override,
     gfx_from_target_version, nearest_names, parse_amdgpu_arch, parse_hipinfo,
-    parse_rocm_agent_enumerator, parse_rocminfo, parse_target_id, read_kfd_topology, resolve_archs,
+    parse_rocm_agent_enumerator, parse_rocminfo, detect_cuda_gpu, parse_target_id, read_kfd_topology, resolve_archs,
     ArchError, GpuArchs, GpuQuery, Os, ProbeEnv, RocmSdk,
 };
 use rocbuild_testkit::rocm::{fake_kfd_node, fake_opt_rocm, FakeSdk};
@@ -500,4 +500,44 @@ fn cascade_asks_a_rocm_torch_in_a_child_python() {
         g.steps
     );
     assert_eq!(g.found_by, "sysfs KFD topology");
+}
+
+/// The CUDA cascade: `$TORCH_CUDA_ARCH_LIST`, then `nvidia-smi` (a real process printing what a
+/// driver prints), each step logged.
+#[test]
+fn cuda_cascade_runs_the_steps_in_order() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let env = env_with_path(d.path(), &bin);
+    let g = detect_cuda_gpu(&env, Os::Linux);
+    assert!(g.archs.is_empty());
+    assert_eq!(
+        g.steps,
+        s(&["$TORCH_CUDA_ARCH_LIST: not set", "nvidia-smi: not found"])
+    );
+    // An old driver: no compute_cap field.
+    tool(
+        &bin,
+        "nvidia-smi",
+        "Field \"compute_cap\" is not a valid field to query.\n",
+    );
+    let g = detect_cuda_gpu(&env, Os::Linux);
+    assert!(g.archs.is_empty());
+    assert!(
+        g.steps[1].starts_with("nvidia-smi: no compute capability"),
+        "{:?}",
+        g.steps
+    );
+    // Two GPUs of one kind and a third.
+    tool(&bin, "nvidia-smi", "8.6\n8.6\n8.9\n");
+    let g = detect_cuda_gpu(&env, Os::Linux);
+    assert_eq!((g.archs.clone(), g.found_by.as_str()), (s(&["8.6", "8.9"]), "nvidia-smi"));
+    // The user's own list wins and runs nothing.
+    let env2 = env.clone().with_var("TORCH_CUDA_ARCH_LIST", "7.5;8.0+PTX");
+    let g = detect_cuda_gpu(&env2, Os::Linux);
+    assert_eq!(
+        (g.archs.clone(), g.found_by.as_str()),
+        (s(&["7.5", "8.0+PTX"]), "$TORCH_CUDA_ARCH_LIST")
+    );
 }

@@ -297,6 +297,10 @@ pub(crate) fn build_locked(
             want_rocm_with_rocm_torch: opts.backend.backend.is_none()
                 && recipe.backends().iter().any(|b| b == "rocm"),
             arch: opts.backend.arch.clone(),
+            // A CUDA build without --cuda-arch builds for the GPUs found here.
+            want_cuda_gpu: opts.backend.cuda_arch.is_empty()
+                && recipe.backends().iter().any(|b| b == "cuda")
+                && !matches!(opts.backend.backend.as_deref(), Some("cpu") | Some("rocm")),
         })?,
     };
     let verbosity = verbosity(g);
