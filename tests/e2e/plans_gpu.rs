@@ -348,3 +348,34 @@ fn windows_static_ffmpeg_is_refused_for_torchcodec() {
     assert!(out.stderr.contains("static build"), "{}", out.stderr);
     assert!(out.stderr.contains("rocbuild ffmpeg"), "{}", out.stderr);
 }
+
+/// Intel oneAPI MKL found (Linux): `[with.mkl]` turns upstream's MKL backend on in place of
+/// OpenBLAS. On Windows it is found but not used, and the plan says why.
+#[test]
+fn ctranslate2_cpu_uses_oneapi_mkl_when_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut m = machine("linux");
+    m["torch"] = Value::Null;
+    m["toolkits"]["mkl_root"] = json!("/opt/intel/oneapi/mkl/latest");
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2"]));
+    for d in [
+        "-DWITH_MKL=ON",
+        "-DWITH_OPENBLAS=OFF",
+        "-DMKL_ROOT=/opt/intel/oneapi/mkl/latest",
+        "-DOPENMP_RUNTIME=COMP",
+    ] {
+        assert!(p.contains(d), "{d}\n{p}");
+    }
+    assert!(
+        p.contains("mkl:    /opt/intel/oneapi/mkl/latest (used: Intel oneAPI MKL found"),
+        "{p}"
+    );
+    // Without MKL: OpenBLAS, and no word of MKL.
+    m["toolkits"]["mkl_root"] = Value::Null;
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2"]));
+    assert!(
+        p.contains("-DWITH_MKL=OFF") && p.contains("-DWITH_OPENBLAS=ON"),
+        "{p}"
+    );
+    assert!(!p.contains("mkl:"), "{p}");
+}

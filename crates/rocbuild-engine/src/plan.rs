@@ -111,6 +111,45 @@ pub struct InstallPlan {
     pub finds: Vec<PathBuf>,
 }
 
+/// An optional library a recipe can use (`[with.X]`), found on the machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct OptionalLibrary {
+    pub name: String,
+    pub root: PathBuf,
+    /// Used by this build; when not, `why` says why.
+    pub used: bool,
+    pub why: String,
+}
+
+/// The optional libraries the recipe can use that the machine has. MKL: upstream links it
+/// statically with GNU OpenMP on Linux; on Windows it needs Intel's OpenMP runtime
+/// (libiomp5md.dll) at run time, which rocbuild does not make findable yet.
+fn optional_libraries(recipe: &Recipe, machine: &Machine) -> Vec<OptionalLibrary> {
+    let mut out = Vec::new();
+    if let (true, Some(root)) = (recipe.uses("mkl"), &machine.toolkits.mkl_root) {
+        let (used, why) = match machine.platform.os {
+            Os::Linux => (
+                true,
+                "Intel oneAPI MKL found: linked statically, with GNU OpenMP".to_string(),
+            ),
+            os => (
+                false,
+                format!(
+                    "not used on {}: MKL needs Intel's OpenMP runtime there, which rocbuild does not make findable yet",
+                    os.as_str()
+                ),
+            ),
+        };
+        out.push(OptionalLibrary {
+            name: "mkl".into(),
+            root: root.clone(),
+            used,
+            why,
+        });
+    }
+    out
+}
+
 /// Every step of one build, concrete.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -130,6 +169,8 @@ pub struct Plan {
     pub ffmpeg_major: Option<u32>,
     /// The compute backend and its toolchain (SDK, GPU archs).
     pub backend: BackendPlan,
+    /// Optional libraries found (`[with.X]`), used or not.
+    pub libraries: Vec<OptionalLibrary>,
     pub source: SourcePlan,
     pub tools: Option<ToolsPlan>,
     pub torch_cmake: Option<TorchCmakePlan>,
@@ -331,12 +372,19 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
             command: format!("{} -m pip install {}", py.exe.display(), missing.join(" ")),
         });
     }
+    let libraries = optional_libraries(recipe, machine);
+    let features: Vec<&str> = libraries
+        .iter()
+        .filter(|l| l.used)
+        .map(|l| l.name.as_str())
+        .collect();
     let resolved = recipe.resolve(&Target {
         os: os.as_str(),
         flavor: flavor.as_str(),
         version: &version,
         backend: &backend.backend,
         rocm_version: backend.rocm.as_ref().and_then(|r| r.version.as_deref()),
+        features: &features,
     });
 
     // Tools, in the order a user would install them.
@@ -441,6 +489,9 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
         vars.insert(k.to_string(), v);
     };
     set("jobs", jobs.to_string());
+    for l in libraries.iter().filter(|l| l.used) {
+        set(&format!("{}.root", l.name), l.root.display().to_string());
+    }
     set("source", source.dir().display().to_string());
     set("python.exe", py.exe.display().to_string());
     set("python.version", py.version.clone());
@@ -821,6 +872,7 @@ pub fn plan(recipe: &Recipe, machine: &Machine, opts: &BuildOptions) -> Result<P
         flavor,
         ffmpeg_major: ffmpeg.filter(|_| needs.ffmpeg).map(|f| f.major),
         backend,
+        libraries,
         source,
         tools,
         torch_cmake,

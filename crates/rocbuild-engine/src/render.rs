@@ -65,6 +65,16 @@ impl fmt::Display for Plan {
                 writeln!(f, "  warning: {w}")?;
             }
         }
+        for l in &self.libraries {
+            writeln!(
+                f,
+                "  {}:    {} ({}{})",
+                l.name,
+                l.root.display(),
+                if l.used { "used: " } else { "" },
+                l.why
+            )?;
+        }
         if let Some(c) = &b.cuda {
             writeln!(
                 f,

@@ -42,7 +42,8 @@ pub fn detect_cuda_gpu(env: &ProbeEnv, os: Os) -> GpuArchs {
     if let Some(list) = env.var(vars::TORCH_CUDA_ARCH_LIST) {
         let archs = split_list(list);
         if !archs.is_empty() {
-            g.steps.push(format!("$TORCH_CUDA_ARCH_LIST: {}", archs.join(";")));
+            g.steps
+                .push(format!("$TORCH_CUDA_ARCH_LIST: {}", archs.join(";")));
             g.archs = archs;
             g.found_by = "$TORCH_CUDA_ARCH_LIST".into();
             return g;

@@ -3,11 +3,12 @@
 //! [`Machine`] is what the planner reads. [`probe`] fills it from the real machine; tests and
 //! `--machine FILE` write one by hand, which is how a Windows or macOS plan is made on Linux.
 
+mod cuda_gpu;
 mod ffmpeg;
 mod gfx;
-mod cuda_gpu;
 mod gpu;
 mod light;
+mod mkl;
 mod probe_env;
 mod python;
 mod rocm;
@@ -22,18 +23,19 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub use cuda_gpu::{detect_cuda_gpu, parse_compute_caps};
 pub use ffmpeg::{probe_ffmpeg, soname_major_to_ffmpeg};
 pub use gfx::{
     describe_gfx, expand_alias, gfx_of_bitcode_file, isa_bitcode_file, nearest_names,
     parse_target_id, resolve_archs, ArchChoice, ArchError, GfxTarget,
 };
-pub use cuda_gpu::{detect_cuda_gpu, parse_compute_caps};
 pub use gpu::{
     detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version,
     parse_amdgpu_arch, parse_hipinfo, parse_rocm_agent_enumerator, parse_rocminfo,
     read_kfd_topology, GpuArchs, GpuQuery,
 };
 pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
+pub use mkl::{find_mkl, is_mkl_root};
 pub use probe_env::{vars, ProbeEnv};
 pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
 pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
@@ -216,6 +218,9 @@ pub struct Toolkits {
     pub cuda_home: Option<PathBuf>,
     pub rocm_path: Option<PathBuf>,
     pub hip_clang_path: Option<PathBuf>,
+    /// Intel oneAPI MKL's root, when installed (`include/mkl.h` and its static libraries).
+    #[serde(default)]
+    pub mkl_root: Option<PathBuf>,
 }
 
 #[derive(Debug, Error, miette::Diagnostic)]
@@ -358,6 +363,12 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
             .or_else(|| std::env::var_os("HIP_PATH"))
             .map(PathBuf::from),
         hip_clang_path: std::env::var_os("HIP_CLANG_PATH").map(PathBuf::from),
+        mkl_root: find_mkl(
+            &ProbeEnv::from_process(),
+            os,
+            std::env::consts::ARCH,
+            Some(venv.root.as_path()),
+        ),
     };
     // A CUDA build needs a toolkit, and is the default only for a CUDA torch: without either,
     // no nvidia-smi runs.

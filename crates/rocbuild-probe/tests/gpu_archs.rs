@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rocbuild_probe::{
-    detect_gpu, discover_sdks, expand_alias, explain_hsa_override, gfx_from_override,
-    gfx_from_target_version, nearest_names, parse_amdgpu_arch, parse_hipinfo,
-    parse_rocm_agent_enumerator, parse_rocminfo, detect_cuda_gpu, parse_target_id, read_kfd_topology, resolve_archs,
+    detect_cuda_gpu, detect_gpu, discover_sdks, expand_alias, explain_hsa_override,
+    gfx_from_override, gfx_from_target_version, nearest_names, parse_amdgpu_arch, parse_hipinfo,
+    parse_rocm_agent_enumerator, parse_rocminfo, parse_target_id, read_kfd_topology, resolve_archs,
     ArchError, GpuArchs, GpuQuery, Os, ProbeEnv, RocmSdk,
 };
 use rocbuild_testkit::rocm::{fake_kfd_node, fake_opt_rocm, FakeSdk};
@@ -532,7 +532,10 @@ fn cuda_cascade_runs_the_steps_in_order() {
     // Two GPUs of one kind and a third.
     tool(&bin, "nvidia-smi", "8.6\n8.6\n8.9\n");
     let g = detect_cuda_gpu(&env, Os::Linux);
-    assert_eq!((g.archs.clone(), g.found_by.as_str()), (s(&["8.6", "8.9"]), "nvidia-smi"));
+    assert_eq!(
+        (g.archs.clone(), g.found_by.as_str()),
+        (s(&["8.6", "8.9"]), "nvidia-smi")
+    );
     // The user's own list wins and runs nothing.
     let env2 = env.clone().with_var("TORCH_CUDA_ARCH_LIST", "7.5;8.0+PTX");
     let g = detect_cuda_gpu(&env2, Os::Linux);

@@ -478,3 +478,38 @@ fn no_sdk_on_macos_and_a_helpful_error() {
         "{help}"
     );
 }
+
+/// oneAPI MKL is found from files: `include/mkl.h` and the static core library upstream links.
+#[test]
+fn mkl_roots() {
+    use rocbuild_probe::find_mkl;
+    let d = tempfile::tempdir().unwrap();
+    let env = ProbeEnv::rooted(d.path());
+    assert_eq!(find_mkl(&env, Os::Linux, "x86_64", None), None);
+    let oneapi = d.path().join("opt/intel/oneapi/mkl/latest");
+    std::fs::create_dir_all(oneapi.join("include")).unwrap();
+    std::fs::write(oneapi.join("include/mkl.h"), "").unwrap();
+    // Headers without the libraries (a runtime-only install) are not enough.
+    assert_eq!(find_mkl(&env, Os::Linux, "x86_64", None), None);
+    std::fs::create_dir_all(oneapi.join("lib/intel64")).unwrap();
+    std::fs::write(oneapi.join("lib/intel64/libmkl_core.a"), "").unwrap();
+    assert_eq!(
+        find_mkl(&env, Os::Linux, "x86_64", None),
+        Some(oneapi.clone())
+    );
+    // MKL is x86-64 only.
+    assert_eq!(find_mkl(&env, Os::Linux, "aarch64", None), None);
+    // $MKLROOT (oneAPI's setvars) comes first; a venv with mkl-static + mkl-include is last.
+    let venv = d.path().join("venv");
+    std::fs::create_dir_all(venv.join("include")).unwrap();
+    std::fs::create_dir_all(venv.join("lib")).unwrap();
+    std::fs::write(venv.join("include/mkl.h"), "").unwrap();
+    std::fs::write(venv.join("lib/libmkl_core.a"), "").unwrap();
+    let env2 = env.clone().with_var("MKLROOT", venv.display().to_string());
+    assert_eq!(
+        find_mkl(&env2, Os::Linux, "x86_64", None),
+        Some(venv.clone())
+    );
+    std::fs::remove_dir_all(&oneapi).unwrap();
+    assert_eq!(find_mkl(&env, Os::Linux, "x86_64", Some(&venv)), Some(venv));
+}

@@ -22,6 +22,9 @@ pub use schema::{PythonFrom, RawRecipe, TorchCmake};
 /// The compute backends a recipe may offer.
 pub const BACKEND_NAMES: &[&str] = &["cpu", "rocm", "cuda"];
 
+/// Optional libraries a `[with.X]` overlay may key on.
+pub const FEATURE_NAMES: &[&str] = &["mkl"];
+
 /// What the overlays are chosen by.
 #[derive(Debug, Clone, Copy)]
 pub struct Target<'a> {
@@ -31,6 +34,8 @@ pub struct Target<'a> {
     pub backend: &'a str,
     /// The chosen ROCm SDK's version, for `[rocm-versions."…"]`.
     pub rocm_version: Option<&'a str>,
+    /// The optional libraries found and used, for `[with.X]`.
+    pub features: &'a [&'a str],
 }
 
 /// Recipes compiled into the binary, so an installed `rocbuild` works anywhere.
@@ -143,6 +148,11 @@ impl Recipe {
     }
 
     /// The backends this recipe can build (`["cpu"]` when it declares none).
+    /// Does the recipe use this optional library (`[with.mkl]`)?
+    pub fn uses(&self, feature: &str) -> bool {
+        self.raw.with.keys().any(|k| k.get_ref() == feature)
+    }
+
     pub fn backends(&self) -> Vec<String> {
         if self.raw.package.backends.is_empty() {
             vec!["cpu".into()]
@@ -157,7 +167,8 @@ impl Recipe {
     }
 
     /// Apply the base tables, then `[os.X]`, `[flavor.Y]`, every matching `[versions."…"]`,
-    /// `[backend.Z]` and every matching `[rocm-versions."…"]`, in that order.
+    /// `[backend.Z]`, every matching `[rocm-versions."…"]` and `[with.F]` for each feature, in
+    /// that order.
     pub fn resolve(&self, t: &Target) -> Resolved {
         let raw = &self.raw;
         let mut r = Resolved {
@@ -201,6 +212,9 @@ impl Recipe {
         ranged(&raw.versions, Some(t.version), &mut r);
         keyed(&raw.backend, t.backend, &mut r);
         ranged(&raw.rocm_versions, t.rocm_version, &mut r);
+        for f in t.features {
+            keyed(&raw.with, f, &mut r);
+        }
         r
     }
 }
@@ -340,5 +354,68 @@ impl RecipeSet {
 
     pub fn iter(&self) -> impl Iterator<Item = &Recipe> {
         self.recipes.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RECIPE: &str = r#"
+[package]
+name = "x"
+distribution = "x"
+import-dir = "x"
+
+[source]
+git = "https://example.invalid/x"
+tag = "v{version}"
+
+[[release]]
+version = "1.0.0"
+torch = ">=0"
+
+[build.define]
+WITH_MKL = "OFF"
+WITH_OPENBLAS = "ON"
+
+[install]
+artifacts = ["libx*"]
+
+[with.mkl.build.define]
+WITH_MKL = "ON"
+WITH_OPENBLAS = "OFF"
+MKL_ROOT = "{mkl.root}"
+"#;
+
+    fn target<'a>(features: &'a [&'a str]) -> Target<'a> {
+        Target {
+            os: "linux",
+            flavor: "cpu",
+            version: "1.0.0",
+            backend: "cpu",
+            rocm_version: None,
+            features,
+        }
+    }
+
+    #[test]
+    fn with_overlays_apply_only_for_the_features_found() {
+        let r = parse("x.toml", RECIPE).unwrap();
+        assert!(r.uses("mkl"));
+        let plain = r.resolve(&target(&[]));
+        assert_eq!(plain.define["WITH_MKL"], "OFF");
+        assert!(!plain.define.contains_key("MKL_ROOT"));
+        let mkl = r.resolve(&target(&["mkl"]));
+        assert_eq!(mkl.define["WITH_MKL"], "ON");
+        assert_eq!(mkl.define["WITH_OPENBLAS"], "OFF");
+        assert_eq!(mkl.define["MKL_ROOT"], "{mkl.root}");
+    }
+
+    #[test]
+    fn an_unknown_optional_library_is_refused_with_the_nearest_name() {
+        let text = RECIPE.replace("[with.mkl.build.define]", "[with.mlk.build.define]");
+        let e = parse("x.toml", &text).unwrap_err().to_string();
+        assert!(e.contains("unknown optional library `mlk`"), "{e}");
     }
 }

@@ -141,6 +141,10 @@ impl Checker<'_> {
             self.specifier(key)?;
             self.overlay_body(overlay)?;
         }
+        for (key, overlay) in &raw.with {
+            self.key_in(key, crate::FEATURE_NAMES, "optional library")?;
+            self.overlay_body(overlay)?;
+        }
         if raw.python.from == Some(crate::PythonFrom::Source) && raw.python.dir.is_none() {
             return Err(self.err(
                 0..0,

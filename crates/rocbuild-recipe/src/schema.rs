@@ -44,6 +44,10 @@ pub struct RawRecipe {
     /// Overlays per ROCm SDK version range (for the `rocm` backend), such as `"<7"`.
     #[serde(default)]
     pub rocm_versions: BTreeMap<Text, Overlay>,
+    /// Overlays applied when the machine has an optional library the build can use: `mkl`
+    /// (Intel oneAPI MKL, `{mkl.root}`).
+    #[serde(default)]
+    pub with: BTreeMap<Text, Overlay>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

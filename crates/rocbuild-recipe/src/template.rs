@@ -73,6 +73,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "cuda.archs",
         "the CUDA architectures to build for, `;`-separated (8.6;8.9)",
     ),
+    (
+        "mkl.root",
+        "Intel oneAPI MKL's root (include/mkl.h), when found and used (`[with.mkl]`)",
+    ),
 ];
 
 /// One placeholder found in a string: its name and byte range within the string.

@@ -1,0 +1,61 @@
+//! Intel oneAPI MKL: CTranslate2's fastest CPU backend, used only when it is really installed
+//! (headers and the static libraries upstream links). Read from files; nothing is run.
+
+use std::path::{Path, PathBuf};
+
+use crate::probe_env::ProbeEnv;
+use crate::Os;
+
+/// The static core library upstream's CMake links, per OS, in `lib/` or `lib/intel64/`.
+fn core_library(os: Os) -> &'static str {
+    match os {
+        Os::Windows => "mkl_core.lib",
+        _ => "libmkl_core.a",
+    }
+}
+
+/// Is `root` an MKL root as CTranslate2's CMake wants it: `include/mkl.h` and the core library?
+pub fn is_mkl_root(root: &Path, os: Os) -> bool {
+    root.join("include").join("mkl.h").is_file()
+        && ["lib", "lib/intel64"]
+            .iter()
+            .any(|l| root.join(l).join(core_library(os)).is_file())
+}
+
+/// The first MKL root among: `$MKLROOT` (set by oneAPI's setvars), `$ONEAPI_ROOT/mkl/latest`,
+/// the default oneAPI install (`/opt/intel/oneapi/mkl/latest`, `C:\Program Files
+/// (x86)\Intel\oneAPI\mkl\latest`), the old `/opt/intel/mkl`, and the venv itself (PyPI's
+/// `mkl-static` + `mkl-include` put `lib/` and `include/` there). MKL is x86-64 only.
+pub fn find_mkl(env: &ProbeEnv, os: Os, cpu: &str, venv: Option<&Path>) -> Option<PathBuf> {
+    if cpu != "x86_64" {
+        return None;
+    }
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(r) = env.var("MKLROOT") {
+        candidates.push(PathBuf::from(r));
+    }
+    if let Some(r) = env.var("ONEAPI_ROOT") {
+        candidates.push(Path::new(r).join("mkl").join("latest"));
+    }
+    match os {
+        Os::Windows => {
+            let pf86 = env
+                .var("ProgramFiles(x86)")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(r"C:\Program Files (x86)"));
+            candidates.push(pf86.join(r"Intel\oneAPI\mkl\latest"));
+        }
+        _ => {
+            candidates.push(env.unix("/opt/intel/oneapi/mkl/latest"));
+            candidates.push(env.unix("/opt/intel/mkl"));
+        }
+    }
+    if let Some(v) = venv {
+        candidates.push(if os == Os::Windows {
+            v.join("Library")
+        } else {
+            v.to_path_buf()
+        });
+    }
+    candidates.into_iter().find(|c| is_mkl_root(c, os))
+}
