@@ -290,3 +290,95 @@ fn bundle_keeps_the_site_packages_layout_of_pe_dlls() {
         ["_rocm_sdk_core/bin/b.dll", "ctranslate2/a.dll"]
     );
 }
+
+/// Mach-O, linked here by clang-15 + ld64.lld: libext.dylib finds @rpath/libb.dylib through its
+/// LC_RPATH @loader_path/../lib; libb was rebuilt without `c10_old`, which libext imports (dyld's
+/// "Symbol not found"); libplug.dylib needs a library that is gone.
+#[test]
+fn macho_tree_rpaths_missing_and_a_symbol_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let target = "arm64-apple-macos11";
+    let sys = libsystem_stub(root, target);
+    let write = |name: &str, text: &str| {
+        let p = root.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let b1 = write(
+        "b1.c",
+        "int c10_new(int x) { return x + 1; }\nint c10_old(int x) { return x; }\n",
+    );
+    let b2 = write("b2.c", "int c10_new(int x) { return x + 1; }\n");
+    let ext = write(
+        "ext.c",
+        "int c10_new(int);\nint c10_old(int);\nint ext(int x) { return c10_new(x) + c10_old(x); }\n",
+    );
+    let plug = write(
+        "plug.c",
+        "int gone(int);\nint plug(int x) { return gone(x); }\n",
+    );
+    let gone = write("gone.c", "int gone(int x) { return x; }\n");
+    let install = |n: &str| format!("-Wl,-install_name,@rpath/{n}");
+    let (lib, sysdir) = (root.join("lib"), sys.parent().unwrap().to_path_buf());
+    macho_dylib(
+        target,
+        &b1,
+        &lib.join("libb.dylib"),
+        &[&install("libb.dylib")],
+    );
+    macho_dylib(
+        target,
+        &gone,
+        &root.join("tmp/libgone.dylib"),
+        &[&install("libgone.dylib")],
+    );
+    let link = |src: &Path, out: &Path, name: &str, dep: &str| {
+        macho_dylib(
+            target,
+            src,
+            out,
+            &[
+                &install(name),
+                "-Wl,-rpath,@loader_path/../lib",
+                &format!("-L{}", lib.display()),
+                &format!("-L{}", root.join("tmp").display()),
+                &format!("-L{}", sysdir.display()),
+                dep,
+                "-lSystem",
+            ],
+        )
+    };
+    let e = link(&ext, &root.join("bin/libext.dylib"), "libext.dylib", "-lb");
+    let p = link(
+        &plug,
+        &root.join("bin/libplug.dylib"),
+        "libplug.dylib",
+        "-lgone",
+    );
+    // libb v2 replaces v1; libgone disappears.
+    macho_dylib(
+        target,
+        &b2,
+        &lib.join("libb.dylib"),
+        &[&install("libb.dylib")],
+    );
+    std::fs::remove_file(root.join("tmp/libgone.dylib")).unwrap();
+
+    let out = rocbuild(&["deps", e.to_str().unwrap(), p.to_str().unwrap()], &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let text = out.stdout.replace(&root.display().to_string(), "ROOT");
+    assert!(text.contains("Symbol not found: _c10_old"), "{text}");
+    assert!(!text.contains("_c10_new"), "{text}");
+    assert!(
+        text.contains("@rpath/libb.dylib => ROOT/lib/libb.dylib"),
+        "{text}"
+    );
+    assert!(
+        text.contains("@rpath/libgone.dylib (needed by libplug.dylib"),
+        "{text}"
+    );
+    let out = rocbuild(&["deps", e.to_str().unwrap(), "--json"], &[]);
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(j["files"][0]["format"], "Mach-O", "{j}");
+}

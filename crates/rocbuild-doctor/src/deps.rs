@@ -149,10 +149,11 @@ pub fn human(r: &DepsReport) -> String {
                 let by: Vec<String> = m.needed_by.iter().map(|p| name_of(p)).collect();
                 let _ = writeln!(
                     o,
-                    "    {} (needed by {}; searched {} directories)",
+                    "    {} (needed by {}; searched {} director{})",
                     m.name,
                     by.join(", "),
-                    m.searched.len()
+                    m.searched.len(),
+                    if m.searched.len() == 1 { "y" } else { "ies" }
                 );
             }
         }

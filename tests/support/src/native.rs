@@ -152,3 +152,32 @@ pub fn install_fake_ctranslate2(site: &Path, version: &str, libs: &[&Path]) {
     .unwrap();
     std::fs::write(di.join("RECORD"), "").unwrap();
 }
+
+/// Link a Mach-O dylib for `target` (`arm64-apple-macos11`, …) with clang-15 + ld64.lld: no
+/// macOS SDK with -nostdlib; link a [`libsystem_stub`] for `dyld_stub_binder`.
+pub fn macho_dylib(target: &str, src: &Path, out: &Path, args: &[&str]) -> PathBuf {
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    run(Command::new("clang-15")
+        .args(["-target", target, "-nostdlib", "-shared", "-fuse-ld=lld"])
+        .arg(src)
+        .arg("-o")
+        .arg(out)
+        .args(args));
+    out.to_path_buf()
+}
+
+/// A stand-in `/usr/lib/libSystem.B.dylib` exporting `dyld_stub_binder`, which ld64 needs.
+pub fn libsystem_stub(dir: &Path, target: &str) -> PathBuf {
+    let src = dir.join("system_stub.c");
+    std::fs::write(
+        &src,
+        "void stub_binder(void) __asm__(\"dyld_stub_binder\");\nvoid stub_binder(void) {}\n",
+    )
+    .unwrap();
+    macho_dylib(
+        target,
+        &src,
+        &dir.join(format!("stub-{target}/libSystem.dylib")),
+        &["-Wl,-install_name,/usr/lib/libSystem.B.dylib"],
+    )
+}
