@@ -322,7 +322,7 @@ pub fn bench() -> Result<()> {
     };
 
     // (d) dependency closure over a large SDK-like tree (plus the real torch's libraries).
-    let closure = crate::bench_closure::run(&real, &root)?;
+    let closure = crate::bench_closure::run(&w.exe, &real, &root)?;
 
     // (e) doctor over the real PyPI torch, against an nm -D script.
     let torch_venv = ws.join(crate::bench_doctor::TORCH_VENV);
@@ -422,7 +422,7 @@ pub fn bench() -> Result<()> {
         let sr = stats(&ratios);
         let _ = writeln!(
             table,
-            "| (d) A: rocbuild-native closure of {} roots (`native_closure … --search`) | {ITERATIONS} | {:.1} ms | {:.1} – {:.1} ms | |",
+            "| (d) A: `rocbuild deps` of {} roots (`--search`, `--json`) | {ITERATIONS} | {:.1} ms | {:.1} – {:.1} ms | |",
             c.roots, sa.median * 1e3, sa.min * 1e3, sa.max * 1e3
         );
         let _ = writeln!(
@@ -534,10 +534,9 @@ pub fn bench() -> Result<()> {
          the bottom, math libraries on top), each needing 2–6 libraries of the layers below (DT_NEEDED chains \
          down to the bottom), all with RUNPATH `$ORIGIN`; beside it the {torch_libs} libraries of the real PyPI \
          torch in cache/venvs/torch-real (libtorch_cuda.so and the nvidia-* wheels it finds through its own \
-         RUNPATHs). The roots are the top layer and every torch library ({roots} files). A is rocbuild's loader \
-         emulation (rocbuild-native's `closure`, through `target/release/examples/native_closure FILE… --search \
-         sdk/lib --search torch/lib`, the walk `rocbuild deps FILE… --search DIR` does; `deps` is not in main's \
-         CLI yet); B is `ldd FILE…` with the same two directories in `LD_LIBRARY_PATH` (glibc's loader in trace \
+         RUNPATHs). The roots are the top layer and every torch library ({roots} files). A is \
+         `rocbuild deps FILE… --search sdk/lib --search torch/lib --json` (the loader emulation over all roots with \
+         one shared reader, plus what ldd does not do: every import checked against its provider\'s exports); B is `ldd FILE…` with the same two directories in `LD_LIBRARY_PATH` (glibc's loader in trace \
          mode: the real thing). Before timing, the libraries each resolves are compared (see the raw figures). \
          A and B alternate ({closure_n} pairs).\n\n\
          {doctor_text}",

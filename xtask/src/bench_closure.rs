@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::util::{cargo, run_capture, run_inherit, workspace_root, Result};
+use crate::util::{run_capture, Result};
 
 pub const ITERATIONS: usize = 10;
 pub const LIBS: usize = 300;
@@ -121,18 +121,8 @@ fn canon(p: &str) -> String {
         .unwrap_or_else(|_| p.to_string())
 }
 
-pub fn run(torch_venv: &Path, tmp: &Path) -> Result<ClosureBench> {
-    let ws = workspace_root();
-    println!("xtask: bench: cargo build --release -p rocbuild-native --example native_closure");
-    run_inherit(Command::new(cargo()).current_dir(&ws).args([
-        "build",
-        "--release",
-        "-p",
-        "rocbuild-native",
-        "--example",
-        "native_closure",
-    ]))?;
-    let exe = ws.join("target/release/examples/native_closure");
+/// `exe`: the release `rocbuild`; A is `rocbuild deps ROOTS… --search DIR… --json`.
+pub fn run(exe: &Path, torch_venv: &Path, tmp: &Path) -> Result<ClosureBench> {
     let root = tmp.join("closure");
     println!(
         "xtask: bench: an SDK-like tree of {LIBS} libraries in {}",
@@ -155,13 +145,31 @@ pub fn run(torch_venv: &Path, tmp: &Path) -> Result<ClosureBench> {
     let search_path = std::env::join_paths(&search).map_err(|e| e.to_string())?;
 
     let a_cmd = || {
-        let mut c = Command::new(&exe);
-        c.args(&roots);
+        let mut c = Command::new(exe);
+        c.arg("deps").args(&roots);
         for d in &search {
             c.arg("--search").arg(d);
         }
-        c.env_remove("LD_LIBRARY_PATH").stdin(Stdio::null());
+        c.arg("--json")
+            .env_remove("LD_LIBRARY_PATH")
+            .stdin(Stdio::null());
         c
+    };
+    // `deps` exits 1 when something is missing (torch's libcaffe2_nvrtc needs the driver's
+    // libcuda.so.1, which no machine without an NVIDIA driver has): only the JSON counts.
+    let a_out = |c: &mut Command| -> Result<String> {
+        let o = c
+            .output()
+            .map_err(|e| format!("cannot run rocbuild deps: {e}"))?;
+        if o.status.code() == Some(0) || o.status.code() == Some(1) {
+            Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+        } else {
+            Err(format!(
+                "rocbuild deps failed ({}): {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr)
+            ))
+        }
     };
     let b_cmd = || {
         let mut c = Command::new("ldd");
@@ -177,10 +185,14 @@ pub fn run(torch_venv: &Path, tmp: &Path) -> Result<ClosureBench> {
     };
 
     // What each side finds (untimed), so the two are known to do the same work.
-    let a_text = run_capture(&mut a_cmd())?;
-    let found_a: BTreeSet<String> = a_text
-        .lines()
-        .filter(|l| !l.starts_with("missing "))
+    let a_json: serde_json::Value = serde_json::from_str(&a_out(&mut a_cmd())?)
+        .map_err(|e| format!("rocbuild deps --json printed no JSON: {e}"))?;
+    let found_a: BTreeSet<String> = a_json["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|f| f["libraries"].as_array().into_iter().flatten())
+        .filter_map(|l| l["path"].as_str())
         .map(canon)
         .collect();
     let found_b = ldd_found(&b_out(&mut b_cmd())?);
@@ -200,7 +212,7 @@ pub fn run(torch_venv: &Path, tmp: &Path) -> Result<ClosureBench> {
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
     for i in 0..ITERATIONS {
         let t = Instant::now();
-        run_capture(&mut a_cmd())?;
+        a_out(&mut a_cmd())?;
         ta.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
         b_out(&mut b_cmd())?;
