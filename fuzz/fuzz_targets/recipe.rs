@@ -20,12 +20,13 @@ fuzz_target!(|data: &[u8]| {
         let _ = rocbuild_recipe::torch_compatible(r, "2.9.1+rocm6.4");
     }
     let _ = recipe.release("0.0.0-not-there");
+    let _ = recipe.uses("mkl");
     let vars: BTreeMap<String, String> = [("version", "1.0"), ("torch.lib", "/t/lib")]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     for os in ["linux", "macos", "windows"] {
-        for backend in ["cpu", "rocm", "cuda"] {
+        for (backend, features) in [("cpu", &["mkl"][..]), ("rocm", &[]), ("cuda", &["mkl"])] {
             let version = releases.first().map_or("1.0", |r| r.version.as_str());
             let resolved = recipe.resolve(&Target {
                 os,
@@ -33,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
                 version,
                 backend,
                 rocm_version: Some("6.2.4"),
+                features,
             });
             for s in resolved.define.values().chain(resolved.finds.iter()) {
                 let _ = template::expand(s, &vars);
