@@ -168,6 +168,7 @@ pub fn macho_dylib(target: &str, src: &Path, out: &Path, args: &[&str]) -> PathB
 
 /// A stand-in `/usr/lib/libSystem.B.dylib` exporting `dyld_stub_binder`, which ld64 needs.
 pub fn libsystem_stub(dir: &Path, target: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
     let src = dir.join("system_stub.c");
     std::fs::write(
         &src,

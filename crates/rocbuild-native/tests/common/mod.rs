@@ -79,36 +79,8 @@ pub fn have_ld64() -> bool {
         || Command::new("ld64.lld").arg("--version").output().is_ok()
 }
 
-/// Link a Mach-O dylib for `target` (`x86_64-apple-macos11`, `arm64-apple-macos11`) with
-/// clang + ld64.lld: no SDK needed with -nostdlib; `libSystem` is a stub the test builds.
-pub fn macho_dylib(target: &str, src: &Path, out: &Path, args: &[&str]) {
-    let clang = clang().expect("clang-15 (apt-get install clang-15 lld-15)");
-    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    run(Command::new(clang)
-        .args(["-target", target, "-nostdlib", "-shared", "-fuse-ld=lld"])
-        .arg(src)
-        .arg("-o")
-        .arg(out)
-        .args(args));
-}
-
-/// A stand-in `/usr/lib/libSystem.B.dylib` exporting `dyld_stub_binder`, which ld64 needs for
-/// lazy binding; real programs get it from the SDK.
-pub fn libsystem_stub(dir: &Path, target: &str) -> PathBuf {
-    let src = write(
-        dir,
-        "system_stub.c",
-        "void stub_binder(void) __asm__(\"dyld_stub_binder\");\nvoid stub_binder(void) {}\n",
-    );
-    let out = dir.join(format!("stub-{target}/libSystem.dylib"));
-    macho_dylib(
-        target,
-        &src,
-        &out,
-        &["-Wl,-install_name,/usr/lib/libSystem.B.dylib"],
-    );
-    out
-}
+/// Mach-O dylibs with clang-15 + ld64.lld (no macOS SDK), shared with the end-to-end tests.
+pub use rocbuild_testkit::native::{libsystem_stub, macho_dylib};
 
 pub fn hipcc() -> Option<PathBuf> {
     which("hipcc")
