@@ -80,6 +80,7 @@ pub fn have_ld64() -> bool {
 }
 
 /// Mach-O dylibs with clang-15 + ld64.lld (no macOS SDK), shared with the end-to-end tests.
+#[allow(unused_imports)]
 pub use rocbuild_testkit::native::{libsystem_stub, macho_dylib};
 
 pub fn hipcc() -> Option<PathBuf> {
