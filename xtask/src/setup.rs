@@ -289,18 +289,8 @@ fn free_bytes(path: &Path) -> Result<u64> {
     while !p.exists() {
         p = p.parent().unwrap_or(Path::new("/"));
     }
-    let out = crate::util::run_capture(Command::new("df").args(["-Pk"]).arg(p))?;
-    out.lines()
-        .nth(1)
-        .and_then(|l| l.split_whitespace().nth(3))
-        .and_then(|k| k.parse::<u64>().ok())
-        .map(|k| k * 1024)
-        .ok_or_else(|| {
-            format!(
-                "cannot read the free space of {} from df: {out}",
-                p.display()
-            )
-        })
+    fs2::available_space(p)
+        .map_err(|e| format!("cannot read the free space of {}: {e}", p.display()))
 }
 
 #[cfg(test)]

@@ -187,6 +187,11 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
                 .collect(),
             None => Vec::new(),
         },
+        driver_majors: (os == Os::Windows)
+            .then(|| {
+                rocbuild_probe::driver_runtime_majors(&rocbuild_probe::ProbeEnv::from_process(), os)
+            })
+            .flatten(),
     };
     let mut findings = Vec::new();
     let mut packages = Vec::new();

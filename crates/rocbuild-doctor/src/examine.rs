@@ -21,6 +21,8 @@ pub struct Examiner<'a> {
     pub python: Vec<PathBuf>,
     /// torch's libraries under torch/lib: `import torch` loads them before any extension.
     pub torch_libs: Vec<PathBuf>,
+    /// Windows: the GPU driver's HIP runtime majors in System32; `None` elsewhere.
+    pub driver_majors: Option<Vec<u32>>,
 }
 
 pub struct Examined {
@@ -243,9 +245,6 @@ impl Examiner<'_> {
             .filter(|n| checks::gpu::is_hip_runtime(n))
             .filter_map(|n| Some((n.clone(), rocbuild_probe::runtime_major_from_name(n, os)?)))
             .collect();
-        // Windows only: the driver's runtimes in System32.
-        let driver =
-            rocbuild_probe::driver_runtime_majors(&rocbuild_probe::ProbeEnv::from_process(), os);
         checks::gpu::check(
             subject,
             &checks::gpu::GpuFacts {
@@ -255,7 +254,7 @@ impl Examiner<'_> {
                 comgr,
                 rocblas: &rocblas,
                 needed_runtimes: &needed_runtimes,
-                driver_majors: driver.as_deref(),
+                driver_majors: self.driver_majors.as_deref(),
             },
         )
     }

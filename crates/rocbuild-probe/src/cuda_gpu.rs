@@ -3,17 +3,15 @@
 //! the planner), `$TORCH_CUDA_ARCH_LIST`, then `nvidia-smi --query-gpu=compute_cap` (drivers
 //! from 510 on). Nothing found: the planner falls back to the toolkit's common list.
 
-use crate::gpu::{run_with_timeout, GpuArchs};
+use crate::gpu::{self, push_unique, run_with_timeout, GpuArchs};
 use crate::probe_env::{vars, ProbeEnv};
 use crate::Os;
 
 /// `8.6;8.9+PTX`, `7.5 8.0`, `8.6,8.9`: the list as given (CTranslate2 takes `+PTX` too).
 fn split_list(s: &str) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for t in s.split([';', ',', ' ', '\n']).map(str::trim) {
-        if !t.is_empty() && !v.iter().any(|x| x == t) {
-            v.push(t.to_string());
-        }
+    let mut v = Vec::new();
+    for t in gpu::split_list(s) {
+        push_unique(&mut v, &t);
     }
     v
 }
@@ -29,8 +27,8 @@ pub fn parse_compute_caps(text: &str) -> Vec<String> {
                 && a.bytes().all(|c| c.is_ascii_digit())
                 && b.bytes().all(|c| c.is_ascii_digit())
         });
-        if ok && !v.iter().any(|x| x == l) {
-            v.push(l.to_string());
+        if ok {
+            push_unique(&mut v, l);
         }
     }
     v

@@ -40,7 +40,7 @@ pub struct GpuArchs {
 }
 
 /// Split a list of targets (`gfx1100;gfx1030`, commas or spaces too).
-fn split_list(s: &str) -> Vec<String> {
+pub(crate) fn split_list(s: &str) -> Vec<String> {
     s.split([';', ',', ' ', '\n'])
         .map(str::trim)
         .filter(|t| !t.is_empty())
@@ -48,7 +48,7 @@ fn split_list(s: &str) -> Vec<String> {
         .collect()
 }
 
-fn push_unique(v: &mut Vec<String>, s: &str) {
+pub(crate) fn push_unique(v: &mut Vec<String>, s: &str) {
     if !v.iter().any(|x| x == s) {
         v.push(s.to_string());
     }
