@@ -83,16 +83,22 @@ impl RunLog {
             }
             let line = String::from_utf8_lossy(&raw).trim_end().to_string();
             self.write(&line);
-            if let Some((n, m)) = ninja_progress(&line) {
+            let progress = ninja_progress(&line);
+            if let Some((n, m)) = progress {
                 bar.set_length(m);
                 bar.set_position(n);
             }
             if self.verbosity == Verbosity::Verbose {
                 bar.suspend(|| eprintln!("{line}"));
             }
-            tail.push_back(line.clone());
-            if tail.len() > 30 {
-                tail.pop_front();
+            // The excerpt shown on failure leaves out ninja's `[N/M] Building …` lines: their
+            // order depends on which job finished first, and the failing one is named again
+            // by its `FAILED:` line. The log keeps everything.
+            if progress.is_none() {
+                tail.push_back(line.clone());
+                if tail.len() > 30 {
+                    tail.pop_front();
+                }
             }
             lines.push(line);
         }
@@ -173,5 +179,25 @@ mod tests {
         );
         assert!(reproduce.contains("'FOO=bar baz'"), "{reproduce}");
         assert!(std::fs::read_to_string(path).unwrap().contains("line1\n"));
+    }
+
+    #[test]
+    fn failure_excerpt_leaves_out_ninja_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = RunLog::create(dir.path(), "t", Verbosity::Quiet).unwrap();
+        let script = "echo '[1/3] Building C object a.o'; echo '[2/3] Building C object b.o'; \
+                      echo 'FAILED: b.o'; echo 'b.c:1: error: nope'; \
+                      echo 'ninja: build stopped: subcommand failed.'; exit 1";
+        let cmd = Command::new("sh").args(["-c", script]);
+        let err = log.run("build", &cmd).unwrap_err();
+        let EngineError::Step { tail, log: path, .. } = err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            tail,
+            "FAILED: b.o\nb.c:1: error: nope\nninja: build stopped: subcommand failed."
+        );
+        let logged = std::fs::read_to_string(path).unwrap();
+        assert!(logged.contains("[2/3] Building C object b.o"), "{logged}");
     }
 }
