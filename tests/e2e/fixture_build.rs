@@ -142,6 +142,40 @@ fn builds_installs_and_verifies_a_torchcodec_shaped_project() {
     );
 }
 
+/// pip fetches the Python part into the staging area while CMake builds: here the build
+/// waits for pip's RECORD to appear there, which it would never see if pip ran after it.
+#[test]
+fn pip_fetches_the_python_part_while_cmake_builds() {
+    let w = World::new(DECODE_WAV);
+    let record = w
+        .site
+        .join(".rocbuild/txn/pip/fakecodec-1.0.0.dist-info/RECORD");
+    let define = format!("FAKECODEC_WAIT_FOR={}", record.display());
+    let out = w.build(&["-D", &define]);
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert!(
+        out.stdout.contains("fakecodec 1.0.0 installed"),
+        "{}",
+        out.stdout
+    );
+    // Installed from the stage, which is gone; the wheel's Python file is in place.
+    assert!(!w.site.join(".rocbuild/txn").exists());
+    assert!(w.site.join("fakecodec/__init__.py").is_file());
+    let log = std::fs::read_dir(w.cache.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect::<String>();
+    assert!(
+        log.contains("==> pip install (python part) (ran in the background)"),
+        "{log}"
+    );
+}
+
 #[test]
 fn a_verification_failure_leaves_the_venv_byte_identical() {
     // First a good install, so the failing run replaces files and parks nothing new.

@@ -44,19 +44,17 @@ fn site_of(venv: &Path) -> Result<PathBuf> {
     Ok(PathBuf::from(out.trim()))
 }
 
-pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<StatusBench> {
-    let real_site = site_of(real)?;
-    // The throwaway venv, linking the real packages (not the venv tooling, not builds that
-    // other runs installed there).
-    let venv = root.join("venv-torch-real-links");
-    run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
-    let site = site_of(&venv)?;
+/// A throwaway venv at `venv` whose site-packages links every package of the real one (not
+/// its venv tooling, not builds that other runs installed there).
+fn links_venv(real_site: &Path, venv: &Path) -> Result<()> {
+    run(Command::new("python3").args(["-m", "venv"]).arg(venv));
+    let site = site_of(venv)?;
     let own: Vec<String> = std::fs::read_dir(&site)
         .map_err(|e| e.to_string())?
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    for e in std::fs::read_dir(&real_site)
+    for e in std::fs::read_dir(real_site)
         .map_err(|e| e.to_string())?
         .flatten()
     {
@@ -66,6 +64,22 @@ pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<StatusBench> {
         }
         std::os::unix::fs::symlink(e.path(), site.join(&name)).map_err(|e| e.to_string())?;
     }
+    Ok(())
+}
+
+/// (a′): rocbuild's full build of realext (a fresh cache and a fresh venv of links each time)
+/// against a bare CMake configure + build with the argv, env and cwd of its plan. Seconds.
+pub struct RealFull {
+    pub rocbuild: Vec<f64>,
+    pub bare: Vec<f64>,
+}
+
+pub const FULL_ITERATIONS: usize = 3;
+
+pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<(StatusBench, RealFull)> {
+    let real_site = site_of(real)?;
+    let venv = root.join("venv-torch-real-links");
+    links_venv(&real_site, &venv)?;
 
     // realext: a git repository, a wheel of its (empty) Python part, a recipe.
     let work = root.join("realext-src");
@@ -103,25 +117,69 @@ pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<StatusBench> {
     )
     .map_err(|e| e.to_string())?;
     let cache = root.join("cache-status");
-    let t = Instant::now();
-    run_capture(
-        Command::new(exe)
-            .args(["realext", "-q", "--recipes"])
+    let rocbuild = |venv: &Path, cache: &Path, extra: &[&str]| {
+        let mut c = Command::new(exe);
+        c.args(["realext", "-q", "--recipes"])
             .arg(&recipes)
             .arg("--venv")
-            .arg(&venv)
+            .arg(venv)
             .arg("--cache")
-            .arg(&cache)
-            .env_remove("VIRTUAL_ENV")
-            .env_remove("LD_LIBRARY_PATH")
+            .arg(cache)
+            .args(extra)
+            .env("NO_COLOR", "1")
             .env("PIP_NO_INDEX", "1")
             .env("PIP_FIND_LINKS", &wheels)
-            .stdin(Stdio::null()),
-    )?;
+            .stdin(Stdio::null());
+        for k in crate::bench::SCRUB {
+            c.env_remove(k);
+        }
+        c
+    };
+    let plan: serde_json::Value = {
+        let out = run_capture(&mut rocbuild(&venv, &cache, &["--dry-run", "--json"]))?;
+        serde_json::from_str(&out)
+            .map_err(|e| format!("the --dry-run --json output is not JSON: {e}\n{out}"))?
+    };
+    let t = Instant::now();
+    run_capture(&mut rocbuild(&venv, &cache, &[]))?;
     println!(
         "xtask: bench: realext built against the real torch (untimed): {:.1} s",
         t.elapsed().as_secs_f64()
     );
+
+    // (a′) The same comparison as (a), on a project that compiles against torch's headers.
+    let build_dir = plan["build_dir"]
+        .as_str()
+        .ok_or("the realext plan has no build_dir")?
+        .to_string();
+    let mut full = RealFull {
+        rocbuild: Vec::new(),
+        bare: Vec::new(),
+    };
+    for i in 0..FULL_ITERATIONS {
+        let v = root.join(format!("venv-real-full-{i}"));
+        links_venv(&real_site, &v)?;
+        let c = root.join(format!("cache-real-full-{i}"));
+        let ta = crate::bench::timed(&mut rocbuild(&v, &c, &[]))?.as_secs_f64();
+        let bare = root.join(format!("bare-real-{i}"));
+        let to = bare.to_str().ok_or("temp path is not UTF-8")?;
+        let mut configure = crate::bench::plan_command(&plan["configure"], &build_dir, to)?;
+        let mut build = crate::bench::plan_command(&plan["build"], &build_dir, to)?;
+        let t = Instant::now();
+        run_capture(&mut configure)?;
+        run_capture(&mut build)?;
+        let tb = t.elapsed().as_secs_f64();
+        println!(
+            "xtask: bench: full build against the real torch {}/{FULL_ITERATIONS}: rocbuild {ta:.2} s, bare cmake {tb:.2} s, ratio {:.3}",
+            i + 1,
+            ta / tb
+        );
+        full.rocbuild.push(ta);
+        full.bare.push(tb);
+        for d in [&v, &c, &bare] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 
     let mut status_cmd = Command::new(exe);
     status_cmd
@@ -148,10 +206,13 @@ pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<StatusBench> {
         run_capture(&mut baseline_cmd)?;
         b.push(t.elapsed().as_secs_f64() * 1000.0);
     }
-    Ok(StatusBench {
-        status: a,
-        baseline: b,
-        status_out,
-        torch,
-    })
+    Ok((
+        StatusBench {
+            status: a,
+            baseline: b,
+            status_out,
+            torch,
+        },
+        full,
+    ))
 }

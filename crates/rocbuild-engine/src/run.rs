@@ -16,7 +16,7 @@ use crate::manifest::{
 use crate::plan::{Plan, SourcePlan};
 use crate::record;
 use crate::source;
-use crate::step::{RunLog, Verbosity};
+use crate::step::{Background, RunLog, Verbosity};
 use crate::txn_fs;
 
 #[derive(Debug, Clone, Serialize)]
@@ -153,69 +153,47 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         install::Recovered::Nothing => {}
     }
     // A build against a torch that does not import cannot be verified: say so before the
-    // fetch and the build, not after. Skipped when the last install had these very inputs
-    // (most likely a no-op rerun, which must stay fast).
+    // compile, not after. `import torch` takes a second or more, so it runs beside the fetch
+    // and the configure. Skipped when the last install had these very inputs (most likely
+    // a no-op rerun, which must stay fast).
     let likely_noop =
         manifest::read(site, &plan.recipe).is_some_and(|m| m.fingerprint == plan.fingerprint);
-    if plan.torch_version.is_some() && !likely_noop {
-        torch_imports(plan)?;
-    }
-    let (_src, commit) = source(plan, &mut log)?;
-
-    if let Some(t) = &plan.tools {
-        let ok = t.dir.join(".rocbuild-ok");
-        if !ok.exists() {
-            log.note(&format!("build tools -> {}", t.dir.display()));
-            log.run("install build tools", &t.install)?;
-            fs_err::write(&ok, "").map_err(EngineError::io("write", &ok))?;
-        }
-    }
-    if let Some(tc) = &plan.torch_cmake {
-        if let Some(text) = &tc.contents {
-            let f = tc.dir.join("TorchConfig.cmake");
-            if fs_err::read_to_string(&f).ok().as_deref() != Some(text.as_str()) {
-                fs_err::create_dir_all(&tc.dir).map_err(EngineError::io("create", &tc.dir))?;
-                fs_err::write(&f, text).map_err(EngineError::io("write", &f))?;
+    let torch_check = if plan.torch_version.is_some() && !likely_noop {
+        Some(start_torch_import(plan)?)
+    } else {
+        None
+    };
+    // A Python part from the index does not depend on the build: pip fetches it into the
+    // transaction's staging area while CMake works (the transaction is abandoned, the venv
+    // untouched, if the build fails).
+    let early = match &plan.python_part {
+        Some(pp) if pp.build.is_none() => {
+            let created = install::begin(site)?;
+            log.note(&format!(
+                "python part: {}=={} (pip, --no-deps, beside the build)",
+                pp.distribution, pp.version
+            ));
+            match log.start("pip install (python part)", &pp.install) {
+                Ok(bg) => Some(EarlyPip { created, bg }),
+                Err(e) => {
+                    install::abandon(site, created);
+                    return Err(e);
+                }
             }
         }
-    }
-
-    // Concurrent runs (on other venvs) may share this build tree: one builds it at a time.
-    let _build_lock = crate::lock::CacheLock::acquire(&plan.build_dir)?;
-    // Configure only when this build tree has not been configured from this commit.
-    let stamp = plan.build_dir.join(".rocbuild-configured");
-    let stamp_text = format!(
-        "{}\n{}",
-        commit.as_deref().unwrap_or("local"),
-        plan.configure.shell_line()
-    );
-    if fs_err::read_to_string(&stamp).ok().as_deref() != Some(stamp_text.as_str())
-        || !plan.build_dir.join("CMakeCache.txt").exists()
-    {
-        log.note(&format!("configure -> {}", plan.build_dir.display()));
-        log.run("configure", &plan.configure)?;
-        fs_err::write(&stamp, &stamp_text).map_err(EngineError::io("write", &stamp))?;
-    }
-    log.note("build");
-    log.run("build", &plan.build)?;
-    log.run("install into the staging prefix", &plan.install_prefix)?;
-
-    // Artifacts.
-    let artifacts = collect_artifacts(&plan.prefix, &plan.install.artifacts)?;
-    if artifacts.is_empty() {
-        return Err(EngineError::NoArtifacts {
-            globs: plan.install.artifacts.join(", "),
-            prefix: plan.prefix.display().to_string(),
-        });
-    }
-    let import = &plan.install.import_dir;
-    let mut built: BTreeMap<String, (PathBuf, String)> = BTreeMap::new();
-    for (name, abs) in &artifacts {
-        built.insert(
-            format!("{import}/{name}"),
-            (abs.clone(), sha256_file(abs)?.0),
-        );
-    }
+        _ => None,
+    };
+    let built = build(plan, &mut log, torch_check);
+    let (commit, built, _build_lock) = match built {
+        Ok(v) => v,
+        Err(e) => {
+            if let Some(ep) = early {
+                ep.bg.cancel();
+                install::abandon(site, ep.created);
+            }
+            return Err(e);
+        }
+    };
 
     let previous = manifest::read(site, &plan.recipe);
     // A package from the index is (re)installed only when pip has another version; one built
@@ -239,19 +217,121 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         });
     }
 
-    install_and_verify(plan, &mut log, commit, built, previous)
+    install_and_verify(plan, &mut log, commit, built, previous, early)
 }
 
-/// `import torch` in a fresh process of the venv's Python (it may crash or hang: a child,
-/// never us); its last words when it fails.
-fn torch_imports(plan: &Plan) -> Result<()> {
-    let out = duct::cmd(&plan.python, ["-c", "import torch"])
+/// pip, started before the build (see [`run`]), and whether its transaction made `.rocbuild/`.
+struct EarlyPip {
+    created: bool,
+    bg: Background,
+}
+
+/// The built artifacts by their path under site-packages, with where they are and their hash.
+type Built = BTreeMap<String, (PathBuf, String)>;
+
+/// Fetch, configure, build and install into the staging prefix; the artifacts, the commit,
+/// and the build tree's lock (held until the artifacts are staged).
+fn build(
+    plan: &Plan,
+    log: &mut RunLog,
+    torch_check: Option<duct::Handle>,
+) -> Result<(Option<String>, Built, crate::lock::CacheLock)> {
+    let mut check = torch_check;
+    let built = fetch_and_build(plan, log, &mut check);
+    // A torch that does not import is what to fix first, whatever else went wrong.
+    if let (Err(_), Some(c)) = (&built, check.take()) {
+        torch_imported(plan, c)?;
+    }
+    built
+}
+
+fn fetch_and_build(
+    plan: &Plan,
+    log: &mut RunLog,
+    torch_check: &mut Option<duct::Handle>,
+) -> Result<(Option<String>, Built, crate::lock::CacheLock)> {
+    let (_src, commit) = source(plan, log)?;
+
+    if let Some(t) = &plan.tools {
+        let ok = t.dir.join(".rocbuild-ok");
+        if !ok.exists() {
+            log.note(&format!("build tools -> {}", t.dir.display()));
+            log.run("install build tools", &t.install)?;
+            fs_err::write(&ok, "").map_err(EngineError::io("write", &ok))?;
+        }
+    }
+    if let Some(tc) = &plan.torch_cmake {
+        if let Some(text) = &tc.contents {
+            let f = tc.dir.join("TorchConfig.cmake");
+            if fs_err::read_to_string(&f).ok().as_deref() != Some(text.as_str()) {
+                fs_err::create_dir_all(&tc.dir).map_err(EngineError::io("create", &tc.dir))?;
+                fs_err::write(&f, text).map_err(EngineError::io("write", &f))?;
+            }
+        }
+    }
+
+    // Concurrent runs (on other venvs) may share this build tree: one builds it at a time.
+    let build_lock = crate::lock::CacheLock::acquire(&plan.build_dir)?;
+    // Configure only when this build tree has not been configured from this commit.
+    let stamp = plan.build_dir.join(".rocbuild-configured");
+    let stamp_text = format!(
+        "{}\n{}",
+        commit.as_deref().unwrap_or("local"),
+        plan.configure.shell_line()
+    );
+    if fs_err::read_to_string(&stamp).ok().as_deref() != Some(stamp_text.as_str())
+        || !plan.build_dir.join("CMakeCache.txt").exists()
+    {
+        log.note(&format!("configure -> {}", plan.build_dir.display()));
+        log.run("configure", &plan.configure)?;
+        fs_err::write(&stamp, &stamp_text).map_err(EngineError::io("write", &stamp))?;
+    }
+    // The compile is the long part: a torch that does not import is reported before it.
+    if let Some(check) = torch_check.take() {
+        torch_imported(plan, check)?;
+    }
+    log.note("build");
+    log.run("build", &plan.build)?;
+    log.run("install into the staging prefix", &plan.install_prefix)?;
+
+    // Artifacts.
+    let artifacts = collect_artifacts(&plan.prefix, &plan.install.artifacts)?;
+    if artifacts.is_empty() {
+        return Err(EngineError::NoArtifacts {
+            globs: plan.install.artifacts.join(", "),
+            prefix: plan.prefix.display().to_string(),
+        });
+    }
+    let import = &plan.install.import_dir;
+    let mut built: Built = BTreeMap::new();
+    for (name, abs) in &artifacts {
+        built.insert(
+            format!("{import}/{name}"),
+            (abs.clone(), sha256_file(abs)?.0),
+        );
+    }
+    Ok((commit, built, build_lock))
+}
+
+/// Start `import torch` in a fresh process of the venv's Python (it may crash or hang: a
+/// child, never us). It runs while the source is fetched and configured;
+/// [`torch_imported`] waits for it.
+fn start_torch_import(plan: &Plan) -> Result<duct::Handle> {
+    duct::cmd(&plan.python, ["-c", "import torch"])
         .env_remove("PYTHONPATH")
         .stdin_null()
         .stdout_null()
         .stderr_capture()
         .unchecked()
-        .run()
+        .start()
+        .map_err(EngineError::io("run", &plan.python))
+}
+
+/// Whether the `import torch` started by [`start_torch_import`] worked; its last words when
+/// it did not.
+fn torch_imported(plan: &Plan, check: duct::Handle) -> Result<()> {
+    let out = check
+        .into_output()
         .map_err(EngineError::io("run", &plan.python))?;
     if out.status.success() {
         return Ok(());
@@ -311,11 +391,15 @@ fn install_and_verify(
     plan: &Plan,
     log: &mut RunLog,
     commit: Option<String>,
-    built: BTreeMap<String, (PathBuf, String)>,
+    built: Built,
     previous: Option<Manifest>,
+    early: Option<EarlyPip>,
 ) -> Result<Outcome> {
     let site = &plan.install.site;
-    let created = install::begin(site)?;
+    let (created, mut pip) = match early {
+        Some(ep) => (ep.created, Some(ep.bg)),
+        None => (install::begin(site)?, None),
+    };
     let stage = install::txn_dir(site).join("stage");
     let mut staged_extra = StagedExtra::default();
     let result = (|| -> Result<(Vec<NewFile>, Vec<String>, Vec<InstalledFile>)> {
@@ -365,11 +449,16 @@ fn install_and_verify(
                 ));
                 log.run("build the Python package", b)?;
             }
-            log.note(&format!(
-                "python part: {}=={} (pip, --no-deps)",
-                pp.distribution, pp.version
-            ));
-            log.run("pip install (python part)", &pp.install)?;
+            match pip.take() {
+                Some(bg) => log.finish(bg)?,
+                None => {
+                    log.note(&format!(
+                        "python part: {}=={} (pip, --no-deps)",
+                        pp.distribution, pp.version
+                    ));
+                    log.run("pip install (python part)", &pp.install)?
+                }
+            };
             let libs = globset(&plan.install.python_libs)?;
             for (rel, abs) in walk(&pp.target) {
                 if rel.starts_with("bin/") || built.contains_key(&rel) {
@@ -489,6 +578,9 @@ fn install_and_verify(
     let (new, park, installed) = match result {
         Ok(v) => v,
         Err(e) => {
+            if let Some(bg) = pip.take() {
+                bg.cancel();
+            }
             install::abandon(site, created);
             return Err(e);
         }

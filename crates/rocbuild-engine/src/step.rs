@@ -55,6 +55,82 @@ impl RunLog {
         let _ = writeln!(self.file, "{line}");
     }
 
+    /// Start `cmd` as the step `name` in the background: it runs while the caller does other
+    /// steps; [`RunLog::finish`] waits for it and logs its output, [`Background::cancel`]
+    /// kills it. Nothing is shown while it runs.
+    pub fn start(&mut self, name: &str, cmd: &Command) -> Result<Background> {
+        let handle = cmd
+            .to_duct()
+            .stderr_to_stdout()
+            .stdout_capture()
+            .stdin_null()
+            .unchecked()
+            .start()
+            .map_err(|e| EngineError::Step {
+                step: name.into(),
+                code: "not started".into(),
+                tail: e.to_string(),
+                log: self.path.display().to_string(),
+                reproduce: cmd.shell_line(),
+            })?;
+        Ok(Background {
+            name: name.into(),
+            cmd: cmd.clone(),
+            handle,
+        })
+    }
+
+    /// Wait for a step started with [`RunLog::start`]; its output goes to the log now, and
+    /// it fails like [`RunLog::run`] does.
+    pub fn finish(&mut self, bg: Background) -> Result<Vec<String>> {
+        self.write(&format!(
+            "==> {} (ran in the background)\n$ {}",
+            bg.name,
+            bg.cmd.shell_line()
+        ));
+        let out = bg.handle.wait().map_err(|e| EngineError::Step {
+            step: bg.name.clone(),
+            code: "lost".into(),
+            tail: e.to_string(),
+            log: self.path.display().to_string(),
+            reproduce: bg.cmd.shell_line(),
+        })?;
+        let mut tail = Tail::default();
+        let mut lines = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let line = line.trim_end().to_string();
+            self.write(&line);
+            if self.verbosity == Verbosity::Verbose {
+                eprintln!("{line}");
+            }
+            tail.push(&line);
+            lines.push(line);
+        }
+        self.outcome(&bg.name, &bg.cmd, Some(out.status), tail, lines)
+    }
+
+    fn outcome(
+        &self,
+        name: &str,
+        cmd: &Command,
+        status: Option<std::process::ExitStatus>,
+        tail: Tail,
+        lines: Vec<String>,
+    ) -> Result<Vec<String>> {
+        match status {
+            Some(s) if s.success() => Ok(lines),
+            other => Err(EngineError::Step {
+                step: name.into(),
+                code: other
+                    .and_then(|s| s.code())
+                    .map_or("signal".into(), |c| c.to_string()),
+                tail: tail.0.into_iter().collect::<Vec<_>>().join("\n"),
+                log: self.path.display().to_string(),
+                reproduce: cmd.shell_line(),
+            }),
+        }
+    }
+
     /// Run `cmd` as the step `name`. Returns its output lines.
     pub fn run(&mut self, name: &str, cmd: &Command) -> Result<Vec<String>> {
         self.write(&format!("==> {name}\n$ {}", cmd.shell_line()));
@@ -72,7 +148,7 @@ impl RunLog {
                 reproduce: cmd.shell_line(),
             })?;
         let mut lines = Vec::new();
-        let mut tail: VecDeque<String> = VecDeque::new();
+        let mut tail = Tail::default();
         let mut buf = BufReader::new(&reader);
         let mut raw = Vec::new();
         loop {
@@ -83,39 +159,19 @@ impl RunLog {
             }
             let line = String::from_utf8_lossy(&raw).trim_end().to_string();
             self.write(&line);
-            let progress = ninja_progress(&line);
-            if let Some((n, m)) = progress {
+            if let Some((n, m)) = ninja_progress(&line) {
                 bar.set_length(m);
                 bar.set_position(n);
             }
             if self.verbosity == Verbosity::Verbose {
                 bar.suspend(|| eprintln!("{line}"));
             }
-            // The excerpt shown on failure leaves out ninja's `[N/M] Building …` lines: their
-            // order depends on which job finished first, and the failing one is named again
-            // by its `FAILED:` line. The log keeps everything.
-            if progress.is_none() {
-                tail.push_back(line.clone());
-                if tail.len() > 30 {
-                    tail.pop_front();
-                }
-            }
+            tail.push(&line);
             lines.push(line);
         }
         bar.finish_and_clear();
         let status = reader.try_wait().ok().flatten().map(|o| o.status);
-        match status {
-            Some(s) if s.success() => Ok(lines),
-            other => Err(EngineError::Step {
-                step: name.into(),
-                code: other
-                    .and_then(|s| s.code())
-                    .map_or("signal".into(), |c| c.to_string()),
-                tail: tail.into_iter().collect::<Vec<_>>().join("\n"),
-                log: self.path.display().to_string(),
-                reproduce: cmd.shell_line(),
-            }),
-        }
+        self.outcome(name, cmd, status, tail, lines)
     }
 
     fn bar(&self, name: &str) -> ProgressBar {
@@ -131,6 +187,43 @@ impl RunLog {
         bar.set_message(name.to_string());
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         bar
+    }
+}
+
+/// A step running in the background (see [`RunLog::start`]).
+pub struct Background {
+    name: String,
+    cmd: Command,
+    handle: duct::Handle,
+}
+
+impl Background {
+    /// Kill it (when the run fails before it is needed) and wait, at most a few seconds,
+    /// for it to go: the caller then removes the directory it was writing to.
+    pub fn cancel(self) {
+        let _ = self.handle.kill();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while matches!(self.handle.try_wait(), Ok(None)) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// The last 30 lines of a step's output, shown when it fails. Ninja's `[N/M] Building …`
+/// lines are left out: their order depends on which job finished first, and the failing
+/// one is named again by its `FAILED:` line. The log keeps everything.
+#[derive(Default)]
+struct Tail(VecDeque<String>);
+
+impl Tail {
+    fn push(&mut self, line: &str) {
+        if ninja_progress(line).is_some() {
+            return;
+        }
+        self.0.push_back(line.to_string());
+        if self.0.len() > 30 {
+            self.0.pop_front();
+        }
     }
 }
 
@@ -190,7 +283,10 @@ mod tests {
                       echo 'ninja: build stopped: subcommand failed.'; exit 1";
         let cmd = Command::new("sh").args(["-c", script]);
         let err = log.run("build", &cmd).unwrap_err();
-        let EngineError::Step { tail, log: path, .. } = err else {
+        let EngineError::Step {
+            tail, log: path, ..
+        } = err
+        else {
             panic!("{err:?}")
         };
         assert_eq!(
