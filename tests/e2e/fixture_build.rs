@@ -176,6 +176,38 @@ fn pip_fetches_the_python_part_while_cmake_builds() {
     );
 }
 
+/// `import torch` is checked beside the fetch and the build; a torch that does not import
+/// stops the build as soon as that is known (here a build step that would wait 60 s).
+#[test]
+fn a_torch_that_does_not_import_stops_the_build() {
+    let w = World::new(DECODE_WAV);
+    std::fs::write(
+        w.site.join("torch/__init__.py"),
+        "raise ImportError('libc10.so: cannot open shared object file')\n",
+    )
+    .unwrap();
+    let before = tree_state(&w.venv);
+    let define = format!(
+        "FAKECODEC_WAIT_FOR={}",
+        w.tmp.path().join("never").display()
+    );
+    let out = w.build(&["-D", &define]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cannot be imported") && out.stderr.contains("libc10.so"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(tree_state(&w.venv), before, "the venv changed");
+    let log = std::fs::read_dir(w.cache.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect::<String>();
+    assert!(log.contains("<== build: stopped: torch 2.9.1"), "{log}");
+    assert!(!log.contains("never appeared"), "{log}");
+}
+
 #[test]
 fn a_verification_failure_leaves_the_venv_byte_identical() {
     // First a good install, so the failing run replaces files and parks nothing new.

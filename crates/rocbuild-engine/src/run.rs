@@ -286,12 +286,16 @@ fn fetch_and_build(
         log.run("configure", &plan.configure)?;
         fs_err::write(&stamp, &stamp_text).map_err(EngineError::io("write", &stamp))?;
     }
-    // The compile is the long part: a torch that does not import is reported before it.
+    // The compile is the long part: a torch that does not import stops it as soon as that
+    // is known (checked at each line of the build's output), and is reported instead.
+    log.note("build");
+    log.run_while("build", &plan.build, || {
+        let out = torch_check.as_ref()?.try_wait().ok()??;
+        torch_import_error(plan, out)
+    })?;
     if let Some(check) = torch_check.take() {
         torch_imported(plan, check)?;
     }
-    log.note("build");
-    log.run("build", &plan.build)?;
     log.run("install into the staging prefix", &plan.install_prefix)?;
 
     // Artifacts.
@@ -333,8 +337,16 @@ fn torch_imported(plan: &Plan, check: duct::Handle) -> Result<()> {
     let out = check
         .into_output()
         .map_err(EngineError::io("run", &plan.python))?;
+    match torch_import_error(plan, &out) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The error to report when the `import torch` child ended with `out`; None if it worked.
+fn torch_import_error(plan: &Plan, out: &std::process::Output) -> Option<EngineError> {
     if out.status.success() {
-        return Ok(());
+        return None;
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     let last = stderr
@@ -344,7 +356,7 @@ fn torch_imported(plan: &Plan, check: duct::Handle) -> Result<()> {
         .unwrap_or("(no message)")
         .trim()
         .to_string();
-    Err(EngineError::TorchImport {
+    Some(EngineError::TorchImport {
         site: plan.install.site.display().to_string(),
         version: plan.torch_version.clone().unwrap_or_default(),
         error: last,

@@ -26,6 +26,7 @@ pub struct RunLog {
     pub path: PathBuf,
     file: File,
     pub verbosity: Verbosity,
+    started: std::time::Instant,
 }
 
 impl RunLog {
@@ -41,11 +42,16 @@ impl RunLog {
             path,
             file,
             verbosity,
+            started: std::time::Instant::now(),
         })
     }
 
     pub fn note(&mut self, line: &str) {
-        let _ = writeln!(self.file, "{line}");
+        let _ = writeln!(
+            self.file,
+            "[{:7.2} s] {line}",
+            self.started.elapsed().as_secs_f64()
+        );
         if self.verbosity != Verbosity::Quiet {
             eprintln!("{line}");
         }
@@ -110,13 +116,19 @@ impl RunLog {
     }
 
     fn outcome(
-        &self,
+        &mut self,
         name: &str,
         cmd: &Command,
         status: Option<std::process::ExitStatus>,
         tail: Tail,
         lines: Vec<String>,
     ) -> Result<Vec<String>> {
+        let _ = writeln!(
+            self.file,
+            "<== {name}: {} [{:7.2} s]",
+            status.map_or("killed".to_string(), |s| s.to_string()),
+            self.started.elapsed().as_secs_f64()
+        );
         match status {
             Some(s) if s.success() => Ok(lines),
             other => Err(EngineError::Step {
@@ -133,6 +145,17 @@ impl RunLog {
 
     /// Run `cmd` as the step `name`. Returns its output lines.
     pub fn run(&mut self, name: &str, cmd: &Command) -> Result<Vec<String>> {
+        self.run_while(name, cmd, || None)
+    }
+
+    /// [`RunLog::run`], asking `stop` after each line of output whether to give up: when it
+    /// returns an error, the step is killed and that error returned.
+    pub fn run_while(
+        &mut self,
+        name: &str,
+        cmd: &Command,
+        mut stop: impl FnMut() -> Option<EngineError>,
+    ) -> Result<Vec<String>> {
         self.write(&format!("==> {name}\n$ {}", cmd.shell_line()));
         let bar = self.bar(name);
         let reader = cmd
@@ -147,27 +170,58 @@ impl RunLog {
                 log: self.path.display().to_string(),
                 reproduce: cmd.shell_line(),
             })?;
+        // Lines come from a thread, so that `stop` is asked even while the step prints
+        // nothing (one long compile). The thread ends at the end of the output; when the
+        // step is stopped it is left to end with the pipe.
+        let reader = std::sync::Arc::new(reader);
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        {
+            let reader = reader.clone();
+            std::thread::spawn(move || {
+                let mut buf = BufReader::new(&*reader);
+                let mut raw = Vec::new();
+                loop {
+                    raw.clear();
+                    match buf.read_until(b'\n', &mut raw) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                    let line = String::from_utf8_lossy(&raw).trim_end().to_string();
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
         let mut lines = Vec::new();
         let mut tail = Tail::default();
-        let mut buf = BufReader::new(&reader);
-        let mut raw = Vec::new();
         loop {
-            raw.clear();
-            match buf.read_until(b'\n', &mut raw) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+            match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(line) => {
+                    self.write(&line);
+                    if let Some((n, m)) = ninja_progress(&line) {
+                        bar.set_length(m);
+                        bar.set_position(n);
+                    }
+                    if self.verbosity == Verbosity::Verbose {
+                        bar.suspend(|| eprintln!("{line}"));
+                    }
+                    tail.push(&line);
+                    lines.push(line);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            let line = String::from_utf8_lossy(&raw).trim_end().to_string();
-            self.write(&line);
-            if let Some((n, m)) = ninja_progress(&line) {
-                bar.set_length(m);
-                bar.set_position(n);
+            if let Some(e) = stop() {
+                let _ = reader.kill();
+                bar.finish_and_clear();
+                let _ = writeln!(
+                    self.file,
+                    "<== {name}: stopped: {e} [{:7.2} s]",
+                    self.started.elapsed().as_secs_f64()
+                );
+                return Err(e);
             }
-            if self.verbosity == Verbosity::Verbose {
-                bar.suspend(|| eprintln!("{line}"));
-            }
-            tail.push(&line);
-            lines.push(line);
         }
         bar.finish_and_clear();
         let status = reader.try_wait().ok().flatten().map(|o| o.status);
