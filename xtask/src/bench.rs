@@ -368,7 +368,7 @@ pub fn bench() -> Result<()> {
             let (fa, fb) = (stats(&f.rocbuild), stats(&f.bare));
             let fr: Vec<f64> = f.rocbuild.iter().zip(&f.bare).map(|(x, y)| x / y).collect();
             let sr = stats(&fr);
-            let _ = writeln!(table, "| (a′) A: rocbuild, realext against the real torch, fresh cache + fresh venv | {N} | {:.2} s | {:.2} – {:.2} s | |", fa.median, fa.min, fa.max);
+            let _ = writeln!(table, "| (a′) A: rocbuild, realext ({} units) against the real torch, fresh cache + fresh venv | {N} | {:.2} s | {:.2} – {:.2} s | |", crate::bench_status::UNITS, fa.median, fa.min, fa.max);
             let _ = writeln!(table, "| (a′) B: bare cmake configure + build of realext | {N} | {:.2} s | {:.2} – {:.2} s | |", fb.median, fb.min, fb.max);
             let _ = writeln!(
                 table,
@@ -550,9 +550,10 @@ pub fn bench() -> Result<()> {
          CMake configures and builds (both start from the same plan; pip writes into the transaction's staging \
          area), so its cost hides behind the compiler's where there are cores to spare.\n\n\
          **(a′) full build against the real torch.** The same comparison on the `realext` fixture of (c) \
-         below: one C++ file that includes `ATen/ATen.h` and links libtorch, built through rocbuild's lite \
-         TorchConfig.cmake against the real PyPI torch — what TorchCodec's own sources do, so each file \
-         compiles in seconds, not milliseconds. A is `rocbuild realext` with a fresh `--cache` and a fresh venv \
+         below, with `-DREALEXT_UNITS={real_units}`: {real_units} C++ files that each include `ATen/ATen.h`, \
+         one library linked to libtorch, built through rocbuild's lite TorchConfig.cmake against the real PyPI \
+         torch — what TorchCodec's own sources do, and about as many of them, so each file compiles in \
+         seconds, not milliseconds. A is `rocbuild realext` with a fresh `--cache` and a fresh venv \
          of links to the real torch (made untimed), so it clones, writes the TorchConfig, configures, builds, \
          pip-installs the Python part, sets the RUNPATH, and verifies by loading the library (and libtorch) in a \
          fresh Python; B is the bare configure + build with the plan's argv, env and cwd. \
@@ -595,6 +596,7 @@ pub fn bench() -> Result<()> {
         ln = list(&noop, " s"),
         status_n = crate::bench_status::ITERATIONS,
         real_full_n = crate::bench_status::FULL_ITERATIONS,
+        real_units = crate::bench_status::UNITS,
         closure_libs = closure.libs_in_tree,
         closure_layers = 6,
         torch_libs = closure.torch_libs,

@@ -321,7 +321,7 @@ fn fetch_and_build(
 /// child, never us). It runs while the source is fetched and configured;
 /// [`torch_imported`] waits for it.
 fn start_torch_import(plan: &Plan) -> Result<duct::Handle> {
-    duct::cmd(&plan.python, ["-c", "import torch"])
+    crate::step::low_priority(duct::cmd(&plan.python, ["-c", "import torch"]))
         .env_remove("PYTHONPATH")
         .stdin_null()
         .stdout_null()

@@ -65,8 +65,7 @@ impl RunLog {
     /// steps; [`RunLog::finish`] waits for it and logs its output, [`Background::cancel`]
     /// kills it. Nothing is shown while it runs.
     pub fn start(&mut self, name: &str, cmd: &Command) -> Result<Background> {
-        let handle = cmd
-            .to_duct()
+        let handle = low_priority(cmd.to_duct())
             .stderr_to_stdout()
             .stdout_capture()
             .stdin_null()
@@ -241,6 +240,31 @@ impl RunLog {
         bar.set_message(name.to_string());
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         bar
+    }
+}
+
+/// Work started beside the build runs at a lower CPU priority (nice 10): the compile, on the
+/// critical path, comes first, and the background work takes the cores it leaves idle
+/// (configure, linking) instead of slowing it down.
+pub(crate) fn low_priority(e: duct::Expression) -> duct::Expression {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        e.before_spawn(|cmd| {
+            // SAFETY: runs in the child between fork and exec; nice(2) is one system call
+            // that only lowers the child's own priority (its failure is ignored).
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::nice(10);
+                    Ok(())
+                });
+            }
+            Ok(())
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        e
     }
 }
 
