@@ -87,6 +87,17 @@ impl World {
         ]
     }
 
+    /// Every run log in the cache, one after the other.
+    pub fn logs(&self) -> String {
+        std::fs::read_dir(self.cache.join("logs"))
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     pub fn build(&self, extra: &[&str]) -> Out {
         let mut args = vec![
             "fakecodec",

@@ -165,11 +165,7 @@ fn pip_fetches_the_python_part_while_cmake_builds() {
     // Installed from the stage, which is gone; the wheel's Python file is in place.
     assert!(!w.site.join(".rocbuild/txn").exists());
     assert!(w.site.join("fakecodec/__init__.py").is_file());
-    let log = std::fs::read_dir(w.cache.join("logs"))
-        .unwrap()
-        .flatten()
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
-        .collect::<String>();
+    let log = w.logs();
     assert!(
         log.contains("==> pip install (python part) (ran in the background)"),
         "{log}"
@@ -199,11 +195,7 @@ fn a_torch_that_does_not_import_stops_the_build() {
         out.stderr
     );
     assert_eq!(tree_state(&w.venv), before, "the venv changed");
-    let log = std::fs::read_dir(w.cache.join("logs"))
-        .unwrap()
-        .flatten()
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
-        .collect::<String>();
+    let log = w.logs();
     assert!(log.contains("<== build: stopped: torch 2.9.1"), "{log}");
     assert!(!log.contains("never appeared"), "{log}");
 }
