@@ -156,8 +156,10 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     // compile, not after. `import torch` takes a second or more, so it runs beside the fetch
     // and the configure. Skipped when the last install had these very inputs (most likely
     // a no-op rerun, which must stay fast).
-    let likely_noop =
-        manifest::read(site, &plan.recipe).is_some_and(|m| m.fingerprint == plan.fingerprint);
+    let previous = manifest::read(site, &plan.recipe);
+    let likely_noop = previous
+        .as_ref()
+        .is_some_and(|m| m.fingerprint == plan.fingerprint);
     let torch_check = if plan.torch_version.is_some() && !likely_noop {
         Some(start_torch_import(plan)?)
     } else {
@@ -195,13 +197,12 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         }
     };
 
-    let previous = manifest::read(site, &plan.recipe);
-    // A package from the index is (re)installed only when pip has another version; one built
-    // from the checkout is part of the build, so the usual inputs decide.
-    let python_pending = plan.python_part.as_ref().is_some_and(|p| p.build.is_none());
+    // A package from the index is (re)installed only when pip has another version (then pip
+    // is already running: `early`); one built from the checkout is part of the build, so the
+    // usual inputs decide.
     let unchanged = previous
         .as_ref()
-        .filter(|m| !python_pending && up_to_date(plan, m, commit.as_deref(), &built, site));
+        .filter(|m| early.is_none() && up_to_date(plan, m, commit.as_deref(), &built, site));
     if let Some(m) = unchanged {
         log.note("up to date: nothing changed since the last install");
         return Ok(Outcome {
@@ -287,7 +288,7 @@ fn fetch_and_build(
         fs_err::write(&stamp, &stamp_text).map_err(EngineError::io("write", &stamp))?;
     }
     // The compile is the long part: a torch that does not import stops it as soon as that
-    // is known (checked at each line of the build's output), and is reported instead.
+    // is known (polled while the build runs), and is reported instead.
     log.note("build");
     log.run_while("build", &plan.build, || {
         let out = torch_check.as_ref()?.try_wait().ok()??;
@@ -318,7 +319,7 @@ fn fetch_and_build(
 }
 
 /// Start `import torch` in a fresh process of the venv's Python (it may crash or hang: a
-/// child, never us). It runs while the source is fetched and configured;
+/// child, never us). It runs while the source is fetched, configured and built;
 /// [`torch_imported`] waits for it.
 fn start_torch_import(plan: &Plan) -> Result<duct::Handle> {
     crate::step::low_priority(duct::cmd(&plan.python, ["-c", "import torch"]))

@@ -57,6 +57,18 @@ impl RunLog {
         }
     }
 
+    /// The error of the step `name` running `cmd`: its exit code (or why there is none), the
+    /// excerpt to show, this log and the command to reproduce it.
+    fn step_error(&self, name: &str, cmd: &Command, code: String, tail: String) -> EngineError {
+        EngineError::Step {
+            step: name.into(),
+            code,
+            tail,
+            log: self.path.display().to_string(),
+            reproduce: cmd.shell_line(),
+        }
+    }
+
     pub fn write(&mut self, line: &str) {
         let _ = writeln!(self.file, "{line}");
     }
@@ -71,13 +83,7 @@ impl RunLog {
             .stdin_null()
             .unchecked()
             .start()
-            .map_err(|e| EngineError::Step {
-                step: name.into(),
-                code: "not started".into(),
-                tail: e.to_string(),
-                log: self.path.display().to_string(),
-                reproduce: cmd.shell_line(),
-            })?;
+            .map_err(|e| self.step_error(name, cmd, "not started".into(), e.to_string()))?;
         Ok(Background {
             name: name.into(),
             cmd: cmd.clone(),
@@ -93,13 +99,10 @@ impl RunLog {
             bg.name,
             bg.cmd.shell_line()
         ));
-        let out = bg.handle.wait().map_err(|e| EngineError::Step {
-            step: bg.name.clone(),
-            code: "lost".into(),
-            tail: e.to_string(),
-            log: self.path.display().to_string(),
-            reproduce: bg.cmd.shell_line(),
-        })?;
+        let out = bg
+            .handle
+            .wait()
+            .map_err(|e| self.step_error(&bg.name, &bg.cmd, "lost".into(), e.to_string()))?;
         let mut tail = Tail::default();
         let mut lines = Vec::new();
         for line in String::from_utf8_lossy(&out.stdout).lines() {
@@ -130,15 +133,14 @@ impl RunLog {
         );
         match status {
             Some(s) if s.success() => Ok(lines),
-            other => Err(EngineError::Step {
-                step: name.into(),
-                code: other
+            other => Err(self.step_error(
+                name,
+                cmd,
+                other
                     .and_then(|s| s.code())
                     .map_or("signal".into(), |c| c.to_string()),
-                tail: tail.0.into_iter().collect::<Vec<_>>().join("\n"),
-                log: self.path.display().to_string(),
-                reproduce: cmd.shell_line(),
-            }),
+                tail.0.into_iter().collect::<Vec<_>>().join("\n"),
+            )),
         }
     }
 
@@ -147,8 +149,8 @@ impl RunLog {
         self.run_while(name, cmd, || None)
     }
 
-    /// [`RunLog::run`], asking `stop` after each line of output whether to give up: when it
-    /// returns an error, the step is killed and that error returned.
+    /// [`RunLog::run`], asking `stop` after each line of output and every 100 ms whether to
+    /// give up: when it returns an error, the step is killed and that error returned.
     pub fn run_while(
         &mut self,
         name: &str,
@@ -162,13 +164,7 @@ impl RunLog {
             .stderr_to_stdout()
             .unchecked()
             .reader()
-            .map_err(|e| EngineError::Step {
-                step: name.into(),
-                code: "not started".into(),
-                tail: e.to_string(),
-                log: self.path.display().to_string(),
-                reproduce: cmd.shell_line(),
-            })?;
+            .map_err(|e| self.step_error(name, cmd, "not started".into(), e.to_string()))?;
         // Lines come from a thread, so that `stop` is asked even while the step prints
         // nothing (one long compile). The thread ends at the end of the output; when the
         // step is stopped it is left to end with the pipe.
