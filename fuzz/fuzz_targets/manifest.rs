@@ -3,7 +3,7 @@
 //! must survive a write and a re-read unchanged.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use rocbuild_engine::manifest;
+use rocbuild_venv::manifest;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -743,7 +743,7 @@ fn second_concurrent_run() {
     let s = Scene::with_torch();
     let site = s.site();
     // Another run holds the venv (the same advisory lock a rocbuild process takes).
-    let held = rocbuild_engine::lock::VenvLock::acquire(&site, false, &mut |_| {}).unwrap();
+    let held = rocbuild_venv::lock::VenvLock::acquire(&site, false, &mut |_| {}).unwrap();
     let err = check("second_concurrent_run", &s, 1, || {
         s.rocbuild(&["torchcodec", "--no-wait"], &[])
     });

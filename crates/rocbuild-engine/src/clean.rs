@@ -90,7 +90,7 @@ pub fn remove(cache: &Path, kinds: &[Kind]) -> Result<u64> {
             if dir.file_name().is_some_and(|n| n == "build") {
                 for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
                     if e.path().is_dir() {
-                        locks.push(crate::lock::CacheLock::acquire(&e.path())?);
+                        locks.push(crate::cache_lock::CacheLock::acquire(&e.path())?);
                     }
                 }
             }

@@ -20,6 +20,10 @@ pub enum EngineError {
     #[diagnostic(transparent)]
     Arch(#[from] rocbuild_probe::ArchError),
 
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Venv(#[from] rocbuild_venv::VenvError),
+
     #[error("no torch in {site}")]
     #[diagnostic(code(rocbuild::plan::no_torch), help("`{recipe}` is built against the venv's torch: install it first ({python} -m pip install torch), or pick the venv that has it with --venv"))]
     NoTorch {
@@ -157,22 +161,6 @@ pub enum EngineError {
         command: String,
     },
 
-    #[error("rocbuild has not installed {recipe} in {site}")]
-    #[diagnostic(code(rocbuild::restore::not_installed))]
-    NotInstalled {
-        recipe: String,
-        site: String,
-        #[help]
-        help: String,
-    },
-
-    #[error("another rocbuild run is working on {venv} (pid {pid})")]
-    #[diagnostic(
-        code(rocbuild::lock::busy),
-        help("wait for it to finish, or drop --no-wait to wait for it")
-    )]
-    Locked { venv: String, pid: String },
-
     #[error(transparent)]
     #[diagnostic(code(rocbuild::native))]
     Native(#[from] rocbuild_native::NativeError),
@@ -196,27 +184,10 @@ pub enum EngineError {
     )]
     BadArtifact { file: String, reason: String },
 
-    #[error("the manifest {path} cannot be used: {reason}")]
-    #[diagnostic(
-        code(rocbuild::manifest::invalid),
-        help("it was edited or damaged, so rocbuild will not touch the files it names; move it out of .rocbuild/ and reinstall with `rocbuild {recipe}` (pip's original files, if any, are in .rocbuild/backup/{recipe})")
-    )]
-    BadManifest {
-        path: String,
-        recipe: String,
-        reason: String,
-    },
 }
 
-/// What to do about a failed file operation, by its kind.
 fn io_help(e: &std::io::Error) -> String {
-    use std::io::ErrorKind as K;
-    match e.kind() {
-        K::StorageFull => "the disk is full: free space on that filesystem (a build needs room in the cache, and an install stages its files beside site-packages), then run again; an install that stopped here was rolled back".into(),
-        K::PermissionDenied | K::ReadOnlyFilesystem => "rocbuild may not write there: check the owner and permissions of that path (a system Python's venv may need to be recreated as your user)".into(),
-        K::NotFound => "something removed that file while rocbuild ran (another program, a clean-up): run again".into(),
-        _ => "run again with -v for every step; if it persists, the message above names the file and the operation that failed".into(),
-    }
+    rocbuild_venv::io_help(e)
 }
 
 impl EngineError {

@@ -1,26 +1,19 @@
 //! The engine: [`plan`] (pure) turns a recipe and a machine into concrete steps; [`run`]
 //! executes them: fetch, configure, build, stage, install, verify, record.
 
+pub mod cache_lock;
 pub mod clean;
 mod command;
 mod error;
-pub mod install;
 pub mod link;
-pub mod lock;
-pub mod manifest;
 mod plan;
-mod record;
 mod render;
-pub mod restore;
 mod run;
 pub mod schedule;
 pub mod source;
-pub mod status;
 mod step;
 mod toolchain;
 mod torch_cmake;
-pub mod txn_fs;
-pub mod wheel;
 
 pub use command::Command;
 pub use error::{EngineError, Result};

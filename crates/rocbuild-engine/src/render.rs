@@ -226,10 +226,7 @@ impl fmt::Display for Plan {
             f,
             "      RECORD of {} updated; manifest {}",
             i.distribution,
-            i.site
-                .join(".rocbuild")
-                .join(format!("{}.json", self.recipe))
-                .display()
+            rocbuild_venv::layout::manifest(&i.site, &self.recipe).display()
         )?;
         if let Some(v) = &self.verify {
             step(f, "verify in a fresh interpreter; roll back on failure")?;

@@ -8,16 +8,16 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
 use crate::error::{EngineError, Result};
-use crate::install::{self, NewFile};
+use rocbuild_venv::install::{self, NewFile};
 use crate::link::{self, Link};
-use crate::manifest::{
+use rocbuild_venv::manifest::{
     self, sha256_file, InstalledFile, Manifest, PythonPartRecord, RecordedOptions, SdkRecord,
 };
 use crate::plan::{Plan, SourcePlan};
-use crate::record;
+use rocbuild_venv::record;
 use crate::source;
 use crate::step::{Background, RunLog, Verbosity};
-use crate::txn_fs;
+use rocbuild_venv::txn_fs;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
@@ -50,26 +50,7 @@ fn globset(patterns: &[String]) -> Result<GlobSet> {
     })
 }
 
-/// Files under `root` (recursively), as (relative `/` path, absolute path).
-pub(crate) fn walk(root: &Path) -> Vec<(String, PathBuf)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(rel) = p.strip_prefix(root) {
-                out.push((rel.to_string_lossy().replace('\\', "/"), p));
-            }
-        }
-    }
-    out.sort();
-    out
-}
+use rocbuild_venv::walk;
 
 fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
     match &plan.source {
@@ -107,7 +88,7 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
                 bar.set_position(n as u64);
             };
             // Concurrent runs share the clone and the checkout: one fetch/checkout at a time.
-            let _cache_lock = crate::lock::CacheLock::acquire(
+            let _cache_lock = crate::cache_lock::CacheLock::acquire(
                 &git_cache.join(format!("source-{}", &crate::plan::hash_hex(&[url])[..16])),
             )?;
             let (repo, oid) =
@@ -236,7 +217,7 @@ fn build(
     plan: &Plan,
     log: &mut RunLog,
     torch_check: Option<duct::Handle>,
-) -> Result<(Option<String>, Built, crate::lock::CacheLock)> {
+) -> Result<(Option<String>, Built, crate::cache_lock::CacheLock)> {
     let mut check = torch_check;
     let built = fetch_and_build(plan, log, &mut check);
     // A torch that does not import is what to fix first, whatever else went wrong.
@@ -250,7 +231,7 @@ fn fetch_and_build(
     plan: &Plan,
     log: &mut RunLog,
     torch_check: &mut Option<duct::Handle>,
-) -> Result<(Option<String>, Built, crate::lock::CacheLock)> {
+) -> Result<(Option<String>, Built, crate::cache_lock::CacheLock)> {
     let (_src, commit) = source(plan, log)?;
 
     if let Some(t) = &plan.tools {
@@ -272,7 +253,7 @@ fn fetch_and_build(
     }
 
     // Concurrent runs (on other venvs) may share this build tree: one builds it at a time.
-    let build_lock = crate::lock::CacheLock::acquire(&plan.build_dir)?;
+    let build_lock = crate::cache_lock::CacheLock::acquire(&plan.build_dir)?;
     // Configure only when this build tree has not been configured from this commit.
     let stamp = plan.build_dir.join(".rocbuild-configured");
     let stamp_text = format!(
@@ -413,7 +394,7 @@ fn install_and_verify(
         Some(ep) => (ep.created, Some(ep.bg)),
         None => (install::begin(site)?, None),
     };
-    let stage = install::txn_dir(site).join("stage");
+    let stage = rocbuild_venv::layout::txn(site).join("stage");
     let mut staged_extra = StagedExtra::default();
     let result = (|| -> Result<(Vec<NewFile>, Vec<String>, Vec<InstalledFile>)> {
         let park_set = globset(&plan.install.park)?;
@@ -498,7 +479,7 @@ fn install_and_verify(
                 })?;
             record_rel = format!("{di}/RECORD");
             // pip's own RECORD, for `restore`.
-            let orig = install::txn_dir(site).join("RECORD.pip");
+            let orig = rocbuild_venv::layout::txn(site).join("RECORD.pip");
             txn_fs::copy(&pp.target.join(&di).join("RECORD"), &orig)
                 .map_err(EngineError::io("copy", &orig))?;
             staged_extra.keep.push((record_rel.clone(), orig));

@@ -40,7 +40,7 @@ pub struct GpuArchs {
 }
 
 /// Split a list of targets (`gfx1100;gfx1030`, commas or spaces too).
-pub(crate) fn split_list(s: &str) -> Vec<String> {
+pub fn split_list(s: &str) -> Vec<String> {
     s.split([';', ',', ' ', '\n'])
         .map(str::trim)
         .filter(|t| !t.is_empty())
@@ -388,4 +388,21 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
 
 fn kfd_nodes(env: &ProbeEnv) -> PathBuf {
     env.unix("/sys/class/kfd/kfd/topology/nodes")
+}
+
+/// The GPUs of this machine as far as files and the environment tell, for `status` (no
+/// process is started): `$PYTORCH_ROCM_ARCH`, else the KFD topology (Linux). Empty when
+/// neither says anything.
+pub fn gpu_archs_light(env: &ProbeEnv, os: Os) -> Vec<String> {
+    if let Some(v) = env.var(vars::PYTORCH_ROCM_ARCH) {
+        let list = split_list(v);
+        if !list.is_empty() {
+            return list;
+        }
+    }
+    if os == Os::Linux {
+        read_kfd_topology(&kfd_nodes(env))
+    } else {
+        Vec::new()
+    }
 }

@@ -30,6 +30,7 @@ pub use gfx::{
     parse_target_id, resolve_archs, ArchChoice, ArchError, GfxTarget,
 };
 pub use gpu::{
+    gpu_archs_light, split_list,
     detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version,
     parse_amdgpu_arch, parse_hipinfo, parse_rocm_agent_enumerator, parse_rocminfo,
     read_kfd_topology, GpuArchs, GpuQuery,

@@ -5,12 +5,27 @@ use std::path::{Path, PathBuf};
 
 use crate::Os;
 
-/// site-packages of a venv found on disk, without asking its Python: `lib/pythonX.Y/
-/// site-packages` (Unix; the newest when several), `Lib/site-packages` (Windows).
+/// site-packages of a venv found on disk, without asking its Python: `Lib/site-packages`
+/// (Windows), else `lib/pythonX.Y/site-packages` for the X.Y its `pyvenv.cfg` names (`version`,
+/// or uv's `version_info`) — the rule Python's own `site` module follows, so it names the
+/// directory `sysconfig` gives even when an older Python left another `lib/python*` behind.
+/// Without a `pyvenv.cfg` (a conda env), the newest `lib/python*/site-packages`.
 pub fn site_packages_of(root: &Path, os: Os) -> Option<PathBuf> {
     if os == Os::Windows {
         let p = root.join("Lib").join("site-packages");
         return p.is_dir().then_some(p);
+    }
+    if let Some((maj, min)) = pyvenv_version(root) {
+        let p = root
+            .join("lib")
+            .join(format!("python{maj}.{min}"))
+            .join("site-packages");
+        // A free-threaded build names its directory python3.13t.
+        let t = root
+            .join("lib")
+            .join(format!("python{maj}.{min}t"))
+            .join("site-packages");
+        return [p, t].into_iter().find(|p| p.is_dir());
     }
     let mut found: Vec<(u32, u32, PathBuf)> = std::fs::read_dir(root.join("lib"))
         .ok()?
@@ -27,6 +42,19 @@ pub fn site_packages_of(root: &Path, os: Os) -> Option<PathBuf> {
         .collect();
     found.sort();
     found.pop().map(|(_, _, p)| p)
+}
+
+/// The Python version a venv was made with, from its `pyvenv.cfg`.
+fn pyvenv_version(root: &Path) -> Option<(u32, u32)> {
+    let text = std::fs::read_to_string(root.join("pyvenv.cfg")).ok()?;
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        if !matches!(k.trim(), "version" | "version_info") {
+            return None;
+        }
+        let mut it = v.trim().split('.');
+        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+    })
 }
 
 /// The FFmpeg major a build would find now, the way the full probe finds it (pkg-config,
@@ -89,6 +117,18 @@ mod tests {
         for v in ["python3.9", "python3.11"] {
             std::fs::create_dir_all(d.path().join("lib").join(v).join("site-packages")).unwrap();
         }
+        assert_eq!(
+            site_packages_of(d.path(), Os::Linux).unwrap(),
+            d.path().join("lib/python3.11/site-packages")
+        );
+        // A venv of Python 3.9 with a python3.11 directory left behind: pyvenv.cfg decides.
+        std::fs::write(d.path().join("pyvenv.cfg"), "home = /usr/bin\nversion = 3.9.18\n").unwrap();
+        assert_eq!(
+            site_packages_of(d.path(), Os::Linux).unwrap(),
+            d.path().join("lib/python3.9/site-packages")
+        );
+        // uv writes version_info.
+        std::fs::write(d.path().join("pyvenv.cfg"), "uv = 0.9.0\nversion_info = 3.11.7\n").unwrap();
         assert_eq!(
             site_packages_of(d.path(), Os::Linux).unwrap(),
             d.path().join("lib/python3.11/site-packages")

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use miette::{IntoDiagnostic, Result, WrapErr};
-use rocbuild_engine::lock::VenvLock;
-use rocbuild_engine::status::{State, VenvStatus};
-use rocbuild_engine::{install, schedule as sched, BuildOptions, EngineError};
+use rocbuild_venv::lock::VenvLock;
+use rocbuild_venv::status::{State, VenvStatus};
+use rocbuild_engine::{schedule as sched, BuildOptions, EngineError};
+use rocbuild_venv::{install, VenvError};
 use rocbuild_probe::Os;
 use rocbuild_recipe::{RecipeSet, TorchCmake};
 
@@ -62,11 +63,11 @@ pub fn status(recipes: &RecipeSet, a: &StatusArgs) -> Result<ExitCode> {
     if install::needs_recovery(&site) {
         match VenvLock::acquire(&site, false, &mut |_| {}) {
             Ok(_lock) => note_recovery(install::recover(&site)?),
-            Err(EngineError::Locked { pid, .. }) => busy = Some(pid),
+            Err(VenvError::Locked { pid, .. }) => busy = Some(pid),
             Err(e) => return Err(e.into()),
         }
     }
-    let st = rocbuild_engine::status::status(&site, recipes);
+    let st = rocbuild_venv::status::status(&site, recipes);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&st).into_diagnostic()?);
     } else {
@@ -112,7 +113,7 @@ fn print_status(root: &Path, st: &VenvStatus, busy: Option<&str>) {
     }
 }
 
-fn recorded_build_options(m: &rocbuild_engine::manifest::Manifest) -> BuildOptions {
+fn recorded_build_options(m: &rocbuild_venv::manifest::Manifest) -> BuildOptions {
     let o = &m.options;
     BuildOptions {
         version: o.release.clone(),
@@ -140,7 +141,7 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitC
     let (root, site) = venv_site(a.venv.venv.as_deref())?;
     let _lock = lock(&site, a.no_wait)?;
     note_recovery(install::recover(&site)?);
-    let st = rocbuild_engine::status::status(&site, recipes);
+    let st = rocbuild_venv::status::status(&site, recipes);
     for u in &st.unreadable {
         eprintln!(
             "warning: cannot read {}: {} (rebuild that recipe by name to replace it)",
@@ -155,7 +156,7 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitC
         for name in &a.names {
             match st.recipes.iter().find(|r| &r.recipe == name) {
                 Some(r) => chosen.push(r),
-                None => Err(EngineError::NotInstalled {
+                None => Err(VenvError::NotInstalled {
                     recipe: name.clone(),
                     site: site.display().to_string(),
                     help: format!("build it first: rocbuild {name} --venv {}", root.display()),
@@ -168,7 +169,7 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitC
     }
     let mut failed = 0;
     for r in chosen {
-        let Some(m) = rocbuild_engine::manifest::read(&site, &r.recipe) else {
+        let Some(m) = rocbuild_venv::manifest::read(&site, &r.recipe) else {
             continue;
         };
         let mut why: Vec<String> = r.reasons.clone();
@@ -220,7 +221,7 @@ pub fn restore(a: &RestoreArgs) -> Result<ExitCode> {
     let (_root, site) = venv_site(a.venv.venv.as_deref())?;
     let _lock = lock(&site, a.no_wait)?;
     note_recovery(install::recover(&site)?);
-    let r = rocbuild_engine::restore::restore(&site, &a.recipe)?;
+    let r = rocbuild_venv::restore::restore(&site, &a.recipe)?;
     println!("{} restored to pip's files in {}", r.recipe, site.display());
     for f in &r.restored {
         println!("  restored: {f}");
@@ -235,7 +236,7 @@ pub fn restore(a: &RestoreArgs) -> Result<ExitCode> {
 }
 
 /// The wheel tags of the venv's Python (one small subprocess).
-fn tags(root: &Path) -> Result<rocbuild_engine::wheel::Tags> {
+fn tags(root: &Path) -> Result<rocbuild_venv::wheel::Tags> {
     let py = rocbuild_probe::python_in_venv(root, Os::current());
     let out = std::process::Command::new(&py)
         .args([
@@ -254,7 +255,7 @@ fn tags(root: &Path) -> Result<rocbuild_engine::wheel::Tags> {
             reason: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         })?;
     }
-    Ok(rocbuild_engine::wheel::Tags::new(
+    Ok(rocbuild_venv::wheel::Tags::new(
         lines[0], lines[1], lines[2],
     ))
 }
@@ -265,7 +266,7 @@ pub fn wheel(a: &WheelArgs) -> Result<ExitCode> {
     note_recovery(install::recover(&site)?);
     let tags = tags(&root)?;
     let out = std::path::absolute(&a.out).into_diagnostic()?;
-    let w = rocbuild_engine::wheel::build_wheel(&site, &a.recipe, &tags, &out)?;
+    let w = rocbuild_venv::wheel::build_wheel(&site, &a.recipe, &tags, &out)?;
     println!("{}", w.path.display());
     if let Some(t) = &w.requires_torch {
         eprintln!(

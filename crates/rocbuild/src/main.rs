@@ -22,13 +22,13 @@ fn main() -> ExitCode {
         .ok()
         .and_then(|v| v.parse().ok())
     {
-        rocbuild_engine::txn_fs::arm_kill(n);
+        rocbuild_venv::txn_fs::arm_kill(n);
     }
     if let Some(n) = std::env::var(env::ROCBUILD_TEST_FAIL_AFTER_STEP)
         .ok()
         .and_then(|v| v.parse().ok())
     {
-        rocbuild_engine::txn_fs::arm_disk_full(n);
+        rocbuild_venv::txn_fs::arm_disk_full(n);
     }
     let filter = tracing_subscriber::EnvFilter::try_from_env(env::ROCBUILD_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -199,7 +199,7 @@ pub(crate) fn cache(g: &Global) -> Result<PathBuf> {
 pub(crate) fn lock_venv(
     venv: Option<&std::path::Path>,
     no_wait: bool,
-) -> Result<Option<rocbuild_engine::lock::VenvLock>> {
+) -> Result<Option<rocbuild_venv::lock::VenvLock>> {
     let Ok(v) = rocbuild_probe::choose_venv(venv) else {
         return Ok(None);
     };
@@ -207,7 +207,7 @@ pub(crate) fn lock_venv(
     else {
         return Ok(None);
     };
-    let lock = rocbuild_engine::lock::VenvLock::acquire(&site, !no_wait, &mut |pid| {
+    let lock = rocbuild_venv::lock::VenvLock::acquire(&site, !no_wait, &mut |pid| {
         eprintln!(
             "waiting for another rocbuild run on this venv (pid {})…",
             pid.map_or("unknown".into(), |p| p.to_string())

@@ -1,11 +1,13 @@
 //! Staleness: what rocbuild installed (site-packages/.rocbuild/<recipe>.json) against what the
 //! venv holds now. A torch upgrade or a `pip install --force-reinstall` silently undoes a
-//! rebuild; the manifest says exactly which.
+//! rebuild; the manifest says exactly which. The comparison is rocbuild-venv's, the same one
+//! `rocbuild status` makes; this turns its reasons into findings.
 
 use std::path::Path;
 
-use rocbuild_engine::manifest::{self, Manifest};
-use rocbuild_probe::Torch;
+use rocbuild_probe::{Torch, TorchVersion};
+use rocbuild_venv::manifest;
+use rocbuild_venv::stale::{self, Now, Reason};
 
 use crate::finding::{Check, Finding, Severity};
 use crate::package::Subject;
@@ -17,85 +19,93 @@ pub fn check(site: &Path, subject: &Subject, torch: Option<&Torch>) -> Vec<Findi
     let Some(m) = manifest::read(site, recipe) else {
         return Vec::new();
     };
-    compare(site, subject, &m, torch)
-}
-
-fn compare(site: &Path, subject: &Subject, m: &Manifest, torch: Option<&Torch>) -> Vec<Finding> {
-    let mut out = Vec::new();
+    let tv = torch.map(|t| TorchVersion {
+        version: t.version.clone(),
+        git_version: t.git_version.clone(),
+        cuda: t.cuda.clone(),
+        hip: t.hip.clone(),
+    });
+    // The GPU check reads the code objects of the binaries themselves, and the FFmpeg check
+    // the libraries present: those two reasons are left to them. Recipes are not compared: a
+    // changed recipe does not stop a library from loading.
+    let now = Now {
+        torch: tv.as_ref(),
+        gpu_archs: &[],
+        recipes: None,
+    };
+    let s = stale::check(site, &m, &now);
     let fix = format!(
         "{} (rebuilds against the torch installed now)",
         subject.rebuild_hint()
     );
-    match (torch, &m.torch_version) {
-        (Some(t), Some(built)) if &t.version != built => out.push(
-            Finding::new(
+    let name = &subject.name;
+    let mut out = Vec::new();
+    for r in &s.reasons {
+        let f = match r {
+            Reason::Torch { was, now: Some(n) } => Finding::new(
                 Severity::Error,
                 Check::Stale,
-                &subject.name,
+                name,
                 format!(
-                    "rocbuild built {} {} against torch {built}; the venv now has torch {}",
-                    subject.name, m.version, t.version
+                    "rocbuild built {name} {} against torch {was}; the venv now has torch {n}",
+                    m.version
                 ),
             )
             .why("torch was upgraded or reinstalled after the build, and its C++ ABI changes between releases")
             .fix(fix.clone()),
-        ),
-        (Some(t), Some(_)) if t.git_version.is_some() && m.torch_git.is_some() && t.git_version != m.torch_git => out.push(
-            Finding::new(
+            Reason::Torch { was, now: None } => Finding::new(
                 Severity::Error,
                 Check::Stale,
-                &subject.name,
+                name,
+                format!("torch is gone; {name} was built against torch {was}"),
+            )
+            .fix("install torch again"),
+            Reason::TorchRebuilt {
+                version,
+                was_git,
+                now_git,
+            } => Finding::new(
+                Severity::Error,
+                Check::Stale,
+                name,
                 format!(
-                    "torch {} is another build than the one {} was built against (git {} vs {})",
-                    t.version,
-                    subject.name,
-                    short(t.git_version.as_deref()),
-                    short(m.torch_git.as_deref())
+                    "torch {version} is another build than the one {name} was built against (git {} vs {})",
+                    short(now_git.as_deref()),
+                    short(Some(was_git))
                 ),
             )
             .why("same version number, different commit: a nightly or a local build replaced it")
             .fix(fix.clone()),
-        ),
-        (None, Some(built)) => out.push(
-            Finding::new(Severity::Error, Check::Stale, &subject.name, format!("torch is gone; {} was built against torch {built}", subject.name))
-                .fix("install torch again"),
-        ),
-        _ => {}
+            Reason::Flavor { was, now } => Finding::new(
+                Severity::Error,
+                Check::Stale,
+                name,
+                format!("{name} was built for a {was} torch; this torch is {now}"),
+            )
+            .fix(fix.clone()),
+            Reason::Sdk { .. } => {
+                Finding::new(Severity::Error, Check::Stale, name, r.to_string()).fix(fix.clone())
+            }
+            Reason::Ffmpeg { .. }
+            | Reason::GpuArchs { .. }
+            | Reason::RecipeChanged { .. }
+            | Reason::RecipeGone { .. } => continue,
+        };
+        out.push(f);
     }
-    if let Some(t) = torch {
-        if t.flavor.as_str() != m.flavor {
-            out.push(
-                Finding::new(
-                    Severity::Error,
-                    Check::Stale,
-                    &subject.name,
-                    format!(
-                        "{} was built for a {} torch; this torch is {}",
-                        subject.name,
-                        m.flavor,
-                        t.flavor.as_str()
-                    ),
-                )
-                .fix(fix.clone()),
-            );
-        }
-    }
-    let mut changed = Vec::new();
-    for f in &m.files {
-        let p = site.join(&f.path);
-        match manifest::sha256_file(&p) {
-            Ok((sha, _)) if sha == f.sha256 => {}
-            Ok(_) => changed.push(format!("{} was replaced", f.path)),
-            Err(_) => changed.push(format!("{} is gone", f.path)),
-        }
-    }
+    let mut changed: Vec<String> = s
+        .overwritten
+        .iter()
+        .map(|f| format!("{f} was replaced"))
+        .collect();
+    changed.extend(s.missing.iter().map(|f| format!("{f} is gone")));
     if !changed.is_empty() {
         out.push(
             Finding::new(
                 Severity::Error,
                 Check::Stale,
-                &subject.name,
-                format!("files rocbuild installed for {} were replaced since", subject.name),
+                name,
+                format!("files rocbuild installed for {name} were replaced since"),
             )
             .details(changed)
             .why("a later pip install (often --force-reinstall or an upgrade pulled in by another package) wrote its own wheel over the rebuild")

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::error::{EngineError, Result};
+use crate::error::{VenvError, Result};
 use crate::manifest::{self, Manifest};
 use crate::record;
 
@@ -151,12 +151,12 @@ pub fn metadata(original: &str, version: &str, torch: Option<&str>) -> String {
 
 /// Write the wheel of `recipe`'s package installed in `site` into `out`.
 pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result<Built> {
-    let m = manifest::read_checked(site, recipe)?.ok_or_else(|| EngineError::NotInstalled {
+    let m = manifest::read_checked(site, recipe)?.ok_or_else(|| VenvError::NotInstalled {
         recipe: recipe.into(),
         site: site.display().to_string(),
         help: format!("build it first: rocbuild {recipe} --venv VENV"),
     })?;
-    let record_rel = m.record.clone().ok_or_else(|| EngineError::Usage {
+    let record_rel = m.record.clone().ok_or_else(|| VenvError::Usage {
         option: "wheel".into(),
         reason: format!("the manifest of {recipe} does not name its dist-info RECORD (it was written by an older rocbuild)"),
         help: Some(format!("rebuild it once (rocbuild rebuild {recipe}), then make the wheel")),
@@ -169,7 +169,7 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
         .map_or(m.recipe.as_str(), |(n, _)| n)
         .to_string();
     let record_text = fs_err::read_to_string(site.join(&record_rel))
-        .map_err(EngineError::io("read", site.join(&record_rel)))?;
+        .map_err(VenvError::io("read", site.join(&record_rel)))?;
     let version = format!("{}+{}", m.version, local_version(&m));
     let name = distribution.replace('-', "_");
     let di = format!("{name}-{version}.dist-info");
@@ -228,18 +228,18 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
         ),
     ];
 
-    fs_err::create_dir_all(out).map_err(EngineError::io("create", out))?;
+    fs_err::create_dir_all(out).map_err(VenvError::io("create", out))?;
     let path = out.join(format!(
         "{name}-{version}-{}-{}-{}.whl",
         tags.python, tags.abi, tags.platform
     ));
     let tmp = path.with_extension("whl.partial");
-    let zerr = |e: zip::result::ZipError| EngineError::Io {
+    let zerr = |e: zip::result::ZipError| VenvError::Io {
         action: "write the wheel".into(),
         path: tmp.display().to_string(),
         source: std::io::Error::other(e),
     };
-    let f = std::fs::File::create(&tmp).map_err(EngineError::io("create", &tmp))?;
+    let f = std::fs::File::create(&tmp).map_err(VenvError::io("create", &tmp))?;
     let mut z = zip::ZipWriter::new(f);
     let mut record_out = String::new();
     let mut add =
@@ -248,7 +248,7 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
                 .compression_method(zip::CompressionMethod::Deflated)
                 .unix_permissions(mode);
             z.start_file(rel, opts).map_err(zerr)?;
-            z.write_all(bytes).map_err(EngineError::io("write", &tmp))?;
+            z.write_all(bytes).map_err(VenvError::io("write", &tmp))?;
             let hex: String = <sha2::Sha256 as sha2::Digest>::digest(bytes)
                 .iter()
                 .map(|b| format!("{b:02x}"))
@@ -261,7 +261,7 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
             Ok(())
         };
     for (rel, p) in &files {
-        let bytes = fs_err::read(p).map_err(EngineError::io("read", p))?;
+        let bytes = fs_err::read(p).map_err(VenvError::io("read", p))?;
         add(&mut z, rel, &bytes, file_mode(p))?;
     }
     for (rel, bytes) in &generated {
@@ -273,9 +273,9 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
         .unix_permissions(0o644);
     z.start_file(format!("{di}/RECORD"), opts).map_err(zerr)?;
     z.write_all(record_out.as_bytes())
-        .map_err(EngineError::io("write", &tmp))?;
+        .map_err(VenvError::io("write", &tmp))?;
     z.finish().map_err(zerr)?;
-    fs_err::rename(&tmp, &path).map_err(EngineError::io("write", &path))?;
+    fs_err::rename(&tmp, &path).map_err(VenvError::io("write", &path))?;
     Ok(Built {
         path,
         version,

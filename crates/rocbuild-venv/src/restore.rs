@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::error::{EngineError, Result};
+use crate::error::{VenvError, Result};
 use crate::install::backup_dir;
 use crate::manifest::{self, sha256_file};
 
@@ -30,7 +30,7 @@ fn native(site: &Path, rel: &str) -> PathBuf {
 
 /// Files under `root`, as `/`-separated paths relative to it.
 fn files_under(root: &Path) -> Vec<String> {
-    crate::run::walk(root)
+    crate::layout::walk(root)
         .into_iter()
         .map(|(rel, _)| rel)
         .collect()
@@ -55,7 +55,7 @@ pub fn restore(site: &Path, recipe: &str) -> Result<Restored> {
             .flatten()
             .map(|m| m.recipe)
             .collect();
-        return Err(EngineError::NotInstalled {
+        return Err(VenvError::NotInstalled {
             recipe: recipe.into(),
             site: site.display().to_string(),
             help: if installed.is_empty() {
@@ -98,7 +98,7 @@ pub fn restore(site: &Path, recipe: &str) -> Result<Restored> {
             None => true,
         };
         if still_ours {
-            fs_err::remove_file(&p).map_err(EngineError::io("remove", &p))?;
+            fs_err::remove_file(&p).map_err(VenvError::io("remove", &p))?;
             prune_empty_parents(&p, site);
             out.removed.push(rel.clone());
         } else {
@@ -110,17 +110,17 @@ pub fn restore(site: &Path, recipe: &str) -> Result<Restored> {
         let from = native(&backup, rel);
         let to = native(site, rel);
         if let Some(p) = to.parent() {
-            fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
+            fs_err::create_dir_all(p).map_err(VenvError::io("create", p))?;
         }
-        fs_err::rename(&from, &to).map_err(EngineError::io("restore", &to))?;
+        fs_err::rename(&from, &to).map_err(VenvError::io("restore", &to))?;
         out.restored.push(rel.clone());
     }
     if backup.exists() {
-        fs_err::remove_dir_all(&backup).map_err(EngineError::io("remove", &backup))?;
+        fs_err::remove_dir_all(&backup).map_err(VenvError::io("remove", &backup))?;
     }
-    let all_backups = manifest::dir(site).join("backup");
+    let all_backups = crate::layout::backups(site);
     let _ = std::fs::remove_dir(&all_backups);
     let mp = manifest::path(site, recipe);
-    fs_err::remove_file(&mp).map_err(EngineError::io("remove", &mp))?;
+    fs_err::remove_file(&mp).map_err(VenvError::io("remove", &mp))?;
     Ok(out)
 }

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{EngineError, Result};
+use crate::error::{VenvError, Result};
+use crate::layout;
 use crate::manifest;
 use crate::txn_fs;
 
@@ -47,13 +48,6 @@ pub struct Journal {
     pub manifest: Option<(PathBuf, PathBuf)>,
 }
 
-pub fn journal_path(site: &Path) -> PathBuf {
-    manifest::dir(site).join("journal.json")
-}
-
-pub fn txn_dir(site: &Path) -> PathBuf {
-    manifest::dir(site).join("txn")
-}
 
 /// A file to put at `rel` (relative to site-packages, `/`-separated) from `staged`.
 #[derive(Debug, Clone)]
@@ -68,20 +62,20 @@ pub struct Swapped {
     journal: Journal,
 }
 
-fn io(action: &str, p: &Path) -> impl FnOnce(std::io::Error) -> EngineError {
-    EngineError::io(action, p.to_path_buf())
+fn io(action: &str, p: &Path) -> impl FnOnce(std::io::Error) -> VenvError {
+    VenvError::io(action, p.to_path_buf())
 }
 
 /// Empty `.rocbuild/` of everything but the lock file (held by the running process; the lock
 /// removes itself and the directory when it is all that is left). The journal goes last.
 fn empty_state_dir(site: &Path) {
-    let dir = manifest::dir(site);
+    let dir = layout::state_dir(site);
     let Ok(rd) = std::fs::read_dir(&dir) else {
         return;
     };
     for e in rd.flatten() {
         let name = e.file_name();
-        if name == crate::lock::LOCK_FILE || name == "journal.json" {
+        if name == layout::LOCK_FILE || name == layout::JOURNAL_FILE {
             continue;
         }
         let p = e.path();
@@ -96,7 +90,7 @@ fn empty_state_dir(site: &Path) {
 
 /// Remove the journal, and its temp file if a run was killed while writing it.
 fn remove_journal(site: &Path) -> Result<()> {
-    let jp = journal_path(site);
+    let jp = layout::journal(site);
     let tmp = jp.with_extension("json.tmp");
     if tmp.exists() {
         txn_fs::remove_file(&tmp).map_err(io("remove", &tmp))?;
@@ -128,7 +122,7 @@ fn undo(site: &Path, journal: &Journal) -> Result<()> {
             }
         }
     }
-    let txn = txn_dir(site);
+    let txn = layout::txn(site);
     if txn.exists() {
         let _ = txn_fs::remove_dir_all(&txn);
     }
@@ -156,7 +150,7 @@ fn roll_forward(site: &Path, journal: &Journal) -> Result<()> {
             txn_fs::rename(staged, dest).map_err(io("write", dest))?;
         }
     }
-    let txn = txn_dir(site);
+    let txn = layout::txn(site);
     if txn.exists() {
         txn_fs::remove_dir_all(&txn).map_err(io("remove", &txn))?;
     }
@@ -166,9 +160,9 @@ fn roll_forward(site: &Path, journal: &Journal) -> Result<()> {
 /// Cheap check for traces of a run: a journal, a staging area, or a pid in the lock file (a
 /// finished run empties it). `status` recovers only then, so it stays read-only otherwise.
 pub fn needs_recovery(site: &Path) -> bool {
-    let lock = manifest::dir(site).join(crate::lock::LOCK_FILE);
-    journal_path(site).exists()
-        || txn_dir(site).exists()
+    let lock = layout::state_dir(site).join(layout::LOCK_FILE);
+    layout::journal(site).exists()
+        || layout::txn(site).exists()
         || std::fs::metadata(lock).is_ok_and(|m| m.len() > 0)
 }
 
@@ -184,10 +178,10 @@ pub enum Recovered {
 
 /// Finish the job of a run that was killed mid-install. Call with the venv lock held.
 pub fn recover(site: &Path) -> Result<Recovered> {
-    let jp = journal_path(site);
+    let jp = layout::journal(site);
     let Ok(text) = fs_err::read_to_string(&jp) else {
         // A staging dir without a journal: the swap never started.
-        let txn = txn_dir(site);
+        let txn = layout::txn(site);
         if txn.exists() {
             txn_fs::remove_dir_all(&txn).map_err(io("remove", &txn))?;
         }
@@ -201,7 +195,7 @@ pub fn recover(site: &Path) -> Result<Recovered> {
         }
         return Ok(Recovered::Nothing);
     };
-    let journal: Journal = serde_json::from_str(&text).map_err(|e| EngineError::Io {
+    let journal: Journal = serde_json::from_str(&text).map_err(|e| VenvError::Io {
         action: "read the journal of an interrupted run".into(),
         path: jp.display().to_string(),
         source: std::io::Error::other(e),
@@ -221,20 +215,20 @@ pub fn recover(site: &Path) -> Result<Recovered> {
 /// `.rocbuild/` holds nothing of ours (no manifest, no backup): only the lock, maybe a
 /// transaction's leftovers.
 fn state_dir_is_new(site: &Path) -> bool {
-    let Ok(rd) = std::fs::read_dir(manifest::dir(site)) else {
+    let Ok(rd) = std::fs::read_dir(layout::state_dir(site)) else {
         return true;
     };
     rd.flatten().all(|e| {
         let n = e.file_name();
         let n = n.to_string_lossy();
-        n == crate::lock::LOCK_FILE || n == "txn" || n.starts_with("journal.json")
+        n == layout::LOCK_FILE || n == "txn" || n.starts_with("journal.json")
     })
 }
 
 /// Start a transaction: make `.rocbuild/txn/stage/` and return whether `.rocbuild/` is new.
 pub fn begin(site: &Path) -> Result<bool> {
     let created = state_dir_is_new(site);
-    let txn = txn_dir(site);
+    let txn = layout::txn(site);
     if txn.exists() {
         txn_fs::remove_dir_all(&txn).map_err(io("remove", &txn))?;
     }
@@ -244,7 +238,7 @@ pub fn begin(site: &Path) -> Result<bool> {
 
 /// Give up before the swap: remove the staging area (and `.rocbuild/` if it is new).
 pub fn abandon(site: &Path, created: bool) {
-    let txn = txn_dir(site);
+    let txn = layout::txn(site);
     if txn.exists() {
         let _ = txn_fs::remove_dir_all(&txn);
     }
@@ -266,7 +260,7 @@ pub fn swap(
     new: &[NewFile],
     park: &[String],
 ) -> Result<Swapped> {
-    let backup_root = txn_dir(site).join("backup");
+    let backup_root = layout::txn(site).join("backup");
     let mut ops = Vec::new();
     let mut made: Vec<PathBuf> = Vec::new();
     for f in new {
@@ -312,7 +306,7 @@ pub fn swap(
         keep: Vec::new(),
         manifest: None,
     };
-    let jp = journal_path(site);
+    let jp = layout::journal(site);
     let text = serde_json::to_string_pretty(&journal).unwrap_or_default();
     txn_fs::write_atomic(&jp, text.as_bytes()).map_err(io("write", &jp))?;
     let swapped = Swapped {
@@ -346,7 +340,7 @@ fn perform(journal: &Journal) -> Result<()> {
 
 /// Where `restore` finds the wheel's own files of `recipe`.
 pub fn backup_dir(site: &Path, recipe: &str) -> PathBuf {
-    manifest::dir(site).join("backup").join(recipe)
+    layout::backup(site, recipe)
 }
 
 impl Swapped {
@@ -367,7 +361,7 @@ impl Swapped {
     ) -> Result<()> {
         let site = self.site.clone();
         let keep_root = backup_dir(&site, &manifest.recipe);
-        let txn_backup = txn_dir(&site).join("backup");
+        let txn_backup = layout::txn(&site).join("backup");
         let ours: BTreeMap<&str, &str> = previous
             .map(|p| {
                 p.files
@@ -403,13 +397,13 @@ impl Swapped {
             }
         }
         // Stage the manifest, then the commit point: the journal says "commit".
-        let staged = txn_dir(&site).join("manifest.json");
+        let staged = layout::txn(&site).join("manifest.json");
         let text = serde_json::to_string_pretty(manifest).unwrap_or_default();
         txn_fs::write_synced(&staged, text.as_bytes()).map_err(io("write", &staged))?;
         self.journal.phase = Phase::Commit;
         self.journal.keep = keep;
         self.journal.manifest = Some((staged, manifest::path(&site, &manifest.recipe)));
-        let jp = journal_path(&site);
+        let jp = layout::journal(&site);
         let text = serde_json::to_string_pretty(&self.journal).unwrap_or_default();
         txn_fs::write_atomic(&jp, text.as_bytes()).map_err(io("write", &jp))?;
         roll_forward(&site, &self.journal)
@@ -450,9 +444,9 @@ mod tests {
         for kill_after in [None, Some(())] {
             let lock = crate::lock::VenvLock::acquire(s, false, &mut |_| {}).unwrap();
             let created = begin(s).unwrap();
-            let staged = txn_dir(s).join("stage/libcore5.so");
+            let staged = layout::txn(s).join("stage/libcore5.so");
             std::fs::write(&staged, b"new5").unwrap();
-            let staged2 = txn_dir(s).join("stage/x.so");
+            let staged2 = layout::txn(s).join("stage/x.so");
             std::fs::write(&staged2, b"x").unwrap();
             let new = [
                 NewFile {

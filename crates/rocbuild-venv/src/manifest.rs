@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{EngineError, Result};
+use crate::error::{VenvError, Result};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct InstalledFile {
@@ -156,11 +156,11 @@ pub struct Manifest {
 }
 
 pub fn dir(site: &Path) -> PathBuf {
-    site.join(".rocbuild")
+    crate::layout::state_dir(site)
 }
 
 pub fn path(site: &Path, recipe: &str) -> PathBuf {
-    dir(site).join(format!("{recipe}.json"))
+    crate::layout::manifest(site, recipe)
 }
 
 pub fn read(site: &Path, recipe: &str) -> Option<Manifest> {
@@ -175,11 +175,11 @@ pub fn read_checked(site: &Path, recipe: &str) -> Result<Option<Manifest>> {
     let text = match std::fs::read_to_string(&p) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(EngineError::io("read", &p)(e)),
+        Err(e) => return Err(VenvError::io("read", &p)(e)),
     };
     parse(&text)
         .map(Some)
-        .map_err(|reason| EngineError::BadManifest {
+        .map_err(|reason| VenvError::BadManifest {
             path: p.display().to_string(),
             recipe: recipe.to_string(),
             reason,
@@ -258,8 +258,11 @@ pub fn read_all(site: &Path) -> Vec<std::result::Result<Manifest, (PathBuf, Stri
     let mut paths: Vec<PathBuf> = rd
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
-        .filter(|p| p.file_name().is_some_and(|n| n != "journal.json"))
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .is_some_and(|n| crate::layout::is_manifest_name(&n.to_string_lossy()))
+        })
         .collect();
     paths.sort();
     paths
@@ -286,17 +289,17 @@ pub fn write(site: &Path, m: &Manifest) -> Result<()> {
     let p = path(site, &m.recipe);
     let tmp = p.with_extension("json.tmp");
     let text = serde_json::to_string_pretty(m).unwrap_or_default();
-    fs_err::write(&tmp, text).map_err(EngineError::io("write", &tmp))?;
-    fs_err::rename(&tmp, &p).map_err(EngineError::io("write", &p))
+    fs_err::write(&tmp, text).map_err(VenvError::io("write", &tmp))?;
+    fs_err::rename(&tmp, &p).map_err(VenvError::io("write", &p))
 }
 
 pub fn sha256_file(p: &Path) -> Result<(String, u64)> {
-    let mut f = fs_err::File::open(p).map_err(EngineError::io("read", p))?;
+    let mut f = fs_err::File::open(p).map_err(VenvError::io("read", p))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     let mut size = 0u64;
     loop {
-        let n = f.read(&mut buf).map_err(EngineError::io("read", p))?;
+        let n = f.read(&mut buf).map_err(VenvError::io("read", p))?;
         if n == 0 {
             break;
         }

@@ -1,4 +1,4 @@
-//! One run per venv at a time, and the shared cache safe for concurrent runs: advisory locks
+//! One run per venv at a time: an advisory lock
 //! (fs2: `flock` on Unix, `LockFileEx` on Windows) that the OS releases when a process dies,
 //! so a SIGKILLed run never leaves a stale lock behind.
 
@@ -8,11 +8,10 @@ use std::path::{Path, PathBuf};
 
 use fs2::FileExt;
 
-use crate::error::{EngineError, Result};
-use crate::manifest;
+use crate::error::{VenvError, Result};
+use crate::layout;
 
-/// Name of the venv lock inside `site-packages/.rocbuild/`.
-pub const LOCK_FILE: &str = "lock";
+pub use crate::layout::LOCK_FILE;
 
 /// Held for a whole run on one venv: build, install, manifest write.
 #[derive(Debug)]
@@ -22,14 +21,14 @@ pub struct VenvLock {
     dir: PathBuf,
 }
 
-fn open(path: &Path) -> Result<File> {
+pub fn open(path: &Path) -> Result<File> {
     OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(path)
-        .map_err(EngineError::io("open the lock", path))
+        .map_err(VenvError::io("open the lock", path))
 }
 
 fn holder_pid(file: &mut File) -> Option<u32> {
@@ -64,16 +63,16 @@ impl VenvLock {
         wait: bool,
         on_wait: &mut dyn FnMut(Option<u32>),
     ) -> Result<VenvLock> {
-        let dir = manifest::dir(site);
+        let dir = layout::state_dir(site);
         let path = dir.join(LOCK_FILE);
         let mut told = false;
         loop {
-            fs_err::create_dir_all(&dir).map_err(EngineError::io("create", &dir))?;
+            fs_err::create_dir_all(&dir).map_err(VenvError::io("create", &dir))?;
             let mut file = open(&path)?;
             if file.try_lock_exclusive().is_err() {
                 let pid = holder_pid(&mut file);
                 if !wait {
-                    return Err(EngineError::Locked {
+                    return Err(VenvError::Locked {
                         venv: site.display().to_string(),
                         pid: pid.map_or("unknown".into(), |p| p.to_string()),
                     });
@@ -83,7 +82,7 @@ impl VenvLock {
                     told = true;
                 }
                 file.lock_exclusive()
-                    .map_err(EngineError::io("lock", &path))?;
+                    .map_err(VenvError::io("lock", &path))?;
             }
             if !still_there(&file, &path) {
                 continue;
@@ -107,29 +106,6 @@ impl Drop for VenvLock {
         let _ = std::fs::remove_file(&self.path);
         let _ = std::fs::remove_dir(&self.dir);
         let _ = FileExt::unlock(&self.file);
-    }
-}
-
-/// A lock on one entry of the shared cache (a git clone, a build tree), held while it is
-/// fetched, checked out or built. Concurrent runs on other venvs wait for each other here.
-#[derive(Debug)]
-pub struct CacheLock {
-    _file: File,
-}
-
-impl CacheLock {
-    /// Lock `<entry>.lock` (beside the entry), waiting as long as it takes.
-    pub fn acquire(entry: &Path) -> Result<CacheLock> {
-        let mut name = entry.file_name().unwrap_or_default().to_os_string();
-        name.push(".lock");
-        let path = entry.with_file_name(name);
-        if let Some(p) = path.parent() {
-            fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
-        }
-        let file = open(&path)?;
-        file.lock_exclusive()
-            .map_err(EngineError::io("lock", &path))?;
-        Ok(CacheLock { _file: file })
     }
 }
 

@@ -1,0 +1,89 @@
+use miette::Diagnostic;
+use thiserror::Error;
+
+/// What can go wrong with the state rocbuild keeps in a venv. The codes and words are the
+/// ones users and the bad-input catalogue know (they were the engine's before this crate).
+#[derive(Debug, Error, Diagnostic)]
+pub enum VenvError {
+    #[error("{action} {path}: {source}")]
+    #[diagnostic(code(rocbuild::io), help("{}", io_help(source)))]
+    Io {
+        action: String,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("bad option {option}: {reason}")]
+    #[diagnostic(code(rocbuild::usage))]
+    Usage {
+        option: String,
+        reason: String,
+        #[help]
+        help: Option<String>,
+    },
+
+    #[error("rocbuild has not installed {recipe} in {site}")]
+    #[diagnostic(code(rocbuild::restore::not_installed))]
+    NotInstalled {
+        recipe: String,
+        site: String,
+        #[help]
+        help: String,
+    },
+
+    #[error("another rocbuild run is working on {venv} (pid {pid})")]
+    #[diagnostic(
+        code(rocbuild::lock::busy),
+        help("wait for it to finish, or drop --no-wait to wait for it")
+    )]
+    Locked { venv: String, pid: String },
+
+    #[error("the manifest {path} cannot be used: {reason}")]
+    #[diagnostic(
+        code(rocbuild::manifest::invalid),
+        help("it was edited or damaged, so rocbuild will not touch the files it names; move it out of .rocbuild/ and reinstall with `rocbuild {recipe}` (pip's original files, if any, are in .rocbuild/backup/{recipe})")
+    )]
+    BadManifest {
+        path: String,
+        recipe: String,
+        reason: String,
+    },
+
+    #[error("{root} is not a venv: {reason}")]
+    #[diagnostic(code(rocbuild::probe::not_a_venv))]
+    NotAVenv {
+        root: String,
+        reason: String,
+        #[help]
+        help: String,
+    },
+}
+
+/// What to do about a failed file operation, by its kind.
+pub fn io_help(e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::StorageFull => "the disk is full: free space on that filesystem (a build needs room in the cache, and an install stages its files beside site-packages), then run again; an install that stopped here was rolled back".into(),
+        K::PermissionDenied | K::ReadOnlyFilesystem => "rocbuild may not write there: check the owner and permissions of that path (a system Python's venv may need to be recreated as your user)".into(),
+        K::NotFound => "something removed that file while rocbuild ran (another program, a clean-up): run again".into(),
+        _ => "run again with -v for every step; if it persists, the message above names the file and the operation that failed".into(),
+    }
+}
+
+impl VenvError {
+    pub fn io(
+        action: &str,
+        path: impl AsRef<std::path::Path>,
+    ) -> impl FnOnce(std::io::Error) -> VenvError {
+        let path = path.as_ref().display().to_string();
+        let action = action.to_string();
+        move |source| VenvError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = VenvError> = std::result::Result<T, E>;

@@ -1,0 +1,20 @@
+//! The state rocbuild keeps in a venv, and everything that reads or changes it: the layout
+//! (`.rocbuild/` in site-packages), the install transaction and its filesystem interface,
+//! pip's RECORD, manifests, staleness and status, restore, wheel, the venv lock.
+//!
+//! The engine installs through this crate; doctor reads it; neither re-derives a path.
+
+mod error;
+pub mod install;
+pub mod layout;
+pub mod lock;
+pub mod manifest;
+pub mod record;
+pub mod restore;
+pub mod stale;
+pub mod status;
+pub mod txn_fs;
+pub mod wheel;
+
+pub use error::{io_help, Result, VenvError};
+pub use layout::{walk, VenvLayout};

@@ -1,0 +1,123 @@
+//! `rocbuild status`: is each build rocbuild installed still what it installed, and still
+//! right for the venv? Cheap by design (a scheduler runs it often): manifests and
+//! torch/version.py are read, FFmpeg's major comes from one pkg-config query, and a file is
+//! hashed only when its size or mtime differ from the manifest's.
+
+use std::path::{Path, PathBuf};
+
+use rocbuild_recipe::RecipeSet;
+use serde::Serialize;
+
+use crate::manifest::{self, Manifest};
+use crate::stale::{self, Now};
+
+/// The state of one build, worst first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Some of its files are gone (pip uninstalled the package, or someone deleted them).
+    Missing,
+    /// Some of its files are not the ones installed (pip reinstalled the wheel).
+    Overwritten,
+    /// The files are intact but what they were built against changed.
+    Stale,
+    Fresh,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Missing => "missing",
+            State::Overwritten => "overwritten",
+            State::Stale => "stale",
+            State::Fresh => "fresh",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RecipeStatus {
+    pub recipe: String,
+    pub version: String,
+    pub state: State,
+    /// Why it is stale: `torch 2.9.1 → 2.10.0`, `FFmpeg 7 → 8`, ...
+    pub reasons: Vec<String>,
+    pub overwritten: Vec<String>,
+    pub missing: Vec<String>,
+    pub manifest: PathBuf,
+    /// Files that were hashed because their size or mtime changed (the rest were not read).
+    pub hashed: usize,
+}
+
+impl RecipeStatus {
+    pub fn needs_action(&self) -> bool {
+        self.state != State::Fresh
+    }
+}
+
+/// A manifest that cannot be read is reported, not fatal: the others still get a status.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unreadable {
+    pub manifest: PathBuf,
+    pub error: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VenvStatus {
+    pub site: PathBuf,
+    pub recipes: Vec<RecipeStatus>,
+    pub unreadable: Vec<Unreadable>,
+}
+
+impl VenvStatus {
+    pub fn needs_action(&self) -> bool {
+        !self.unreadable.is_empty() || self.recipes.iter().any(RecipeStatus::needs_action)
+    }
+}
+
+/// The status of every build in `site`. `recipes` tells whether a recipe changed since.
+pub fn status(site: &Path, recipes: &RecipeSet) -> VenvStatus {
+    let mut out = VenvStatus {
+        site: site.to_path_buf(),
+        recipes: Vec::new(),
+        unreadable: Vec::new(),
+    };
+    let torch = rocbuild_probe::torch_version(site);
+    let os = rocbuild_probe::Os::current();
+    let gpus = rocbuild_probe::gpu_archs_light(&rocbuild_probe::ProbeEnv::from_process(), os);
+    let now = Now {
+        torch: torch.as_ref(),
+        gpu_archs: &gpus,
+        recipes: Some(recipes),
+    };
+    for m in manifest::read_all(site) {
+        match m {
+            Ok(m) => out.recipes.push(one(site, &m, &now)),
+            Err((manifest, error)) => out.unreadable.push(Unreadable { manifest, error }),
+        }
+    }
+    out
+}
+
+fn one(site: &Path, m: &Manifest, now: &Now) -> RecipeStatus {
+    let s = stale::check(site, m, now);
+    let state = if !s.missing.is_empty() {
+        State::Missing
+    } else if !s.overwritten.is_empty() {
+        State::Overwritten
+    } else if !s.reasons.is_empty() {
+        State::Stale
+    } else {
+        State::Fresh
+    };
+    RecipeStatus {
+        recipe: m.recipe.clone(),
+        version: m.version.clone(),
+        state,
+        reasons: s.reasons.iter().map(ToString::to_string).collect(),
+        overwritten: s.overwritten,
+        missing: s.missing,
+        manifest: manifest::path(site, &m.recipe),
+        hashed: s.hashed,
+    }
+}
