@@ -30,4 +30,3 @@ impl CacheLock {
         Ok(CacheLock { _file: file })
     }
 }
-

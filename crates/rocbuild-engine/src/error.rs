@@ -183,7 +183,6 @@ pub enum EngineError {
         help("nothing was installed, the venv is as it was; the file is cut short or damaged: rebuild from scratch (`rocbuild clean --builds`, then run again), and if it comes back check the project's install rules or the recipe's [install] artifacts")
     )]
     BadArtifact { file: String, reason: String },
-
 }
 
 fn io_help(e: &std::io::Error) -> String {

@@ -16,7 +16,7 @@ use rocbuild_probe::Os;
 use serde::Serialize;
 
 use crate::error::{EngineError, Result};
-use crate::plan::{join, search_entries};
+use crate::paths::join;
 
 /// The run-time search set-up for one install.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -263,6 +263,51 @@ pub fn apply(link: &Link, file: &Path) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Directories the dynamic loader searches anyway: no RUNPATH entry needed.
+fn is_default_lib_dir(p: &Path) -> bool {
+    matches!(
+        p.to_str().unwrap_or("").trim_end_matches('/'),
+        "/lib"
+            | "/lib64"
+            | "/usr/lib"
+            | "/usr/lib64"
+            | "/usr/lib/x86_64-linux-gnu"
+            | "/lib/x86_64-linux-gnu"
+            | "/usr/lib/aarch64-linux-gnu"
+            | "/lib/aarch64-linux-gnu"
+    )
+}
+
+/// Search entries for files installed in `dest`: `origin` (`$ORIGIN`, `@loader_path`), then
+/// each directory they must find, relative to `origin` when inside the venv (the venv stays
+/// relocatable), absolute otherwise.
+pub fn search_entries(origin: &str, dest: &Path, site: &Path, finds: &[PathBuf]) -> Vec<String> {
+    let mut out = vec![origin.to_string()];
+    for f in finds {
+        if f.as_os_str().is_empty() || is_default_lib_dir(f) {
+            continue;
+        }
+        let entry = if f.starts_with(site) {
+            match pathdiff::diff_paths(f, dest) {
+                Some(rel) if rel.as_os_str().is_empty() => origin.to_string(),
+                Some(rel) => format!("{origin}/{}", rel.display()),
+                None => f.display().to_string(),
+            }
+        } else {
+            f.display().to_string()
+        };
+        if !out.contains(&entry) {
+            out.push(entry);
+        }
+    }
+    out
+}
+
+/// Linux RUNPATH entries for artifacts installed in `dest`.
+pub fn runpath_entries(dest: &Path, site: &Path, finds: &[PathBuf]) -> Vec<String> {
+    search_entries("$ORIGIN", dest, site, finds)
 }
 
 #[cfg(test)]

@@ -8,15 +8,15 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
 use crate::error::{EngineError, Result};
-use rocbuild_venv::install::{self, NewFile};
 use crate::link::{self, Link};
-use rocbuild_venv::manifest::{
-    self, sha256_file, InstalledFile, Manifest, PythonPartRecord, RecordedOptions, SdkRecord,
-};
+use rocbuild_venv::install::{self, NewFile};
+use rocbuild_venv::manifest::{self, sha256_file, InstalledFile, Manifest};
+
+use crate::from_run::FromRun;
 use crate::plan::{Plan, SourcePlan};
-use rocbuild_venv::record;
 use crate::source;
 use crate::step::{Background, RunLog, Verbosity};
+use rocbuild_venv::record;
 use rocbuild_venv::txn_fs;
 
 #[derive(Debug, Clone, Serialize)]
@@ -89,7 +89,7 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
             };
             // Concurrent runs share the clone and the checkout: one fetch/checkout at a time.
             let _cache_lock = crate::cache_lock::CacheLock::acquire(
-                &git_cache.join(format!("source-{}", &crate::plan::hash_hex(&[url])[..16])),
+                &git_cache.join(format!("source-{}", &crate::paths::hash_hex(&[url])[..16])),
             )?;
             let (repo, oid) =
                 source::fetch_commit(git_cache, url, reference, mirror.as_deref(), &progress)?;
@@ -600,54 +600,14 @@ fn install_and_verify(
             }
         }
     }
-    let m = Manifest {
-        schema: 2,
-        recipe: plan.recipe.clone(),
-        version: plan.version.clone(),
-        recipe_hash: plan.recipe_hash.clone(),
-        fingerprint: plan.fingerprint.clone(),
-        source_url: match &plan.source {
-            SourcePlan::Git { url, .. } => Some(url.clone()),
-            SourcePlan::Local { dir } => Some(dir.display().to_string()),
-        },
-        source_commit: commit.clone(),
-        torch_version: plan.torch_version.clone(),
-        torch_git: plan.torch_git.clone(),
-        flavor: plan.flavor.as_str().into(),
-        ffmpeg_major: plan.ffmpeg_major,
-        python: plan.python.display().to_string(),
-        defines: plan
-            .configure
-            .args
-            .iter()
-            .filter_map(|a| {
-                a.strip_prefix("-D")?
-                    .split_once('=')
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-            })
-            .collect(),
-        runpath: plan.install.link.runpath(),
-        files: installed.clone(),
-        parked: park.clone(),
-        installed_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        options: recorded_options(&plan.options),
-        sdk: sdk_record(plan),
-        record: staged_extra.record.clone(),
-        dropped: staged_extra.dropped.clone(),
-        python_part: plan.python_part.as_ref().map(|pp| PythonPartRecord {
-            version: pp.version.clone(),
-            replaced: pp.replaces.clone(),
-            files: staged_extra.python_files.clone(),
-        }),
-        // Kept across reinstalls: the files a previous install added (e.g. a preload hook).
-        extra_files: previous
-            .as_ref()
-            .map(|p| p.extra_files.clone())
-            .unwrap_or_default(),
-    };
+    let m = Manifest::from_run(
+        plan,
+        commit.clone(),
+        installed.clone(),
+        park.clone(),
+        &staged_extra,
+        previous.as_ref(),
+    );
     swapped.commit(&m, previous.as_ref(), &staged_extra.keep)?;
     Ok(Outcome {
         recipe: plan.recipe.clone(),
@@ -701,58 +661,12 @@ fn collect_artifacts(prefix: &Path, globs: &[String]) -> Result<BTreeMap<String,
 
 /// What staging learned beyond the files to place, for the manifest and the backup.
 #[derive(Default)]
-struct StagedExtra {
+pub(crate) struct StagedExtra {
     /// (relative path, file) to keep in the backup: dropped wheel files, pip's RECORD.
-    keep: Vec<(String, PathBuf)>,
-    dropped: Vec<String>,
-    python_files: Vec<String>,
-    record: Option<String>,
-}
-
-fn recorded_options(o: &crate::plan::BuildOptions) -> RecordedOptions {
-    RecordedOptions {
-        release: o.version.clone(),
-        force: o.force,
-        source: o.source.clone(),
-        rev: o.rev.clone(),
-        torch_cmake: o.torch_cmake.map(|m| {
-            match m {
-                rocbuild_recipe::TorchCmake::Native => "native",
-                rocbuild_recipe::TorchCmake::Lite => "lite",
-            }
-            .to_string()
-        }),
-        defines: o.defines.clone(),
-        ffmpeg_dir: o.ffmpeg_dir.clone(),
-        backend: o.backend.backend.clone(),
-        rocm: o.backend.rocm.clone(),
-        arch: o.backend.arch.clone(),
-        cuda_arch: o.backend.cuda_arch.clone(),
-    }
-}
-
-/// The SDK as the build saw it: torch's (version.py) and the toolkit given to CMake, if any.
-fn sdk_record(plan: &Plan) -> SdkRecord {
-    let tv = rocbuild_probe::torch_version(&plan.install.site);
-    let toolkit = ["ROCM_PATH", "CUDA_HOME"]
-        .iter()
-        .find_map(|k| plan.configure.env.get(*k))
-        .map(PathBuf::from);
-    let tv = tv.filter(|_| plan.torch_version.is_some());
-    SdkRecord {
-        torch_cuda: tv.as_ref().and_then(|t| t.cuda.clone()),
-        torch_hip: tv.as_ref().and_then(|t| t.hip.clone()),
-        toolkit_version: toolkit.as_deref().and_then(rocbuild_probe::toolkit_version),
-        toolkit,
-        backend: Some(plan.backend.backend.clone()),
-        rocm_version: plan.backend.rocm.as_ref().and_then(|r| r.version.clone()),
-        gpu_archs: plan
-            .backend
-            .rocm
-            .as_ref()
-            .map(|r| r.archs.clone())
-            .unwrap_or_default(),
-    }
+    pub keep: Vec<(String, PathBuf)>,
+    pub dropped: Vec<String>,
+    pub python_files: Vec<String>,
+    pub record: Option<String>,
 }
 
 /// Files under the literal directory part of each park glob (`torchcodec/lib*` -> `torchcodec/`).

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use rocbuild_probe::Os;
 use serde::Serialize;
 
-use crate::plan::hash_hex;
+use crate::paths::hash_hex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -422,6 +422,47 @@ pub fn crontab_with(current: &str, id: &str, line: Option<&str>) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Carry out one activation step (a command, or a crontab edit).
+pub fn perform(act: &Action) -> std::result::Result<(), String> {
+    use std::io::Write;
+    let run = |argv: &[String], input: Option<&str>| -> std::result::Result<String, String> {
+        let mut c = std::process::Command::new(&argv[0]);
+        c.args(&argv[1..]);
+        c.stdin(if input.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        });
+        c.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().map_err(|e| format!("{}: {e}", argv[0]))?;
+        if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+            stdin
+                .write_all(text.as_bytes())
+                .map_err(|e| e.to_string())?;
+        }
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        }
+    };
+    match act {
+        Action::Run(argv) => run(argv, None).map(|_| ()),
+        Action::CrontabAdd { id, line } => {
+            let cur = run(&["crontab".into(), "-l".into()], None).unwrap_or_default();
+            let new = crontab_with(&cur, id, Some(line));
+            run(&["crontab".into(), "-".into()], Some(&new)).map(|_| ())
+        }
+        Action::CrontabRemove { id } => {
+            let cur = run(&["crontab".into(), "-l".into()], None).unwrap_or_default();
+            let new = crontab_with(&cur, id, None);
+            run(&["crontab".into(), "-".into()], Some(&new)).map(|_| ())
+        }
+    }
 }
 
 #[cfg(test)]

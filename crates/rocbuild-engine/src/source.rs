@@ -8,7 +8,7 @@ use git2::{FetchOptions, ObjectType, Oid, RemoteCallbacks, Repository};
 use rocbuild_recipe::SubmoduleSel;
 
 use crate::error::{EngineError, Result};
-use crate::plan::hash_hex;
+use crate::paths::hash_hex;
 
 /// `https://HOST/OWNER/REPO(.git)` -> `MIRROR/HOST/OWNER/REPO.git`.
 pub fn mirror_path(mirror: &Path, url: &str) -> Option<PathBuf> {

@@ -9,21 +9,10 @@ use std::path::{Path, PathBuf};
 use rocbuild_probe::{choose_sdk, resolve_archs, Flavor, Machine, Os};
 use serde::Serialize;
 
-use crate::error::{EngineError, Result};
-use crate::plan::join;
+use rocbuild_venv::{Backend, BackendOptions};
 
-/// What the user asked for about the backend.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct BackendOptions {
-    /// `--backend cpu|rocm|cuda`.
-    pub backend: Option<String>,
-    /// `--rocm 6.2`: the SDK version to use.
-    pub rocm: Option<String>,
-    /// `--arch gfx1100 --arch gfx1030` (each may be a `;`/`,` list or a family alias).
-    pub arch: Vec<String>,
-    /// `--cuda-arch 8.6`.
-    pub cuda_arch: Vec<String>,
-}
+use crate::error::{EngineError, Result};
+use crate::paths::join;
 
 /// The chosen ROCm SDK and targets.
 #[derive(Debug, Clone, Serialize)]
@@ -61,7 +50,7 @@ pub struct CudaPlan {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BackendPlan {
-    pub backend: String,
+    pub backend: Backend,
     /// Why this backend.
     pub reason: String,
     pub rocm: Option<RocmPlan>,
@@ -71,7 +60,7 @@ pub struct BackendPlan {
 impl BackendPlan {
     /// Template variables: `{backend}`, `{rocm.*}`, `{gpu.archs}`, `{cuda.archs}`.
     pub fn vars(&self, vars: &mut BTreeMap<String, String>) {
-        vars.insert("backend".into(), self.backend.clone());
+        vars.insert("backend".into(), self.backend.as_str().to_string());
         if let Some(r) = &self.rocm {
             let s = |p: &Path| p.display().to_string();
             vars.insert("rocm.path".into(), s(&r.root));
@@ -179,21 +168,21 @@ pub fn choose(
     let gpu_asked = opts.rocm.is_some() || !opts.arch.is_empty();
     let (backend, reason) = match &opts.backend {
         Some(b) => {
-            if !supports(b) {
+            if !supports(b.as_str()) {
                 return Err(usage(
                     "--backend",
                     format!("{recipe} has no `{b}` backend"),
                     format!("{recipe} builds: {}", recipe_backends.join(", ")),
                 ));
             }
-            (b.clone(), "--backend".to_string())
+            (*b, "--backend".to_string())
         }
-        None if gpu_asked && supports("rocm") => ("rocm".into(), "--rocm/--arch given".into()),
+        None if gpu_asked && supports("rocm") => (Backend::Rocm, "--rocm/--arch given".into()),
         None if !opts.cuda_arch.is_empty() && supports("cuda") => {
-            ("cuda".into(), "--cuda-arch given".into())
+            (Backend::Cuda, "--cuda-arch given".into())
         }
         None if flavor == Flavor::Rocm && supports("rocm") && !machine.rocm_sdks.is_empty() => (
-            "rocm".into(),
+            Backend::Rocm,
             "torch is a ROCm build and a ROCm SDK is installed".into(),
         ),
         None if flavor == Flavor::Cuda
@@ -201,15 +190,16 @@ pub fn choose(
             && machine.toolkits.cuda_home.is_some() =>
         {
             (
-                "cuda".into(),
+                Backend::Cuda,
                 "torch is a CUDA build and a CUDA toolkit is installed".into(),
             )
         }
         None => {
+            // The recipe's backends are validated when it is loaded.
             let first = recipe_backends
                 .first()
-                .cloned()
-                .unwrap_or_else(|| "cpu".into());
+                .and_then(|b| Backend::parse(b))
+                .unwrap_or(Backend::Cpu);
             let why = match flavor {
                 Flavor::Rocm if supports("rocm") => {
                     "torch is a ROCm build but no ROCm SDK was found"
@@ -226,7 +216,7 @@ pub fn choose(
             (first, why.to_string())
         }
     };
-    if backend != "rocm" && gpu_asked {
+    if backend != Backend::Rocm && gpu_asked {
         return Err(usage(
             if opts.rocm.is_some() {
                 "--rocm"
@@ -237,7 +227,7 @@ pub fn choose(
             "add --backend rocm, or drop the option".into(),
         ));
     }
-    let rocm = (backend == "rocm")
+    let rocm = (backend == Backend::Rocm)
         .then(|| rocm_plan(machine, opts))
         .transpose()?;
     if let (Some(r), true) = (&rocm, needs_hipblas) {
@@ -255,7 +245,7 @@ pub fn choose(
             });
         }
     }
-    let cuda = if backend == "cuda" {
+    let cuda = if backend == Backend::Cuda {
         let home = machine
             .toolkits
             .cuda_home

@@ -30,10 +30,9 @@ pub use gfx::{
     parse_target_id, resolve_archs, ArchChoice, ArchError, GfxTarget,
 };
 pub use gpu::{
-    gpu_archs_light, split_list,
-    detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version,
+    detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version, gpu_archs_light,
     parse_amdgpu_arch, parse_hipinfo, parse_rocm_agent_enumerator, parse_rocminfo,
-    read_kfd_topology, GpuArchs, GpuQuery,
+    read_kfd_topology, split_list, GpuArchs, GpuQuery,
 };
 pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 pub use mkl::{find_mkl, is_mkl_root};

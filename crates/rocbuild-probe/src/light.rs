@@ -122,13 +122,21 @@ mod tests {
             d.path().join("lib/python3.11/site-packages")
         );
         // A venv of Python 3.9 with a python3.11 directory left behind: pyvenv.cfg decides.
-        std::fs::write(d.path().join("pyvenv.cfg"), "home = /usr/bin\nversion = 3.9.18\n").unwrap();
+        std::fs::write(
+            d.path().join("pyvenv.cfg"),
+            "home = /usr/bin\nversion = 3.9.18\n",
+        )
+        .unwrap();
         assert_eq!(
             site_packages_of(d.path(), Os::Linux).unwrap(),
             d.path().join("lib/python3.9/site-packages")
         );
         // uv writes version_info.
-        std::fs::write(d.path().join("pyvenv.cfg"), "uv = 0.9.0\nversion_info = 3.11.7\n").unwrap();
+        std::fs::write(
+            d.path().join("pyvenv.cfg"),
+            "uv = 0.9.0\nversion_info = 3.11.7\n",
+        )
+        .unwrap();
         assert_eq!(
             site_packages_of(d.path(), Os::Linux).unwrap(),
             d.path().join("lib/python3.11/site-packages")

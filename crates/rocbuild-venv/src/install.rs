@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{VenvError, Result};
+use crate::error::{Result, VenvError};
 use crate::layout;
 use crate::manifest;
 use crate::txn_fs;
@@ -47,7 +47,6 @@ pub struct Journal {
     #[serde(default)]
     pub manifest: Option<(PathBuf, PathBuf)>,
 }
-
 
 /// A file to put at `rel` (relative to site-packages, `/`-separated) from `staged`.
 #[derive(Debug, Clone)]

@@ -51,7 +51,8 @@ impl VenvLayout {
                 } else {
                     format!("{} does not exist", python.display())
                 },
-                help: "point --venv at a directory made by `python3 -m venv`, `uv venv` or conda".into(),
+                help: "point --venv at a directory made by `python3 -m venv`, `uv venv` or conda"
+                    .into(),
             }),
         }
     }
@@ -97,9 +98,12 @@ pub fn stage(site: &Path) -> PathBuf {
     txn(site).join("stage")
 }
 
-/// Where pip's part of an install is fetched (`pip install --target`).
+/// Where pip's part of an install is fetched (`pip install --target`), as path components
+/// below site-packages (a plan for another OS joins them with that OS's separator).
+pub const PIP_TARGET: [&str; 3] = [STATE_DIR, TXN_DIR, "pip"];
+
 pub fn pip_target(site: &Path) -> PathBuf {
-    txn(site).join("pip")
+    PIP_TARGET.iter().fold(site.to_path_buf(), |p, c| p.join(c))
 }
 
 /// Backups of every recipe (`backup/<recipe>/`).

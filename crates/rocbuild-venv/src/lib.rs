@@ -9,6 +9,7 @@ pub mod install;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
+pub mod options;
 pub mod record;
 pub mod restore;
 pub mod stale;
@@ -18,3 +19,4 @@ pub mod wheel;
 
 pub use error::{io_help, Result, VenvError};
 pub use layout::{walk, VenvLayout};
+pub use options::{Backend, BackendOptions, BuildOptions};

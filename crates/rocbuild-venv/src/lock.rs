@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use fs2::FileExt;
 
-use crate::error::{VenvError, Result};
+use crate::error::{Result, VenvError};
 use crate::layout;
 
 pub use crate::layout::LOCK_FILE;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{VenvError, Result};
+use crate::error::{Result, VenvError};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct InstalledFile {
@@ -22,38 +22,6 @@ pub struct InstalledFile {
     /// its size or mtime differ from these.
     #[serde(default)]
     pub mtime_ns: Option<u64>,
-}
-
-/// The command-line options of the build, so `rebuild` repeats it exactly.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct RecordedOptions {
-    /// `--version`; None: the newest release compatible with the torch found at rebuild time.
-    #[serde(default)]
-    pub release: Option<String>,
-    #[serde(default)]
-    pub force: bool,
-    #[serde(default)]
-    pub source: Option<String>,
-    #[serde(default)]
-    pub rev: Option<String>,
-    /// `--torch-cmake`: `native` or `lite`.
-    #[serde(default)]
-    pub torch_cmake: Option<String>,
-    /// `--define KEY=VALUE`, in order.
-    #[serde(default)]
-    pub defines: Vec<(String, String)>,
-    /// `--ffmpeg DIR`.
-    #[serde(default)]
-    pub ffmpeg_dir: Option<PathBuf>,
-    /// `--backend`, `--rocm`, `--arch`, `--cuda-arch`.
-    #[serde(default)]
-    pub backend: Option<String>,
-    #[serde(default)]
-    pub rocm: Option<String>,
-    #[serde(default)]
-    pub arch: Vec<String>,
-    #[serde(default)]
-    pub cuda_arch: Vec<String>,
 }
 
 /// The GPU SDK the build used: the one torch was built with (torch/version.py) and, for
@@ -136,7 +104,7 @@ pub struct Manifest {
     pub installed_at: u64,
     /// The options of the build, for `rebuild`.
     #[serde(default)]
-    pub options: RecordedOptions,
+    pub options: crate::options::BuildOptions,
     #[serde(default)]
     pub sdk: SdkRecord,
     /// The dist-info `RECORD` rocbuild rewrote (relative to site-packages); pip's own is in
@@ -324,7 +292,7 @@ mod tests {
             "files":[{"path":"p/a.so","sha256":"00","size":1}],"parked":[],"installed_at":0}"#;
         let m: Manifest = serde_json::from_str(old).unwrap();
         assert_eq!(m.files[0].mtime_ns, None);
-        assert_eq!(m.options, RecordedOptions::default());
+        assert_eq!(m.options, crate::options::BuildOptions::default());
         assert!(m.extra_files.is_empty() && m.python_part.is_none());
     }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::error::{VenvError, Result};
+use crate::error::{Result, VenvError};
 use crate::install::backup_dir;
 use crate::manifest::{self, sha256_file};
 

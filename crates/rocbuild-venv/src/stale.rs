@@ -288,7 +288,14 @@ mod tests {
         );
         // The same GPU, or one the fat binary covers (feature suffixes aside): fresh.
         let m = rocm_manifest(&["gfx1010", "gfx1100:xnack-"]);
-        assert!(reasons(&m, &Now { gpu_archs: &gpus, ..Now::default() }).is_empty());
+        assert!(reasons(
+            &m,
+            &Now {
+                gpu_archs: &gpus,
+                ..Now::default()
+            }
+        )
+        .is_empty());
         // Unknown GPU: nothing said.
         assert!(reasons(&rocm_manifest(&["gfx1010"]), &Now::default()).is_empty());
     }
@@ -307,11 +314,27 @@ mod tests {
             cuda: None,
             hip: Some("6.4".into()),
         };
-        let r = reasons(&m, &Now { torch: Some(&t), ..Now::default() });
+        let r = reasons(
+            &m,
+            &Now {
+                torch: Some(&t),
+                ..Now::default()
+            },
+        );
         assert_eq!(r[0].to_string(), "torch 2.9.1 → 2.10.0");
         assert_eq!(r[1].to_string(), "torch flavor cpu → rocm");
         // A build that did not use torch does not go stale with it.
-        let m = Manifest { schema: 1, ..Manifest::default() };
-        assert!(reasons(&m, &Now { torch: Some(&t), ..Now::default() }).is_empty());
+        let m = Manifest {
+            schema: 1,
+            ..Manifest::default()
+        };
+        assert!(reasons(
+            &m,
+            &Now {
+                torch: Some(&t),
+                ..Now::default()
+            }
+        )
+        .is_empty());
     }
 }

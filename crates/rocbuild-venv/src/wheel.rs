@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::error::{VenvError, Result};
+use crate::error::{Result, VenvError};
 use crate::manifest::{self, Manifest};
 use crate::record;
 
@@ -21,6 +21,33 @@ pub struct Tags {
 }
 
 impl Tags {
+    /// The tags of a venv's Python (one small subprocess, no third-party import, no bytecode).
+    pub fn of_python(py: &Path) -> Result<Tags> {
+        let out = std::process::Command::new(py)
+            .args([
+                "-I",
+                "-c",
+                "import sys, sysconfig; print('%d.%d' % sys.version_info[:2]); print(getattr(sys, 'abiflags', '')); print(sysconfig.get_platform())",
+            ])
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output()
+            .map_err(VenvError::io("run", py))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        if !out.status.success() || lines.len() < 3 {
+            return Err(VenvError::Usage {
+                option: "venv".into(),
+                reason: format!(
+                    "its Python {} failed to describe itself: {}",
+                    py.display(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+                help: Some(format!("run `{} -c 'import sysconfig'` to see the problem; recreate the venv if its Python is broken", py.display())),
+            });
+        }
+        Ok(Tags::new(lines[0], lines[1], lines[2]))
+    }
+
     /// From `sys.version_info`, `sys.abiflags` and `sysconfig.get_platform()`.
     pub fn new(major_minor: &str, abiflags: &str, platform: &str) -> Tags {
         let py = format!("cp{}", major_minor.replace('.', ""));

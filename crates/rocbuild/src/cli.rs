@@ -270,16 +270,6 @@ pub enum BackendArg {
     Cuda,
 }
 
-impl BackendArg {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendArg::Cpu => "cpu",
-            BackendArg::Rocm => "rocm",
-            BackendArg::Cuda => "cuda",
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct BuildArgs {
     /// The recipe to build (see `rocbuild recipes`).

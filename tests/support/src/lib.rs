@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub mod downloads;
+pub mod machine;
 pub mod native;
 pub mod rocm;
 

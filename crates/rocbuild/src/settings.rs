@@ -1,4 +1,7 @@
-//! Every environment variable rocbuild reads, declared once.
+//! The settings layer: every environment variable the CLI reads, declared once here, and the
+//! one place they are read (the venv variables `VIRTUAL_ENV` / `CONDA_PREFIX` and the GPU
+//! probe's are declared in `rocbuild_probe::vars`, which the probe reads through its
+//! `ProbeEnv`).
 
 /// Extra recipe directories, separated like PATH. Same as `--recipes`.
 pub const ROCBUILD_RECIPES: &str = "ROCBUILD_RECIPES";
@@ -19,8 +22,8 @@ pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
 pub const ROCBUILD_TEST_FAIL_AFTER_STEP: &str = "ROCBUILD_TEST_FAIL_AFTER_STEP";
 /// Log filter for `tracing` (e.g. `rocbuild=debug`).
 pub const ROCBUILD_LOG: &str = "ROCBUILD_LOG";
-// The venv is taken from `--venv`, then `VIRTUAL_ENV`, then `CONDA_PREFIX`, then `./.venv`
-// (read in rocbuild-probe's `choose_venv`).
+/// The PATH handed to a scheduled run.
+pub const PATH: &str = "PATH";
 
 pub fn cache_dir() -> std::path::PathBuf {
     let var = |k: &str| {
@@ -67,4 +70,54 @@ pub fn user_dirs() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
         var("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config"))
     };
     Some((home, config))
+}
+
+/// The cache directory: `--cache`, else [`cache_dir`], made absolute.
+pub fn cache(g: &crate::cli::Global) -> miette::Result<std::path::PathBuf> {
+    use miette::IntoDiagnostic;
+    std::path::absolute(g.cache.clone().unwrap_or_else(cache_dir)).into_diagnostic()
+}
+
+/// `ROCBUILD_MIRROR`, when set and not empty.
+pub fn mirror() -> Option<std::path::PathBuf> {
+    var(ROCBUILD_MIRROR)
+}
+
+/// Recipe directories: `ROCBUILD_RECIPES` (like PATH), then `--recipes`.
+pub fn recipe_dirs(g: &crate::cli::Global) -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<std::path::PathBuf> = std::env::var_os(ROCBUILD_RECIPES)
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    dirs.extend(g.recipes.iter().cloned());
+    dirs
+}
+
+/// A number in a TEST ONLY variable.
+pub fn test_hook(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// `$PYTORCH_ROCM_ARCH`, when set.
+pub fn pytorch_rocm_arch() -> Option<String> {
+    std::env::var(PYTORCH_ROCM_ARCH).ok()
+}
+
+/// Names the FFmpeg `rocbuild ffmpeg` fetched last, in `<cache>/ffmpeg/`.
+pub const CURRENT_FFMPEG: &str = "current";
+
+/// The FFmpeg `rocbuild ffmpeg` fetched, when it is still there.
+pub fn downloaded_ffmpeg(cache: &std::path::Path) -> Option<std::path::PathBuf> {
+    let text = std::fs::read_to_string(cache.join("ffmpeg").join(CURRENT_FFMPEG)).ok()?;
+    let dir = std::path::PathBuf::from(text.trim());
+    dir.is_dir().then_some(dir)
+}
+
+/// What the use cases need of the settings.
+pub fn settings(g: &crate::cli::Global) -> miette::Result<rocbuild_engine::Settings> {
+    let cache = cache(g)?;
+    Ok(rocbuild_engine::Settings {
+        downloaded_ffmpeg: downloaded_ffmpeg(&cache),
+        mirror: mirror(),
+        cache,
+    })
 }

@@ -4,7 +4,7 @@
 
 use rocbuild_probe::{Os, Torch};
 
-use crate::plan::join;
+use crate::paths::join;
 
 fn cmake_path(p: &std::path::Path) -> String {
     p.display().to_string().replace('\\', "/")

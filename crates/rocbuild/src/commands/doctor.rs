@@ -1,7 +1,6 @@
-//! Output wiring for `doctor`, `deps` and `bundle`; the work is in rocbuild-doctor.
+//! `doctor`, `deps` and `bundle`: options in, the report rendered; the work is in rocbuild-doctor.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use miette::{IntoDiagnostic, Result};
@@ -9,13 +8,14 @@ use rocbuild_doctor::{DoctorError, DoctorOptions, Subject};
 use rocbuild_recipe::RecipeSet;
 
 use crate::cli::{BundleArgs, DepsArgs, DoctorArgs};
-use crate::env;
+use crate::settings as env;
+use crate::ExitStatus;
 
 /// Usage errors (unknown package, no venv) exit 2; findings exit 1; all well exits 0.
-fn fail(e: DoctorError) -> Result<ExitCode> {
+fn fail(e: DoctorError) -> Result<ExitStatus> {
     if e.is_usage() {
         eprintln!("{:?}", miette::Report::new(e));
-        Ok(ExitCode::from(2))
+        Ok(ExitStatus::Usage)
     } else {
         Err(e.into())
     }
@@ -42,16 +42,12 @@ fn gpu_arch(a: &DoctorArgs) -> Option<Vec<String>> {
     if !from_flag.is_empty() {
         return Some(from_flag);
     }
-    let v = std::env::var(env::PYTORCH_ROCM_ARCH).ok()?;
-    let archs: Vec<String> = v
-        .split([';', ',', ' '])
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect();
+    let v = env::pytorch_rocm_arch()?;
+    let archs = rocbuild_probe::split_list(&v);
     (!archs.is_empty()).then_some(archs)
 }
 
-pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitCode> {
+pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
     let mut candidates = Subject::known();
     for r in recipes.iter() {
         let name = r.name().to_string();
@@ -98,26 +94,26 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitCode> {
     };
     print_out(a.json, &report, rocbuild_doctor::human(&report))?;
     Ok(if report.healthy() {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
-        ExitCode::FAILURE
+        ExitStatus::Failure
     })
 }
 
-pub fn deps(a: &DepsArgs) -> Result<ExitCode> {
+pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
     let report = rocbuild_doctor::deps(&a.files, &a.search)?;
     print_out(a.json, &report, rocbuild_doctor::text::deps(&report))?;
     Ok(if report.complete() {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
-        ExitCode::FAILURE
+        ExitStatus::Failure
     })
 }
 
-pub fn bundle(a: &BundleArgs) -> Result<ExitCode> {
+pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
     let report = rocbuild_doctor::bundle(&a.files, &a.into, &a.search)?;
     print_out(a.json, &report, rocbuild_doctor::text::bundle(&report))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// JSON or the human text on stdout; a closed pipe (`| head`) is not an error.

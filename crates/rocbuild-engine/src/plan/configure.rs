@@ -1,0 +1,272 @@
+//! The configure, build and install-prefix commands: CMake defines from the recipe, torch's
+//! CMake package, the toolchain and the user (`-D` last), the environment, and a build tree
+//! keyed by everything that decides the configure (reused while it is unchanged).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use rocbuild_probe::{Flavor, Machine, Os};
+use rocbuild_recipe::{Recipe, Resolved, TorchCmake};
+use rocbuild_venv::BuildOptions;
+
+use super::source::SourcePlan;
+use super::tools::Toolset;
+use super::torch_cmake::{native_toolkit, TorchCmakePlan};
+use super::vars::expand;
+use super::Context;
+use crate::command::Command;
+use crate::error::Result;
+use crate::paths::{hash_hex, join, sanitize};
+use crate::toolchain::BackendPlan;
+
+pub struct Inputs<'a> {
+    pub recipe: &'a Recipe,
+    pub machine: &'a Machine,
+    pub opts: &'a BuildOptions,
+    pub ctx: &'a Context,
+    pub version: &'a str,
+    pub resolved: &'a Resolved,
+    pub vars: &'a BTreeMap<String, String>,
+    pub source: &'a SourcePlan,
+    pub backend: &'a BackendPlan,
+    pub torch_cmake: Option<&'a TorchCmakePlan>,
+    /// The cmake to run (the system's, or PyPI's from the build tools).
+    pub cmake: &'a PathBuf,
+    pub toolset: &'a Toolset,
+}
+
+pub struct Configured {
+    pub defines: BTreeMap<String, String>,
+    pub toolkit: Option<PathBuf>,
+    /// Hash of the configure's inputs (not the install prefix): names the build tree.
+    pub key: String,
+    pub build_dir: PathBuf,
+    pub prefix: PathBuf,
+    pub configure: Command,
+    pub build: Command,
+    pub install_prefix: Command,
+}
+
+pub fn plan(i: Inputs) -> Result<Configured> {
+    let os = i.machine.platform.os;
+    let flavor = i.machine.torch.as_ref().map_or(Flavor::Cpu, |t| t.flavor);
+    let mut define: BTreeMap<String, String> = BTreeMap::new();
+    for (k, v) in &i.resolved.define {
+        define.insert(k.clone(), expand(v, i.vars)?);
+    }
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    for (k, v) in &i.resolved.env {
+        env.insert(k.clone(), expand(v, i.vars)?);
+    }
+    if let Some(f) = i
+        .machine
+        .ffmpeg
+        .as_ref()
+        .and_then(|f| f.pkg_config_path.as_ref())
+    {
+        env.insert("PKG_CONFIG_PATH".into(), f.display().to_string());
+    }
+    let mut toolkit = None;
+    if let Some(tc) = i.torch_cmake {
+        define.insert("Torch_DIR".into(), tc.dir.display().to_string());
+        if tc.mode == TorchCmake::Native {
+            toolkit = native_toolkit(i.machine, flavor, &mut define, &mut env)?;
+        }
+    }
+    i.backend.apply(os, &mut define, &mut env);
+    // The GPU toolkit the build compiles with (a ROCm backend's SDK wins over the root torch's
+    // own package was given, as ROCM_PATH does in the environment).
+    if let Some(r) = &i.backend.rocm {
+        toolkit = Some(r.root.clone());
+    } else if let (None, Some(c)) = (&toolkit, &i.backend.cuda) {
+        toolkit = Some(c.home.clone());
+    }
+    define.insert(
+        "CMAKE_MAKE_PROGRAM".into(),
+        i.toolset.ninja.display().to_string(),
+    );
+    define
+        .entry("CMAKE_C_COMPILER".into())
+        .or_insert(i.toolset.cc.display().to_string());
+    define
+        .entry("CMAKE_CXX_COMPILER".into())
+        .or_insert(i.toolset.cxx.display().to_string());
+    if os == Os::Windows {
+        if let Some(rc) = i.machine.tools.msvc.as_ref().and_then(|m| m.rc.as_ref()) {
+            define
+                .entry("CMAKE_RC_COMPILER".into())
+                .or_insert(rc.display().to_string());
+        }
+        for (k, v) in msvc_env(i.machine) {
+            env.entry(k).or_insert(v);
+        }
+    }
+    for (k, v) in &i.opts.defines {
+        define.insert(k.clone(), v.clone());
+    }
+    let src = i.source.dir();
+    let cmake_src = match expand(&i.resolved.cmake_source, i.vars)?.as_str() {
+        "." | "" => src.to_path_buf(),
+        sub => join(os, src, &[sub]),
+    };
+    let key = {
+        let mut parts: Vec<String> = vec![
+            cmake_src.display().to_string(),
+            i.resolved.generator.clone(),
+        ];
+        parts.extend(
+            define
+                .iter()
+                .filter(|(k, _)| k.as_str() != "CMAKE_INSTALL_PREFIX")
+                .map(|(k, v)| format!("{k}={v}")),
+        );
+        parts.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+        parts.extend(i.torch_cmake.iter().filter_map(|t| t.contents.clone()));
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        hash_hex(&refs)
+    };
+    let name = i.recipe.name();
+    let build_dir = join(
+        os,
+        &i.ctx.cache,
+        &[
+            "build",
+            &format!("{name}-{}-{}", sanitize(i.version), &key[..12]),
+        ],
+    );
+    let prefix = join(os, &build_dir, &["rocbuild-prefix"]);
+    define.insert("CMAKE_INSTALL_PREFIX".into(), prefix.display().to_string());
+    if os == Os::Windows {
+        // CMake reads `\` in a -D value as an escape in some contexts: forward slashes only.
+        for v in define.values_mut() {
+            *v = v.replace('\\', "/");
+        }
+    }
+    let mut configure = Command::new(i.cmake)
+        .args([
+            "-S".to_string(),
+            cmake_src.display().to_string(),
+            "-B".into(),
+            build_dir.display().to_string(),
+            "-G".into(),
+            i.resolved.generator.clone(),
+        ])
+        .args(define.iter().map(|(k, v)| format!("-D{k}={v}")));
+    configure.env = env.clone();
+    let mut build = Command::new(i.cmake).args([
+        "--build".to_string(),
+        build_dir.display().to_string(),
+        "--parallel".into(),
+        i.ctx.jobs.max(1).to_string(),
+    ]);
+    build.env = env;
+    let install_prefix = Command::new(i.cmake).args([
+        "--install".to_string(),
+        build_dir.display().to_string(),
+        "--prefix".into(),
+        prefix.display().to_string(),
+    ]);
+    Ok(Configured {
+        defines: define,
+        toolkit,
+        key,
+        build_dir,
+        prefix,
+        configure,
+        build,
+        install_prefix,
+    })
+}
+
+/// MSVC's environment (INCLUDE, LIB, PATH) for a Windows build; empty elsewhere.
+pub fn msvc_env(machine: &Machine) -> BTreeMap<String, String> {
+    match (&machine.platform.os, &machine.tools.msvc) {
+        (Os::Windows, Some(m)) => {
+            let mut env = m.env.clone();
+            // setuptools: use the environment as set up instead of looking for MSVC again.
+            env.insert("DISTUTILS_USE_SDK".into(), "1".into());
+            env.insert("MSSdk".into(), "1".into());
+            env
+        }
+        _ => BTreeMap::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testing::{ctx, recipe};
+    use crate::plan::{source, tools, torch_cmake, vars};
+    use crate::toolchain;
+    use rocbuild_testkit::machine::cpu_machine;
+
+    fn configured(os: Os, opts: &BuildOptions) -> Configured {
+        let r = recipe("torchcodec");
+        let m = cpu_machine(os);
+        let c = ctx(os);
+        let b = toolchain::choose(r.name(), &r.backends(), false, &m, &opts.backend).unwrap();
+        let rel = r.releases().into_iter().next().unwrap();
+        let resolved = r.resolve(&rocbuild_recipe::Target {
+            os: os.as_str(),
+            flavor: "cpu",
+            version: &rel.version,
+            backend: "cpu",
+            rocm_version: None,
+            features: &[],
+        });
+        let src = source::plan(&r, &rel, opts, &c, os, Flavor::Cpu, &resolved).unwrap();
+        let v = vars::of(&r, &rel.version, &m, &c, &[], &src, &b);
+        let ts = tools::required(&r, &m, &b).unwrap();
+        let tc = torch_cmake::plan(&r, &m, opts, &resolved, &c.cache);
+        plan(Inputs {
+            recipe: &r,
+            machine: &m,
+            opts,
+            ctx: &c,
+            version: &rel.version,
+            resolved: &resolved,
+            vars: &v,
+            source: &src,
+            backend: &b,
+            torch_cmake: tc.as_ref(),
+            cmake: &ts.cmake,
+            toolset: &ts,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn user_defines_come_last_and_name_another_build_tree() {
+        let a = configured(Os::Linux, &BuildOptions::default());
+        assert_eq!(a.defines["CMAKE_MAKE_PROGRAM"], "/usr/bin/ninja");
+        assert!(a.defines["Torch_DIR"].ends_with("share/cmake/Torch"));
+        assert!(a
+            .configure
+            .args
+            .contains(&format!("-DCMAKE_INSTALL_PREFIX={}", a.prefix.display())));
+        assert_eq!(a.toolkit, None, "a CPU torch needs no toolkit");
+        let opts = BuildOptions {
+            defines: vec![("CMAKE_MAKE_PROGRAM".into(), "/opt/ninja".into())],
+            ..BuildOptions::default()
+        };
+        let b = configured(Os::Linux, &opts);
+        assert_eq!(b.defines["CMAKE_MAKE_PROGRAM"], "/opt/ninja");
+        assert_ne!(a.build_dir, b.build_dir);
+        assert_eq!(b.build.args.last().unwrap(), "2");
+    }
+
+    #[test]
+    fn windows_defines_use_forward_slashes() {
+        let w = configured(Os::Windows, &BuildOptions::default());
+        assert!(
+            w.defines.values().all(|v| !v.contains('\\')),
+            "{:?}",
+            w.defines
+        );
+        assert!(w
+            .build_dir
+            .display()
+            .to_string()
+            .starts_with(r"C:\cache\build\torchcodec-"));
+    }
+}

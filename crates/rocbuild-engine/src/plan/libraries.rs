@@ -1,0 +1,81 @@
+//! Optional libraries a recipe can use (`[with.X]`) that the machine has, used or not.
+
+use std::path::PathBuf;
+
+use rocbuild_probe::{Machine, Os};
+use rocbuild_recipe::Recipe;
+use serde::Serialize;
+
+/// An optional library a recipe can use (`[with.X]`), found on the machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct OptionalLibrary {
+    pub name: String,
+    pub root: PathBuf,
+    /// Used by this build; when not, `why` says why.
+    pub used: bool,
+    pub why: String,
+}
+
+/// The optional libraries the recipe can use that the machine has. MKL: upstream links it
+/// statically with GNU OpenMP on Linux; on Windows it needs Intel's OpenMP runtime
+/// (libiomp5md.dll) at run time, which rocbuild does not make findable yet.
+pub fn found(recipe: &Recipe, machine: &Machine) -> Vec<OptionalLibrary> {
+    let mut out = Vec::new();
+    if let (true, Some(root)) = (recipe.uses("mkl"), &machine.toolkits.mkl_root) {
+        let (used, why) = match machine.platform.os {
+            Os::Linux => (
+                true,
+                "Intel oneAPI MKL found: linked statically, with GNU OpenMP".to_string(),
+            ),
+            os => (
+                false,
+                format!(
+                    "not used on {}: MKL needs Intel's OpenMP runtime there, which rocbuild does not make findable yet",
+                    os.as_str()
+                ),
+            ),
+        };
+        out.push(OptionalLibrary {
+            name: "mkl".into(),
+            root: root.clone(),
+            used,
+            why,
+        });
+    }
+    out
+}
+
+/// The names of the libraries used, for the recipe's `[with.X]` overlays.
+pub fn used(libs: &[OptionalLibrary]) -> Vec<&str> {
+    libs.iter()
+        .filter(|l| l.used)
+        .map(|l| l.name.as_str())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testing::recipe;
+    use rocbuild_testkit::machine::cpu_machine;
+
+    #[test]
+    fn mkl_is_used_on_linux_and_said_why_not_elsewhere() {
+        let r = recipe("ctranslate2");
+        let mut m = cpu_machine(Os::Linux);
+        assert!(found(&r, &m).is_empty());
+        m.toolkits.mkl_root = Some(PathBuf::from("/opt/intel/oneapi/mkl/latest"));
+        let l = found(&r, &m);
+        assert_eq!(used(&l), ["mkl"]);
+        let mut w = cpu_machine(Os::Windows);
+        w.toolkits.mkl_root = Some(PathBuf::from(r"C:\oneapi\mkl"));
+        let l = found(&r, &w);
+        assert!(
+            used(&l).is_empty() && l[0].why.contains("not used on windows"),
+            "{:?}",
+            l
+        );
+        // A recipe that cannot use it does not list it.
+        assert!(found(&recipe("torchcodec"), &m).is_empty());
+    }
+}

@@ -1,0 +1,289 @@
+//! `plan()`: recipe + machine + options -> every step spelled out. No I/O.
+//!
+//! The plan is a pipeline of named sub-plans, each a pure function in its own file with its own
+//! tests: what is needed ([`needs`]), which release ([`release`]), which backend (the
+//! toolchain), which optional libraries ([`libraries`]), the tools ([`tools`]), the source
+//! ([`source`]), the template variables ([`vars`]), pip-installed build tools, torch's CMake
+//! package ([`torch_cmake`]), the configure/build commands ([`configure`]), the install
+//! ([`install`]), the Python part ([`python_part`]), the verification ([`verify`]) and the
+//! fingerprint ([`fingerprint`]). What `run()` needs later (the defines, the toolkit, torch's
+//! SDK) are fields of [`Plan`], never read back out of an argv or an environment.
+
+mod configure;
+mod fingerprint;
+mod install;
+mod libraries;
+mod needs;
+mod python_part;
+mod release;
+mod source;
+mod tools;
+mod torch_cmake;
+mod torch_lite;
+mod vars;
+mod verify;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use rocbuild_probe::{Flavor, Machine, Os};
+use rocbuild_recipe::{Recipe, Target};
+use rocbuild_venv::BuildOptions;
+use serde::Serialize;
+
+use crate::command::Command;
+use crate::error::Result;
+use crate::paths::join;
+use crate::toolchain::{self, BackendPlan};
+
+pub use install::InstallPlan;
+pub use libraries::OptionalLibrary;
+pub use python_part::PythonPart;
+pub use source::SourcePlan;
+pub use tools::ToolsPlan;
+pub use torch_cmake::TorchCmakePlan;
+
+/// Where and how hard a build works: decided once by the caller, not by the user's options.
+#[derive(Debug, Clone, Serialize)]
+pub struct Context {
+    /// Where sources, build trees, tools and logs live.
+    pub cache: PathBuf,
+    /// `ROCBUILD_MIRROR`: offline mirror of git repositories.
+    pub mirror: Option<PathBuf>,
+    /// Parallel compile jobs (`--jobs`, else the machine's cores).
+    pub jobs: usize,
+}
+
+/// Every step of one build, concrete.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub recipe: String,
+    pub recipe_file: String,
+    pub recipe_hash: String,
+    pub version: String,
+    /// Why this version: `--version`, or the newest release compatible with torch X.
+    pub version_reason: String,
+    pub os: Os,
+    pub venv: PathBuf,
+    pub venv_chosen_by: String,
+    pub python: PathBuf,
+    pub torch_version: Option<String>,
+    pub torch_git: Option<String>,
+    /// The CUDA / HIP version torch was built with (its version.py), when the build uses torch.
+    pub torch_cuda: Option<String>,
+    pub torch_hip: Option<String>,
+    pub flavor: Flavor,
+    pub ffmpeg_major: Option<u32>,
+    /// The compute backend and its toolchain (SDK, GPU archs).
+    pub backend: BackendPlan,
+    /// Optional libraries found (`[with.X]`), used or not.
+    pub libraries: Vec<OptionalLibrary>,
+    pub source: SourcePlan,
+    pub tools: Option<ToolsPlan>,
+    pub torch_cmake: Option<TorchCmakePlan>,
+    /// Every CMake define of the configure step (recipe, toolchain, user), as given to CMake.
+    pub defines: BTreeMap<String, String>,
+    /// The GPU toolkit root handed to torch's own CMake package (ROCM_PATH / CUDA_HOME).
+    pub toolkit: Option<PathBuf>,
+    pub build_dir: PathBuf,
+    pub prefix: PathBuf,
+    pub configure: Command,
+    pub build: Command,
+    pub install_prefix: Command,
+    pub python_part: Option<PythonPart>,
+    pub install: InstallPlan,
+    pub verify: Option<Command>,
+    pub log_dir: PathBuf,
+    pub options: BuildOptions,
+    /// Hash of everything that decides the result, apart from the source commit.
+    pub fingerprint: String,
+}
+
+pub fn plan(
+    recipe: &Recipe,
+    machine: &Machine,
+    opts: &BuildOptions,
+    ctx: &Context,
+) -> Result<Plan> {
+    let os = machine.platform.os;
+    let needs = &recipe.raw.needs;
+    needs::check(recipe, machine)?;
+    let torch = machine.torch.as_ref();
+    let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
+    let (release, version_reason) = release::choose(recipe, machine, opts)?;
+    let version = release.version.clone();
+    let backend = toolchain::choose(
+        recipe.name(),
+        &recipe.backends(),
+        needs.hipblas,
+        machine,
+        &opts.backend,
+    )?;
+    let libraries = libraries::found(recipe, machine);
+    let features = libraries::used(&libraries);
+    let resolved = recipe.resolve(&Target {
+        os: os.as_str(),
+        flavor: flavor.as_str(),
+        version: &version,
+        backend: backend.backend.as_str(),
+        rocm_version: backend.rocm.as_ref().and_then(|r| r.version.as_deref()),
+        features: &features,
+    });
+    let toolset = tools::required(recipe, machine, &backend)?;
+    let source = source::plan(recipe, &release, opts, ctx, os, flavor, &resolved)?;
+    let mut vars = vars::of(
+        recipe, &version, machine, ctx, &libraries, &source, &backend,
+    );
+    let (tools, cmake) =
+        tools::python_tools(recipe, machine, &backend, &toolset, &vars, &ctx.cache)?;
+    if let Some(t) = &tools {
+        vars.insert("tools".into(), t.dir.display().to_string());
+    }
+    let torch_cmake = torch_cmake::plan(recipe, machine, opts, &resolved, &ctx.cache);
+    let configured = configure::plan(configure::Inputs {
+        recipe,
+        machine,
+        opts,
+        ctx,
+        version: &version,
+        resolved: &resolved,
+        vars: &vars,
+        source: &source,
+        backend: &backend,
+        torch_cmake: torch_cmake.as_ref(),
+        cmake: &cmake,
+        toolset: &toolset,
+    })?;
+    vars.insert("build".into(), configured.build_dir.display().to_string());
+    vars.insert("prefix".into(), configured.prefix.display().to_string());
+    let install = install::plan(recipe, machine, &resolved, &vars, &backend)?;
+    let python_part = python_part::plan(
+        recipe,
+        machine,
+        &version,
+        &resolved,
+        &vars,
+        &source,
+        &configured.build_dir,
+        tools.as_ref(),
+    )?;
+    let verify = verify::plan(machine, &resolved, &vars)?;
+    let fingerprint = fingerprint::of(
+        recipe,
+        &version,
+        &source,
+        &configured.key,
+        &install,
+        verify.as_ref(),
+        torch,
+    );
+    // Only when the build uses torch: CTranslate2 does not go stale with a torch upgrade.
+    let used_torch = torch.filter(|_| needs.torch);
+    Ok(Plan {
+        recipe: recipe.name().into(),
+        recipe_file: recipe.file.clone(),
+        recipe_hash: recipe.hash.clone(),
+        version,
+        version_reason,
+        os,
+        venv: machine.venv.root.clone(),
+        venv_chosen_by: machine.venv.chosen_by.clone(),
+        python: machine.python.exe.clone(),
+        torch_version: used_torch.map(|t| t.version.clone()),
+        torch_git: used_torch.and_then(|t| t.git_version.clone()),
+        torch_cuda: used_torch.and_then(|t| t.cuda.clone()),
+        torch_hip: used_torch.and_then(|t| t.hip.clone()),
+        flavor,
+        ffmpeg_major: machine
+            .ffmpeg
+            .as_ref()
+            .filter(|_| needs.ffmpeg)
+            .map(|f| f.major),
+        backend,
+        libraries,
+        source,
+        tools,
+        torch_cmake,
+        defines: configured.defines,
+        toolkit: configured.toolkit,
+        build_dir: configured.build_dir,
+        prefix: configured.prefix,
+        configure: configured.configure,
+        build: configured.build,
+        install_prefix: configured.install_prefix,
+        python_part,
+        install,
+        verify,
+        log_dir: join(os, &ctx.cache, &["logs"]),
+        options: opts.clone(),
+        fingerprint,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Recipes and contexts for the sub-plans' tests.
+    use super::*;
+
+    pub fn recipe(name: &str) -> Recipe {
+        rocbuild_recipe::RecipeSet::load(&[])
+            .expect("built-in recipes load")
+            .get(name)
+            .expect("built-in recipe")
+            .clone()
+    }
+
+    pub fn ctx(os: Os) -> Context {
+        Context {
+            cache: PathBuf::from(if os == Os::Windows {
+                r"C:\cache"
+            } else {
+                "/cache"
+            }),
+            mirror: None,
+            jobs: 2,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+    use rocbuild_testkit::machine::{cpu_machine, machine};
+
+    #[test]
+    fn a_whole_plan_reads_as_its_sub_plans() {
+        let m = cpu_machine(Os::Linux);
+        let p = plan(
+            &recipe("torchcodec"),
+            &m,
+            &BuildOptions::default(),
+            &ctx(Os::Linux),
+        )
+        .unwrap();
+        assert!(
+            p.version_reason.contains("torch 2.9.1"),
+            "{}",
+            p.version_reason
+        );
+        // The defines run() records are the plan's, the same the configure argv carries.
+        for (k, v) in &p.defines {
+            assert!(p.configure.args.contains(&format!("-D{k}={v}")), "{k}");
+        }
+        assert_eq!(p.torch_hip, None);
+        assert!(p.build_dir.starts_with("/cache/build"));
+    }
+
+    #[test]
+    fn torch_facts_of_a_rocm_torch_are_in_the_plan() {
+        let m = machine(Os::Linux);
+        let opts = BuildOptions {
+            torch_cmake: Some(rocbuild_recipe::TorchCmake::Lite),
+            ..BuildOptions::default()
+        };
+        let p = plan(&recipe("torchcodec"), &m, &opts, &ctx(Os::Linux)).unwrap();
+        assert_eq!(p.torch_hip.as_deref(), Some("6.4.43482"));
+        assert_eq!(p.toolkit, None, "lite mode hands no toolkit to CMake");
+    }
+}

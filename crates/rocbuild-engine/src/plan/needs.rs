@@ -1,0 +1,62 @@
+//! What the recipe needs in the venv before anything is planned: torch, and the Python
+//! packages its library imports at run time.
+
+use rocbuild_probe::Machine;
+use rocbuild_recipe::Recipe;
+
+use crate::error::{EngineError, Result};
+
+pub fn check(recipe: &Recipe, machine: &Machine) -> Result<()> {
+    let needs = &recipe.raw.needs;
+    let py = &machine.python;
+    if needs.torch && machine.torch.is_none() {
+        return Err(EngineError::NoTorch {
+            site: py.site_packages.display().to_string(),
+            recipe: recipe.name().into(),
+            python: py.exe.display().to_string(),
+        });
+    }
+    let missing: Vec<&str> = needs
+        .python
+        .iter()
+        .filter(|d| {
+            !py.distributions
+                .contains_key(&rocbuild_probe::normalize_dist(d))
+        })
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(EngineError::MissingPython {
+            recipe: recipe.name().into(),
+            missing: missing.join(", "),
+            site: py.site_packages.display().to_string(),
+            command: format!("{} -m pip install {}", py.exe.display(), missing.join(" ")),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testing::recipe;
+    use rocbuild_probe::Os;
+    use rocbuild_testkit::machine::cpu_machine;
+
+    #[test]
+    fn torch_and_run_time_packages_are_required() {
+        let mut m = cpu_machine(Os::Linux);
+        assert!(check(&recipe("torchcodec"), &m).is_ok());
+        m.torch = None;
+        let e = check(&recipe("torchcodec"), &m).unwrap_err();
+        assert!(matches!(e, EngineError::NoTorch { .. }), "{e}");
+        let mut m = cpu_machine(Os::Linux);
+        m.python.distributions.clear();
+        match check(&recipe("ctranslate2"), &m) {
+            Err(EngineError::MissingPython { command, .. }) => {
+                assert!(command.contains("-m pip install"), "{command}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

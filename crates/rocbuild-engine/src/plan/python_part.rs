@@ -1,0 +1,194 @@
+//! The pure-Python part of the package: from the index (pip, `--no-deps`, only when another
+//! version or none is installed), or a wheel built from the checkout against the libraries
+//! just built (always). Both are installed by pip into the transaction's staging directory.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rocbuild_probe::Machine;
+use rocbuild_recipe::{PythonFrom, Recipe, Resolved};
+use serde::Serialize;
+
+use super::configure::msvc_env;
+use super::source::SourcePlan;
+use super::tools::ToolsPlan;
+use super::vars::expand;
+use crate::command::Command;
+use crate::error::Result;
+use crate::paths::join;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PythonPart {
+    pub distribution: String,
+    pub version: String,
+    /// The version installed now, if any (its files are parked in the backup).
+    pub replaces: Option<String>,
+    /// For a package built from the checkout: `pip wheel` into the build tree.
+    pub build: Option<Command>,
+    /// `pip install --target` into the transaction's staging directory.
+    pub install: Command,
+    pub target: PathBuf,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn plan(
+    recipe: &Recipe,
+    machine: &Machine,
+    version: &str,
+    resolved: &Resolved,
+    vars: &BTreeMap<String, String>,
+    source: &SourcePlan,
+    build_dir: &Path,
+    tools: Option<&ToolsPlan>,
+) -> Result<Option<PythonPart>> {
+    let os = machine.platform.os;
+    let py = &machine.python;
+    let raw = &recipe.raw;
+    let version = version.to_string();
+    let dist = rocbuild_probe::normalize_dist(&raw.package.distribution);
+    let installed = py.distributions.get(&dist).cloned();
+    let pip_install = |target: &Path| {
+        Command::new(&py.exe)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-input",
+                "--no-deps",
+                "--no-compile",
+                "--target",
+            ])
+            .arg(target.display().to_string())
+    };
+    Ok(match resolved.python_from {
+        // The index's wheel carries the pure-Python files; needed only when another version
+        // (or none) is installed.
+        PythonFrom::Pypi => (installed.as_deref() != Some(version.as_str())).then(|| {
+            let target = join(os, &py.site_packages, &rocbuild_venv::layout::PIP_TARGET);
+            PythonPart {
+                distribution: raw.package.distribution.clone(),
+                version: version.clone(),
+                replaces: installed.clone(),
+                build: None,
+                install: pip_install(&target)
+                    .arg(format!("{}=={version}", raw.package.distribution)),
+                target,
+            }
+        }),
+        // A wheel built from the checkout against the libraries just built: always installed,
+        // whatever version pip had (its native extension was built for other libraries).
+        PythonFrom::Source => {
+            let dir = resolved.python_dir.clone().unwrap_or_else(|| ".".into());
+            let dir = match expand(&dir, &vars)?.as_str() {
+                "." | "" => source.dir().to_path_buf(),
+                sub => join(os, source.dir(), &[sub]),
+            };
+            let wheel_dir = join(os, build_dir, &["rocbuild-wheel"]);
+            let mut build = Command::new(&py.exe)
+                .args([
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                    "--no-deps",
+                    "--no-build-isolation",
+                    "--wheel-dir",
+                ])
+                .arg(wheel_dir.display().to_string())
+                .arg(dir.display().to_string());
+            for (k, v) in &resolved.python_env {
+                build.env.insert(k.clone(), expand(v, &vars)?);
+            }
+            if let Some(t) = tools {
+                build
+                    .env
+                    .insert("PYTHONPATH".into(), t.dir.display().to_string());
+            }
+            build.env.extend(msvc_env(machine));
+            let target = join(os, &py.site_packages, &rocbuild_venv::layout::PIP_TARGET);
+            let install = pip_install(&target)
+                .args(["--no-index", "--find-links"])
+                .arg(wheel_dir.display().to_string())
+                .arg(format!("{}=={version}", raw.package.distribution));
+            Some(PythonPart {
+                distribution: raw.package.distribution.clone(),
+                version: version.clone(),
+                replaces: installed.clone(),
+                build: Some(build),
+                install,
+                target,
+            })
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testing::recipe;
+    use rocbuild_probe::Os;
+    use rocbuild_testkit::machine::cpu_machine;
+
+    #[test]
+    fn pip_fetches_the_python_part_only_when_another_version_is_installed() {
+        let r = recipe("torchcodec");
+        let mut m = cpu_machine(Os::Linux);
+        let src = SourcePlan::Local {
+            dir: PathBuf::from("/src"),
+        };
+        let res = Resolved::default();
+        let vars = BTreeMap::new();
+        let pp = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
+            .unwrap()
+            .expect("not installed: pip fetches it");
+        assert_eq!(pp.replaces, None);
+        assert!(pp.install.args.contains(&"torchcodec==0.9.1".to_string()));
+        assert_eq!(pp.target, m.python.site_packages.join(".rocbuild/txn/pip"));
+        m.python
+            .distributions
+            .insert("torchcodec".into(), "0.9.1".into());
+        assert!(
+            plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
+                .unwrap()
+                .is_none()
+        );
+        m.python
+            .distributions
+            .insert("torchcodec".into(), "0.8.0".into());
+        let pp = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(pp.replaces.as_deref(), Some("0.8.0"));
+    }
+
+    #[test]
+    fn a_source_python_part_is_built_from_the_checkout() {
+        let r = recipe("ctranslate2");
+        let m = cpu_machine(Os::Linux);
+        let src = SourcePlan::Local {
+            dir: PathBuf::from("/src"),
+        };
+        let res = Resolved {
+            python_from: PythonFrom::Source,
+            python_dir: Some("python".into()),
+            ..Resolved::default()
+        };
+        let pp = plan(
+            &r,
+            &m,
+            "4.8.1",
+            &res,
+            &BTreeMap::new(),
+            &src,
+            Path::new("/b"),
+            None,
+        )
+        .unwrap()
+        .unwrap();
+        let build = pp.build.expect("a wheel build");
+        assert_eq!(build.args.last().unwrap(), "/src/python");
+        assert!(pp.install.args.contains(&"--no-index".to_string()));
+    }
+}

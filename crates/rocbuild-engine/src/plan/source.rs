@@ -1,0 +1,197 @@
+//! Where the source comes from: a local directory built as it is (`--source DIR`), or a git
+//! repository (the recipe's, or `--source URL`) at the release's tag and pinned commit, or at
+//! `--rev`.
+
+use std::path::{Path, PathBuf};
+
+use rocbuild_probe::{Flavor, Os};
+use rocbuild_recipe::{Recipe, ReleaseInfo, Resolved, SubmoduleSel};
+use rocbuild_venv::BuildOptions;
+use serde::Serialize;
+
+use super::vars::{base, expand};
+use super::Context;
+use crate::error::Result;
+use crate::paths::{join, looks_like_url, sanitize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum SourcePlan {
+    Git {
+        url: String,
+        /// `refs/tags/v0.9.1`, or a user's `--rev` (branch, tag or commit).
+        reference: String,
+        expected_commit: Option<String>,
+        submodules: SubmoduleSel,
+        mirror: Option<PathBuf>,
+        /// Bare clones, keyed by URL.
+        git_cache: PathBuf,
+        checkout: PathBuf,
+    },
+    /// A directory built as it is (`--source DIR` without `--rev`).
+    Local { dir: PathBuf },
+}
+
+impl SourcePlan {
+    pub fn dir(&self) -> &Path {
+        match self {
+            SourcePlan::Git { checkout, .. } => checkout,
+            SourcePlan::Local { dir } => dir,
+        }
+    }
+}
+
+pub fn plan(
+    recipe: &Recipe,
+    release: &ReleaseInfo,
+    opts: &BuildOptions,
+    ctx: &Context,
+    os: Os,
+    flavor: Flavor,
+    resolved: &Resolved,
+) -> Result<SourcePlan> {
+    let raw = &recipe.raw;
+    let name = recipe.name();
+    let version = &release.version;
+    Ok(match (&opts.source, &opts.rev) {
+        (Some(s), None) if !looks_like_url(s) => SourcePlan::Local {
+            dir: PathBuf::from(s),
+        },
+        (src, rev) => {
+            let vars = base(name, version, os, flavor);
+            let url = match src {
+                Some(s) => s.clone(),
+                None => expand(raw.source.git.get_ref(), &vars)?,
+            };
+            let (reference, expected_commit) = match rev {
+                Some(r) => (r.clone(), None),
+                None => (
+                    format!("refs/tags/{}", expand(raw.source.tag.get_ref(), &vars)?),
+                    if src.is_none() {
+                        release.commit.clone()
+                    } else {
+                        None
+                    },
+                ),
+            };
+            let label = match &expected_commit {
+                Some(c) => c[..12.min(c.len())].to_string(),
+                None => sanitize(reference.trim_start_matches("refs/tags/")),
+            };
+            SourcePlan::Git {
+                checkout: join(os, &ctx.cache, &["src", &format!("{name}-{label}")]),
+                git_cache: join(os, &ctx.cache, &["git"]),
+                url,
+                reference,
+                expected_commit,
+                submodules: resolved.submodules.clone(),
+                mirror: ctx.mirror.clone(),
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testing::{ctx, recipe};
+
+    fn release(r: &Recipe) -> ReleaseInfo {
+        r.releases()
+            .into_iter()
+            .find(|x| x.commit.is_some())
+            .expect("a pinned release")
+    }
+
+    #[test]
+    fn a_release_is_its_tag_and_pinned_commit() {
+        let r = recipe("torchcodec");
+        let rel = release(&r);
+        let p = plan(
+            &r,
+            &rel,
+            &BuildOptions::default(),
+            &ctx(Os::Linux),
+            Os::Linux,
+            Flavor::Cpu,
+            &Resolved::default(),
+        )
+        .unwrap();
+        match &p {
+            SourcePlan::Git {
+                reference,
+                expected_commit,
+                checkout,
+                url,
+                ..
+            } => {
+                assert_eq!(reference, &format!("refs/tags/v{}", rel.version));
+                assert_eq!(expected_commit, &rel.commit);
+                assert!(url.contains("torchcodec"), "{url}");
+                assert_eq!(
+                    checkout,
+                    &PathBuf::from(format!(
+                        "/cache/src/torchcodec-{}",
+                        &rel.commit.clone().unwrap()[..12]
+                    ))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_local_directory_or_a_url_at_a_rev() {
+        let r = recipe("torchcodec");
+        let rel = release(&r);
+        let local = BuildOptions {
+            source: Some("/src/tc".into()),
+            ..BuildOptions::default()
+        };
+        assert_eq!(
+            plan(
+                &r,
+                &rel,
+                &local,
+                &ctx(Os::Linux),
+                Os::Linux,
+                Flavor::Cpu,
+                &Resolved::default()
+            )
+            .unwrap(),
+            SourcePlan::Local {
+                dir: PathBuf::from("/src/tc")
+            }
+        );
+        let fork = BuildOptions {
+            source: Some("https://example.com/me/tc".into()),
+            rev: Some("my/branch".into()),
+            ..BuildOptions::default()
+        };
+        match plan(
+            &r,
+            &rel,
+            &fork,
+            &ctx(Os::Windows),
+            Os::Windows,
+            Flavor::Cpu,
+            &Resolved::default(),
+        )
+        .unwrap()
+        {
+            SourcePlan::Git {
+                reference,
+                expected_commit,
+                checkout,
+                ..
+            } => {
+                assert_eq!(reference, "my/branch");
+                assert_eq!(expected_commit, None, "a user's rev pins nothing");
+                assert_eq!(
+                    checkout,
+                    PathBuf::from(r"C:\cache\src\torchcodec-my_branch")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The template variables a recipe may use (`{torch.lib}`, `{ffmpeg.major}`, …), from the
+//! machine and the plan so far; and their expansion, with an error that says what is missing.
+
+use std::collections::BTreeMap;
+
+use rocbuild_probe::{Flavor, Machine, Os};
+use rocbuild_recipe::{template, Recipe};
+
+use super::libraries::OptionalLibrary;
+use super::source::SourcePlan;
+use super::Context;
+use crate::error::{EngineError, Result};
+use crate::toolchain::BackendPlan;
+
+/// The variables known before anything else: `{name}`, `{version}`, `{os}`, `{flavor}`.
+pub fn base(name: &str, version: &str, os: Os, flavor: Flavor) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("name".to_string(), name.to_string()),
+        ("version".to_string(), version.to_string()),
+        ("os".to_string(), os.as_str().to_string()),
+        ("flavor".to_string(), flavor.as_str().to_string()),
+    ])
+}
+
+/// Every variable known once the source and the backend are chosen.
+pub fn of(
+    recipe: &Recipe,
+    version: &str,
+    machine: &Machine,
+    ctx: &Context,
+    libraries: &[OptionalLibrary],
+    source: &SourcePlan,
+    backend: &BackendPlan,
+) -> BTreeMap<String, String> {
+    let os = machine.platform.os;
+    let torch = machine.torch.as_ref();
+    let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
+    let py = &machine.python;
+    let mut vars = base(recipe.name(), version, os, flavor);
+    let mut set = |k: &str, v: String| {
+        vars.insert(k.to_string(), v);
+    };
+    set("jobs", ctx.jobs.max(1).to_string());
+    for l in libraries.iter().filter(|l| l.used) {
+        set(&format!("{}.root", l.name), l.root.display().to_string());
+    }
+    set("source", source.dir().display().to_string());
+    set("python.exe", py.exe.display().to_string());
+    set("python.version", py.version.clone());
+    set("python.site", py.site_packages.display().to_string());
+    set("python.include", py.include.display().to_string());
+    set("python.ext-suffix", py.ext_suffix.clone());
+    if let Some(t) = torch {
+        set("torch.version", t.version.clone());
+        set("torch.dir", t.dir.display().to_string());
+        set("torch.lib", t.lib.display().to_string());
+        set("torch.include", t.include.display().to_string());
+        set("torch.cmake", t.cmake.display().to_string());
+    }
+    if let Some(f) = &machine.ffmpeg {
+        set("ffmpeg.major", f.major.to_string());
+        set("ffmpeg.version", f.avutil_version.clone());
+        set("ffmpeg.lib", f.lib.display().to_string());
+        set("ffmpeg.include", f.include.display().to_string());
+    }
+    if let Some(c) = &machine.toolkits.cuda_home {
+        set("cuda.home", c.display().to_string());
+    }
+    if let Some(r) = &machine.toolkits.rocm_path {
+        set("rocm.path", r.display().to_string());
+    }
+    if let Some(f) = &machine.ffmpeg {
+        let runtime = f.bin.as_ref().unwrap_or(&f.lib);
+        set("ffmpeg.runtime", runtime.display().to_string());
+    }
+    backend.vars(&mut vars);
+    vars
+}
+
+/// Expand `s`; a variable without a value is an error that says why it has none.
+pub fn expand(s: &str, vars: &BTreeMap<String, String>) -> Result<String> {
+    template::expand(s, vars).map_err(|missing| EngineError::NoValue {
+        why: match missing.split('.').next() {
+            Some("ffmpeg") => "no FFmpeg was found".into(),
+            Some("torch") => "no torch was found".into(),
+            Some("cuda") => "no CUDA toolkit was found (set CUDA_HOME)".into(),
+            Some("rocm") => "no ROCm root was found (set ROCM_PATH)".into(),
+            Some("tools") => "the recipe declares no [needs] python-build".into(),
+            _ => "it has no value at this point of the plan".into(),
+        },
+        help: "install what it names, or change the recipe".into(),
+        variable: missing,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testing::{ctx, recipe};
+    use crate::toolchain;
+    use rocbuild_testkit::machine::cpu_machine;
+    use std::path::PathBuf;
+
+    #[test]
+    fn variables_come_from_the_machine_and_missing_ones_say_why() {
+        let r = recipe("torchcodec");
+        let mut m = cpu_machine(Os::Macos);
+        let b = toolchain::choose(r.name(), &r.backends(), false, &m, &Default::default()).unwrap();
+        let src = SourcePlan::Local {
+            dir: PathBuf::from("/src"),
+        };
+        let v = of(&r, "0.9.1", &m, &ctx(Os::Macos), &[], &src, &b);
+        assert_eq!(
+            v["torch.lib"],
+            "/Users/me/venv/lib/python3.11/site-packages/torch/lib"
+        );
+        assert_eq!(v["ffmpeg.major"], "7");
+        assert_eq!(v["ffmpeg.runtime"], "/opt/homebrew/opt/ffmpeg/lib");
+        assert_eq!(v["jobs"], "2");
+        assert_eq!(expand("{source}/x", &v).unwrap(), "/src/x");
+        m.ffmpeg = None;
+        let v = of(&r, "0.9.1", &m, &ctx(Os::Macos), &[], &src, &b);
+        match expand("{ffmpeg.lib}", &v) {
+            Err(EngineError::NoValue { variable, why, .. }) => {
+                assert_eq!(variable, "ffmpeg.lib");
+                assert_eq!(why, "no FFmpeg was found");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

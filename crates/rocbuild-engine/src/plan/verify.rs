@@ -1,0 +1,51 @@
+//! The verification: the recipe's snippet run by the venv's Python in a fresh interpreter
+//! with neither LD_LIBRARY_PATH nor PYTHONPATH nor bytecode writing (so what it proves holds
+//! for the user, and a failure leaves the venv untouched).
+
+use std::collections::BTreeMap;
+
+use rocbuild_probe::Machine;
+use rocbuild_recipe::Resolved;
+
+use super::vars::expand;
+use crate::command::Command;
+use crate::error::Result;
+
+pub fn plan(
+    machine: &Machine,
+    resolved: &Resolved,
+    vars: &BTreeMap<String, String>,
+) -> Result<Option<Command>> {
+    let Some(snippet) = &resolved.verify else {
+        return Ok(None);
+    };
+    let mut c = Command::new(&machine.python.exe).args(["-c".to_string(), expand(snippet, vars)?]);
+    c.env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
+    c.env.insert("PYTHONNOUSERSITE".into(), "1".into());
+    c.env_remove = vec!["LD_LIBRARY_PATH".into(), "PYTHONPATH".into()];
+    Ok(Some(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocbuild_probe::Os;
+    use rocbuild_testkit::machine::cpu_machine;
+
+    #[test]
+    fn verification_runs_clean() {
+        let m = cpu_machine(Os::Linux);
+        assert!(plan(&m, &Resolved::default(), &BTreeMap::new())
+            .unwrap()
+            .is_none());
+        let r = Resolved {
+            verify: Some("import {name}".into()),
+            ..Resolved::default()
+        };
+        let vars = BTreeMap::from([("name".to_string(), "torchcodec".to_string())]);
+        let c = plan(&m, &r, &vars).unwrap().unwrap();
+        assert_eq!(c.args, ["-c", "import torchcodec"]);
+        assert_eq!(c.env["PYTHONDONTWRITEBYTECODE"], "1");
+        assert!(c.env_remove.contains(&"LD_LIBRARY_PATH".to_string()));
+    }
+}

@@ -1,0 +1,142 @@
+//! One build: lock the venv, describe the machine, plan, run.
+
+use std::path::PathBuf;
+
+use rocbuild_probe::{Machine, ProbeOptions};
+use rocbuild_recipe::Recipe;
+use rocbuild_venv::{Backend, BuildOptions};
+
+use rocbuild_venv::lock::VenvLock;
+
+use super::{locate, Reporter, Settings};
+use crate::error::{EngineError, Result};
+use crate::plan::{plan, Context, Plan};
+use crate::run::{run, Outcome};
+use crate::step::Verbosity;
+
+pub struct BuildRequest<'a> {
+    pub recipe: &'a Recipe,
+    pub options: BuildOptions,
+    pub venv: Option<PathBuf>,
+    /// `--machine FILE`: plan for this machine instead of probing.
+    pub machine: Option<Machine>,
+    pub dry_run: bool,
+    pub no_wait: bool,
+    pub verbosity: Verbosity,
+}
+
+pub enum Built {
+    /// `--dry-run`: the plan, nothing touched.
+    Planned(Box<Plan>),
+    Ran {
+        plan: Box<Plan>,
+        outcome: Outcome,
+    },
+}
+
+/// What the probe must look at for this recipe and these options.
+fn probe_options(recipe: &Recipe, opts: &BuildOptions, venv: Option<PathBuf>) -> ProbeOptions {
+    let b = &opts.backend;
+    let has = |x: &str| recipe.backends().iter().any(|r| r == x);
+    ProbeOptions {
+        venv,
+        ffmpeg_dir: opts.ffmpeg_dir.clone(),
+        want_ffmpeg: recipe.raw.needs.ffmpeg,
+        // A recipe with a rocm backend may pick it (ROCm torch + SDK): look for SDKs and
+        // GPUs unless another backend was asked for.
+        want_rocm: b.rocm.is_some() || !b.arch.is_empty() || b.backend == Some(Backend::Rocm),
+        // Without a backend asked for, rocm is picked only for a ROCm torch.
+        want_rocm_with_rocm_torch: b.backend.is_none() && has("rocm"),
+        arch: b.arch.clone(),
+        // A CUDA build without --cuda-arch builds for the GPUs found here.
+        want_cuda_gpu: b.cuda_arch.is_empty()
+            && has("cuda")
+            && !matches!(b.backend, Some(Backend::Cpu) | Some(Backend::Rocm)),
+    }
+}
+
+pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter) -> Result<Built> {
+    build_with(req, settings, reporter, true)
+}
+
+/// A build whose caller already holds the venv lock (`rebuild`).
+pub(super) fn build_locked(
+    req: BuildRequest,
+    settings: &Settings,
+    reporter: &mut dyn Reporter,
+) -> Result<Built> {
+    build_with(req, settings, reporter, false)
+}
+
+fn build_with(
+    req: BuildRequest,
+    settings: &Settings,
+    reporter: &mut dyn Reporter,
+    take_lock: bool,
+) -> Result<Built> {
+    let mut opts = req.options;
+    if opts.ffmpeg_dir.is_none() {
+        opts.ffmpeg_dir = settings.downloaded_ffmpeg.clone();
+    }
+    // Lock the venv before probing it (a run that waited must see what the other one left).
+    // A venv that cannot be located is left to the probe, which says why in full.
+    let layout = match (&req.machine, req.dry_run) {
+        (None, false) => locate(req.venv.as_deref()).ok(),
+        _ => None,
+    };
+    let _lock = match layout.as_ref().filter(|_| take_lock) {
+        // run() finishes or undoes a killed run's install, under this lock, and logs it.
+        Some(l) => Some(VenvLock::acquire(&l.site, !req.no_wait, &mut |pid| {
+            reporter.waiting(pid)
+        })?),
+        None => None,
+    };
+    let machine = match req.machine {
+        Some(m) => m,
+        None => rocbuild_probe::probe(&probe_options(req.recipe, &opts, req.venv.clone()))?,
+    };
+    // The lock and the install name the same site-packages, or nothing is done.
+    if let Some(l) = &layout {
+        let same = std::fs::canonicalize(&l.site).ok()
+            == std::fs::canonicalize(&machine.python.site_packages).ok();
+        if !same {
+            return Err(EngineError::Usage {
+                option: "venv".into(),
+                reason: format!(
+                    "its Python installs into {}, but its pyvenv.cfg names {}",
+                    machine.python.site_packages.display(),
+                    l.site.display()
+                ),
+                help: Some(
+                    "the venv is inconsistent: recreate it (python3 -m venv --clear, or uv venv)"
+                        .into(),
+                ),
+            });
+        }
+    }
+    if req.verbosity != Verbosity::Quiet && !req.dry_run {
+        reporter.note(&format!(
+            "venv: {} (from {})",
+            machine.venv.root.display(),
+            machine.venv.chosen_by
+        ));
+    }
+    let ctx = Context {
+        cache: settings.cache.clone(),
+        mirror: settings.mirror.clone(),
+        jobs: opts.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+        }),
+    };
+    let plan = plan(req.recipe, &machine, &opts, &ctx)?;
+    if req.dry_run {
+        return Ok(Built::Planned(Box::new(plan)));
+    }
+    let outcome = run(&plan, req.verbosity)?;
+    Ok(Built::Ran {
+        plan: Box::new(plan),
+        outcome,
+    })
+}

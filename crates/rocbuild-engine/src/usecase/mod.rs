@@ -1,0 +1,78 @@
+//! The use cases the CLI offers, each one function: build, rebuild, status (with recovery),
+//! restore, wheel, schedule. They take the [`Settings`] the CLI read and a [`Reporter`] for
+//! what a user should see while they run; they return data the CLI renders.
+
+mod build;
+mod keep;
+
+use std::path::{Path, PathBuf};
+
+pub use build::{build, BuildRequest, Built};
+pub use keep::{rebuild, restore, status, wheel, RebuildRequest, Rebuilt, StatusReport};
+
+use rocbuild_probe::Os;
+use rocbuild_venv::install::{self, Recovered};
+use rocbuild_venv::lock::VenvLock;
+use rocbuild_venv::VenvLayout;
+
+use crate::error::Result;
+
+/// What the environment and the global flags decided, read once by the CLI.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Sources, build trees, tools, logs.
+    pub cache: PathBuf,
+    /// `ROCBUILD_MIRROR`.
+    pub mirror: Option<PathBuf>,
+    /// The FFmpeg `rocbuild ffmpeg` fetched last, used when no `--ffmpeg` is given.
+    pub downloaded_ffmpeg: Option<PathBuf>,
+}
+
+/// What a running use case tells the user.
+pub trait Reporter {
+    /// A line for the user (stderr in the CLI), e.g. which venv, an interrupted run recovered.
+    fn note(&mut self, line: &str);
+    /// Another run holds the venv; this one waits for it.
+    fn waiting(&mut self, pid: Option<u32>) {
+        self.note(&format!(
+            "waiting for another rocbuild run on this venv (pid {})…",
+            pid.map_or("unknown".into(), |p| p.to_string())
+        ));
+    }
+}
+
+/// A reporter that says nothing (tests, `--json`).
+pub struct Silent;
+
+impl Reporter for Silent {
+    fn note(&mut self, _line: &str) {}
+}
+
+/// The venv's layout: `--venv`, `$VIRTUAL_ENV`, `$CONDA_PREFIX`, `./.venv`.
+pub fn locate(venv: Option<&Path>) -> Result<VenvLayout> {
+    let v = rocbuild_probe::choose_venv(venv)?;
+    Ok(VenvLayout::locate(&v.root, Os::current())?)
+}
+
+/// Lock the venv, then finish or undo what a killed run left.
+fn lock_and_recover(
+    layout: &VenvLayout,
+    no_wait: bool,
+    reporter: &mut dyn Reporter,
+) -> Result<VenvLock> {
+    let lock = VenvLock::acquire(&layout.site, !no_wait, &mut |pid| reporter.waiting(pid))?;
+    note_recovery(install::recover(&layout.site)?, reporter);
+    Ok(lock)
+}
+
+fn note_recovery(r: Recovered, reporter: &mut dyn Reporter) {
+    match r {
+        Recovered::RolledBack => {
+            reporter.note("note: an interrupted rocbuild run on this venv was rolled back")
+        }
+        Recovered::Completed => {
+            reporter.note("note: an interrupted rocbuild run on this venv was completed")
+        }
+        Recovered::Nothing => {}
+    }
+}

@@ -1,0 +1,112 @@
+//! The options a build was made with: what the user asked for on the command line, stored as
+//! is in the manifest so `rebuild` repeats the build exactly.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use rocbuild_recipe::TorchCmake;
+use serde::{Deserialize, Serialize};
+
+/// The compute backend of a build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Cpu,
+    Rocm,
+    Cuda,
+}
+
+impl Backend {
+    pub const ALL: [Backend; 3] = [Backend::Cpu, Backend::Rocm, Backend::Cuda];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Rocm => "rocm",
+            Backend::Cuda => "cuda",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Backend> {
+        Backend::ALL.into_iter().find(|b| b.as_str() == s)
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the user asked for about the backend.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackendOptions {
+    /// `--backend cpu|rocm|cuda`.
+    #[serde(default)]
+    pub backend: Option<Backend>,
+    /// `--rocm 6.2`: the SDK version to use.
+    #[serde(default)]
+    pub rocm: Option<String>,
+    /// `--arch gfx1100 --arch gfx1030` (each may be a `;`/`,` list or a family alias).
+    #[serde(default)]
+    pub arch: Vec<String>,
+    /// `--cuda-arch 8.6`.
+    #[serde(default)]
+    pub cuda_arch: Vec<String>,
+}
+
+/// What the user asked for on the command line. Manifests before this type recorded the same
+/// fields (`release` for `version`), so they load as they are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BuildOptions {
+    /// `--version`; None: the newest release compatible with the torch found at build time.
+    #[serde(default, alias = "release")]
+    pub version: Option<String>,
+    /// `--force`: build a release outside its torch range.
+    #[serde(default)]
+    pub force: bool,
+    /// `--source`: a local directory (built as is unless `rev` is given) or a git URL.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// `--rev`: branch, tag or commit.
+    #[serde(default)]
+    pub rev: Option<String>,
+    /// `--jobs`: not repeated by `rebuild` (the machine decides).
+    #[serde(skip)]
+    pub jobs: Option<usize>,
+    /// `--torch-cmake native|lite`.
+    #[serde(default)]
+    pub torch_cmake: Option<TorchCmake>,
+    /// `--define KEY=VALUE`, in order.
+    #[serde(default)]
+    pub defines: Vec<(String, String)>,
+    /// `--ffmpeg DIR` (or the FFmpeg `rocbuild ffmpeg` fetched).
+    #[serde(default)]
+    pub ffmpeg_dir: Option<PathBuf>,
+    /// `--backend`, `--rocm`, `--arch`, `--cuda-arch`.
+    #[serde(flatten)]
+    pub backend: BackendOptions,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_options_of_older_manifests_load() {
+        let old = r#"{"release":"0.9.1","force":true,"source":null,"rev":null,
+            "torch_cmake":"lite","defines":[["A","1"]],"ffmpeg_dir":null,
+            "backend":"rocm","rocm":"6.4","arch":["gfx1010"],"cuda_arch":[]}"#;
+        let o: BuildOptions = serde_json::from_str(old).unwrap();
+        assert_eq!(o.version.as_deref(), Some("0.9.1"));
+        assert_eq!(o.torch_cmake, Some(TorchCmake::Lite));
+        assert_eq!(o.backend.backend, Some(Backend::Rocm));
+        assert_eq!(o.backend.arch, ["gfx1010"]);
+        let back: BuildOptions = serde_json::from_str(&serde_json::to_string(&o).unwrap()).unwrap();
+        assert_eq!(back, o);
+        assert_eq!(
+            serde_json::from_str::<BuildOptions>("{}").unwrap(),
+            BuildOptions::default()
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! `rocbuild <recipe>`: the options in, one build use case, the outcome rendered.
+
+use miette::{IntoDiagnostic, Result, WrapErr};
+use rocbuild_engine::usecase::{self, BuildRequest, Built};
+use rocbuild_engine::{Backend, BackendOptions, BuildOptions, EngineError, Verbosity};
+use rocbuild_probe::Machine;
+use rocbuild_recipe::{RecipeSet, TorchCmake};
+
+use crate::cli::{BackendArg, BuildArgs, Global, TorchCmakeArg};
+use crate::{settings, ExitStatus, Stderr};
+
+fn parse_defines(defs: &[String]) -> Result<Vec<(String, String)>, EngineError> {
+    defs.iter()
+        .map(|d| match d.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(EngineError::Usage {
+                option: format!("--define {d}"),
+                reason: "expected KEY=VALUE".into(),
+                help: Some("e.g. --define ENABLE_CUDA=ON".into()),
+            }),
+        })
+        .collect()
+}
+
+/// The options as the user gave them: stored as is in the manifest, repeated by `rebuild`.
+fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
+    Ok(BuildOptions {
+        version: a.release.clone(),
+        force: a.force,
+        source: a.source.clone(),
+        rev: a.rev.clone(),
+        jobs: a.jobs,
+        torch_cmake: a.torch_cmake.map(|m| match m {
+            TorchCmakeArg::Native => TorchCmake::Native,
+            TorchCmakeArg::Lite => TorchCmake::Lite,
+        }),
+        defines: parse_defines(&a.defines)?,
+        ffmpeg_dir: a.ffmpeg.clone(),
+        backend: BackendOptions {
+            backend: a.backend.map(|b| match b {
+                BackendArg::Cpu => Backend::Cpu,
+                BackendArg::Rocm => Backend::Rocm,
+                BackendArg::Cuda => Backend::Cuda,
+            }),
+            rocm: a.rocm.clone(),
+            arch: a.arch.clone(),
+            cuda_arch: a.cuda_arch.clone(),
+        },
+    })
+}
+
+/// `--machine FILE`: the JSON of rocbuild's Machine.
+fn machine_file(file: &std::path::Path) -> Result<Machine> {
+    let text = std::fs::read_to_string(file)
+        .into_diagnostic()
+        .wrap_err_with(|| format!("cannot read --machine {}", file.display()))?;
+    serde_json::from_str(&text)
+        .into_diagnostic()
+        .wrap_err_with(|| {
+            format!(
+                "--machine {} is not a machine description (JSON of rocbuild's Machine)",
+                file.display()
+            )
+        })
+}
+
+pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
+    let recipe = set.get(a.recipe.as_deref().unwrap_or_default())?;
+    let options = options(a)?;
+    let machine = a.machine.as_deref().map(machine_file).transpose()?;
+    let verbosity = crate::verbosity(g);
+    let built = usecase::build(
+        BuildRequest {
+            recipe,
+            options,
+            venv: a.venv.clone(),
+            machine,
+            dry_run: a.dry_run,
+            no_wait: a.no_wait,
+            verbosity,
+        },
+        &settings::settings(g)?,
+        &mut Stderr,
+    )?;
+    let (plan, outcome) = match built {
+        Built::Planned(plan) => {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&plan).into_diagnostic()?);
+            } else {
+                use std::io::Write;
+                // A closed pipe (`| head`) is not an error worth a panic.
+                let _ = write!(std::io::stdout().lock(), "{plan}");
+            }
+            return Ok(ExitStatus::Success);
+        }
+        Built::Ran { plan, outcome } => (plan, outcome),
+    };
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome).into_diagnostic()?
+        );
+        return Ok(ExitStatus::Success);
+    }
+    let what = if outcome.changed {
+        "installed"
+    } else {
+        "up to date"
+    };
+    println!(
+        "{} {} {what} in {}",
+        outcome.recipe,
+        outcome.version,
+        plan.install.dest.display()
+    );
+    if let Some(c) = &outcome.commit {
+        println!(
+            "  source:   {} @ {}",
+            recipe.raw.source.git.get_ref(),
+            &c[..12.min(c.len())]
+        );
+    }
+    if outcome.changed {
+        for f in &outcome.installed {
+            println!("  file:     {f}");
+        }
+        for p in &outcome.parked {
+            println!("  parked:   {p}");
+        }
+        if let Some(last) = outcome.verify_output.last() {
+            println!("  verified: {last}");
+        }
+    }
+    println!("  manifest: {}", outcome.manifest.display());
+    if verbosity == Verbosity::Verbose {
+        println!("  log:      {}", outcome.log.display());
+    }
+    Ok(ExitStatus::Success)
+}

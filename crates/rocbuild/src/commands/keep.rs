@@ -1,0 +1,350 @@
+//! The commands that keep a build working: status, rebuild, schedule, restore, wheel, clean.
+//! Each calls one use case of rocbuild-engine and renders what it returns.
+
+use std::path::{Path, PathBuf};
+
+use miette::{IntoDiagnostic, Result, WrapErr};
+use rocbuild_engine::{schedule as sched, usecase, EngineError};
+use rocbuild_probe::Os;
+use rocbuild_recipe::RecipeSet;
+use rocbuild_venv::status::{State, VenvStatus};
+
+use crate::cli::{
+    CleanArgs, EveryArg, Global, RebuildArgs, RestoreArgs, ScheduleAction, ScheduleArgs,
+    SchedulerKind, StatusArgs, WheelArgs,
+};
+use crate::settings as env;
+use crate::{ExitStatus, Stderr};
+
+pub fn status(recipes: &RecipeSet, a: &StatusArgs) -> Result<ExitStatus> {
+    let r = usecase::status(a.venv.venv.as_deref(), recipes, &mut Stderr)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r.status).into_diagnostic()?
+        );
+    } else {
+        print_status(&r.root, &r.status, r.busy.as_deref());
+    }
+    Ok(if r.status.needs_action() || r.busy.is_some() {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+fn print_status(root: &Path, st: &VenvStatus, busy: Option<&str>) {
+    if let Some(pid) = busy {
+        println!("a rocbuild run is installing into this venv now (pid {pid}); ask again when it is done");
+    }
+    if st.recipes.is_empty() && st.unreadable.is_empty() {
+        println!("no rocbuild builds in {}", root.display());
+        return;
+    }
+    for r in &st.recipes {
+        println!("{} {}: {}", r.recipe, r.version, r.state.as_str());
+        for why in &r.reasons {
+            println!("  stale: {why}");
+        }
+        for f in &r.overwritten {
+            println!("  overwritten: {f} (pip reinstalled the wheel?)");
+        }
+        for f in &r.missing {
+            println!("  missing: {f}");
+        }
+        match r.state {
+            State::Fresh => {}
+            State::Missing => println!(
+                "  fix: rocbuild rebuild {} (reinstall), or rocbuild restore {} (forget it)",
+                r.recipe, r.recipe
+            ),
+            _ => println!("  fix: rocbuild rebuild {}", r.recipe),
+        }
+    }
+    for u in &st.unreadable {
+        println!("unreadable manifest {}: {}", u.manifest.display(), u.error);
+    }
+}
+
+pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitStatus> {
+    let settings = crate::settings::settings(g)?;
+    let done = usecase::rebuild(
+        usecase::RebuildRequest {
+            recipes,
+            names: &a.names,
+            if_stale: a.if_stale,
+            venv: a.venv.venv.as_deref(),
+            no_wait: a.no_wait,
+            verbosity: crate::verbosity(g),
+        },
+        &settings,
+        &mut Stderr,
+        &mut |r, why| {
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let why = if why.is_empty() {
+                String::new()
+            } else {
+                format!(": {why}")
+            };
+            println!(
+                "[{stamp}] rebuilding {} ({}{why})",
+                r.recipe,
+                r.state.as_str()
+            );
+        },
+    )?;
+    let mut failed = 0;
+    for r in done {
+        if let Some(e) = r.error {
+            eprintln!("{:?}", miette::Report::new(e));
+            failed += 1;
+        }
+    }
+    Ok(if failed > 0 {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+pub fn restore(a: &RestoreArgs) -> Result<ExitStatus> {
+    let (site, r) = usecase::restore(a.venv.venv.as_deref(), &a.recipe, a.no_wait, &mut Stderr)?;
+    println!("{} restored to pip's files in {}", r.recipe, site.display());
+    for f in &r.restored {
+        println!("  restored: {f}");
+    }
+    for f in &r.removed {
+        println!("  removed:  {f}");
+    }
+    for f in &r.left {
+        println!("  left:     {f} (no longer rocbuild's: something replaced it since)");
+    }
+    Ok(ExitStatus::Success)
+}
+
+pub fn wheel(a: &WheelArgs) -> Result<ExitStatus> {
+    let w = usecase::wheel(a.venv.venv.as_deref(), &a.recipe, &a.out, &mut Stderr)?;
+    println!("{}", w.path.display());
+    if let Some(t) = &w.requires_torch {
+        eprintln!(
+            "{} files; version {}; requires torch=={t}",
+            w.files, w.version
+        );
+    }
+    Ok(ExitStatus::Success)
+}
+
+pub fn clean(a: &CleanArgs, g: &Global) -> Result<ExitStatus> {
+    use rocbuild_engine::clean::{human, remove, usage, Kind};
+    let cache = env::cache(g)?;
+    let mut kinds = Vec::new();
+    if a.sources || a.all {
+        kinds.push(Kind::Sources);
+    }
+    if a.builds || a.all {
+        kinds.push(Kind::Builds);
+    }
+    if a.logs || a.all {
+        kinds.push(Kind::Logs);
+    }
+    println!("cache: {}", cache.display());
+    let u = usage(&cache);
+    let mut total = 0;
+    for x in &u {
+        total += x.bytes;
+        let mark = if kinds.contains(&x.kind) {
+            if a.dry_run {
+                "  (would remove)"
+            } else {
+                "  (removing)"
+            }
+        } else {
+            ""
+        };
+        println!("  {:<8} {:>10}{mark}", x.kind.as_str(), human(x.bytes));
+    }
+    println!("  {:<8} {:>10}", "total", human(total));
+    if kinds.is_empty() {
+        println!("remove with --sources, --builds, --logs or --all (--dry-run to preview)");
+    } else if !a.dry_run {
+        let freed = remove(&cache, &kinds)?;
+        println!("freed {}", human(freed));
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn job(a: &ScheduleArgs, g: &Global) -> Result<(sched::Job, sched::Dirs)> {
+    let v = rocbuild_probe::choose_venv(a.venv.venv.as_deref())?;
+    let (home, config) = env::user_dirs().ok_or_else(|| EngineError::Usage {
+        option: "HOME".into(),
+        reason: "no home directory: HOME is not set".into(),
+        help: Some("set HOME (and XDG_CONFIG_HOME if the config lives elsewhere)".into()),
+    })?;
+    let cache = env::cache(g)?;
+    let id = sched::id_for(&v.root);
+    let mut envs = Vec::new();
+    if let Some(p) = std::env::var_os(env::PATH) {
+        envs.push(("PATH".to_string(), p.to_string_lossy().into_owned()));
+    }
+    envs.push((env::ROCBUILD_CACHE.to_string(), cache.display().to_string()));
+    let recipe_dirs: Vec<PathBuf> = env::recipe_dirs(g)
+        .iter()
+        .map(std::path::absolute)
+        .collect::<std::io::Result<_>>()
+        .into_diagnostic()?;
+    if !recipe_dirs.is_empty() {
+        let joined = std::env::join_paths(&recipe_dirs).into_diagnostic()?;
+        envs.push((
+            env::ROCBUILD_RECIPES.to_string(),
+            joined.to_string_lossy().into_owned(),
+        ));
+    }
+    if let Some(m) = env::mirror() {
+        envs.push((
+            env::ROCBUILD_MIRROR.to_string(),
+            m.to_string_lossy().into_owned(),
+        ));
+    }
+    let job = sched::Job {
+        venv: v.root,
+        exe: std::env::current_exe().into_diagnostic()?,
+        log: cache.join("logs").join(format!("{id}.log")),
+        every: match a.every {
+            EveryArg::Hourly => sched::Every::Hourly,
+            EveryArg::Daily => sched::Every::Daily,
+            EveryArg::Weekly => sched::Every::Weekly,
+        },
+        env: envs,
+    };
+    Ok((job, sched::Dirs { home, config }))
+}
+
+pub fn schedule(a: &ScheduleArgs, g: &Global) -> Result<ExitStatus> {
+    let (job, dirs) = job(a, g)?;
+    let os = Os::current();
+    let kind = match a.kind {
+        Some(SchedulerKind::Systemd) => sched::Kind::Systemd,
+        Some(SchedulerKind::Launchd) => sched::Kind::Launchd,
+        Some(SchedulerKind::Schtasks) => sched::Kind::Schtasks,
+        Some(SchedulerKind::Cron) => sched::Kind::Cron,
+        None => sched::Kind::default_for(os, Path::new("/run/systemd/system").exists()),
+    };
+    match a.action {
+        ScheduleAction::Install => {
+            let s = sched::schedule(&job, kind, &dirs);
+            for (p, text) in &s.files {
+                if let Some(d) = p.parent() {
+                    fs_create(d)?;
+                }
+                std::fs::write(p, sched::file_bytes(kind, text))
+                    .into_diagnostic()
+                    .wrap_err_with(|| format!("cannot write {}", p.display()))?;
+                println!("wrote {}", p.display());
+            }
+            if let Some(d) = s.log.parent() {
+                fs_create(d)?;
+            }
+            if a.no_activate {
+                println!("activate with:");
+                for act in &s.activate {
+                    println!("  {act}");
+                }
+            } else {
+                for act in &s.activate {
+                    sched::perform(act).map_err(|e| EngineError::Usage {
+                        option: format!("schedule install --kind {}", kind.as_str()),
+                        reason: format!("`{act}` failed: {e}"),
+                        help: Some(format!(
+                            "the files are written; run the command by hand, or pick another scheduler with --kind (cron, systemd, launchd, schtasks)"
+                        )),
+                    })?;
+                }
+                println!("scheduled ({}, {})", kind.as_str(), job.every.as_str());
+            }
+            println!(
+                "runs:  {} {}",
+                job.exe.display(),
+                shell_words::join(job.args())
+            );
+            println!("log:   {}", s.log.display());
+            Ok(ExitStatus::Success)
+        }
+        ScheduleAction::Remove => {
+            let mut found = false;
+            for k in sched::Kind::ALL {
+                let s = sched::schedule(&job, k, &dirs);
+                if !s.files.iter().any(|(p, _)| p.exists()) {
+                    continue;
+                }
+                found = true;
+                if a.no_activate {
+                    for act in &s.deactivate {
+                        println!("deactivate with: {act}");
+                    }
+                } else {
+                    for act in &s.deactivate {
+                        if let Err(e) = sched::perform(act) {
+                            eprintln!("warning: `{act}` failed: {e}");
+                        }
+                    }
+                }
+                for (p, _) in &s.files {
+                    if p.exists() {
+                        std::fs::remove_file(p)
+                            .into_diagnostic()
+                            .wrap_err_with(|| format!("cannot remove {}", p.display()))?;
+                        println!("removed {}", p.display());
+                    }
+                }
+            }
+            if !found {
+                println!("no schedule for {}", job.venv.display());
+            }
+            Ok(ExitStatus::Success)
+        }
+        ScheduleAction::Show => {
+            let mut found = false;
+            for k in sched::Kind::ALL {
+                let s = sched::schedule(&job, k, &dirs);
+                let present: Vec<&PathBuf> = s
+                    .files
+                    .iter()
+                    .map(|(p, _)| p)
+                    .filter(|p| p.exists())
+                    .collect();
+                if present.is_empty() {
+                    continue;
+                }
+                found = true;
+                println!("{} schedule for {}", k.as_str(), job.venv.display());
+                for p in present {
+                    println!("  file: {}", p.display());
+                }
+                println!(
+                    "  runs: {} {}",
+                    job.exe.display(),
+                    shell_words::join(job.args())
+                );
+                let state = if s.log.exists() { "" } else { " (no run yet)" };
+                println!("  log:  {}{state}", s.log.display());
+            }
+            if !found {
+                println!(
+                    "no schedule for {} (rocbuild schedule install makes one; it would log to {})",
+                    job.venv.display(),
+                    job.log.display()
+                );
+            }
+            Ok(ExitStatus::Success)
+        }
+    }
+}
+
+fn fs_create(d: &Path) -> Result<()> {
+    std::fs::create_dir_all(d)
+        .into_diagnostic()
+        .wrap_err_with(|| format!("cannot create {}", d.display()))
+}
