@@ -215,8 +215,12 @@ mod tests {
             features: &[],
         });
         let src = source::plan(&r, &rel, opts, &c, os, Flavor::Cpu, &resolved).unwrap();
-        let v = vars::of(&r, &rel.version, &m, &c, &[], &src, &b);
+        let mut v = vars::of(&r, &rel.version, &m, &c, &[], &src, &b);
         let ts = tools::required(&r, &m, &b).unwrap();
+        let (pt, cmake) = tools::python_tools(&r, &m, &b, &ts, &v, &c.cache).unwrap();
+        if let Some(t) = pt {
+            v.insert("tools".into(), t.dir.display().to_string());
+        }
         let tc = torch_cmake::plan(&r, &m, opts, &resolved, &c.cache);
         plan(Inputs {
             recipe: &r,
@@ -229,7 +233,7 @@ mod tests {
             source: &src,
             backend: &b,
             torch_cmake: tc.as_ref(),
-            cmake: &ts.cmake,
+            cmake: &cmake,
             toolset: &ts,
         })
         .unwrap()
@@ -239,7 +243,8 @@ mod tests {
     fn user_defines_come_last_and_name_another_build_tree() {
         let a = configured(Os::Linux, &BuildOptions::default());
         assert_eq!(a.defines["CMAKE_MAKE_PROGRAM"], "/usr/bin/ninja");
-        assert!(a.defines["Torch_DIR"].ends_with("share/cmake/Torch"));
+        // The recipe asks for the lite torch CMake package: rocbuild's own, in the cache.
+        assert!(a.defines["Torch_DIR"].starts_with("/cache/torch-lite/"));
         assert!(a
             .configure
             .args

@@ -107,7 +107,7 @@ pub fn plan(
 ) -> Result<Plan> {
     let os = machine.platform.os;
     let needs = &recipe.raw.needs;
-    needs::check(recipe, machine)?;
+    needs::torch(recipe, machine)?;
     let torch = machine.torch.as_ref();
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
     let (release, version_reason) = release::choose(recipe, machine, opts)?;
@@ -119,6 +119,7 @@ pub fn plan(
         machine,
         &opts.backend,
     )?;
+    needs::python(recipe, machine)?;
     let libraries = libraries::found(recipe, machine);
     let features = libraries::used(&libraries);
     let resolved = recipe.resolve(&Target {

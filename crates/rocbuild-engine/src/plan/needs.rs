@@ -6,16 +6,24 @@ use rocbuild_recipe::Recipe;
 
 use crate::error::{EngineError, Result};
 
-pub fn check(recipe: &Recipe, machine: &Machine) -> Result<()> {
-    let needs = &recipe.raw.needs;
+/// torch, when the recipe builds against it: checked first, before a release is chosen.
+pub fn torch(recipe: &Recipe, machine: &Machine) -> Result<()> {
     let py = &machine.python;
-    if needs.torch && machine.torch.is_none() {
+    if recipe.raw.needs.torch && machine.torch.is_none() {
         return Err(EngineError::NoTorch {
             site: py.site_packages.display().to_string(),
             recipe: recipe.name().into(),
             python: py.exe.display().to_string(),
         });
     }
+    Ok(())
+}
+
+/// The Python packages the library imports at run time: checked once the backend is known
+/// (a wrong `--arch` or `--rocm` is the first thing to say).
+pub fn python(recipe: &Recipe, machine: &Machine) -> Result<()> {
+    let needs = &recipe.raw.needs;
+    let py = &machine.python;
     let missing: Vec<&str> = needs
         .python
         .iter()
@@ -46,13 +54,14 @@ mod tests {
     #[test]
     fn torch_and_run_time_packages_are_required() {
         let mut m = cpu_machine(Os::Linux);
-        assert!(check(&recipe("torchcodec"), &m).is_ok());
+        assert!(torch(&recipe("torchcodec"), &m).is_ok());
         m.torch = None;
-        let e = check(&recipe("torchcodec"), &m).unwrap_err();
+        let e = torch(&recipe("torchcodec"), &m).unwrap_err();
         assert!(matches!(e, EngineError::NoTorch { .. }), "{e}");
         let mut m = cpu_machine(Os::Linux);
         m.python.distributions.clear();
-        match check(&recipe("ctranslate2"), &m) {
+        assert!(python(&recipe("torchcodec"), &m).is_ok());
+        match python(&recipe("ctranslate2"), &m) {
             Err(EngineError::MissingPython { command, .. }) => {
                 assert!(command.contains("-m pip install"), "{command}")
             }
