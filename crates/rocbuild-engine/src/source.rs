@@ -323,6 +323,11 @@ pub fn fetch_commit(
             return Ok((repo, oid));
         }
     }
+    // A clone whose ref for the release cannot be read is damaged: say so, and write nothing
+    // more into it.
+    if let Some(why) = damaged(&repo, reference) {
+        return Err(damage_error(&repo, url, &why));
+    }
     let mut tried = Vec::new();
     // A mirror that was found but does not hold the release: (its path, its tags).
     let mut lacking: Option<(PathBuf, Vec<String>)> = None;
@@ -367,18 +372,7 @@ pub fn fetch_commit(
         },
     }
     if let Some(why) = damaged(&repo, reference) {
-        let dir = repo.path().display().to_string();
-        return Err(EngineError::Source {
-            url: url.into(),
-            reason: format!(
-                "the cache's clone {} is damaged: {why}",
-                dir.trim_end_matches('/')
-            ),
-            help: format!(
-                "nothing in the venv was changed; remove the damaged clone and run again: `rocbuild clean --sources` (every cached clone), or delete {}",
-                dir.trim_end_matches('/')
-            ),
-        });
+        return Err(damage_error(&repo, url, &why));
     }
     if let Some((path, tags)) = lacking {
         let name = reference.trim_start_matches("refs/tags/");
@@ -421,6 +415,21 @@ pub fn fetch_commit(
             )
         },
     })
+}
+
+fn damage_error(repo: &Repository, url: &str, why: &str) -> EngineError {
+    let dir = repo.path().display().to_string();
+    EngineError::Source {
+        url: url.into(),
+        reason: format!(
+            "the cache's clone {} is damaged: {why}",
+            dir.trim_end_matches('/')
+        ),
+        help: format!(
+            "nothing in the venv was changed; remove the damaged clone and run again: `rocbuild clean --sources` (every cached clone), or delete {}",
+            dir.trim_end_matches('/')
+        ),
+    }
 }
 
 /// Why `reference` cannot be read although the clone has it: its ref names an object that
