@@ -297,8 +297,6 @@ pub struct RecipeSet {
     recipes: BTreeMap<String, Recipe>,
     /// User recipe files that did not load: skipped, so one typo does not block every command.
     skipped: Vec<Skipped>,
-    /// The warning about `skipped` was given (once per run).
-    warned: std::sync::atomic::AtomicBool,
 }
 
 /// A user recipe file that could not be read or is invalid.
@@ -322,8 +320,8 @@ fn load_file(path: &Path) -> Result<Recipe, RecipeError> {
 
 impl RecipeSet {
     /// Load the built-ins, then every `*.toml` in `dirs` (later directories win). A user
-    /// recipe that does not load is skipped: the first use of the set warns about it (file,
-    /// line, what), and asking for it by name gives its whole diagnostic.
+    /// recipe that does not load is skipped with a warning (file, line, what); asking for it
+    /// by name gives its whole diagnostic.
     pub fn load(dirs: &[PathBuf]) -> Result<Self, RecipeError> {
         let mut set = RecipeSet::default();
         for (name, text) in BUILTIN {
@@ -352,38 +350,26 @@ impl RecipeSet {
                 Ok(r) => {
                     self.recipes.insert(r.name().to_string(), r);
                 }
-                Err(e) => self.skipped.push(Skipped {
-                    stem: path
-                        .file_stem()
-                        .unwrap_or_default()
-                        .to_string_lossy()
-                        .into_owned(),
-                    summary: e.to_string(),
-                    path,
-                }),
+                Err(e) => {
+                    let s = Skipped {
+                        stem: path
+                            .file_stem()
+                            .unwrap_or_default()
+                            .to_string_lossy()
+                            .into_owned(),
+                        summary: e.to_string(),
+                        path,
+                    };
+                    tracing::warn!(
+                        "skipped {} (the other recipes are used; `rocbuild {}` shows the whole error)",
+                        s.summary,
+                        s.stem
+                    );
+                    self.skipped.push(s);
+                }
             }
         }
         Ok(())
-    }
-
-    /// Warn (once) about the skipped recipe files, but `except` (the one whose own error is
-    /// about to be shown).
-    fn warn_skipped(&self, except: Option<&Path>) {
-        if self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            return;
-        }
-        for s in self
-            .skipped
-            .iter()
-            .filter(|s| Some(s.path.as_path()) != except)
-        {
-            tracing::warn!(
-                "skipped the recipe file {}: {}; the other recipes are used. Fix or remove it; `rocbuild {}` shows the whole error",
-                s.path.display(),
-                s.summary,
-                s.stem
-            );
-        }
     }
 
     /// The user recipe files that did not load, as one line each (`FILE:LINE:COL: what`).
@@ -396,7 +382,6 @@ impl RecipeSet {
     /// was meant to replace it.
     pub fn get(&self, name: &str) -> Result<&Recipe, RecipeError> {
         if let Some(s) = self.skipped.iter().rev().find(|s| s.stem == name) {
-            self.warn_skipped(Some(&s.path));
             return Err(match load_file(&s.path) {
                 Err(e) => e,
                 Ok(_) => RecipeError::Io {
@@ -407,7 +392,6 @@ impl RecipeSet {
                 },
             });
         }
-        self.warn_skipped(None);
         self.recipes.get(name).ok_or_else(|| {
             let known = self
                 .recipes
@@ -426,9 +410,8 @@ impl RecipeSet {
         })
     }
 
-    /// Every recipe that loaded (warning once about the files that did not).
+    /// Every recipe that loaded.
     pub fn iter(&self) -> impl Iterator<Item = &Recipe> {
-        self.warn_skipped(None);
         self.recipes.values()
     }
 }
