@@ -468,7 +468,7 @@ MKL_ROOT = "{mkl.root}"
         assert_eq!(skipped.len(), 1);
         let at = format!("{}:20:1:", dir.join("y.toml").display());
         assert!(skipped[0].starts_with(&at), "{}", skipped[0]);
-        let err = set.get("y").err().expect("y is broken");
+        let err = set.get("y").expect_err("y is broken");
         assert!(err.to_string().starts_with(&at), "{err}");
         let help = miette::Diagnostic::help(&err).map(|h| h.to_string());
         assert!(help.is_some_and(|h| h.contains("did you mean `artifacts`")));
