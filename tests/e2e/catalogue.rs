@@ -64,6 +64,10 @@ pub const CASES: &[(&str, &str)] = &[
         "A static FFmpeg for TorchCodec on Windows (plan)",
     ),
     ("unreachable_source", "A source that cannot be reached"),
+    (
+        "mirror_without_the_release",
+        "A `ROCBUILD_MIRROR` that does not hold the release",
+    ),
     ("moved_tag", "A release tag that moved upstream"),
     ("corrupt_cache_clone", "A corrupt git clone in the cache"),
     ("build_error", "A build error"),
@@ -635,6 +639,51 @@ fn unreachable_source() {
         said(&err, "https://example.invalid/acme/fakecodec:"),
         "{err}"
     );
+}
+
+#[test]
+fn mirror_without_the_release() {
+    let mut s = Scene::with_fixture(DECODE_WAV, false);
+    s.write_recipe(
+        "fakecodec",
+        &fixture_recipe("https://example.invalid/acme/fakecodec", true, DECODE_WAV),
+    );
+    // A mirror of the project made before v1.0.0 was tagged.
+    let mirror = s.root().join("mirror");
+    let owner = mirror.join("example.invalid/acme");
+    std::fs::create_dir_all(&owner).unwrap();
+    let repo = owner.join("fakecodec.git");
+    std::fs::rename(s.root().join("repos/fakecodec.git"), &repo).unwrap();
+    run(Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args(["tag", "-d", "v1.0.0"]));
+    run(Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args(["tag", "v0.9.0"]));
+    s.env
+        .push(("ROCBUILD_MIRROR".into(), mirror.display().to_string()));
+    let err = check("mirror_without_the_release", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-q"], &[])
+    });
+    assert!(
+        said(
+            &err,
+            "mirror [TMP]/mirror/example.invalid/acme/fakecodec.git has no refs/tags/v1.0.0"
+        ),
+        "{err}"
+    );
+    assert!(said(&err, "tags it has: v0.9.0"), "{err}");
+    assert!(
+        said(
+            &err,
+            "fetch https://example.invalid/acme/fakecodec refs/tags/v1.0.0:refs/tags/v1.0.0"
+        ),
+        "{err}"
+    );
+    // Nothing was built.
+    assert!(!s.cache.join("src/fakecodec-v1.0.0").exists());
 }
 
 #[test]

@@ -21,6 +21,9 @@ pub fn rocbuild(args: &[&str], env: &[(&str, &str)]) -> Out {
         "ROCBUILD_MIRROR",
         "LD_LIBRARY_PATH",
         "PYTHONPATH",
+        // Set on some machines (CI images): it would hide a run writing `__pycache__` into
+        // the venv, which the venv checks must see.
+        "PYTHONDONTWRITEBYTECODE",
     ] {
         c.env_remove(k);
     }

@@ -85,6 +85,13 @@ fn a_good_extension_is_all_well() {
     );
     assert!(out.stdout.contains("all is well"), "{}", out.stdout);
     insta::assert_snapshot!("doctor_good", stable(&out, v.root()));
+    // The load test imported both packages, and wrote nothing into the venv.
+    for pkg in ["torch", "torchcodec"] {
+        assert!(
+            !v.site.join(pkg).join("__pycache__").exists(),
+            "doctor wrote {pkg}/__pycache__ into the venv"
+        );
+    }
 }
 
 #[test]

@@ -1,5 +1,8 @@
 //! ROCBUILD_MIRROR: an air-gapped clone, submodules included.
 
+use std::path::Path;
+use std::process::Command;
+
 use crate::common::*;
 
 #[test]
@@ -12,6 +15,10 @@ fn clones_from_the_mirror_with_submodules_and_no_network() {
     std::fs::create_dir_all(&owner).unwrap();
     std::fs::rename(w.repos.join("fakecodec.git"), owner.join("fakecodec.git")).unwrap();
     std::fs::rename(w.repos.join("fakesub.git"), owner.join("fakesub.git")).unwrap();
+    // Like a real snapshot of a GitHub repository: a ref nobody builds names a commit whose
+    // objects are gone. Only the release is fetched, so it does not matter.
+    break_an_unrelated_ref(&owner.join("fakecodec.git"), "refs/pull/1/head");
+    break_an_unrelated_ref(&owner.join("fakesub.git"), "refs/heads/gh-pages");
     let recipe = fixture_recipe("https://example.invalid/acme/fakecodec", true, DECODE_WAV);
     std::fs::write(w.recipes.join("fakecodec.toml"), recipe).unwrap();
     let env = w.env();
@@ -48,4 +55,36 @@ fn clones_from_the_mirror_with_submodules_and_no_network() {
         "{}",
         out.stdout
     );
+}
+
+/// Point `name` in the bare repository `repo` at a new commit, then delete that commit's
+/// object: `git fetch` of any other ref still works, libgit2's local transport did not.
+fn break_an_unrelated_ref(repo: &Path, name: &str) {
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let commit = git(&["commit-tree", "-m", "unrelated", "HEAD^{tree}"]);
+    git(&["update-ref", name, &commit]);
+    let loose = repo.join("objects").join(&commit[..2]).join(&commit[2..]);
+    std::fs::remove_file(&loose).unwrap();
+    // Broken as intended: git itself cannot read that ref.
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["cat-file", "-e", name])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
 }

@@ -1,7 +1,7 @@
 //! The real PyPI torch (a CUDA build) with the `lite` CMake package: no CUDA toolkit here.
 //! `cargo xtask test` prepares the venv and sets ROCBUILD_TEST_TORCH_VENV.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::*;
@@ -13,9 +13,13 @@ assert lib.realext_sum() == 4.0, lib.realext_sum()
 import torch
 print("at::ones(4).sum() =", lib.realext_sum(), "with torch", torch.__version__)"#;
 
+fn real_torch_venv() -> PathBuf {
+    PathBuf::from(std::env::var("ROCBUILD_TEST_TORCH_VENV").expect("ROCBUILD_TEST_TORCH_VENV: run the tests through `cargo xtask test`, which installs the real torch"))
+}
+
 #[test]
 fn builds_against_the_real_pypi_torch_with_the_lite_package() {
-    let venv = PathBuf::from(std::env::var("ROCBUILD_TEST_TORCH_VENV").expect("ROCBUILD_TEST_TORCH_VENV: run the tests through `cargo xtask test`, which installs the real torch"));
+    let venv = real_torch_venv();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     // A git repository holding the extension.
@@ -78,4 +82,104 @@ fn builds_against_the_real_pypi_torch_with_the_lite_package() {
         .as_str()
         .unwrap()
         .contains("torch-lite"));
+}
+
+/// The PyPI wheel of torchcodec 0.17.0 for the real venv's Python, kept beside that venv
+/// (`<venv>/../wheels`); fetched from PyPI by the venv's pip the first time.
+fn pypi_torchcodec_wheel(real: &Path) -> PathBuf {
+    let dir = real.parent().unwrap().join("wheels");
+    let find = || {
+        std::fs::read_dir(&dir).ok().and_then(|rd| {
+            rd.flatten().map(|e| e.path()).find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("torchcodec-0.17.0-")
+            })
+        })
+    };
+    if let Some(w) = find() {
+        return w;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    run(Command::new(real.join("bin/python"))
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "torchcodec==0.17.0",
+            "-d",
+        ])
+        .arg(&dir));
+    find().expect("pip downloaded the torchcodec wheel")
+}
+
+/// A venv of its own on the real venv's Python whose site-packages links to everything of the
+/// real one (torch, the nvidia-* wheels), so a package can be installed into it without
+/// touching the shared real venv.
+fn venv_over(real: &Path, venv: &Path) -> PathBuf {
+    run(Command::new(real.join("bin/python"))
+        .args(["-m", "venv", "--without-pip"])
+        .arg(venv));
+    let site = site_packages(venv);
+    for e in std::fs::read_dir(site_packages(real)).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "__pycache__" || name.starts_with("pip") || name.starts_with("setuptools") {
+            continue;
+        }
+        std::os::unix::fs::symlink(e.path(), site.join(&name)).unwrap();
+    }
+    site
+}
+
+/// PyPI's torchcodec on PyPI's CUDA torch: its libraries need libcudart.so.13 and
+/// libnvrtc.so.13, which no RUNPATH of theirs reaches; `import torch` has loaded them already,
+/// through torch's own RPATH into the nvidia wheels. doctor must find them as the loader does
+/// and must not call an error what its own load test shows loading (issue 11, item 6).
+#[test]
+fn doctor_does_not_contradict_its_load_test_on_the_pypi_cuda_torch() {
+    let real = real_torch_venv();
+    let wheel = pypi_torchcodec_wheel(&real);
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    let site = venv_over(&real, &venv);
+    run(Command::new(real.join("bin/python"))
+        .args(["-m", "pip", "--python"])
+        .arg(venv.join("bin/python"))
+        .args(["install", "-q", "--no-deps", "--no-index", "--no-compile"])
+        .arg(&wheel));
+    assert!(site.join("torchcodec/libtorchcodec_core5.so").exists());
+    let out = rocbuild(
+        &["doctor", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &[],
+    );
+    let text = format!("{}\n{}", out.stdout, out.stderr);
+    assert!(text.contains("torchcodec 0.17.0: loads"), "{text}");
+    assert!(!text.contains("error"), "{text}");
+    assert!(!text.contains("libcudart.so.13"), "{text}");
+    assert_eq!(out.code, 0, "{text}");
+    // In the JSON report the CUDA runtime is found, as already loaded by torch.
+    let json = rocbuild(
+        &[
+            "doctor",
+            "torchcodec",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).expect(&json.stdout);
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"] != "error"),
+        "{}",
+        json.stdout
+    );
 }

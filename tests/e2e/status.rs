@@ -1,5 +1,7 @@
 //! `rocbuild status` after each kind of change, and `rocbuild rebuild --if-stale`.
 
+use std::process::Command;
+
 use crate::common::*;
 
 fn json(out: &Out) -> serde_json::Value {
@@ -182,4 +184,57 @@ fn rebuild_if_stale_repeats_the_recorded_options_and_is_silent_when_fresh() {
         "{}",
         out.stderr
     );
+}
+
+/// A typo in one user recipe (`ROCBUILD_RECIPES`) blocks nothing else: `status` and the
+/// built-in recipes work, with a warning naming the file and line; asking for that recipe by
+/// name still shows its whole diagnostic.
+#[test]
+fn a_broken_user_recipe_is_skipped_with_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    run(Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv));
+    install_fake_torch(&site_packages(&venv), "2.9.1");
+    let recipes = tmp.path().join("recipes");
+    std::fs::create_dir_all(&recipes).unwrap();
+    let mine = recipes.join("mine.toml");
+    std::fs::write(
+        &mine,
+        "[package]\nname = \"mine\"\ndistribution = \"mine\"\nimport-dir = \"mine\"\n\n[source]\ngit = \"https://example.invalid/acme/mine\"\ntag = \"v{version}\n",
+    )
+    .unwrap();
+    let dirs = recipes.to_str().unwrap();
+    let env = [("ROCBUILD_RECIPES", dirs)];
+    let venv_s = venv.to_str().unwrap();
+    let at = format!("{}:8:", mine.display());
+
+    let out = rocbuild(&["status", "--venv", venv_s], &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(&format!("skipped {at}")),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(&at), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`rocbuild mine` shows the whole error"),
+        "{}",
+        out.stderr
+    );
+
+    let out = rocbuild(&["recipes"], &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("torchcodec"), "{}", out.stdout);
+    assert!(out.stdout.contains("ctranslate2"), "{}", out.stdout);
+
+    let out = rocbuild(&["mine", "--venv", venv_s, "--dry-run"], &env);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("rocbuild::recipe::invalid"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(&at), "{}", out.stderr);
 }

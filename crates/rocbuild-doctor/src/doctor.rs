@@ -171,6 +171,24 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         })
         .collect();
     let reader = Reader::leaked();
+    let torch_libs: Vec<PathBuf> = match torch {
+        Some(t) => native_libraries(site, &Subject::torch(), os)
+            .into_iter()
+            .filter(|p| p.starts_with(&t.lib))
+            .collect(),
+        None => Vec::new(),
+    };
+    // What torch's libraries find through their own RPATH/RUNPATH (a PyPI CUDA torch's
+    // `$ORIGIN/../../nvidia/cu13/lib`): loaded by `import torch` too.
+    let torch_deps = linkage::found_through_rpaths(
+        &torch_libs,
+        &linkage::Search {
+            extra_dirs: opts.library_path.clone(),
+            preloaded: torch_libs.clone(),
+            executable: None,
+        },
+        reader,
+    );
     let ctx = Examiner {
         machine,
         opts,
@@ -180,13 +198,8 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         } else {
             linkage::python_runtime(&machine.python.exe, reader)
         },
-        torch_libs: match torch {
-            Some(t) => native_libraries(site, &Subject::torch(), os)
-                .into_iter()
-                .filter(|p| p.starts_with(&t.lib))
-                .collect(),
-            None => Vec::new(),
-        },
+        torch_libs,
+        torch_deps,
         driver_majors: (os == Os::Windows)
             .then(|| {
                 rocbuild_probe::driver_runtime_majors(&rocbuild_probe::ProbeEnv::from_process(), os)
@@ -206,9 +219,12 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             })
             .collect();
         for ((subject, libs, _), handle) in plans.iter().zip(handles) {
-            let examined = ctx.examine(subject, libs);
-            findings.extend(examined.findings);
+            let mut examined = ctx.examine(subject, libs);
             let load = handle.join().unwrap_or(None);
+            if let Some(r) = &load {
+                symptom::reconcile(&mut examined.findings, r);
+            }
+            findings.extend(examined.findings);
             let verdict = symptom::judge(&subject.name, libs, examined.inactive, load.as_ref());
             findings.extend(verdict.finding);
             packages.push(PackageReport {

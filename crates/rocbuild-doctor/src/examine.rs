@@ -21,6 +21,10 @@ pub struct Examiner<'a> {
     pub python: Vec<PathBuf>,
     /// torch's libraries under torch/lib: `import torch` loads them before any extension.
     pub torch_libs: Vec<PathBuf>,
+    /// What torch's libraries find through their own RPATH/RUNPATH outside torch/lib (the
+    /// nvidia-* wheels of a PyPI CUDA torch): loaded by `import torch` as well, so another
+    /// package's library that needs the same soname binds to them without any search.
+    pub torch_deps: Vec<PathBuf>,
     /// Windows: the GPU driver's HIP runtime majors in System32; `None` elsewhere.
     pub driver_majors: Option<Vec<u32>>,
 }
@@ -76,7 +80,7 @@ impl Examiner<'_> {
             .collect();
         let live: Vec<PathBuf> = libs.iter().filter(|p| !is_inactive(p)).cloned().collect();
 
-        let search = self.search(&live);
+        let search = self.search(subject, &live);
         let mut linkages: Vec<Linkage> = Vec::new();
         for (lib, r) in live
             .iter()
@@ -136,12 +140,16 @@ impl Examiner<'_> {
 
     /// Already in the process when the package's libraries load: Python itself; torch's
     /// libraries (`import torch` loads them into the global scope first; for torch itself, its
-    /// libraries load as one group and resolve against each other); and the package's own
+    /// libraries load as one group and resolve against each other) and, for another package,
+    /// what they found through their RUNPATHs; and the package's own
     /// (its loader loads them in order: TorchCodec's custom_ops NEEDs the core by a bare name
     /// no RUNPATH could find, and the core is already loaded by then).
-    fn search(&self, live: &[PathBuf]) -> Search {
+    fn search(&self, subject: &Subject, live: &[PathBuf]) -> Search {
         let mut preloaded = self.python.clone();
         preloaded.extend(self.torch_libs.iter().cloned());
+        if subject.name != "torch" {
+            preloaded.extend(self.torch_deps.iter().cloned());
+        }
         preloaded.extend(live.iter().cloned());
         Search {
             extra_dirs: self.opts.library_path.clone(),

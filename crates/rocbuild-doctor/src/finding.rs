@@ -69,6 +69,10 @@ pub struct Finding {
     pub why: String,
     /// What to do; empty when there is nothing to do.
     pub fix: String,
+    /// The native library (file name) this finding says cannot load, when it says that: the
+    /// load test can disprove it (see `symptom::reconcile`).
+    #[serde(skip)]
+    pub library: Option<String>,
 }
 
 impl Finding {
@@ -81,7 +85,13 @@ impl Finding {
             details: Vec::new(),
             why: String::new(),
             fix: String::new(),
+            library: None,
         }
+    }
+    /// The library this finding says cannot load.
+    pub fn library(mut self, file_name: &str) -> Self {
+        self.library = Some(file_name.to_string());
+        self
     }
     pub fn details(mut self, d: impl IntoIterator<Item = String>) -> Self {
         self.details.extend(d);

@@ -339,6 +339,37 @@ pub fn link(root: &Path, search: &Search, reader: &Reader) -> Result<Linkage, Na
     Ok(l)
 }
 
+/// What `roots` (loaded first: torch's libraries, by `import torch`) find through their own
+/// RPATH/RUNPATH, at any depth. Those files are in the process once the roots are, so a library
+/// loaded later that needs the same soname binds to them without a search: a PyPI CUDA torch's
+/// `$ORIGIN/../../nvidia/cu13/lib` makes `libcudart.so.13` available to every extension
+/// imported after it, though no extension's own RUNPATH leads there.
+pub fn found_through_rpaths(roots: &[PathBuf], search: &Search, reader: &Reader) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = par_map(roots, |root| {
+        match rocbuild_native::closure_with(root, &context(None, search), reader) {
+            Ok(c) => c
+                .found
+                .iter()
+                .filter(|d| {
+                    matches!(
+                        d.provider,
+                        Provider::Rpath { .. } | Provider::Runpath { .. }
+                    )
+                })
+                .filter_map(|d| d.path.clone())
+                .filter(|p| !roots.contains(p))
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Libraries that load into one process together (a package's libraries, after Python and
 /// `search.preloaded`): each one's closure, and the ABI check of each root. On ELF every
 /// undefined symbol binds against the whole process, so the providers are the union of all

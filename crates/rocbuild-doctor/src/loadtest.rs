@@ -94,7 +94,8 @@ struct Line {
 pub fn load_test(python: &Path, steps: &[Step], timeout: Duration) -> LoadReport {
     let spec = serde_json::to_string(steps).unwrap_or_default();
     let mut cmd = Command::new(python);
-    cmd.args(["-I", "-c", CHILD])
+    // -B: no `__pycache__` written into the venv by the imports (-I ignores PYTHON* variables).
+    cmd.args(["-I", "-B", "-c", CHILD])
         .arg(spec)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -88,3 +88,87 @@ pub fn judge(
         finding,
     }
 }
+
+/// A static finding that says a library cannot load, when the load test loaded that very
+/// library in a fresh Python, is the static model's mistake (a loader rule it does not know),
+/// not the user's problem: it must not be reported as an error beside "loads". It becomes a
+/// note that keeps the evidence and says that the load test disproved it.
+pub fn reconcile(findings: &mut [Finding], load: &LoadReport) {
+    let loaded: Vec<String> = load
+        .steps
+        .iter()
+        .filter(|s| s.ok)
+        .filter_map(|s| match &s.step {
+            Step::Cdll(p) => Some(file_name(p)),
+            Step::Import(_) => None,
+        })
+        .collect();
+    for f in findings.iter_mut() {
+        let disproved = f.severity != Severity::Note
+            && matches!(f.check, Check::Missing | Check::Abi)
+            && f.library.as_ref().is_some_and(|l| loaded.contains(l));
+        if disproved {
+            f.severity = Severity::Note;
+            f.what = format!(
+                "{} (read from the files), yet it loaded in a fresh Python",
+                f.what
+            );
+            f.why = format!(
+                "the load test is what the loader really does, and it loaded the library: the static check missed how this one is found ({})",
+                f.why
+            );
+            f.fix = String::new();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loadtest::StepResult;
+
+    fn cdll(path: &str, ok: bool) -> StepResult {
+        StepResult {
+            step: Step::Cdll(PathBuf::from(path)),
+            ok,
+            error: (!ok).then(|| format!("{path}: cannot open shared object file")),
+        }
+    }
+
+    #[test]
+    fn a_library_that_loaded_is_not_an_error() {
+        let missing = |lib: &str| {
+            Finding::new(
+                Severity::Error,
+                Check::Missing,
+                "pkg",
+                format!("{lib} cannot load"),
+            )
+            .why("the loader searches here")
+            .fix("install it")
+            .library(lib)
+        };
+        let mut findings = vec![
+            missing("liba.so"),
+            missing("libb.so"),
+            Finding::new(Severity::Error, Check::Gpu, "pkg", "no code for gfx1010")
+                .library("liba.so"),
+        ];
+        let load = LoadReport {
+            steps: vec![cdll("/s/pkg/liba.so", true), cdll("/s/pkg/libb.so", false)],
+            aborted: None,
+        };
+        reconcile(&mut findings, &load);
+        assert_eq!(findings[0].severity, Severity::Note);
+        assert!(
+            findings[0].what.contains("yet it loaded"),
+            "{}",
+            findings[0].what
+        );
+        assert!(findings[0].fix.is_empty());
+        // It did not load: the static finding stands.
+        assert_eq!(findings[1].severity, Severity::Error);
+        // Loading says nothing about GPU code objects.
+        assert_eq!(findings[2].severity, Severity::Error);
+    }
+}

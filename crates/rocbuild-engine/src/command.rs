@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+/// Set for every child rocbuild starts: Python writes no `.pyc` files (into the venv).
+pub const NO_BYTECODE: &str = "PYTHONDONTWRITEBYTECODE";
+
 /// One process to run: argv, the env it adds (and removes) and where. Never a shell string.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Command {
@@ -37,9 +40,13 @@ impl Command {
         self
     }
 
+    /// The process to run. Every child gets `PYTHONDONTWRITEBYTECODE=1`, pip and the Pythons
+    /// cmake starts included: a run (above all a failed one) must not leave `__pycache__`
+    /// directories in the venv. The command's own `env` may still set it otherwise.
     pub fn to_duct(&self) -> duct::Expression {
         // An OsString, not a Path: duct would run a bare `Path("sh")` as `./sh`.
-        let mut e = duct::cmd(self.program.as_os_str().to_os_string(), &self.args);
+        let mut e =
+            duct::cmd(self.program.as_os_str().to_os_string(), &self.args).env(NO_BYTECODE, "1");
         for (k, v) in &self.env {
             e = e.env(k, v);
         }

@@ -304,6 +304,7 @@ fn fetch_and_build(
 /// [`torch_imported`] waits for it.
 fn start_torch_import(plan: &Plan) -> Result<duct::Handle> {
     crate::step::low_priority(duct::cmd(&plan.python, ["-c", "import torch"]))
+        .env(crate::command::NO_BYTECODE, "1")
         .env_remove("PYTHONPATH")
         .stdin_null()
         .stdout_null()

@@ -55,12 +55,17 @@ fn cache_repo(git_cache: &Path, url: &str) -> Result<Repository> {
     }
 }
 
+/// A full commit id.
+fn is_commit_id(reference: &str) -> bool {
+    reference.len() == 40 && reference.chars().all(|c| c.is_ascii_hexdigit())
+}
+
 /// Refspecs for `reference`: just that ref when it names one (fast, and immune to broken
-/// unrelated branches), else every branch and tag.
+/// unrelated branches), the commit itself for a commit id, else the tag or branch of that name.
 fn refspecs(reference: &str) -> Vec<String> {
     if reference.starts_with("refs/") {
         vec![format!("+{reference}:{reference}")]
-    } else if reference.len() == 40 && reference.chars().all(|c| c.is_ascii_hexdigit()) {
+    } else if is_commit_id(reference) {
         vec![reference.to_string()]
     } else {
         vec![
@@ -70,6 +75,9 @@ fn refspecs(reference: &str) -> Vec<String> {
     }
 }
 
+/// Fetch `reference` from a remote over the network, asking only for it. Every branch and
+/// tag is fetched only as a last resort, and only for what no refspec can name: a commit id
+/// the server refuses to serve directly, or a short revision (`--rev abc1234`).
 fn fetch_from(
     repo: &Repository,
     from: &str,
@@ -77,11 +85,13 @@ fn fetch_from(
     progress: &dyn Fn(usize, usize),
 ) -> std::result::Result<(), git2::Error> {
     let specs = refspecs(reference);
-    let mut last = None;
-    for spec in specs.iter().map(|s| vec![s.clone()]).chain([vec![
+    let everything = vec![
         "+refs/heads/*:refs/heads/*".to_string(),
         "+refs/tags/*:refs/tags/*".to_string(),
-    ]]) {
+    ];
+    let last_resort = (!reference.starts_with("refs/")).then_some(everything);
+    let mut last = None;
+    for spec in specs.iter().map(|s| vec![s.clone()]).chain(last_resort) {
         match fetch_specs(repo, from, &spec, progress) {
             Ok(()) if resolve(repo, reference).is_some() => return Ok(()),
             Ok(()) => {}
@@ -129,7 +139,176 @@ fn resolve(repo: &Repository, reference: &str) -> Option<Oid> {
     None
 }
 
+/// The local repository a URL names (a path, or `file://`), if it is one.
+fn local_repo(url: &str) -> Option<PathBuf> {
+    let path = Path::new(url.strip_prefix("file://").unwrap_or(url));
+    (!url.contains("://") || url.starts_with("file://"))
+        .then(|| path.to_path_buf())
+        .filter(|p| p.exists())
+}
+
+/// Why a local repository could not give `reference`.
+enum LocalMiss {
+    /// It does not have it (the release is not in the mirror).
+    Lacks { tags: Vec<String> },
+    /// It has it, but cannot be read or copied.
+    Broken(String),
+}
+
+/// Copy `reference` from the local repository `from` into `cache`: the ref (an annotated
+/// tag's object included), its commit and that commit's tree, nothing else.
+///
+/// libgit2's local transport packs the objects of every ref of the source and their whole
+/// history, so one unrelated ref whose objects are missing (a snapshot's `refs/pull/*` or
+/// `gh-pages`, old history cut off) fails the whole fetch. Reading the source repository
+/// directly touches only what the release needs. The commit is recorded in the cache's
+/// `shallow` file when its parents are not copied, so that git (and libgit2's negotiation
+/// with a server later) treats it as a root, as after `git fetch --depth 1`.
+fn copy_local(
+    cache: &Repository,
+    from: &Path,
+    reference: &str,
+    progress: &dyn Fn(usize, usize),
+) -> std::result::Result<Oid, LocalMiss> {
+    let src = Repository::open(from).map_err(|e| {
+        LocalMiss::Broken(format!("not a readable git repository ({})", e.message()))
+    })?;
+    let tags = || -> Vec<String> {
+        src.tag_names(None)
+            .map(|t| t.iter().flatten().map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    // The ref to copy (name, target) and the object to peel to the commit.
+    let names: Vec<String> = if reference.starts_with("refs/") {
+        vec![reference.to_string()]
+    } else if is_commit_id(reference) {
+        Vec::new()
+    } else {
+        vec![
+            format!("refs/tags/{reference}"),
+            format!("refs/heads/{reference}"),
+        ]
+    };
+    let mut found: Option<(Option<String>, Oid)> = None;
+    for name in &names {
+        let Ok(r) = src.find_reference(name) else {
+            continue;
+        };
+        let target = r
+            .resolve()
+            .ok()
+            .and_then(|r| r.target())
+            .ok_or_else(|| LocalMiss::Broken(format!("{name} does not point at an object")))?;
+        found = Some((Some(name.clone()), target));
+        break;
+    }
+    if found.is_none() && !reference.starts_with("refs/") {
+        // A commit id, or a short revision (`--rev abc1234`).
+        if let Ok(obj) = src.revparse_single(reference) {
+            found = Some((None, obj.id()));
+        }
+    }
+    let Some((name, target)) = found else {
+        return Err(LocalMiss::Lacks { tags: tags() });
+    };
+    let unreadable = |e: git2::Error| {
+        LocalMiss::Broken(format!(
+            "{} names {target}, which cannot be read ({})",
+            name.as_deref().unwrap_or(reference),
+            e.message()
+        ))
+    };
+    let commit = src
+        .find_object(target, None)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(unreadable)?;
+    let have = |oid: Oid| cache.odb().is_ok_and(|odb| odb.exists(oid));
+    if !have(target) || !have(commit.id()) {
+        let pack = || -> std::result::Result<(), git2::Error> {
+            let mut pb = src.packbuilder()?;
+            pb.insert_recursive(target, None)?;
+            let odb = cache.odb()?;
+            let mut writer = odb.packwriter()?;
+            writer.progress(|p| {
+                progress(p.received_objects(), p.total_objects());
+                true
+            });
+            let mut failed = None;
+            pb.foreach(|buf| match std::io::Write::write_all(&mut writer, buf) {
+                Ok(()) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            })?;
+            if let Some(e) = failed {
+                return Err(git2::Error::from_str(&e.to_string()));
+            }
+            writer.commit().map(|_| ())
+        };
+        pack().map_err(unreadable)?;
+    }
+    if let Some(name) = &name {
+        cache
+            .reference(
+                name,
+                target,
+                true,
+                "rocbuild: copied from a local repository",
+            )
+            .map_err(|e| {
+                LocalMiss::Broken(format!(
+                    "cannot write {name} into the cache ({})",
+                    e.message()
+                ))
+            })?;
+    }
+    // A clone damaged earlier (a pack cut short) can claim objects it cannot read: leave
+    // that to the caller's damage report rather than to a checkout failing later.
+    if let Err(e) = cache.find_commit(commit.id()).and_then(|c| c.tree()) {
+        return Err(LocalMiss::Broken(format!(
+            "the cache cannot read {} after copying it ({})",
+            commit.id(),
+            e.message()
+        )));
+    }
+    if commit.parent_ids().any(|p| !have(p)) {
+        mark_shallow(cache, commit.id()).map_err(|e| {
+            LocalMiss::Broken(format!("cannot write the cache's shallow file: {e}"))
+        })?;
+    }
+    Ok(commit.id())
+}
+
+/// Add `commit` to the repository's `shallow` file (written whole, then renamed in).
+fn mark_shallow(repo: &Repository, commit: Oid) -> std::io::Result<()> {
+    let path = repo.path().join("shallow");
+    let mut text = fs_err::read_to_string(&path).unwrap_or_default();
+    let id = commit.to_string();
+    if text.lines().any(|l| l.trim() == id) {
+        return Ok(());
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&id);
+    text.push('\n');
+    let tmp = path.with_extension("rocbuild-tmp");
+    fs_err::write(&tmp, text)?;
+    fs_err::rename(&tmp, &path)
+}
+
+/// What `reference` is, in words, for messages.
+fn what(reference: &str) -> String {
+    if is_commit_id(reference) {
+        format!("commit {reference}")
+    } else {
+        reference.to_string()
+    }
+}
+
 /// Fetch (if needed) and resolve `reference` of `url`, trying the mirror first when set.
+/// Only the release is fetched: the ref (or commit) asked for, never every ref of the source.
 pub fn fetch_commit(
     git_cache: &Path,
     url: &str,
@@ -139,47 +318,84 @@ pub fn fetch_commit(
 ) -> Result<(Repository, Oid)> {
     let repo = cache_repo(git_cache, url)?;
     // A pinned commit or an existing tag in the cache needs no network.
-    let is_commit = reference.len() == 40 && reference.chars().all(|c| c.is_ascii_hexdigit());
-    if is_commit || reference.starts_with("refs/tags/") {
+    if is_commit_id(reference) || reference.starts_with("refs/tags/") {
         if let Some(oid) = resolve(&repo, reference) {
             return Ok((repo, oid));
         }
     }
+    // A clone whose ref for the release cannot be read is damaged: say so, and write nothing
+    // more into it.
+    if let Some(why) = damaged(&repo, reference) {
+        return Err(damage_error(&repo, url, &why));
+    }
     let mut tried = Vec::new();
-    let mut places: Vec<String> = Vec::new();
-    if let Some(m) = mirror.and_then(|m| mirror_path(m, url)) {
-        places.push(m.display().to_string());
-    } else if let Some(m) = mirror {
-        tried.push(format!(
+    // A mirror that was found but does not hold the release: (its path, its tags).
+    let mut lacking: Option<(PathBuf, Vec<String>)> = None;
+    match mirror.map(|m| (m, mirror_path(m, url))) {
+        None => {}
+        Some((m, None)) => tried.push(format!(
             "mirror {}: the URL has no HOST/OWNER/REPO form",
             m.display()
-        ));
-    }
-    places.push(url.to_string());
-    for from in &places {
-        if from != url && !Path::new(from).exists() {
-            tried.push(format!("mirror {from}: does not exist"));
-            continue;
+        )),
+        Some((_, Some(path))) if !path.exists() => {
+            tried.push(format!("mirror {}: does not exist", path.display()));
         }
-        match fetch_from(&repo, from, reference, progress) {
+        Some((_, Some(path))) => match copy_local(&repo, &path, reference, progress) {
+            Ok(oid) => return Ok((repo, oid)),
+            Err(LocalMiss::Lacks { tags }) => {
+                tried.push(format!(
+                    "mirror {} has no {}",
+                    path.display(),
+                    what(reference)
+                ));
+                lacking = Some((path, tags));
+            }
+            Err(LocalMiss::Broken(why)) => {
+                tried.push(format!("mirror {}: {why}", path.display()));
+            }
+        },
+    }
+    match local_repo(url) {
+        Some(path) => match copy_local(&repo, &path, reference, progress) {
+            Ok(oid) => return Ok((repo, oid)),
+            Err(LocalMiss::Lacks { .. }) => {
+                tried.push(format!("{url}: has no {}", what(reference)))
+            }
+            Err(LocalMiss::Broken(why)) => tried.push(format!("{url}: {why}")),
+        },
+        None => match fetch_from(&repo, url, reference, progress) {
             Ok(()) => match resolve(&repo, reference) {
                 Some(oid) => return Ok((repo, oid)),
-                None => tried.push(format!("{from}: has no {reference}")),
+                None => tried.push(format!("{url}: has no {}", what(reference))),
             },
-            Err(e) => tried.push(format!("{from}: {}", e.message())),
-        }
+            Err(e) => tried.push(format!("{url}: {}", e.message())),
+        },
     }
     if let Some(why) = damaged(&repo, reference) {
-        let dir = repo.path().display().to_string();
+        return Err(damage_error(&repo, url, &why));
+    }
+    if let Some((path, tags)) = lacking {
+        let name = reference.trim_start_matches("refs/tags/");
+        let add = if is_commit_id(reference) {
+            format!("git -C {} fetch {url} {reference}", path.display())
+        } else {
+            let full = if reference.starts_with("refs/") {
+                reference.to_string()
+            } else {
+                format!("refs/tags/{name}")
+            };
+            format!("git -C {} fetch {url} {full}:{full}", path.display())
+        };
+        let has = if tags.is_empty() {
+            "it has no tags".to_string()
+        } else {
+            format!("tags it has: {}", last(&tags, 8).join(", "))
+        };
         return Err(EngineError::Source {
             url: url.into(),
-            reason: format!(
-                "the cache's clone {} is damaged: {why}",
-                dir.trim_end_matches('/')
-            ),
+            reason: format!("tried {}", tried.join("; ")),
             help: format!(
-                "nothing in the venv was changed; remove the damaged clone and run again: `rocbuild clean --sources` (every cached clone), or delete {}",
-                dir.trim_end_matches('/')
+                "nothing was built and the venv is unchanged; add the release to the mirror (on a machine with network: `{add}`), or pick a release the mirror has with --version or --rev ({has})"
             ),
         });
     }
@@ -199,6 +415,21 @@ pub fn fetch_commit(
             )
         },
     })
+}
+
+fn damage_error(repo: &Repository, url: &str, why: &str) -> EngineError {
+    let dir = repo.path().display().to_string();
+    EngineError::Source {
+        url: url.into(),
+        reason: format!(
+            "the cache's clone {} is damaged: {why}",
+            dir.trim_end_matches('/')
+        ),
+        help: format!(
+            "nothing in the venv was changed; remove the damaged clone and run again: `rocbuild clean --sources` (every cached clone), or delete {}",
+            dir.trim_end_matches('/')
+        ),
+    }
 }
 
 /// Why `reference` cannot be read although the clone has it: its ref names an object that
@@ -438,6 +669,118 @@ fn checkout_submodules(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `git ARGS` in `dir`, with a fixed identity; its stdout.
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A mirror `MIRROR/example.invalid/acme/proj.git` with an annotated tag v1.0 and a
+    /// `refs/pull/1/head` whose commit was deleted from the object store (what a snapshot
+    /// of a GitHub repository looks like). Returns (mirror root, mirror repo, v1.0's commit).
+    fn broken_mirror(root: &Path) -> (PathBuf, PathBuf, String) {
+        let work = root.join("work");
+        fs_err::create_dir_all(&work).unwrap();
+        git(&work, &["init", "-q"]);
+        fs_err::write(work.join("a.txt"), "release\n").unwrap();
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-qm", "first"]);
+        fs_err::write(work.join("a.txt"), "release 1.0\n").unwrap();
+        git(&work, &["commit", "-qam", "second"]);
+        git(&work, &["tag", "-a", "-m", "v1.0", "v1.0"]);
+        let release = git(&work, &["rev-parse", "HEAD"]);
+        git(&work, &["checkout", "-qb", "side"]);
+        fs_err::write(work.join("b.txt"), "a pull request\n").unwrap();
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-qm", "pull"]);
+        let pull = git(&work, &["rev-parse", "HEAD"]);
+        let root_m = root.join("mirror");
+        let repo = root_m.join("example.invalid/acme/proj.git");
+        fs_err::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q", "--bare"]);
+        let dest = repo.to_str().unwrap();
+        git(&work, &["push", "-q", dest, "main", "v1.0"]);
+        git(&work, &["push", "-q", dest, "side:refs/pull/1/head"]);
+        // Small pushes are unpacked as loose objects: delete the pull request's commit.
+        let loose = repo.join("objects").join(&pull[..2]).join(&pull[2..]);
+        assert!(loose.exists(), "{} is not loose", loose.display());
+        fs_err::remove_file(&loose).unwrap();
+        (root_m, repo, release)
+    }
+
+    #[test]
+    fn a_broken_unrelated_ref_in_the_mirror_does_not_stop_the_release() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mirror, _, release) = broken_mirror(tmp.path());
+        let url = "https://example.invalid/acme/proj";
+        let cache = tmp.path().join("cache");
+        let (repo, oid) =
+            fetch_commit(&cache, url, "refs/tags/v1.0", Some(&mirror), &|_, _| {}).unwrap();
+        assert_eq!(oid.to_string(), release);
+        let dir = tmp.path().join("checkout");
+        let none = SubmoduleSel::None;
+        checkout(
+            &repo,
+            oid,
+            &dir,
+            url,
+            &none,
+            &cache,
+            Some(&mirror),
+            &|_, _| {},
+        )
+        .unwrap();
+        assert_eq!(
+            fs_err::read_to_string(dir.join("a.txt")).unwrap(),
+            "release 1.0\n"
+        );
+        // Only the release was copied, as a shallow clone git itself can read.
+        let log = git(repo.path(), &["log", "--format=%H", "refs/tags/v1.0"]);
+        assert_eq!(log, release);
+        assert!(repo.find_reference("refs/pull/1/head").is_err());
+        // A pinned commit (a submodule's) is served the same way, into a fresh cache.
+        let cache2 = tmp.path().join("cache2");
+        let (_, oid) = fetch_commit(&cache2, url, &release, Some(&mirror), &|_, _| {}).unwrap();
+        assert_eq!(oid.to_string(), release);
+    }
+
+    #[test]
+    fn a_mirror_without_the_release_says_so() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mirror, repo, _) = broken_mirror(tmp.path());
+        let url = "https://example.invalid/acme/proj";
+        let cache = tmp.path().join("cache");
+        let err = fetch_commit(&cache, url, "refs/tags/v2.0", Some(&mirror), &|_, _| {})
+            .err()
+            .expect("v2.0 is not in the mirror");
+        let text = format!(
+            "{err} {}",
+            miette::Diagnostic::help(&err)
+                .map(|h| h.to_string())
+                .unwrap_or_default()
+        );
+        let says = format!("mirror {} has no refs/tags/v2.0", repo.display());
+        assert!(text.contains(&says), "{text}");
+        assert!(text.contains("tags it has: v1.0"), "{text}");
+    }
 
     #[test]
     fn mirror_paths() {

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::command::Command;
 use crate::error::{EngineError, Result};
@@ -195,8 +195,7 @@ impl RunLog {
                 Ok(line) => {
                     self.write(&line);
                     if let Some((n, m)) = ninja_progress(&line) {
-                        bar.set_length(m);
-                        bar.set_position(n);
+                        show_progress(&bar, n, m);
                     }
                     if self.verbosity == Verbosity::Verbose {
                         bar.suspend(|| eprintln!("{line}"));
@@ -227,16 +226,36 @@ impl RunLog {
         if self.verbosity == Verbosity::Quiet {
             return ProgressBar::hidden();
         }
-        let bar = ProgressBar::new(0);
+        let bar = step_bar(name, ProgressDrawTarget::stderr());
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        bar
+    }
+}
+
+/// A step's line on the terminal: a spinner with the step's name and its time, until ninja's
+/// `[N/M]` gives a total (see [`show_progress`]). Most steps never have one (configure, pip,
+/// verify): a bar of length 0 would be drawn full, `[=====] 0/0`, as if the step were done.
+fn step_bar(name: &str, target: ProgressDrawTarget) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, target);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.set_message(name.to_string());
+    bar
+}
+
+/// `[n/m]` from ninja: the spinner becomes a bar (once), then moves.
+fn show_progress(bar: &ProgressBar, n: u64, m: u64) {
+    if bar.length().is_none() {
         bar.set_style(
             ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
         );
-        bar.set_message(name.to_string());
-        bar.enable_steady_tick(std::time::Duration::from_millis(200));
-        bar
     }
+    bar.set_length(m);
+    bar.set_position(n);
 }
 
 /// Work started beside the build runs at a lower CPU priority (nice 10): the compile, on the
@@ -311,6 +330,74 @@ pub fn ninja_progress(line: &str) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A terminal that keeps what is drawn on it.
+    #[derive(Debug, Default, Clone)]
+    struct Screen(std::sync::Arc<std::sync::Mutex<String>>);
+
+    impl Screen {
+        /// What was drawn since the last call.
+        fn take(&self) -> String {
+            std::mem::take(&mut *self.0.lock().unwrap())
+        }
+        fn put(&self, s: &str) -> std::io::Result<()> {
+            self.0.lock().unwrap().push_str(s);
+            Ok(())
+        }
+    }
+
+    impl indicatif::TermLike for Screen {
+        fn width(&self) -> u16 {
+            100
+        }
+        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.put(s)?;
+            self.put("\n")
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            self.put(s)
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Configure and verify have no `[N/M]`: no bar, no `0/0`, only a spinner and the time.
+    #[test]
+    fn a_step_without_a_total_shows_a_spinner_not_a_full_bar() {
+        let screen = Screen::default();
+        let bar = step_bar(
+            "configure",
+            ProgressDrawTarget::term_like(Box::new(screen.clone())),
+        );
+        bar.tick();
+        let before = screen.take();
+        assert!(before.contains("configure"), "{before:?}");
+        assert!(
+            !before.contains("0/0") && !before.contains('['),
+            "{before:?}"
+        );
+        show_progress(&bar, 3, 12);
+        bar.tick();
+        let during = screen.take();
+        assert!(during.contains("3/12"), "{during:?}");
+        assert!(during.contains("[=======>"), "{during:?}");
+    }
 
     #[test]
     fn parses_ninja_progress() {

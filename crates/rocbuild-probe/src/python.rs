@@ -58,7 +58,8 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
         exe: exe.display().to_string(),
         reason,
     };
-    let out = duct::cmd(&exe, ["-I", "-c", DESCRIBE])
+    // -B: nothing written into the venv (-I ignores PYTHONDONTWRITEBYTECODE).
+    let out = duct::cmd(&exe, ["-I", "-B", "-c", DESCRIBE])
         .stdout_capture()
         .stderr_capture()
         .unchecked()

@@ -295,10 +295,33 @@ pub fn torch_compatible(release: &ReleaseInfo, torch_version: &str) -> bool {
 #[derive(Debug, Default)]
 pub struct RecipeSet {
     recipes: BTreeMap<String, Recipe>,
+    /// User recipe files that did not load: skipped, so one typo does not block every command.
+    skipped: Vec<Skipped>,
+}
+
+/// A user recipe file that could not be read or is invalid.
+#[derive(Debug)]
+struct Skipped {
+    path: PathBuf,
+    /// The file name without `.toml`: the name `rocbuild NAME` would most likely use for it.
+    stem: String,
+    /// One line: `FILE:LINE:COL: what is wrong`.
+    summary: String,
+}
+
+/// Read and parse one recipe file.
+fn load_file(path: &Path) -> Result<Recipe, RecipeError> {
+    let text = fs_err::read_to_string(path).map_err(|source| RecipeError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    parse(&path.display().to_string(), &text)
 }
 
 impl RecipeSet {
-    /// Load the built-ins, then every `*.toml` in `dirs` (later directories win).
+    /// Load the built-ins, then every `*.toml` in `dirs` (later directories win). A user
+    /// recipe that does not load is skipped with a warning (file, line, what); asking for it
+    /// by name gives its whole diagnostic.
     pub fn load(dirs: &[PathBuf]) -> Result<Self, RecipeError> {
         let mut set = RecipeSet::default();
         for (name, text) in BUILTIN {
@@ -323,17 +346,52 @@ impl RecipeSet {
             .collect();
         files.sort();
         for path in files {
-            let text = fs_err::read_to_string(&path).map_err(|source| RecipeError::Io {
-                path: path.display().to_string(),
-                source,
-            })?;
-            let r = parse(&path.display().to_string(), &text)?;
-            self.recipes.insert(r.name().to_string(), r);
+            match load_file(&path) {
+                Ok(r) => {
+                    self.recipes.insert(r.name().to_string(), r);
+                }
+                Err(e) => {
+                    let s = Skipped {
+                        stem: path
+                            .file_stem()
+                            .unwrap_or_default()
+                            .to_string_lossy()
+                            .into_owned(),
+                        summary: e.to_string(),
+                        path,
+                    };
+                    tracing::warn!(
+                        "skipped {} (the other recipes are used; `rocbuild {}` shows the whole error)",
+                        s.summary,
+                        s.stem
+                    );
+                    self.skipped.push(s);
+                }
+            }
         }
         Ok(())
     }
 
+    /// The user recipe files that did not load, as one line each (`FILE:LINE:COL: what`).
+    pub fn skipped(&self) -> impl Iterator<Item = &str> {
+        self.skipped.iter().map(|s| s.summary.as_str())
+    }
+
+    /// The recipe called `name`. A skipped file of that name gives its own error (file, line,
+    /// column, the text around it), even when a built-in recipe has the name: the user's file
+    /// was meant to replace it.
     pub fn get(&self, name: &str) -> Result<&Recipe, RecipeError> {
+        if let Some(s) = self.skipped.iter().rev().find(|s| s.stem == name) {
+            return Err(match load_file(&s.path) {
+                Err(e) => e,
+                Ok(_) => RecipeError::Io {
+                    path: s.path.display().to_string(),
+                    source: std::io::Error::other(
+                        "the file changed while rocbuild read it; run again",
+                    ),
+                },
+            });
+        }
         self.recipes.get(name).ok_or_else(|| {
             let known = self
                 .recipes
@@ -352,6 +410,7 @@ impl RecipeSet {
         })
     }
 
+    /// Every recipe that loaded.
     pub fn iter(&self) -> impl Iterator<Item = &Recipe> {
         self.recipes.values()
     }
@@ -387,6 +446,34 @@ WITH_MKL = "ON"
 WITH_OPENBLAS = "OFF"
 MKL_ROOT = "{mkl.root}"
 "#;
+
+    /// A typo in one user recipe must not block the others, nor the built-ins; asking for
+    /// that recipe by name still gives the whole diagnostic.
+    #[test]
+    fn a_broken_user_recipe_is_skipped_and_named() {
+        let dir = std::env::temp_dir().join(format!("rocbuild-recipes-{}", std::process::id()));
+        let _ = fs_err::remove_dir_all(&dir);
+        fs_err::create_dir_all(&dir).unwrap();
+        fs_err::write(dir.join("x.toml"), RECIPE).unwrap();
+        let typo = RECIPE
+            .replace("name = \"x\"", "name = \"y\"")
+            .replace("artifacts = ", "artifact = ");
+        fs_err::write(dir.join("y.toml"), typo).unwrap();
+        let set = RecipeSet::load(std::slice::from_ref(&dir)).unwrap();
+        assert_eq!(set.get("x").unwrap().name(), "x");
+        assert_eq!(set.get("torchcodec").unwrap().name(), "torchcodec");
+        let names: Vec<&str> = set.iter().map(Recipe::name).collect();
+        assert_eq!(names, ["ctranslate2", "torchcodec", "x"]);
+        let skipped: Vec<&str> = set.skipped().collect();
+        assert_eq!(skipped.len(), 1);
+        let at = format!("{}:20:1:", dir.join("y.toml").display());
+        assert!(skipped[0].starts_with(&at), "{}", skipped[0]);
+        let err = set.get("y").expect_err("y is broken");
+        assert!(err.to_string().starts_with(&at), "{err}");
+        let help = miette::Diagnostic::help(&err).map(|h| h.to_string());
+        assert!(help.is_some_and(|h| h.contains("did you mean `artifacts`")));
+        let _ = fs_err::remove_dir_all(&dir);
+    }
 
     fn target<'a>(features: &'a [&'a str]) -> Target<'a> {
         Target {

@@ -103,6 +103,7 @@ pub fn check(
                 format!("{lib} needs {} that torch {tv} does not export", n(&torch)),
             )
             .details(listing(&torch))
+            .library(lib)
             .why(conclusion)
             .fix(if subject.name == "torch" {
                 subject.rebuild_hint()
@@ -126,6 +127,7 @@ pub fn check(
                 ),
             )
             .details(listing(&runtime))
+            .library(lib)
             .why("it was built on a newer Linux (glibc / libstdc++) than this one")
             .fix(format!(
                 "{} (builds it with this system's compiler)",
@@ -142,6 +144,7 @@ pub fn check(
                 format!("{lib} needs {} that none of its dependencies export", n(&other)),
             )
             .details(listing(&other))
+            .library(lib)
             .why("it was linked against other versions of its dependencies than the ones the loader finds here")
             .fix(subject.rebuild_hint()),
         );

@@ -81,7 +81,8 @@ pub fn check(subject: &Subject, lib: &str, missing: &[Missing], searched: &str) 
             "install what provides {}, or {}",
             names.join(", "),
             subject.rebuild_hint()
-        )),
+        ))
+        .library(lib),
     );
     out
 }
