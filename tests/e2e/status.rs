@@ -238,3 +238,29 @@ fn a_broken_user_recipe_is_skipped_with_a_warning() {
     );
     assert!(out.stderr.contains(&at), "{}", out.stderr);
 }
+
+/// A venv whose `lib/` also holds a newer Python's site-packages (left behind by an older
+/// venv, or made by hand): the lock, the install, `status` and `restore` all use the one
+/// site-packages the venv's own Python uses (its pyvenv.cfg), not the newest directory.
+#[test]
+fn the_lock_and_the_install_use_the_same_site_packages() {
+    let w = World::new(DECODE_WAV);
+    let decoy = w.venv.join("lib/python3.99/site-packages");
+    std::fs::create_dir_all(&decoy).unwrap();
+    ok(&w.build(&[]));
+    assert!(
+        w.site.join(".rocbuild/fakecodec.json").is_file(),
+        "the manifest is in the Python's site-packages"
+    );
+    assert!(
+        !decoy.join(".rocbuild").exists(),
+        "nothing of rocbuild's (lock, journal) went to the decoy"
+    );
+    let out = w.cmd(&["status"], &[]);
+    ok(&out);
+    assert_eq!(out.stdout.trim(), "fakecodec 1.0.0: fresh");
+    // A second build is a no-op under the same lock.
+    let again = w.build(&[]);
+    ok(&again);
+    assert!(again.stdout.contains("up to date"), "{}", again.stdout);
+}
