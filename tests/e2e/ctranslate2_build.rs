@@ -197,6 +197,13 @@ fn builds_the_library_then_the_python_package_against_it() {
 /// Run `rocbuild ctranslate2 --venv V --cache C ARGS` on a fresh venv that must refuse:
 /// exit 1, nothing fetched, the venv byte-identical. Returns stderr.
 fn refused(args: &[&str]) -> String {
+    let (code, err) = refused_with(args);
+    assert_eq!(code, 1, "{err}");
+    err
+}
+
+/// Refused with the exit code (2 for a usage error, 1 otherwise), the venv untouched.
+fn refused_with(args: &[&str]) -> (i32, String) {
     let tmp = tempfile::tempdir().unwrap();
     let venv = tmp.path().join("venv");
     make_venv(&venv);
@@ -210,16 +217,22 @@ fn refused(args: &[&str]) -> String {
         cache.to_str().unwrap(),
     ];
     let out = rocbuild(&[&common[..], args].concat(), &[]);
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.code == 1 || out.code == 2,
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
     assert!(!cache.join("git").exists(), "nothing was fetched");
     assert_eq!(tree_state(&venv), before);
-    out.stderr
+    (out.code, out.stderr)
 }
 
 #[test]
 fn a_gpu_option_on_a_cpu_build_is_refused_before_anything_runs() {
-    let err = refused(&["--backend", "cpu", "--arch", "gfx1010", "--dry-run"]);
+    let (code, err) = refused_with(&["--backend", "cpu", "--arch", "gfx1010", "--dry-run"]);
     assert!(err.contains("applies to the rocm backend"), "{err}");
+    assert_eq!(code, 2, "a usage error exits 2, like every usage error");
 }
 
 /// This machine's real SDK (Debian's ROCm 5.2, installed by `cargo xtask test`): gfx1100 has
