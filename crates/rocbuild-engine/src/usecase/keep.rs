@@ -59,7 +59,7 @@ pub struct RebuildRequest<'a> {
 pub struct Rebuilt {
     pub recipe: String,
     pub why: String,
-    pub error: Option<EngineError>,
+    pub result: std::result::Result<super::Built, EngineError>,
 }
 
 /// Rebuild builds of the venv with the options recorded in their manifests. `on_start` is
@@ -111,8 +111,8 @@ pub fn rebuild(
         why.extend(r.missing.iter().map(|f| format!("{f} missing")));
         let why = why.join("; ");
         on_start(r, &why);
-        let error = match req.recipes.get(&r.recipe) {
-            Err(e) => Some(e.into()),
+        let result = match req.recipes.get(&r.recipe) {
+            Err(e) => Err(e.into()),
             // The venv is locked here already: the build runs under this lock.
             Ok(recipe) => build::build_locked(
                 BuildRequest {
@@ -126,13 +126,12 @@ pub fn rebuild(
                 },
                 settings,
                 reporter,
-            )
-            .err(),
+            ),
         };
         out.push(Rebuilt {
             recipe: r.recipe.clone(),
             why,
-            error,
+            result,
         });
     }
     Ok(out)

@@ -102,6 +102,17 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
         );
         return Ok(ExitStatus::Success);
     }
+    print_outcome(&plan, &outcome, recipe.raw.source.git.get_ref(), verbosity);
+    Ok(ExitStatus::Success)
+}
+
+/// What a build did, for the user.
+pub fn print_outcome(
+    plan: &rocbuild_engine::Plan,
+    outcome: &rocbuild_engine::Outcome,
+    source: &str,
+    verbosity: Verbosity,
+) {
     let what = if outcome.changed {
         "installed"
     } else {
@@ -114,11 +125,7 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
         plan.install.dest.display()
     );
     if let Some(c) = &outcome.commit {
-        println!(
-            "  source:   {} @ {}",
-            recipe.raw.source.git.get_ref(),
-            &c[..12.min(c.len())]
-        );
+        println!("  source:   {} @ {}", source, &c[..12.min(c.len())]);
     }
     if outcome.changed {
         for f in &outcome.installed {
@@ -135,5 +142,4 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
     if verbosity == Verbosity::Verbose {
         println!("  log:      {}", outcome.log.display());
     }
-    Ok(ExitStatus::Success)
 }

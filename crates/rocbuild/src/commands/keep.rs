@@ -98,9 +98,19 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
     )?;
     let mut failed = 0;
     for r in done {
-        if let Some(e) = r.error {
-            eprintln!("{:?}", miette::Report::new(e));
-            failed += 1;
+        match r.result {
+            Ok(usecase::Built::Ran { plan, outcome }) => {
+                let source = recipes
+                    .get(&r.recipe)
+                    .map(|x| x.raw.source.git.get_ref().to_string())
+                    .unwrap_or_default();
+                super::build::print_outcome(&plan, &outcome, &source, crate::verbosity(g));
+            }
+            Ok(usecase::Built::Planned(_)) => {}
+            Err(e) => {
+                eprintln!("{:?}", miette::Report::new(e));
+                failed += 1;
+            }
         }
     }
     Ok(if failed > 0 {
