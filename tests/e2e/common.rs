@@ -54,9 +54,14 @@ pub struct World {
 
 impl World {
     pub fn new(verify: &str) -> World {
+        World::with_venv_named(verify, "venv")
+    }
+
+    /// A world whose venv directory is called `name` (spaces, non-ASCII, ...).
+    pub fn with_venv_named(verify: &str, name: &str) -> World {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
-        let venv = root.join("venv");
+        let venv = root.join(name);
         let site = make_venv(&venv);
         install_fake_torch(&site, "2.9.1");
         let repos = root.join("repos");
@@ -156,4 +161,20 @@ pub fn ok(out: &Out) {
         "stdout:\n{}\nstderr:\n{}",
         out.stdout, out.stderr
     );
+}
+
+/// `pip install --no-deps` of `spec` from the fixture wheels into `venv`, as a user would.
+pub fn pip_install(venv: &std::path::Path, wheels: &std::path::Path, spec: &str) {
+    run(Command::new(venv.join("bin/python")).args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-index",
+        "--no-deps",
+        "--no-compile",
+        "--find-links",
+        wheels.to_str().unwrap(),
+        spec,
+    ]));
 }

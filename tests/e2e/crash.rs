@@ -66,9 +66,13 @@ fn state(w: &World) -> BTreeMap<String, String> {
 }
 
 fn build_killed_after(w: &World, step: u64) -> std::process::ExitStatus {
+    killed_after(w, &["fakecodec"], step)
+}
+
+fn killed_after(w: &World, args: &[&str], step: u64) -> std::process::ExitStatus {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rocbuild"));
+    c.args(args);
     c.args([
-        "fakecodec",
         "--recipes",
         w.recipes.to_str().unwrap(),
         "--venv",
@@ -250,4 +254,47 @@ fn a_first_install_killed_at_sampled_steps_leaves_no_trace_or_finishes() {
         assert_eq!(state(&w), after, "step {step}");
     }
     assert!(seen.len() >= 8 && seen[0] == Seen::Before, "{seen:?}");
+}
+
+#[test]
+fn a_restore_killed_after_any_step_is_finished_by_the_next_command() {
+    // pip installed the package; rocbuild replaced its libraries; `restore` is killed after
+    // each of its filesystem steps. The next command (`status`) leaves the venv either as
+    // rocbuild left it (killed before the restore's commit point) or exactly as pip left it.
+    let w = World::new(DECODE_WAV);
+    pip_install(&w.venv, &w.wheels, "fakecodec==1.0.0");
+    let before = state(&w);
+    ok(&w.build(&[]));
+    let after = state(&w);
+    let mut seen = Vec::new();
+    for step in 1.. {
+        let status = killed_after(&w, &["restore", "fakecodec"], step);
+        if status.success() {
+            assert_eq!(state(&w), before, "a whole restore");
+            break;
+        }
+        assert_eq!(status.signal(), Some(9), "step {step}: {status:?}");
+        w.cmd(&["status"], &[]);
+        let now = state(&w);
+        let s = if now == before {
+            Seen::Before
+        } else if now == after {
+            Seen::After
+        } else {
+            panic!("restore killed after step {step}: the venv is neither installed nor restored");
+        };
+        seen.push(s);
+        if s == Seen::Before {
+            ok(&w.build(&[]));
+        }
+        assert_eq!(state(&w), after, "step {step}");
+    }
+    // Killed while writing its journal: not started; after that: finished.
+    assert_eq!(seen.first(), Some(&Seen::After), "{seen:?}");
+    assert!(
+        seen.len() >= 6,
+        "only {} restore steps: {seen:?}",
+        seen.len()
+    );
+    assert!(seen[1..].iter().all(|s| *s == Seen::Before), "{seen:?}");
 }

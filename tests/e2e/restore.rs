@@ -4,21 +4,6 @@ use std::process::Command;
 
 use crate::common::*;
 
-fn pip_install(venv: &std::path::Path, wheels: &std::path::Path, spec: &str) {
-    run(Command::new(venv.join("bin/python")).args([
-        "-m",
-        "pip",
-        "install",
-        "--disable-pip-version-check",
-        "--no-index",
-        "--no-deps",
-        "--no-compile",
-        "--find-links",
-        wheels.to_str().unwrap(),
-        spec,
-    ]));
-}
-
 /// Every RECORD row names a file that is there with that hash and size.
 fn assert_record_true(site: &std::path::Path, di: &str) {
     use base64::Engine;
@@ -86,12 +71,43 @@ fn restore_puts_back_pips_install_byte_for_byte() {
     assert_eq!(tree_state(&w.venv), pip_state);
 }
 
+/// The venv's Python, run as a user would (bytecode written, no rocbuild environment).
+fn python(venv: &std::path::Path, code: &str) -> std::process::Output {
+    Command::new(venv.join("bin/python"))
+        .args(["-c", code])
+        .env_remove("PYTHONDONTWRITEBYTECODE")
+        .env_remove("PYTHONPATH")
+        .output()
+        .unwrap()
+}
+
+fn pip_list(venv: &std::path::Path) -> String {
+    run(Command::new(venv.join("bin/python")).args([
+        "-m",
+        "pip",
+        "list",
+        "--disable-pip-version-check",
+        "--format=freeze",
+    ]))
+}
+
 #[test]
-fn restore_after_rocbuild_installed_the_python_part_gives_the_wheel_as_pip_installs_it() {
-    // rocbuild installed the pure-Python part itself (the venv never had the package), and
-    // dropped the wheel's prebuilt library; restore must give back what `pip install` gives.
-    let w = World::new(DECODE_WAV);
+fn restore_after_rocbuild_installed_the_python_part_leaves_no_package_at_all() {
+    // The venv never had the package: rocbuild installed its pure-Python part itself (and
+    // dropped the wheel's prebuilt library). Restore must give back the venv as it was: no
+    // package, no dist-info, no bytecode, no .rocbuild/. The venv's path holds spaces and
+    // non-ASCII letters.
+    let w = World::with_venv_named(DECODE_WAV, "my venv ünïcødé");
+    let before = tree_state(&w.venv);
     ok(&w.build(&[]));
+    assert!(pip_list(&w.venv).contains("fakecodec==1.0.0"));
+    // The user imports it (Python writes __pycache__ into the package).
+    let imported = python(&w.venv, "import fakecodec");
+    assert!(imported.status.success(), "{imported:?}");
+    assert!(w.site.join("fakecodec/__pycache__").is_dir());
+    // A rebuild with another define reinstalls over rocbuild's own install: the backup
+    // must still describe the venv before the first one.
+    ok(&w.build(&["-D", "FAKECODEC_EXTRA_FILES=1"]));
     // A preload hook-like file the manifest lists as added by rocbuild: restore removes it.
     let manifest = w.site.join(".rocbuild/fakecodec.json");
     let mut m: serde_json::Value =
@@ -100,24 +116,35 @@ fn restore_after_rocbuild_installed_the_python_part_gives_the_wheel_as_pip_insta
     std::fs::write(&manifest, serde_json::to_string(&m).unwrap()).unwrap();
     std::fs::write(w.site.join("fakecodec/_rocbuild_preload.py"), "# preload\n").unwrap();
 
-    ok(&w.cmd(&["restore", "fakecodec"], &[]));
-    assert!(!w.site.join(".rocbuild").exists());
-    assert_record_true(&w.site, "fakecodec-1.0.0.dist-info");
-
-    // The same wheel installed by pip into a twin venv: same files, same bytes.
-    let twin = w.tmp.path().join("twin");
-    let twin_site = make_venv(&twin);
-    pip_install(&twin, &w.wheels, "fakecodec==1.0.0");
-    let pkg = |site: &std::path::Path| {
-        tree_state(site)
-            .into_iter()
-            .filter(|(k, _)| k.starts_with("fakecodec"))
-            .collect::<std::collections::BTreeMap<_, _>>()
-    };
-    let restored = pkg(&w.site);
+    let out = w.cmd(&["restore", "fakecodec"], &[]);
+    ok(&out);
     assert!(
-        restored.contains_key("fakecodec/libfakecodec_core4.so"),
-        "{restored:#?}"
+        out.stdout
+            .contains("removed:  fakecodec-1.0.0.dist-info/RECORD"),
+        "{}",
+        out.stdout
     );
-    assert_eq!(restored, pkg(&twin_site));
+    assert_eq!(tree_state(&w.venv), before);
+    assert!(!pip_list(&w.venv).contains("fakecodec"));
+    let gone = python(&w.venv, "import fakecodec");
+    assert!(!gone.status.success());
+    // status agrees: nothing of rocbuild's here.
+    let st = w.cmd(&["status"], &[]);
+    assert!(st.stdout.contains("no rocbuild builds"), "{}", st.stdout);
+}
+
+#[test]
+fn restore_after_rocbuild_replaced_another_version_gives_pips_version_back() {
+    // pip had 0.9.0; rocbuild installs 1.0.0 (its Python part replaces pip's): restore gives
+    // back 0.9.0 exactly as pip installed it, and nothing of 1.0.0.
+    let w = World::new(DECODE_WAV);
+    make_wheel(&w.wheels, "fakecodec", "0.9.0");
+    pip_install(&w.venv, &w.wheels, "fakecodec==0.9.0");
+    let pip_state = tree_state(&w.venv);
+    ok(&w.build(&[]));
+    assert!(pip_list(&w.venv).contains("fakecodec==1.0.0"));
+    ok(&w.cmd(&["restore", "fakecodec"], &[]));
+    assert_eq!(tree_state(&w.venv), pip_state);
+    assert!(pip_list(&w.venv).contains("fakecodec==0.9.0"));
+    assert_record_true(&w.site, "fakecodec-0.9.0.dist-info");
 }

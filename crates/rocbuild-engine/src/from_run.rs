@@ -56,14 +56,35 @@ impl FromRun for Manifest {
             sdk: sdk_record(plan),
             record: staged.record.clone(),
             dropped: staged.dropped.clone(),
-            python_part: plan.python_part.as_ref().map(|pp| PythonPartRecord {
-                version: pp.version.clone(),
-                replaced: pp.replaces.clone(),
-                files: staged.python_files.clone(),
-            }),
+            python_part: python_part(plan, staged, previous),
             // Kept across reinstalls: the files a previous install added (e.g. a preload hook).
             extra_files: previous.map(|p| p.extra_files.clone()).unwrap_or_default(),
         }
+    }
+}
+
+/// The pure-Python part rocbuild is responsible for. It replaced what was there before
+/// rocbuild's *first* install (a rebuild over rocbuild's own part keeps that answer), and an
+/// install that leaves rocbuild's earlier part in place keeps it on record, so `restore` can
+/// always remove it.
+fn python_part(
+    plan: &Plan,
+    staged: &StagedExtra,
+    previous: Option<&Manifest>,
+) -> Option<PythonPartRecord> {
+    let before = previous.and_then(|p| p.python_part.as_ref());
+    match (&plan.python_part, before) {
+        (Some(pp), Some(b)) => Some(PythonPartRecord {
+            version: pp.version.clone(),
+            replaced: b.replaced.clone(),
+            files: staged.python_files.clone(),
+        }),
+        (Some(pp), None) => Some(PythonPartRecord {
+            version: pp.version.clone(),
+            replaced: pp.replaces.clone(),
+            files: staged.python_files.clone(),
+        }),
+        (None, b) => b.cloned(),
     }
 }
 

@@ -460,7 +460,6 @@ fn install_and_verify(
                     continue;
                 }
                 if park_set.is_match(&rel) {
-                    staged_extra.keep.push((rel.clone(), abs));
                     dropped.push(rel);
                     continue;
                 }
@@ -479,11 +478,6 @@ fn install_and_verify(
                     help: Some("check the recipe's [package] distribution name".into()),
                 })?;
             record_rel = format!("{di}/RECORD");
-            // pip's own RECORD, for `restore`.
-            let orig = rocbuild_venv::layout::txn(site).join("RECORD.pip");
-            txn_fs::copy(&pp.target.join(&di).join("RECORD"), &orig)
-                .map_err(EngineError::io("copy", &orig))?;
-            staged_extra.keep.push((record_rel.clone(), orig));
             if let Some(old) = dist_info_dir(site, &pp.distribution) {
                 let text =
                     fs_err::read_to_string(site.join(&old).join("RECORD")).unwrap_or_default();
@@ -609,7 +603,7 @@ fn install_and_verify(
         &staged_extra,
         previous.as_ref(),
     );
-    swapped.commit(&m, previous.as_ref(), &staged_extra.keep)?;
+    swapped.commit(&m, previous.as_ref())?;
     Ok(Outcome {
         recipe: plan.recipe.clone(),
         version: plan.version.clone(),
@@ -663,8 +657,6 @@ fn collect_artifacts(prefix: &Path, globs: &[String]) -> Result<BTreeMap<String,
 /// What staging learned beyond the files to place, for the manifest and the backup.
 #[derive(Default)]
 pub(crate) struct StagedExtra {
-    /// (relative path, file) to keep in the backup: dropped wheel files, pip's RECORD.
-    pub keep: Vec<(String, PathBuf)>,
     pub dropped: Vec<String>,
     pub python_files: Vec<String>,
     pub record: Option<String>,

@@ -46,6 +46,60 @@ pub struct Journal {
     /// After the commit point: the staged manifest and where it goes.
     #[serde(default)]
     pub manifest: Option<(PathBuf, PathBuf)>,
+    /// After the commit point (a restore): files to remove, their emptied parent directories
+    /// with them (up to site-packages).
+    #[serde(default)]
+    pub remove: Vec<PathBuf>,
+    /// After the commit point (a restore): (backup, path) to move back, over whatever is at
+    /// `path`, as long as the backup is still there.
+    #[serde(default)]
+    pub put_back: Vec<(PathBuf, PathBuf)>,
+    /// After the commit point (a restore): files or directories to remove last (the manifest,
+    /// the emptied backup).
+    #[serde(default)]
+    pub drop: Vec<PathBuf>,
+}
+
+impl Journal {
+    /// A journal already past its commit point: what [`finish`] carries out (and, if the run
+    /// is killed, the next one finishes).
+    pub fn committed(recipe: &str) -> Journal {
+        Journal {
+            recipe: recipe.into(),
+            created_state_dir: false,
+            ops: Vec::new(),
+            phase: Phase::Commit,
+            keep: Vec::new(),
+            manifest: None,
+            remove: Vec::new(),
+            put_back: Vec::new(),
+            drop: Vec::new(),
+        }
+    }
+}
+
+/// Write `journal` (its commit point) and carry it out. A run killed at any step after the
+/// journal is on disk is finished by the next command that takes the venv lock.
+pub fn finish(site: &Path, journal: &Journal) -> Result<()> {
+    let jp = layout::journal(site);
+    let text = serde_json::to_string_pretty(journal).unwrap_or_default();
+    txn_fs::write_atomic(&jp, text.as_bytes()).map_err(io("write", &jp))?;
+    roll_forward(site, journal)
+}
+
+/// Remove the empty directories from `p`'s parent up to (not including) `stop`.
+pub(crate) fn prune_empty_parents(p: &Path, stop: &Path) {
+    let mut d = p.parent();
+    while let Some(dir) = d {
+        if dir == stop || !dir.starts_with(stop) || !dir.is_dir() {
+            break;
+        }
+        let empty = std::fs::read_dir(dir).is_ok_and(|mut rd| rd.next().is_none());
+        if !empty || txn_fs::remove_dir(dir).is_err() {
+            break;
+        }
+        d = dir.parent();
+    }
 }
 
 /// A file to put at `rel` (relative to site-packages, `/`-separated) from `staged`.
@@ -136,6 +190,24 @@ fn undo(site: &Path, journal: &Journal) -> Result<()> {
 /// Finish a committed transaction: keep the backups, put the manifest in place, clean up.
 /// Idempotent, so a run killed in the middle of it is finished by the next one.
 fn roll_forward(site: &Path, journal: &Journal) -> Result<()> {
+    for p in &journal.remove {
+        if std::fs::symlink_metadata(p).is_ok() {
+            txn_fs::remove_file(p).map_err(io("remove", p))?;
+        }
+        prune_empty_parents(p, site);
+    }
+    for (backup, path) in &journal.put_back {
+        if !backup.exists() {
+            continue; // moved back already
+        }
+        if let Some(p) = path.parent() {
+            txn_fs::create_dir_all(p).map_err(io("create", p))?;
+        }
+        if std::fs::symlink_metadata(path).is_ok() {
+            txn_fs::remove_file(path).map_err(io("remove", path))?;
+        }
+        txn_fs::rename(backup, path).map_err(io("restore", path))?;
+    }
     for (from, to) in &journal.keep {
         if from.exists() && !to.exists() {
             if let Some(p) = to.parent() {
@@ -148,6 +220,16 @@ fn roll_forward(site: &Path, journal: &Journal) -> Result<()> {
         if staged.exists() {
             txn_fs::rename(staged, dest).map_err(io("write", dest))?;
         }
+    }
+    for p in &journal.drop {
+        if p.is_dir() {
+            txn_fs::remove_dir_all(p).map_err(io("remove", p))?;
+        } else if p.exists() {
+            txn_fs::remove_file(p).map_err(io("remove", p))?;
+        }
+    }
+    if !journal.drop.is_empty() {
+        let _ = std::fs::remove_dir(layout::backups(site));
     }
     let txn = layout::txn(site);
     if txn.exists() {
@@ -304,6 +386,9 @@ pub fn swap(
         phase: Phase::Swap,
         keep: Vec::new(),
         manifest: None,
+        remove: Vec::new(),
+        put_back: Vec::new(),
+        drop: Vec::new(),
     };
     let jp = layout::journal(site);
     let text = serde_json::to_string_pretty(&journal).unwrap_or_default();
@@ -348,15 +433,14 @@ impl Swapped {
         undo(&self.site, &self.journal)
     }
 
-    /// Keep the new files. Backups of the wheel's own files (not of an earlier rocbuild
-    /// build, listed in `previous`) move to `.rocbuild/backup/<recipe>/` for `restore`, with
-    /// `extra_keep` (relative path, file): wheel files that were never installed (parked
-    /// straight from pip's output) and pip's own RECORD.
+    /// Keep the new files. Backups of what was there before rocbuild's first install move to
+    /// `.rocbuild/backup/<recipe>/` for `restore`; backups of an earlier rocbuild install
+    /// (`previous`: its builds, its pure-Python part) are dropped, so the backup always holds
+    /// the venv as it was before rocbuild touched the package, and nothing else.
     pub fn commit(
         mut self,
         manifest: &manifest::Manifest,
         previous: Option<&manifest::Manifest>,
-        extra_keep: &[(String, PathBuf)],
     ) -> Result<()> {
         let site = self.site.clone();
         let keep_root = backup_dir(&site, &manifest.recipe);
@@ -369,6 +453,10 @@ impl Swapped {
                     .collect()
             })
             .unwrap_or_default();
+        let ours_python: std::collections::BTreeSet<&str> = previous
+            .and_then(|p| p.python_part.as_ref())
+            .map(|pp| pp.files.iter().map(String::as_str).collect())
+            .unwrap_or_default();
         let mut keep: Vec<(PathBuf, PathBuf)> = Vec::new();
         for op in &self.journal.ops {
             let Op::Backup { backup, .. } = op else {
@@ -378,21 +466,16 @@ impl Swapped {
                 continue;
             };
             let rel_s = rel.to_string_lossy().replace('\\', "/");
-            let was_ours = match ours.get(rel_s.as_str()) {
-                Some(sha) => manifest::sha256_file(backup)
-                    .map(|(h, _)| h == *sha)
-                    .unwrap_or(false),
-                None => false,
-            };
+            let was_ours = ours_python.contains(rel_s.as_str())
+                || match ours.get(rel_s.as_str()) {
+                    Some(sha) => manifest::sha256_file(backup)
+                        .map(|(h, _)| h == *sha)
+                        .unwrap_or(false),
+                    None => false,
+                };
             let dest = keep_root.join(rel);
             if !was_ours && !dest.exists() {
                 keep.push((backup.clone(), dest));
-            }
-        }
-        for (rel, from) in extra_keep {
-            let dest = to_native(&keep_root, rel);
-            if !dest.exists() && !keep.iter().any(|(_, d)| *d == dest) {
-                keep.push((from.clone(), dest));
             }
         }
         // Stage the manifest, then the commit point: the journal says "commit".

@@ -1,15 +1,17 @@
-//! `rocbuild restore <recipe>`: give the venv back the package as pip installed it. The
-//! wheel's files rocbuild moved away come back byte for byte from `.rocbuild/backup/<recipe>/`
-//! (pip's own `RECORD` among them, so RECORD is true again), what rocbuild added goes, the
-//! manifest goes. Each step is idempotent: a restore killed half-way is finished by the next.
-
+//! `rocbuild restore <recipe>`: give the venv back as it was before rocbuild's first install
+//! of the package. What pip had installed comes back byte for byte from
+//! `.rocbuild/backup/<recipe>/` (pip's own `RECORD` among them, so RECORD is true again); what
+//! rocbuild added goes: its builds, the files it added, and the pure-Python part when rocbuild
+//! installed it (so a package the venv never had is gone entirely, its `__pycache__` with it);
+//! the manifest goes. The restore is journaled past its commit point before the first file
+//! moves: a restore killed at any step is finished by the next command that takes the lock.
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::error::{Result, VenvError};
-use crate::install::backup_dir;
+use crate::install::{self, backup_dir, Journal};
 use crate::manifest::{self, sha256_file};
 
 #[derive(Debug, Clone, Serialize)]
@@ -36,15 +38,29 @@ fn files_under(root: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Remove the empty directories from `p`'s parent up to (not including) `stop`.
-fn prune_empty_parents(p: &Path, stop: &Path) {
-    let mut d = p.parent();
-    while let Some(dir) = d {
-        if dir == stop || !dir.starts_with(stop) || std::fs::remove_dir(dir).is_err() {
-            break;
-        }
-        d = dir.parent();
-    }
+/// The bytecode Python wrote for module `rel` (`pkg/mod.py` -> `pkg/__pycache__/mod.*.pyc`),
+/// as pip's uninstall removes it.
+fn bytecode_of(site: &Path, rel: &str) -> Vec<String> {
+    let Some(stem) = rel.strip_suffix(".py") else {
+        return Vec::new();
+    };
+    let (dir, name) = match stem.rsplit_once('/') {
+        Some((d, n)) => (format!("{d}/"), n),
+        None => (String::new(), stem),
+    };
+    let cache = format!("{dir}__pycache__");
+    let Ok(rd) = std::fs::read_dir(native(site, &cache)) else {
+        return Vec::new();
+    };
+    let prefix = format!("{name}.");
+    let mut out: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|f| f.starts_with(&prefix) && f.ends_with(".pyc"))
+        .map(|f| format!("{cache}/{f}"))
+        .collect();
+    out.sort();
+    out
 }
 
 /// Restore `recipe` in `site`. Call with the venv lock held.
@@ -73,54 +89,54 @@ pub fn restore(site: &Path, recipe: &str) -> Result<Restored> {
         removed: Vec::new(),
         left: Vec::new(),
     };
+    let mut journal = Journal::committed(recipe);
 
-    // What rocbuild put there: its builds, the files it added, and, when its pip part
-    // replaced another version, that version's files.
+    // What rocbuild put there: its builds, the files it added, and the pure-Python part it
+    // installed (none of which was there before: what was is in the backup).
     let mut ours: Vec<(String, Option<String>)> = m
         .files
         .iter()
         .map(|f| (f.path.clone(), Some(f.sha256.clone())))
         .collect();
     ours.extend(m.extra_files.iter().map(|f| (f.clone(), None)));
-    if let Some(pp) = m.python_part.as_ref().filter(|pp| pp.replaced.is_some()) {
+    if let Some(pp) = &m.python_part {
         ours.extend(pp.files.iter().map(|f| (f.clone(), None)));
     }
+    let mut seen = BTreeSet::new();
     for (rel, sha) in &ours {
-        if backed_up.contains(rel) {
-            continue; // replaced by the original below
+        if backed_up.contains(rel) || !seen.insert(rel.clone()) {
+            continue; // the original goes back over it
         }
         let p = native(site, rel);
-        if !p.exists() {
+        if std::fs::symlink_metadata(&p).is_err() {
             continue;
         }
         let still_ours = match sha {
             Some(sha) => sha256_file(&p).is_ok_and(|(h, _)| &h == sha),
             None => true,
         };
-        if still_ours {
-            fs_err::remove_file(&p).map_err(VenvError::io("remove", &p))?;
-            prune_empty_parents(&p, site);
-            out.removed.push(rel.clone());
-        } else {
+        if !still_ours {
             out.left.push(rel.clone());
+            continue;
+        }
+        journal.remove.push(p);
+        out.removed.push(rel.clone());
+        for pyc in bytecode_of(site, rel) {
+            if !backed_up.contains(&pyc) && seen.insert(pyc.clone()) {
+                journal.remove.push(native(site, &pyc));
+                out.removed.push(pyc);
+            }
         }
     }
-    // pip's files, back where they were (over ours where both exist).
+    // What was there before, back where it was (over ours where both exist).
     for rel in &backed_up {
-        let from = native(&backup, rel);
-        let to = native(site, rel);
-        if let Some(p) = to.parent() {
-            fs_err::create_dir_all(p).map_err(VenvError::io("create", p))?;
-        }
-        fs_err::rename(&from, &to).map_err(VenvError::io("restore", &to))?;
+        journal
+            .put_back
+            .push((native(&backup, rel), native(site, rel)));
         out.restored.push(rel.clone());
     }
-    if backup.exists() {
-        fs_err::remove_dir_all(&backup).map_err(VenvError::io("remove", &backup))?;
-    }
-    let all_backups = crate::layout::backups(site);
-    let _ = std::fs::remove_dir(&all_backups);
-    let mp = manifest::path(site, recipe);
-    fs_err::remove_file(&mp).map_err(VenvError::io("remove", &mp))?;
+    journal.drop.push(manifest::path(site, recipe));
+    journal.drop.push(backup);
+    install::finish(site, &journal)?;
     Ok(out)
 }

@@ -57,7 +57,8 @@ pub enum Command {
     /// Run `rocbuild rebuild --if-stale` for the venv regularly (systemd, launchd, Task
     /// Scheduler or cron).
     Schedule(ScheduleArgs),
-    /// Put back the package as pip installed it, byte for byte, and forget the build.
+    /// Give the venv back as it was before rocbuild installed RECIPE (pip's files byte for
+    /// byte, or no package at all when pip had none), and forget the build.
     Restore(RestoreArgs),
     /// Make a wheel of the rebuilt package, to pip install on machines with the same torch.
     Wheel(WheelArgs),
