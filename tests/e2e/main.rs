@@ -18,5 +18,6 @@ mod plans_gpu;
 mod real_torch;
 mod restore;
 mod schedule;
+mod signals;
 mod status;
 mod wheel;

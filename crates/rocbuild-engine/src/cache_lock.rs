@@ -25,8 +25,15 @@ impl CacheLock {
             fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
         }
         let file = rocbuild_venv::lock::open(&path)?;
-        file.lock_exclusive()
-            .map_err(EngineError::io("lock", &path))?;
+        // Polled, so that Ctrl-C stops the wait (a blocking flock is restarted after the
+        // signal handler).
+        while let Err(e) = file.try_lock_exclusive() {
+            if e.kind() != fs2::lock_contended_error().kind() {
+                return Err(EngineError::io("lock", &path)(e));
+            }
+            crate::interrupt::check(&format!("the wait for {}", path.display()))?;
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
         Ok(CacheLock { _file: file })
     }
 }

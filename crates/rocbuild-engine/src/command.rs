@@ -56,7 +56,7 @@ impl Command {
         if let Some(d) = &self.cwd {
             e = e.dir(d);
         }
-        e
+        own_process_group(e)
     }
 
     /// A line a user can paste into a POSIX shell to run exactly this.
@@ -109,5 +109,24 @@ impl fmt::Display for Command {
             }
         }
         writeln!(f)
+    }
+}
+
+/// The child leads a process group of its own: on Ctrl-C or SIGTERM rocbuild stops it and
+/// everything it started (ninja's compilers, pip's builds) as one group, after which it
+/// undoes its own work; the terminal's Ctrl-C reaches rocbuild alone. Nothing a child runs
+/// reads the terminal (pip gets `--no-input`).
+pub(crate) fn own_process_group(e: duct::Expression) -> duct::Expression {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        e.before_spawn(|cmd| {
+            cmd.process_group(0);
+            Ok(())
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        e
     }
 }

@@ -117,6 +117,16 @@ pub enum EngineError {
     #[diagnostic(code(rocbuild::verify::failed), help("this is the loader's/Python's own message above; run `rocbuild doctor` for a closer look. Log: {log}"))]
     Verify { output: String, log: String },
 
+    #[error("interrupted by {name} during {during}")]
+    #[diagnostic(code(rocbuild::interrupted), help("{undone}run the same command again to go on: the source and the build tree are kept, so it resumes where it stopped"))]
+    Interrupted {
+        signal: i32,
+        name: String,
+        during: String,
+        /// What was undone, a sentence ending with a space (empty when nothing was).
+        undone: String,
+    },
+
     #[error("{action} {path}: {source}")]
     #[diagnostic(code(rocbuild::io), help("{}", io_help(source)))]
     Io {

@@ -6,6 +6,7 @@ pub mod clean;
 mod command;
 mod error;
 mod from_run;
+pub mod interrupt;
 pub mod link;
 mod paths;
 mod plan;

@@ -13,6 +13,7 @@ use rocbuild_venv::install::{self, NewFile};
 use rocbuild_venv::manifest::{self, sha256_file, InstalledFile, Manifest};
 
 use crate::from_run::FromRun;
+use crate::interrupt;
 use crate::plan::{Plan, SourcePlan};
 use crate::source;
 use crate::step::{Background, RunLog, Verbosity};
@@ -120,6 +121,13 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
     }
 }
 
+/// What an interrupted run says it undid, before anything was moved into the venv.
+const NOTHING_INSTALLED: &str =
+    "nothing was installed: the staging area was removed and the venv is as it was. ";
+/// ... and after the swap.
+const ROLLED_BACK: &str =
+    "the install was rolled back: the venv is byte for byte as it was, the staging area removed. ";
+
 /// Build, install and verify.
 pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     let site = &plan.install.site;
@@ -174,7 +182,7 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
                 ep.bg.cancel();
                 install::abandon(site, ep.created);
             }
-            return Err(e);
+            return Err(interrupt::undone(e, NOTHING_INSTALLED));
         }
     };
 
@@ -220,9 +228,15 @@ fn build(
 ) -> Result<(Option<String>, Built, crate::cache_lock::CacheLock)> {
     let mut check = torch_check;
     let built = fetch_and_build(plan, log, &mut check);
-    // A torch that does not import is what to fix first, whatever else went wrong.
-    if let (Err(_), Some(c)) = (&built, check.take()) {
-        torch_imported(plan, c)?;
+    match (&built, check.take()) {
+        // Stopped by a signal: the `import torch` child goes too.
+        (Err(EngineError::Interrupted { .. }), Some(c)) => {
+            crate::interrupt::stop_group(&c.pids(), || matches!(c.try_wait(), Ok(Some(_))));
+            let _ = c.kill();
+        }
+        // A torch that does not import is what to fix first, whatever else went wrong.
+        (Err(_), Some(c)) => torch_imported(plan, c)?,
+        _ => {}
     }
     built
 }
@@ -232,7 +246,9 @@ fn fetch_and_build(
     log: &mut RunLog,
     torch_check: &mut Option<duct::Handle>,
 ) -> Result<(Option<String>, Built, crate::cache_lock::CacheLock)> {
+    interrupt::check("the start")?;
     let (_src, commit) = source(plan, log)?;
+    interrupt::check("the fetch")?;
 
     if let Some(t) = &plan.tools {
         let ok = t.dir.join(".rocbuild-ok");
@@ -270,6 +286,7 @@ fn fetch_and_build(
     }
     // The compile is the long part: a torch that does not import stops it as soon as that
     // is known (polled while the build runs), and is reported instead.
+    interrupt::check("the configure")?;
     log.note("build");
     log.run_while("build", &plan.build, || {
         let out = torch_check.as_ref()?.try_wait().ok()??;
@@ -303,7 +320,8 @@ fn fetch_and_build(
 /// child, never us). It runs while the source is fetched, configured and built;
 /// [`torch_imported`] waits for it.
 fn start_torch_import(plan: &Plan) -> Result<duct::Handle> {
-    crate::step::low_priority(duct::cmd(&plan.python, ["-c", "import torch"]))
+    let e = crate::step::low_priority(duct::cmd(&plan.python, ["-c", "import torch"]));
+    crate::command::own_process_group(e)
         .env(crate::command::NO_BYTECODE, "1")
         .env_remove("PYTHONPATH")
         .stdin_null()
@@ -571,17 +589,30 @@ fn install_and_verify(
                 bg.cancel();
             }
             install::abandon(site, created);
-            return Err(e);
+            return Err(interrupt::undone(e, NOTHING_INSTALLED));
         }
     };
+    if let Err(e) = interrupt::check("the install") {
+        install::abandon(site, created);
+        return Err(interrupt::undone(e, NOTHING_INSTALLED));
+    }
 
     log.note(&format!("install -> {}", plan.install.dest.display()));
     let swapped = install::swap(site, &plan.recipe, created, &new, &park)?;
+    // A signal during the swap (or before the verification) undoes it.
+    if let Err(e) = interrupt::check("the install") {
+        swapped.roll_back()?;
+        return Err(interrupt::undone(e, ROLLED_BACK));
+    }
     let mut verify_output = Vec::new();
     if let Some(v) = &plan.verify {
         log.note("verify (fresh Python, no LD_LIBRARY_PATH)");
         match log.run("verify", v) {
             Ok(out) => verify_output = out,
+            Err(e @ EngineError::Interrupted { .. }) => {
+                swapped.roll_back()?;
+                return Err(interrupt::undone(e, ROLLED_BACK));
+            }
             Err(e) => {
                 swapped.roll_back()?;
                 let output = match e {
@@ -603,6 +634,11 @@ fn install_and_verify(
         &staged_extra,
         previous.as_ref(),
     );
+    // The last moment to stop: after the commit point the install is finished whatever comes.
+    if let Err(e) = interrupt::check("the verification") {
+        swapped.roll_back()?;
+        return Err(interrupt::undone(e, ROLLED_BACK));
+    }
     swapped.commit(&m, previous.as_ref())?;
     Ok(Outcome {
         recipe: plan.recipe.clone(),

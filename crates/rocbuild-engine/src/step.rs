@@ -99,6 +99,22 @@ impl RunLog {
             bg.name,
             bg.cmd.shell_line()
         ));
+        // Polled, not waited on: a signal to rocbuild stops the step.
+        loop {
+            match bg.handle.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(self.step_error(&bg.name, &bg.cmd, "lost".into(), e.to_string()))
+                }
+            }
+            if let Some(e) = crate::interrupt::error(&bg.name) {
+                let _ = writeln!(self.file, "<== {}: stopped: {e}", bg.name);
+                bg.cancel();
+                return Err(e);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         let out = bg
             .handle
             .wait()
@@ -162,6 +178,7 @@ impl RunLog {
         let reader = cmd
             .to_duct()
             .stderr_to_stdout()
+            .stdin_null()
             .unchecked()
             .reader()
             .map_err(|e| self.step_error(name, cmd, "not started".into(), e.to_string()))?;
@@ -206,7 +223,9 @@ impl RunLog {
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            if let Some(e) = stop() {
+            if let Some(e) = crate::interrupt::error(name).or_else(&mut stop) {
+                let pids = reader.pids();
+                crate::interrupt::stop_group(&pids, || matches!(reader.try_wait(), Ok(Some(_))));
                 let _ = reader.kill();
                 bar.finish_and_clear();
                 let _ = writeln!(
@@ -294,11 +313,10 @@ impl Background {
     /// Kill it (when the run fails before it is needed) and wait, at most a few seconds,
     /// for it to go: the caller then removes the directory it was writing to.
     pub fn cancel(self) {
+        let pids = self.handle.pids();
+        crate::interrupt::stop_group(&pids, || !matches!(self.handle.try_wait(), Ok(None)));
         let _ = self.handle.kill();
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while matches!(self.handle.try_wait(), Ok(None)) && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        let _ = self.handle.wait();
     }
 }
 

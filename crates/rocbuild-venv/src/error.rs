@@ -39,6 +39,17 @@ pub enum VenvError {
     )]
     Locked { venv: String, pid: String },
 
+    #[error("interrupted by {name} while waiting for the lock of {venv}")]
+    #[diagnostic(
+        code(rocbuild::interrupted),
+        help("nothing was changed; run the command again when the other run is done")
+    )]
+    Interrupted {
+        signal: i32,
+        name: String,
+        venv: String,
+    },
+
     #[error("the manifest {path} cannot be used: {reason}")]
     #[diagnostic(
         code(rocbuild::manifest::invalid),

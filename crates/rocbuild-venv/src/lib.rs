@@ -12,6 +12,7 @@ pub mod manifest;
 pub mod options;
 pub mod record;
 pub mod restore;
+pub mod signal;
 pub mod stale;
 pub mod status;
 pub mod txn_fs;

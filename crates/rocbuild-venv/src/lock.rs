@@ -81,8 +81,21 @@ impl VenvLock {
                     on_wait(pid);
                     told = true;
                 }
-                file.lock_exclusive()
-                    .map_err(VenvError::io("lock", &path))?;
+                // Polled, so that Ctrl-C stops the wait (a blocking flock is restarted
+                // after the signal handler).
+                while let Err(e) = file.try_lock_exclusive() {
+                    if e.kind() != fs2::lock_contended_error().kind() {
+                        return Err(VenvError::io("lock", &path)(e));
+                    }
+                    if let Some(signal) = crate::signal::received() {
+                        return Err(VenvError::Interrupted {
+                            signal,
+                            name: crate::signal::name(signal).into(),
+                            venv: site.display().to_string(),
+                        });
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
             }
             if !still_there(&file, &path) {
                 continue;

@@ -10,6 +10,31 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static KILL_AFTER: AtomicU64 = AtomicU64::new(0);
 static STEPS: AtomicU64 = AtomicU64::new(0);
 static FULL_AFTER: AtomicU64 = AtomicU64::new(0);
+static PAUSE_AFTER: AtomicU64 = AtomicU64::new(0);
+static PAUSE_UNTIL: std::sync::OnceLock<fn() -> bool> = std::sync::OnceLock::new();
+
+/// Test-only: right after the `n`-th filesystem step (`0` disarms), say so on stderr and wait
+/// (at most 60 s) until `until` holds, e.g. until a signal came: a test sends a real signal to
+/// a run at a known point of its install. The binary arms it from
+/// `ROCBUILD_TEST_PAUSE_AFTER_STEP`.
+pub fn arm_pause(n: u64, until: fn() -> bool) {
+    let _ = PAUSE_UNTIL.set(until);
+    PAUSE_AFTER.store(n, Ordering::SeqCst);
+}
+
+fn pause() {
+    let until = PAUSE_UNTIL.get().copied().unwrap_or(|| true);
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("rocbuild-test: paused after install step {}", steps_done());
+    }
+    for _ in 0..1200 {
+        if until() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
 
 /// Test-only: SIGKILL this process right after the `n`-th filesystem step of an install
 /// (`0` disarms). The binary arms it from `ROCBUILD_TEST_KILL_AFTER_STEP`.
@@ -50,6 +75,9 @@ fn tick() {
     let n = STEPS.fetch_add(1, Ordering::SeqCst) + 1;
     if KILL_AFTER.load(Ordering::SeqCst) == n {
         die();
+    }
+    if PAUSE_AFTER.load(Ordering::SeqCst) == n {
+        pause();
     }
 }
 

@@ -23,6 +23,9 @@ pub enum ExitStatus {
     Failure,
     /// 2: the command line cannot be acted on (a bad option or value, an unknown package).
     Usage,
+    /// 128 + N: stopped by signal N (130 for Ctrl-C, 143 for SIGTERM), after undoing what
+    /// was not committed.
+    Signal(u8),
 }
 
 impl From<ExitStatus> for ExitCode {
@@ -31,6 +34,7 @@ impl From<ExitStatus> for ExitCode {
             ExitStatus::Success => ExitCode::SUCCESS,
             ExitStatus::Failure => ExitCode::FAILURE,
             ExitStatus::Usage => ExitCode::from(2),
+            ExitStatus::Signal(n) => ExitCode::from(128u8.saturating_add(n)),
         }
     }
 }
@@ -51,6 +55,20 @@ fn main() -> ExitCode {
     }
     if let Some(n) = settings::test_hook(settings::ROCBUILD_TEST_FAIL_AFTER_STEP) {
         rocbuild_venv::txn_fs::arm_disk_full(n);
+    }
+    if let Some(n) = settings::test_hook(settings::ROCBUILD_TEST_PAUSE_AFTER_STEP) {
+        rocbuild_venv::txn_fs::arm_pause(n, || rocbuild_engine::interrupt::received().is_some());
+    }
+    // Commands that change a venv catch Ctrl-C and SIGTERM: they stop their children, undo
+    // what is not committed and exit with 128 + the signal. The others keep the default.
+    let changes_a_venv = matches!(
+        cli.command,
+        None | Some(Command::Rebuild(_)) | Some(Command::Restore(_))
+    );
+    if changes_a_venv {
+        if let Err(e) = rocbuild_engine::interrupt::catch() {
+            tracing::warn!("cannot catch Ctrl-C: {e}");
+        }
     }
     let filter = tracing_subscriber::EnvFilter::try_from_env(settings::ROCBUILD_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -73,13 +91,21 @@ fn main() -> ExitCode {
 
 /// A usage error (a bad option or value) exits 2, like clap's own; anything else 1.
 fn exit_status_of(report: &miette::Report) -> ExitStatus {
-    let usage = report
-        .downcast_ref::<rocbuild_engine::EngineError>()
-        .is_some_and(|e| matches!(e, rocbuild_engine::EngineError::Usage { .. }));
-    if usage {
-        ExitStatus::Usage
-    } else {
-        ExitStatus::Failure
+    match report.downcast_ref::<rocbuild_engine::EngineError>() {
+        Some(rocbuild_engine::EngineError::Usage { .. }) => ExitStatus::Usage,
+        Some(
+            rocbuild_engine::EngineError::Interrupted { signal, .. }
+            | rocbuild_engine::EngineError::Venv(rocbuild_venv::VenvError::Interrupted {
+                signal,
+                ..
+            }),
+        ) => ExitStatus::Signal(u8::try_from(*signal).unwrap_or(0)),
+        _ => match report.downcast_ref::<rocbuild_venv::VenvError>() {
+            Some(rocbuild_venv::VenvError::Interrupted { signal, .. }) => {
+                ExitStatus::Signal(u8::try_from(*signal).unwrap_or(0))
+            }
+            _ => ExitStatus::Failure,
+        },
     }
 }
 

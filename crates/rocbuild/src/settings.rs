@@ -20,6 +20,8 @@ pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
 /// space with ENOSPC, as a full disk would, so the bad-input catalogue can show that a disk
 /// filling up while staging leaves the venv unchanged. Never set it otherwise.
 pub const ROCBUILD_TEST_FAIL_AFTER_STEP: &str = "ROCBUILD_TEST_FAIL_AFTER_STEP";
+/// Test-only: wait after the N-th filesystem step of an install until a signal comes.
+pub const ROCBUILD_TEST_PAUSE_AFTER_STEP: &str = "ROCBUILD_TEST_PAUSE_AFTER_STEP";
 /// Log filter for `tracing` (e.g. `rocbuild=debug`).
 pub const ROCBUILD_LOG: &str = "ROCBUILD_LOG";
 /// The PATH handed to a scheduled run.

@@ -1,0 +1,75 @@
+//! Ctrl-C and SIGTERM during a run. The handlers only record the signal; the run notices it
+//! at its next step boundary (and every 100 ms while a child runs), stops its children (each
+//! runs in its own process group, so a compiler under ninja goes too), undoes what is not
+//! committed through the same paths as any other failure, and ends with 128 + the signal.
+//! A second signal while that happens ends the process at once: the install journal lets the
+//! next rocbuild command finish or undo whatever was in flight.
+
+use crate::error::{EngineError, Result};
+
+pub use rocbuild_venv::signal::{catch, name, received};
+
+/// The error to stop with when a signal came, `during` naming what was running.
+pub fn error(during: &str) -> Option<EngineError> {
+    received().map(|signal| EngineError::Interrupted {
+        signal,
+        name: name(signal).into(),
+        during: during.into(),
+        undone: String::new(),
+    })
+}
+
+/// Stop here if a signal came.
+pub fn check(during: &str) -> Result<()> {
+    match error(during) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Say what was undone on the way out of an interrupted run.
+pub fn undone(e: EngineError, what: &str) -> EngineError {
+    match e {
+        EngineError::Interrupted {
+            signal,
+            name,
+            during,
+            undone,
+        } if undone.is_empty() => EngineError::Interrupted {
+            signal,
+            name,
+            during,
+            undone: what.into(),
+        },
+        e => e,
+    }
+}
+
+/// Stop a child and everything it started: SIGTERM to its process group, then SIGKILL to
+/// what is left after a few seconds. Returns when the child is gone (or after the wait).
+pub fn stop_group(pids: &[u32], mut gone: impl FnMut() -> bool) {
+    #[cfg(unix)]
+    for &pid in pids {
+        if let Ok(pid) = i32::try_from(pid) {
+            // SAFETY: kill(2) with a negative pid signals that process group; no pointers.
+            unsafe {
+                libc::kill(-pid, libc::SIGTERM);
+            }
+        }
+    }
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !gone() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    #[cfg(unix)]
+    for &pid in pids {
+        if let Ok(pid) = i32::try_from(pid) {
+            // SAFETY: as above; the group may be gone already (ESRCH is fine).
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = pids;
+}
