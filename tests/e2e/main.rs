@@ -4,6 +4,7 @@
 mod catalogue;
 mod clean;
 mod common;
+mod compiler_cache;
 mod crash;
 mod ctranslate2_build;
 mod deps;

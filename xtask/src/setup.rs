@@ -30,6 +30,8 @@ const APT_PACKAGES: &[&str] = &[
     "python3",
     "python3-venv",
     "python3-dev",
+    // The compiler-cache tests: a real Redis as sccache's shared backend.
+    "redis-server",
     // The probe tests read Debian's ROCm 5.2 layout (targets gfx1010 yes, gfx1100 no);
     // rocbuild-native tests: Debian's ROCm 5.2 hipcc (a HIP library for gfx1010 and its offload
     // bundle), clang-15 + lld-15 (Mach-O dylibs via ld64.lld, MSVC-ABI DLLs via lld-link),

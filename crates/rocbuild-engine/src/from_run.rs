@@ -59,6 +59,7 @@ impl FromRun for Manifest {
             python_part: python_part(plan, staged, previous),
             // Kept across reinstalls: the files a previous install added (e.g. a preload hook).
             extra_files: previous.map(|p| p.extra_files.clone()).unwrap_or_default(),
+            compiler_cache: staged.compiler_cache.clone(),
         }
     }
 }

@@ -4,6 +4,7 @@
 pub mod cache_lock;
 pub mod clean;
 mod command;
+mod compiler_cache_run;
 mod error;
 mod from_run;
 pub mod interrupt;
@@ -22,7 +23,7 @@ pub use command::Command;
 pub use error::{EngineError, Result};
 pub use link::runpath_entries;
 pub use paths::{hash_hex, join};
-pub use plan::{plan, Context, Plan, SourcePlan};
+pub use plan::{compiler_cache, plan, Context, Plan, SourcePlan};
 pub use rocbuild_venv::{Backend, BackendOptions, BuildOptions};
 pub use run::{run, Outcome};
 pub use step::Verbosity;

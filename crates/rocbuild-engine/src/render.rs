@@ -129,6 +129,24 @@ impl fmt::Display for Plan {
             )?;
             write!(f, "{}", t.install)?;
         }
+        if let Some(c) = &self.compiler_cache {
+            step(
+                f,
+                &format!(
+                    "compile through {} ({}), for {}",
+                    c.kind.as_str(),
+                    c.backend,
+                    c.languages.join(", ")
+                ),
+            )?;
+            if let Some(i) = &c.install {
+                writeln!(f, "      from PyPI into the tools area:")?;
+                write!(f, "{i}")?;
+            }
+            for (k, v) in &c.env {
+                writeln!(f, "      {k}={v}")?;
+            }
+        }
         if let Some(tc) = &self.torch_cmake {
             match &tc.contents {
                 Some(text) => {

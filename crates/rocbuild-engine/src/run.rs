@@ -32,6 +32,8 @@ pub struct Outcome {
     pub verify_output: Vec<String>,
     pub manifest: PathBuf,
     pub log: PathBuf,
+    /// The compiler cache this run's build used, with its hits and misses.
+    pub compiler_cache: Option<rocbuild_venv::manifest::CompilerCacheRecord>,
 }
 
 fn globset(patterns: &[String]) -> Result<GlobSet> {
@@ -175,7 +177,7 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         _ => None,
     };
     let built = build(plan, &mut log, torch_check);
-    let (commit, built, _build_lock) = match built {
+    let (commit, built, _build_lock, cache_record) = match built {
         Ok(v) => v,
         Err(e) => {
             if let Some(ep) = early {
@@ -204,10 +206,11 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
             verify_output: Vec::new(),
             manifest: manifest::path(site, &plan.recipe),
             log: log.path.clone(),
+            compiler_cache: cache_record,
         });
     }
 
-    install_and_verify(plan, &mut log, commit, built, previous, early)
+    install_and_verify(plan, &mut log, commit, built, previous, early, cache_record)
 }
 
 /// pip, started before the build (see [`run`]), and whether its transaction made `.rocbuild/`.
@@ -219,13 +222,18 @@ struct EarlyPip {
 /// The built artifacts by their path under site-packages, with where they are and their hash.
 type Built = BTreeMap<String, (PathBuf, String)>;
 
+/// What a build leaves: the commit, the artifacts, the build tree's lock (held until the
+/// artifacts are staged) and what the compiler cache did.
+type BuildResult = (
+    Option<String>,
+    Built,
+    crate::cache_lock::CacheLock,
+    Option<rocbuild_venv::manifest::CompilerCacheRecord>,
+);
+
 /// Fetch, configure, build and install into the staging prefix; the artifacts, the commit,
 /// and the build tree's lock (held until the artifacts are staged).
-fn build(
-    plan: &Plan,
-    log: &mut RunLog,
-    torch_check: Option<duct::Handle>,
-) -> Result<(Option<String>, Built, crate::cache_lock::CacheLock)> {
+fn build(plan: &Plan, log: &mut RunLog, torch_check: Option<duct::Handle>) -> Result<BuildResult> {
     let mut check = torch_check;
     let built = fetch_and_build(plan, log, &mut check);
     match (&built, check.take()) {
@@ -245,7 +253,7 @@ fn fetch_and_build(
     plan: &Plan,
     log: &mut RunLog,
     torch_check: &mut Option<duct::Handle>,
-) -> Result<(Option<String>, Built, crate::cache_lock::CacheLock)> {
+) -> Result<BuildResult> {
     interrupt::check("the start")?;
     let (_src, commit) = source(plan, log)?;
     interrupt::check("the fetch")?;
@@ -270,31 +278,20 @@ fn fetch_and_build(
 
     // Concurrent runs (on other venvs) may share this build tree: one builds it at a time.
     let build_lock = crate::cache_lock::CacheLock::acquire(&plan.build_dir)?;
-    // Configure only when this build tree has not been configured from this commit.
-    let stamp = plan.build_dir.join(".rocbuild-configured");
-    let stamp_text = format!(
-        "{}\n{}",
-        commit.as_deref().unwrap_or("local"),
-        plan.configure.shell_line()
-    );
-    if fs_err::read_to_string(&stamp).ok().as_deref() != Some(stamp_text.as_str())
-        || !plan.build_dir.join("CMakeCache.txt").exists()
-    {
-        log.note(&format!("configure -> {}", plan.build_dir.display()));
-        log.run("configure", &plan.configure)?;
-        fs_err::write(&stamp, &stamp_text).map_err(EngineError::io("write", &stamp))?;
-    }
-    // The compile is the long part: a torch that does not import stops it as soon as that
-    // is known (polled while the build runs), and is reported instead.
-    interrupt::check("the configure")?;
-    log.note("build");
-    log.run_while("build", &plan.build, || {
-        let out = torch_check.as_ref()?.try_wait().ok()??;
-        torch_import_error(plan, out)
-    })?;
-    if let Some(check) = torch_check.take() {
-        torch_imported(plan, check)?;
-    }
+    let session = match &plan.compiler_cache {
+        Some(c) => Some(crate::compiler_cache_run::Session::start(c, log)?),
+        None => None,
+    };
+    let with_cache = |cmd: &crate::command::Command| {
+        let mut cmd = cmd.clone();
+        if let Some(s) = &session {
+            cmd.env.extend(s.env.clone());
+        }
+        cmd
+    };
+    let built = compile(plan, log, torch_check, &with_cache, commit.as_deref());
+    let cache_record = session.map(|s| s.finish(log));
+    built?;
     log.run("install into the staging prefix", &plan.install_prefix)?;
 
     // Artifacts.
@@ -313,7 +310,44 @@ fn fetch_and_build(
             (abs.clone(), sha256_file(abs)?.0),
         );
     }
-    Ok((commit, built, build_lock))
+    Ok((commit, built, build_lock, cache_record))
+}
+
+/// Configure (when this build tree was not configured from this commit) and compile, the
+/// commands under the compiler cache's settings (`with_cache`).
+fn compile(
+    plan: &Plan,
+    log: &mut RunLog,
+    torch_check: &mut Option<duct::Handle>,
+    with_cache: &dyn Fn(&crate::command::Command) -> crate::command::Command,
+    commit: Option<&str>,
+) -> Result<()> {
+    // Configure only when this build tree has not been configured from this commit.
+    let stamp = plan.build_dir.join(".rocbuild-configured");
+    let stamp_text = format!(
+        "{}\n{}",
+        commit.unwrap_or("local"),
+        plan.configure.shell_line()
+    );
+    if fs_err::read_to_string(&stamp).ok().as_deref() != Some(stamp_text.as_str())
+        || !plan.build_dir.join("CMakeCache.txt").exists()
+    {
+        log.note(&format!("configure -> {}", plan.build_dir.display()));
+        log.run("configure", &with_cache(&plan.configure))?;
+        fs_err::write(&stamp, &stamp_text).map_err(EngineError::io("write", &stamp))?;
+    }
+    // The compile is the long part: a torch that does not import stops it as soon as that
+    // is known (polled while the build runs), and is reported instead.
+    interrupt::check("the configure")?;
+    log.note("build");
+    log.run_while("build", &with_cache(&plan.build), || {
+        let out = torch_check.as_ref()?.try_wait().ok()??;
+        torch_import_error(plan, out)
+    })?;
+    if let Some(check) = torch_check.take() {
+        torch_imported(plan, check)?;
+    }
+    Ok(())
 }
 
 /// Start `import torch` in a fresh process of the venv's Python (it may crash or hang: a
@@ -407,6 +441,7 @@ fn install_and_verify(
     built: Built,
     previous: Option<Manifest>,
     early: Option<EarlyPip>,
+    cache_record: Option<rocbuild_venv::manifest::CompilerCacheRecord>,
 ) -> Result<Outcome> {
     let site = &plan.install.site;
     let (created, mut pip) = match early {
@@ -414,7 +449,10 @@ fn install_and_verify(
         None => (install::begin(site)?, None),
     };
     let stage = rocbuild_venv::layout::txn(site).join("stage");
-    let mut staged_extra = StagedExtra::default();
+    let mut staged_extra = StagedExtra {
+        compiler_cache: cache_record.clone(),
+        ..StagedExtra::default()
+    };
     let result = (|| -> Result<(Vec<NewFile>, Vec<String>, Vec<InstalledFile>)> {
         let park_set = globset(&plan.install.park)?;
         let mut new: Vec<NewFile> = Vec::new();
@@ -650,6 +688,7 @@ fn install_and_verify(
         verify_output,
         manifest: manifest::path(site, &plan.recipe),
         log: log.path.clone(),
+        compiler_cache: cache_record,
     })
 }
 
@@ -696,6 +735,8 @@ pub(crate) struct StagedExtra {
     pub dropped: Vec<String>,
     pub python_files: Vec<String>,
     pub record: Option<String>,
+    /// The compiler cache the build ran under, with its hits and misses.
+    pub compiler_cache: Option<rocbuild_venv::manifest::CompilerCacheRecord>,
 }
 
 /// Files under the literal directory part of each park glob (`torchcodec/lib*` -> `torchcodec/`).

@@ -210,6 +210,11 @@ pub struct Tools {
     /// way the `cc` crate finds them.
     #[serde(default)]
     pub msvc: Option<Msvc>,
+    /// Compiler caches on PATH (`--compiler-cache`).
+    #[serde(default)]
+    pub sccache: Option<Tool>,
+    #[serde(default)]
+    pub ccache: Option<Tool>,
 }
 
 /// GPU toolkits torch's own CMake package may demand (the `native` mode).

@@ -60,6 +60,8 @@ pub fn probe_tools() -> Tools {
         cxx: compiler(true),
         pkg_config: find(&["pkg-config", "pkgconf"], "--version"),
         msvc: msvc(),
+        sccache: find(&["sccache"], "--version"),
+        ccache: find(&["ccache"], "--version"),
     }
 }
 

@@ -67,6 +67,17 @@ impl SdkRecord {
     }
 }
 
+/// The compiler cache a build ran under, and what it gave.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CompilerCacheRecord {
+    /// `sccache` or `ccache`.
+    pub kind: String,
+    /// Where its entries live (no password).
+    pub backend: String,
+    pub hits: Option<u64>,
+    pub misses: Option<u64>,
+}
+
 /// The pure-Python part rocbuild installed with pip (the package was not there, or was
 /// another version).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -121,6 +132,9 @@ pub struct Manifest {
     /// a `.pth`): `restore` removes them. Relative to site-packages.
     #[serde(default)]
     pub extra_files: Vec<String>,
+    /// The compiler cache of the last build, if any.
+    #[serde(default)]
+    pub compiler_cache: Option<CompilerCacheRecord>,
 }
 
 pub fn dir(site: &Path) -> PathBuf {

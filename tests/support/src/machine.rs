@@ -157,6 +157,8 @@ pub fn machine(os: Os) -> Machine {
                 Some("1.8.1"),
             ),
             msvc: None,
+            sccache: None,
+            ccache: None,
         },
         toolkits: Toolkits::default(),
         rocm_sdks: Vec::new(),

@@ -9,6 +9,7 @@
 //! fingerprint ([`fingerprint`]). What `run()` needs later (the defines, the toolkit, torch's
 //! SDK) are fields of [`Plan`], never read back out of an argv or an environment.
 
+pub mod compiler_cache;
 mod configure;
 mod fingerprint;
 mod install;
@@ -52,6 +53,10 @@ pub struct Context {
     pub mirror: Option<PathBuf>,
     /// Parallel compile jobs (`--jobs`, else the machine's cores).
     pub jobs: usize,
+    /// `--compiler-cache` and the cache engine's own settings (not shown: they may hold a
+    /// password).
+    #[serde(skip)]
+    pub compiler_cache: compiler_cache::Request,
 }
 
 /// Every step of one build, concrete.
@@ -91,6 +96,8 @@ pub struct Plan {
     pub build: Command,
     pub install_prefix: Command,
     pub python_part: Option<PythonPart>,
+    /// The compiler cache the compilers run under, if any.
+    pub compiler_cache: Option<compiler_cache::CompilerCache>,
     pub install: InstallPlan,
     pub verify: Option<Command>,
     pub log_dir: PathBuf,
@@ -155,6 +162,24 @@ pub fn plan(
         cmake: &cmake,
         toolset: &toolset,
     })?;
+    // The compiler cache changes no output: it is in neither the build tree's key nor the
+    // fingerprint, only in the commands.
+    let languages: &[&str] = match backend.backend {
+        rocbuild_venv::Backend::Rocm => &["C", "CXX", "HIP"],
+        rocbuild_venv::Backend::Cuda => &["C", "CXX", "CUDA"],
+        _ => &["C", "CXX"],
+    };
+    let compiler_cache = compiler_cache::plan(&ctx.compiler_cache, machine, &ctx.cache, languages)?;
+    let mut configured = configured;
+    if let Some(cc) = &compiler_cache {
+        for (k, v) in cc.defines() {
+            configured.configure = configured.configure.arg(format!("-D{k}={v}"));
+        }
+        for (k, v) in &cc.env {
+            configured.configure.env.insert(k.clone(), v.clone());
+            configured.build.env.insert(k.clone(), v.clone());
+        }
+    }
     vars.insert("build".into(), configured.build_dir.display().to_string());
     vars.insert("prefix".into(), configured.prefix.display().to_string());
     let install = install::plan(recipe, machine, &resolved, &vars, &backend)?;
@@ -215,6 +240,7 @@ pub fn plan(
         python_part,
         install,
         verify,
+        compiler_cache,
         log_dir: join(os, &ctx.cache, &["logs"]),
         options: opts.clone(),
         fingerprint,
@@ -242,6 +268,7 @@ pub(crate) mod testing {
                 "/cache"
             }),
             mirror: None,
+            compiler_cache: Default::default(),
             jobs: 2,
         }
     }

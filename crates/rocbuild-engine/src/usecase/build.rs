@@ -124,6 +124,7 @@ fn build_with(
     let ctx = Context {
         cache: settings.cache.clone(),
         mirror: settings.mirror.clone(),
+        compiler_cache: settings.compiler_cache.clone(),
         jobs: opts.jobs.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())

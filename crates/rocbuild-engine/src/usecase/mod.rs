@@ -26,6 +26,8 @@ pub struct Settings {
     pub mirror: Option<PathBuf>,
     /// The FFmpeg `rocbuild ffmpeg` fetched last, used when no `--ffmpeg` is given.
     pub downloaded_ffmpeg: Option<PathBuf>,
+    /// `--compiler-cache` and the cache engine's settings.
+    pub compiler_cache: crate::plan::compiler_cache::Request,
 }
 
 /// What a running use case tells the user.

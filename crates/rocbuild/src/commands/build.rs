@@ -138,6 +138,20 @@ pub fn print_outcome(
             println!("  verified: {last}");
         }
     }
+    if let Some(c) = outcome.compiler_cache.as_ref().filter(|_| outcome.changed) {
+        match (c.hits, c.misses) {
+            (Some(h), Some(m)) if h + m > 0 => println!(
+                "  compiler cache: {} ({}): {h} hits, {m} misses ({:.0}% hits)",
+                c.kind,
+                c.backend,
+                100.0 * h as f64 / (h + m) as f64
+            ),
+            _ => println!(
+                "  compiler cache: {} ({}): nothing compiled",
+                c.kind, c.backend
+            ),
+        }
+    }
     println!("  manifest: {}", outcome.manifest.display());
     if verbosity == Verbosity::Verbose {
         println!("  log:      {}", outcome.log.display());
