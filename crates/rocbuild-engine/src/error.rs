@@ -147,6 +147,35 @@ pub enum EngineError {
         found: String,
     },
 
+    #[error("{option} names an AMD GPU, but the venv's torch {torch} is {what}: {recipe}'s code runs with that torch, which cannot use an AMD GPU")]
+    #[diagnostic(code(rocbuild::plan::gpu_needs_rocm_torch), help("{help}"))]
+    GpuNeedsRocmTorch {
+        option: String,
+        torch: String,
+        what: String,
+        recipe: String,
+        help: String,
+    },
+
+    #[error("torch {torch} has no GPU code for {missing}: it was built for {built}")]
+    #[diagnostic(code(rocbuild::plan::torch_lacks_arch), help("{help}"))]
+    TorchLacksArch {
+        torch: String,
+        missing: String,
+        built: String,
+        help: String,
+    },
+
+    #[error("--rocm {requested} is not the ROCm of the venv's torch {torch} (HIP {hip}): {recipe} compiles no HIP code, it runs on torch's own ROCm")]
+    #[diagnostic(code(rocbuild::plan::rocm_not_torchs), help("{help}"))]
+    RocmNotTorchs {
+        requested: String,
+        torch: String,
+        hip: String,
+        recipe: String,
+        help: String,
+    },
+
     #[error("{recipe} needs {missing} at run time, and {site} does not have it")]
     #[diagnostic(
         code(rocbuild::plan::missing_python),

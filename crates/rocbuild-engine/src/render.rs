@@ -65,6 +65,29 @@ impl fmt::Display for Plan {
                 writeln!(f, "  warning: {w}")?;
             }
         }
+        if let Some(t) = &b.torch_gpu {
+            writeln!(
+                f,
+                "  gpu:    {} (from {}; torch's ROCm: HIP {})",
+                if t.archs.is_empty() {
+                    "none named".to_string()
+                } else {
+                    t.archs.join(";")
+                },
+                if t.archs_found_by.is_empty() {
+                    "nothing"
+                } else {
+                    &t.archs_found_by
+                },
+                t.hip
+            )?;
+            for n in &t.notes {
+                writeln!(f, "  note:   {n}")?;
+            }
+            for w in &t.warnings {
+                writeln!(f, "  warning: {w}")?;
+            }
+        }
         for l in &self.libraries {
             writeln!(
                 f,

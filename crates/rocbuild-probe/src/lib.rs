@@ -26,8 +26,8 @@ use thiserror::Error;
 pub use cuda_gpu::{detect_cuda_gpu, parse_compute_caps};
 pub use ffmpeg::{probe_ffmpeg, soname_major_to_ffmpeg};
 pub use gfx::{
-    describe_gfx, expand_alias, gfx_of_bitcode_file, isa_bitcode_file, nearest_names,
-    parse_target_id, resolve_archs, ArchChoice, ArchError, GfxTarget,
+    describe_gfx, expand_alias, gfx_of_bitcode_file, isa_bitcode_file, named_targets,
+    nearest_names, parse_target_id, resolve_archs, ArchChoice, ArchError, GfxTarget,
 };
 pub use gpu::{
     detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version, gpu_archs_light,

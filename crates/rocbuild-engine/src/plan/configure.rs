@@ -204,7 +204,7 @@ mod tests {
         let r = recipe("torchcodec");
         let m = cpu_machine(os);
         let c = ctx(os);
-        let b = toolchain::choose(r.name(), &r.backends(), false, &m, &opts.backend).unwrap();
+        let b = toolchain::choose(&r, &m, &opts.backend).unwrap();
         let rel = r.releases().into_iter().next().unwrap();
         let resolved = r.resolve(&rocbuild_recipe::Target {
             os: os.as_str(),

@@ -112,13 +112,7 @@ pub fn plan(
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
     let (release, version_reason) = release::choose(recipe, machine, opts)?;
     let version = release.version.clone();
-    let backend = toolchain::choose(
-        recipe.name(),
-        &recipe.backends(),
-        needs.hipblas,
-        machine,
-        &opts.backend,
-    )?;
+    let backend = toolchain::choose(recipe, machine, &opts.backend)?;
     needs::python(recipe, machine)?;
     let libraries = libraries::found(recipe, machine);
     let features = libraries::used(&libraries);

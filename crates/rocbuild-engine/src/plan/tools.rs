@@ -158,7 +158,7 @@ mod tests {
     use rocbuild_testkit::machine::cpu_machine;
 
     fn cpu_backend(r: &Recipe, m: &Machine) -> BackendPlan {
-        toolchain::choose(r.name(), &r.backends(), false, m, &Default::default()).unwrap()
+        toolchain::choose(&r, m, &Default::default()).unwrap()
     }
 
     #[test]
