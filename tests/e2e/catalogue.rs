@@ -39,6 +39,14 @@ pub const CASES: &[(&str, &str)] = &[
         "A GPU architecture the ROCm SDK cannot compile for",
     ),
     (
+        "arch_for_a_cpu_torch",
+        "`--arch gfx…` for TorchCodec in a venv whose torch is a CPU build",
+    ),
+    (
+        "arch_torch_has_no_code_for",
+        "`--arch gfx…` for TorchCodec naming a GPU the ROCm torch has no code for",
+    ),
+    (
         "rocm_version_not_installed",
         "`--rocm` naming a version that is not installed",
     ),
@@ -469,6 +477,45 @@ fn gfx_the_sdk_cannot_target() {
     assert!(!s.cache.join("git").exists(), "nothing was fetched");
 }
 
+/// The brief's usage line on a CPU torch: what, why and the fix (not "add --backend rocm",
+/// which then fails with "torchcodec has no rocm backend").
+#[test]
+fn arch_for_a_cpu_torch() {
+    let s = Scene::with_torch();
+    let err = check("arch_for_a_cpu_torch", &s, 1, || {
+        s.rocbuild(&["torchcodec", "--arch", "gfx1201"], &[])
+    });
+    assert!(said(&err, "is a CPU-only build"), "{err}");
+    assert!(said(&err, "install a ROCm torch"), "{err}");
+    assert!(!said(&err, "--backend rocm"), "{err}");
+}
+
+/// A ROCm torch whose own arch list (asked of the real torch module in a child Python) lacks
+/// the GPU named: refused before anything is fetched, with torch's list.
+#[test]
+fn arch_torch_has_no_code_for() {
+    let s = Scene::with_torch();
+    let t = s.site().join("torch");
+    std::fs::write(
+        t.join("version.py"),
+        "from typing import Optional\n\n__version__ = '2.9.1+rocm6.4'\ncuda: Optional[str] = None\ngit_version = '0123456789abcdef0123456789abcdef01234567'\nhip: Optional[str] = '6.4.43482'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        t.join("__init__.py"),
+        "import types\nfrom . import version\nfrom .version import __version__\n\
+         _C = types.SimpleNamespace(_cuda_getArchFlags=lambda: 'gfx1030 gfx1100')\n\
+         cuda = types.SimpleNamespace(device_count=lambda: 0, get_arch_list=lambda: [])\n",
+    )
+    .unwrap();
+    let err = check("arch_torch_has_no_code_for", &s, 1, || {
+        s.rocbuild(&["torchcodec", "--arch", "gfx1201"], &[])
+    });
+    assert!(said(&err, "has no GPU code for gfx1201"), "{err}");
+    assert!(said(&err, "built for gfx1030;gfx1100"), "{err}");
+    assert!(!s.cache.join("git").exists(), "nothing was fetched");
+}
+
 #[test]
 fn rocm_version_not_installed() {
     let s = Scene::with_torch();
@@ -477,6 +524,11 @@ fn rocm_version_not_installed() {
     });
     assert!(said(&err, "6.2"), "{err}");
     assert!(said(&err, "5.2"), "the versions found are listed: {err}");
+    // One answer: what the SDK that was found lacks too, not in a second run.
+    assert!(
+        said(&err, "and ROCm 5.2.0 at /usr has none"),
+        "the SDK found lacks hipBLAS: {err}"
+    );
 }
 
 #[test]

@@ -176,6 +176,17 @@ pub enum EngineError {
         help: String,
     },
 
+    #[error(
+        "ROCm cannot build {recipe} as asked; {count} problems, all found in this one run:\n{list}"
+    )]
+    #[diagnostic(code(rocbuild::rocm::problems), help("{help}"))]
+    RocmProblems {
+        recipe: String,
+        count: usize,
+        list: String,
+        help: String,
+    },
+
     #[error("{recipe} needs {missing} at run time, and {site} does not have it")]
     #[diagnostic(
         code(rocbuild::plan::missing_python),

@@ -277,23 +277,8 @@ pub fn choose(recipe: &Recipe, machine: &Machine, opts: &BackendOptions) -> Resu
         ));
     }
     let rocm = (backend == Backend::Rocm)
-        .then(|| rocm_plan(machine, opts))
+        .then(|| rocm_plan(recipe, needs_hipblas, machine, opts))
         .transpose()?;
-    if let (Some(r), true) = (&rocm, needs_hipblas) {
-        let sdk = machine.rocm_sdks.iter().find(|s| s.root == r.root);
-        if sdk.is_some_and(|s| s.hipblas.is_none()) {
-            return Err(EngineError::SdkLacks {
-                recipe: recipe.into(),
-                part: "hipBLAS".into(),
-                sdk: format!(
-                    "ROCm {} at {}",
-                    r.version.as_deref().unwrap_or("(unknown version)"),
-                    r.root.display()
-                ),
-                found: r.candidates.join("\n"),
-            });
-        }
-    }
     let cuda = if backend == Backend::Cuda {
         let home = machine
             .toolkits
@@ -491,21 +476,110 @@ fn split_list(items: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
+/// What `sdk` lacks for this recipe's HIP build (hipBLAS), as the error that says so.
+fn sdk_lacks(
+    recipe: &str,
+    needs_hipblas: bool,
+    machine: &Machine,
+    sdk: &rocbuild_probe::RocmSdk,
+) -> Option<EngineError> {
+    (needs_hipblas && sdk.hipblas.is_none()).then(|| EngineError::SdkLacks {
+        recipe: recipe.into(),
+        part: "hipBLAS".into(),
+        sdk: format!(
+            "ROCm {} at {}",
+            sdk.version.as_deref().unwrap_or("(unknown version)"),
+            sdk.root.display()
+        ),
+        found: candidate_lines(machine, Some(&sdk.root)).join("\n"),
+    })
+}
+
+/// Every problem found, in one answer: the one error itself when there is one, else all of
+/// them (the same message said twice, e.g. an unknown arch for two SDKs, once).
+fn one_answer(recipe: &str, problems: Vec<EngineError>) -> EngineError {
+    let mut seen: Vec<String> = Vec::new();
+    let mut unique: Vec<EngineError> = Vec::new();
+    for p in problems {
+        let text = p.to_string();
+        if !seen.contains(&text) {
+            seen.push(text);
+            unique.push(p);
+        }
+    }
+    if unique.len() == 1 {
+        if let Some(only) = unique.pop() {
+            return only;
+        }
+    }
+    let mut helps: Vec<String> = Vec::new();
+    for p in &unique {
+        if let Some(h) = miette::Diagnostic::help(p).map(|h| h.to_string()) {
+            if !helps.contains(&h) {
+                helps.push(h);
+            }
+        }
+    }
+    EngineError::RocmProblems {
+        recipe: recipe.into(),
+        count: unique.len(),
+        list: seen
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("{}. {t}", i + 1))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        help: helps
+            .iter()
+            .enumerate()
+            .map(|(i, h)| format!("{}. {h}", i + 1))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+fn rocm_plan(
+    recipe: &str,
+    needs_hipblas: bool,
+    machine: &Machine,
+    opts: &BackendOptions,
+) -> Result<RocmPlan> {
     let os = machine.platform.os;
-    let choice = choose_sdk(
-        &machine.rocm_sdks,
-        opts.rocm.as_deref(),
-        machine.hip_runtime.as_ref(),
-        os,
-    )?;
-    let sdk = choice.sdk;
     let requested = split_list(&opts.arch);
     let torch_archs = machine
         .gpu
         .as_ref()
         .and_then(|g| g.torch_arch_list.as_deref());
-    let archs = resolve_archs(&requested, machine.gpu.as_ref(), sdk, torch_archs)?;
+    let check = |sdk: &rocbuild_probe::RocmSdk| {
+        let archs = resolve_archs(&requested, machine.gpu.as_ref(), sdk, torch_archs);
+        (archs, sdk_lacks(recipe, needs_hipblas, machine, sdk))
+    };
+    let choice = match choose_sdk(
+        &machine.rocm_sdks,
+        opts.rocm.as_deref(),
+        machine.hip_runtime.as_ref(),
+        os,
+    ) {
+        Ok(c) => c,
+        // The SDK asked for is missing or broken: say too what each other SDK lacks, so one
+        // run tells whether installing that one is the only way.
+        Err(e) => {
+            let mut problems: Vec<EngineError> = vec![e.into()];
+            for sdk in machine.rocm_sdks.iter().filter(|s| s.usable()) {
+                let (archs, lacks) = check(sdk);
+                problems.extend(archs.err().map(EngineError::from));
+                problems.extend(lacks);
+            }
+            return Err(one_answer(recipe, problems));
+        }
+    };
+    let sdk = choice.sdk;
+    let archs = match check(sdk) {
+        (Ok(a), None) => a,
+        (Ok(_), Some(lacks)) => return Err(lacks),
+        (Err(e), None) => return Err(e.into()),
+        (Err(e), Some(lacks)) => return Err(one_answer(recipe, vec![e.into(), lacks])),
+    };
     let exe = |n: &str| {
         if os == Os::Windows {
             format!("{n}.exe")
@@ -552,13 +626,39 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
             runtime.insert(0, l.clone());
         }
     }
-    let candidates = machine
+    let candidates = candidate_lines(machine, Some(&sdk.root));
+    Ok(RocmPlan {
+        root: sdk.root.clone(),
+        runtime,
+        version: sdk.version.clone(),
+        kind: sdk.kind.describe().to_string(),
+        multiarch: sdk.kind == rocbuild_probe::SdkKind::DebianMultiarch,
+        archs: archs.archs.clone(),
+        archs_found_by: archs.found_by.clone(),
+        clang,
+        clangxx,
+        device_lib: sdk.device_lib_dir.clone(),
+        llvm,
+        bin,
+        candidates,
+        notes,
+        warnings,
+    })
+}
+
+/// Every SDK found, one line each, the one used (`chosen`) marked with `*`.
+fn candidate_lines(machine: &Machine, chosen: Option<&Path>) -> Vec<String> {
+    machine
         .rocm_sdks
         .iter()
         .map(|c| {
             let mut line = format!(
                 "{} {} {} ({})",
-                if c.root == sdk.root { "*" } else { " " },
+                if Some(c.root.as_path()) == chosen {
+                    "*"
+                } else {
+                    " "
+                },
                 c.version.as_deref().unwrap_or("?"),
                 c.root.display(),
                 c.kind.describe()
@@ -585,24 +685,7 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
             }
             line
         })
-        .collect();
-    Ok(RocmPlan {
-        root: sdk.root.clone(),
-        runtime,
-        version: sdk.version.clone(),
-        kind: sdk.kind.describe().to_string(),
-        multiarch: sdk.kind == rocbuild_probe::SdkKind::DebianMultiarch,
-        archs: archs.archs.clone(),
-        archs_found_by: archs.found_by.clone(),
-        clang,
-        clangxx,
-        device_lib: sdk.device_lib_dir.clone(),
-        llvm,
-        bin,
-        candidates,
-        notes,
-        warnings,
-    })
+        .collect()
 }
 
 #[cfg(test)]
@@ -743,5 +826,92 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    fn sdk(
+        version: &str,
+        root: &str,
+        targets: &[&str],
+        hipblas: Option<&str>,
+    ) -> rocbuild_probe::RocmSdk {
+        rocbuild_probe::RocmSdk {
+            root: root.into(),
+            version: Some(version.into()),
+            version_source: None,
+            hip_version: None,
+            kind: rocbuild_probe::SdkKind::OptRocm,
+            named_by: Vec::new(),
+            parts: Vec::new(),
+            clang: Some(format!("{root}/llvm/bin/clang").into()),
+            clangxx: Some(format!("{root}/llvm/bin/clang++").into()),
+            hipcc: None,
+            device_lib_dir: Some(format!("{root}/amdgcn/bitcode").into()),
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+            hipblas: hipblas.map(str::to_string),
+            rocblas: false,
+            tensile_archs: Vec::new(),
+            tensile_dir: None,
+            amd_comgr: None,
+            cmake_dirs: Vec::new(),
+            bin_dir: None,
+            lib_dir: None,
+            problems: Vec::new(),
+        }
+    }
+
+    /// `rocbuild ctranslate2 --rocm 6.2` on a machine with only a ROCm 5.2 without hipBLAS:
+    /// one answer names the missing version, the arch 5.2 cannot compile for and the missing
+    /// hipBLAS, not one of them per run.
+    #[test]
+    fn every_sdk_problem_is_said_in_one_answer() {
+        let r = recipe("ctranslate2");
+        let mut m = machine(Os::Linux);
+        m.rocm_sdks = vec![sdk("5.2.0", "/usr", &["gfx1010", "gfx1030"], None)];
+        let opts = BackendOptions {
+            rocm: Some("6.2".into()),
+            ..arch("gfx1100")
+        };
+        let e = choose(&r, &m, &opts).unwrap_err();
+        let help = miette::Diagnostic::help(&e)
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        match &e {
+            EngineError::RocmProblems { count, list, .. } => {
+                assert_eq!(*count, 3, "{list}");
+                assert!(
+                    list.contains("1. ROCm 6.2 not found; found: 5.2.0 at /usr"),
+                    "{list}"
+                );
+                assert!(
+                    list.contains("2. ROCm 5.2.0 at /usr cannot compile for gfx1100"),
+                    "{list}"
+                );
+                assert!(
+                    list.contains(
+                        "3. ctranslate2's HIP build links hipBLAS, and ROCm 5.2.0 at /usr has none"
+                    ),
+                    "{list}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(help.contains("install ROCm 6.2"), "{help}");
+        assert!(help.contains("install hipBLAS"), "{help}");
+        // Without --rocm: the SDK found, both of its problems.
+        match choose(&r, &m, &arch("gfx1100")) {
+            Err(EngineError::RocmProblems { count: 2, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        // One problem is said as itself.
+        assert!(matches!(
+            choose(&r, &m, &arch("gfx1010")),
+            Err(EngineError::SdkLacks { .. })
+        ));
+        m.rocm_sdks[0].hipblas = Some("0.51.0".into());
+        assert!(matches!(
+            choose(&r, &m, &arch("gfx1100")),
+            Err(EngineError::Arch(_))
+        ));
+        assert!(choose(&r, &m, &arch("gfx1010")).is_ok());
     }
 }

@@ -302,19 +302,23 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
     if done(&mut g, "--arch", flag, "not given".into()) {
         // Whether torch itself has code for the archs named: its own list (no device needed).
         if let Some(py) = q.torch_python {
-            let step =
-                match run_with_timeout(env, py, &["-c", TORCH_SCRIPT, "list-only"], env.timeout) {
-                    Ok((out, 0)) => {
-                        g.torch_arch_list = torch_arch_list(&out);
-                        match &g.torch_arch_list {
-                            Some(l) => format!("torch arch list: {}", l.join(";")),
-                            None => "torch arch list: torch names none".into(),
-                        }
+            let step = match run_with_timeout(
+                env,
+                py,
+                &["-B", "-c", TORCH_SCRIPT, "list-only"],
+                env.timeout,
+            ) {
+                Ok((out, 0)) => {
+                    g.torch_arch_list = torch_arch_list(&out);
+                    match &g.torch_arch_list {
+                        Some(l) => format!("torch arch list: {}", l.join(";")),
+                        None => "torch arch list: torch names none".into(),
                     }
-                    Ok((_, 3)) => "torch arch list: torch is not a ROCm build".into(),
-                    Ok((_, code)) => format!("torch arch list: python exited with {code}"),
-                    Err(e) => format!("torch arch list: {e}"),
-                };
+                }
+                Ok((_, 3)) => "torch arch list: torch is not a ROCm build".into(),
+                Ok((_, code)) => format!("torch arch list: python exited with {code}"),
+                Err(e) => format!("torch arch list: {e}"),
+            };
             g.steps.push(step);
         }
         return g;
@@ -330,7 +334,7 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
         None => g
             .steps
             .push("torch gcnArchName: skipped (torch is not a ROCm build)".into()),
-        Some(py) => match run_with_timeout(env, py, &["-c", TORCH_SCRIPT], env.timeout) {
+        Some(py) => match run_with_timeout(env, py, &["-B", "-c", TORCH_SCRIPT], env.timeout) {
             Ok((out, 0)) => {
                 let mut archs = Vec::new();
                 for l in out.lines() {

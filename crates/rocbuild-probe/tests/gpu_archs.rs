@@ -503,7 +503,7 @@ fn cascade_asks_a_rocm_torch_in_a_child_python() {
 }
 
 /// `--arch` ends the cascade, but a ROCm torch is still asked for its own arch list (its
-/// compiled-in flags: `get_arch_list()` is empty on a machine without a GPU), so the planner
+/// compiled-in flags, asked with `python -B`: no `__pycache__` written into the venv: `get_arch_list()` is empty on a machine without a GPU), so the planner
 /// can say whether torch has code for the GPU named.
 #[test]
 fn with_arch_given_a_rocm_torch_still_names_its_own_archs() {
