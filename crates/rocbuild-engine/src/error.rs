@@ -60,6 +60,15 @@ pub enum EngineError {
         hint: String,
     },
 
+    #[error("{count} prerequisite(s) of {recipe} missing, all found before anything was fetched:\n{list}")]
+    #[diagnostic(code(rocbuild::plan::prerequisites), help("{help}"))]
+    Prerequisites {
+        recipe: String,
+        count: usize,
+        list: String,
+        help: String,
+    },
+
     #[error("the recipe uses {{{variable}}} but {why}")]
     #[diagnostic(code(rocbuild::plan::no_value), help("{help}"))]
     NoValue {

@@ -112,6 +112,16 @@ impl fmt::Display for Plan {
             n += 1;
             writeln!(f, "{n}. {title}")
         };
+        if let Some(t) = &self.tools {
+            step(
+                f,
+                "install build-only Python requirements and tools (not into the venv)",
+            )?;
+            for w in &t.why {
+                writeln!(f, "      {w}")?;
+            }
+            write!(f, "{}", t.install)?;
+        }
         match &self.source {
             SourcePlan::Git {
                 url,
@@ -144,13 +154,6 @@ impl fmt::Display for Plan {
                 step(f, "use the source directory as it is")?;
                 writeln!(f, "      dir: {}", dir.display())?;
             }
-        }
-        if let Some(t) = &self.tools {
-            step(
-                f,
-                "install build-only Python requirements (not into the venv)",
-            )?;
-            write!(f, "{}", t.install)?;
         }
         if let Some(tc) = &self.torch_cmake {
             match &tc.contents {

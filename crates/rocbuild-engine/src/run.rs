@@ -232,16 +232,20 @@ fn fetch_and_build(
     log: &mut RunLog,
     torch_check: &mut Option<duct::Handle>,
 ) -> Result<(Option<String>, Built, crate::cache_lock::CacheLock)> {
-    let (_src, commit) = source(plan, log)?;
-
+    // The build tools first (cmake and ninja from PyPI when the system has none): a machine
+    // that cannot get them learns it before the fetch. Installed once per set of requirements.
     if let Some(t) = &plan.tools {
         let ok = t.dir.join(".rocbuild-ok");
         if !ok.exists() {
             log.note(&format!("build tools -> {}", t.dir.display()));
+            for w in &t.why {
+                log.note(w);
+            }
             log.run("install build tools", &t.install)?;
             fs_err::write(&ok, "").map_err(EngineError::io("write", &ok))?;
         }
     }
+    let (_src, commit) = source(plan, log)?;
     if let Some(tc) = &plan.torch_cmake {
         if let Some(text) = &tc.contents {
             let f = tc.dir.join("TorchConfig.cmake");

@@ -129,7 +129,7 @@ pub fn plan(
     let mut vars = vars::of(
         recipe, &version, machine, ctx, &libraries, &source, &backend,
     );
-    let (tools, cmake) =
+    let (tools, toolset) =
         tools::python_tools(recipe, machine, &backend, &toolset, &vars, &ctx.cache)?;
     if let Some(t) = &tools {
         vars.insert("tools".into(), t.dir.display().to_string());
@@ -146,7 +146,7 @@ pub fn plan(
         source: &source,
         backend: &backend,
         torch_cmake: torch_cmake.as_ref(),
-        cmake: &cmake,
+        cmake: &toolset.cmake,
         toolset: &toolset,
     })?;
     vars.insert("build".into(), configured.build_dir.display().to_string());
