@@ -60,13 +60,26 @@ pub enum EngineError {
         hint: String,
     },
 
-    #[error("{count} prerequisite(s) of {recipe} missing, all found before anything was fetched:\n{list}")]
+    #[error("{count} of {recipe} missing, all found before anything was fetched:\n{list}")]
     #[diagnostic(code(rocbuild::plan::prerequisites), help("{help}"))]
     Prerequisites {
         recipe: String,
-        count: usize,
+        /// `1 prerequisite`, `3 prerequisites`.
+        count: String,
         list: String,
         help: String,
+    },
+
+    #[error("the build tools could not be installed from PyPI ({why})\n{tail}")]
+    #[diagnostic(
+        code(rocbuild::tools::unavailable),
+        help("nothing was fetched or built and the venv is unchanged. Install them from the system instead ({fallback}), or let pip reach PyPI (a proxy: HTTPS_PROXY; another index: PIP_INDEX_URL), then run again. Log: {log}")
+    )]
+    BuildTools {
+        why: String,
+        tail: String,
+        fallback: String,
+        log: String,
     },
 
     #[error("the recipe uses {{{variable}}} but {why}")]

@@ -241,7 +241,19 @@ fn fetch_and_build(
             for w in &t.why {
                 log.note(w);
             }
-            log.run("install build tools", &t.install)?;
+            if let Err(e) = log.run("install build tools", &t.install) {
+                return Err(match (e, &t.fallback) {
+                    (EngineError::Step { tail, log, .. }, Some(fallback)) => {
+                        EngineError::BuildTools {
+                            why: t.why.join("; "),
+                            tail,
+                            fallback: fallback.clone(),
+                            log,
+                        }
+                    }
+                    (e, _) => e,
+                });
+            }
             fs_err::write(&ok, "").map_err(EngineError::io("write", &ok))?;
         }
     }

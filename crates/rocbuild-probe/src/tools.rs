@@ -134,6 +134,9 @@ pub enum Prerequisite {
     PkgConfig,
     /// FFmpeg's headers, libraries and .pc files (libavcodec, libavformat, libavutil, …).
     FfmpegDev,
+    /// Only when PyPI cannot supply them (rocbuild fetches both by itself).
+    Cmake,
+    Ninja,
 }
 
 impl Prerequisite {
@@ -143,6 +146,8 @@ impl Prerequisite {
             Prerequisite::CxxCompiler => "a C++ compiler",
             Prerequisite::PkgConfig => "pkg-config",
             Prerequisite::FfmpegDev => "FFmpeg's development files",
+            Prerequisite::Cmake => "cmake",
+            Prerequisite::Ninja => "ninja",
         }
     }
 }
@@ -180,6 +185,10 @@ pub fn install_command(platform: &Platform, missing: &[Prerequisite]) -> String 
             let family = linux_family(platform);
             for m in missing {
                 match (family, m) {
+                    (_, Cmake) => add(&["cmake"]),
+                    (Some("arch"), Ninja) => add(&["ninja"]),
+                    (Some("alpine"), Ninja) => add(&["samurai"]),
+                    (_, Ninja) => add(&["ninja-build"]),
                     (Some("debian"), CCompiler) => add(&["gcc"]),
                     (Some("debian"), CxxCompiler) => add(&["g++"]),
                     (Some("debian"), PkgConfig) => add(&["pkg-config"]),
@@ -233,6 +242,8 @@ pub fn install_command(platform: &Platform, missing: &[Prerequisite]) -> String 
                 match m {
                     PkgConfig => add(&["pkg-config"]),
                     FfmpegDev => add(&["pkg-config", "ffmpeg"]),
+                    Cmake => add(&["cmake"]),
+                    Ninja => add(&["ninja"]),
                     _ => {}
                 }
             }
@@ -248,6 +259,12 @@ pub fn install_command(platform: &Platform, missing: &[Prerequisite]) -> String 
             }
             if missing.contains(&PkgConfig) {
                 parts.push("winget install bloodrock.pkg-config-lite".into());
+            }
+            if missing.contains(&Cmake) {
+                parts.push("winget install Kitware.CMake".into());
+            }
+            if missing.contains(&Ninja) {
+                parts.push("winget install Ninja-build.Ninja".into());
             }
             if missing.contains(&FfmpegDev) {
                 // A pinned shared build that later runs use by themselves.

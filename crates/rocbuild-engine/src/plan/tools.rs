@@ -24,6 +24,9 @@ pub struct ToolsPlan {
     /// Why a build tool comes from PyPI (`cmake: not on PATH`), one line each.
     #[serde(default)]
     pub why: Vec<String>,
+    /// The system command that installs those tools instead, should PyPI be out of reach.
+    #[serde(default)]
+    pub fallback: Option<String>,
 }
 
 /// The programs the configure and build steps run.
@@ -84,12 +87,19 @@ pub fn required(recipe: &Recipe, machine: &Machine, backend: &BackendPlan) -> Re
         }
     };
     // With ROCm the SDK's clang compiles everything.
-    let compilers = "none found (looked for $CC/$CXX, cc/c++, gcc/g++, clang/clang++ on PATH)";
     let (cc, cxx) = match &backend.rocm {
         Some(r) => (r.clang.clone(), r.clangxx.clone()),
         None => (
-            tool(&machine.tools.cc, Prerequisite::CCompiler, compilers),
-            tool(&machine.tools.cxx, Prerequisite::CxxCompiler, compilers),
+            tool(
+                &machine.tools.cc,
+                Prerequisite::CCompiler,
+                "none found ($CC, cc, gcc, clang on PATH)",
+            ),
+            tool(
+                &machine.tools.cxx,
+                Prerequisite::CxxCompiler,
+                "none found ($CXX, c++, g++, clang++ on PATH)",
+            ),
         ),
     };
     let ffmpeg = machine.ffmpeg.as_ref();
@@ -131,7 +141,10 @@ pub fn required(recipe: &Recipe, machine: &Machine, backend: &BackendPlan) -> Re
         );
         return Err(EngineError::Prerequisites {
             recipe: recipe.name().into(),
-            count: missing.len(),
+            count: match missing.len() {
+                1 => "1 prerequisite".into(),
+                n => format!("{n} prerequisites"),
+            },
             list: missing
                 .iter()
                 .map(|(p, d)| format!("- {}: {d}", p.describe()))
@@ -196,10 +209,16 @@ pub fn python_tools(
             Ok(_) => "cmake: older than 3.27, which a multiarch ROCm needs: CMake from PyPI".into(),
         });
     }
+    let mut system: Vec<Prerequisite> = Vec::new();
+    if fetch_cmake {
+        system.push(Prerequisite::Cmake);
+    }
     if let Err(e) = &found.ninja {
         reqs.push("ninja>=1.10".into());
         why.push(format!("{e}: Ninja from PyPI"));
+        system.push(Prerequisite::Ninja);
     }
+    let fallback = (!system.is_empty()).then(|| install_command(&machine.platform, &system));
     let tools = (!reqs.is_empty()).then(|| {
         let mut key: Vec<&str> = reqs.iter().map(String::as_str).collect();
         key.push(&py.version);
@@ -220,6 +239,7 @@ pub fn python_tools(
             dir,
             install,
             why: why.clone(),
+            fallback: fallback.clone(),
         }
     });
     let exe = |n: &str| {
@@ -291,7 +311,7 @@ mod tests {
             .unwrap_or_default();
         match &e {
             EngineError::Prerequisites { count, list, .. } => {
-                assert_eq!(*count, 4, "{list}");
+                assert_eq!(count, "4 prerequisites", "{list}");
                 for what in [
                     "a C compiler",
                     "a C++ compiler",
@@ -346,6 +366,10 @@ mod tests {
         assert_eq!(ts.cmake, t.dir.join("cmake/data/bin/cmake"));
         assert_eq!(ts.ninja, t.dir.join("bin/ninja"));
         assert_eq!(t.why[0], "cmake: not on PATH: CMake from PyPI");
+        assert_eq!(
+            t.fallback.as_deref(),
+            Some("sudo apt-get install cmake ninja-build")
+        );
         assert!(t.why[1].contains("is 1.8, older than 1.10"), "{:?}", t.why);
         // Windows: the same, with .exe.
         let mut w = cpu_machine(Os::Windows);
