@@ -136,6 +136,16 @@ fn from_headers(dir: &Path) -> Result<Ffmpeg, ProbeError> {
     })
 }
 
+/// `dir` when it holds FFmpeg's DLLs (`avutil-59.dll`): a shared Windows build.
+fn shared_bin(dir: &Path) -> Option<PathBuf> {
+    let rd = std::fs::read_dir(dir).ok()?;
+    let shared = rd.flatten().any(|e| {
+        let n = e.file_name().to_string_lossy().to_lowercase();
+        n.starts_with("avutil") && n.ends_with(".dll")
+    });
+    shared.then(|| dir.to_path_buf())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,14 +175,4 @@ mod tests {
         let f = probe_ffmpeg(Some(d.path()), None).unwrap();
         assert_eq!((f.major, f.avutil_version.as_str()), (7, "59.39.100"));
     }
-}
-
-/// `dir` when it holds FFmpeg's DLLs (`avutil-59.dll`): a shared Windows build.
-fn shared_bin(dir: &Path) -> Option<PathBuf> {
-    let rd = std::fs::read_dir(dir).ok()?;
-    let shared = rd.flatten().any(|e| {
-        let n = e.file_name().to_string_lossy().to_lowercase();
-        n.starts_with("avutil") && n.ends_with(".dll")
-    });
-    shared.then(|| dir.to_path_buf())
 }

@@ -287,7 +287,7 @@ mod tests {
     use rocbuild_testkit::machine::cpu_machine;
 
     fn cpu_backend(r: &Recipe, m: &Machine) -> BackendPlan {
-        toolchain::choose(&r, m, &Default::default()).unwrap()
+        toolchain::choose(r, m, &Default::default()).unwrap()
     }
 
     /// A fresh machine: no compilers, no FFmpeg, no pkg-config, no cmake, no ninja. One
