@@ -39,6 +39,14 @@ pub const CASES: &[(&str, &str)] = &[
         "A GPU architecture the ROCm SDK cannot compile for",
     ),
     (
+        "arch_for_a_cpu_torch",
+        "`--arch gfx…` for TorchCodec in a venv whose torch is a CPU build",
+    ),
+    (
+        "arch_torch_has_no_code_for",
+        "`--arch gfx…` for TorchCodec naming a GPU the ROCm torch has no code for",
+    ),
+    (
         "rocm_version_not_installed",
         "`--rocm` naming a version that is not installed",
     ),
@@ -56,8 +64,14 @@ pub const CASES: &[(&str, &str)] = &[
         "A torch that cannot be imported",
     ),
     ("no_compiler", "No C/C++ compiler"),
-    ("no_cmake", "No cmake"),
-    ("no_ninja", "No ninja"),
+    (
+        "fresh_machine",
+        "A fresh machine: no compiler, cmake, ninja or FFmpeg",
+    ),
+    (
+        "build_tools_unobtainable",
+        "No cmake or ninja, and PyPI out of reach",
+    ),
     ("ffmpeg_missing", "No FFmpeg development files"),
     (
         "ffmpeg_static_on_windows",
@@ -313,6 +327,8 @@ fn check(name: &str, scene: &Scene, code: i32, bad_run: impl FnOnce() -> Out) ->
         (r"\b[0-9a-f]{40}\b", "[COMMIT]"),
         (r"\(pid\s+(\|\s+)?[0-9]+\)", "(pid [PID])"),
         (r"--parallel [0-9]+", "--parallel [N]"),
+        // The tools area is keyed by the requirements and the Python version.
+        (r"tools[/\\][0-9a-f]{16}", "tools/[HASH]"),
         // The fixture zip's bytes carry the time it was made.
         (r"got\s+(\|\s+)?[0-9a-f]{64}", "got [SHA256 OF THE DOWNLOAD]"),
     ]}, {
@@ -469,6 +485,45 @@ fn gfx_the_sdk_cannot_target() {
     assert!(!s.cache.join("git").exists(), "nothing was fetched");
 }
 
+/// The brief's usage line on a CPU torch: what, why and the fix (not "add --backend rocm",
+/// which then fails with "torchcodec has no rocm backend").
+#[test]
+fn arch_for_a_cpu_torch() {
+    let s = Scene::with_torch();
+    let err = check("arch_for_a_cpu_torch", &s, 1, || {
+        s.rocbuild(&["torchcodec", "--arch", "gfx1201"], &[])
+    });
+    assert!(said(&err, "is a CPU-only build"), "{err}");
+    assert!(said(&err, "install a ROCm torch"), "{err}");
+    assert!(!said(&err, "--backend rocm"), "{err}");
+}
+
+/// A ROCm torch whose own arch list (asked of the real torch module in a child Python) lacks
+/// the GPU named: refused before anything is fetched, with torch's list.
+#[test]
+fn arch_torch_has_no_code_for() {
+    let s = Scene::with_torch();
+    let t = s.site().join("torch");
+    std::fs::write(
+        t.join("version.py"),
+        "from typing import Optional\n\n__version__ = '2.9.1+rocm6.4'\ncuda: Optional[str] = None\ngit_version = '0123456789abcdef0123456789abcdef01234567'\nhip: Optional[str] = '6.4.43482'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        t.join("__init__.py"),
+        "import types\nfrom . import version\nfrom .version import __version__\n\
+         _C = types.SimpleNamespace(_cuda_getArchFlags=lambda: 'gfx1030 gfx1100')\n\
+         cuda = types.SimpleNamespace(device_count=lambda: 0, get_arch_list=lambda: [])\n",
+    )
+    .unwrap();
+    let err = check("arch_torch_has_no_code_for", &s, 1, || {
+        s.rocbuild(&["torchcodec", "--arch", "gfx1201"], &[])
+    });
+    assert!(said(&err, "has no GPU code for gfx1201"), "{err}");
+    assert!(said(&err, "built for gfx1030;gfx1100"), "{err}");
+    assert!(!s.cache.join("git").exists(), "nothing was fetched");
+}
+
 #[test]
 fn rocm_version_not_installed() {
     let s = Scene::with_torch();
@@ -477,6 +532,11 @@ fn rocm_version_not_installed() {
     });
     assert!(said(&err, "6.2"), "{err}");
     assert!(said(&err, "5.2"), "the versions found are listed: {err}");
+    // One answer: what the SDK that was found lacks too, not in a second run.
+    assert!(
+        said(&err, "and ROCm 5.2.0 at /usr has none"),
+        "the SDK found lacks hipBLAS: {err}"
+    );
 }
 
 #[test]
@@ -554,22 +614,68 @@ fn no_compiler() {
     missing_tool_case("no_compiler", &["cc", "c++", "gcc", "g++"], &["compiler"]);
 }
 
+/// Everything a fresh machine lacks, in one run: the compilers and FFmpeg's development files
+/// with one install command for this distribution; cmake and ninja are not asked for (they
+/// come from PyPI). Nothing is fetched.
 #[test]
-fn no_cmake() {
-    missing_tool_case(
-        "no_cmake",
-        &["cmake"],
-        &["cmake not found on PATH", "apt-get install cmake"],
-    );
+fn fresh_machine() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let tools: Vec<&str> = TOOLS
+        .iter()
+        .copied()
+        .filter(|t| !["cc", "c++", "gcc", "g++", "cmake", "ninja"].contains(t))
+        .collect();
+    let path = s.path_with(&tools);
+    let empty = s.root().join("no-pkgconfig");
+    std::fs::create_dir_all(&empty).unwrap();
+    let empty = empty.to_str().unwrap();
+    let err = check("fresh_machine", &s, 1, || {
+        s.rocbuild(
+            &["fakecodec"],
+            &[
+                ("PATH", &path),
+                ("PKG_CONFIG_LIBDIR", empty),
+                ("PKG_CONFIG_PATH", empty),
+            ],
+        )
+    });
+    for e in [
+        "3 prerequisites of fakecodec missing",
+        "a C compiler",
+        "a C++ compiler",
+        "FFmpeg's development files: pkg-config does not know libavutil",
+        "install them with one command:",
+        "libavcodec-dev",
+        "cmake and ninja are not needed",
+    ] {
+        assert!(said(&err, e), "{e}\n{err}");
+    }
+    assert!(!said(&err, "cmake not found"), "{err}");
+    assert!(!s.cache.join("git").exists(), "nothing was fetched");
 }
 
+/// cmake and ninja absent, and pip cannot reach an index that has them: said before the
+/// fetch, with the system packages that would do instead.
 #[test]
-fn no_ninja() {
-    missing_tool_case(
-        "no_ninja",
-        &["ninja"],
-        &["ninja", "apt-get install ninja-build"],
+fn build_tools_unobtainable() {
+    let s = Scene::with_fixture(DECODE_WAV, true);
+    let tools: Vec<&str> = TOOLS
+        .iter()
+        .copied()
+        .filter(|t| !["cmake", "ninja"].contains(t))
+        .collect();
+    let path = s.path_with(&tools);
+    let err = check("build_tools_unobtainable", &s, 1, || {
+        s.rocbuild(&["fakecodec"], &[("PATH", &path)])
+    });
+    assert!(said(&err, "could not be installed from PyPI"), "{err}");
+    assert!(said(&err, "cmake: not on PATH"), "{err}");
+    assert!(said(&err, "ninja: not on PATH"), "{err}");
+    assert!(
+        said(&err, "cmake ninja"),
+        "the system packages instead: {err}"
     );
+    assert!(!s.cache.join("git").exists(), "nothing was fetched");
 }
 
 #[test]

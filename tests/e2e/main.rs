@@ -11,6 +11,7 @@ mod deps;
 mod doctor;
 mod ffmpeg_download;
 mod fixture_build;
+mod fresh_machine;
 mod hip_build;
 mod locks;
 mod mirror;

@@ -379,3 +379,80 @@ fn ctranslate2_cpu_uses_oneapi_mkl_when_found() {
     );
     assert!(!p.contains("mkl:"), "{p}");
 }
+
+/// The brief's own usage line: `rocbuild torchcodec --arch gfx1201` on a ROCm torch. TorchCodec
+/// has no GPU code: the build is its CPU build, made for the GPU named, which torch's own arch
+/// list must hold.
+#[test]
+fn torchcodec_for_a_gpu_the_rocm_torch_has_code_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut m = machine("linux");
+    m["gpu"] = json!({"archs": [], "found_by": "", "steps": [],
+        "torch_arch_list": ["gfx1100", "gfx1101", "gfx1200", "gfx1201"]});
+    let out = ok(plan(&m, tmp.path(), &["torchcodec", "--arch", "gfx1201"]));
+    assert!(out.contains("  backend: cpu (torchcodec has no GPU code of its own: it runs with the ROCm torch, built for gfx1201)"), "{out}");
+    assert!(
+        out.contains("  gpu:    gfx1201 (from --arch; torch's ROCm: HIP 6.4.43482)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("torch 2.9.1+rocm6.4 has code for gfx1201"),
+        "{out}"
+    );
+    // --rocm naming torch's own ROCm is accepted too.
+    ok(plan(
+        &m,
+        tmp.path(),
+        &["torchcodec", "--rocm", "6.4", "--arch", "gfx1201"],
+    ));
+
+    // torch built without gfx1201: what, why, and the fix, before anything is fetched.
+    m["gpu"]["torch_arch_list"] = json!(["gfx1030", "gfx1100"]);
+    let out = plan(&m, tmp.path(), &["torchcodec", "--arch", "gfx1201"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("has no GPU code for gfx1201"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("hipErrorInvalidDeviceFunction"),
+        "{}",
+        out.stderr
+    );
+
+    // --rocm that is not torch's.
+    let out = plan(&m, tmp.path(), &["torchcodec", "--rocm", "6.2"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--rocm 6.2 is not the ROCm"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// On a CPU torch (the macOS machine) or a CUDA torch, `--arch gfx…` for TorchCodec gets a
+/// clear answer: what, why, and how to fix it; not "add --backend rocm".
+#[test]
+fn torchcodec_arch_on_a_cpu_or_cuda_torch_is_answered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = machine("macos");
+    let out = plan(&m, tmp.path(), &["torchcodec", "--arch", "gfx1201"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let err = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        err.contains(
+            "--arch gfx1201 names an AMD GPU, but the venv's torch 2.9.1 is a CPU-only build"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("install a ROCm torch"), "{err}");
+    assert!(!err.contains("--backend rocm"), "{err}");
+    let mut m = machine("linux");
+    m["torch"]["hip"] = Value::Null;
+    m["torch"]["cuda"] = json!("13.2");
+    m["torch"]["flavor"] = json!("cuda");
+    let out = plan(&m, tmp.path(), &["torchcodec", "--arch", "gfx1201"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("CUDA 13.2 build"), "{}", out.stderr);
+}

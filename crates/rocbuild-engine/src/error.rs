@@ -60,6 +60,28 @@ pub enum EngineError {
         hint: String,
     },
 
+    #[error("{count} of {recipe} missing, all found before anything was fetched:\n{list}")]
+    #[diagnostic(code(rocbuild::plan::prerequisites), help("{help}"))]
+    Prerequisites {
+        recipe: String,
+        /// `1 prerequisite`, `3 prerequisites`.
+        count: String,
+        list: String,
+        help: String,
+    },
+
+    #[error("the build tools could not be installed from PyPI ({why})\n{tail}")]
+    #[diagnostic(
+        code(rocbuild::tools::unavailable),
+        help("nothing was fetched or built and the venv is unchanged. Install them from the system instead ({fallback}), or let pip reach PyPI (a proxy: HTTPS_PROXY; another index: PIP_INDEX_URL), then run again. Log: {log}")
+    )]
+    BuildTools {
+        why: String,
+        tail: String,
+        fallback: String,
+        log: String,
+    },
+
     #[error("the recipe uses {{{variable}}} but {why}")]
     #[diagnostic(code(rocbuild::plan::no_value), help("{help}"))]
     NoValue {
@@ -155,6 +177,46 @@ pub enum EngineError {
         part: String,
         sdk: String,
         found: String,
+    },
+
+    #[error("{option} names an AMD GPU, but the venv's torch {torch} is {what}: {recipe}'s code runs with that torch, which cannot use an AMD GPU")]
+    #[diagnostic(code(rocbuild::plan::gpu_needs_rocm_torch), help("{help}"))]
+    GpuNeedsRocmTorch {
+        option: String,
+        torch: String,
+        what: String,
+        recipe: String,
+        help: String,
+    },
+
+    #[error("torch {torch} has no GPU code for {missing}: it was built for {built}")]
+    #[diagnostic(code(rocbuild::plan::torch_lacks_arch), help("{help}"))]
+    TorchLacksArch {
+        torch: String,
+        missing: String,
+        built: String,
+        help: String,
+    },
+
+    #[error("--rocm {requested} is not the ROCm of the venv's torch {torch} (HIP {hip}): {recipe} compiles no HIP code, it runs on torch's own ROCm")]
+    #[diagnostic(code(rocbuild::plan::rocm_not_torchs), help("{help}"))]
+    RocmNotTorchs {
+        requested: String,
+        torch: String,
+        hip: String,
+        recipe: String,
+        help: String,
+    },
+
+    #[error(
+        "ROCm cannot build {recipe} as asked; {count} problems, all found in this one run:\n{list}"
+    )]
+    #[diagnostic(code(rocbuild::rocm::problems), help("{help}"))]
+    RocmProblems {
+        recipe: String,
+        count: usize,
+        list: String,
+        help: String,
     },
 
     #[error("{recipe} needs {missing} at run time, and {site} does not have it")]

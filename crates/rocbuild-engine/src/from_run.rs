@@ -99,11 +99,57 @@ fn sdk_record(plan: &Plan) -> SdkRecord {
         toolkit,
         backend: Some(plan.backend.backend.as_str().to_string()),
         rocm_version: plan.backend.rocm.as_ref().and_then(|r| r.version.clone()),
-        gpu_archs: plan
-            .backend
-            .rocm
-            .as_ref()
-            .map(|r| r.archs.clone())
-            .unwrap_or_default(),
+        gpu_archs: match (&plan.backend.rocm, &plan.backend.torch_gpu) {
+            (Some(r), _) => r.archs.clone(),
+            (None, Some(t)) => t.archs.clone(),
+            (None, None) => Vec::new(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testing::{ctx, recipe};
+    use rocbuild_probe::{GpuArchs, Os};
+    use rocbuild_testkit::machine::machine;
+    use rocbuild_venv::{BackendOptions, BuildOptions};
+
+    #[test]
+    fn the_arch_a_torchcodec_was_built_for_is_recorded() {
+        let mut m = machine(Os::Linux);
+        m.gpu = Some(GpuArchs {
+            archs: vec!["gfx1201".into()],
+            found_by: "--arch".into(),
+            torch_arch_list: Some(vec!["gfx1100".into(), "gfx1201".into()]),
+            ..GpuArchs::default()
+        });
+        let opts = BuildOptions {
+            torch_cmake: Some(rocbuild_recipe::TorchCmake::Lite),
+            backend: BackendOptions {
+                arch: vec!["gfx1201".into()],
+                ..BackendOptions::default()
+            },
+            ..BuildOptions::default()
+        };
+        let plan = crate::plan::plan(&recipe("torchcodec"), &m, &opts, &ctx(Os::Linux)).unwrap();
+        let sdk = sdk_record(&plan);
+        assert_eq!(sdk.backend.as_deref(), Some("cpu"));
+        assert_eq!(sdk.gpu_archs, ["gfx1201"]);
+        assert_eq!(sdk.torch_hip.as_deref(), Some("6.4.43482"));
+        assert_eq!(
+            plan.options.backend.arch,
+            ["gfx1201"],
+            "repeated by rebuild"
+        );
+        let manifest = rocbuild_venv::manifest::Manifest {
+            sdk,
+            flavor: "rocm".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            rocbuild_venv::wheel::local_version(&manifest),
+            "rocm6.4.gfx1201"
+        );
     }
 }

@@ -65,6 +65,29 @@ impl fmt::Display for Plan {
                 writeln!(f, "  warning: {w}")?;
             }
         }
+        if let Some(t) = &b.torch_gpu {
+            writeln!(
+                f,
+                "  gpu:    {} (from {}; torch's ROCm: HIP {})",
+                if t.archs.is_empty() {
+                    "none named".to_string()
+                } else {
+                    t.archs.join(";")
+                },
+                if t.archs_found_by.is_empty() {
+                    "nothing"
+                } else {
+                    &t.archs_found_by
+                },
+                t.hip
+            )?;
+            for n in &t.notes {
+                writeln!(f, "  note:   {n}")?;
+            }
+            for w in &t.warnings {
+                writeln!(f, "  warning: {w}")?;
+            }
+        }
         for l in &self.libraries {
             writeln!(
                 f,
@@ -89,6 +112,16 @@ impl fmt::Display for Plan {
             n += 1;
             writeln!(f, "{n}. {title}")
         };
+        if let Some(t) = &self.tools {
+            step(
+                f,
+                "install build-only Python requirements and tools (not into the venv)",
+            )?;
+            for w in &t.why {
+                writeln!(f, "      {w}")?;
+            }
+            write!(f, "{}", t.install)?;
+        }
         match &self.source {
             SourcePlan::Git {
                 url,
@@ -121,13 +154,6 @@ impl fmt::Display for Plan {
                 step(f, "use the source directory as it is")?;
                 writeln!(f, "      dir: {}", dir.display())?;
             }
-        }
-        if let Some(t) = &self.tools {
-            step(
-                f,
-                "install build-only Python requirements (not into the venv)",
-            )?;
-            write!(f, "{}", t.install)?;
         }
         if let Some(c) = &self.compiler_cache {
             step(

@@ -255,17 +255,33 @@ fn fetch_and_build(
     torch_check: &mut Option<duct::Handle>,
 ) -> Result<BuildResult> {
     interrupt::check("the start")?;
-    let (_src, commit) = source(plan, log)?;
-    interrupt::check("the fetch")?;
-
+    // The build tools first (cmake and ninja from PyPI when the system has none): a machine
+    // that cannot get them learns it before the fetch. Installed once per set of requirements.
     if let Some(t) = &plan.tools {
         let ok = t.dir.join(".rocbuild-ok");
         if !ok.exists() {
             log.note(&format!("build tools -> {}", t.dir.display()));
-            log.run("install build tools", &t.install)?;
+            for w in &t.why {
+                log.note(w);
+            }
+            if let Err(e) = log.run("install build tools", &t.install) {
+                return Err(match (e, &t.fallback) {
+                    (EngineError::Step { tail, log, .. }, Some(fallback)) => {
+                        EngineError::BuildTools {
+                            why: t.why.join("; "),
+                            tail,
+                            fallback: fallback.clone(),
+                            log,
+                        }
+                    }
+                    (e, _) => e,
+                });
+            }
             fs_err::write(&ok, "").map_err(EngineError::io("write", &ok))?;
         }
     }
+    let (_src, commit) = source(plan, log)?;
+    interrupt::check("the fetch")?;
     if let Some(tc) = &plan.torch_cmake {
         if let Some(text) = &tc.contents {
             let f = tc.dir.join("TorchConfig.cmake");

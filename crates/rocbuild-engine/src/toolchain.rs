@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rocbuild_probe::{choose_sdk, resolve_archs, Flavor, Machine, Os};
+use rocbuild_recipe::Recipe;
 use serde::Serialize;
 
 use rocbuild_venv::{Backend, BackendOptions};
@@ -48,6 +49,22 @@ pub struct CudaPlan {
     pub archs_from: String,
 }
 
+/// A build that compiles no GPU code (TorchCodec's CPU decoders) made *for* a GPU with a
+/// ROCm torch: `--arch` / `--rocm` are checked against that torch, and recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct TorchGpuPlan {
+    /// The GPU targets the build is for (recorded in the manifest and the wheel's version).
+    pub archs: Vec<String>,
+    /// `--arch`, the detection step, or empty.
+    pub archs_found_by: String,
+    /// torch's HIP version (its version.py).
+    pub hip: String,
+    /// torch's own arch list (`torch._C._cuda_getArchFlags()`), when it could be read.
+    pub torch_archs: Option<Vec<String>>,
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct BackendPlan {
     pub backend: Backend,
@@ -55,6 +72,8 @@ pub struct BackendPlan {
     pub reason: String,
     pub rocm: Option<RocmPlan>,
     pub cuda: Option<CudaPlan>,
+    /// CPU code built for a ROCm torch's GPU (`--arch` on a recipe with no rocm backend).
+    pub torch_gpu: Option<TorchGpuPlan>,
 }
 
 impl BackendPlan {
@@ -155,24 +174,54 @@ fn usage(option: &str, reason: String, help: String) -> EngineError {
     }
 }
 
-/// Choose the backend and its toolchain for `recipe_backends` (first = fallback).
-pub fn choose(
-    recipe: &str,
-    recipe_backends: &[String],
-    needs_hipblas: bool,
-    machine: &Machine,
-    opts: &BackendOptions,
-) -> Result<BackendPlan> {
+/// Choose the backend and its toolchain for the recipe's backends (first = fallback).
+pub fn choose(recipe: &Recipe, machine: &Machine, opts: &BackendOptions) -> Result<BackendPlan> {
+    let recipe_backends = &recipe.backends();
+    let needs_hipblas = recipe.raw.needs.hipblas;
+    let name = recipe.name();
     let flavor = machine.torch.as_ref().map_or(Flavor::Cpu, |t| t.flavor);
     let supports = |b: &str| recipe_backends.iter().any(|x| x == b);
     let gpu_asked = opts.rocm.is_some() || !opts.arch.is_empty();
+    // A recipe with no GPU code of its own that runs with the venv's torch (TorchCodec): a
+    // GPU named is the ROCm torch's, checked against it; the build is the recipe's own.
+    if gpu_asked
+        && !supports("rocm")
+        && recipe.raw.needs.torch
+        && opts
+            .backend
+            .is_none_or(|b| b.as_str() == recipe_backends[0])
+    {
+        let torch_gpu = torch_gpu(name, machine, opts)?;
+        let first = Backend::parse(&recipe_backends[0]).unwrap_or(Backend::Cpu);
+        return Ok(BackendPlan {
+            backend: first,
+            reason: format!(
+                "{name} has no GPU code of its own: it runs with the ROCm torch, built for {}",
+                if torch_gpu.archs.is_empty() {
+                    "no GPU named".to_string()
+                } else {
+                    torch_gpu.archs.join(";")
+                }
+            ),
+            rocm: None,
+            cuda: None,
+            torch_gpu: Some(torch_gpu),
+        });
+    }
+    let recipe = name;
     let (backend, reason) = match &opts.backend {
         Some(b) => {
             if !supports(b.as_str()) {
+                let mut help = format!("{recipe} builds: {}", recipe_backends.join(", "));
+                if *b == Backend::Rocm && flavor == Flavor::Rocm && recipe_backends.len() == 1 {
+                    help = format!(
+                        "{recipe} has no GPU code of its own: its build runs with the venv's ROCm torch as it is. Drop --backend; pass --arch gfxNNNN to build it for your GPU (checked against torch's own arch list)"
+                    );
+                }
                 return Err(usage(
                     "--backend",
                     format!("{recipe} has no `{b}` backend"),
-                    format!("{recipe} builds: {}", recipe_backends.join(", ")),
+                    help,
                 ));
             }
             (*b, "--backend".to_string())
@@ -228,23 +277,8 @@ pub fn choose(
         ));
     }
     let rocm = (backend == Backend::Rocm)
-        .then(|| rocm_plan(machine, opts))
+        .then(|| rocm_plan(recipe, needs_hipblas, machine, opts))
         .transpose()?;
-    if let (Some(r), true) = (&rocm, needs_hipblas) {
-        let sdk = machine.rocm_sdks.iter().find(|s| s.root == r.root);
-        if sdk.is_some_and(|s| s.hipblas.is_none()) {
-            return Err(EngineError::SdkLacks {
-                recipe: recipe.into(),
-                part: "hipBLAS".into(),
-                sdk: format!(
-                    "ROCm {} at {}",
-                    r.version.as_deref().unwrap_or("(unknown version)"),
-                    r.root.display()
-                ),
-                found: r.candidates.join("\n"),
-            });
-        }
-    }
     let cuda = if backend == Backend::Cuda {
         let home = machine
             .toolkits
@@ -282,6 +316,153 @@ pub fn choose(
         reason,
         rocm,
         cuda,
+        torch_gpu: None,
+    })
+}
+
+/// `--arch` / `--rocm` for a recipe with no GPU code that runs with the venv's torch: that
+/// torch must be a ROCm build with code for each GPU named, and `--rocm` its own ROCm.
+fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<TorchGpuPlan> {
+    let option = match (&opts.rocm, opts.arch.is_empty()) {
+        (_, false) => format!("--arch {}", opts.arch.join(" ")),
+        (Some(r), true) => format!("--rocm {r}"),
+        (None, true) => "--arch".to_string(),
+    };
+    let rocm_index = "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/rocm6.4 (or TheRock's index for your GPU family)";
+    let torch = match machine.torch.as_ref() {
+        Some(t) if t.flavor == Flavor::Rocm => t,
+        other => {
+            let (torch, what) = match other {
+                Some(t) if t.flavor == Flavor::Cuda => (
+                    t.version.clone(),
+                    format!(
+                        "a CUDA {} build (NVIDIA GPUs only)",
+                        t.cuda.as_deref().unwrap_or("")
+                    ),
+                ),
+                Some(t) => (t.version.clone(), "a CPU-only build".to_string()),
+                None => ("(none)".into(), "missing".into()),
+            };
+            return Err(EngineError::GpuNeedsRocmTorch {
+                option: option.clone(),
+                torch,
+                what,
+                recipe: recipe.into(),
+                help: format!(
+                    "for an AMD GPU, install a ROCm torch into the venv first ({} -m {rocm_index}), then run again with {option}; or drop {option} to build {recipe} for the torch you have",
+                    machine.python.exe.display()
+                ),
+            });
+        }
+    };
+    let hip = torch.hip.clone().unwrap_or_default();
+    let mut notes = Vec::new();
+    let mut warnings = Vec::new();
+    if let Some(r) = &opts.rocm {
+        if !rocbuild_probe::version_matches(&hip, r) {
+            let hip_mm: Vec<&str> = hip.split('.').take(2).collect();
+            return Err(EngineError::RocmNotTorchs {
+                requested: r.clone(),
+                torch: torch.version.clone(),
+                hip: hip.clone(),
+                recipe: recipe.into(),
+                help: format!(
+                    "drop --rocm (or pass --rocm {}); to run on ROCm {r}, install a torch built for it ({} -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/rocm{r}), then run again",
+                    hip_mm.join("."),
+                    machine.python.exe.display()
+                ),
+            });
+        }
+        notes.push(format!(
+            "--rocm {r}: torch {} runs on ROCm (HIP {hip})",
+            torch.version
+        ));
+    }
+    let torch_archs = machine
+        .gpu
+        .as_ref()
+        .and_then(|g| g.torch_arch_list.clone())
+        .filter(|l| !l.is_empty());
+    let (named, found_by) = if !opts.arch.is_empty() {
+        (
+            rocbuild_probe::named_targets(&opts.arch)?,
+            "--arch".to_string(),
+        )
+    } else {
+        match machine.gpu.as_ref().filter(|g| !g.archs.is_empty()) {
+            Some(g) => (rocbuild_probe::named_targets(&g.archs)?, g.found_by.clone()),
+            None => (Vec::new(), String::new()),
+        }
+    };
+    let has = |list: &[String], name: &str| list.iter().any(|a| a.split(':').next() == Some(name));
+    let mut archs: Vec<String> = Vec::new();
+    let mut missing: Vec<String> = Vec::new();
+    for (token, targets) in &named {
+        let alias = targets.len() != 1 || targets[0].name != token.split(':').next().unwrap_or("");
+        let kept: Vec<String> = targets
+            .iter()
+            .filter(|t| torch_archs.as_deref().is_none_or(|l| has(l, &t.name)))
+            .map(|t| t.id())
+            .collect();
+        if kept.is_empty() {
+            missing.push(token.clone());
+            continue;
+        }
+        if alias {
+            notes.push(format!(
+                "{token} means {} (those torch has code for)",
+                kept.join(";")
+            ));
+        }
+        for a in kept {
+            if !archs.contains(&a) {
+                archs.push(a);
+            }
+        }
+    }
+    if !missing.is_empty() {
+        let built = torch_archs.clone().unwrap_or_default().join(";");
+        return Err(EngineError::TorchLacksArch {
+            torch: torch.version.clone(),
+            missing: missing.join(", "),
+            built,
+            help: format!(
+                "{recipe}'s decoders are CPU code and would build, but torch itself cannot run on {}: its GPU kernels fail there (hipErrorInvalidDeviceFunction). Install a torch built for it ({} -m {rocm_index}), or name a GPU torch has code for with --arch",
+                missing.join(", "),
+                machine.python.exe.display()
+            ),
+        });
+    }
+    match (&torch_archs, archs.is_empty()) {
+        (Some(l), false) => notes.push(format!(
+            "torch {} has code for {} (its arch list: {})",
+            torch.version,
+            archs.join(";"),
+            l.join(";")
+        )),
+        (None, false) => {
+            let steps = machine
+                .gpu
+                .as_ref()
+                .map(|g| g.steps.join("; "))
+                .unwrap_or_else(|| "not probed".into());
+            warnings.push(format!(
+                "torch's own arch list could not be read ({steps}): whether torch {} has code for {} is not checked",
+                torch.version,
+                archs.join(";")
+            ));
+        }
+        (_, true) => notes.push(
+            "no GPU named or detected: only torch's ROCm is recorded (pass --arch gfxNNNN)".into(),
+        ),
+    }
+    Ok(TorchGpuPlan {
+        archs,
+        archs_found_by: found_by,
+        hip,
+        torch_archs,
+        notes,
+        warnings,
     })
 }
 
@@ -295,21 +476,110 @@ fn split_list(items: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
+/// What `sdk` lacks for this recipe's HIP build (hipBLAS), as the error that says so.
+fn sdk_lacks(
+    recipe: &str,
+    needs_hipblas: bool,
+    machine: &Machine,
+    sdk: &rocbuild_probe::RocmSdk,
+) -> Option<EngineError> {
+    (needs_hipblas && sdk.hipblas.is_none()).then(|| EngineError::SdkLacks {
+        recipe: recipe.into(),
+        part: "hipBLAS".into(),
+        sdk: format!(
+            "ROCm {} at {}",
+            sdk.version.as_deref().unwrap_or("(unknown version)"),
+            sdk.root.display()
+        ),
+        found: candidate_lines(machine, Some(&sdk.root)).join("\n"),
+    })
+}
+
+/// Every problem found, in one answer: the one error itself when there is one, else all of
+/// them (the same message said twice, e.g. an unknown arch for two SDKs, once).
+fn one_answer(recipe: &str, problems: Vec<EngineError>) -> EngineError {
+    let mut seen: Vec<String> = Vec::new();
+    let mut unique: Vec<EngineError> = Vec::new();
+    for p in problems {
+        let text = p.to_string();
+        if !seen.contains(&text) {
+            seen.push(text);
+            unique.push(p);
+        }
+    }
+    if unique.len() == 1 {
+        if let Some(only) = unique.pop() {
+            return only;
+        }
+    }
+    let mut helps: Vec<String> = Vec::new();
+    for p in &unique {
+        if let Some(h) = miette::Diagnostic::help(p).map(|h| h.to_string()) {
+            if !helps.contains(&h) {
+                helps.push(h);
+            }
+        }
+    }
+    EngineError::RocmProblems {
+        recipe: recipe.into(),
+        count: unique.len(),
+        list: seen
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("{}. {t}", i + 1))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        help: helps
+            .iter()
+            .enumerate()
+            .map(|(i, h)| format!("{}. {h}", i + 1))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+fn rocm_plan(
+    recipe: &str,
+    needs_hipblas: bool,
+    machine: &Machine,
+    opts: &BackendOptions,
+) -> Result<RocmPlan> {
     let os = machine.platform.os;
-    let choice = choose_sdk(
-        &machine.rocm_sdks,
-        opts.rocm.as_deref(),
-        machine.hip_runtime.as_ref(),
-        os,
-    )?;
-    let sdk = choice.sdk;
     let requested = split_list(&opts.arch);
     let torch_archs = machine
         .gpu
         .as_ref()
         .and_then(|g| g.torch_arch_list.as_deref());
-    let archs = resolve_archs(&requested, machine.gpu.as_ref(), sdk, torch_archs)?;
+    let check = |sdk: &rocbuild_probe::RocmSdk| {
+        let archs = resolve_archs(&requested, machine.gpu.as_ref(), sdk, torch_archs);
+        (archs, sdk_lacks(recipe, needs_hipblas, machine, sdk))
+    };
+    let choice = match choose_sdk(
+        &machine.rocm_sdks,
+        opts.rocm.as_deref(),
+        machine.hip_runtime.as_ref(),
+        os,
+    ) {
+        Ok(c) => c,
+        // The SDK asked for is missing or broken: say too what each other SDK lacks, so one
+        // run tells whether installing that one is the only way.
+        Err(e) => {
+            let mut problems: Vec<EngineError> = vec![e.into()];
+            for sdk in machine.rocm_sdks.iter().filter(|s| s.usable()) {
+                let (archs, lacks) = check(sdk);
+                problems.extend(archs.err().map(EngineError::from));
+                problems.extend(lacks);
+            }
+            return Err(one_answer(recipe, problems));
+        }
+    };
+    let sdk = choice.sdk;
+    let archs = match check(sdk) {
+        (Ok(a), None) => a,
+        (Ok(_), Some(lacks)) => return Err(lacks),
+        (Err(e), None) => return Err(e.into()),
+        (Err(e), Some(lacks)) => return Err(one_answer(recipe, vec![e.into(), lacks])),
+    };
     let exe = |n: &str| {
         if os == Os::Windows {
             format!("{n}.exe")
@@ -356,13 +626,39 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
             runtime.insert(0, l.clone());
         }
     }
-    let candidates = machine
+    let candidates = candidate_lines(machine, Some(&sdk.root));
+    Ok(RocmPlan {
+        root: sdk.root.clone(),
+        runtime,
+        version: sdk.version.clone(),
+        kind: sdk.kind.describe().to_string(),
+        multiarch: sdk.kind == rocbuild_probe::SdkKind::DebianMultiarch,
+        archs: archs.archs.clone(),
+        archs_found_by: archs.found_by.clone(),
+        clang,
+        clangxx,
+        device_lib: sdk.device_lib_dir.clone(),
+        llvm,
+        bin,
+        candidates,
+        notes,
+        warnings,
+    })
+}
+
+/// Every SDK found, one line each, the one used (`chosen`) marked with `*`.
+fn candidate_lines(machine: &Machine, chosen: Option<&Path>) -> Vec<String> {
+    machine
         .rocm_sdks
         .iter()
         .map(|c| {
             let mut line = format!(
                 "{} {} {} ({})",
-                if c.root == sdk.root { "*" } else { " " },
+                if Some(c.root.as_path()) == chosen {
+                    "*"
+                } else {
+                    " "
+                },
                 c.version.as_deref().unwrap_or("?"),
                 c.root.display(),
                 c.kind.describe()
@@ -389,22 +685,233 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
             }
             line
         })
-        .collect();
-    Ok(RocmPlan {
-        root: sdk.root.clone(),
-        runtime,
-        version: sdk.version.clone(),
-        kind: sdk.kind.describe().to_string(),
-        multiarch: sdk.kind == rocbuild_probe::SdkKind::DebianMultiarch,
-        archs: archs.archs.clone(),
-        archs_found_by: archs.found_by.clone(),
-        clang,
-        clangxx,
-        device_lib: sdk.device_lib_dir.clone(),
-        llvm,
-        bin,
-        candidates,
-        notes,
-        warnings,
-    })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testing::recipe;
+    use rocbuild_probe::GpuArchs;
+    use rocbuild_testkit::machine::{cpu_machine, machine};
+
+    fn arch(a: &str) -> BackendOptions {
+        BackendOptions {
+            arch: vec![a.into()],
+            ..BackendOptions::default()
+        }
+    }
+
+    /// The Linux ROCm torch (HIP 6.4) whose own arch list is `list`.
+    fn rocm_torch(list: Option<&[&str]>) -> Machine {
+        let mut m = machine(Os::Linux);
+        m.gpu = Some(GpuArchs {
+            archs: vec!["gfx1201".into()],
+            found_by: "--arch".into(),
+            torch_arch_list: list.map(|l| l.iter().map(|s| s.to_string()).collect()),
+            steps: vec!["torch arch list: python exited with 1".into()],
+            ..GpuArchs::default()
+        });
+        m
+    }
+
+    #[test]
+    fn torchcodec_takes_arch_for_a_rocm_torch_that_has_code_for_it() {
+        let r = recipe("torchcodec");
+        let m = rocm_torch(Some(&["gfx1100", "gfx1201"]));
+        let b = choose(&r, &m, &arch("gfx1201")).unwrap();
+        assert_eq!(b.backend, Backend::Cpu, "its code is CPU code");
+        assert!(b.rocm.is_none(), "no SDK is used");
+        let t = b.torch_gpu.unwrap();
+        assert_eq!(t.archs, ["gfx1201"]);
+        assert_eq!(t.hip, "6.4.43482");
+        assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+        assert!(t.notes.iter().any(|n| n.contains("has code for gfx1201")));
+        // A family: the members torch has code for.
+        let t = choose(&r, &m, &arch("gfx120X")).unwrap().torch_gpu.unwrap();
+        assert_eq!(t.archs, ["gfx1201"]);
+        // --rocm naming torch's own ROCm is fine, and recorded as torch's.
+        let opts = BackendOptions {
+            rocm: Some("6.4".into()),
+            ..arch("gfx1201")
+        };
+        assert!(choose(&r, &m, &opts).unwrap().torch_gpu.is_some());
+    }
+
+    #[test]
+    fn torchcodec_refuses_an_arch_torch_has_no_code_for() {
+        let r = recipe("torchcodec");
+        let m = rocm_torch(Some(&["gfx1030", "gfx1100"]));
+        match choose(&r, &m, &arch("gfx1201")) {
+            Err(EngineError::TorchLacksArch {
+                missing,
+                built,
+                help,
+                ..
+            }) => {
+                assert_eq!(missing, "gfx1201");
+                assert_eq!(built, "gfx1030;gfx1100");
+                assert!(help.contains("pip install"), "{help}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // torch's list unknown: built, with a warning that it was not checked.
+        let m = rocm_torch(None);
+        let t = choose(&r, &m, &arch("gfx1201")).unwrap().torch_gpu.unwrap();
+        assert_eq!(t.archs, ["gfx1201"]);
+        assert!(
+            t.warnings[0].contains("not checked") && t.warnings[0].contains("exited with 1"),
+            "{:?}",
+            t.warnings
+        );
+        // A name that is no GPU at all.
+        assert!(matches!(
+            choose(&r, &m, &arch("gfx1201x")),
+            Err(EngineError::Arch(rocbuild_probe::ArchError::Unknown { .. }))
+        ));
+    }
+
+    #[test]
+    fn torchcodec_arch_on_a_cpu_or_cuda_torch_says_what_why_and_how() {
+        let r = recipe("torchcodec");
+        let m = cpu_machine(Os::Linux);
+        match choose(&r, &m, &arch("gfx1201")) {
+            Err(e @ EngineError::GpuNeedsRocmTorch { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains("--arch gfx1201"), "{text}");
+                assert!(text.contains("CPU-only build"), "{text}");
+                let help = miette::Diagnostic::help(&e).unwrap().to_string();
+                assert!(help.contains("install a ROCm torch"), "{help}");
+                assert!(help.contains("drop --arch gfx1201"), "{help}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut m = cpu_machine(Os::Linux);
+        if let Some(t) = &mut m.torch {
+            t.flavor = Flavor::Cuda;
+            t.cuda = Some("13.2".into());
+        }
+        match choose(&r, &m, &arch("gfx1201")) {
+            Err(EngineError::GpuNeedsRocmTorch { what, .. }) => {
+                assert!(what.contains("CUDA 13.2"), "{what}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn torchcodec_rocm_must_be_torchs_own() {
+        let r = recipe("torchcodec");
+        let m = rocm_torch(Some(&["gfx1201"]));
+        let opts = BackendOptions {
+            rocm: Some("6.2".into()),
+            ..BackendOptions::default()
+        };
+        match choose(&r, &m, &opts) {
+            Err(EngineError::RocmNotTorchs { hip, help, .. }) => {
+                assert_eq!(hip, "6.4.43482");
+                assert!(help.contains("--rocm 6.4"), "{help}");
+                assert!(help.contains("whl/rocm6.2"), "{help}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // --backend rocm: no such backend, and the way to say what was meant.
+        let opts = BackendOptions {
+            backend: Some(Backend::Rocm),
+            ..BackendOptions::default()
+        };
+        match choose(&r, &m, &opts) {
+            Err(EngineError::Usage { help: Some(h), .. }) => {
+                assert!(h.contains("--arch gfxNNNN"), "{h}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn sdk(
+        version: &str,
+        root: &str,
+        targets: &[&str],
+        hipblas: Option<&str>,
+    ) -> rocbuild_probe::RocmSdk {
+        rocbuild_probe::RocmSdk {
+            root: root.into(),
+            version: Some(version.into()),
+            version_source: None,
+            hip_version: None,
+            kind: rocbuild_probe::SdkKind::OptRocm,
+            named_by: Vec::new(),
+            parts: Vec::new(),
+            clang: Some(format!("{root}/llvm/bin/clang").into()),
+            clangxx: Some(format!("{root}/llvm/bin/clang++").into()),
+            hipcc: None,
+            device_lib_dir: Some(format!("{root}/amdgcn/bitcode").into()),
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+            hipblas: hipblas.map(str::to_string),
+            rocblas: false,
+            tensile_archs: Vec::new(),
+            tensile_dir: None,
+            amd_comgr: None,
+            cmake_dirs: Vec::new(),
+            bin_dir: None,
+            lib_dir: None,
+            problems: Vec::new(),
+        }
+    }
+
+    /// `rocbuild ctranslate2 --rocm 6.2` on a machine with only a ROCm 5.2 without hipBLAS:
+    /// one answer names the missing version, the arch 5.2 cannot compile for and the missing
+    /// hipBLAS, not one of them per run.
+    #[test]
+    fn every_sdk_problem_is_said_in_one_answer() {
+        let r = recipe("ctranslate2");
+        let mut m = machine(Os::Linux);
+        m.rocm_sdks = vec![sdk("5.2.0", "/usr", &["gfx1010", "gfx1030"], None)];
+        let opts = BackendOptions {
+            rocm: Some("6.2".into()),
+            ..arch("gfx1100")
+        };
+        let e = choose(&r, &m, &opts).unwrap_err();
+        let help = miette::Diagnostic::help(&e)
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        match &e {
+            EngineError::RocmProblems { count, list, .. } => {
+                assert_eq!(*count, 3, "{list}");
+                assert!(
+                    list.contains("1. ROCm 6.2 not found; found: 5.2.0 at /usr"),
+                    "{list}"
+                );
+                assert!(
+                    list.contains("2. ROCm 5.2.0 at /usr cannot compile for gfx1100"),
+                    "{list}"
+                );
+                assert!(
+                    list.contains(
+                        "3. ctranslate2's HIP build links hipBLAS, and ROCm 5.2.0 at /usr has none"
+                    ),
+                    "{list}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(help.contains("install ROCm 6.2"), "{help}");
+        assert!(help.contains("install hipBLAS"), "{help}");
+        // Without --rocm: the SDK found, both of its problems.
+        match choose(&r, &m, &arch("gfx1100")) {
+            Err(EngineError::RocmProblems { count: 2, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        // One problem is said as itself.
+        assert!(matches!(
+            choose(&r, &m, &arch("gfx1010")),
+            Err(EngineError::SdkLacks { .. })
+        ));
+        m.rocm_sdks[0].hipblas = Some("0.51.0".into());
+        assert!(matches!(
+            choose(&r, &m, &arch("gfx1100")),
+            Err(EngineError::Arch(_))
+        ));
+        assert!(choose(&r, &m, &arch("gfx1010")).is_ok());
+    }
 }

@@ -10,24 +10,33 @@ pub fn soname_major_to_ffmpeg(avutil_major: u32) -> Option<u32> {
 /// FFmpeg through pkg-config (optionally pointed at `dir/lib/pkgconfig`), else from the
 /// headers under `dir/include` when `dir` has no .pc files (some Windows builds).
 pub fn probe_ffmpeg(dir: Option<&Path>, pkg_config: Option<&Tool>) -> Result<Ffmpeg, ProbeError> {
+    find_ffmpeg(dir, pkg_config)?.map_err(|reason| ProbeError::Ffmpeg {
+        reason,
+        help: "install FFmpeg's development files (Debian/Ubuntu: apt-get install pkg-config libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev libavfilter-dev libavdevice-dev; macOS: brew install ffmpeg pkg-config), or pass --ffmpeg DIR".into(),
+    })
+}
+
+/// [`probe_ffmpeg`], with "not installed" (no `dir` given, pkg-config does not know it or is
+/// missing) as `Ok(Err(why))`: a prerequisite to name with the others, not an error yet.
+pub fn find_ffmpeg(
+    dir: Option<&Path>,
+    pkg_config: Option<&Tool>,
+) -> Result<Result<Ffmpeg, String>, ProbeError> {
     let pc_path = dir.map(|d| d.join("lib").join("pkgconfig"));
     if let Some(pc) = pkg_config {
         if pc_path.as_ref().is_none_or(|p| p.is_dir()) {
             if let Some(f) = via_pkg_config(&pc.path, pc_path.as_deref(), dir.is_some())? {
-                return Ok(f);
+                return Ok(Ok(f));
             }
         }
     }
     if let Some(d) = dir {
-        return from_headers(d);
+        return from_headers(d).map(Ok);
     }
-    Err(ProbeError::Ffmpeg {
-        reason: match pkg_config {
-            Some(_) => "pkg-config does not know libavutil".into(),
-            None => "pkg-config is not installed, so FFmpeg cannot be found".into(),
-        },
-        help: "install FFmpeg's development files (Debian/Ubuntu: apt-get install pkg-config libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev libavfilter-dev libavdevice-dev; macOS: brew install ffmpeg pkg-config), or pass --ffmpeg DIR".into(),
-    })
+    Ok(Err(match pkg_config {
+        Some(_) => "pkg-config does not know libavutil".into(),
+        None => "pkg-config is not installed, so FFmpeg cannot be found".into(),
+    }))
 }
 
 fn via_pkg_config(
@@ -127,6 +136,16 @@ fn from_headers(dir: &Path) -> Result<Ffmpeg, ProbeError> {
     })
 }
 
+/// `dir` when it holds FFmpeg's DLLs (`avutil-59.dll`): a shared Windows build.
+fn shared_bin(dir: &Path) -> Option<PathBuf> {
+    let rd = std::fs::read_dir(dir).ok()?;
+    let shared = rd.flatten().any(|e| {
+        let n = e.file_name().to_string_lossy().to_lowercase();
+        n.starts_with("avutil") && n.ends_with(".dll")
+    });
+    shared.then(|| dir.to_path_buf())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,14 +175,4 @@ mod tests {
         let f = probe_ffmpeg(Some(d.path()), None).unwrap();
         assert_eq!((f.major, f.avutil_version.as_str()), (7, "59.39.100"));
     }
-}
-
-/// `dir` when it holds FFmpeg's DLLs (`avutil-59.dll`): a shared Windows build.
-fn shared_bin(dir: &Path) -> Option<PathBuf> {
-    let rd = std::fs::read_dir(dir).ok()?;
-    let shared = rd.flatten().any(|e| {
-        let n = e.file_name().to_string_lossy().to_lowercase();
-        n.starts_with("avutil") && n.ends_with(".dll")
-    });
-    shared.then(|| dir.to_path_buf())
 }

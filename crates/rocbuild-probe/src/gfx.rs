@@ -387,7 +387,7 @@ pub fn resolve_archs(
                 .collect(),
             None => vec![parse_target_id(token).map_err(|e| match e {
                 ArchError::BadTargetId { ref reason, .. } if reason.contains("gfxNNNN") => {
-                    unknown(token, sdk)
+                    unknown(token, &sdk.targets)
                 }
                 other => other,
             })?],
@@ -395,7 +395,7 @@ pub fn resolve_archs(
         let mut kept_from_alias = Vec::new();
         for t in candidates {
             if known(&t.name).is_none() && !sdk.targets.contains(&t.name) {
-                return Err(unknown(token, sdk));
+                return Err(unknown(token, &sdk.targets));
             }
             if is_generic(&t.name) && !sdk.targets.contains(&t.name) {
                 notes.push(format!(
@@ -479,8 +479,40 @@ pub fn resolve_archs(
     })
 }
 
-fn unknown(given: &str, sdk: &RocmSdk) -> ArchError {
-    let near = nearest_names(given, &sdk.targets);
+/// The targets `--arch` names, checked without an SDK (for a build that compiles no GPU code
+/// but is made for a GPU): each token with what it stands for, a known processor with valid
+/// features, or a family alias expanded into its members.
+pub fn named_targets(requested: &[String]) -> Result<Vec<(String, Vec<GfxTarget>)>, ArchError> {
+    let mut out = Vec::new();
+    for token in split_requested(requested) {
+        let targets = match expand_alias(&token) {
+            Some(names) => names
+                .iter()
+                .map(|n| GfxTarget {
+                    name: n.to_string(),
+                    features: Vec::new(),
+                })
+                .collect(),
+            None => {
+                let t = parse_target_id(&token).map_err(|e| match e {
+                    ArchError::BadTargetId { ref reason, .. } if reason.contains("gfxNNNN") => {
+                        unknown(&token, &[])
+                    }
+                    other => other,
+                })?;
+                if known(&t.name).is_none() {
+                    return Err(unknown(&token, &[]));
+                }
+                vec![t]
+            }
+        };
+        out.push((token, targets));
+    }
+    Ok(out)
+}
+
+fn unknown(given: &str, extra: &[String]) -> ArchError {
+    let near = nearest_names(given, extra);
     let help = if near.is_empty() {
         "GPU targets look like gfx1100 (RX 7900), gfx1030 (RX 6800), gfx1010 (RX 5700 XT); `rocminfo` or `hipinfo` shows yours".to_string()
     } else {

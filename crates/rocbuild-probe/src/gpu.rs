@@ -241,10 +241,23 @@ import sys
 import torch
 if not getattr(torch.version, "hip", None):
     sys.exit(3)
-print("ARCHLIST " + ";".join(torch.cuda.get_arch_list()))
+# The archs torch was compiled for: get_arch_list() says [] without a GPU, the flags do not.
+flags = getattr(getattr(torch, "_C", None), "_cuda_getArchFlags", None)
+archs = (flags() or "").split() if flags else torch.cuda.get_arch_list()
+print("ARCHLIST " + ";".join(archs))
+if len(sys.argv) > 1 and sys.argv[1] == "list-only":
+    sys.exit(0)
 for i in range(torch.cuda.device_count()):
     print("ARCH " + torch.cuda.get_device_properties(i).gcnArchName)
 "#;
+
+/// torch's own arch list from the `ARCHLIST` line of [`TORCH_SCRIPT`] (None when empty).
+fn torch_arch_list(out: &str) -> Option<Vec<String>> {
+    out.lines()
+        .find_map(|l| l.strip_prefix("ARCHLIST"))
+        .map(split_list)
+        .filter(|l| !l.is_empty())
+}
 
 /// What to run the cascade with.
 #[derive(Debug, Clone, Default)]
@@ -287,6 +300,27 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
 
     let flag: Vec<String> = q.arch_flag.iter().flat_map(|a| split_list(a)).collect();
     if done(&mut g, "--arch", flag, "not given".into()) {
+        // Whether torch itself has code for the archs named: its own list (no device needed).
+        if let Some(py) = q.torch_python {
+            let step = match run_with_timeout(
+                env,
+                py,
+                &["-B", "-c", TORCH_SCRIPT, "list-only"],
+                env.timeout,
+            ) {
+                Ok((out, 0)) => {
+                    g.torch_arch_list = torch_arch_list(&out);
+                    match &g.torch_arch_list {
+                        Some(l) => format!("torch arch list: {}", l.join(";")),
+                        None => "torch arch list: torch names none".into(),
+                    }
+                }
+                Ok((_, 3)) => "torch arch list: torch is not a ROCm build".into(),
+                Ok((_, code)) => format!("torch arch list: python exited with {code}"),
+                Err(e) => format!("torch arch list: {e}"),
+            };
+            g.steps.push(step);
+        }
         return g;
     }
     let env_list = env
@@ -300,16 +334,15 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
         None => g
             .steps
             .push("torch gcnArchName: skipped (torch is not a ROCm build)".into()),
-        Some(py) => match run_with_timeout(env, py, &["-c", TORCH_SCRIPT], env.timeout) {
+        Some(py) => match run_with_timeout(env, py, &["-B", "-c", TORCH_SCRIPT], env.timeout) {
             Ok((out, 0)) => {
                 let mut archs = Vec::new();
                 for l in out.lines() {
                     if let Some(a) = l.strip_prefix("ARCH ") {
                         push_unique(&mut archs, a.trim());
-                    } else if let Some(list) = l.strip_prefix("ARCHLIST ") {
-                        g.torch_arch_list = Some(split_list(list));
                     }
                 }
+                g.torch_arch_list = torch_arch_list(&out);
                 if done(
                     &mut g,
                     "torch gcnArchName",

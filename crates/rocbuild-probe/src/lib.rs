@@ -24,10 +24,10 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use cuda_gpu::{detect_cuda_gpu, parse_compute_caps};
-pub use ffmpeg::{probe_ffmpeg, soname_major_to_ffmpeg};
+pub use ffmpeg::{find_ffmpeg, probe_ffmpeg, soname_major_to_ffmpeg};
 pub use gfx::{
-    describe_gfx, expand_alias, gfx_of_bitcode_file, isa_bitcode_file, nearest_names,
-    parse_target_id, resolve_archs, ArchChoice, ArchError, GfxTarget,
+    describe_gfx, expand_alias, gfx_of_bitcode_file, isa_bitcode_file, named_targets,
+    nearest_names, parse_target_id, resolve_archs, ArchChoice, ArchError, GfxTarget,
 };
 pub use gpu::{
     detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version, gpu_archs_light,
@@ -43,7 +43,7 @@ pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
 pub use runtime::{
     driver_runtime_majors, find_hip_runtime, runtime_major_from_name, HipRuntime, RuntimeFile,
 };
-pub use tools::{install_hint, probe_tools};
+pub use tools::{install_command, install_hint, probe_tools, Prerequisite};
 pub use torch::{probe_torch, torch_version, TorchVersion};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +98,9 @@ pub struct Platform {
     /// Linux distribution id from /etc/os-release (debian, ubuntu, fedora, …), for install hints.
     #[serde(default)]
     pub distro: Option<String>,
+    /// The distributions it derives from (`ID_LIKE`: linuxmint -> ubuntu debian).
+    #[serde(default)]
+    pub distro_like: Vec<String>,
 }
 
 /// Everything the planner knows about the machine.
@@ -108,6 +111,10 @@ pub struct Machine {
     pub python: Python,
     pub torch: Option<Torch>,
     pub ffmpeg: Option<Ffmpeg>,
+    /// Why FFmpeg was not found, when it was looked for without `--ffmpeg` and is missing (the
+    /// planner names it with every other missing prerequisite, in one message).
+    #[serde(default)]
+    pub ffmpeg_missing: Option<String>,
     pub tools: Tools,
     #[serde(default)]
     pub toolkits: Toolkits,
@@ -317,13 +324,15 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let python = probe_python(&venv, os)?;
     let torch = probe_torch(&python.site_packages);
     let tools = probe_tools();
-    let ffmpeg = if opts.want_ffmpeg {
-        Some(probe_ffmpeg(
-            opts.ffmpeg_dir.as_deref(),
-            tools.pkg_config.as_ref(),
-        )?)
+    // FFmpeg not found is a missing prerequisite the planner reports with the others; a
+    // `--ffmpeg DIR` that is wrong, or an FFmpeg rocbuild cannot use, is an error here.
+    let (ffmpeg, ffmpeg_missing) = if opts.want_ffmpeg {
+        match find_ffmpeg(opts.ffmpeg_dir.as_deref(), tools.pkg_config.as_ref())? {
+            Ok(f) => (Some(f), None),
+            Err(why) => (None, Some(why)),
+        }
     } else {
-        None
+        (None, None)
     };
     let torch_is_rocm = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Rocm);
     let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || !opts.arch.is_empty() || torch_is_rocm
@@ -384,12 +393,16 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
         platform: Platform {
             os,
             arch: std::env::consts::ARCH.to_string(),
-            distro: distro(),
+            distro: os_release("ID"),
+            distro_like: os_release("ID_LIKE")
+                .map(|l| l.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default(),
         },
         venv,
         python,
         torch,
         ffmpeg,
+        ffmpeg_missing,
         tools,
         toolkits,
         rocm_sdks,
@@ -399,9 +412,11 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     })
 }
 
-fn distro() -> Option<String> {
+/// One field of /etc/os-release (`ID`, `ID_LIKE`), unquoted.
+fn os_release(key: &str) -> Option<String> {
     let text = std::fs::read_to_string("/etc/os-release").ok()?;
     text.lines()
-        .find_map(|l| l.strip_prefix("ID="))
-        .map(|v| v.trim_matches('"').to_string())
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+        .map(|v| v.trim().trim_matches(['"', '\'']).to_string())
+        .filter(|v| !v.is_empty())
 }

@@ -126,3 +126,211 @@ pub fn install_hint(platform: &Platform, tool: &str) -> String {
         },
     }
 }
+
+/// A system prerequisite a user installs by hand: cmake and ninja are not among them,
+/// rocbuild fetches those from PyPI into its tools area.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prerequisite {
+    CCompiler,
+    CxxCompiler,
+    PkgConfig,
+    /// FFmpeg's headers, libraries and .pc files (libavcodec, libavformat, libavutil, …).
+    FfmpegDev,
+    /// Only when PyPI cannot supply them (rocbuild fetches both by itself).
+    Cmake,
+    Ninja,
+}
+
+impl Prerequisite {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Prerequisite::CCompiler => "a C compiler",
+            Prerequisite::CxxCompiler => "a C++ compiler",
+            Prerequisite::PkgConfig => "pkg-config",
+            Prerequisite::FfmpegDev => "FFmpeg's development files",
+            Prerequisite::Cmake => "cmake",
+            Prerequisite::Ninja => "ninja",
+        }
+    }
+}
+
+/// The Linux distribution family whose package names and manager to use: `ID`, then `ID_LIKE`.
+fn linux_family(platform: &Platform) -> Option<&'static str> {
+    let ids = platform.distro.iter().chain(platform.distro_like.iter());
+    for id in ids {
+        let f = match id.as_str() {
+            "debian" | "ubuntu" | "linuxmint" | "pop" | "raspbian" | "elementary" => "debian",
+            "fedora" | "rhel" | "centos" | "rocky" | "almalinux" => "fedora",
+            "arch" | "manjaro" | "endeavouros" => "arch",
+            "alpine" => "alpine",
+            _ => continue,
+        };
+        return Some(f);
+    }
+    None
+}
+
+/// One command that installs every one of `missing` on this platform, with its
+/// distribution's package manager (from /etc/os-release), Homebrew on macOS, winget on Windows.
+pub fn install_command(platform: &Platform, missing: &[Prerequisite]) -> String {
+    use Prerequisite::*;
+    let mut pkgs: Vec<&str> = Vec::new();
+    let mut add = |names: &[&'static str]| {
+        for n in names {
+            if !pkgs.contains(n) {
+                pkgs.push(n);
+            }
+        }
+    };
+    match platform.os {
+        Os::Linux => {
+            let family = linux_family(platform);
+            for m in missing {
+                match (family, m) {
+                    (_, Cmake) => add(&["cmake"]),
+                    (Some("arch"), Ninja) => add(&["ninja"]),
+                    (Some("alpine"), Ninja) => add(&["samurai"]),
+                    (_, Ninja) => add(&["ninja-build"]),
+                    (Some("debian"), CCompiler) => add(&["gcc"]),
+                    (Some("debian"), CxxCompiler) => add(&["g++"]),
+                    (Some("debian"), PkgConfig) => add(&["pkg-config"]),
+                    (Some("debian"), FfmpegDev) => add(&[
+                        "pkg-config",
+                        "libavcodec-dev",
+                        "libavformat-dev",
+                        "libavutil-dev",
+                        "libswscale-dev",
+                        "libswresample-dev",
+                        "libavfilter-dev",
+                        "libavdevice-dev",
+                    ]),
+                    (Some("fedora"), CCompiler) => add(&["gcc"]),
+                    (Some("fedora"), CxxCompiler) => add(&["gcc-c++"]),
+                    (Some("fedora"), PkgConfig) => add(&["pkgconf-pkg-config"]),
+                    (Some("fedora"), FfmpegDev) => {
+                        add(&["pkgconf-pkg-config", "ffmpeg-free-devel"])
+                    }
+                    (Some("arch"), CCompiler | CxxCompiler) => add(&["gcc"]),
+                    (Some("arch"), PkgConfig) => add(&["pkgconf"]),
+                    (Some("arch"), FfmpegDev) => add(&["pkgconf", "ffmpeg"]),
+                    (Some("alpine"), CCompiler) => add(&["gcc", "musl-dev"]),
+                    (Some("alpine"), CxxCompiler) => add(&["g++"]),
+                    (Some("alpine"), PkgConfig) => add(&["pkgconf"]),
+                    (Some("alpine"), FfmpegDev) => add(&["pkgconf", "ffmpeg-dev"]),
+                    _ => {}
+                }
+            }
+            let list = pkgs.join(" ");
+            match family {
+                Some("debian") => format!("sudo apt-get install {list}"),
+                Some("fedora") => format!("sudo dnf install {list}"),
+                Some("arch") => format!("sudo pacman -S --needed {list}"),
+                Some("alpine") => format!("sudo apk add {list}"),
+                _ => {
+                    let what: Vec<&str> = missing.iter().map(|m| m.describe()).collect();
+                    format!(
+                        "install {} with your distribution's package manager (Debian/Ubuntu: apt-get, Fedora: dnf, Arch: pacman; FFmpeg's are the libavcodec/libavformat/libavutil/libswscale/libswresample/libavfilter/libavdevice development packages)",
+                        what.join(", ")
+                    )
+                }
+            }
+        }
+        Os::Macos => {
+            let mut parts: Vec<String> = Vec::new();
+            if missing.iter().any(|m| matches!(m, CCompiler | CxxCompiler)) {
+                parts.push("xcode-select --install".into());
+            }
+            for m in missing {
+                match m {
+                    PkgConfig => add(&["pkg-config"]),
+                    FfmpegDev => add(&["pkg-config", "ffmpeg"]),
+                    Cmake => add(&["cmake"]),
+                    Ninja => add(&["ninja"]),
+                    _ => {}
+                }
+            }
+            if !pkgs.is_empty() {
+                parts.push(format!("brew install {}", pkgs.join(" ")));
+            }
+            parts.join(" && ")
+        }
+        Os::Windows => {
+            let mut parts: Vec<String> = Vec::new();
+            if missing.iter().any(|m| matches!(m, CCompiler | CxxCompiler)) {
+                parts.push("winget install Microsoft.VisualStudio.2022.BuildTools --override \"--add Microsoft.VisualStudio.Workload.VCTools --includeRecommended --passive\"".into());
+            }
+            if missing.contains(&PkgConfig) {
+                parts.push("winget install bloodrock.pkg-config-lite".into());
+            }
+            if missing.contains(&Cmake) {
+                parts.push("winget install Kitware.CMake".into());
+            }
+            if missing.contains(&Ninja) {
+                parts.push("winget install Ninja-build.Ninja".into());
+            }
+            if missing.contains(&FfmpegDev) {
+                // A pinned shared build that later runs use by themselves.
+                parts.push("rocbuild ffmpeg".into());
+            }
+            parts.join(" && ")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Prerequisite::*;
+
+    fn linux(id: &str, like: &[&str]) -> Platform {
+        Platform {
+            os: Os::Linux,
+            arch: "x86_64".into(),
+            distro: Some(id.into()),
+            distro_like: like.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn one_command_installs_everything_missing() {
+        let all = [CCompiler, CxxCompiler, PkgConfig, FfmpegDev];
+        assert_eq!(
+            install_command(&linux("debian", &[]), &all),
+            "sudo apt-get install gcc g++ pkg-config libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev libavfilter-dev libavdevice-dev"
+        );
+        // Derivatives by ID_LIKE.
+        assert!(
+            install_command(&linux("linuxmint", &["ubuntu", "debian"]), &[CxxCompiler])
+                .starts_with("sudo apt-get install g++")
+        );
+        assert_eq!(
+            install_command(&linux("rocky", &["rhel", "centos", "fedora"]), &all),
+            "sudo dnf install gcc gcc-c++ pkgconf-pkg-config ffmpeg-free-devel"
+        );
+        assert_eq!(
+            install_command(&linux("endeavouros", &["arch"]), &all),
+            "sudo pacman -S --needed gcc pkgconf ffmpeg"
+        );
+        assert!(install_command(&linux("gentoo", &[]), &[FfmpegDev]).contains("package manager"));
+        let mac = Platform {
+            os: Os::Macos,
+            arch: "aarch64".into(),
+            distro: None,
+            distro_like: Vec::new(),
+        };
+        assert_eq!(
+            install_command(&mac, &all),
+            "xcode-select --install && brew install pkg-config ffmpeg"
+        );
+        let win = Platform {
+            os: Os::Windows,
+            ..mac
+        };
+        let w = install_command(&win, &[CCompiler, FfmpegDev]);
+        assert!(
+            w.starts_with("winget install Microsoft.VisualStudio.2022.BuildTools"),
+            "{w}"
+        );
+        assert!(w.ends_with("&& rocbuild ffmpeg"), "{w}");
+    }
+}

@@ -502,6 +502,61 @@ fn cascade_asks_a_rocm_torch_in_a_child_python() {
     assert_eq!(g.found_by, "sysfs KFD topology");
 }
 
+/// `--arch` ends the cascade, but a ROCm torch is still asked for its own arch list (its
+/// compiled-in flags, asked with `python -B`: no `__pycache__` written into the venv: `get_arch_list()` is empty on a machine without a GPU), so the planner
+/// can say whether torch has code for the GPU named.
+#[test]
+fn with_arch_given_a_rocm_torch_still_names_its_own_archs() {
+    let d = tempfile::tempdir().unwrap();
+    let site = d.path().join("site");
+    let t = site.join("torch");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(
+        t.join("__init__.py"),
+        "import types\nversion = types.SimpleNamespace(hip='6.4.43482')\n\
+         _C = types.SimpleNamespace(_cuda_getArchFlags=lambda: 'gfx1030 gfx1100 gfx1201')\n\
+         cuda = types.SimpleNamespace(device_count=lambda: 0, get_arch_list=lambda: [])\n",
+    )
+    .unwrap();
+    let python = PathBuf::from(
+        String::from_utf8(
+            std::process::Command::new("python3")
+                .args(["-c", "import sys; print(sys.executable)"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap()
+        .trim(),
+    );
+    let env = env_with_path(d.path(), &d.path().join("nothing"))
+        .with_var("PYTHONPATH", site.display().to_string());
+    let arch = s(&["gfx1201"]);
+    let q = GpuQuery {
+        arch_flag: &arch,
+        torch_python: Some(&python),
+        ..GpuQuery::default()
+    };
+    let g = detect_gpu(&env, Os::Linux, &q);
+    assert_eq!(
+        (g.archs.clone(), g.found_by.as_str()),
+        (arch.clone(), "--arch")
+    );
+    assert_eq!(
+        g.torch_arch_list,
+        Some(s(&["gfx1030", "gfx1100", "gfx1201"])),
+        "{:?}",
+        g.steps
+    );
+    // Without a ROCm torch to ask, nothing is started and the list stays unknown.
+    let q = GpuQuery {
+        arch_flag: &arch,
+        ..GpuQuery::default()
+    };
+    let g = detect_gpu(&env, Os::Linux, &q);
+    assert_eq!(g.torch_arch_list, None);
+}
+
 /// The CUDA cascade: `$TORCH_CUDA_ARCH_LIST`, then `nvidia-smi` (a real process printing what a
 /// driver prints), each step logged.
 #[test]

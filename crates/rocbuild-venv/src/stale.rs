@@ -222,7 +222,12 @@ pub fn reasons(m: &Manifest, now: &Now) -> Vec<Reason> {
 /// A GPU build whose archs do not cover the machine's GPUs. Target features (`:xnack-`) are
 /// compared by processor name.
 fn gpu_reason(sdk: &SdkRecord, gpus: &[String]) -> Option<Reason> {
-    if sdk.gpu_archs.is_empty() || gpus.is_empty() {
+    // Only code compiled for a GPU can lack it: a CPU build made for a ROCm torch's GPU
+    // (TorchCodec with --arch) runs on any.
+    if sdk.gpu_archs.is_empty()
+        || gpus.is_empty()
+        || sdk.backend.as_deref().is_some_and(|b| b != "rocm")
+    {
         return None;
     }
     let base = |a: &str| a.split(':').next().unwrap_or(a).to_string();
@@ -298,6 +303,17 @@ mod tests {
         .is_empty());
         // Unknown GPU: nothing said.
         assert!(reasons(&rocm_manifest(&["gfx1010"]), &Now::default()).is_empty());
+        // CPU code made for a GPU (TorchCodec --arch gfx1010) runs on any: nothing said.
+        let mut cpu = rocm_manifest(&["gfx1010"]);
+        cpu.sdk.backend = Some("cpu".into());
+        assert!(reasons(
+            &cpu,
+            &Now {
+                gpu_archs: &gpus,
+                ..Now::default()
+            }
+        )
+        .is_empty());
     }
 
     #[test]

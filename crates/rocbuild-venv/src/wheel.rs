@@ -76,9 +76,9 @@ fn local_part(s: &str) -> String {
         .join(".")
 }
 
-/// The GPU architectures a build targeted, from its CMake defines.
+/// The GPU architectures a build targeted: those recorded, and those of its CMake defines.
 fn gpu_archs(m: &Manifest) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<String> = m.sdk.gpu_archs.clone();
     for key in [
         "GPU_TARGETS",
         "AMDGPU_TARGETS",
@@ -114,7 +114,13 @@ fn major_minor(v: &str) -> String {
 pub fn local_version(m: &Manifest) -> String {
     // What the build targets: its backend when it recorded one (CTranslate2 for ROCm in a
     // venv without a ROCm torch), else torch's flavor.
-    let tag = match m.sdk.backend.as_deref().unwrap_or(m.flavor.as_str()) {
+    let backend = match m.sdk.backend.as_deref().unwrap_or(m.flavor.as_str()) {
+        // CPU code built against a ROCm torch (TorchCodec): it needs that torch, so it is
+        // labelled with torch's ROCm and the GPUs it was made for (`--arch`).
+        "cpu" if m.sdk.torch_hip.is_some() => "rocm",
+        b => b,
+    };
+    let tag = match backend {
         "cuda" => match &m.sdk.torch_cuda {
             Some(c) => format!("cu{}", major_minor(c).replace('.', "")),
             None => "cuda".into(),
@@ -369,6 +375,15 @@ mod tests {
             )),
             "rocm6.4.gfx1030.gfx1100"
         );
+        // TorchCodec (no GPU code) built with a ROCm torch for --arch gfx1201.
+        let mut m = manifest("rocm", None, Some("6.4.43482"), None);
+        m.sdk.backend = Some("cpu".into());
+        m.sdk.gpu_archs = vec!["gfx1201".into()];
+        assert_eq!(local_version(&m), "rocm6.4.gfx1201");
+        // The same build in a venv with a CPU torch is a CPU build.
+        let mut m = manifest("cpu", None, None, None);
+        m.sdk.backend = Some("cpu".into());
+        assert_eq!(local_version(&m), "cpu");
     }
 
     #[test]

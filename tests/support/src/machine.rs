@@ -43,6 +43,11 @@ pub fn machine(os: Os) -> Machine {
             os,
             arch: if os == Os::Macos { "aarch64" } else { "x86_64" }.into(),
             distro: (os == Os::Linux).then(|| "ubuntu".to_string()),
+            distro_like: if os == Os::Linux {
+                vec!["debian".to_string()]
+            } else {
+                Vec::new()
+            },
         },
         venv: Venv {
             root: root.clone(),
@@ -115,6 +120,7 @@ pub fn machine(os: Os) -> Machine {
             .into(),
             bin: win.then(|| PathBuf::from(r"C:\ffmpeg\bin")),
         }),
+        ffmpeg_missing: None,
         tools: Tools {
             cmake: tool(
                 if win {

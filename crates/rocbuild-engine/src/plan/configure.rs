@@ -204,7 +204,7 @@ mod tests {
         let r = recipe("torchcodec");
         let m = cpu_machine(os);
         let c = ctx(os);
-        let b = toolchain::choose(r.name(), &r.backends(), false, &m, &opts.backend).unwrap();
+        let b = toolchain::choose(&r, &m, &opts.backend).unwrap();
         let rel = r.releases().into_iter().next().unwrap();
         let resolved = r.resolve(&rocbuild_recipe::Target {
             os: os.as_str(),
@@ -216,8 +216,8 @@ mod tests {
         });
         let src = source::plan(&r, &rel, opts, &c, os, Flavor::Cpu, &resolved).unwrap();
         let mut v = vars::of(&r, &rel.version, &m, &c, &[], &src, &b);
-        let ts = tools::required(&r, &m, &b).unwrap();
-        let (pt, cmake) = tools::python_tools(&r, &m, &b, &ts, &v, &c.cache).unwrap();
+        let found = tools::required(&r, &m, &b).unwrap();
+        let (pt, ts) = tools::python_tools(&r, &m, &b, &found, &v, &c.cache).unwrap();
         if let Some(t) = pt {
             v.insert("tools".into(), t.dir.display().to_string());
         }
@@ -233,7 +233,7 @@ mod tests {
             source: &src,
             backend: &b,
             torch_cmake: tc.as_ref(),
-            cmake: &cmake,
+            cmake: &ts.cmake,
             toolset: &ts,
         })
         .unwrap()

@@ -90,7 +90,7 @@ mod tests {
     fn planned(os: Os) -> InstallPlan {
         let r = recipe("torchcodec");
         let m = cpu_machine(os);
-        let b = toolchain::choose(r.name(), &r.backends(), false, &m, &Default::default()).unwrap();
+        let b = toolchain::choose(&r, &m, &Default::default()).unwrap();
         let resolved = r.resolve(&Target {
             os: os.as_str(),
             flavor: "cpu",

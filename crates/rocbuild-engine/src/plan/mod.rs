@@ -119,13 +119,7 @@ pub fn plan(
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
     let (release, version_reason) = release::choose(recipe, machine, opts)?;
     let version = release.version.clone();
-    let backend = toolchain::choose(
-        recipe.name(),
-        &recipe.backends(),
-        needs.hipblas,
-        machine,
-        &opts.backend,
-    )?;
+    let backend = toolchain::choose(recipe, machine, &opts.backend)?;
     needs::python(recipe, machine)?;
     let libraries = libraries::found(recipe, machine);
     let features = libraries::used(&libraries);
@@ -142,7 +136,7 @@ pub fn plan(
     let mut vars = vars::of(
         recipe, &version, machine, ctx, &libraries, &source, &backend,
     );
-    let (tools, cmake) =
+    let (tools, toolset) =
         tools::python_tools(recipe, machine, &backend, &toolset, &vars, &ctx.cache)?;
     if let Some(t) = &tools {
         vars.insert("tools".into(), t.dir.display().to_string());
@@ -159,7 +153,7 @@ pub fn plan(
         source: &source,
         backend: &backend,
         torch_cmake: torch_cmake.as_ref(),
-        cmake: &cmake,
+        cmake: &toolset.cmake,
         toolset: &toolset,
     })?;
     // The compiler cache changes no output: it is in neither the build tree's key nor the

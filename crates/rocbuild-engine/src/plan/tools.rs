@@ -1,11 +1,12 @@
 //! The tools a build runs: cmake, ninja and the compilers (the SDK's clang for a ROCm build),
 //! pkg-config when FFmpeg is found through it; and the build-only pip requirements installed
-//! into a directory of the cache (with CMake from PyPI when the system's is too old for the
-//! SDK's layout).
+//! into a directory of the cache, with CMake and Ninja from PyPI when the system has none or
+//! too old ones. What a user must install by hand (compilers, FFmpeg, pkg-config) is checked
+//! all at once, with one install command.
 
 use std::path::{Path, PathBuf};
 
-use rocbuild_probe::{install_hint, Machine, Os, Tool};
+use rocbuild_probe::{install_command, Machine, Os, Prerequisite, Tool};
 use rocbuild_recipe::Recipe;
 use serde::Serialize;
 
@@ -20,6 +21,12 @@ use crate::toolchain::BackendPlan;
 pub struct ToolsPlan {
     pub dir: PathBuf,
     pub install: Command,
+    /// Why a build tool comes from PyPI (`cmake: not on PATH`), one line each.
+    #[serde(default)]
+    pub why: Vec<String>,
+    /// The system command that installs those tools instead, should PyPI be out of reach.
+    #[serde(default)]
+    pub fallback: Option<String>,
 }
 
 /// The programs the configure and build steps run.
@@ -31,40 +38,119 @@ pub struct Toolset {
     pub cxx: PathBuf,
 }
 
-/// The tools the build needs, in the order a user would install them; the first missing one
-/// is an error naming how to install it. Also refuses an FFmpeg a build cannot use.
-pub fn required(recipe: &Recipe, machine: &Machine, backend: &BackendPlan) -> Result<Toolset> {
+/// What the machine has for the build: the compilers, and cmake / ninja when usable (else
+/// they come from PyPI, see [`python_tools`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub cmake: Result<PathBuf, String>,
+    pub ninja: Result<PathBuf, String>,
+    pub cc: PathBuf,
+    pub cxx: PathBuf,
+}
+
+/// The oldest CMake and Ninja used from the system: TorchCodec asks for CMake 3.18, CMake's
+/// Ninja generator wants Ninja 1.10 for dyndep (HIP, modules). Older or absent ones are
+/// fetched from PyPI into the tools area.
+const MIN_CMAKE: (u32, u32) = (3, 18);
+const MIN_NINJA: (u32, u32) = (1, 10);
+
+/// A system tool, if it is there and not older than `min` (an unreadable version is trusted).
+fn usable(t: &Option<Tool>, name: &str, min: (u32, u32)) -> Result<PathBuf, String> {
+    let t = t.as_ref().ok_or_else(|| format!("{name}: not on PATH"))?;
+    match t.version.as_deref().and_then(cmake_version) {
+        Some(v) if v < min => Err(format!(
+            "{name}: {} is {}.{}, older than {}.{}",
+            t.path.display(),
+            v.0,
+            v.1,
+            min.0,
+            min.1
+        )),
+        _ => Ok(t.path.clone()),
+    }
+}
+
+/// Every prerequisite the user must install by hand, checked at once before anything is
+/// fetched: the compilers (the SDK's clang for a ROCm build), FFmpeg's development files and
+/// pkg-config when the recipe needs FFmpeg. All missing ones are named in one error with one
+/// install command for this OS or distribution. Also refuses an FFmpeg a build cannot use.
+pub fn required(recipe: &Recipe, machine: &Machine, backend: &BackendPlan) -> Result<Found> {
     let needs = &recipe.raw.needs;
-    let tool = |t: &Option<Tool>, name: &str, purpose: &str| -> Result<PathBuf> {
-        t.as_ref()
-            .map(|t| t.path.clone())
-            .ok_or_else(|| EngineError::MissingTool {
-                tool: name.into(),
-                purpose: purpose.into(),
-                hint: install_hint(&machine.platform, name),
-            })
+    let mut missing: Vec<(Prerequisite, String)> = Vec::new();
+    let mut tool = |t: &Option<Tool>, p: Prerequisite, detail: &str| -> PathBuf {
+        match t {
+            Some(t) => t.path.clone(),
+            None => {
+                missing.push((p, detail.to_string()));
+                PathBuf::new()
+            }
+        }
     };
-    let cmake = tool(&machine.tools.cmake, "cmake", "configure the build")?;
-    let ninja = tool(&machine.tools.ninja, "ninja", "run the build")?;
     // With ROCm the SDK's clang compiles everything.
     let (cc, cxx) = match &backend.rocm {
         Some(r) => (r.clang.clone(), r.clangxx.clone()),
         None => (
-            tool(&machine.tools.cc, "C compiler", "compile the sources")?,
-            tool(&machine.tools.cxx, "C++ compiler", "compile the sources")?,
+            tool(
+                &machine.tools.cc,
+                Prerequisite::CCompiler,
+                "none found ($CC, cc, gcc, clang on PATH)",
+            ),
+            tool(
+                &machine.tools.cxx,
+                Prerequisite::CxxCompiler,
+                "none found ($CXX, c++, g++, clang++ on PATH)",
+            ),
         ),
     };
     let ffmpeg = machine.ffmpeg.as_ref();
-    if needs.ffmpeg
-        && ffmpeg.is_some_and(|f| f.pkg_config_path.is_none() && f.found_by == "pkg-config")
-    {
-        tool(&machine.tools.pkg_config, "pkg-config", "find FFmpeg")?;
+    if needs.ffmpeg {
+        let via_pkg_config = match ffmpeg {
+            Some(f) => f.pkg_config_path.is_none() && f.found_by == "pkg-config",
+            None => true,
+        };
+        if via_pkg_config {
+            tool(
+                &machine.tools.pkg_config,
+                Prerequisite::PkgConfig,
+                "not on PATH (FFmpeg is found through it)",
+            );
+        }
+        if ffmpeg.is_none() {
+            let why = machine
+                .ffmpeg_missing
+                .clone()
+                .unwrap_or_else(|| "no FFmpeg was found".into());
+            missing.push((
+                Prerequisite::FfmpegDev,
+                format!("{why} (libavcodec, libavformat, libavutil, … with headers and .pc files)"),
+            ));
+        }
     }
-    if needs.ffmpeg && ffmpeg.is_none() {
-        return Err(EngineError::NoValue {
-            variable: "ffmpeg".into(),
-            why: "no FFmpeg was found".into(),
-            help: "install FFmpeg's development files or pass --ffmpeg DIR".into(),
+    if !missing.is_empty() {
+        let kinds: Vec<Prerequisite> = missing.iter().map(|(p, _)| *p).collect();
+        let mut help = format!(
+            "install {} with one command: {}",
+            if kinds.len() == 1 { "it" } else { "them" },
+            install_command(&machine.platform, &kinds)
+        );
+        if kinds.contains(&Prerequisite::FfmpegDev) {
+            help.push_str("; or pass --ffmpeg DIR naming an FFmpeg build (its include/ and lib/)");
+        }
+        help.push_str(
+            ". cmake and ninja are not needed: rocbuild fetches them from PyPI into its tools area",
+        );
+        return Err(EngineError::Prerequisites {
+            recipe: recipe.name().into(),
+            count: match missing.len() {
+                1 => "1 prerequisite".into(),
+                n => format!("{n} prerequisites"),
+            },
+            list: missing
+                .iter()
+                .map(|(p, d)| format!("- {}: {d}", p.describe()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            help,
         });
     }
     if let (Os::Windows, true, Some(f)) = (machine.platform.os, needs.ffmpeg, ffmpeg) {
@@ -76,24 +162,25 @@ pub fn required(recipe: &Recipe, machine: &Machine, backend: &BackendPlan) -> Re
             });
         }
     }
-    Ok(Toolset {
-        cmake,
-        ninja,
+    Ok(Found {
+        cmake: usable(&machine.tools.cmake, "cmake", MIN_CMAKE),
+        ninja: usable(&machine.tools.ninja, "ninja", MIN_NINJA),
         cc,
         cxx,
     })
 }
 
 /// Build-only pip requirements, keyed by what they are and the Python they serve, and the
-/// cmake to run (PyPI's when the system's is too old for a multiarch ROCm).
+/// tools to run: CMake and Ninja from PyPI when the system has none, or too old ones (CMake
+/// older than 3.27 for a multiarch ROCm).
 pub fn python_tools(
     recipe: &Recipe,
     machine: &Machine,
     backend: &BackendPlan,
-    toolset: &Toolset,
+    found: &Found,
     vars: &std::collections::BTreeMap<String, String>,
     cache: &Path,
-) -> Result<(Option<ToolsPlan>, PathBuf)> {
+) -> Result<(Option<ToolsPlan>, Toolset)> {
     let os = machine.platform.os;
     let py = &machine.python;
     let mut reqs: Vec<String> = recipe
@@ -103,6 +190,7 @@ pub fn python_tools(
         .iter()
         .map(|t| expand(t.get_ref(), vars))
         .collect::<Result<_>>()?;
+    let mut why: Vec<String> = Vec::new();
     // CMake's HIP language reads a multiarch ROCm (Debian's /usr) only from 3.27: an older
     // system CMake is replaced for this build by CMake from PyPI, in the build-only tools.
     let old_cmake = backend.rocm.as_ref().is_some_and(|r| r.multiarch)
@@ -113,9 +201,24 @@ pub fn python_tools(
             .and_then(|t| t.version.as_deref())
             .and_then(cmake_version)
             .is_some_and(|v| v < (3, 27));
-    if old_cmake {
+    let fetch_cmake = old_cmake || found.cmake.is_err();
+    if fetch_cmake {
         reqs.push("cmake>=3.27,<4".into());
+        why.push(match &found.cmake {
+            Err(e) => format!("{e}: CMake from PyPI"),
+            Ok(_) => "cmake: older than 3.27, which a multiarch ROCm needs: CMake from PyPI".into(),
+        });
     }
+    let mut system: Vec<Prerequisite> = Vec::new();
+    if fetch_cmake {
+        system.push(Prerequisite::Cmake);
+    }
+    if let Err(e) = &found.ninja {
+        reqs.push("ninja>=1.10".into());
+        why.push(format!("{e}: Ninja from PyPI"));
+        system.push(Prerequisite::Ninja);
+    }
+    let fallback = (!system.is_empty()).then(|| install_command(&machine.platform, &system));
     let tools = (!reqs.is_empty()).then(|| {
         let mut key: Vec<&str> = reqs.iter().map(String::as_str).collect();
         key.push(&py.version);
@@ -132,13 +235,39 @@ pub fn python_tools(
             ])
             .arg(dir.display().to_string())
             .args(reqs.clone());
-        ToolsPlan { dir, install }
+        ToolsPlan {
+            dir,
+            install,
+            why: why.clone(),
+            fallback: fallback.clone(),
+        }
     });
-    let cmake = match (&tools, old_cmake) {
-        (Some(t), true) => join(os, &t.dir, &["cmake", "data", "bin", "cmake"]),
-        _ => toolset.cmake.clone(),
+    let exe = |n: &str| {
+        if os == Os::Windows {
+            format!("{n}.exe")
+        } else {
+            n.to_string()
+        }
     };
-    Ok((tools, cmake))
+    let from_tools = |rel: &[&str]| tools.as_ref().map(|t| join(os, &t.dir, rel));
+    // pip --target puts a wheel's scripts (Ninja's binary) in DIR/bin on every OS.
+    let cmake = match (&found.cmake, fetch_cmake) {
+        (Ok(p), false) => p.clone(),
+        _ => from_tools(&["cmake", "data", "bin", &exe("cmake")]).unwrap_or_default(),
+    };
+    let ninja = match &found.ninja {
+        Ok(p) => p.clone(),
+        Err(_) => from_tools(&["bin", &exe("ninja")]).unwrap_or_default(),
+    };
+    Ok((
+        tools,
+        Toolset {
+            cmake,
+            ninja,
+            cc: found.cc.clone(),
+            cxx: found.cxx.clone(),
+        },
+    ))
 }
 
 /// `cmake version 3.25.1` -> (3, 25).
@@ -158,26 +287,101 @@ mod tests {
     use rocbuild_testkit::machine::cpu_machine;
 
     fn cpu_backend(r: &Recipe, m: &Machine) -> BackendPlan {
-        toolchain::choose(r.name(), &r.backends(), false, m, &Default::default()).unwrap()
+        toolchain::choose(r, m, &Default::default()).unwrap()
     }
 
+    /// A fresh machine: no compilers, no FFmpeg, no pkg-config, no cmake, no ninja. One
+    /// error names the three things to install by hand with one command; cmake and ninja are
+    /// planned from PyPI instead.
     #[test]
-    fn the_first_missing_tool_is_named_with_its_install_command() {
+    fn every_missing_prerequisite_is_named_at_once_with_one_command() {
         let r = recipe("torchcodec");
         let mut m = cpu_machine(Os::Linux);
         let b = cpu_backend(&r, &m);
         assert_eq!(
             required(&r, &m, &b).unwrap().ninja,
-            PathBuf::from("/usr/bin/ninja")
+            Ok(PathBuf::from("/usr/bin/ninja"))
         );
-        m.tools.ninja = None;
-        match required(&r, &m, &b) {
-            Err(EngineError::MissingTool { tool, hint, .. }) => {
-                assert_eq!(tool, "ninja");
-                assert!(hint.contains("ninja"), "{hint}");
+        m.tools = Default::default();
+        m.ffmpeg = None;
+        m.ffmpeg_missing = Some("pkg-config is not installed, so FFmpeg cannot be found".into());
+        let e = required(&r, &m, &b).unwrap_err();
+        let help = miette::Diagnostic::help(&e)
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        match &e {
+            EngineError::Prerequisites { count, list, .. } => {
+                assert_eq!(count, "4 prerequisites", "{list}");
+                for what in [
+                    "a C compiler",
+                    "a C++ compiler",
+                    "pkg-config",
+                    "FFmpeg's development files: pkg-config is not installed",
+                ] {
+                    assert!(list.contains(what), "{what}: {list}");
+                }
+                assert!(!list.contains("cmake") && !list.contains("ninja"), "{list}");
             }
             other => panic!("{other:?}"),
         }
+        assert!(
+            help.contains("sudo apt-get install gcc g++ pkg-config libavcodec-dev"),
+            "{help}"
+        );
+        assert!(help.contains("--ffmpeg DIR"), "{help}");
+        // Fedora: its package manager and names.
+        m.platform.distro = Some("fedora".into());
+        m.platform.distro_like.clear();
+        let help = miette::Diagnostic::help(&required(&r, &m, &b).unwrap_err())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        assert!(
+            help.contains("sudo dnf install gcc gcc-c++ pkgconf-pkg-config ffmpeg-free-devel"),
+            "{help}"
+        );
+    }
+
+    #[test]
+    fn cmake_and_ninja_come_from_pypi_when_absent_or_too_old() {
+        let r = recipe("torchcodec");
+        let mut m = cpu_machine(Os::Linux);
+        let b = cpu_backend(&r, &m);
+        let vars = Default::default();
+        let cache = Path::new("/cache");
+        let found = required(&r, &m, &b).unwrap();
+        let (t, ts) = python_tools(&r, &m, &b, &found, &vars, cache).unwrap();
+        assert_eq!(ts.cmake, PathBuf::from("/usr/bin/cmake"));
+        assert_eq!(ts.ninja, PathBuf::from("/usr/bin/ninja"));
+        let t = t.unwrap();
+        assert!(t.why.is_empty(), "{:?}", t.why);
+        // No cmake, a Ninja 1.8: both from PyPI, into the tools area, and run from there.
+        m.tools.cmake = None;
+        m.tools.ninja.as_mut().unwrap().version = Some("1.8.2".into());
+        let found = required(&r, &m, &b).unwrap();
+        let (t, ts) = python_tools(&r, &m, &b, &found, &vars, cache).unwrap();
+        let t = t.unwrap();
+        let args = &t.install.args;
+        assert!(args.contains(&"cmake>=3.27,<4".to_string()), "{args:?}");
+        assert!(args.contains(&"ninja>=1.10".to_string()), "{args:?}");
+        assert_eq!(ts.cmake, t.dir.join("cmake/data/bin/cmake"));
+        assert_eq!(ts.ninja, t.dir.join("bin/ninja"));
+        assert_eq!(t.why[0], "cmake: not on PATH: CMake from PyPI");
+        assert_eq!(
+            t.fallback.as_deref(),
+            Some("sudo apt-get install cmake ninja-build")
+        );
+        assert!(t.why[1].contains("is 1.8, older than 1.10"), "{:?}", t.why);
+        // Windows: the same, with .exe.
+        let mut w = cpu_machine(Os::Windows);
+        w.tools.ninja = None;
+        let b = cpu_backend(&r, &w);
+        let found = required(&r, &w, &b).unwrap();
+        let (_, ts) = python_tools(&r, &w, &b, &found, &vars, Path::new(r"C:\cache")).unwrap();
+        assert!(
+            ts.ninja.display().to_string().ends_with(r"\bin\ninja.exe"),
+            "{}",
+            ts.ninja.display()
+        );
     }
 
     #[test]

@@ -105,7 +105,7 @@ mod tests {
     fn variables_come_from_the_machine_and_missing_ones_say_why() {
         let r = recipe("torchcodec");
         let mut m = cpu_machine(Os::Macos);
-        let b = toolchain::choose(r.name(), &r.backends(), false, &m, &Default::default()).unwrap();
+        let b = toolchain::choose(&r, &m, &Default::default()).unwrap();
         let src = SourcePlan::Local {
             dir: PathBuf::from("/src"),
         };

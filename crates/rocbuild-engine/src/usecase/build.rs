@@ -132,6 +132,16 @@ fn build_with(
         }),
     };
     let plan = plan(req.recipe, &machine, &opts, &ctx)?;
+    if let (Some(t), false) = (&plan.backend.torch_gpu, req.dry_run) {
+        if req.verbosity != Verbosity::Quiet {
+            for n in &t.notes {
+                reporter.note(&format!("note: {n}"));
+            }
+        }
+        for w in &t.warnings {
+            reporter.note(&format!("warning: {w}"));
+        }
+    }
     if req.dry_run {
         return Ok(Built::Planned(Box::new(plan)));
     }
