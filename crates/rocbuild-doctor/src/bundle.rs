@@ -79,7 +79,7 @@ pub fn bundle(
             missing.push(format!("{} (needed by {})", m.name, by.join(", ")));
         }
         for u in &l.unresolved {
-            if u.name.starts_with("Py") || u.name.starts_with("_Py") {
+            if rocbuild_native::is_python_c_api(&u.name) {
                 continue;
             }
             warnings.push(format!(
