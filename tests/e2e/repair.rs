@@ -297,3 +297,89 @@ fn repairs_the_real_macos_torchcodec_without_lc_rpath() {
     }
     assert!(!site.join(".rocbuild/torchcodec.json").exists());
 }
+
+/// PyPI's torchcodec 0.17.0 on PyPI's CUDA torch (Linux): its libraries have no RUNPATH, so
+/// a fresh Python cannot `ctypes.CDLL` its core without importing torch first. After repair
+/// it can (RUNPATH to torch/lib and the nvidia wheel's lib); restore gives pip's bytes back.
+#[test]
+fn repairs_the_real_linux_torchcodec_so_its_core_loads_without_torch() {
+    use crate::real_torch::{pypi_torchcodec_wheel, real_torch_venv, venv_over};
+    let real = real_torch_venv();
+    let wheel = pypi_torchcodec_wheel(&real);
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    let site = venv_over(&real, &venv);
+    run(Command::new(real.join("bin/python"))
+        .args(["-m", "pip", "--python"])
+        .arg(venv.join("bin/python"))
+        .args(["install", "-q", "--no-deps", "--no-index", "--no-compile"])
+        .arg(&wheel));
+    let tc = site.join("torchcodec");
+    let core = tc.join("libtorchcodec_core5.so");
+    let pip_bytes = tree(&tc);
+    let load = || {
+        Command::new(venv.join("bin/python"))
+            .args([
+                "-I",
+                "-B",
+                "-c",
+                "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('loaded')",
+            ])
+            .arg(&core)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    let before = load();
+    assert!(!before.status.success(), "loads before the repair?");
+    assert!(String::from_utf8_lossy(&before.stderr).contains("cannot open shared object file"));
+
+    let out = rocbuild(
+        &["repair", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("torchcodec 0.17.0: repaired"),
+        "{}",
+        out.stdout
+    );
+    let info = rocbuild_native::read_elf(&core).unwrap();
+    assert!(
+        info.runpath.contains(&"$ORIGIN/../torch/lib".to_string()),
+        "{info:?}"
+    );
+    let after = load();
+    assert!(
+        after.status.success(),
+        "{}",
+        String::from_utf8_lossy(&after.stderr)
+    );
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(site.join(".rocbuild/torchcodec.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["kind"], "repair");
+
+    // pip reinstalling the wheel is seen by status.
+    std::fs::write(&core, &pip_bytes["libtorchcodec_core5.so"]).unwrap();
+    let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &[]);
+    assert_eq!(st.code, 1, "{}", st.stdout);
+    assert!(
+        st.stdout
+            .contains("overwritten: torchcodec/libtorchcodec_core5.so"),
+        "{}",
+        st.stdout
+    );
+
+    let r = rocbuild(
+        &["restore", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        tree(&tc) == pip_bytes,
+        "restore did not give pip's bytes back"
+    );
+    assert!(!load().status.success());
+}

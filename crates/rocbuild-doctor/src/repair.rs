@@ -309,6 +309,7 @@ fn plan_package(
     os: Os,
     subject: &Subject,
     index: &Index,
+    searched: bool,
     python: Option<PathBuf>,
     reader: &Reader,
 ) -> Result<PackageRepair, DoctorError> {
@@ -322,14 +323,16 @@ fn plan_package(
     };
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let mut loads_with_ffmpeg = false;
+    let base = Search {
+        executable: python.clone(),
+        ..Search::default()
+    };
+    // Pass 1: each file's missing direct needs, and where each one is.
+    let mut firsts = Vec::new();
     for file in &files {
         let bin = reader.full(file);
         let Ok(bin) = bin.as_ref() else { continue };
         let rel = rel_of(site, file);
-        let base = Search {
-            executable: python.clone(),
-            ..Search::default()
-        };
         let l = link(file, &base, reader)?;
         let me = canon(file);
         let mut found: Vec<(String, PathBuf)> = Vec::new();
@@ -353,7 +356,6 @@ fn plan_package(
                 None => nowhere.push(key),
             }
         }
-        let needs_ffmpeg = bin.needed.iter().any(|n| is_ffmpeg_lib(leaf(n)));
         if !nowhere.is_empty() {
             let all_ffmpeg = nowhere.iter().all(|n| is_ffmpeg_lib(n));
             refused.push(Refusal {
@@ -367,7 +369,7 @@ fn plan_package(
                 problem: format!(
                     "needs {}, found nowhere in the venv{}",
                     nowhere.join(", "),
-                    if index.by_name.is_empty() {
+                    if searched {
                         ""
                     } else {
                         " or the directories searched"
@@ -377,6 +379,29 @@ fn plan_package(
             });
             continue;
         }
+        firsts.push((file.clone(), rel, l, found));
+    }
+    // What the package's own files will find once repaired: a file that needs another of
+    // them (custom_ops needs core) is not blamed for what that one is about to find.
+    let will_find: BTreeMap<PathBuf, BTreeSet<String>> = firsts
+        .iter()
+        .map(|(f, _, _, found)| (canon(f), found.iter().map(|(n, _)| n.clone()).collect()))
+        .collect();
+    // Every directory any of them will search: in the process, a file's dependencies that are
+    // the package's own files find theirs through their own new entries.
+    let mut all_dirs: Vec<PathBuf> = Vec::new();
+    for (_, _, _, found) in &firsts {
+        for (_, d) in found {
+            if !all_dirs.contains(d) {
+                all_dirs.push(d.clone());
+            }
+        }
+    }
+    // Pass 2: with the directories found, would it load?
+    for (file, rel, l, found) in firsts {
+        let bin = reader.full(&file);
+        let Ok(bin) = bin.as_ref() else { continue };
+        let needs_ffmpeg = bin.needed.iter().any(|n| is_ffmpeg_lib(leaf(n)));
         // With the directories found, would it load? The same check as the loader's, with
         // them searched first.
         let mut dirs: Vec<PathBuf> = Vec::new();
@@ -388,10 +413,12 @@ fn plan_package(
         let after = if found.is_empty() {
             l
         } else {
+            let mut extra = dirs.clone();
+            extra.extend(all_dirs.iter().filter(|d| !dirs.contains(d)).cloned());
             link(
-                file,
+                &file,
                 &Search {
-                    extra_dirs: dirs.clone(),
+                    extra_dirs: extra,
                     ..base.clone()
                 },
                 reader,
@@ -400,6 +427,13 @@ fn plan_package(
         let still: Vec<String> = after
             .missing
             .iter()
+            .filter(|m| {
+                !m.needed_by.iter().any(|p| {
+                    will_find
+                        .get(&canon(p))
+                        .is_some_and(|names| names.contains(&m.name))
+                })
+            })
             .map(|m| {
                 format!(
                     "{} (needed by {})",
@@ -599,7 +633,15 @@ pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
             });
             continue;
         }
-        let mut p = plan_package(&site, os, &subject, &index, python.clone(), reader)?;
+        let mut p = plan_package(
+            &site,
+            os,
+            &subject,
+            &index,
+            !search.is_empty(),
+            python.clone(),
+            reader,
+        )?;
         p.version = dist_version(&site, &subject.distribution);
         if p.outcome == Outcome::WouldRepair && !opts.dry_run {
             if let Some(prev) = manifest::read_checked(&site, n)? {
