@@ -383,3 +383,89 @@ fn repairs_the_real_linux_torchcodec_so_its_core_loads_without_torch() {
     );
     assert!(!load().status.success());
 }
+
+/// `bundle` of the real CTranslate2 Windows wheel, from this Linux host: exactly the DLLs a
+/// clean Windows lacks — ctranslate2, libiomp5md and the MSVC runtime (from the msvc-runtime
+/// wheel via --search) — and no system DLL (libiomp5md's WINTRUST.dll is one); without the
+/// runtime it refuses, naming `pip install msvc-runtime`.
+#[test]
+fn bundles_the_real_ctranslate2_windows_wheel_with_the_msvc_runtime() {
+    let (Some(ct2), Some(rt)) = (
+        upstream::wheel(&upstream::CTRANSLATE2_WINDOWS),
+        upstream::wheel(&upstream::MSVC_RUNTIME),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let site = tmp.path().join("site");
+    upstream::unpack(&ct2, &site);
+    let rt_dir = tmp.path().join("rt");
+    upstream::unpack(&rt, &rt_dir);
+    // pip puts them beside python.exe (Scripts/), where the whole runtime is.
+    let rt_dlls = rt_dir.join("msvc_runtime-14.51.36231.data/data/Scripts");
+    let dll = site.join("ctranslate2/ctranslate2.dll");
+
+    let refused = rocbuild(
+        &[
+            "bundle",
+            dll.to_str().unwrap(),
+            "--into",
+            tmp.path().join("no").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("pip install msvc-runtime"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !refused.stderr.to_lowercase().contains("wintrust"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !tmp.path().join("no").exists()
+            || std::fs::read_dir(tmp.path().join("no"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+
+    let into = tmp.path().join("app");
+    let out = rocbuild(
+        &[
+            "bundle",
+            dll.to_str().unwrap(),
+            "--into",
+            into.to_str().unwrap(),
+            "--search",
+            rt_dlls.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let names: BTreeSet<String> = tree(&into)
+        .keys()
+        .map(|k| {
+            Path::new(k)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_lowercase()
+        })
+        .collect();
+    let want: BTreeSet<String> = [
+        "ctranslate2.dll",
+        "libiomp5md.dll",
+        "msvcp140.dll",
+        "vcruntime140.dll",
+        "vcruntime140_1.dll",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(names, want, "{}", out.stdout);
+}

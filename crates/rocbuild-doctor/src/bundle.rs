@@ -105,8 +105,16 @@ pub fn bundle(
         return Err(DoctorError::BundleMissing {
             count,
             help: format!(
-                "these must be found first (install them, or pass --search DIR):\n  {}",
-                missing.join("\n  ")
+                "these must be found first (install them, or pass --search DIR):\n  {}{}",
+                missing.join("\n  "),
+                if missing
+                    .iter()
+                    .any(|m| rocbuild_native::is_msvc_runtime(m.split(' ').next().unwrap_or("")))
+                {
+                    "\nthe MSVC runtime (MSVCP140, VCRUNTIME140*) ships with the app: `pip install msvc-runtime` (then --search its directory) or copy it from the Visual C++ Redistributable"
+                } else {
+                    ""
+                }
             ),
         });
     }

@@ -31,8 +31,15 @@ pub const CTRANSLATE2_WINDOWS: Wheel = Wheel {
     platform: "win_amd64",
 };
 
+/// The MSVC runtime DLLs (MSVCP140, VCRUNTIME140, VCRUNTIME140_1, …) as a wheel, for Windows.
+pub const MSVC_RUNTIME: Wheel = Wheel {
+    name: "msvc_runtime",
+    version: "14.51.36231",
+    platform: "win_amd64",
+};
+
 /// Every wheel of the corpus (what `cargo xtask test` fetches).
-pub const CORPUS: &[Wheel] = &[TORCHCODEC_MACOS_NO_RPATH, CTRANSLATE2_WINDOWS];
+pub const CORPUS: &[Wheel] = &[TORCHCODEC_MACOS_NO_RPATH, CTRANSLATE2_WINDOWS, MSVC_RUNTIME];
 
 /// `<workspace>/cache/wheels`.
 pub fn cache_dir() -> PathBuf {
@@ -82,7 +89,7 @@ pub fn wheel(w: &Wheel) -> Option<PathBuf> {
             "--platform",
             w.platform,
         ])
-        .arg(format!("{}=={}", w.name, w.version))
+        .arg(format!("{}=={}", w.name.replace('_', "-"), w.version))
         .arg("-d")
         .arg(&dir)
         .output();
