@@ -25,6 +25,12 @@ pub enum Signer {
 /// Sign `data` (a thin or universal Mach-O) ad hoc, as `codesign --sign -` would; `identifier`
 /// names the code (the file name, as codesign uses).
 pub fn adhoc_sign_bytes(data: &[u8], identifier: &str) -> Result<Vec<u8>, String> {
+    // The crate indexes into what it parses: a damaged file must be an error, not a panic.
+    std::panic::catch_unwind(|| sign_unguarded(data, identifier))
+        .unwrap_or_else(|_| Err("the Mach-O signer failed on this file (damaged?)".into()))
+}
+
+fn sign_unguarded(data: &[u8], identifier: &str) -> Result<Vec<u8>, String> {
     let signer = MachOSigner::new(data).map_err(|e| e.to_string())?;
     let mut settings = SigningSettings::default();
     settings.set_binary_identifier(SettingsScope::Main, identifier);
@@ -39,6 +45,11 @@ pub fn adhoc_sign_bytes(data: &[u8], identifier: &str) -> Result<Vec<u8>, String
 /// file. An ad-hoc signature (CodeDirectory flag ADHOC, in every slice) has no cryptographic
 /// part by design — an empty CMS slot or none — so only then is its absence not a problem.
 pub fn signature_problems(data: &[u8]) -> Vec<String> {
+    std::panic::catch_unwind(|| problems_unguarded(data))
+        .unwrap_or_else(|_| vec!["the signature cannot be read (damaged file)".into()])
+}
+
+fn problems_unguarded(data: &[u8]) -> Vec<String> {
     let adhoc = is_adhoc(data);
     apple_codesign::verify_macho_data(data)
         .into_iter()
