@@ -13,7 +13,7 @@ assert lib.realext_sum() == 4.0, lib.realext_sum()
 import torch
 print("at::ones(4).sum() =", lib.realext_sum(), "with torch", torch.__version__)"#;
 
-fn real_torch_venv() -> PathBuf {
+pub(crate) fn real_torch_venv() -> PathBuf {
     PathBuf::from(std::env::var("ROCBUILD_TEST_TORCH_VENV").expect("ROCBUILD_TEST_TORCH_VENV: run the tests through `cargo xtask test`, which installs the real torch"))
 }
 
@@ -86,7 +86,7 @@ fn builds_against_the_real_pypi_torch_with_the_lite_package() {
 
 /// The PyPI wheel of torchcodec 0.17.0 for the real venv's Python, kept beside that venv
 /// (`<venv>/../wheels`); fetched from PyPI by the venv's pip the first time.
-fn pypi_torchcodec_wheel(real: &Path) -> PathBuf {
+pub(crate) fn pypi_torchcodec_wheel(real: &Path) -> PathBuf {
     let dir = real.parent().unwrap().join("wheels");
     let find = || {
         std::fs::read_dir(&dir).ok().and_then(|rd| {
@@ -120,7 +120,7 @@ fn pypi_torchcodec_wheel(real: &Path) -> PathBuf {
 /// A venv of its own on the real venv's Python whose site-packages links to everything of the
 /// real one (torch, the nvidia-* wheels), so a package can be installed into it without
 /// touching the shared real venv.
-fn venv_over(real: &Path, venv: &Path) -> PathBuf {
+pub(crate) fn venv_over(real: &Path, venv: &Path) -> PathBuf {
     run(Command::new(real.join("bin/python"))
         .args(["-m", "venv", "--without-pip"])
         .arg(venv));

@@ -52,7 +52,57 @@ const TORCH_VENV: &str = "cache/venvs/torch-real";
 /// Set everything up; returns the absolute path of the real-torch venv.
 pub fn setup() -> Result<PathBuf> {
     apt()?;
+    upstream_wheels()?;
     torch_venv()
+}
+
+/// Real upstream wheels for other OSes that the repair / bundle tests read (the list of
+/// `rocbuild_testkit::upstream::CORPUS`), fetched once into `cache/wheels/`.
+const UPSTREAM_WHEELS: &[(&str, &str)] = &[
+    ("torchcodec==0.16.0", "macosx_14_0_arm64"),
+    ("ctranslate2==4.8.5", "win_amd64"),
+    ("msvc-runtime==14.51.36231", "win_amd64"),
+];
+
+fn upstream_wheels() -> Result<()> {
+    let dir = workspace_root().join("cache/wheels");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for (spec, platform) in UPSTREAM_WHEELS {
+        let prefix = spec.replace("==", "-").replace('-', "_");
+        let cached = std::fs::read_dir(&dir)
+            .map(|rd| {
+                rd.flatten().any(|e| {
+                    let n = e.file_name().to_string_lossy().replace('-', "_");
+                    n.starts_with(&prefix) && n.contains(platform.split('_').next().unwrap_or(""))
+                })
+            })
+            .unwrap_or(false);
+        if cached {
+            continue;
+        }
+        println!("xtask: wheels: pip download {spec} for {platform}");
+        run_inherit(
+            Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "--only-binary=:all:",
+                    "--no-deps",
+                ])
+                .args([
+                    "--python-version",
+                    "3.12",
+                    "--platform",
+                    platform,
+                    spec,
+                    "-d",
+                ])
+                .arg(&dir),
+        )?;
+    }
+    Ok(())
 }
 
 /// `cargo test --workspace ARGS...` with ROCBUILD_TEST_TORCH_VENV set; its exit status.

@@ -79,7 +79,7 @@ pub fn bundle(
             missing.push(format!("{} (needed by {})", m.name, by.join(", ")));
         }
         for u in &l.unresolved {
-            if u.name.starts_with("Py") || u.name.starts_with("_Py") {
+            if rocbuild_native::is_python_c_api(&u.name) {
                 continue;
             }
             warnings.push(format!(
@@ -105,8 +105,16 @@ pub fn bundle(
         return Err(DoctorError::BundleMissing {
             count,
             help: format!(
-                "these must be found first (install them, or pass --search DIR):\n  {}",
-                missing.join("\n  ")
+                "these must be found first (install them, or pass --search DIR):\n  {}{}",
+                missing.join("\n  "),
+                if missing
+                    .iter()
+                    .any(|m| rocbuild_native::is_msvc_runtime(m.split(' ').next().unwrap_or("")))
+                {
+                    "\nthe MSVC runtime (MSVCP140, VCRUNTIME140*) ships with the app: `pip install msvc-runtime` (then --search its directory) or copy it from the Visual C++ Redistributable"
+                } else {
+                    ""
+                }
             ),
         });
     }

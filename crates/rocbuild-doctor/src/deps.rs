@@ -55,10 +55,10 @@ fn venv_python(file: &Path) -> Option<PathBuf> {
     .find(|p| p.exists())
 }
 
-/// Extension modules import the interpreter's `Py*` symbols; outside a venv there is no
-/// interpreter to check them against, so they are not reported.
+/// Extension modules import the interpreter's `Py*` symbols (`__Py_NoneStruct` on Mach-O);
+/// outside a venv there is no interpreter to check them against, so they are not reported.
 fn python_symbol(u: &Unresolved) -> bool {
-    u.name.starts_with("Py") || u.name.starts_with("_Py")
+    rocbuild_native::is_python_c_api(&u.name)
 }
 
 pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, DoctorError> {

@@ -27,6 +27,47 @@ pub enum DoctorError {
         help: String,
     },
 
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Venv(#[from] rocbuild_venv::VenvError),
+
+    #[error("nothing to repair in {site}: neither torchcodec nor ctranslate2 is installed")]
+    #[diagnostic(
+        code(rocbuild::repair::nothing),
+        help("name the package to repair: rocbuild repair PACKAGE (its directory under site-packages)")
+    )]
+    NothingToRepair { site: String },
+
+    #[error("`{name}` is not installed in {site}")]
+    #[diagnostic(
+        code(rocbuild::repair::not_installed),
+        help("name a package by its directory under site-packages (torchcodec, ctranslate2, …); install it with pip first")
+    )]
+    NotInstalled { name: String, site: String },
+
+    #[error("--search {path} is not a directory")]
+    #[diagnostic(
+        code(rocbuild::repair::bad_search),
+        help(
+            "give a directory holding the libraries, such as /opt/homebrew/lib or an FFmpeg's lib/"
+        )
+    )]
+    BadSearchDir { path: String },
+
+    #[error("{name} is a build of rocbuild's, not pip's files: repair leaves it alone")]
+    #[diagnostic(
+        code(rocbuild::repair::built),
+        help("`rocbuild rebuild {name}` makes it right for the venv again; `rocbuild restore {name}` gives pip's files back, which repair can then fix")
+    )]
+    BuiltByRocbuild { name: String },
+
+    #[error("the repaired {name} does not load, so it was rolled back: {reason}")]
+    #[diagnostic(
+        code(rocbuild::repair::verify),
+        help("the venv is as it was; `rocbuild doctor {name}` says what else stops it")
+    )]
+    RepairVerify { name: String, reason: String },
+
     #[error("cannot {action} {path}: {source}")]
     #[diagnostic(code(rocbuild::io))]
     Io {
@@ -43,6 +84,9 @@ impl DoctorError {
         matches!(
             self,
             DoctorError::UnknownPackage { .. }
+                | DoctorError::NotInstalled { .. }
+                | DoctorError::NothingToRepair { .. }
+                | DoctorError::BadSearchDir { .. }
                 | DoctorError::Probe(
                     rocbuild_probe::ProbeError::NoVenv
                         | rocbuild_probe::ProbeError::NotAVenv { .. }

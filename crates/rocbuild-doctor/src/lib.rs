@@ -23,6 +23,7 @@ mod loadtest;
 mod package;
 mod provider;
 mod render;
+mod repair;
 mod symptom;
 
 pub use bundle::{bundle, BundleReport, Copied};
@@ -37,9 +38,11 @@ pub use loadtest::{load_test, LoadReport, Step, StepResult};
 pub use package::{is_native_name, native_libraries, Subject};
 pub use provider::{classify, site_packages_of, Source};
 pub use render::human;
+pub use repair::{repair, FileFix, Outcome, PackageRepair, Refusal, RepairOptions, RepairReport};
 
 /// Human text for `deps` and `bundle`.
 pub mod text {
     pub use crate::bundle::human as bundle;
     pub use crate::deps::human as deps;
+    pub use crate::repair::human as repair;
 }

@@ -60,6 +60,8 @@ impl FromRun for Manifest {
             // Kept across reinstalls: the files a previous install added (e.g. a preload hook).
             extra_files: previous.map(|p| p.extra_files.clone()).unwrap_or_default(),
             compiler_cache: staged.compiler_cache.clone(),
+            kind: rocbuild_venv::manifest::Kind::Build,
+            search_added: Default::default(),
         }
     }
 }

@@ -173,7 +173,9 @@ impl Dependency {
     /// Part of the operating system: not something to bundle or to blame.
     pub fn is_system(&self) -> bool {
         match self.provider {
-            Provider::System | Provider::System32 => true,
+            Provider::System => true,
+            // The VC++ runtime in System32 came with some installer, not with Windows.
+            Provider::System32 => !crate::closure_rules::is_msvc_runtime(&self.name),
             Provider::LdCache | Provider::DefaultDir => self.path.as_deref().is_some_and(|p| {
                 ["/lib", "/usr/lib", "/lib64", "/usr/lib64"]
                     .iter()

@@ -122,10 +122,7 @@ impl Walk<'_> {
         searched: &mut Vec<PathBuf>,
     ) -> Option<(Hit, Option<Binary>)> {
         let lower = name.to_ascii_lowercase();
-        if lower.starts_with("api-ms-win-")
-            || lower.starts_with("ext-ms-")
-            || KNOWN_DLLS.contains(&lower.as_str())
-        {
+        if is_windows_system_dll(&lower) {
             let path = self
                 .ctx
                 .system32
@@ -284,59 +281,36 @@ fn join_rel(dir: &Path, rest: &str) -> PathBuf {
     p
 }
 
-/// Windows "known DLLs" (HKLM\...\Session Manager\KnownDLLs, plus the core set that is always
-/// loaded from System32): never searched for, always the system's.
-pub(crate) const KNOWN_DLLS: &[&str] = &[
-    "kernel32.dll",
-    "kernelbase.dll",
-    "ntdll.dll",
-    "user32.dll",
-    "gdi32.dll",
-    "gdiplus.dll",
-    "advapi32.dll",
-    "shell32.dll",
-    "shlwapi.dll",
-    "ole32.dll",
-    "oleaut32.dll",
-    "comdlg32.dll",
-    "ws2_32.dll",
-    "msvcrt.dll",
-    "rpcrt4.dll",
-    "sechost.dll",
-    "setupapi.dll",
-    "imm32.dll",
-    "psapi.dll",
-    "normaliz.dll",
-    "nsi.dll",
-    "wldap32.dll",
-    "difxapi.dll",
-    "clbcatq.dll",
-    "combase.dll",
-    "coml2.dll",
-    "imagehlp.dll",
-    "msctf.dll",
-    "wow64.dll",
-    "bcrypt.dll",
-    "crypt32.dll",
-    "version.dll",
-    "dbghelp.dll",
-    "winmm.dll",
-    "ucrtbase.dll",
-    "shcore.dll",
-    "cfgmgr32.dll",
-    "iphlpapi.dll",
-    "secur32.dll",
-    "userenv.dll",
-    "dxgi.dll",
-    "d3d11.dll",
-    "d3d12.dll",
-    "opengl32.dll",
-    "dwmapi.dll",
-    "uxtheme.dll",
-    "winhttp.dll",
-    "wininet.dll",
-    "ncrypt.dll",
-    "powrprof.dll",
-    "mswsock.dll",
-    "comctl32.dll",
-];
+/// The DLLs of every Windows 10/11 install (System32), kept as data with its source.
+const WINDOWS_SYSTEM_DLLS: &str = include_str!("../data/windows-system-dlls.txt");
+
+/// Part of every Windows install: an API set (`api-ms-win-*`, `ext-ms-*`) or a System32 DLL of
+/// the list. Never the MSVC runtime, which a clean Windows lacks.
+pub fn is_windows_system_dll(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    if is_msvc_runtime(&lower) {
+        return false;
+    }
+    lower.starts_with("api-ms-win-")
+        || lower.starts_with("ext-ms-")
+        || WINDOWS_SYSTEM_DLLS
+            .lines()
+            .map(str::trim)
+            .any(|l| !l.starts_with('#') && l == lower)
+}
+
+/// The Visual C++ runtime (`MSVCP140.dll`, `VCRUNTIME140.dll`, `VCRUNTIME140_1.dll`, …):
+/// installed by the VC++ redistributable, not by Windows: a frozen app must ship it.
+pub fn is_msvc_runtime(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    [
+        "msvcp140",
+        "vcruntime140",
+        "concrt140",
+        "vccorlib140",
+        "vcomp140",
+    ]
+    .iter()
+    .any(|p| lower.starts_with(p))
+        && lower.ends_with(".dll")
+}

@@ -43,8 +43,9 @@
 //! found` before anything is loaded.
 //!
 //! Editing: [`set_runpath`] (ELF, arwen then patchelf), [`add_macho_rpaths`] (arwen then
-//! `install_name_tool`, then `codesign --force --sign -` when present), both read back their
-//! result.
+//! `install_name_tool`, then an ad-hoc signature written by [`adhoc_sign`] — the
+//! `apple-codesign` crate, `codesign` as the fallback — checked with the crate's verifier), both
+//! read back their result. [`is_python_c_api`] tells the interpreter's symbols in any format.
 //!
 //! `examples/native_info.rs` prints a [`Binary`]; `examples/native_deps.rs` prints a closure
 //! and its ABI check with timings.
@@ -53,6 +54,7 @@ mod abi;
 mod closure;
 mod closure_rules;
 mod closure_walk;
+mod codesign;
 mod demangle;
 mod elf;
 mod macho;
@@ -66,6 +68,8 @@ pub use closure::{
     closure, closure_with, ld_so_cache, parse_ld_so_cache, Closure, Dependency, FileSystem,
     MissingDependency, Provider, RealFs, SearchContext,
 };
+pub use closure_rules::{is_msvc_runtime, is_windows_system_dll};
+pub use codesign::{adhoc_sign, adhoc_sign_bytes, signature_problems, Signer};
 pub use demangle::demangle;
 pub use elf::{exports_cxx11_abi, read_elf, ElfInfo};
 pub use macho::add_macho_rpaths;
@@ -239,6 +243,17 @@ impl NativeError {
             other => other,
         }
     }
+}
+
+/// Is `name` a symbol of the Python C API, which the interpreter (the program or libpython)
+/// exports to every extension module? ELF and PE spell it `Py_…`/`_Py_…`; Mach-O adds its
+/// leading underscore (`_PyLong_FromLong`, `__Py_NoneStruct`, `__Py_Dealloc`).
+pub fn is_python_c_api(name: &str) -> bool {
+    let bare = name
+        .strip_prefix("__")
+        .or_else(|| name.strip_prefix('_'))
+        .unwrap_or(name);
+    bare.starts_with("Py") || bare.starts_with("_Py")
 }
 
 /// Placeholder path for errors of parsers that get bytes, not a file.

@@ -139,8 +139,8 @@ fn export(name: String, demangle: &dyn Fn(&str) -> Option<String>) -> Export {
 }
 
 /// Add LC_RPATH entries (those not already present) to every slice of the Mach-O at `path`,
-/// then ad-hoc re-sign it when `codesign` exists (an edited arm64 binary with a stale signature
-/// is killed by the kernel), then read it back.
+/// then ad-hoc re-sign it (an edited arm64 binary with a stale signature is killed by the
+/// kernel; [`crate::adhoc_sign`] writes the signature itself, from any host), then read it back.
 ///
 /// Pure Rust first (arwen), `install_name_tool -add_rpath` as the fallback. New load commands
 /// must fit in the header padding: a file linked without room is refused, with the linker flag
@@ -190,23 +190,8 @@ pub fn add_macho_rpaths(path: &Path, rpaths: &[String]) -> Result<(), NativeErro
             tracing::warn!("pure-Rust rpath edit failed ({reason}); used install_name_tool");
         }
     }
-    if let Ok(codesign) = which::which("codesign") {
-        duct::cmd(
-            codesign,
-            [
-                "--force".as_ref(),
-                "--sign".as_ref(),
-                "-".as_ref(),
-                path.as_os_str(),
-            ],
-        )
-        .stdout_null()
-        .stderr_capture()
-        .run()
-        .map_err(|e| err(format!("ad-hoc re-signing failed: {e}")))?;
-    } else {
-        tracing::debug!("codesign not found: {} left unsigned", path.display());
-    }
+    // An edited file's signature no longer matches its pages: sign it again (ad hoc).
+    crate::codesign::adhoc_sign(path)?;
     let after = crate::read_binary(path)?;
     let lost: Vec<&String> = rpaths.iter().filter(|r| !after.rpath.contains(r)).collect();
     if !lost.is_empty() || after.needed != before.needed {
@@ -263,7 +248,7 @@ fn header_room(bytes: &[u8]) -> Result<usize, NativeError> {
     }
 }
 
-fn write_atomically(path: &Path, data: &[u8]) -> Result<(), String> {
+pub(crate) fn write_atomically(path: &Path, data: &[u8]) -> Result<(), String> {
     let tmp = path.with_extension("rocbuild-tmp");
     fs_err::write(&tmp, data).map_err(|e| e.to_string())?;
     let perms = fs_err::metadata(path)

@@ -91,6 +91,18 @@ pub struct PythonPartRecord {
     pub files: Vec<String>,
 }
 
+/// What rocbuild did to the package a manifest describes.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Built from source and installed (`rocbuild RECIPE`).
+    #[default]
+    Build,
+    /// The installed prebuilt files made findable, not rebuilt (`rocbuild repair PKG`): only
+    /// their search paths (RUNPATH / LC_RPATH + signature) changed.
+    Repair,
+}
+
 /// Fields added after schema 1 carry serde defaults, so manifests of older rocbuilds load.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Manifest {
@@ -135,6 +147,13 @@ pub struct Manifest {
     /// The compiler cache of the last build, if any.
     #[serde(default)]
     pub compiler_cache: Option<CompilerCacheRecord>,
+    /// A build, or a repair of pip's own files.
+    #[serde(default)]
+    pub kind: Kind,
+    /// For a repair: each edited file (relative to site-packages) and the search path entries
+    /// rocbuild gave it.
+    #[serde(default)]
+    pub search_added: BTreeMap<String, Vec<String>>,
 }
 
 pub fn dir(site: &Path) -> PathBuf {
@@ -186,6 +205,7 @@ pub fn parse(text: &str) -> std::result::Result<Manifest, String> {
     paths.extend(m.dropped.iter().map(|p| ("dropped", p.as_str())));
     paths.extend(m.extra_files.iter().map(|p| ("extra_files", p.as_str())));
     paths.extend(m.record.iter().map(|p| ("record", p.as_str())));
+    paths.extend(m.search_added.keys().map(|p| ("search_added", p.as_str())));
     if let Some(pp) = &m.python_part {
         paths.extend(pp.files.iter().map(|p| ("python_part.files", p.as_str())));
     }

@@ -128,7 +128,11 @@ pub fn check(site: &Path, m: &Manifest, now: &Now) -> Staleness {
             s.missing.push(f.clone());
         }
     }
-    s.reasons = reasons(m, now);
+    // A repair changed only where pip's files look for their libraries: what they were
+    // built against is pip's business, not a reason to rebuild.
+    if m.kind == crate::manifest::Kind::Build {
+        s.reasons = reasons(m, now);
+    }
     s
 }
 

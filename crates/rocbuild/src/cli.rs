@@ -78,6 +78,9 @@ pub enum Command {
     Deps(DepsArgs),
     /// Copy the non-system libraries a frozen app needs into DIR, keeping their layout.
     Bundle(BundleArgs),
+    /// Make an installed prebuilt package load without rebuilding it, when what stops it is
+    /// that its libraries cannot find theirs (RUNPATH / LC_RPATH + ad-hoc signature).
+    Repair(RepairArgs),
 }
 
 #[derive(Debug, Args)]
@@ -246,6 +249,28 @@ pub struct DepsArgs {
     /// Print the tree as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    /// Packages to repair, by their directory under site-packages [default: torchcodec and ctranslate2, when installed].
+    #[arg(value_name = "PKG")]
+    pub packages: Vec<String>,
+    /// The venv [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then ./.venv].
+    #[arg(long, value_name = "PATH")]
+    pub venv: Option<PathBuf>,
+    /// More directories a needed library may be in: Homebrew's lib, an FFmpeg's lib, an SDK's lib (repeatable).
+    #[arg(long = "search", value_name = "DIR")]
+    pub search: Vec<PathBuf>,
+    /// Say what would change, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the outcome as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Fail at once when another rocbuild run is working on the venv, instead of waiting.
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 #[derive(Debug, Args)]

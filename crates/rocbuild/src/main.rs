@@ -127,6 +127,7 @@ fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Some(Command::Doctor(a)) => doctor::doctor(&load_recipes(g)?, &a),
         Some(Command::Deps(a)) => doctor::deps(&a),
         Some(Command::Bundle(a)) => doctor::bundle(&a),
+        Some(Command::Repair(a)) => doctor::repair(&a),
         None => build::build(&load_recipes(g)?, &cli.build, g),
     }
 }

@@ -11,6 +11,7 @@ pub mod downloads;
 pub mod machine;
 pub mod native;
 pub mod rocm;
+pub mod upstream;
 
 use base64::Engine;
 use sha2::{Digest, Sha256};

@@ -106,6 +106,16 @@ pub fn rebuild(
         let Some(m) = manifest::read(&layout.site, &r.recipe) else {
             continue;
         };
+        if m.kind == manifest::Kind::Repair {
+            // pip's own files, made findable: there is nothing to rebuild from.
+            if r.needs_action() || !req.if_stale {
+                reporter.note(&format!(
+                    "{}: a repair of pip's files, not a build: run `rocbuild repair {}` again",
+                    r.recipe, r.recipe
+                ));
+            }
+            continue;
+        }
         let mut why: Vec<String> = r.reasons.clone();
         why.extend(r.overwritten.iter().map(|f| format!("{f} overwritten")));
         why.extend(r.missing.iter().map(|f| format!("{f} missing")));

@@ -7,7 +7,7 @@ use miette::{IntoDiagnostic, Result};
 use rocbuild_doctor::{DoctorError, DoctorOptions, Subject};
 use rocbuild_recipe::RecipeSet;
 
-use crate::cli::{BundleArgs, DepsArgs, DoctorArgs};
+use crate::cli::{BundleArgs, DepsArgs, DoctorArgs, RepairArgs};
 use crate::settings as env;
 use crate::ExitStatus;
 
@@ -114,6 +114,28 @@ pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
     let report = rocbuild_doctor::bundle(&a.files, &a.into, &a.search)?;
     print_out(a.json, &report, rocbuild_doctor::text::bundle(&report))?;
     Ok(ExitStatus::Success)
+}
+
+/// `rocbuild repair`: exit 0 when every package loads (repaired, or nothing to do), 1 when one
+/// was refused (nothing of it changed).
+pub fn repair(a: &RepairArgs) -> Result<ExitStatus> {
+    let opts = rocbuild_doctor::RepairOptions {
+        venv: a.venv.clone(),
+        packages: a.packages.clone(),
+        search: a.search.clone(),
+        dry_run: a.dry_run,
+        no_wait: a.no_wait,
+    };
+    let report = match rocbuild_doctor::repair(&opts) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    print_out(a.json, &report, rocbuild_doctor::text::repair(&report))?;
+    Ok(if report.refused() {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
 }
 
 /// JSON or the human text on stdout; a closed pipe (`| head`) is not an error.

@@ -1,0 +1,897 @@
+//! `rocbuild repair PKG`: make an installed prebuilt package load without rebuilding it, when
+//! what stops it is findability, not ABI.
+//!
+//! From the loader emulation doctor uses: each library a package file needs that the loader
+//! does not find, but that is present elsewhere (torch/lib, another package's lib dir, the
+//! package's own dir, a Homebrew or FFmpeg lib dir given with `--search`), is made findable the
+//! way rocbuild's own builds are: a RUNPATH entry (ELF) or an LC_RPATH plus a new ad-hoc
+//! signature (Mach-O), relative to the file (`$ORIGIN/../torch/lib`) when inside
+//! site-packages. What an edit cannot fix — a library found nowhere, an import nothing exports —
+//! is refused, naming the fix, and nothing of that package is touched.
+//!
+//! The OS rules are those of the files (ELF, Mach-O, PE), not of this host: a macOS venv is
+//! repaired from Linux. The edit is an install transaction (journal, backups, verify, commit):
+//! `status` sees pip overwriting it, `restore` gives pip's bytes back.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use rocbuild_native::Format;
+use rocbuild_probe::Os;
+use rocbuild_venv::install::{self, NewFile};
+use rocbuild_venv::manifest::{self, InstalledFile, Kind, Manifest};
+use serde::Serialize;
+
+use crate::linkage::{link, Reader, Search};
+use crate::package::{native_libraries, Subject};
+use crate::DoctorError;
+
+/// What to repair, where.
+#[derive(Debug, Clone, Default)]
+pub struct RepairOptions {
+    /// The venv root (`--venv`, else `$VIRTUAL_ENV`, …).
+    pub venv: Option<PathBuf>,
+    /// Packages (import names under site-packages); empty: torchcodec and ctranslate2 when
+    /// installed.
+    pub packages: Vec<String>,
+    /// More directories a needed library may be in (`--search`: Homebrew's lib, an FFmpeg).
+    pub search: Vec<PathBuf>,
+    /// Say what would change, change nothing.
+    pub dry_run: bool,
+    /// Fail at once when another run holds the venv.
+    pub no_wait: bool,
+}
+
+/// One file's edit.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct FileFix {
+    /// Relative to site-packages, with `/`.
+    pub path: String,
+    pub format: String,
+    /// Each library made findable and the directory it is in.
+    pub found: Vec<(String, PathBuf)>,
+    /// ELF: the whole RUNPATH after the edit. Mach-O: the LC_RPATHs added.
+    pub entries: Vec<String>,
+}
+
+/// Why a file cannot be made to load by a search-path edit, and what to do instead.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Refusal {
+    pub path: String,
+    /// `missing` (found nowhere), `abi` (an import nothing exports), `other`.
+    pub kind: String,
+    pub problem: String,
+    pub fix: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Every file already finds what it needs.
+    NothingToDo,
+    /// `--dry-run`: these edits would be made.
+    WouldRepair,
+    Repaired,
+    /// Refused: nothing of the package was touched.
+    CannotRepair,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PackageRepair {
+    pub name: String,
+    pub version: Option<String>,
+    pub outcome: Outcome,
+    pub fixes: Vec<FileFix>,
+    /// Problems that stop the repair.
+    pub refused: Vec<Refusal>,
+    /// Files left as they are that the package does not need (a TorchCodec core for an FFmpeg
+    /// major that is not installed, beside one that loads).
+    pub alternatives: Vec<Refusal>,
+    /// Files signed again (Mach-O), by which signer.
+    pub signed: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RepairReport {
+    pub venv: PathBuf,
+    pub site: PathBuf,
+    /// Whose loader rules applied: read from the files.
+    pub os: String,
+    pub packages: Vec<PackageRepair>,
+}
+
+impl RepairReport {
+    /// Something was refused.
+    pub fn refused(&self) -> bool {
+        self.packages
+            .iter()
+            .any(|p| p.outcome == Outcome::CannotRepair)
+    }
+}
+
+/// The OS a venv's binaries are for, read from the files themselves: the first native library
+/// of torch or of the packages asked for that parses.
+fn os_of_files(site: &Path, names: &[String]) -> Option<Os> {
+    let reader = Reader::leaked();
+    let mut dirs: Vec<PathBuf> = vec![site.join("torch").join("lib")];
+    dirs.extend(names.iter().map(|n| site.join(n)));
+    for d in dirs {
+        for os in [Os::Linux, Os::Macos, Os::Windows] {
+            let s = Subject {
+                name: String::new(),
+                import_dir: d
+                    .strip_prefix(site)
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                distribution: String::new(),
+                recipe: None,
+                ffmpeg: false,
+                torch: false,
+            };
+            for f in native_libraries(site, &s, os) {
+                if let Ok(b) = reader.full(&f).as_ref() {
+                    return Some(match b.format {
+                        Format::Elf => Os::Linux,
+                        Format::MachO => Os::Macos,
+                        Format::Pe => Os::Windows,
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The venv and its site-packages, for any OS's layout.
+fn locate(venv: Option<&Path>) -> Result<(PathBuf, PathBuf), DoctorError> {
+    let v = rocbuild_probe::choose_venv(venv)?;
+    for os in [Os::current(), Os::Linux, Os::Windows] {
+        if let Some(site) = rocbuild_probe::site_packages_of(&v.root, os) {
+            return Ok((v.root, site));
+        }
+    }
+    Err(rocbuild_probe::ProbeError::NotAVenv {
+        root: v.root.display().to_string(),
+        exe: "a site-packages directory (lib/pythonX.Y/site-packages from pyvenv.cfg, or Lib/site-packages)".into(),
+        chosen_by: v.chosen_by,
+    }
+    .into())
+}
+
+/// File names of native libraries under site-packages (and the `--search` dirs), with every
+/// directory holding one: where a missing library might be.
+struct Index {
+    by_name: BTreeMap<String, Vec<PathBuf>>,
+}
+
+impl Index {
+    fn build(site: &Path, extra: &[PathBuf]) -> Index {
+        let mut by_name: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+        fn walk(dir: &Path, depth: usize, out: &mut BTreeMap<String, Vec<PathBuf>>) {
+            if depth > 6 {
+                return;
+            }
+            let Ok(rd) = std::fs::read_dir(dir) else {
+                return;
+            };
+            let mut entries: Vec<_> = rd.flatten().collect();
+            entries.sort_by_key(|e| e.file_name());
+            for e in entries {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let p = e.path();
+                if p.is_dir() {
+                    if !matches!(
+                        name.as_str(),
+                        "__pycache__" | "include" | "share" | ".rocbuild" | "tests" | "test"
+                    ) {
+                        walk(&p, depth + 1, out);
+                    }
+                } else if looks_native(&name) {
+                    out.entry(name).or_default().push(dir.to_path_buf());
+                }
+            }
+        }
+        walk(site, 0, &mut by_name);
+        for d in extra {
+            walk(d, 5, &mut by_name);
+        }
+        Index { by_name }
+    }
+
+    fn dirs_of(&self, leaf: &str) -> &[PathBuf] {
+        self.by_name.get(leaf).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
+fn looks_native(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    l.ends_with(".so")
+        || l.ends_with(".dylib")
+        || l.ends_with(".dll")
+        || l.ends_with(".pyd")
+        || l.contains(".so.")
+}
+
+/// `to` as seen from `from` (both absolute directories): `../torch/lib`, or `` for the same.
+fn relative(from: &Path, to: &Path) -> Option<String> {
+    let a: Vec<_> = from.components().collect();
+    let b: Vec<_> = to.components().collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if common == 0 {
+        return None;
+    }
+    let mut parts: Vec<String> = vec!["..".into(); a.len() - common];
+    parts.extend(
+        b[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    Some(parts.join("/"))
+}
+
+/// The search-path entry that makes `dir` findable from a file in `file_dir`.
+fn entry_for(origin: &str, site: &Path, file_dir: &Path, dir: &Path) -> String {
+    if dir.starts_with(site) && file_dir.starts_with(site) {
+        if let Some(rel) = relative(file_dir, dir) {
+            return if rel.is_empty() {
+                origin.to_string()
+            } else {
+                format!("{origin}/{rel}")
+            };
+        }
+    }
+    dir.display().to_string()
+}
+
+fn is_ffmpeg_lib(leaf: &str) -> bool {
+    [
+        "libavutil",
+        "libavcodec",
+        "libavformat",
+        "libavdevice",
+        "libavfilter",
+        "libswscale",
+        "libswresample",
+        "libpostproc",
+        "avutil-",
+        "avcodec-",
+        "avformat-",
+        "avdevice-",
+        "avfilter-",
+        "swscale-",
+        "swresample-",
+    ]
+    .iter()
+    .any(|p| leaf.to_ascii_lowercase().starts_with(p))
+}
+
+/// The leaf name the loader looks for, when a search-path edit can change where it looks.
+fn searchable(format: Format, name: &str) -> Option<String> {
+    match format {
+        Format::MachO => name.strip_prefix("@rpath/").map(str::to_string),
+        Format::Elf | Format::Pe => (!name.contains('/')).then(|| name.to_string()),
+    }
+}
+
+fn leaf(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
+}
+
+/// What to do about a library found nowhere.
+fn missing_fix(leaf: &str, os: Os, package: &Subject) -> String {
+    if is_ffmpeg_lib(leaf) {
+        let how = match os {
+            Os::Macos => "`brew install ffmpeg` (or the ffmpeg@N matching this major)",
+            Os::Linux => "your distribution's FFmpeg of that major",
+            Os::Windows => "a shared FFmpeg build (`rocbuild ffmpeg --major N`)",
+        };
+        return format!(
+            "install the FFmpeg that provides {leaf} ({how}) and pass its lib directory with --search DIR, or rebuild against the FFmpeg you have: {}",
+            package.rebuild_hint()
+        );
+    }
+    format!(
+        "install what provides {leaf} and pass its directory with --search DIR; if it belongs to another GPU stack or torch build than yours, rebuild instead: {}",
+        package.rebuild_hint()
+    )
+}
+
+fn rel_of(site: &Path, p: &Path) -> String {
+    p.strip_prefix(site)
+        .unwrap_or(p)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// Plan the repair of one package: an edit per file that needs one, or the refusals.
+fn plan_package(
+    site: &Path,
+    os: Os,
+    subject: &Subject,
+    index: &Index,
+    searched: bool,
+    python: Option<PathBuf>,
+    reader: &Reader,
+) -> Result<PackageRepair, DoctorError> {
+    let files = native_libraries(site, subject, os);
+    let mut fixes = Vec::new();
+    let mut refused: Vec<Refusal> = Vec::new();
+    let origin = if os == Os::Macos {
+        "@loader_path"
+    } else {
+        "$ORIGIN"
+    };
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut loads_with_ffmpeg = false;
+    let base = Search {
+        executable: python.clone(),
+        ..Search::default()
+    };
+    // Pass 1: each file's missing direct needs, and where each one is.
+    let mut firsts = Vec::new();
+    for file in &files {
+        let bin = reader.full(file);
+        let Ok(bin) = bin.as_ref() else { continue };
+        let rel = rel_of(site, file);
+        let l = link(file, &base, reader)?;
+        let me = canon(file);
+        let mut found: Vec<(String, PathBuf)> = Vec::new();
+        let mut nowhere: Vec<String> = Vec::new();
+        for m in &l.missing {
+            let direct = m.needed_by.iter().any(|p| canon(p) == me);
+            if !direct {
+                continue; // another file's need: that file is a root too, or not ours
+            }
+            let Some(key) = searchable(bin.format, &m.name) else {
+                refused.push(Refusal {
+                    path: rel.clone(),
+                    kind: "other".into(),
+                    problem: format!("needs {}, a fixed path that no search path changes", m.name),
+                    fix: subject.rebuild_hint(),
+                });
+                continue;
+            };
+            match index.dirs_of(&key).first() {
+                Some(d) => found.push((m.name.clone(), d.clone())),
+                None => nowhere.push(key),
+            }
+        }
+        if !nowhere.is_empty() {
+            let all_ffmpeg = nowhere.iter().all(|n| is_ffmpeg_lib(n));
+            refused.push(Refusal {
+                path: rel.clone(),
+                kind: if all_ffmpeg {
+                    "missing-ffmpeg"
+                } else {
+                    "missing"
+                }
+                .into(),
+                problem: format!(
+                    "needs {}, found nowhere in the venv{}",
+                    nowhere.join(", "),
+                    if searched {
+                        ""
+                    } else {
+                        " or the directories searched"
+                    }
+                ),
+                fix: missing_fix(&nowhere[0], os, subject),
+            });
+            continue;
+        }
+        firsts.push((file.clone(), rel, l, found));
+    }
+    // What the package's own files will find once repaired: a file that needs another of
+    // them (custom_ops needs core) is not blamed for what that one is about to find.
+    let will_find: BTreeMap<PathBuf, BTreeSet<String>> = firsts
+        .iter()
+        .map(|(f, _, _, found)| (canon(f), found.iter().map(|(n, _)| n.clone()).collect()))
+        .collect();
+    // Every directory any of them will search: in the process, a file's dependencies that are
+    // the package's own files find theirs through their own new entries.
+    let mut all_dirs: Vec<PathBuf> = Vec::new();
+    for (_, _, _, found) in &firsts {
+        for (_, d) in found {
+            if !all_dirs.contains(d) {
+                all_dirs.push(d.clone());
+            }
+        }
+    }
+    // Pass 2: with the directories found, would it load?
+    for (file, rel, l, found) in firsts {
+        let bin = reader.full(&file);
+        let Ok(bin) = bin.as_ref() else { continue };
+        let needs_ffmpeg = bin.needed.iter().any(|n| is_ffmpeg_lib(leaf(n)));
+        // With the directories found, would it load? The same check as the loader's, with
+        // them searched first.
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for (_, d) in &found {
+            if !dirs.contains(d) {
+                dirs.push(d.clone());
+            }
+        }
+        let after = if found.is_empty() {
+            l
+        } else {
+            let mut extra = dirs.clone();
+            extra.extend(all_dirs.iter().filter(|d| !dirs.contains(d)).cloned());
+            link(
+                &file,
+                &Search {
+                    extra_dirs: extra,
+                    ..base.clone()
+                },
+                reader,
+            )?
+        };
+        let still: Vec<String> = after
+            .missing
+            .iter()
+            .filter(|m| {
+                !m.needed_by.iter().any(|p| {
+                    will_find
+                        .get(&canon(p))
+                        .is_some_and(|names| names.contains(&m.name))
+                })
+            })
+            .map(|m| {
+                format!(
+                    "{} (needed by {})",
+                    m.name,
+                    m.needed_by
+                        .first()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        if !still.is_empty() {
+            refused.push(Refusal {
+                path: rel.clone(),
+                kind: "missing".into(),
+                problem: format!("would still miss {}", still.join(", ")),
+                fix: subject.rebuild_hint(),
+            });
+            continue;
+        }
+        let abi: Vec<String> = after
+            .unresolved
+            .iter()
+            .filter(|u| !rocbuild_native::is_python_c_api(&u.name))
+            .map(|u| u.demangled.clone().unwrap_or_else(|| u.name.clone()))
+            .collect();
+        if !abi.is_empty() {
+            refused.push(Refusal {
+                path: rel.clone(),
+                kind: "abi".into(),
+                problem: format!(
+                    "imports {} that nothing exports{}: built for another version of what it links to",
+                    abi.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+                    if abi.len() > 3 { format!(" (and {} more)", abi.len() - 3) } else { String::new() }
+                ),
+                fix: subject.rebuild_hint(),
+            });
+            continue;
+        }
+        if needs_ffmpeg {
+            loads_with_ffmpeg = true;
+        }
+        if found.is_empty() {
+            continue;
+        }
+        let file_dir = file.parent().unwrap_or(site);
+        let mut new: Vec<String> = Vec::new();
+        for d in &dirs {
+            let e = entry_for(origin, site, file_dir, d);
+            if !new.contains(&e) {
+                new.push(e);
+            }
+        }
+        let entries = match bin.format {
+            Format::Elf => {
+                let mut all = if bin.runpath.is_empty() {
+                    bin.rpath.clone()
+                } else {
+                    bin.runpath.clone()
+                };
+                for e in new {
+                    if !all.contains(&e) {
+                        all.push(e);
+                    }
+                }
+                all
+            }
+            _ => new.into_iter().filter(|e| !bin.rpath.contains(e)).collect(),
+        };
+        fixes.push(FileFix {
+            path: rel,
+            format: bin.format.to_string(),
+            found,
+            entries,
+        });
+    }
+    // TorchCodec ships one core per FFmpeg major and loads the first that works: the others
+    // failing on their FFmpeg is expected once one loads.
+    let (alternatives, refused): (Vec<Refusal>, Vec<Refusal>) = refused
+        .into_iter()
+        .partition(|r| r.kind == "missing-ffmpeg" && subject.ffmpeg && loads_with_ffmpeg);
+    let outcome = if !refused.is_empty() {
+        Outcome::CannotRepair
+    } else if fixes.is_empty() {
+        Outcome::NothingToDo
+    } else {
+        Outcome::WouldRepair
+    };
+    Ok(PackageRepair {
+        name: subject.name.clone(),
+        version: None,
+        outcome,
+        fixes,
+        refused,
+        alternatives,
+        signed: Vec::new(),
+    })
+}
+
+/// The version pip installed, from the dist-info directory's name.
+fn dist_version(site: &Path, dist: &str) -> Option<String> {
+    let want = rocbuild_probe::normalize_dist(dist);
+    std::fs::read_dir(site).ok()?.flatten().find_map(|e| {
+        let n = e.file_name().to_string_lossy().into_owned();
+        let stem = n.strip_suffix(".dist-info")?;
+        let (name, version) = stem.rsplit_once('-')?;
+        (rocbuild_probe::normalize_dist(name) == want).then(|| version.to_string())
+    })
+}
+
+fn subject_for(name: &str) -> Subject {
+    Subject::known()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| Subject {
+            name: name.to_string(),
+            import_dir: name.to_string(),
+            distribution: name.to_string(),
+            recipe: None,
+            ffmpeg: false,
+            torch: false,
+        })
+}
+
+/// Plan, and unless `dry_run`, apply the repair of each package.
+pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
+    let (root, site) = locate(opts.venv.as_deref())?;
+    let names: Vec<String> = if opts.packages.is_empty() {
+        ["torchcodec", "ctranslate2"]
+            .into_iter()
+            .filter(|n| site.join(n).is_dir())
+            .map(str::to_string)
+            .collect()
+    } else {
+        opts.packages.clone()
+    };
+    if names.is_empty() {
+        return Err(DoctorError::NothingToRepair {
+            site: site.display().to_string(),
+        });
+    }
+    for n in &names {
+        if !manifest::is_inside(n) || n.contains('/') || !site.join(n).is_dir() {
+            return Err(DoctorError::NotInstalled {
+                name: n.clone(),
+                site: site.display().to_string(),
+            });
+        }
+    }
+    for d in &opts.search {
+        if !d.is_dir() {
+            return Err(DoctorError::BadSearchDir {
+                path: d.display().to_string(),
+            });
+        }
+    }
+    let os = os_of_files(&site, &names).unwrap_or_else(Os::current);
+    let python = Some(rocbuild_probe::python_in_venv(&root, os))
+        .filter(|p| p.exists() && os == Os::current());
+    let mut search = opts.search.clone();
+    if os == Os::current() && os == Os::Macos {
+        // Homebrew's prefixes (Apple silicon, then Intel).
+        for d in ["/opt/homebrew/lib", "/usr/local/lib"] {
+            search.push(PathBuf::from(d));
+        }
+    }
+    let search: Vec<PathBuf> = search
+        .into_iter()
+        .map(|d| std::path::absolute(&d).unwrap_or(d))
+        .collect();
+    let reader = Reader::leaked();
+    let index = Index::build(&site, &search);
+    let _lock = if opts.dry_run {
+        None
+    } else {
+        let lock = rocbuild_venv::lock::VenvLock::acquire(&site, !opts.no_wait, &mut |_| {})?;
+        install::recover(&site)?;
+        Some(lock)
+    };
+    let mut packages = Vec::new();
+    for n in &names {
+        let subject = subject_for(n);
+        if os == Os::Windows {
+            packages.push(PackageRepair {
+                name: n.clone(),
+                version: dist_version(&site, &subject.distribution),
+                outcome: Outcome::CannotRepair,
+                fixes: Vec::new(),
+                refused: vec![Refusal {
+                    path: n.clone(),
+                    kind: "other".into(),
+                    problem: "repair of a Windows venv is not implemented yet".into(),
+                    fix: subject.rebuild_hint(),
+                }],
+                alternatives: Vec::new(),
+                signed: Vec::new(),
+            });
+            continue;
+        }
+        let mut p = plan_package(
+            &site,
+            os,
+            &subject,
+            &index,
+            !search.is_empty(),
+            python.clone(),
+            reader,
+        )?;
+        p.version = dist_version(&site, &subject.distribution);
+        if p.outcome == Outcome::WouldRepair && !opts.dry_run {
+            if let Some(prev) = manifest::read_checked(&site, n)? {
+                if prev.kind == Kind::Build {
+                    return Err(DoctorError::BuiltByRocbuild { name: n.clone() });
+                }
+            }
+            p.signed = apply(&site, os, &p, python.as_deref())?;
+            p.outcome = Outcome::Repaired;
+        }
+        packages.push(p);
+    }
+    Ok(RepairReport {
+        venv: root,
+        site,
+        os: os.as_str().to_string(),
+        packages,
+    })
+}
+
+/// The edit as an install transaction: stage edited copies, journal + back up + swap, check
+/// that every edited file now finds everything (and, for a venv of this host, loads in a fresh
+/// Python), then commit with a manifest of kind `repair`, or roll back.
+fn apply(
+    site: &Path,
+    os: Os,
+    p: &PackageRepair,
+    python: Option<&Path>,
+) -> Result<Vec<String>, DoctorError> {
+    let venv_err = DoctorError::from;
+    let created = install::begin(site).map_err(venv_err)?;
+    let stage = rocbuild_venv::layout::stage(site);
+    let mut new = Vec::new();
+    let mut signed = Vec::new();
+    let staged_edit = (|| -> Result<(), DoctorError> {
+        for (i, f) in p.fixes.iter().enumerate() {
+            let from = site.join(&f.path);
+            let name = from
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let to = stage.join(format!("{i}-{name}"));
+            fs_err::copy(&from, &to).map_err(DoctorError::io("copy", &from))?;
+            if f.format == Format::MachO.to_string() {
+                rocbuild_native::add_macho_rpaths(&to, &f.entries)?;
+                signed.push(f.path.clone());
+            } else {
+                rocbuild_native::set_runpath(&to, &f.entries)?;
+            }
+            new.push(NewFile {
+                rel: f.path.clone(),
+                staged: to,
+            });
+        }
+        Ok(())
+    })();
+    if let Err(e) = staged_edit {
+        install::abandon(site, created);
+        return Err(e);
+    }
+    let previous = manifest::read_checked(site, &p.name).ok().flatten();
+    let swapped = install::swap(site, &p.name, created, &new, &[]).map_err(venv_err)?;
+    if let Err(reason) = verify(site, os, p, python) {
+        swapped.roll_back().map_err(venv_err)?;
+        return Err(DoctorError::RepairVerify {
+            name: p.name.clone(),
+            reason,
+        });
+    }
+    let mut files: Vec<InstalledFile> = Vec::new();
+    let mut search_added = BTreeMap::new();
+    // An earlier repair's files that are still as it left them stay in the manifest.
+    if let Some(prev) = previous.as_ref() {
+        for f in &prev.files {
+            let ours = manifest::sha256_file(&site.join(&f.path)).is_ok_and(|(h, _)| h == f.sha256);
+            if ours && !p.fixes.iter().any(|x| x.path == f.path) {
+                files.push(f.clone());
+                if let Some(e) = prev.search_added.get(&f.path) {
+                    search_added.insert(f.path.clone(), e.clone());
+                }
+            }
+        }
+    }
+    for f in &p.fixes {
+        let path = site.join(&f.path);
+        let (sha256, size) = manifest::sha256_file(&path).map_err(venv_err)?;
+        let md = std::fs::metadata(&path).map_err(DoctorError::io("read", &path))?;
+        files.push(InstalledFile {
+            path: f.path.clone(),
+            sha256,
+            size,
+            built_sha256: None,
+            mtime_ns: manifest::mtime_ns(&md),
+        });
+        search_added.insert(f.path.clone(), f.entries.clone());
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let m = Manifest {
+        schema: 2,
+        recipe: p.name.clone(),
+        version: p.version.clone().unwrap_or_default(),
+        flavor: String::new(),
+        python: python.map(|p| p.display().to_string()).unwrap_or_default(),
+        files,
+        installed_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        kind: Kind::Repair,
+        search_added,
+        ..Manifest::default()
+    };
+    swapped.commit(&m, None).map_err(venv_err)?;
+    Ok(signed)
+}
+
+/// After the swap: the loader emulation finds every need of every edited file (Mach-O: and the
+/// new signature verifies); for a venv of this host's OS, a fresh Python loads them with
+/// `ctypes.CDLL` (no `LD_LIBRARY_PATH`, nothing imported first).
+fn verify(site: &Path, os: Os, p: &PackageRepair, python: Option<&Path>) -> Result<(), String> {
+    let reader = Reader::default();
+    let mut paths = Vec::new();
+    for f in &p.fixes {
+        let path = site.join(&f.path);
+        let l = link(&path, &Search::default(), &reader).map_err(|e| e.to_string())?;
+        if let Some(m) = l.missing.first() {
+            return Err(format!("{} still misses {}", f.path, m.name));
+        }
+        if f.format == Format::MachO.to_string() {
+            let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+            let problems = rocbuild_native::signature_problems(&bytes);
+            if !problems.is_empty() {
+                return Err(format!("{}: {}", f.path, problems.join("; ")));
+            }
+        }
+        paths.push(path);
+    }
+    if let (Some(py), true) = (python, os == Os::current()) {
+        let out = std::process::Command::new(py)
+            .args([
+                "-I",
+                "-B",
+                "-c",
+                "import ctypes, sys\nfor p in sys.argv[1:]:\n    ctypes.CDLL(p)\n",
+            ])
+            .args(&paths)
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("DYLD_LIBRARY_PATH")
+            .current_dir(site)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", py.display()))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Err(format!(
+                "a fresh Python cannot load them: {}",
+                err.lines().last().unwrap_or("").trim()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Human text.
+pub fn human(r: &RepairReport) -> String {
+    let mut s = format!("venv {} ({} files)\n", r.venv.display(), r.os);
+    for p in &r.packages {
+        let v = p
+            .version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
+        let what = match p.outcome {
+            Outcome::NothingToDo => "finds every library it needs: nothing to repair",
+            Outcome::WouldRepair => "would be repaired (--dry-run: nothing changed)",
+            Outcome::Repaired => "repaired",
+            Outcome::CannotRepair => "cannot be repaired: nothing was changed",
+        };
+        s.push_str(&format!("{}{v}: {what}\n", p.name));
+        for f in &p.fixes {
+            let libs: BTreeSet<String> = f.found.iter().map(|(n, _)| leaf(n).to_string()).collect();
+            s.push_str(&format!(
+                "  {}: {} {} (for {})\n",
+                f.path,
+                if f.format == "ELF" {
+                    "RUNPATH"
+                } else {
+                    "+LC_RPATH"
+                },
+                f.entries.join(":"),
+                libs.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        for f in &p.signed {
+            s.push_str(&format!("  {f}: signed again (ad hoc)\n"));
+        }
+        for a in &p.alternatives {
+            s.push_str(&format!(
+                "  left as is: {}: {} (another FFmpeg major loads)\n",
+                a.path, a.problem
+            ));
+        }
+        for r in &p.refused {
+            s.push_str(&format!(
+                "  {}: {}\n    fix: {}\n",
+                r.path, r.problem, r.fix
+            ));
+        }
+        if p.outcome == Outcome::Repaired {
+            s.push_str(&format!("  undo: rocbuild restore {}\n", p.name));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_relative_inside_site_packages_and_absolute_outside() {
+        let site = Path::new("/v/lib/python3.12/site-packages");
+        let tc = site.join("torchcodec");
+        assert_eq!(entry_for("$ORIGIN", site, &tc, &tc), "$ORIGIN");
+        assert_eq!(
+            entry_for("@loader_path", site, &tc, &site.join("torch/lib")),
+            "@loader_path/../torch/lib"
+        );
+        assert_eq!(
+            entry_for("$ORIGIN", site, &tc, &site.join("nvidia/cu13/lib")),
+            "$ORIGIN/../nvidia/cu13/lib"
+        );
+        assert_eq!(
+            entry_for("@loader_path", site, &tc, Path::new("/opt/homebrew/lib")),
+            "/opt/homebrew/lib"
+        );
+    }
+
+    #[test]
+    fn only_names_a_search_path_can_change_are_fixable() {
+        assert_eq!(
+            searchable(Format::MachO, "@rpath/libavutil.59.dylib").as_deref(),
+            Some("libavutil.59.dylib")
+        );
+        assert_eq!(searchable(Format::MachO, "/opt/x/libavutil.59.dylib"), None);
+        assert_eq!(
+            searchable(Format::Elf, "libc10.so").as_deref(),
+            Some("libc10.so")
+        );
+        assert!(is_ffmpeg_lib("libavutil.59.dylib") && is_ffmpeg_lib("avutil-59.dll"));
+        assert!(!is_ffmpeg_lib("libc10.so"));
+    }
+}

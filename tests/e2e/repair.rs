@@ -1,0 +1,471 @@
+//! `rocbuild repair`: pip's own files made findable, not rebuilt — on the real PyPI wheels.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rocbuild_testkit::upstream;
+
+use crate::common::*;
+
+/// Every file under `dir` with its bytes.
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// A dylib for arm64 macOS whose install name is `@rpath/<name>` and which exports exactly
+/// `symbols` (raw Mach-O names), linked here with clang-15 + ld64.lld from assembly.
+fn stub_dylib(dir: &Path, name: &str, symbols: &BTreeSet<String>) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut asm = String::from(".text\n.p2align 2\n");
+    for s in symbols {
+        asm.push_str(&format!(".globl \"{s}\"\n\"{s}\":\n  ret\n"));
+    }
+    let src = dir.join(format!("{name}.s"));
+    std::fs::write(&src, asm).unwrap();
+    let out = dir.join(name);
+    run(Command::new("clang-15")
+        .args([
+            "-target",
+            "arm64-apple-macos11",
+            "-nostdlib",
+            "-shared",
+            "-fuse-ld=lld",
+        ])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .arg(format!("-Wl,-install_name,@rpath/{name}")));
+    std::fs::remove_file(&src).unwrap();
+    out
+}
+
+/// What the files under `dir` import from each `@rpath/` library.
+fn rpath_imports(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (rel, _) in tree(dir) {
+        if !(rel.ends_with(".dylib") || rel.ends_with(".so")) {
+            continue;
+        }
+        let b = rocbuild_native::read_binary(&dir.join(&rel)).unwrap();
+        for n in &b.needed {
+            if let Some(leaf) = n.strip_prefix("@rpath/") {
+                out.entry(leaf.to_string()).or_default();
+            }
+        }
+        for i in &b.imports {
+            if let (Some(lib), Some(name)) = (&i.library, &i.name) {
+                if let Some(leaf) = lib.strip_prefix("@rpath/") {
+                    out.entry(leaf.to_string())
+                        .or_default()
+                        .insert(name.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The LC_RPATHs of a Mach-O file, as llvm-objdump (an independent reader) prints them.
+fn objdump_rpaths(file: &Path) -> Vec<String> {
+    let text = run(Command::new("llvm-objdump-15")
+        .args(["--macho", "--private-headers"])
+        .arg(file));
+    let mut out = Vec::new();
+    let mut in_rpath = false;
+    for l in text.lines() {
+        let t = l.trim();
+        if t.starts_with("cmd ") {
+            in_rpath = t == "cmd LC_RPATH";
+        } else if in_rpath && t.starts_with("path ") {
+            let p = t.trim_start_matches("path ");
+            out.push(p.split(" (offset").next().unwrap().to_string());
+        }
+    }
+    out
+}
+
+/// TorchCodec 0.16.0's real macOS wheel in a macOS-shaped venv, repaired from this Linux
+/// host: its libraries have no LC_RPATH, so nothing finds torch's libraries or Homebrew's
+/// FFmpeg. torch/lib and Homebrew's lib hold stub dylibs exporting what the wheel imports.
+#[test]
+fn repairs_the_real_macos_torchcodec_without_lc_rpath() {
+    let Some(wheel) = upstream::wheel(&upstream::TORCHCODEC_MACOS_NO_RPATH) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    let site = venv.join("lib/python3.12/site-packages");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        "home = /opt/homebrew/bin\nversion = 3.12.7\n",
+    )
+    .unwrap();
+    upstream::unpack(&wheel, &site);
+    let pip_bytes = tree(&site);
+    let tc = site.join("torchcodec");
+    let core = tc.join("libtorchcodec_core7.dylib");
+    assert!(
+        objdump_rpaths(&core).is_empty(),
+        "the fixture has no LC_RPATH"
+    );
+
+    // torch's libraries and Homebrew's FFmpeg 7, as stubs exporting what is imported.
+    let brew = tmp.path().join("opt/homebrew/lib");
+    for (leaf, syms) in rpath_imports(&tc) {
+        if leaf.starts_with("libtorchcodec") {
+            continue;
+        }
+        let dir = if leaf.starts_with("libav") || leaf.starts_with("libsw") {
+            // Only FFmpeg 7 (libavutil 59) is installed, as with `brew install ffmpeg@7`.
+            if ![
+                "libavutil.59",
+                "libavcodec.61",
+                "libavformat.61",
+                "libavdevice.61",
+                "libavfilter.10",
+                "libswscale.8",
+                "libswresample.5",
+            ]
+            .iter()
+            .any(|p| leaf.starts_with(p))
+            {
+                continue;
+            }
+            brew.clone()
+        } else {
+            site.join("torch/lib")
+        };
+        stub_dylib(&dir, &leaf, &syms);
+    }
+
+    let staged = tree(&site);
+
+    // Before: deps cannot find libavutil (nor torch's libraries), and says why.
+    let before = rocbuild(&["deps", core.to_str().unwrap()], &[]);
+    assert_eq!(before.code, 1, "{}\n{}", before.stdout, before.stderr);
+    assert!(
+        before.stdout.contains("libavutil.59.dylib"),
+        "{}",
+        before.stdout
+    );
+
+    let dry = rocbuild(
+        &[
+            "repair",
+            "torchcodec",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--search",
+            brew.to_str().unwrap(),
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert_eq!(dry.code, 0, "{}\n{}", dry.stdout, dry.stderr);
+    assert!(dry.stdout.contains("would be repaired"), "{}", dry.stdout);
+    assert!(tree(&site) == staged, "the dry run changed the venv");
+
+    let out = rocbuild(
+        &[
+            "repair",
+            "torchcodec",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--search",
+            brew.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect(&out.stdout);
+    assert_eq!(v["os"], "macos");
+    let p = &v["packages"][0];
+    assert_eq!(p["outcome"], "repaired", "{}", out.stdout);
+    let fixed: BTreeSet<&str> = p["fixes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    for f in [
+        "torchcodec/libtorchcodec_core7.dylib",
+        "torchcodec/libtorchcodec_custom_ops7.dylib",
+        "torchcodec/libtorchcodec_pybind_ops.so",
+    ] {
+        assert!(fixed.contains(f), "{f} not repaired: {}", out.stdout);
+    }
+    // The cores for FFmpeg majors that are not installed are left as they were.
+    assert!(!fixed.contains("torchcodec/libtorchcodec_core6.dylib"));
+    assert_eq!(
+        std::fs::read(tc.join("libtorchcodec_core6.dylib")).unwrap(),
+        pip_bytes["torchcodec/libtorchcodec_core6.dylib"]
+    );
+
+    // Read back by llvm-objdump: the rpaths; by the signing crate's verifier: every page hash.
+    assert_eq!(
+        objdump_rpaths(&core),
+        [
+            "@loader_path/../torch/lib".to_string(),
+            brew.display().to_string()
+        ]
+    );
+    assert_eq!(
+        objdump_rpaths(&tc.join("libtorchcodec_pybind_ops.so")),
+        ["@loader_path/../torch/lib"]
+    );
+    for f in &fixed {
+        let bytes = std::fs::read(site.join(f)).unwrap();
+        assert_eq!(
+            rocbuild_native::signature_problems(&bytes),
+            Vec::<String>::new(),
+            "{f}"
+        );
+        assert_ne!(bytes, pip_bytes[*f], "{f}");
+    }
+
+    // deps now finds libavutil in Homebrew's lib, through the new LC_RPATH.
+    let after = rocbuild(&["deps", core.to_str().unwrap(), "--json"], &[]);
+    assert_eq!(after.code, 0, "{}\n{}", after.stdout, after.stderr);
+    let d: serde_json::Value = serde_json::from_str(&after.stdout).unwrap();
+    let libs = d["files"][0]["libraries"].as_array().unwrap();
+    let avutil = libs
+        .iter()
+        .find(|l| l["name"] == "@rpath/libavutil.59.dylib")
+        .expect(&after.stdout);
+    assert_eq!(
+        avutil["path"],
+        brew.join("libavutil.59.dylib").display().to_string()
+    );
+
+    // The manifest says it is a repair; status sees it; a second run has nothing to do.
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(site.join(".rocbuild/torchcodec.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["kind"], "repair");
+    assert_eq!(m["version"], "0.16.0");
+    let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &[]);
+    assert!(
+        st.stdout.contains("torchcodec 0.16.0: fresh"),
+        "{}\n{}",
+        st.stdout,
+        st.stderr
+    );
+    let again = rocbuild(
+        &[
+            "repair",
+            "torchcodec",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--search",
+            brew.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stdout.contains("nothing to repair"),
+        "{}",
+        again.stdout
+    );
+
+    // restore: pip's bytes back, every file.
+    let r = rocbuild(
+        &["restore", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let now = tree(&site);
+    for (rel, bytes) in &pip_bytes {
+        assert_eq!(now.get(rel), Some(bytes), "{rel} differs after restore");
+    }
+    assert!(!site.join(".rocbuild/torchcodec.json").exists());
+}
+
+/// PyPI's torchcodec 0.17.0 on PyPI's CUDA torch (Linux): its libraries have no RUNPATH, so
+/// a fresh Python cannot `ctypes.CDLL` its core without importing torch first. After repair
+/// it can (RUNPATH to torch/lib and the nvidia wheel's lib); restore gives pip's bytes back.
+#[test]
+fn repairs_the_real_linux_torchcodec_so_its_core_loads_without_torch() {
+    use crate::real_torch::{pypi_torchcodec_wheel, real_torch_venv, venv_over};
+    let real = real_torch_venv();
+    let wheel = pypi_torchcodec_wheel(&real);
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    let site = venv_over(&real, &venv);
+    run(Command::new(real.join("bin/python"))
+        .args(["-m", "pip", "--python"])
+        .arg(venv.join("bin/python"))
+        .args(["install", "-q", "--no-deps", "--no-index", "--no-compile"])
+        .arg(&wheel));
+    let tc = site.join("torchcodec");
+    let core = tc.join("libtorchcodec_core5.so");
+    let pip_bytes = tree(&tc);
+    let load = || {
+        Command::new(venv.join("bin/python"))
+            .args([
+                "-I",
+                "-B",
+                "-c",
+                "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('loaded')",
+            ])
+            .arg(&core)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    let before = load();
+    assert!(!before.status.success(), "loads before the repair?");
+    assert!(String::from_utf8_lossy(&before.stderr).contains("cannot open shared object file"));
+
+    let out = rocbuild(
+        &["repair", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("torchcodec 0.17.0: repaired"),
+        "{}",
+        out.stdout
+    );
+    let info = rocbuild_native::read_elf(&core).unwrap();
+    assert!(
+        info.runpath.contains(&"$ORIGIN/../torch/lib".to_string()),
+        "{info:?}"
+    );
+    let after = load();
+    assert!(
+        after.status.success(),
+        "{}",
+        String::from_utf8_lossy(&after.stderr)
+    );
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(site.join(".rocbuild/torchcodec.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["kind"], "repair");
+
+    // pip reinstalling the wheel is seen by status.
+    std::fs::write(&core, &pip_bytes["libtorchcodec_core5.so"]).unwrap();
+    let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &[]);
+    assert_eq!(st.code, 1, "{}", st.stdout);
+    assert!(
+        st.stdout
+            .contains("overwritten: torchcodec/libtorchcodec_core5.so"),
+        "{}",
+        st.stdout
+    );
+
+    let r = rocbuild(
+        &["restore", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        tree(&tc) == pip_bytes,
+        "restore did not give pip's bytes back"
+    );
+    assert!(!load().status.success());
+}
+
+/// `bundle` of the real CTranslate2 Windows wheel, from this Linux host: exactly the DLLs a
+/// clean Windows lacks — ctranslate2, libiomp5md and the MSVC runtime (from the msvc-runtime
+/// wheel via --search) — and no system DLL (libiomp5md's WINTRUST.dll is one); without the
+/// runtime it refuses, naming `pip install msvc-runtime`.
+#[test]
+fn bundles_the_real_ctranslate2_windows_wheel_with_the_msvc_runtime() {
+    let (Some(ct2), Some(rt)) = (
+        upstream::wheel(&upstream::CTRANSLATE2_WINDOWS),
+        upstream::wheel(&upstream::MSVC_RUNTIME),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let site = tmp.path().join("site");
+    upstream::unpack(&ct2, &site);
+    let rt_dir = tmp.path().join("rt");
+    upstream::unpack(&rt, &rt_dir);
+    // pip puts them beside python.exe (Scripts/), where the whole runtime is.
+    let rt_dlls = rt_dir.join("msvc_runtime-14.51.36231.data/data/Scripts");
+    let dll = site.join("ctranslate2/ctranslate2.dll");
+
+    let refused = rocbuild(
+        &[
+            "bundle",
+            dll.to_str().unwrap(),
+            "--into",
+            tmp.path().join("no").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("pip install msvc-runtime"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !refused.stderr.to_lowercase().contains("wintrust"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !tmp.path().join("no").exists()
+            || std::fs::read_dir(tmp.path().join("no"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+
+    let into = tmp.path().join("app");
+    let out = rocbuild(
+        &[
+            "bundle",
+            dll.to_str().unwrap(),
+            "--into",
+            into.to_str().unwrap(),
+            "--search",
+            rt_dlls.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let names: BTreeSet<String> = tree(&into)
+        .keys()
+        .map(|k| {
+            Path::new(k)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_lowercase()
+        })
+        .collect();
+    let want: BTreeSet<String> = [
+        "ctranslate2.dll",
+        "libiomp5md.dll",
+        "msvcp140.dll",
+        "vcruntime140.dll",
+        "vcruntime140_1.dll",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(names, want, "{}", out.stdout);
+}

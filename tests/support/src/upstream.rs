@@ -1,0 +1,121 @@
+//! Real upstream wheels for other OSes, fetched once with `pip download --platform …` into the
+//! workspace's `cache/wheels/` (git-ignored; `cargo xtask test` fetches the same list first).
+//! A test that needs one skips, saying so, only when it is not cached and PyPI cannot be
+//! reached.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One wheel of PyPI, by name, version and platform tag.
+#[derive(Debug, Clone, Copy)]
+pub struct Wheel {
+    pub name: &'static str,
+    pub version: &'static str,
+    /// `macosx_14_0_arm64`, `win_amd64`, `manylinux_2_28_x86_64`.
+    pub platform: &'static str,
+}
+
+/// TorchCodec 0.16.0 for macOS arm64: its core, custom_ops and pybind libraries carry no
+/// LC_RPATH at all (0.15 and 0.17 have Homebrew's `/opt/homebrew/opt/ffmpeg/lib`).
+pub const TORCHCODEC_MACOS_NO_RPATH: Wheel = Wheel {
+    name: "torchcodec",
+    version: "0.16.0",
+    platform: "macosx_14_0_arm64",
+};
+
+/// CTranslate2 for Windows: ctranslate2.dll imports libiomp5md.dll and the MSVC runtime;
+/// libiomp5md.dll imports WINTRUST.dll (System32).
+pub const CTRANSLATE2_WINDOWS: Wheel = Wheel {
+    name: "ctranslate2",
+    version: "4.8.5",
+    platform: "win_amd64",
+};
+
+/// The MSVC runtime DLLs (MSVCP140, VCRUNTIME140, VCRUNTIME140_1, …) as a wheel, for Windows.
+pub const MSVC_RUNTIME: Wheel = Wheel {
+    name: "msvc_runtime",
+    version: "14.51.36231",
+    platform: "win_amd64",
+};
+
+/// Every wheel of the corpus (what `cargo xtask test` fetches).
+pub const CORPUS: &[Wheel] = &[TORCHCODEC_MACOS_NO_RPATH, CTRANSLATE2_WINDOWS, MSVC_RUNTIME];
+
+/// `<workspace>/cache/wheels`.
+pub fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cache/wheels")
+}
+
+fn find(dir: &Path, w: &Wheel) -> Option<PathBuf> {
+    let prefix = format!("{}-{}-", w.name, w.version);
+    let arch = w.platform.rsplit('_').next().unwrap_or(w.platform);
+    let os = w.platform.split('_').next().unwrap_or(w.platform);
+    let mut hits: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            n.starts_with(&prefix) && n.ends_with(".whl") && n.contains(os) && n.contains(arch)
+        })
+        .collect();
+    hits.sort();
+    hits.pop()
+}
+
+/// The cached wheel, downloaded first when it is not there; `None` (with a line on stderr
+/// saying why the test is skipped) when it is not cached and the download failed.
+pub fn wheel(w: &Wheel) -> Option<PathBuf> {
+    let dir = cache_dir();
+    if let Some(p) = find(&dir, w) {
+        return Some(p);
+    }
+    std::fs::create_dir_all(&dir).ok()?;
+    let python = std::env::var("ROCBUILD_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = Command::new(python)
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--only-binary=:all:",
+            "--no-deps",
+            "--python-version",
+            "3.12",
+            "--platform",
+            w.platform,
+        ])
+        .arg(format!("{}=={}", w.name.replace('_', "-"), w.version))
+        .arg("-d")
+        .arg(&dir)
+        .output();
+    match (out, find(&dir, w)) {
+        (_, Some(p)) => Some(p),
+        (Ok(o), None) => {
+            eprintln!(
+                "SKIPPED: {}=={} ({}) is not in {} and pip could not download it (no network?): {}",
+                w.name,
+                w.version,
+                w.platform,
+                dir.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            None
+        }
+        (Err(e), None) => {
+            eprintln!("SKIPPED: cannot run pip to download {}: {e}", w.name);
+            None
+        }
+    }
+}
+
+/// Unpack a wheel (a zip) into `into`, as pip lays it out in site-packages.
+pub fn unpack(wheel: &Path, into: &Path) {
+    let f = std::fs::File::open(wheel).unwrap();
+    let mut z = zip::ZipArchive::new(f).unwrap();
+    z.extract(into).unwrap();
+}
