@@ -131,6 +131,14 @@ pub enum EngineError {
         reproduce: String,
     },
 
+    #[error("the index {index} did not take {wheel}\n{output}")]
+    #[diagnostic(code(rocbuild::publish::refused), help("twine's own words above. Credentials come from TWINE_USERNAME / TWINE_PASSWORD or the index's section in ~/.pypirc (pass its name as --index); a 409/400 'already exists' means this exact version is there already: indexes never replace a file, rebuild with other inputs or delete it on the index"))]
+    Publish {
+        index: String,
+        wheel: String,
+        output: String,
+    },
+
     #[error("the install prefix has no file matching the recipe's artifacts {globs}")]
     #[diagnostic(code(rocbuild::install::no_artifacts), help("the build produced nothing to install; check the recipe's [install] artifacts against the files under {prefix}"))]
     NoArtifacts { globs: String, prefix: String },

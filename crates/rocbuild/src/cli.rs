@@ -68,6 +68,9 @@ pub enum Command {
     Restore(RestoreArgs),
     /// Make a wheel of the rebuilt package, to pip install on machines with the same torch.
     Wheel(WheelArgs),
+    /// Upload the rebuilt package's wheel to a package index (twine: PyPI, devpi, pypiserver,
+    /// artifact registries), so machines like this one install it instead of building.
+    Publish(PublishArgs),
     /// Show the cache's size by kind; remove sources, build trees or logs.
     Clean(CleanArgs),
     /// Download a shared FFmpeg build (pinned by URL and sha256), extract it, and say how to use it.
@@ -174,6 +177,21 @@ pub struct WheelArgs {
     /// Directory to write the wheel into.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub venv: VenvArg,
+}
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// The recipe whose installed build to publish.
+    pub recipe: String,
+    /// The index's upload URL (e.g. http://127.0.0.1:8080/ for pypiserver) or the name of its
+    /// section in ~/.pypirc. Credentials: TWINE_USERNAME / TWINE_PASSWORD or ~/.pypirc.
+    #[arg(long, value_name = "URL|NAME")]
+    pub index: String,
+    /// Make the wheel and say where it would go; upload nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub venv: VenvArg,
 }

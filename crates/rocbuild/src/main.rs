@@ -123,6 +123,7 @@ fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Some(Command::Schedule(a)) => keep::schedule(&a, g),
         Some(Command::Restore(a)) => keep::restore(&a),
         Some(Command::Wheel(a)) => keep::wheel(&a),
+        Some(Command::Publish(a)) => keep::publish(&a, g),
         Some(Command::Clean(a)) => keep::clean(&a, g),
         Some(Command::Doctor(a)) => doctor::doctor(&load_recipes(g)?, &a),
         Some(Command::Deps(a)) => doctor::deps(&a),

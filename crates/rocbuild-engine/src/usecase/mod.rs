@@ -4,10 +4,12 @@
 
 mod build;
 mod keep;
+mod publish;
 
 use std::path::{Path, PathBuf};
 
 pub use build::{build, BuildRequest, Built};
+pub use publish::{publish, Published};
 pub use keep::{rebuild, restore, status, wheel, RebuildRequest, Rebuilt, StatusReport};
 
 use rocbuild_probe::Os;

@@ -11,7 +11,7 @@ use rocbuild_venv::status::{State, VenvStatus};
 
 use crate::cli::{
     CleanArgs, EveryArg, Global, RebuildArgs, RestoreArgs, ScheduleAction, ScheduleArgs,
-    SchedulerKind, StatusArgs, WheelArgs,
+    SchedulerKind, StatusArgs, WheelArgs, PublishArgs,
 };
 use crate::settings as env;
 use crate::{ExitStatus, Stderr};
@@ -143,6 +143,25 @@ pub fn wheel(a: &WheelArgs) -> Result<ExitStatus> {
             "{} files; version {}; requires torch=={t}",
             w.files, w.version
         );
+    }
+    Ok(ExitStatus::Success)
+}
+
+pub fn publish(a: &PublishArgs, g: &Global) -> Result<ExitStatus> {
+    let cache = env::cache(g)?;
+    let p = usecase::publish(
+        a.venv.venv.as_deref(),
+        &a.recipe,
+        &a.index,
+        &cache,
+        a.dry_run,
+        &mut Stderr,
+    )?;
+    if a.dry_run {
+        println!("{} (not uploaded)", p.wheel.display());
+    } else {
+        println!("{} {} published to {}", a.recipe, p.version, p.index);
+        println!("  wheel: {}", p.wheel.display());
     }
     Ok(ExitStatus::Success)
 }
