@@ -37,7 +37,9 @@ pub use gpu::{
 pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 pub use mkl::{find_mkl, is_mkl_root};
 pub use probe_env::{vars, ProbeEnv};
-pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
+pub use python::{
+    distribution_version, installed_distributions, normalize_dist, probe_python, python_in_venv,
+};
 pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
 pub use runtime::{

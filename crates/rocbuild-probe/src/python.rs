@@ -114,3 +114,53 @@ pub fn installed_distributions(site: &Path) -> std::collections::BTreeMap<String
         })
         .collect()
 }
+
+/// The `Version:` of distribution `name`'s METADATA in `site` (what pip and uv compare a
+/// requirement against; it can differ from the package's own `__version__`: PyPI's CUDA torch
+/// is the distribution `2.15.0` whose `torch.__version__` is `2.15.0+cu132`). None when no
+/// dist-info of that name is there.
+pub fn distribution_version(site: &Path, name: &str) -> Option<String> {
+    let want = normalize_dist(name);
+    let entries = std::fs::read_dir(site).ok()?;
+    entries.filter_map(|e| e.ok()).find_map(|e| {
+        let file = e.file_name().to_string_lossy().into_owned();
+        let (dist, _) = file.strip_suffix(".dist-info")?.rsplit_once('-')?;
+        if normalize_dist(dist) != want {
+            return None;
+        }
+        let text = std::fs::read_to_string(e.path().join("METADATA")).ok()?;
+        text.lines()
+            .take_while(|l| !l.is_empty())
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case("version")
+                    .then(|| v.trim().to_string())
+            })
+            .filter(|v| !v.is_empty())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_distribution_version_is_read_from_metadata_not_the_directory_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let di = tmp.path().join("Torch-2.15.0.dist-info");
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            "Metadata-Version: 2.1\nName: torch\nVersion: 2.15.0\n\nVersion: not this\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(tmp.path().join("torchcodec-0.1.dist-info")).unwrap();
+        assert_eq!(
+            distribution_version(tmp.path(), "torch").as_deref(),
+            Some("2.15.0")
+        );
+        assert_eq!(distribution_version(tmp.path(), "torchcodec"), None);
+        assert_eq!(distribution_version(tmp.path(), "numpy"), None);
+    }
+}

@@ -51,6 +51,12 @@ pub fn site_packages(venv: &Path) -> PathBuf {
 /// A torch-like package in `site`: torch/version.py, lib/libc10.so, libtorch_cpu.so,
 /// libtorch.so (compiled with cc), include/, and a dist-info.
 pub fn install_fake_torch(site: &Path, version: &str) {
+    install_fake_torch_as(site, version, version)
+}
+
+/// A fake torch whose `torch.__version__` is `version` and whose distribution (dist-info
+/// METADATA) is `dist_version`: PyPI's CUDA torch is `2.15.0` with `__version__` `2.15.0+cu132`.
+pub fn install_fake_torch_as(site: &Path, version: &str, dist_version: &str) {
     let t = site.join("torch");
     let lib = t.join("lib");
     let inc = t.join("include");
@@ -89,11 +95,11 @@ pub fn install_fake_torch(site: &Path, version: &str) {
     )
     .unwrap();
     std::fs::write(t.join("__init__.py"), "from .version import __version__\n").unwrap();
-    let di = site.join(format!("torch-{version}.dist-info"));
+    let di = site.join(format!("torch-{dist_version}.dist-info"));
     std::fs::create_dir_all(&di).unwrap();
     std::fs::write(
         di.join("METADATA"),
-        format!("Metadata-Version: 2.1\nName: torch\nVersion: {version}\n"),
+        format!("Metadata-Version: 2.1\nName: torch\nVersion: {dist_version}\n"),
     )
     .unwrap();
     std::fs::write(di.join("RECORD"), "").unwrap();
