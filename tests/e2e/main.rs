@@ -19,4 +19,5 @@ mod real_torch;
 mod restore;
 mod schedule;
 mod status;
+mod uv_venv;
 mod wheel;

@@ -209,13 +209,14 @@ fn the_wheel_of_a_build_against_the_pypi_cuda_torch_installs_with_pip_and_passes
     venv_over(&real, &venv);
     let wheels_s = wheels.display().to_string();
     let env = [("PIP_NO_INDEX", "1"), ("PIP_FIND_LINKS", wheels_s.as_str())];
+    let cache = root.join("cache");
     let common = [
         "--recipes",
         recipes.to_str().unwrap(),
         "--venv",
         venv.to_str().unwrap(),
         "--cache",
-        root.join("cache").to_str().unwrap(),
+        cache.to_str().unwrap(),
     ];
     let mut args = vec!["realext", "-q"];
     args.extend_from_slice(&common);

@@ -14,6 +14,7 @@ mod fingerprint;
 mod install;
 mod libraries;
 mod needs;
+mod pip;
 mod python_part;
 mod release;
 mod source;

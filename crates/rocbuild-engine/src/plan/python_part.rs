@@ -10,6 +10,7 @@ use rocbuild_recipe::{PythonFrom, Recipe, Resolved};
 use serde::Serialize;
 
 use super::configure::msvc_env;
+use super::pip;
 use super::source::SourcePlan;
 use super::tools::ToolsPlan;
 use super::vars::expand;
@@ -47,35 +48,24 @@ pub fn plan(
     let version = version.to_string();
     let dist = rocbuild_probe::normalize_dist(&raw.package.distribution);
     let installed = py.distributions.get(&dist).cloned();
-    let pip_install = |target: &Path| {
-        Command::new(&py.exe)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--no-deps",
-                "--no-compile",
-                "--target",
-            ])
-            .arg(target.display().to_string())
-    };
+    let what = format!("the Python part of {}", recipe.name());
     Ok(match resolved.python_from {
         // The index's wheel carries the pure-Python files; needed only when another version
         // (or none) is installed.
-        PythonFrom::Pypi => (installed.as_deref() != Some(version.as_str())).then(|| {
+        PythonFrom::Pypi if installed.as_deref() == Some(version.as_str()) => None,
+        PythonFrom::Pypi => {
+            let pip = pip::installer(py, &what)?;
             let target = join(os, &py.site_packages, &rocbuild_venv::layout::PIP_TARGET);
-            PythonPart {
+            Some(PythonPart {
                 distribution: raw.package.distribution.clone(),
                 version: version.clone(),
                 replaces: installed.clone(),
                 build: None,
-                install: pip_install(&target)
+                install: pip::install_into(&pip, py, os, &target, true)
                     .arg(format!("{}=={version}", raw.package.distribution)),
                 target,
-            }
-        }),
+            })
+        }
         // A wheel built from the checkout against the libraries just built: always installed,
         // whatever version pip had (its native extension was built for other libraries).
         PythonFrom::Source => {
@@ -85,30 +75,21 @@ pub fn plan(
                 sub => join(os, source.dir(), &[sub]),
             };
             let wheel_dir = join(os, build_dir, &["rocbuild-wheel"]);
-            let mut build = Command::new(&py.exe)
-                .args([
-                    "-m",
-                    "pip",
-                    "wheel",
-                    "--disable-pip-version-check",
-                    "--no-input",
-                    "--no-deps",
-                    "--no-build-isolation",
-                    "--wheel-dir",
-                ])
+            let builder = pip::wheel_builder(py, &what)?;
+            let pip = pip::installer(py, &what)?;
+            let mut build = pip::command(&builder, py, os, "wheel")
+                .args(["--no-deps", "--no-build-isolation", "--wheel-dir"])
                 .arg(wheel_dir.display().to_string())
                 .arg(dir.display().to_string());
             for (k, v) in &resolved.python_env {
                 build.env.insert(k.clone(), expand(v, &vars)?);
             }
             if let Some(t) = tools {
-                build
-                    .env
-                    .insert("PYTHONPATH".into(), t.dir.display().to_string());
+                pip::prepend_python_path(&mut build, os, &t.dir);
             }
             build.env.extend(msvc_env(machine));
             let target = join(os, &py.site_packages, &rocbuild_venv::layout::PIP_TARGET);
-            let install = pip_install(&target)
+            let install = pip::install_into(&pip, py, os, &target, true)
                 .args(["--no-index", "--find-links"])
                 .arg(wheel_dir.display().to_string())
                 .arg(format!("{}=={version}", raw.package.distribution));

@@ -116,24 +116,18 @@ pub fn python_tools(
     if old_cmake {
         reqs.push("cmake>=3.27,<4".into());
     }
-    let tools = (!reqs.is_empty()).then(|| {
+    let tools = if reqs.is_empty() {
+        None
+    } else {
+        let pip = super::pip::installer(py, &format!("the build tools {}", reqs.join(" ")))?;
         let mut key: Vec<&str> = reqs.iter().map(String::as_str).collect();
         key.push(&py.version);
         let dir = join(os, cache, &["tools", &hash_hex(&key)[..16]]);
-        let install = Command::new(&py.exe)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--quiet",
-                "--target",
-            ])
-            .arg(dir.display().to_string())
+        let install = super::pip::install_into(&pip, py, os, &dir, false)
+            .arg("--quiet")
             .args(reqs.clone());
-        ToolsPlan { dir, install }
-    });
+        Some(ToolsPlan { dir, install })
+    };
     let cmake = match (&tools, old_cmake) {
         (Some(t), true) => join(os, &t.dir, &["cmake", "data", "bin", "cmake"]),
         _ => toolset.cmake.clone(),
