@@ -126,7 +126,8 @@ fn pypi_torchcodec_wheel(real: &Path) -> PathBuf {
 
 /// A venv of its own on the real venv's Python whose site-packages links to everything of the
 /// real one (torch, the nvidia-* wheels), so a package can be installed into it without
-/// touching the shared real venv (its rocbuild state and a realext built there are left out).
+/// touching the shared real venv (its pip, its rocbuild state and a realext built there are
+/// left out; setuptools stays: torch requires it, and `pip check` checks that).
 fn venv_over(real: &Path, venv: &Path) -> PathBuf {
     run(Command::new(real.join("bin/python"))
         .args(["-m", "venv", "--without-pip"])
@@ -137,7 +138,6 @@ fn venv_over(real: &Path, venv: &Path) -> PathBuf {
         if name == "__pycache__"
             || name == ".rocbuild"
             || name.starts_with("pip")
-            || name.starts_with("setuptools")
             || name.starts_with("realext")
         {
             continue;
@@ -196,6 +196,53 @@ fn doctor_does_not_contradict_its_load_test_on_the_pypi_cuda_torch() {
     );
 }
 
+/// torch's requirements the real venv lacks (it was made without triton, so `pip check` fails
+/// on it as it is), installed once into `<workspace>/cache/real-torch-extras` and linked into
+/// `site`: another machine with the same torch has them all.
+fn complete_torch_requirements(real: &Path, site: &Path) {
+    let real_site = site_packages(real);
+    if rocbuild_probe::distribution_version(&real_site, "triton").is_some() {
+        return;
+    }
+    let extras = fixture_dir().join("../../cache/real-torch-extras");
+    if rocbuild_probe::distribution_version(&extras, "triton").is_none() {
+        let meta = std::fs::read_to_string(
+            std::fs::read_dir(&real_site)
+                .unwrap()
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().starts_with("torch-"))
+                .unwrap()
+                .path()
+                .join("METADATA"),
+        )
+        .unwrap();
+        let req = meta
+            .lines()
+            .find_map(|l| l.strip_prefix("Requires-Dist: triton"))
+            .map(|r| format!("triton{}", r.split(';').next().unwrap().trim()))
+            .unwrap_or_else(|| "triton".into());
+        run(Command::new(real.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--no-compile",
+                "--only-binary=:all:",
+                "--target",
+            ])
+            .arg(&extras)
+            .arg(req));
+    }
+    for e in std::fs::read_dir(&extras).unwrap().flatten() {
+        let name = e.file_name();
+        if !site.join(&name).exists() && name != "bin" {
+            std::os::unix::fs::symlink(e.path(), site.join(&name)).unwrap();
+        }
+    }
+}
+
 /// `rocbuild wheel` of a build against PyPI's CUDA torch (distribution `2.15.0`,
 /// `torch.__version__` `2.15.0+cu132`): pip installs the wheel into another venv with the
 /// same torch WITH its dependencies resolved, and `pip check` passes (issue 11, item 2).
@@ -238,6 +285,7 @@ fn the_wheel_of_a_build_against_the_pypi_cuda_torch_installs_with_pip_and_passes
     // --no-deps) and finds them satisfied.
     let other = root.join("other");
     let other_site = venv_over(&real, &other);
+    complete_torch_requirements(&real, &other_site);
     let pip = |args: &[&str]| {
         Command::new(real.join("bin/python"))
             .args(["-m", "pip", "--disable-pip-version-check", "--python"])
