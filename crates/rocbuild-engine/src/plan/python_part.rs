@@ -172,4 +172,37 @@ mod tests {
         assert_eq!(build.args.last().unwrap(), "/src/python");
         assert!(pp.install.args.contains(&"--no-index".to_string()));
     }
+
+    #[test]
+    fn a_venv_without_pip_is_planned_with_uv_or_refused_before_anything_is_fetched() {
+        let r = recipe("torchcodec");
+        let mut m = cpu_machine(Os::Linux);
+        m.python.installer.pip = false;
+        m.python.installer.uv_venv = true;
+        let src = SourcePlan::Local {
+            dir: PathBuf::from("/src"),
+        };
+        let (res, vars) = (Resolved::default(), BTreeMap::new());
+        let e = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None).unwrap_err();
+        assert!(
+            matches!(&e, crate::error::EngineError::NoPip { what, .. } if what == "the Python part of torchcodec"),
+            "{e}"
+        );
+        m.python.installer.uv = Some(PathBuf::from("/usr/local/bin/uv"));
+        let pp = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(pp.install.program, PathBuf::from("/usr/local/bin/uv"));
+        assert!(pp.install.args.contains(&"torchcodec==0.9.1".to_string()));
+        // Installed already at that version: nothing to install, no pip needed.
+        m.python.installer.uv = None;
+        m.python
+            .distributions
+            .insert("torchcodec".into(), "0.9.1".into());
+        assert!(
+            plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
+                .unwrap()
+                .is_none()
+        );
+    }
 }
