@@ -270,11 +270,20 @@ fn fetch_and_build(
     }
     // The compile is the long part: a torch that does not import stops it as soon as that
     // is known (polled while the build runs), and is reported instead.
-    log.note("build");
-    log.run_while("build", &plan.build, || {
+    // Said once the build is done, and only when it did something: a no-op rerun (ninja: "no
+    // work to do") prints no stray `build` line; the progress bar shows it while it runs.
+    let lines = log.run_while("build", &plan.build, || {
         let out = torch_check.as_ref()?.try_wait().ok()??;
         torch_import_error(plan, out)
     })?;
+    let steps = lines
+        .iter()
+        .filter_map(|l| crate::step::ninja_progress(l))
+        .map(|(_, total)| total)
+        .max();
+    if let Some(n) = steps {
+        log.note(&format!("build: {n} steps"));
+    }
     if let Some(check) = torch_check.take() {
         torch_imported(plan, check)?;
     }
