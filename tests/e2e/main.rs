@@ -3,6 +3,7 @@
 
 mod catalogue;
 mod clean;
+mod cli_text;
 mod common;
 mod crash;
 mod ctranslate2_build;

@@ -26,7 +26,8 @@ pub fn probe_ffmpeg(dir: Option<&Path>, pkg_config: Option<&Tool>) -> Result<Ffm
             Some(_) => "pkg-config does not know libavutil".into(),
             None => "pkg-config is not installed, so FFmpeg cannot be found".into(),
         },
-        help: "install FFmpeg's development files (Debian/Ubuntu: apt-get install pkg-config libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev libavfilter-dev libavdevice-dev; macOS: brew install ffmpeg pkg-config), or pass --ffmpeg DIR".into(),
+        // One command a line: wrapped text never splits a command in two.
+        help: "install FFmpeg's development files, or pass --ffmpeg DIR:\nDebian/Ubuntu: sudo apt-get install pkg-config libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev libavfilter-dev libavdevice-dev\nmacOS: brew install ffmpeg pkg-config".into(),
     })
 }
 

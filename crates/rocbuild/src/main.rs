@@ -64,7 +64,16 @@ fn main() -> ExitCode {
         .without_time()
         .init();
     let _ = miette::set_hook(Box::new(|_| {
-        Box::new(miette::MietteHandlerOpts::new().width(100).build())
+        Box::new(
+            miette::MietteHandlerOpts::new()
+                .width(text_width())
+                // Never inside a word: a package name (`libavcodec-dev`), a command or a path
+                // stays whole, on the next line when it does not fit.
+                .break_words(false)
+                .word_separator(textwrap::WordSeparator::AsciiSpace)
+                .word_splitter(textwrap::WordSplitter::NoHyphenation)
+                .build(),
+        )
     }));
     match dispatch(cli) {
         Ok(status) => status.into(),
@@ -77,6 +86,16 @@ fn main() -> ExitCode {
             status.into()
         }
     }
+}
+
+/// The width to wrap messages at: the terminal's (stderr), else `$COLUMNS`, else 100 columns
+/// (as clap does for `--help`).
+fn text_width() -> usize {
+    terminal_size::terminal_size_of(std::io::stderr())
+        .map(|(w, _)| usize::from(w.0))
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
+        .filter(|w| *w >= 20)
+        .unwrap_or(100)
 }
 
 /// Does the command print JSON (`--json`)? Then its errors are JSON on stdout too.
