@@ -14,6 +14,7 @@ mod fixture_build;
 mod hip_build;
 mod locks;
 mod mirror;
+mod patch;
 mod plans;
 mod plans_gpu;
 mod real_torch;

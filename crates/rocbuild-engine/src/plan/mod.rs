@@ -132,7 +132,10 @@ pub fn plan(
         features: &features,
     });
     let toolset = tools::required(recipe, machine, &backend)?;
-    let source = source::plan(recipe, &release, opts, ctx, os, flavor, &resolved)?;
+    let (source, patches) = source::plan(recipe, &release, opts, ctx, os, flavor, &resolved)?;
+    // The options as recorded: each patch with the sha256 it was applied with.
+    let mut options = opts.clone();
+    options.patches = patches;
     let mut vars = vars::of(
         recipe, &version, machine, ctx, &libraries, &source, &backend,
     );
@@ -217,7 +220,7 @@ pub fn plan(
         install,
         verify,
         log_dir: join(os, &ctx.cache, &["logs"]),
-        options: opts.clone(),
+        options,
         fingerprint,
     })
 }
