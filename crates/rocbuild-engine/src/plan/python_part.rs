@@ -70,7 +70,7 @@ pub fn plan(
         // whatever version pip had (its native extension was built for other libraries).
         PythonFrom::Source => {
             let dir = resolved.python_dir.clone().unwrap_or_else(|| ".".into());
-            let dir = match expand(&dir, &vars)?.as_str() {
+            let dir = match expand(&dir, vars)?.as_str() {
                 "." | "" => source.dir().to_path_buf(),
                 sub => join(os, source.dir(), &[sub]),
             };
@@ -82,7 +82,7 @@ pub fn plan(
                 .arg(wheel_dir.display().to_string())
                 .arg(dir.display().to_string());
             for (k, v) in &resolved.python_env {
-                build.env.insert(k.clone(), expand(v, &vars)?);
+                build.env.insert(k.clone(), expand(v, vars)?);
             }
             if let Some(t) = tools {
                 pip::prepend_python_path(&mut build, os, &t.dir);

@@ -190,7 +190,8 @@ mod tests {
             Flavor::Cpu,
             &Resolved::default(),
         )
-        .unwrap();
+        .unwrap()
+        .0;
         match &p {
             SourcePlan::Git {
                 reference,
@@ -232,7 +233,8 @@ mod tests {
                 Flavor::Cpu,
                 &Resolved::default()
             )
-            .unwrap(),
+            .unwrap()
+            .0,
             SourcePlan::Local {
                 dir: PathBuf::from("/src/tc")
             }
@@ -252,6 +254,7 @@ mod tests {
             &Resolved::default(),
         )
         .unwrap()
+        .0
         {
             SourcePlan::Git {
                 reference,
@@ -268,5 +271,95 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn patches_are_hashed_into_a_checkout_of_their_own_and_refused_for_a_local_dir() {
+        let r = recipe("torchcodec");
+        let rel = release(&r);
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("fix.patch");
+        std::fs::write(&file, "--- a/x\n+++ b/x\n").unwrap();
+        let opts = BuildOptions {
+            patches: vec![Patch {
+                path: file.clone(),
+                sha256: None,
+            }],
+            ..BuildOptions::default()
+        };
+        let c = ctx(Os::Linux);
+        let plain = plan(
+            &r,
+            &rel,
+            &BuildOptions::default(),
+            &c,
+            Os::Linux,
+            Flavor::Cpu,
+            &Resolved::default(),
+        )
+        .unwrap()
+        .0;
+        let (patched, patches) = plan(
+            &r,
+            &rel,
+            &opts,
+            &c,
+            Os::Linux,
+            Flavor::Cpu,
+            &Resolved::default(),
+        )
+        .unwrap();
+        assert_eq!(patches.len(), 1);
+        assert_eq!(patches[0].sha256.as_deref().map(str::len), Some(64));
+        assert_ne!(patched.dir(), plain.dir());
+        assert!(patched.dir().to_string_lossy().contains("-patched-"));
+        // Another content: another checkout.
+        std::fs::write(&file, "--- a/y\n+++ b/y\n").unwrap();
+        let (again, _) = plan(
+            &r,
+            &rel,
+            &opts,
+            &c,
+            Os::Linux,
+            Flavor::Cpu,
+            &Resolved::default(),
+        )
+        .unwrap();
+        assert_ne!(again.dir(), patched.dir());
+        let local = BuildOptions {
+            source: Some("/src/tc".into()),
+            ..opts.clone()
+        };
+        assert!(matches!(
+            plan(
+                &r,
+                &rel,
+                &local,
+                &c,
+                Os::Linux,
+                Flavor::Cpu,
+                &Resolved::default()
+            ),
+            Err(EngineError::Usage { .. })
+        ));
+        let missing = BuildOptions {
+            patches: vec![Patch {
+                path: tmp.path().join("nope.patch"),
+                sha256: None,
+            }],
+            ..BuildOptions::default()
+        };
+        assert!(matches!(
+            plan(
+                &r,
+                &rel,
+                &missing,
+                &c,
+                Os::Linux,
+                Flavor::Cpu,
+                &Resolved::default()
+            ),
+            Err(EngineError::Usage { .. })
+        ));
     }
 }
