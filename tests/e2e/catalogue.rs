@@ -113,6 +113,14 @@ pub const CASES: &[(&str, &str)] = &[
         "manifest_outside_site_packages",
         "A manifest naming a file outside site-packages",
     ),
+    (
+        "json_error",
+        "An error of a command given `--json`: one JSON object on stdout",
+    ),
+    (
+        "home_unset",
+        "No cache directory: `HOME` (and `ROCBUILD_CACHE`, `XDG_CACHE_HOME`) unset",
+    ),
 ];
 
 /// A place for one bad run: a venv (or the path where one should be), a cache that already
@@ -1016,6 +1024,74 @@ fn manifest_outside_site_packages() {
     });
     assert!(said(&err, "../../../precious.txt"), "{err}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "not rocbuild's");
+}
+
+/// With `--json`, an error is one JSON object on stdout (its code, message and help), for every
+/// command that takes `--json`, clap's own usage errors included; the human text stays on stderr.
+#[test]
+fn json_error() {
+    let s = Scene::empty();
+    check("json_error", &s, 1, || {
+        s.rocbuild(&["status", "--json"], &[])
+    });
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["status", "--json"], 1, "rocbuild::probe::not_a_venv"),
+        (&["torchcodec", "--json"], 1, "rocbuild::probe::not_a_venv"),
+        (&["nosuch", "--json"], 1, "rocbuild::recipe::unknown"),
+        (&["doctor", "--json"], 2, "rocbuild::probe::not_a_venv"),
+        (&["status", "--json", "--bogus"], 2, "rocbuild::usage"),
+    ];
+    for (args, code, want) in cases {
+        let out = s.rocbuild(args, &[]);
+        assert_eq!(out.code, *code, "{args:?}: {}\n{}", out.stdout, out.stderr);
+        let v: serde_json::Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: not one JSON object ({e}):\n{}", out.stdout));
+        assert_eq!(v["error"]["code"], *want, "{args:?}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{v}"
+        );
+        assert!(
+            v["error"]["help"].as_str().is_some_and(|m| !m.is_empty()),
+            "{v}"
+        );
+        assert_eq!(v["exit_code"], *code, "{v}");
+        assert!(!out.stderr.is_empty(), "the human text stays on stderr");
+    }
+}
+
+/// HOME unset and no other cache variable: refused, naming the variables and `--cache`,
+/// instead of a `./cache` in whatever directory rocbuild was started from.
+#[test]
+fn home_unset() {
+    let s = Scene::empty();
+    let root = s.root().join("started-here");
+    std::fs::create_dir_all(&root).unwrap();
+    let err = check("home_unset", &s, 1, || {
+        let o = Command::new(env!("CARGO_BIN_EXE_rocbuild"))
+            .arg("clean")
+            .current_dir(&root)
+            .env_remove("HOME")
+            .env_remove("ROCBUILD_CACHE")
+            .env_remove("XDG_CACHE_HOME")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into(),
+            stderr: String::from_utf8_lossy(&o.stderr).into(),
+        }
+    });
+    assert!(said(&err, "ROCBUILD_CACHE"), "{err}");
+    assert!(said(&err, "--cache DIR"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&root).unwrap().count(),
+        0,
+        "nothing made where it started"
+    );
 }
 
 /// docs/errors.md has a section for every case, named after it, and no section for a case

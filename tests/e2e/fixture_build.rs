@@ -231,3 +231,38 @@ fn a_verification_failure_leaves_the_venv_byte_identical() {
     // From a venv that never had the package (pip's part rolled back too): the catalogue's
     // `verification_failure` (tests/e2e/catalogue.rs).
 }
+
+/// A no-op rerun says only that the package is up to date: no stray `build` line (issue 11,
+/// item 9). The first run says how many build steps ninja ran.
+#[test]
+fn a_no_op_rerun_prints_no_stray_build_line() {
+    let w = World::new(DECODE_WAV);
+    let first = w.cmd(&["fakecodec"], &[]);
+    ok(&first);
+    assert!(
+        first
+            .stderr
+            .lines()
+            .any(|l| l.starts_with("build: ") && l.ends_with(" steps")),
+        "{}",
+        first.stderr
+    );
+    let again = w.cmd(&["fakecodec"], &[]);
+    ok(&again);
+    assert!(
+        again.stdout.contains("fakecodec 1.0.0 up to date"),
+        "{}",
+        again.stdout
+    );
+    let lines: Vec<&str> = again
+        .stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(
+        !lines.iter().any(|l| l.starts_with("build")),
+        "a stray build line on a no-op rerun:\n{}",
+        again.stderr
+    );
+}

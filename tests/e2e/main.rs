@@ -3,6 +3,7 @@
 
 mod catalogue;
 mod clean;
+mod cli_text;
 mod common;
 mod compiler_cache;
 mod crash;
@@ -15,6 +16,7 @@ mod fresh_machine;
 mod hip_build;
 mod locks;
 mod mirror;
+mod patch;
 mod plans;
 mod plans_gpu;
 mod real_torch;
@@ -23,4 +25,5 @@ mod restore;
 mod schedule;
 mod signals;
 mod status;
+mod uv_venv;
 mod wheel;

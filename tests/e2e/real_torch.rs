@@ -22,32 +22,7 @@ fn builds_against_the_real_pypi_torch_with_the_lite_package() {
     let venv = real_torch_venv();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    // A git repository holding the extension.
-    let work = root.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    for f in ["CMakeLists.txt", "realext.cpp"] {
-        std::fs::copy(fixture_dir().join("realext").join(f), work.join(f)).unwrap();
-    }
-    let git = |args: &[&str]| {
-        run(Command::new("git")
-            .arg("-C")
-            .arg(&work)
-            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-            .args(args))
-    };
-    git(&["init", "-q"]);
-    git(&["add", "-A"]);
-    git(&["commit", "-qm", "realext"]);
-    git(&["tag", "v1.0.0"]);
-    let wheels = root.join("wheels");
-    make_wheel_with(&wheels, "realext", "1.0.0", b"".to_vec());
-    let recipes = root.join("recipes");
-    std::fs::create_dir_all(&recipes).unwrap();
-    let recipe = format!(
-        "[package]\nname = \"realext\"\ndistribution = \"realext\"\nimport-dir = \"realext\"\n\n[source]\ngit = \"{}\"\ntag = \"v{{version}}\"\n\n[[release]]\nversion = \"1.0.0\"\ntorch = \">=2.0\"\n\n[build]\ntorch-cmake = \"lite\"\ndefine = {{ CMAKE_BUILD_TYPE = \"Release\" }}\n\n[install]\nartifacts = [\"librealext*\"]\nfinds = [\"{{torch.lib}}\"]\n\n[verify]\npython = '''\n{VERIFY}\n'''\n",
-        work.display()
-    );
-    std::fs::write(recipes.join("realext.toml"), recipe).unwrap();
+    let (recipes, wheels) = realext_world(root);
     let wheels_s = wheels.display().to_string();
     let out = rocbuild(
         &[
@@ -82,6 +57,38 @@ fn builds_against_the_real_pypi_torch_with_the_lite_package() {
         .as_str()
         .unwrap()
         .contains("torch-lite"));
+}
+
+/// The `realext` fixture: a git repository holding the extension, the wheel of its Python part,
+/// and its recipe. Returns (recipes dir, wheels dir).
+fn realext_world(root: &Path) -> (PathBuf, PathBuf) {
+    // A git repository holding the extension.
+    let work = root.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    for f in ["CMakeLists.txt", "realext.cpp"] {
+        std::fs::copy(fixture_dir().join("realext").join(f), work.join(f)).unwrap();
+    }
+    let git = |args: &[&str]| {
+        run(Command::new("git")
+            .arg("-C")
+            .arg(&work)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args))
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "realext"]);
+    git(&["tag", "v1.0.0"]);
+    let wheels = root.join("wheels");
+    make_wheel_with(&wheels, "realext", "1.0.0", b"".to_vec());
+    let recipes = root.join("recipes");
+    std::fs::create_dir_all(&recipes).unwrap();
+    let recipe = format!(
+        "[package]\nname = \"realext\"\ndistribution = \"realext\"\nimport-dir = \"realext\"\n\n[source]\ngit = \"{}\"\ntag = \"v{{version}}\"\n\n[[release]]\nversion = \"1.0.0\"\ntorch = \">=2.0\"\n\n[build]\ntorch-cmake = \"lite\"\ndefine = {{ CMAKE_BUILD_TYPE = \"Release\" }}\n\n[install]\nartifacts = [\"librealext*\"]\nfinds = [\"{{torch.lib}}\"]\n\n[verify]\npython = '''\n{VERIFY}\n'''\n",
+        work.display()
+    );
+    std::fs::write(recipes.join("realext.toml"), recipe).unwrap();
+    (recipes, wheels)
 }
 
 /// The PyPI wheel of torchcodec 0.17.0 for the real venv's Python, kept beside that venv
@@ -119,7 +126,8 @@ pub(crate) fn pypi_torchcodec_wheel(real: &Path) -> PathBuf {
 
 /// A venv of its own on the real venv's Python whose site-packages links to everything of the
 /// real one (torch, the nvidia-* wheels), so a package can be installed into it without
-/// touching the shared real venv.
+/// touching the shared real venv (its pip, its rocbuild state and a realext built there are
+/// left out; setuptools stays: torch requires it, and `pip check` checks that).
 pub(crate) fn venv_over(real: &Path, venv: &Path) -> PathBuf {
     run(Command::new(real.join("bin/python"))
         .args(["-m", "venv", "--without-pip"])
@@ -127,7 +135,11 @@ pub(crate) fn venv_over(real: &Path, venv: &Path) -> PathBuf {
     let site = site_packages(venv);
     for e in std::fs::read_dir(site_packages(real)).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if name == "__pycache__" || name.starts_with("pip") || name.starts_with("setuptools") {
+        if name == "__pycache__"
+            || name == ".rocbuild"
+            || name.starts_with("pip")
+            || name.starts_with("realext")
+        {
             continue;
         }
         std::os::unix::fs::symlink(e.path(), site.join(&name)).unwrap();
@@ -181,5 +193,135 @@ fn doctor_does_not_contradict_its_load_test_on_the_pypi_cuda_torch() {
             .all(|f| f["severity"] != "error"),
         "{}",
         json.stdout
+    );
+}
+
+/// torch's requirements the real venv lacks (it was made without triton, so `pip check` fails
+/// on it as it is), installed once into `<workspace>/cache/real-torch-extras` and linked into
+/// `site`: another machine with the same torch has them all.
+fn complete_torch_requirements(real: &Path, site: &Path) {
+    let real_site = site_packages(real);
+    if rocbuild_probe::distribution_version(&real_site, "triton").is_some() {
+        return;
+    }
+    let extras = fixture_dir().join("../../cache/real-torch-extras");
+    if rocbuild_probe::distribution_version(&extras, "triton").is_none() {
+        let meta = std::fs::read_to_string(
+            std::fs::read_dir(&real_site)
+                .unwrap()
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().starts_with("torch-"))
+                .unwrap()
+                .path()
+                .join("METADATA"),
+        )
+        .unwrap();
+        let req = meta
+            .lines()
+            .find_map(|l| l.strip_prefix("Requires-Dist: triton"))
+            .map(|r| format!("triton{}", r.split(';').next().unwrap().trim()))
+            .unwrap_or_else(|| "triton".into());
+        run(Command::new(real.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--no-compile",
+                "--only-binary=:all:",
+                "--target",
+            ])
+            .arg(&extras)
+            .arg(req));
+    }
+    for e in std::fs::read_dir(&extras).unwrap().flatten() {
+        let name = e.file_name();
+        if !site.join(&name).exists() && name != "bin" {
+            std::os::unix::fs::symlink(e.path(), site.join(&name)).unwrap();
+        }
+    }
+}
+
+/// `rocbuild wheel` of a build against PyPI's CUDA torch (distribution `2.15.0`,
+/// `torch.__version__` `2.15.0+cu132`): pip installs the wheel into another venv with the
+/// same torch WITH its dependencies resolved, and `pip check` passes (issue 11, item 2).
+#[test]
+fn the_wheel_of_a_build_against_the_pypi_cuda_torch_installs_with_pip_and_passes_pip_check() {
+    let real = real_torch_venv();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let (recipes, wheels) = realext_world(root);
+    let venv = root.join("built");
+    venv_over(&real, &venv);
+    let wheels_s = wheels.display().to_string();
+    let env = [("PIP_NO_INDEX", "1"), ("PIP_FIND_LINKS", wheels_s.as_str())];
+    let cache = root.join("cache");
+    let common = [
+        "--recipes",
+        recipes.to_str().unwrap(),
+        "--venv",
+        venv.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+    ];
+    let mut args = vec!["realext", "-q"];
+    args.extend_from_slice(&common);
+    let out = rocbuild(&args, &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let dist = root.join("dist");
+    let mut args = vec!["wheel", "realext", "--out", dist.to_str().unwrap()];
+    args.extend_from_slice(&common);
+    let out = rocbuild(&args, &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("requires torch==2.15.0\n"),
+        "{}",
+        out.stderr
+    );
+    let whl = PathBuf::from(out.stdout.trim());
+
+    // Another venv with the same PyPI torch: pip resolves the wheel's requirements (no
+    // --no-deps) and finds them satisfied.
+    let other = root.join("other");
+    let other_site = venv_over(&real, &other);
+    complete_torch_requirements(&real, &other_site);
+    let pip = |args: &[&str]| {
+        Command::new(real.join("bin/python"))
+            .args(["-m", "pip", "--disable-pip-version-check", "--python"])
+            .arg(other.join("bin/python"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let mut install = vec!["install", "--no-index", "--no-compile"];
+    install.push(whl.to_str().unwrap());
+    let o = pip(&install);
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = pip(&["check"]);
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(other_site.join("realext/librealext.so").exists());
+    let v = Command::new(other.join("bin/python"))
+        .args(["-c", VERIFY])
+        .env_remove("LD_LIBRARY_PATH")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&v.stdout)
+            .contains("at::ones(4).sum() = 4.0 with torch 2.15.0+cu132"),
+        "{}\n{}",
+        String::from_utf8_lossy(&v.stdout),
+        String::from_utf8_lossy(&v.stderr)
     );
 }

@@ -130,3 +130,96 @@ fn the_wheel_installs_with_pip_into_a_fresh_venv_and_verifies() {
         String::from_utf8_lossy(&refused.stderr)
     );
 }
+
+/// torch's `__version__` (`2.9.1+cpu`) is not its distribution's version (`2.9.1`), as with
+/// PyPI's CUDA torch (`2.15.0+cu132` / `2.15.0`): the wheel requires the distribution's version,
+/// so pip installs it with its dependencies checked and `pip check` passes (issue 11, item 2).
+#[test]
+fn the_wheel_requires_torchs_distribution_version_and_pip_check_passes() {
+    let w = World::new(DECODE_WAV);
+    let vp = w.site.join("torch/version.py");
+    let text = std::fs::read_to_string(&vp).unwrap();
+    std::fs::write(&vp, text.replace("'2.9.1'", "'2.9.1+cpu'")).unwrap();
+    ok(&w.build(&[]));
+    let out_dir = w.tmp.path().join("dist");
+    let out = w.cmd(
+        &["wheel", "fakecodec", "--out", out_dir.to_str().unwrap()],
+        &[],
+    );
+    ok(&out);
+    assert!(
+        out.stderr.contains("requires torch==2.9.1\n"),
+        "{}",
+        out.stderr
+    );
+    let whl = std::path::PathBuf::from(out.stdout.trim());
+    let mut z = zip::ZipArchive::new(std::fs::File::open(&whl).unwrap()).unwrap();
+    let mut read = |p: &str| {
+        let mut s = String::new();
+        z.by_name(p).unwrap().read_to_string(&mut s).unwrap();
+        s
+    };
+    let di = "fakecodec-1.0.0+cpu.dist-info";
+    let meta = read(&format!("{di}/METADATA"));
+    assert!(meta.contains("\nRequires-Dist: torch==2.9.1\n"), "{meta}");
+    assert!(!meta.contains("2.9.1+cpu"), "{meta}");
+    // The exact torch build is kept beside it.
+    let info: serde_json::Value =
+        serde_json::from_str(&read(&format!("{di}/rocbuild.json"))).unwrap();
+    assert_eq!(info["torch"], "2.9.1+cpu");
+
+    let other = w.tmp.path().join("other");
+    let other_site = make_venv(&other);
+    install_fake_torch_as(&other_site, "2.9.1+cpu", "2.9.1");
+    let py = other.join("bin/python");
+    // No --no-deps: pip resolves the torch requirement against the installed torch.
+    run(Command::new(&py)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-index",
+        ])
+        .arg(&whl));
+    run(Command::new(&py).args(["-m", "pip", "check", "--disable-pip-version-check"]));
+    let verify = Command::new(&py)
+        .args(["-c", DECODE_WAV])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+}
+
+/// A torch changed since the build: the wheel would pin a torch the package was not built
+/// for, so it is refused with what to do.
+#[test]
+fn the_wheel_is_refused_when_torch_changed_since_the_build() {
+    let w = World::new(DECODE_WAV);
+    ok(&w.build(&[]));
+    let vp = w.site.join("torch/version.py");
+    let text = std::fs::read_to_string(&vp).unwrap();
+    std::fs::write(&vp, text.replace("'2.9.1'", "'2.9.2'")).unwrap();
+    let out_dir = w.tmp.path().join("dist");
+    let out = w.cmd(
+        &["wheel", "fakecodec", "--out", out_dir.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("built against torch 2.9.1, but the venv now has torch 2.9.2"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("rocbuild rebuild fakecodec"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out_dir.exists() || std::fs::read_dir(&out_dir).unwrap().next().is_none());
+}

@@ -32,6 +32,14 @@ pub enum EngineError {
         python: String,
     },
 
+    #[error("the venv's Python {python} has no pip, and nothing else can install {what} into it")]
+    #[diagnostic(code(rocbuild::plan::no_pip), help("{help}"))]
+    NoPip {
+        python: String,
+        what: String,
+        help: String,
+    },
+
     #[error("{recipe} {version} does not support torch {torch}: it needs torch {range}")]
     #[diagnostic(code(rocbuild::plan::incompatible))]
     Incompatible {

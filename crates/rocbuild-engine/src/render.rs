@@ -131,6 +131,7 @@ impl fmt::Display for Plan {
                 mirror,
                 git_cache,
                 checkout,
+                patches,
             } => {
                 step(f, "fetch the source (git)")?;
                 writeln!(f, "      url: {url}")?;
@@ -149,6 +150,14 @@ impl fmt::Display for Plan {
                 writeln!(f, "      submodules: {subs}")?;
                 writeln!(f, "      cache: {}", git_cache.display())?;
                 writeln!(f, "      checkout: {}", checkout.display())?;
+                for p in patches {
+                    writeln!(
+                        f,
+                        "      patch: {} (sha256 {}; git apply)",
+                        p.path.display(),
+                        p.sha256.as_deref().unwrap_or("?")
+                    )?;
+                }
             }
             SourcePlan::Local { dir } => {
                 step(f, "use the source directory as it is")?;

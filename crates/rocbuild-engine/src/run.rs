@@ -55,6 +55,75 @@ fn globset(patterns: &[String]) -> Result<GlobSet> {
 
 use rocbuild_venv::walk;
 
+/// Apply the user's `--patch` files, in order, to a fresh checkout (its directory is the
+/// patched one's own, see the source plan); a stamp records them so a rerun does not apply
+/// them twice. A patch that does not apply is an error before configure, and the patches
+/// applied before it are taken back: the checkout is left as git wrote it.
+fn apply_patches(
+    checkout: &Path,
+    patches: &[rocbuild_venv::Patch],
+    log: &mut RunLog,
+) -> Result<()> {
+    if patches.is_empty() {
+        return Ok(());
+    }
+    let stamp = checkout.join(".rocbuild-patches");
+    let stamp_text: String = patches
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}\n",
+                p.sha256.as_deref().unwrap_or(""),
+                p.path.display()
+            )
+        })
+        .collect();
+    if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
+        return Ok(());
+    }
+    // `git apply` on the plain tree; GIT_CEILING_DIRECTORIES keeps git from taking a
+    // repository around the cache for the tree's own.
+    let git = |args: &[&str], patch: &Path| {
+        let ceiling = checkout.parent().unwrap_or(checkout);
+        crate::command::Command::new("git")
+            .args(args.iter().copied())
+            .arg(patch.display().to_string())
+            .to_duct()
+            .dir(checkout)
+            .env("GIT_CEILING_DIRECTORIES", ceiling)
+            .stdout_capture()
+            .stderr_capture()
+            .unchecked()
+            .run()
+    };
+    let mut applied: Vec<&Path> = Vec::new();
+    for p in patches {
+        log.note(&format!("patch: {}", p.path.display()));
+        let out = git(&["apply", "--whitespace=nowarn"], &p.path);
+        let failed = match &out {
+            Ok(o) if o.status.success() => None,
+            Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+            Err(e) => Some(format!("cannot run git: {e}")),
+        };
+        if let Some(reason) = failed {
+            for done in applied.iter().rev() {
+                let _ = git(&["apply", "-R", "--whitespace=nowarn"], done);
+            }
+            return Err(EngineError::Usage {
+                option: "--patch".into(),
+                reason: format!("{} does not apply to {}: {reason}", p.path.display(), checkout.display()),
+                help: Some(format!(
+                    "make the patch against this release's source (`git diff` in a checkout of it), or drop --patch {}; nothing was built and the checkout is unchanged",
+                    p.path.display()
+                )),
+            });
+        }
+        applied.push(&p.path);
+    }
+    fs_err::write(&stamp, stamp_text).map_err(EngineError::io("write", &stamp))?;
+    Ok(())
+}
+
 fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
     match &plan.source {
         SourcePlan::Local { dir } => {
@@ -76,6 +145,7 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
             mirror,
             git_cache,
             checkout,
+            patches,
         } => {
             log.note(&format!("source: {url} {reference}"));
             let bar = indicatif::ProgressBar::hidden();
@@ -118,6 +188,7 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
                 &progress,
             )?;
             bar.finish_and_clear();
+            apply_patches(checkout, patches, log)?;
             Ok((checkout.clone(), Some(oid.to_string())))
         }
     }
@@ -355,11 +426,20 @@ fn compile(
     // The compile is the long part: a torch that does not import stops it as soon as that
     // is known (polled while the build runs), and is reported instead.
     interrupt::check("the configure")?;
-    log.note("build");
-    log.run_while("build", &with_cache(&plan.build), || {
+    // Said once the build is done, and only when it did something: a no-op rerun (ninja: "no
+    // work to do") prints no stray `build` line; the progress bar shows it while it runs.
+    let lines = log.run_while("build", &with_cache(&plan.build), || {
         let out = torch_check.as_ref()?.try_wait().ok()??;
         torch_import_error(plan, out)
     })?;
+    let steps = lines
+        .iter()
+        .filter_map(|l| crate::step::ninja_progress(l))
+        .map(|(_, total)| total)
+        .max();
+    if let Some(n) = steps {
+        log.note(&format!("build: {n} steps"));
+    }
     if let Some(check) = torch_check.take() {
         torch_imported(plan, check)?;
     }

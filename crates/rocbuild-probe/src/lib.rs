@@ -37,7 +37,9 @@ pub use gpu::{
 pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 pub use mkl::{find_mkl, is_mkl_root};
 pub use probe_env::{vars, ProbeEnv};
-pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
+pub use python::{
+    distribution_version, installed_distributions, normalize_dist, probe_python, python_in_venv,
+};
 pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
 pub use runtime::{
@@ -141,6 +143,37 @@ pub struct Venv {
     pub chosen_by: String,
 }
 
+/// What can install packages for a venv's Python: its own pip, uv when uv made the venv, and
+/// the pip wheel the Python ships for `ensurepip` (run from outside the venv, it installs
+/// nothing into it but what it is asked to).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Installer {
+    /// `import pip` works in the venv.
+    pub pip: bool,
+    /// pyvenv.cfg says uv made the venv (`uv = 0.x`).
+    #[serde(default)]
+    pub uv_venv: bool,
+    /// The uv to use for a uv-made venv (its `bin/uv`, else uv on PATH).
+    #[serde(default)]
+    pub uv: Option<PathBuf>,
+    /// The pip wheel bundled with the Python (`ensurepip/_bundled`, or Debian's
+    /// `/usr/share/python-wheels`).
+    #[serde(default)]
+    pub bundled_pip: Option<PathBuf>,
+}
+
+impl Default for Installer {
+    /// A venv of `python -m venv`: pip is there.
+    fn default() -> Installer {
+        Installer {
+            pip: true,
+            uv_venv: false,
+            uv: None,
+            bundled_pip: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Python {
     pub exe: PathBuf,
@@ -155,6 +188,9 @@ pub struct Python {
     /// Installed distributions (normalized name -> version), from the dist-info directories.
     #[serde(default)]
     pub distributions: std::collections::BTreeMap<String, String>,
+    /// What can install packages for this Python (a `uv venv` has no pip).
+    #[serde(default)]
+    pub installer: Installer,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

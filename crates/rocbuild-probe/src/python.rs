@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::{Os, ProbeError, Python, Venv};
+use crate::{Installer, Os, ProbeError, Python, Venv};
 
 /// The interpreter of a venv: `bin/python` or `Scripts\python.exe` (a conda env on Windows
 /// keeps `python.exe` at its root).
@@ -21,9 +21,21 @@ pub fn python_in_venv(root: &Path, os: Os) -> PathBuf {
 }
 
 const DESCRIBE: &str = r#"
-import json, platform, sys, sysconfig
+import glob, importlib.util, json, os, platform, sys, sysconfig
 p = sysconfig.get_paths()
+def bundled_pip():
+    dirs = ["/usr/share/python-wheels"]
+    spec = importlib.util.find_spec("ensurepip")
+    if spec and spec.origin:
+        dirs.insert(0, os.path.join(os.path.dirname(spec.origin), "_bundled"))
+    for d in dirs:
+        wheels = sorted(glob.glob(os.path.join(d, "pip-*.whl")))
+        if wheels:
+            return wheels[-1]
+    return None
 print(json.dumps({
+    "pip": importlib.util.find_spec("pip") is not None,
+    "bundled_pip": bundled_pip(),
     "version": "%d.%d" % sys.version_info[:2],
     "full_version": platform.python_version(),
     "site_packages": p["platlib"],
@@ -41,6 +53,8 @@ struct Described {
     include: PathBuf,
     ext_suffix: String,
     platform: String,
+    pip: bool,
+    bundled_pip: Option<PathBuf>,
 }
 
 /// Ask the venv's own Python about itself (no third-party import, so it cannot crash on a
@@ -71,7 +85,15 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
         ));
     }
     let d: Described = serde_json::from_slice(&out.stdout).map_err(|e| fail(e.to_string()))?;
+    let uv_venv = made_by_uv(&venv.root);
+    let installer = Installer {
+        pip: d.pip,
+        uv_venv,
+        uv: uv_venv.then(|| find_uv(&venv.root, os)).flatten(),
+        bundled_pip: d.bundled_pip,
+    };
     Ok(Python {
+        installer,
         distributions: installed_distributions(&d.site_packages),
         exe,
         version: d.version,
@@ -81,6 +103,26 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
         ext_suffix: d.ext_suffix,
         platform: d.platform,
     })
+}
+
+/// pyvenv.cfg of a venv uv made has a `uv = 0.x.y` line.
+pub fn made_by_uv(root: &Path) -> bool {
+    std::fs::read_to_string(root.join("pyvenv.cfg")).is_ok_and(|text| {
+        text.lines()
+            .any(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == "uv"))
+    })
+}
+
+/// The uv for a uv-made venv: one installed in the venv itself, else the first on PATH.
+fn find_uv(root: &Path, os: Os) -> Option<PathBuf> {
+    let own = match os {
+        Os::Windows => root.join("Scripts").join("uv.exe"),
+        _ => root.join("bin").join("uv"),
+    };
+    if own.is_file() {
+        return Some(own);
+    }
+    which::which("uv").ok()
 }
 
 /// PEP 503 normalization: `Foo_Bar.baz` -> `foo-bar-baz`.
@@ -113,4 +155,72 @@ pub fn installed_distributions(site: &Path) -> std::collections::BTreeMap<String
             Some((normalize_dist(dist), version.to_string()))
         })
         .collect()
+}
+
+/// The `Version:` of distribution `name`'s METADATA in `site` (what pip and uv compare a
+/// requirement against; it can differ from the package's own `__version__`: PyPI's CUDA torch
+/// is the distribution `2.15.0` whose `torch.__version__` is `2.15.0+cu132`). None when no
+/// dist-info of that name is there.
+pub fn distribution_version(site: &Path, name: &str) -> Option<String> {
+    let want = normalize_dist(name);
+    let entries = std::fs::read_dir(site).ok()?;
+    entries.filter_map(|e| e.ok()).find_map(|e| {
+        let file = e.file_name().to_string_lossy().into_owned();
+        let (dist, _) = file.strip_suffix(".dist-info")?.rsplit_once('-')?;
+        if normalize_dist(dist) != want {
+            return None;
+        }
+        let text = std::fs::read_to_string(e.path().join("METADATA")).ok()?;
+        text.lines()
+            .take_while(|l| !l.is_empty())
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case("version")
+                    .then(|| v.trim().to_string())
+            })
+            .filter(|v| !v.is_empty())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_venv_made_by_uv_says_so_in_pyvenv_cfg() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(!made_by_uv(tmp.path()));
+        std::fs::write(
+            tmp.path().join("pyvenv.cfg"),
+            "home = /usr/bin\nimplementation = CPython\nuv = 0.9.5\nversion_info = 3.11.2\n",
+        )
+        .unwrap();
+        assert!(made_by_uv(tmp.path()));
+        std::fs::write(
+            tmp.path().join("pyvenv.cfg"),
+            "home = /usr/bin\ncommand = /usr/bin/python3 -m venv /x/uv\n",
+        )
+        .unwrap();
+        assert!(!made_by_uv(tmp.path()));
+    }
+
+    #[test]
+    fn the_distribution_version_is_read_from_metadata_not_the_directory_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let di = tmp.path().join("Torch-2.15.0.dist-info");
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            "Metadata-Version: 2.1\nName: torch\nVersion: 2.15.0\n\nVersion: not this\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(tmp.path().join("torchcodec-0.1.dist-info")).unwrap();
+        assert_eq!(
+            distribution_version(tmp.path(), "torch").as_deref(),
+            Some("2.15.0")
+        );
+        assert_eq!(distribution_version(tmp.path(), "torchcodec"), None);
+        assert_eq!(distribution_version(tmp.path(), "numpy"), None);
+    }
 }

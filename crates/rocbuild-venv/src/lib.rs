@@ -20,4 +20,4 @@ pub mod wheel;
 
 pub use error::{io_help, Result, VenvError};
 pub use layout::{walk, VenvLayout};
-pub use options::{Backend, BackendOptions, BuildOptions};
+pub use options::{Backend, BackendOptions, BuildOptions, Patch};

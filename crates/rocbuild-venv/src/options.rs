@@ -86,6 +86,18 @@ pub struct BuildOptions {
     /// `--backend`, `--rocm`, `--arch`, `--cuda-arch`.
     #[serde(flatten)]
     pub backend: BackendOptions,
+    /// `--patch FILE`, in order: applied to the checkout before configure.
+    #[serde(default)]
+    pub patches: Vec<Patch>,
+}
+
+/// A user's patch (`--patch FILE`): its absolute path and, once planned, the sha256 of its
+/// contents (a changed patch makes the build stale; `rebuild` applies the file again).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Patch {
+    pub path: PathBuf,
+    #[serde(default)]
+    pub sha256: Option<String>,
 }
 
 #[cfg(test)]

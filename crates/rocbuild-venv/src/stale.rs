@@ -48,6 +48,10 @@ pub enum Reason {
         was: String,
         now: String,
     },
+    /// A `--patch` file changed (or went away) since it was applied.
+    Patch {
+        path: String,
+    },
     /// GPUs of the machine the build has no code for.
     GpuArchs {
         built: Vec<String>,
@@ -82,6 +86,7 @@ impl fmt::Display for Reason {
                 None => write!(f, "FFmpeg {was} → none found"),
             },
             Reason::Sdk { was, now } => write!(f, "SDK changed: {was} → {now}"),
+            Reason::Patch { path } => write!(f, "patch {path} changed since it was applied"),
             Reason::GpuArchs { built, missing } => write!(
                 f,
                 "GPU {} has no code in this build (built for {})",
@@ -182,6 +187,19 @@ pub fn reasons(m: &Manifest, now: &Now) -> Vec<Reason> {
         let now = rocbuild_probe::ffmpeg_major_now(m.options.ffmpeg_dir.as_deref());
         if now != Some(was) {
             out.push(Reason::Ffmpeg { was, now });
+        }
+    }
+    for p in &m.options.patches {
+        let now = std::fs::read(&p.path).ok().map(|b| {
+            <sha2::Sha256 as sha2::Digest>::digest(&b)
+                .iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<String>()
+        });
+        if p.sha256.is_some() && now != p.sha256 {
+            out.push(Reason::Patch {
+                path: p.path.display().to_string(),
+            });
         }
     }
     // Manifests of schema 1 did not record the SDK.

@@ -1,7 +1,10 @@
 //! `rocbuild wheel <recipe> --out DIR`: the rebuilt package as a standard wheel, built from
 //! the files installed in the venv, so identical machines can `pip install` it: build once,
 //! install many. The local version says what it was built for (`+cpu`, `+cu132`,
-//! `+rocm6.2.gfx1010`) and `Requires-Dist` pins the exact torch.
+//! `+rocm6.2.gfx1010`) and `Requires-Dist` pins torch's distribution as installed (the version
+//! of its dist-info METADATA, which is what pip and uv compare: PyPI's CUDA torch is the
+//! distribution `2.15.0` with `torch.__version__` `2.15.0+cu132`). The exact torch build
+//! (`__version__`, git commit) is kept in `<dist-info>/rocbuild.json`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -65,6 +68,41 @@ pub struct Built {
     pub version: String,
     pub requires_torch: Option<String>,
     pub files: usize,
+}
+
+/// The `Requires-Dist` on torch: its distribution's version as installed in `site`, which the
+/// torch the package was built against must be (same public version as its `__version__`).
+/// None when the build used no torch, or torch has no dist-info (nothing pip could satisfy).
+fn torch_requirement(site: &Path, m: &Manifest) -> Result<Option<String>> {
+    let Some(built) = m.torch_version.as_deref() else {
+        return Ok(None);
+    };
+    let now = rocbuild_probe::torch_version(site).map(|t| t.version);
+    if now.as_deref() != Some(built) {
+        return Err(VenvError::Usage {
+            option: "wheel".into(),
+            reason: format!(
+                "{} was built against torch {built}, but the venv now has {}: the wheel would pin a torch it was not built for",
+                m.recipe,
+                now.map_or_else(|| "no torch".to_string(), |v| format!("torch {v}"))
+            ),
+            help: Some(format!("rebuild it first (rocbuild rebuild {}), then make the wheel", m.recipe)),
+        });
+    }
+    let Some(dist) = rocbuild_probe::distribution_version(site, "torch") else {
+        return Ok(None);
+    };
+    let public = |v: &str| v.split('+').next().unwrap_or(v).to_string();
+    if public(&dist) != public(built) {
+        return Err(VenvError::Usage {
+            option: "wheel".into(),
+            reason: format!(
+                "torch's dist-info says version {dist} but torch/version.py says {built}: the torch installation is inconsistent"
+            ),
+            help: Some("reinstall torch with pip, rebuild, then make the wheel".into()),
+        });
+    }
+    Ok(Some(dist))
 }
 
 /// Only `[a-z0-9]` runs separated by dots, as PEP 440 wants local versions.
@@ -149,7 +187,8 @@ fn header_lines(text: &str) -> (Vec<String>, String) {
     }
 }
 
-/// METADATA of the rebuilt package: the original, with the new version and the exact torch.
+/// METADATA of the rebuilt package: the original, with the new version and `torch==<torch's
+/// distribution version>`.
 pub fn metadata(original: &str, version: &str, torch: Option<&str>) -> String {
     let (headers, body) = header_lines(original);
     let mut out = String::new();
@@ -203,6 +242,7 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
         .to_string();
     let record_text = fs_err::read_to_string(site.join(&record_rel))
         .map_err(VenvError::io("read", site.join(&record_rel)))?;
+    let requires_torch = torch_requirement(site, &m)?;
     let version = format!("{}+{}", m.version, local_version(&m));
     let name = distribution.replace('-', "_");
     let di = format!("{name}-{version}.dist-info");
@@ -246,7 +286,17 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
     let generated: Vec<(String, Vec<u8>)> = vec![
         (
             format!("{di}/METADATA"),
-            metadata(&meta_orig, &version, m.torch_version.as_deref()).into_bytes(),
+            metadata(&meta_orig, &version, requires_torch.as_deref()).into_bytes(),
+        ),
+        (
+            format!("{di}/rocbuild.json"),
+            serde_json::to_vec_pretty(&serde_json::json!({
+                "recipe": m.recipe,
+                "torch": m.torch_version,
+                "torch_git": m.torch_git,
+                "flavor": m.flavor,
+            }))
+            .unwrap_or_default(),
         ),
         (
             format!("{di}/WHEEL"),
@@ -312,7 +362,7 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
     Ok(Built {
         path,
         version,
-        requires_torch: m.torch_version.clone(),
+        requires_torch,
         files: files.len() + generated.len() + 1,
     })
 }

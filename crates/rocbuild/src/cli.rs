@@ -349,6 +349,11 @@ pub struct BuildArgs {
     /// torch's CMake package: its own (native, needs the GPU toolkit) or rocbuild's minimal one (lite).
     #[arg(long, value_enum, value_name = "MODE")]
     pub torch_cmake: Option<TorchCmakeArg>,
+    /// A patch to apply to the fetched source before configure (repeatable, in order; made
+    /// with `git diff`). Recorded with its sha256: a changed patch makes the build stale, and
+    /// `rebuild` applies it again.
+    #[arg(long = "patch", value_name = "FILE")]
+    pub patch: Vec<PathBuf>,
     /// Extra CMake define, KEY=VALUE (repeatable; wins over the recipe).
     #[arg(short = 'D', long = "define", value_name = "KEY=VALUE")]
     pub defines: Vec<String>,

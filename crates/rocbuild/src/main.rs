@@ -30,12 +30,7 @@ pub enum ExitStatus {
 
 impl From<ExitStatus> for ExitCode {
     fn from(s: ExitStatus) -> ExitCode {
-        match s {
-            ExitStatus::Success => ExitCode::SUCCESS,
-            ExitStatus::Failure => ExitCode::FAILURE,
-            ExitStatus::Usage => ExitCode::from(2),
-            ExitStatus::Signal(n) => ExitCode::from(128u8.saturating_add(n)),
-        }
+        ExitCode::from(s.code())
     }
 }
 
@@ -49,7 +44,11 @@ impl rocbuild_engine::Reporter for Stderr {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return command_line_error(e),
+    };
+    let json = wants_json(&cli);
     if let Some(n) = settings::test_hook(settings::ROCBUILD_TEST_KILL_AFTER_STEP) {
         rocbuild_venv::txn_fs::arm_kill(n);
     }
@@ -78,15 +77,122 @@ fn main() -> ExitCode {
         .without_time()
         .init();
     let _ = miette::set_hook(Box::new(|_| {
-        Box::new(miette::MietteHandlerOpts::new().width(100).build())
+        Box::new(
+            miette::MietteHandlerOpts::new()
+                .width(text_width())
+                // Never inside a word: a package name (`libavcodec-dev`), a command or a path
+                // stays whole, on the next line when it does not fit.
+                .break_words(false)
+                .word_separator(textwrap::WordSeparator::AsciiSpace)
+                .word_splitter(textwrap::WordSplitter::NoHyphenation)
+                .build(),
+        )
     }));
     match dispatch(cli) {
         Ok(status) => status.into(),
         Err(report) => {
             eprintln!("{report:?}");
-            exit_status_of(&report).into()
+            let status = exit_status_of(&report);
+            if json {
+                print_json_error(&json_error(&report, status));
+            }
+            status.into()
         }
     }
+}
+
+/// The width to wrap messages at: the terminal's (stderr), else `$COLUMNS`, else 100 columns
+/// (as clap does for `--help`).
+fn text_width() -> usize {
+    terminal_size::terminal_size_of(std::io::stderr())
+        .map(|(w, _)| usize::from(w.0))
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
+        .filter(|w| *w >= 20)
+        .unwrap_or(100)
+}
+
+/// Does the command print JSON (`--json`)? Then its errors are JSON on stdout too.
+fn wants_json(cli: &Cli) -> bool {
+    match &cli.command {
+        None => cli.build.json,
+        Some(Command::Status(a)) => a.json,
+        Some(Command::Ffmpeg(a)) => a.json,
+        Some(Command::Doctor(a)) => a.json,
+        Some(Command::Deps(a)) => a.json,
+        Some(Command::Bundle(a)) => a.json,
+        Some(Command::Repair(a)) => a.json,
+        Some(_) => false,
+    }
+}
+
+impl ExitStatus {
+    fn code(self) -> u8 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Usage => 2,
+            ExitStatus::Signal(n) => 128u8.saturating_add(n),
+        }
+    }
+}
+
+/// One JSON object for an error: its code, message, help, the causes under it, the exit code.
+pub(crate) fn json_error(report: &miette::Report, status: ExitStatus) -> serde_json::Value {
+    let causes: Vec<String> = report.chain().skip(1).map(|e| e.to_string()).collect();
+    serde_json::json!({
+        "error": {
+            "code": report.code().map(|c| c.to_string()),
+            "message": report.to_string(),
+            "help": report.help().map(|h| h.to_string()),
+            "causes": causes,
+        },
+        "exit_code": status.code(),
+    })
+}
+
+pub(crate) fn print_json_error(v: &serde_json::Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+    );
+}
+
+/// clap's own errors (and `--help`, `--rocbuild-version`) as clap prints them; with `--json`
+/// on the command line, a usage error is also one JSON object on stdout.
+fn command_line_error(e: clap::Error) -> ExitCode {
+    use clap::error::{ContextKind, ErrorKind};
+    let is_error = !matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if is_error && std::env::args_os().any(|a| a == "--json") {
+        let _ = e.print();
+        let help = match e.get(ContextKind::SuggestedArg) {
+            Some(s) => format!("did you mean {s}? see rocbuild --help"),
+            None => "see rocbuild --help".into(),
+        };
+        let message = e
+            .render()
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ")
+            .to_string();
+        print_json_error(&serde_json::json!({
+            "error": {
+                "code": "rocbuild::usage",
+                "message": message,
+                "help": help,
+                "causes": [],
+            },
+            "exit_code": 2,
+        }));
+        return ExitCode::from(2);
+    }
+    e.exit()
 }
 
 /// A usage error (a bad option or value) exits 2, like clap's own; anything else 1.

@@ -29,27 +29,21 @@ pub const ROCBUILD_LOG: &str = "ROCBUILD_LOG";
 /// The PATH handed to a scheduled run.
 pub const PATH: &str = "PATH";
 
-pub fn cache_dir() -> std::path::PathBuf {
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(std::path::PathBuf::from)
-    };
+/// The default cache directory; None when no variable names one (no `HOME`): then rocbuild
+/// refuses rather than fill whatever directory it was started in.
+pub fn cache_dir() -> Option<std::path::PathBuf> {
     if let Some(c) = var(ROCBUILD_CACHE) {
-        return c;
+        return Some(c);
     }
     if cfg!(windows) {
         if let Some(l) = var("LOCALAPPDATA") {
-            return l.join("rocbuild");
+            return Some(l.join("rocbuild"));
         }
     }
     if let Some(x) = var("XDG_CACHE_HOME") {
-        return x.join("rocbuild");
+        return Some(x.join("rocbuild"));
     }
-    match var("HOME") {
-        Some(h) => h.join(".cache").join("rocbuild"),
-        None => std::path::PathBuf::from("cache"),
-    }
+    var("HOME").map(|h| h.join(".cache").join("rocbuild"))
 }
 
 fn var(k: &str) -> Option<std::path::PathBuf> {
@@ -76,10 +70,26 @@ pub fn user_dirs() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     Some((home, config))
 }
 
-/// The cache directory: `--cache`, else [`cache_dir`], made absolute.
+/// The cache directory: `--cache`, else [`cache_dir`], made absolute. Without either (HOME
+/// unset) an error naming the ways to give one.
 pub fn cache(g: &crate::cli::Global) -> miette::Result<std::path::PathBuf> {
     use miette::IntoDiagnostic;
-    std::path::absolute(g.cache.clone().unwrap_or_else(cache_dir)).into_diagnostic()
+    let dir = match g.cache.clone().or_else(cache_dir) {
+        Some(d) => d,
+        None => {
+            let vars = if cfg!(windows) {
+                "ROCBUILD_CACHE, LOCALAPPDATA, XDG_CACHE_HOME and HOME are"
+            } else {
+                "ROCBUILD_CACHE, XDG_CACHE_HOME and HOME are"
+            };
+            return Err(miette::miette!(
+                code = "rocbuild::settings::no_cache",
+                help = "set ROCBUILD_CACHE=DIR (or HOME), or pass --cache DIR",
+                "no cache directory: {vars} all unset or empty, so rocbuild does not know where to keep sources, build trees and logs"
+            ));
+        }
+    };
+    std::path::absolute(dir).into_diagnostic()
 }
 
 /// `ROCBUILD_MIRROR`, when set and not empty.

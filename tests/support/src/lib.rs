@@ -21,6 +21,49 @@ pub fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixture")
 }
 
+/// A uv binary for the tests: `ROCBUILD_TEST_UV`, else `uv` on PATH, else uv from PyPI
+/// installed once into `<workspace>/cache/test-uv` (a venv of its own).
+pub fn uv_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("ROCBUILD_TEST_UV") {
+        return PathBuf::from(p);
+    }
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("uv"))
+            .find(|p| p.is_file())
+    });
+    if let Some(p) = on_path {
+        return p;
+    }
+    let venv = fixture_dir().join("../../cache/test-uv");
+    let uv = venv.join("bin/uv");
+    if !uv.is_file() {
+        let python = std::env::var("ROCBUILD_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+        run(Command::new(python).args(["-m", "venv"]).arg(&venv));
+        run(Command::new(venv.join("bin/python")).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "uv",
+        ]));
+    }
+    uv
+}
+
+/// A venv made by `uv venv` (no pip in it) on the tests' Python; returns its site-packages.
+pub fn make_uv_venv(dir: &Path) -> PathBuf {
+    let python = std::env::var("ROCBUILD_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let python = run(Command::new(python).args(["-c", "import sys; print(sys.executable)"]));
+    run(Command::new(uv_binary())
+        .args(["venv", "--quiet", "--no-config", "--python"])
+        .arg(python.trim())
+        .arg(dir)
+        .env("UV_PYTHON_DOWNLOADS", "never"));
+    site_packages(dir)
+}
+
 pub fn run(cmd: &mut Command) -> String {
     let out = cmd
         .output()
@@ -52,6 +95,12 @@ pub fn site_packages(venv: &Path) -> PathBuf {
 /// A torch-like package in `site`: torch/version.py, lib/libc10.so, libtorch_cpu.so,
 /// libtorch.so (compiled with cc), include/, and a dist-info.
 pub fn install_fake_torch(site: &Path, version: &str) {
+    install_fake_torch_as(site, version, version)
+}
+
+/// A fake torch whose `torch.__version__` is `version` and whose distribution (dist-info
+/// METADATA) is `dist_version`: PyPI's CUDA torch is `2.15.0` with `__version__` `2.15.0+cu132`.
+pub fn install_fake_torch_as(site: &Path, version: &str, dist_version: &str) {
     let t = site.join("torch");
     let lib = t.join("lib");
     let inc = t.join("include");
@@ -90,11 +139,11 @@ pub fn install_fake_torch(site: &Path, version: &str) {
     )
     .unwrap();
     std::fs::write(t.join("__init__.py"), "from .version import __version__\n").unwrap();
-    let di = site.join(format!("torch-{version}.dist-info"));
+    let di = site.join(format!("torch-{dist_version}.dist-info"));
     std::fs::create_dir_all(&di).unwrap();
     std::fs::write(
         di.join("METADATA"),
-        format!("Metadata-Version: 2.1\nName: torch\nVersion: {version}\n"),
+        format!("Metadata-Version: 2.1\nName: torch\nVersion: {dist_version}\n"),
     )
     .unwrap();
     std::fs::write(di.join("RECORD"), "").unwrap();

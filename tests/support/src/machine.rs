@@ -79,6 +79,7 @@ pub fn machine(os: Os) -> Machine {
                 ("numpy".to_string(), "2.4.6".to_string()),
                 ("pyyaml".to_string(), "6.0.3".to_string()),
             ]),
+            installer: Default::default(),
         },
         torch: Some(Torch {
             version: torch_v.into(),

@@ -87,6 +87,7 @@ pub fn check(site: &Path, subject: &Subject, torch: Option<&Torch>) -> Vec<Findi
                 Finding::new(Severity::Error, Check::Stale, name, r.to_string()).fix(fix.clone())
             }
             Reason::Ffmpeg { .. }
+            | Reason::Patch { .. }
             | Reason::GpuArchs { .. }
             | Reason::RecipeChanged { .. }
             | Reason::RecipeGone { .. } => continue,

@@ -214,7 +214,9 @@ mod tests {
             rocm_version: None,
             features: &[],
         });
-        let src = source::plan(&r, &rel, opts, &c, os, Flavor::Cpu, &resolved).unwrap();
+        let src = source::plan(&r, &rel, opts, &c, os, Flavor::Cpu, &resolved)
+            .unwrap()
+            .0;
         let mut v = vars::of(&r, &rel.version, &m, &c, &[], &src, &b);
         let found = tools::required(&r, &m, &b).unwrap();
         let (pt, ts) = tools::python_tools(&r, &m, &b, &found, &v, &c.cache).unwrap();

@@ -15,6 +15,7 @@ mod fingerprint;
 mod install;
 mod libraries;
 mod needs;
+mod pip;
 mod python_part;
 mod release;
 mod source;
@@ -132,7 +133,10 @@ pub fn plan(
         features: &features,
     });
     let toolset = tools::required(recipe, machine, &backend)?;
-    let source = source::plan(recipe, &release, opts, ctx, os, flavor, &resolved)?;
+    let (source, patches) = source::plan(recipe, &release, opts, ctx, os, flavor, &resolved)?;
+    // The options as recorded: each patch with the sha256 it was applied with.
+    let mut options = opts.clone();
+    options.patches = patches;
     let mut vars = vars::of(
         recipe, &version, machine, ctx, &libraries, &source, &backend,
     );
@@ -236,7 +240,7 @@ pub fn plan(
         verify,
         compiler_cache,
         log_dir: join(os, &ctx.cache, &["logs"]),
-        options: opts.clone(),
+        options,
         fingerprint,
     })
 }

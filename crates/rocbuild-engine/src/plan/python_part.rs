@@ -10,6 +10,7 @@ use rocbuild_recipe::{PythonFrom, Recipe, Resolved};
 use serde::Serialize;
 
 use super::configure::msvc_env;
+use super::pip;
 use super::source::SourcePlan;
 use super::tools::ToolsPlan;
 use super::vars::expand;
@@ -47,68 +48,48 @@ pub fn plan(
     let version = version.to_string();
     let dist = rocbuild_probe::normalize_dist(&raw.package.distribution);
     let installed = py.distributions.get(&dist).cloned();
-    let pip_install = |target: &Path| {
-        Command::new(&py.exe)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--no-deps",
-                "--no-compile",
-                "--target",
-            ])
-            .arg(target.display().to_string())
-    };
+    let what = format!("the Python part of {}", recipe.name());
     Ok(match resolved.python_from {
         // The index's wheel carries the pure-Python files; needed only when another version
         // (or none) is installed.
-        PythonFrom::Pypi => (installed.as_deref() != Some(version.as_str())).then(|| {
+        PythonFrom::Pypi if installed.as_deref() == Some(version.as_str()) => None,
+        PythonFrom::Pypi => {
+            let pip = pip::installer(py, &what)?;
             let target = join(os, &py.site_packages, &rocbuild_venv::layout::PIP_TARGET);
-            PythonPart {
+            Some(PythonPart {
                 distribution: raw.package.distribution.clone(),
                 version: version.clone(),
                 replaces: installed.clone(),
                 build: None,
-                install: pip_install(&target)
+                install: pip::install_into(&pip, py, os, &target, true)
                     .arg(format!("{}=={version}", raw.package.distribution)),
                 target,
-            }
-        }),
+            })
+        }
         // A wheel built from the checkout against the libraries just built: always installed,
         // whatever version pip had (its native extension was built for other libraries).
         PythonFrom::Source => {
             let dir = resolved.python_dir.clone().unwrap_or_else(|| ".".into());
-            let dir = match expand(&dir, &vars)?.as_str() {
+            let dir = match expand(&dir, vars)?.as_str() {
                 "." | "" => source.dir().to_path_buf(),
                 sub => join(os, source.dir(), &[sub]),
             };
             let wheel_dir = join(os, build_dir, &["rocbuild-wheel"]);
-            let mut build = Command::new(&py.exe)
-                .args([
-                    "-m",
-                    "pip",
-                    "wheel",
-                    "--disable-pip-version-check",
-                    "--no-input",
-                    "--no-deps",
-                    "--no-build-isolation",
-                    "--wheel-dir",
-                ])
+            let builder = pip::wheel_builder(py, &what)?;
+            let pip = pip::installer(py, &what)?;
+            let mut build = pip::command(&builder, py, os, "wheel")
+                .args(["--no-deps", "--no-build-isolation", "--wheel-dir"])
                 .arg(wheel_dir.display().to_string())
                 .arg(dir.display().to_string());
             for (k, v) in &resolved.python_env {
-                build.env.insert(k.clone(), expand(v, &vars)?);
+                build.env.insert(k.clone(), expand(v, vars)?);
             }
             if let Some(t) = tools {
-                build
-                    .env
-                    .insert("PYTHONPATH".into(), t.dir.display().to_string());
+                pip::prepend_python_path(&mut build, os, &t.dir);
             }
             build.env.extend(msvc_env(machine));
             let target = join(os, &py.site_packages, &rocbuild_venv::layout::PIP_TARGET);
-            let install = pip_install(&target)
+            let install = pip::install_into(&pip, py, os, &target, true)
                 .args(["--no-index", "--find-links"])
                 .arg(wheel_dir.display().to_string())
                 .arg(format!("{}=={version}", raw.package.distribution));
@@ -190,5 +171,38 @@ mod tests {
         let build = pp.build.expect("a wheel build");
         assert_eq!(build.args.last().unwrap(), "/src/python");
         assert!(pp.install.args.contains(&"--no-index".to_string()));
+    }
+
+    #[test]
+    fn a_venv_without_pip_is_planned_with_uv_or_refused_before_anything_is_fetched() {
+        let r = recipe("torchcodec");
+        let mut m = cpu_machine(Os::Linux);
+        m.python.installer.pip = false;
+        m.python.installer.uv_venv = true;
+        let src = SourcePlan::Local {
+            dir: PathBuf::from("/src"),
+        };
+        let (res, vars) = (Resolved::default(), BTreeMap::new());
+        let e = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None).unwrap_err();
+        assert!(
+            matches!(&e, crate::error::EngineError::NoPip { what, .. } if what == "the Python part of torchcodec"),
+            "{e}"
+        );
+        m.python.installer.uv = Some(PathBuf::from("/usr/local/bin/uv"));
+        let pp = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(pp.install.program, PathBuf::from("/usr/local/bin/uv"));
+        assert!(pp.install.args.contains(&"torchcodec==0.9.1".to_string()));
+        // Installed already at that version: nothing to install, no pip needed.
+        m.python.installer.uv = None;
+        m.python
+            .distributions
+            .insert("torchcodec".into(), "0.9.1".into());
+        assert!(
+            plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
+                .unwrap()
+                .is_none()
+        );
     }
 }

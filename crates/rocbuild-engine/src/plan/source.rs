@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use rocbuild_probe::{Flavor, Os};
 use rocbuild_recipe::{Recipe, ReleaseInfo, Resolved, SubmoduleSel};
-use rocbuild_venv::BuildOptions;
+use rocbuild_venv::{BuildOptions, Patch};
 use serde::Serialize;
 
 use super::vars::{base, expand};
 use super::Context;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::paths::{join, looks_like_url, sanitize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -26,6 +26,10 @@ pub enum SourcePlan {
         /// Bare clones, keyed by URL.
         git_cache: PathBuf,
         checkout: PathBuf,
+        /// `--patch FILE`s with their sha256, applied in order to the checkout (which is then
+        /// one of its own: its directory name carries their hash).
+        #[serde(skip_serializing_if = "Vec::is_empty", default)]
+        patches: Vec<Patch>,
     },
     /// A directory built as it is (`--source DIR` without `--rev`).
     Local { dir: PathBuf },
@@ -41,6 +45,76 @@ impl SourcePlan {
 }
 
 pub fn plan(
+    recipe: &Recipe,
+    release: &ReleaseInfo,
+    opts: &BuildOptions,
+    ctx: &Context,
+    os: Os,
+    flavor: Flavor,
+    resolved: &Resolved,
+) -> Result<(SourcePlan, Vec<Patch>)> {
+    let mut source = unpatched(recipe, release, opts, ctx, os, flavor, resolved)?;
+    let patches = read_patches(&opts.patches)?;
+    if patches.is_empty() {
+        return Ok((source, patches));
+    }
+    match &mut source {
+        SourcePlan::Local { dir } => {
+            return Err(EngineError::Usage {
+                option: "--patch".into(),
+                reason: format!(
+                    "{} is built as it is, and rocbuild does not change a directory of yours",
+                    dir.display()
+                ),
+                help: Some(format!(
+                    "apply the patch to it yourself (git -C {} apply FILE), or build a git checkout (--source URL, or --rev)",
+                    dir.display()
+                )),
+            })
+        }
+        SourcePlan::Git {
+            checkout,
+            patches: planned,
+            ..
+        } => {
+            let shas: Vec<&str> = patches
+                .iter()
+                .filter_map(|p| p.sha256.as_deref())
+                .collect();
+            let mut name = checkout.file_name().unwrap_or_default().to_os_string();
+            name.push(format!("-patched-{}", &crate::paths::hash_hex(&shas)[..12]));
+            checkout.set_file_name(name);
+            *planned = patches.clone();
+        }
+    }
+    Ok((source, patches))
+}
+
+/// Each `--patch FILE`, made absolute, with the sha256 of what it holds now.
+fn read_patches(patches: &[Patch]) -> Result<Vec<Patch>> {
+    patches
+        .iter()
+        .map(|p| {
+            let path = std::path::absolute(&p.path).unwrap_or_else(|_| p.path.clone());
+            let bytes = std::fs::read(&path).map_err(|e| EngineError::Usage {
+                option: "--patch".into(),
+                reason: format!("cannot read {}: {e}", path.display()),
+                help: Some("pass a patch file made by `git diff` or `git format-patch`".into()),
+            })?;
+            let sha: String = <sha2::Sha256 as sha2::Digest>::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            Ok(Patch {
+                path,
+                sha256: Some(sha),
+            })
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn unpatched(
     recipe: &Recipe,
     release: &ReleaseInfo,
     opts: &BuildOptions,
@@ -85,6 +159,7 @@ pub fn plan(
                 expected_commit,
                 submodules: resolved.submodules.clone(),
                 mirror: ctx.mirror.clone(),
+                patches: Vec::new(),
             }
         }
     })
@@ -115,7 +190,8 @@ mod tests {
             Flavor::Cpu,
             &Resolved::default(),
         )
-        .unwrap();
+        .unwrap()
+        .0;
         match &p {
             SourcePlan::Git {
                 reference,
@@ -157,7 +233,8 @@ mod tests {
                 Flavor::Cpu,
                 &Resolved::default()
             )
-            .unwrap(),
+            .unwrap()
+            .0,
             SourcePlan::Local {
                 dir: PathBuf::from("/src/tc")
             }
@@ -177,6 +254,7 @@ mod tests {
             &Resolved::default(),
         )
         .unwrap()
+        .0
         {
             SourcePlan::Git {
                 reference,
@@ -193,5 +271,95 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn patches_are_hashed_into_a_checkout_of_their_own_and_refused_for_a_local_dir() {
+        let r = recipe("torchcodec");
+        let rel = release(&r);
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("fix.patch");
+        std::fs::write(&file, "--- a/x\n+++ b/x\n").unwrap();
+        let opts = BuildOptions {
+            patches: vec![Patch {
+                path: file.clone(),
+                sha256: None,
+            }],
+            ..BuildOptions::default()
+        };
+        let c = ctx(Os::Linux);
+        let plain = plan(
+            &r,
+            &rel,
+            &BuildOptions::default(),
+            &c,
+            Os::Linux,
+            Flavor::Cpu,
+            &Resolved::default(),
+        )
+        .unwrap()
+        .0;
+        let (patched, patches) = plan(
+            &r,
+            &rel,
+            &opts,
+            &c,
+            Os::Linux,
+            Flavor::Cpu,
+            &Resolved::default(),
+        )
+        .unwrap();
+        assert_eq!(patches.len(), 1);
+        assert_eq!(patches[0].sha256.as_deref().map(str::len), Some(64));
+        assert_ne!(patched.dir(), plain.dir());
+        assert!(patched.dir().to_string_lossy().contains("-patched-"));
+        // Another content: another checkout.
+        std::fs::write(&file, "--- a/y\n+++ b/y\n").unwrap();
+        let (again, _) = plan(
+            &r,
+            &rel,
+            &opts,
+            &c,
+            Os::Linux,
+            Flavor::Cpu,
+            &Resolved::default(),
+        )
+        .unwrap();
+        assert_ne!(again.dir(), patched.dir());
+        let local = BuildOptions {
+            source: Some("/src/tc".into()),
+            ..opts.clone()
+        };
+        assert!(matches!(
+            plan(
+                &r,
+                &rel,
+                &local,
+                &c,
+                Os::Linux,
+                Flavor::Cpu,
+                &Resolved::default()
+            ),
+            Err(EngineError::Usage { .. })
+        ));
+        let missing = BuildOptions {
+            patches: vec![Patch {
+                path: tmp.path().join("nope.patch"),
+                sha256: None,
+            }],
+            ..BuildOptions::default()
+        };
+        assert!(matches!(
+            plan(
+                &r,
+                &rel,
+                &missing,
+                &c,
+                Os::Linux,
+                Flavor::Cpu,
+                &Resolved::default()
+            ),
+            Err(EngineError::Usage { .. })
+        ));
     }
 }

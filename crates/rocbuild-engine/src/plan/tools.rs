@@ -219,29 +219,23 @@ pub fn python_tools(
         system.push(Prerequisite::Ninja);
     }
     let fallback = (!system.is_empty()).then(|| install_command(&machine.platform, &system));
-    let tools = (!reqs.is_empty()).then(|| {
+    let tools = if reqs.is_empty() {
+        None
+    } else {
+        let pip = super::pip::installer(py, &format!("the build tools {}", reqs.join(" ")))?;
         let mut key: Vec<&str> = reqs.iter().map(String::as_str).collect();
         key.push(&py.version);
         let dir = join(os, cache, &["tools", &hash_hex(&key)[..16]]);
-        let install = Command::new(&py.exe)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--quiet",
-                "--target",
-            ])
-            .arg(dir.display().to_string())
+        let install = super::pip::install_into(&pip, py, os, &dir, false)
+            .arg("--quiet")
             .args(reqs.clone());
-        ToolsPlan {
+        Some(ToolsPlan {
             dir,
             install,
             why: why.clone(),
             fallback: fallback.clone(),
-        }
-    });
+        })
+    };
     let exe = |n: &str| {
         if os == Os::Windows {
             format!("{n}.exe")

@@ -36,6 +36,14 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
         }),
         defines: parse_defines(&a.defines)?,
         ffmpeg_dir: a.ffmpeg.clone(),
+        patches: a
+            .patch
+            .iter()
+            .map(|p| rocbuild_venv::Patch {
+                path: p.clone(),
+                sha256: None,
+            })
+            .collect(),
         backend: BackendOptions {
             backend: a.backend.map(|b| match b {
                 BackendArg::Cpu => Backend::Cpu,

@@ -11,10 +11,15 @@ use crate::cli::{BundleArgs, DepsArgs, DoctorArgs, RepairArgs};
 use crate::settings as env;
 use crate::ExitStatus;
 
-/// Usage errors (unknown package, no venv) exit 2; findings exit 1; all well exits 0.
-fn fail(e: DoctorError) -> Result<ExitStatus> {
+/// Usage errors (unknown package, no venv) exit 2 (with `--json`, also as one JSON object on
+/// stdout); findings exit 1; all well exits 0.
+fn fail(e: DoctorError, json: bool) -> Result<ExitStatus> {
     if e.is_usage() {
-        eprintln!("{:?}", miette::Report::new(e));
+        let report = miette::Report::new(e);
+        eprintln!("{report:?}");
+        if json {
+            crate::print_json_error(&crate::json_error(&report, ExitStatus::Usage));
+        }
         Ok(ExitStatus::Usage)
     } else {
         Err(e.into())
@@ -73,7 +78,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
         .any(|s| s.ffmpeg && (a.packages.is_empty() || a.packages.contains(&s.name)));
     let machine = match rocbuild_doctor::probe(a.venv.as_deref(), wants_ffmpeg) {
         Ok(m) => m,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e, a.json),
     };
     let library_var = match machine.platform.os {
         rocbuild_probe::Os::Macos => "DYLD_LIBRARY_PATH",
@@ -90,7 +95,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
     };
     let report = match rocbuild_doctor::doctor(&machine, &opts) {
         Ok(r) => r,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e, a.json),
     };
     print_out(a.json, &report, rocbuild_doctor::human(&report))?;
     Ok(if report.healthy() {
@@ -128,7 +133,7 @@ pub fn repair(a: &RepairArgs) -> Result<ExitStatus> {
     };
     let report = match rocbuild_doctor::repair(&opts) {
         Ok(r) => r,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e, a.json),
     };
     print_out(a.json, &report, rocbuild_doctor::text::repair(&report))?;
     Ok(if report.refused() {

@@ -1,0 +1,48 @@
+//! Help and error text wrap to the terminal's width (`COLUMNS` when not a terminal) and never
+//! inside a word: a package name, a command or a path stays whole (issue 11, item 9).
+
+use crate::common::*;
+
+fn width(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+#[test]
+fn help_wraps_to_the_terminal_width() {
+    let narrow = rocbuild(&["--help"], &[("COLUMNS", "60")]);
+    ok(&narrow);
+    assert!(width(&narrow.stdout) <= 60, "{}", narrow.stdout);
+    let wide = rocbuild(&["--help"], &[("COLUMNS", "220")]);
+    ok(&wide);
+    assert!(width(&wide.stdout) > 100, "{}", wide.stdout);
+    // Not one word cut: the words of the wide help are the words of the narrow one.
+    let words = |t: &str| t.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(words(&narrow.stdout), words(&wide.stdout));
+}
+
+#[test]
+fn errors_wrap_to_the_terminal_width_and_never_split_a_path_or_a_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp
+        .path()
+        .join("a-venv-with-a-long-hyphenated-name-libavcodec-dev");
+    let v = venv.to_str().unwrap();
+    for columns in ["40", "72", "160"] {
+        let out = rocbuild(&["status", "--venv", v], &[("COLUMNS", columns)]);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        // The path is whole on one line (on a line of its own when it does not fit).
+        assert!(
+            out.stderr.lines().any(|l| l.contains(v)),
+            "COLUMNS={columns}:\n{}",
+            out.stderr
+        );
+        let limit: usize = columns.parse().unwrap();
+        for l in out.stderr.lines() {
+            assert!(
+                l.chars().count() <= limit || l.contains(v),
+                "COLUMNS={columns}: {l:?}\n{}",
+                out.stderr
+            );
+        }
+    }
+}
