@@ -19,6 +19,7 @@ mod mirror;
 mod patch;
 mod plans;
 mod plans_gpu;
+mod publish;
 mod real_torch;
 mod repair;
 mod restore;
