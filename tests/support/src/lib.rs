@@ -10,6 +10,7 @@ use std::process::Command;
 pub mod downloads;
 pub mod machine;
 pub mod native;
+pub mod redis;
 pub mod rocm;
 pub mod upstream;
 
