@@ -368,7 +368,9 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
                 c.kind.describe()
             );
             line.push_str(&format!(
-                ": targets {}; hipBLAS {}; rocBLAS {}; amd_comgr {}",
+                ": HIP {}; clang {}; targets {}; hipBLAS {}; rocBLAS {}; amd_comgr {}",
+                c.hip_version.as_deref().unwrap_or("?"),
+                c.clang_version.as_deref().unwrap_or("?"),
                 if c.targets.is_empty() {
                     "none".to_string()
                 } else {
@@ -377,10 +379,16 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
                 c.hipblas.as_deref().unwrap_or("no"),
                 if !c.rocblas {
                     "no".to_string()
-                } else if c.tensile_archs.is_empty() {
-                    "without Tensile kernels".to_string()
                 } else {
-                    format!("(Tensile {})", c.tensile_archs.join(" "))
+                    let v = c.rocblas_version.as_deref().unwrap_or("present");
+                    match &c.tensile_dir {
+                        Some(d) if !c.tensile_archs.is_empty() => format!(
+                            "{v} (Tensile {} in {})",
+                            c.tensile_archs.join(" "),
+                            d.display()
+                        ),
+                        _ => format!("{v} without Tensile kernels"),
+                    }
                 },
                 if c.amd_comgr.is_some() { "yes" } else { "no" }
             ));

@@ -11,6 +11,7 @@ mod light;
 mod mkl;
 mod probe_env;
 mod python;
+mod rocblas;
 mod rocm;
 mod rocm_scan;
 mod rocm_version;
@@ -38,6 +39,7 @@ pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 pub use mkl::{find_mkl, is_mkl_root};
 pub use probe_env::{vars, ProbeEnv};
 pub use python::{installed_distributions, normalize_dist, probe_python, python_in_venv};
+pub use rocblas::{rocblas_tensile_dir, rocblas_version, tensile_candidates};
 pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
 pub use runtime::{
