@@ -104,5 +104,15 @@ fn sdk_record(plan: &Plan) -> SdkRecord {
             .as_ref()
             .map(|r| r.archs.clone())
             .unwrap_or_default(),
+        hip_version: plan
+            .backend
+            .rocm
+            .as_ref()
+            .and_then(|r| r.hip_version.clone()),
+        hip_compat: plan
+            .hip_compat
+            .as_ref()
+            .map(|h| h.names.clone())
+            .unwrap_or_default(),
     }
 }

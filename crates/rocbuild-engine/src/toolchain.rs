@@ -19,6 +19,9 @@ use crate::paths::join;
 pub struct RocmPlan {
     pub root: PathBuf,
     pub version: Option<String>,
+    /// HIP's own version (`6.4.43484`), read from `hip_version.h`.
+    #[serde(default)]
+    pub hip_version: Option<String>,
     pub kind: String,
     /// A distribution's multiarch layout (`/usr`, CMake files under `/usr/lib/<triplet>`):
     /// CMake's HIP language understands it only from 3.27.
@@ -402,6 +405,7 @@ fn rocm_plan(machine: &Machine, opts: &BackendOptions) -> Result<RocmPlan> {
         root: sdk.root.clone(),
         runtime,
         version: sdk.version.clone(),
+        hip_version: sdk.hip_version.clone(),
         kind: sdk.kind.describe().to_string(),
         multiarch: sdk.kind == rocbuild_probe::SdkKind::DebianMultiarch,
         archs: archs.archs.clone(),

@@ -33,6 +33,8 @@ pub struct Inputs<'a> {
     /// The cmake to run (the system's, or PyPI's from the build tools).
     pub cmake: &'a PathBuf,
     pub toolset: &'a Toolset,
+    /// The compatibility header to force-include into HIP sources.
+    pub hip_compat: Option<&'a super::hip_compat::HipCompatPlan>,
 }
 
 pub struct Configured {
@@ -74,6 +76,15 @@ pub fn plan(i: Inputs) -> Result<Configured> {
         }
     }
     i.backend.apply(os, &mut define, &mut env);
+    if let Some(hc) = i.hip_compat {
+        let flag = super::hip_compat::include_flag(hc);
+        let v = compose_user_define(
+            "CMAKE_HIP_FLAGS",
+            define.get("CMAKE_HIP_FLAGS").map(String::as_str),
+            &flag,
+        );
+        define.insert("CMAKE_HIP_FLAGS".into(), v);
+    }
     // The GPU toolkit the build compiles with (a ROCm backend's SDK wins over the root torch's
     // own package was given, as ROCM_PATH does in the environment).
     if let Some(r) = &i.backend.rocm {
@@ -259,6 +270,7 @@ mod tests {
             torch_cmake: tc.as_ref(),
             cmake: &cmake,
             toolset: &ts,
+            hip_compat: None,
         })
         .unwrap()
     }
@@ -274,6 +286,7 @@ mod tests {
         b.rocm = Some(toolchain::RocmPlan {
             root: "/usr".into(),
             version: Some("6.4.3".into()),
+            hip_version: Some("6.4.43484".into()),
             kind: "distribution packages (multiarch /usr)".into(),
             multiarch: true,
             archs: vec!["gfx1010".into()],
@@ -317,6 +330,7 @@ mod tests {
             torch_cmake: None,
             cmake: &cmake,
             toolset: &ts,
+            hip_compat: None,
         })
         .unwrap()
     }
