@@ -5,6 +5,7 @@ mod bench;
 mod bench_closure;
 mod bench_doctor;
 mod bench_status;
+mod chroots;
 mod fuzz;
 mod setup;
 mod util;
@@ -16,8 +17,11 @@ usage: cargo xtask <command>
 
 commands:
   test [ARGS...]  install what the tests need (apt packages, a venv with the real PyPI torch
-                  in cache/venvs/torch-real), then run `cargo test --workspace ARGS...`
+                  in cache/venvs/torch-real, Debian sid chroots with ROCm 6.4 and 7.2 under
+                  /var/cache/rocbuild-test/chroots or $ROCBUILD_TEST_CHROOTS), then run
+                  `cargo test --workspace ARGS...`
   setup           only the set-up part of `test`
+  chroots [NAME]  only the ROCm chroots of the set-up (sid-rocm6.4, experimental-rocm7.2)
   bench           benchmarks: rocbuild vs bare cmake, no-op rerun, status on the real torch,
                   dependency closure vs ldd, doctor vs an nm -D script;
                   writes BENCHMARKS.md
@@ -28,8 +32,9 @@ commands:
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("test") => setup::setup().and_then(|venv| setup::run_tests(&venv, &args[1..])),
+        Some("test") => setup::setup().and_then(|p| setup::run_tests(&p, &args[1..])),
         Some("setup") => setup::setup().map(|_| ExitCode::SUCCESS),
+        Some("chroots") => chroots::setup(setup::is_root(), &args[1..]).map(|_| ExitCode::SUCCESS),
         Some("bench") => bench::bench().map(|_| ExitCode::SUCCESS),
         Some("fuzz") => fuzz::fuzz(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("help" | "-h" | "--help") => {

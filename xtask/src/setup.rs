@@ -44,17 +44,27 @@ const APT_PACKAGES: &[&str] = &[
     "llvm-15",
     // By hand and in the CTranslate2 plan's CPU backend: WITH_OPENBLAS needs its headers.
     "libopenblas-dev",
+    // The Debian sid / experimental chroots with ROCm 6.4 and 7.2 (chroots.rs).
+    "mmdebstrap",
 ];
 
 /// The venv holding the real PyPI torch, relative to the workspace root.
 const TORCH_VENV: &str = "cache/venvs/torch-real";
 
-/// Set everything up; returns the absolute path of the real-torch venv.
-pub fn setup() -> Result<PathBuf> {
+/// What the tests are given: the real-torch venv and the ROCm chroots (or why each is absent).
+pub struct Prepared {
+    pub venv: PathBuf,
+    pub chroots: Vec<(&'static str, crate::chroots::Outcome)>,
+}
+
+/// Set everything up.
+pub fn setup() -> Result<Prepared> {
     apt()?;
     upstream_wheels()?;
     engine_wheels()?;
-    torch_venv()
+    let venv = torch_venv()?;
+    let chroots = crate::chroots::setup(is_root(), &[])?;
+    Ok(Prepared { venv, chroots })
 }
 
 /// Real upstream wheels for other OSes that the repair / bundle tests read (the list of
@@ -136,14 +146,22 @@ fn engine_wheels() -> Result<()> {
     Ok(())
 }
 
-/// `cargo test --workspace ARGS...` with ROCBUILD_TEST_TORCH_VENV set; its exit status.
-pub fn run_tests(venv: &Path, extra: &[String]) -> Result<ExitCode> {
+/// `cargo test --workspace ARGS...` with ROCBUILD_TEST_TORCH_VENV and the chroot variables set
+/// (`<VAR>=path`, or `<VAR>_SKIP=reason`); its exit status.
+pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     println!("xtask: cargo test --workspace {}", extra.join(" "));
-    let status = Command::new(cargo())
-        .current_dir(workspace_root())
+    let mut cmd = Command::new(cargo());
+    cmd.current_dir(workspace_root())
         .args(["test", "--workspace"])
         .args(extra)
-        .env("ROCBUILD_TEST_TORCH_VENV", venv)
+        .env("ROCBUILD_TEST_TORCH_VENV", &p.venv);
+    for (var, outcome) in &p.chroots {
+        match outcome {
+            crate::chroots::Outcome::Ready(dir) => cmd.env(var, dir),
+            crate::chroots::Outcome::Skipped(why) => cmd.env(format!("{var}_SKIP"), why),
+        };
+    }
+    let status = cmd
         .status()
         .map_err(|e| format!("cannot run cargo test: {e}"))?;
     Ok(match status.code() {
@@ -163,7 +181,7 @@ fn installed(pkg: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn is_root() -> bool {
+pub fn is_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self")
         .map(|m| m.uid() == 0)

@@ -239,7 +239,15 @@ impl Examiner<'_> {
             if rocblas.iter().any(|r| r.library == path) {
                 continue;
             }
-            let dir = checks::gpu::tensile_dir(&path);
+            // The lookup rocBLAS itself does (versioned in Debian's layout), shared with the
+            // planner's SDK scan.
+            let dir = rocbuild_probe::rocblas_tensile_dir(
+                &path,
+                std::env::var_os("ROCBLAS_TENSILE_LIBPATH")
+                    .as_deref()
+                    .map(Path::new),
+                None,
+            );
             rocblas.push(checks::gpu::RocblasFacts {
                 tensile_archs: dir.is_dir().then(|| rocbuild_probe::tensile_archs(&dir)),
                 tensile_dir: dir,

@@ -106,6 +106,16 @@ fn sdk_record(plan: &Plan) -> SdkRecord {
             (None, Some(t)) => t.archs.clone(),
             (None, None) => Vec::new(),
         },
+        hip_version: plan
+            .backend
+            .rocm
+            .as_ref()
+            .and_then(|r| r.hip_version.clone()),
+        hip_compat: plan
+            .hip_compat
+            .as_ref()
+            .map(|h| h.names.clone())
+            .unwrap_or_default(),
     }
 }
 

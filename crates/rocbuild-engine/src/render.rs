@@ -182,6 +182,18 @@ impl fmt::Display for Plan {
                 writeln!(f, "      {k}={v}")?;
             }
         }
+        if let Some(hc) = &self.hip_compat {
+            step(
+                f,
+                &format!(
+                    "write rocbuild's HIP compatibility header {} (force-included into HIP sources)",
+                    hc.path.display()
+                ),
+            )?;
+            for r in &hc.reasons {
+                writeln!(f, "      {r}")?;
+            }
+        }
         if let Some(tc) = &self.torch_cmake {
             match &tc.contents {
                 Some(text) => {

@@ -363,6 +363,20 @@ fn fetch_and_build(
         }
     }
 
+    if let Some(hc) = &plan.hip_compat {
+        if fs_err::read_to_string(&hc.path).ok().as_deref() != Some(hc.contents.as_str()) {
+            if let Some(dir) = hc.path.parent() {
+                fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
+            }
+            fs_err::write(&hc.path, &hc.contents).map_err(EngineError::io("write", &hc.path))?;
+        }
+        log.note(&format!(
+            "HIP compatibility ({}) -> {}",
+            hc.names.join(", "),
+            hc.path.display()
+        ));
+    }
+
     // Concurrent runs (on other venvs) may share this build tree: one builds it at a time.
     let build_lock = crate::cache_lock::CacheLock::acquire(&plan.build_dir)?;
     let session = match &plan.compiler_cache {

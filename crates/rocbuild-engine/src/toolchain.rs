@@ -20,6 +20,9 @@ use crate::paths::join;
 pub struct RocmPlan {
     pub root: PathBuf,
     pub version: Option<String>,
+    /// HIP's own version (`6.4.43484`), read from `hip_version.h`.
+    #[serde(default)]
+    pub hip_version: Option<String>,
     pub kind: String,
     /// A distribution's multiarch layout (`/usr`, CMake files under `/usr/lib/<triplet>`):
     /// CMake's HIP language understands it only from 3.27.
@@ -631,6 +634,7 @@ fn rocm_plan(
         root: sdk.root.clone(),
         runtime,
         version: sdk.version.clone(),
+        hip_version: sdk.hip_version.clone(),
         kind: sdk.kind.describe().to_string(),
         multiarch: sdk.kind == rocbuild_probe::SdkKind::DebianMultiarch,
         archs: archs.archs.clone(),
@@ -664,7 +668,9 @@ fn candidate_lines(machine: &Machine, chosen: Option<&Path>) -> Vec<String> {
                 c.kind.describe()
             );
             line.push_str(&format!(
-                ": targets {}; hipBLAS {}; rocBLAS {}; amd_comgr {}",
+                ": HIP {}; clang {}; targets {}; hipBLAS {}; rocBLAS {}; amd_comgr {}",
+                c.hip_version.as_deref().unwrap_or("?"),
+                c.clang_version.as_deref().unwrap_or("?"),
                 if c.targets.is_empty() {
                     "none".to_string()
                 } else {
@@ -673,10 +679,16 @@ fn candidate_lines(machine: &Machine, chosen: Option<&Path>) -> Vec<String> {
                 c.hipblas.as_deref().unwrap_or("no"),
                 if !c.rocblas {
                     "no".to_string()
-                } else if c.tensile_archs.is_empty() {
-                    "without Tensile kernels".to_string()
                 } else {
-                    format!("(Tensile {})", c.tensile_archs.join(" "))
+                    let v = c.rocblas_version.as_deref().unwrap_or("present");
+                    match &c.tensile_dir {
+                        Some(d) if !c.tensile_archs.is_empty() => format!(
+                            "{v} (Tensile {} in {})",
+                            c.tensile_archs.join(" "),
+                            d.display()
+                        ),
+                        _ => format!("{v} without Tensile kernels"),
+                    }
                 },
                 if c.amd_comgr.is_some() { "yes" } else { "no" }
             ));

@@ -11,6 +11,7 @@ mod light;
 mod mkl;
 mod probe_env;
 mod python;
+mod rocblas;
 mod rocm;
 mod rocm_scan;
 mod rocm_version;
@@ -40,6 +41,7 @@ pub use probe_env::{vars, ProbeEnv};
 pub use python::{
     distribution_version, installed_distributions, normalize_dist, probe_python, python_in_venv,
 };
+pub use rocblas::{rocblas_tensile_dir, rocblas_version, tensile_candidates};
 pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
 pub use runtime::{

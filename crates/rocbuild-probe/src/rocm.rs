@@ -73,6 +73,13 @@ pub struct RocmSdk {
     /// hipBLAS version ("2.2.0"), or "present" when only the library was seen.
     pub hipblas: Option<String>,
     pub rocblas: bool,
+    /// rocBLAS's own version ("4.4.1" in ROCm 6.4), from `rocblas-version.h`.
+    #[serde(default)]
+    pub rocblas_version: Option<String>,
+    /// The version of the clang the SDK compiles HIP with ("21" for Debian sid's
+    /// `/usr/lib/llvm-21/lib/clang/21`), from its resource directory or its name.
+    #[serde(default)]
+    pub clang_version: Option<String>,
     /// gfx names rocBLAS has Tensile kernels for (from `rocblas/library/*gfxNNNN*`).
     pub tensile_archs: Vec<String>,
     /// The rocBLAS Tensile library directory, when there is one.
@@ -103,6 +110,15 @@ impl RocmSdk {
         self.version
             .as_deref()
             .and_then(|v| version_key(v).first().copied())
+    }
+
+    /// HIP's major (6 for HIP 6.4.43484), else the ROCm major: decides which HIP APIs exist
+    /// (`__syncwarp` only from HIP 7).
+    pub fn hip_major(&self) -> Option<u32> {
+        self.hip_version
+            .as_deref()
+            .and_then(|v| version_key(v).first().copied())
+            .or_else(|| self.major())
     }
 
     /// hipBLAS's major, when its version header was read (2 on ROCm 6.x, 3 on 7.x).

@@ -168,6 +168,8 @@ fn empty(root: PathBuf, kind: SdkKind) -> RocmSdk {
         targets: Vec::new(),
         hipblas: None,
         rocblas: false,
+        rocblas_version: None,
+        clang_version: None,
         tensile_archs: Vec::new(),
         tensile_dir: None,
         amd_comgr: None,
@@ -255,7 +257,23 @@ pub(crate) fn inspect(
             false,
         )
     };
-    if kind == SdkKind::DebianMultiarch {
+    // Debian from ROCm 6 on (sid, trixie+): the device libraries live in the resource
+    // directory of the LLVM that HIP is built for (`/usr/lib/llvm-21/lib/clang/21/amdgcn/
+    // bitcode`); that LLVM's clang is the compiler. The newest such LLVM wins.
+    let debian_llvm = (kind == SdkKind::DebianMultiarch)
+        .then(|| debian_resource_bitcode(&root))
+        .flatten();
+    if let Some((n, dir)) = &debian_llvm {
+        sdk.clang = Some(root.join(format!("bin/clang-{n}")))
+            .filter(|p| p.exists())
+            .or_else(|| Some(root.join(format!("lib/llvm-{n}/bin/clang"))).filter(|p| p.exists()));
+        sdk.clangxx = Some(root.join(format!("bin/clang++-{n}")))
+            .filter(|p| p.exists())
+            .or_else(|| {
+                Some(root.join(format!("lib/llvm-{n}/bin/clang++"))).filter(|p| p.exists())
+            });
+        sdk.device_lib_dir = Some(dir.clone());
+    } else if kind == SdkKind::DebianMultiarch {
         // Debian's HIP is built for one versioned LLVM (clang++-15 for ROCm 5.2); a plain
         // `clang++` may be another major. Newest versioned first, the plain name last.
         sdk.clang = newest_versioned(&root.join("bin"), "clang-").or_else(|| find_exe(&["clang"]));
@@ -285,16 +303,19 @@ pub(crate) fn inspect(
         "llvm/lib/clang/*/lib/amdgcn/bitcode".into(),
     ];
     dev_rels.extend(t("amdgcn/bitcode"));
-    let dev_dir = dev_rels.iter().find_map(|rel| {
-        parts
-            .iter()
-            .flat_map(|p| expand(p, rel))
-            .find(|d| !bitcode_targets(d).is_empty())
+    let dev_dir = sdk.device_lib_dir.clone().or_else(|| {
+        dev_rels.iter().find_map(|rel| {
+            parts
+                .iter()
+                .flat_map(|p| expand(p, rel))
+                .find(|d| !bitcode_targets(d).is_empty())
+        })
     });
     if let Some(d) = &dev_dir {
         sdk.targets = bitcode_targets(d);
     }
     sdk.device_lib_dir = dev_dir;
+    sdk.clang_version = clang_version(&sdk);
 
     read_versions(&mut sdk, parts, &t, dir_version);
 
@@ -323,18 +344,17 @@ pub(crate) fn inspect(
         )
     };
     sdk.amd_comgr = lib_file("amd_comgr");
-    sdk.rocblas = lib_file("rocblas").is_some();
+    let rocblas_lib = lib_file("rocblas");
+    sdk.rocblas = rocblas_lib.is_some();
+    sdk.rocblas_version = crate::rocblas::rocblas_version(parts);
     sdk.hipblas =
         hipblas_version(parts).or_else(|| lib_file("hipblas").map(|_| "present".to_string()));
-    let tensile_rels: Vec<String> = lib_rels
-        .iter()
-        .map(|d| format!("{d}/rocblas/library"))
-        .collect();
-    sdk.tensile_dir = first(
-        parts,
-        &tensile_rels.iter().map(String::as_str).collect::<Vec<_>>(),
-        true,
-    );
+    // The same lookup rocBLAS itself does (and doctor asks): beside the library, versioned
+    // in Debian's layout.
+    sdk.tensile_dir = rocblas_lib
+        .as_deref()
+        .map(|l| crate::rocblas::rocblas_tensile_dir(l, None, sdk.rocblas_version.as_deref()))
+        .filter(|d| d.is_dir());
     if let Some(d) = &sdk.tensile_dir {
         sdk.tensile_archs = tensile_archs(d);
     }
@@ -363,6 +383,48 @@ pub(crate) fn inspect(
         ));
     }
     sdk
+}
+
+/// `(N, /usr/lib/llvm-N/lib/clang/<v>/amdgcn/bitcode)` for the newest LLVM N whose resource
+/// directory holds device libraries.
+fn debian_resource_bitcode(usr: &Path) -> Option<(u32, PathBuf)> {
+    let mut llvms: Vec<(u32, PathBuf)> = sorted_dirs(&usr.join("lib"))
+        .into_iter()
+        .filter_map(|d| Some((file_name(&d).strip_prefix("llvm-")?.parse().ok()?, d)))
+        .collect();
+    llvms.sort();
+    llvms.into_iter().rev().find_map(|(n, d)| {
+        let mut dirs = expand(&d, "lib/clang/*/amdgcn/bitcode");
+        dirs.sort();
+        dirs.into_iter()
+            .rev()
+            .find(|b| !bitcode_targets(b).is_empty())
+            .map(|b| (n, b))
+    })
+}
+
+/// The clang version: the resource directory holding the device libraries (`clang/21/…`,
+/// `clang/19/lib/…`), else the compiler's versioned name (`clang++-15`).
+fn clang_version(sdk: &RocmSdk) -> Option<String> {
+    if let Some(d) = &sdk.device_lib_dir {
+        let comps: Vec<String> = d
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if let Some(i) = comps.iter().position(|c| c == "clang") {
+            if let Some(v) = comps.get(i + 1).filter(|v| !version_key_of(v).is_empty()) {
+                return Some(v.clone());
+            }
+        }
+    }
+    let name = file_name(sdk.clangxx.as_deref()?);
+    name.rsplit_once('-')
+        .map(|(_, v)| v.trim_end_matches(".exe").to_string())
+        .filter(|v| !version_key_of(v).is_empty())
+}
+
+fn version_key_of(v: &str) -> Vec<u32> {
+    crate::rocm::version_key(v)
 }
 
 /// `dir/<prefix>N` with the highest number N (`clang++-15` over `clang++-9`).
@@ -432,7 +494,8 @@ fn debian_multiarch(env: &ProbeEnv) -> Option<RocmSdk> {
     let usr = env.unix("/usr");
     let has_bitcode = triplet_dirs(std::slice::from_ref(&usr))
         .iter()
-        .any(|tr| usr.join("lib").join(tr).join("amdgcn/bitcode").is_dir());
+        .any(|tr| usr.join("lib").join(tr).join("amdgcn/bitcode").is_dir())
+        || debian_resource_bitcode(&usr).is_some();
     if !has_bitcode && !usr.join("include/hip/hip_version.h").is_file() {
         return None;
     }

@@ -8,7 +8,8 @@ use rocbuild_probe::{
     SdkKind,
 };
 use rocbuild_testkit::rocm::{
-    fake_debian_rocm, fake_opt_rocm, fake_the_rock, fake_windows_hip_sdk, FakeSdk,
+    fake_debian_rocm, fake_debian_sid_rocm, fake_opt_rocm, fake_the_rock, fake_windows_hip_sdk,
+    FakeSdk,
 };
 
 fn touch(p: &Path) {
@@ -361,6 +362,63 @@ fn debian_multiarch_layout_fake() {
     assert_eq!(sdk.targets, s(&["gfx1010", "gfx1030"]));
     let rt = find_hip_runtime(&ProbeEnv::rooted(d.path()), Os::Linux, None, None).unwrap();
     assert_eq!((rt.major, rt.found_by.as_str()), (5, "system library"));
+}
+
+/// Debian sid's ROCm 6.4 shape: device libraries in clang 21's resource directory (not the
+/// multiarch `amdgcn/bitcode`), rocBLAS kernels in `rocblas/4.4.1/library`, each component's
+/// version read from its own file.
+#[test]
+fn debian_sid_rocm_6_4_layout() {
+    let d = tempfile::tempdir().unwrap();
+    let usr = fake_debian_sid_rocm(
+        d.path(),
+        "6.4.3",
+        21,
+        "4.4.1",
+        &["gfx1010", "gfx1030", "gfx1100", "gfx1201"],
+        &["gfx1010", "gfx1030", "gfx1100"],
+    );
+    let sdks = discover_sdks(&ProbeEnv::rooted(d.path()), Os::Linux, None);
+    assert_eq!(sdks.len(), 1, "{sdks:#?}");
+    let sdk = &sdks[0];
+    let tl = usr.join("lib/x86_64-linux-gnu");
+    assert!(sdk.usable(), "{:?}", sdk.problems);
+    assert_eq!(sdk.kind, SdkKind::DebianMultiarch);
+    assert_eq!(sdk.version.as_deref(), Some("6.4.3"));
+    assert_eq!(sdk.hip_version.as_deref(), Some("6.4.41134"));
+    assert_eq!(sdk.hip_major(), Some(6));
+    assert_eq!(
+        sdk.device_lib_dir,
+        Some(usr.join("lib/llvm-21/lib/clang/21/amdgcn/bitcode"))
+    );
+    assert_eq!(
+        sdk.clangxx,
+        Some(usr.join("bin/clang++-21")),
+        "the clang whose resource dir holds the device libraries, not the newer clang++-22"
+    );
+    assert_eq!(sdk.clang_version.as_deref(), Some("21"));
+    assert_eq!(
+        sdk.targets,
+        s(&["gfx1010", "gfx1030", "gfx1100", "gfx1201"])
+    );
+    assert_eq!(sdk.rocblas_version.as_deref(), Some("4.4.1"));
+    assert_eq!(sdk.tensile_dir, Some(tl.join("rocblas/4.4.1/library")));
+    assert_eq!(sdk.tensile_archs, s(&["gfx1010", "gfx1030", "gfx1100"]));
+    assert_eq!(sdk.hipblas.as_deref(), Some("2.4.0"));
+    assert_eq!(sdk.cmake_dirs, vec![tl.join("cmake")]);
+    // The planner's arch check on this SDK: gfx1201 compiles but has no rocBLAS kernels.
+    let c = resolve_archs(&s(&["gfx1201"]), None, sdk, None).unwrap();
+    assert_eq!(c.archs, s(&["gfx1201"]));
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.contains("no Tensile kernels for gfx1201")
+                && w.contains("rocblas/4.4.1/library")),
+        "{:?}",
+        c.warnings
+    );
+    let c = resolve_archs(&s(&["gfx1010"]), None, sdk, None).unwrap();
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
 }
 
 /// This machine's Debian 12 ROCm 5.2 (hipcc, libamdhip64-dev, rocm-device-libs; installed by

@@ -21,6 +21,8 @@ pub use schema::{PythonFrom, RawRecipe, TorchCmake};
 
 /// The compute backends a recipe may offer.
 pub const BACKEND_NAMES: &[&str] = &["cpu", "rocm", "cuda"];
+/// The HIP compatibility definitions rocbuild owns (`[build] hip-compat`).
+pub const HIP_COMPAT_NAMES: &[&str] = &["syncwarp"];
 
 /// Optional libraries a `[with.X]` overlay may key on.
 pub const FEATURE_NAMES: &[&str] = &["mkl"];
@@ -88,6 +90,8 @@ pub struct Resolved {
     pub python_dir: Option<String>,
     pub python_env: BTreeMap<String, String>,
     pub submodules: SubmoduleSel,
+    /// `[build] hip-compat`: rocbuild's compatibility definitions the recipe asks for.
+    pub hip_compat: Vec<String>,
 }
 
 /// Which submodules to check out.
@@ -236,6 +240,11 @@ impl Resolved {
             }
             for (k, v) in &b.env {
                 self.env.insert(k.clone(), v.get_ref().clone());
+            }
+            for c in &b.hip_compat {
+                if !self.hip_compat.contains(c.get_ref()) {
+                    self.hip_compat.push(c.get_ref().clone());
+                }
             }
         }
         if let Some(i) = &o.install {
@@ -504,5 +513,42 @@ MKL_ROOT = "{mkl.root}"
         let text = RECIPE.replace("[with.mkl.build.define]", "[with.mlk.build.define]");
         let e = parse("x.toml", &text).unwrap_err().to_string();
         assert!(e.contains("unknown optional library `mlk`"), "{e}");
+    }
+
+    /// ctranslate2's `[rocm-versions."<7"]` asks for rocbuild's `__syncwarp` on ROCm 6 only.
+    #[test]
+    fn ctranslate2_asks_for_syncwarp_below_rocm_7() {
+        let set = RecipeSet::load(&[]).unwrap();
+        let r = set.get("ctranslate2").unwrap();
+        let rel = r.releases().into_iter().next().unwrap();
+        let on = |rocm: &str| {
+            r.resolve(&Target {
+                os: "linux",
+                flavor: "cpu",
+                version: &rel.version,
+                backend: "rocm",
+                rocm_version: Some(rocm),
+                features: &[],
+            })
+            .hip_compat
+        };
+        assert_eq!(on("6.4.3"), ["syncwarp"]);
+        assert!(on("7.2.4").is_empty());
+    }
+
+    #[test]
+    fn an_unknown_hip_compat_name_is_refused() {
+        let text = RECIPE.replace(
+            "[install]",
+            "[rocm-versions.\"<7\".build]\nhip-compat = [\"synwarp\"]\n\n[install]",
+        );
+        let e = parse("x.toml", &text).unwrap_err();
+        let help = miette::Diagnostic::help(&e).map(|h| h.to_string());
+        assert!(
+            e.to_string()
+                .contains("unknown HIP compatibility definition `synwarp`"),
+            "{e}"
+        );
+        assert!(help.is_some_and(|h| h.contains("syncwarp")));
     }
 }

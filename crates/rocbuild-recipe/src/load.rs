@@ -219,6 +219,9 @@ impl Checker<'_> {
             {
                 self.template(t)?;
             }
+            for c in &b.hip_compat {
+                self.key_in(c, crate::HIP_COMPAT_NAMES, "HIP compatibility definition")?;
+            }
         }
         if let Some(i) = &o.install {
             for t in i.artifacts.iter().chain(&i.finds).chain(&i.park) {

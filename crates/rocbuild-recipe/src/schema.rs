@@ -173,6 +173,10 @@ pub struct Build {
     pub define: BTreeMap<String, Text>,
     #[serde(default)]
     pub env: BTreeMap<String, Text>,
+    /// Compatibility definitions rocbuild owns, force-included into every HIP source when the
+    /// SDK's HIP lacks them (`"syncwarp"`: `__syncwarp`, which HIP declares only from 7).
+    #[serde(default)]
+    pub hip_compat: Vec<Text>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

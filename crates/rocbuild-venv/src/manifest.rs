@@ -44,6 +44,12 @@ pub struct SdkRecord {
     pub rocm_version: Option<String>,
     #[serde(default)]
     pub gpu_archs: Vec<String>,
+    /// HIP's own version of the SDK built with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hip_version: Option<String>,
+    /// rocbuild's HIP compatibility definitions force-included into the build (`syncwarp`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hip_compat: Vec<String>,
 }
 
 impl SdkRecord {

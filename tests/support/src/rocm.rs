@@ -285,3 +285,86 @@ pub fn fake_kfd_node(fs_root: &Path, node: u32, gfx_target_version: u32) {
     )
     .unwrap();
 }
+
+/// Debian's layout from ROCm 6 on (sid, measured: ROCm 6.4): the device libraries in the
+/// resource directory of the LLVM HIP is built with (`/usr/lib/llvm-21/lib/clang/21/amdgcn/
+/// bitcode`), another LLVM beside it without them, rocBLAS's Tensile kernels in
+/// `/usr/lib/<triplet>/rocblas/<rocBLAS version>/library`, CMake packages multiarch.
+/// `version` is ROCm's ("6.4.3"), `llvm` the LLVM major, `rocblas` rocBLAS's own version.
+pub fn fake_debian_sid_rocm(
+    fs_root: &Path,
+    version: &str,
+    llvm: u32,
+    rocblas: &str,
+    targets: &[&str],
+    tensile_archs: &[&str],
+) -> PathBuf {
+    let usr = fs_root.join("usr");
+    let tl = usr.join("lib/x86_64-linux-gnu");
+    for b in [
+        "bin/hipcc".to_string(),
+        format!("bin/clang-{llvm}"),
+        format!("bin/clang++-{llvm}"),
+        format!("bin/clang++-{}", llvm + 1),
+        format!("lib/llvm-{llvm}/bin/clang++"),
+    ] {
+        exe(&usr.join(b));
+    }
+    // A newer LLVM without HIP's device libraries (the distribution's next default clang).
+    touch(&usr.join(format!(
+        "lib/llvm-{}/lib/clang/{}/include/stddef.h",
+        llvm + 1,
+        llvm + 1
+    )));
+    hip_version_h(&usr, version);
+    bitcode(
+        &usr.join(format!("lib/llvm-{llvm}/lib/clang/{llvm}/amdgcn/bitcode")),
+        targets,
+    );
+    let major: u32 = version
+        .split('.')
+        .next()
+        .unwrap_or("6")
+        .parse()
+        .unwrap_or(6);
+    touch(&tl.join(format!("libamdhip64.so.{major}")));
+    touch(&tl.join("libamd_comgr.so.3"));
+    let mut rv = rocblas.split('.');
+    let (ma, mi) = (rv.next().unwrap_or("4"), rv.next().unwrap_or("4"));
+    touch(&tl.join(format!("librocblas.so.{ma}.{mi}")));
+    std::os::unix::fs::symlink(
+        format!("librocblas.so.{ma}.{mi}"),
+        tl.join(format!("librocblas.so.{ma}")),
+    )
+    .unwrap();
+    tensile(
+        &tl.join(format!("rocblas/{rocblas}/library")),
+        tensile_archs,
+    );
+    let h = usr.join("include/rocblas/internal/rocblas-version.h");
+    touch(&h);
+    std::fs::write(
+        h,
+        format!(
+            "#define ROCBLAS_VERSION_MAJOR {ma}\n#define ROCBLAS_VERSION_MINOR {mi}\n#define ROCBLAS_VERSION_PATCH {}\n",
+            rocblas.split('.').nth(2).unwrap_or("0")
+        ),
+    )
+    .unwrap();
+    hipblas_h(&usr, (major - 4, 4, 0));
+    touch(&tl.join(format!("libhipblas.so.{}", major - 4)));
+    let cv = tl.join("cmake/hip/hip-config-version.cmake");
+    touch(&cv);
+    std::fs::write(cv, format!("set(PACKAGE_VERSION \"{version}\")\n")).unwrap();
+    for pkg in [
+        "hip-lang",
+        "amd_comgr",
+        "hipblas",
+        "rocblas",
+        "hipcub",
+        "rocprim",
+    ] {
+        touch(&tl.join(format!("cmake/{pkg}/{pkg}-config.cmake")));
+    }
+    usr
+}

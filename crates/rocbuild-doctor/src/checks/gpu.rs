@@ -63,16 +63,6 @@ pub fn is_rocblas(name: &str) -> bool {
         || l.starts_with("librocblas.") && l.ends_with(".dylib")
 }
 
-/// Where rocBLAS looks for its Tensile kernels: `rocblas/library` beside the library (Linux
-/// `lib/`, Windows `bin/`).
-pub fn tensile_dir(rocblas: &Path) -> PathBuf {
-    rocblas
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join("rocblas")
-        .join("library")
-}
-
 pub fn check(subject: &Subject, f: &GpuFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     let name = |p: &Path| {

@@ -33,6 +33,8 @@ pub struct Inputs<'a> {
     /// The cmake to run (the system's, or PyPI's from the build tools).
     pub cmake: &'a PathBuf,
     pub toolset: &'a Toolset,
+    /// The compatibility header to force-include into HIP sources.
+    pub hip_compat: Option<&'a super::hip_compat::HipCompatPlan>,
 }
 
 pub struct Configured {
@@ -74,6 +76,15 @@ pub fn plan(i: Inputs) -> Result<Configured> {
         }
     }
     i.backend.apply(os, &mut define, &mut env);
+    if let Some(hc) = i.hip_compat {
+        let flag = super::hip_compat::include_flag(hc);
+        let v = compose_user_define(
+            "CMAKE_HIP_FLAGS",
+            define.get("CMAKE_HIP_FLAGS").map(String::as_str),
+            &flag,
+        );
+        define.insert("CMAKE_HIP_FLAGS".into(), v);
+    }
     // The GPU toolkit the build compiles with (a ROCm backend's SDK wins over the root torch's
     // own package was given, as ROCM_PATH does in the environment).
     if let Some(r) = &i.backend.rocm {
@@ -102,7 +113,8 @@ pub fn plan(i: Inputs) -> Result<Configured> {
         }
     }
     for (k, v) in &i.opts.defines {
-        define.insert(k.clone(), v.clone());
+        let composed = compose_user_define(k, define.get(k).map(String::as_str), v);
+        define.insert(k.clone(), composed);
     }
     let src = i.source.dir();
     let cmake_src = match expand(&i.resolved.cmake_source, i.vars)?.as_str() {
@@ -178,6 +190,29 @@ pub fn plan(i: Inputs) -> Result<Configured> {
     })
 }
 
+/// Whether a CMake variable is a list of compiler/linker flags (`CMAKE_HIP_FLAGS`,
+/// `CMAKE_CXX_FLAGS_RELEASE`, `CMAKE_SHARED_LINKER_FLAGS`): those compose, others replace.
+pub fn is_flags_variable(name: &str) -> bool {
+    name.starts_with("CMAKE_") && (name.ends_with("_FLAGS") || name.contains("_FLAGS_"))
+}
+
+/// The value a user's `-D name=user` gives when rocbuild (recipe, toolchain) already set
+/// `ours`: a flags variable keeps rocbuild's flags first and the user's after them (a later
+/// flag wins in the compilers, so the user can still override one); anything else is the
+/// user's value. A user value that already holds rocbuild's whole value is taken as it is.
+pub fn compose_user_define(name: &str, ours: Option<&str>, user: &str) -> String {
+    match ours.map(str::trim).filter(|o| !o.is_empty()) {
+        Some(o) if is_flags_variable(name) && !user.contains(o) => {
+            if user.trim().is_empty() {
+                o.to_string()
+            } else {
+                format!("{o} {user}")
+            }
+        }
+        _ => user.to_string(),
+    }
+}
+
 /// MSVC's environment (INCLUDE, LIB, PATH) for a Windows build; empty elsewhere.
 pub fn msvc_env(machine: &Machine) -> BTreeMap<String, String> {
     match (&machine.platform.os, &machine.tools.msvc) {
@@ -237,6 +272,67 @@ mod tests {
             torch_cmake: tc.as_ref(),
             cmake: &ts.cmake,
             toolset: &ts,
+            hip_compat: None,
+        })
+        .unwrap()
+    }
+
+    /// `configured` on Linux with a ROCm toolchain (Debian's layout under /usr) in place of the
+    /// CPU one.
+    fn configured_rocm(opts: &BuildOptions) -> Configured {
+        let os = Os::Linux;
+        let r = recipe("torchcodec");
+        let m = cpu_machine(os);
+        let c = ctx(os);
+        let mut b = toolchain::choose(r.name(), &r.backends(), false, &m, &opts.backend).unwrap();
+        b.rocm = Some(toolchain::RocmPlan {
+            root: "/usr".into(),
+            version: Some("6.4.3".into()),
+            hip_version: Some("6.4.43484".into()),
+            kind: "distribution packages (multiarch /usr)".into(),
+            multiarch: true,
+            archs: vec!["gfx1010".into()],
+            archs_found_by: "--arch".into(),
+            clang: "/usr/bin/clang-21".into(),
+            clangxx: "/usr/bin/clang++-21".into(),
+            device_lib: Some("/usr/lib/llvm-21/lib/clang/21/amdgcn/bitcode".into()),
+            llvm: "/usr/lib/llvm-21".into(),
+            bin: "/usr/bin".into(),
+            runtime: vec!["/usr/lib/x86_64-linux-gnu".into()],
+            candidates: Vec::new(),
+            notes: Vec::new(),
+            warnings: Vec::new(),
+        });
+        let rel = r.releases().into_iter().next().unwrap();
+        let resolved = r.resolve(&rocbuild_recipe::Target {
+            os: os.as_str(),
+            flavor: "cpu",
+            version: &rel.version,
+            backend: "cpu",
+            rocm_version: None,
+            features: &[],
+        });
+        let src = source::plan(&r, &rel, opts, &c, os, Flavor::Cpu, &resolved).unwrap();
+        let mut v = vars::of(&r, &rel.version, &m, &c, &[], &src, &b);
+        let ts = tools::required(&r, &m, &b).unwrap();
+        let (pt, cmake) = tools::python_tools(&r, &m, &b, &ts, &v, &c.cache).unwrap();
+        if let Some(t) = pt {
+            v.insert("tools".into(), t.dir.display().to_string());
+        }
+        plan(Inputs {
+            recipe: &r,
+            machine: &m,
+            opts,
+            ctx: &c,
+            version: &rel.version,
+            resolved: &resolved,
+            vars: &v,
+            source: &src,
+            backend: &b,
+            torch_cmake: None,
+            cmake: &cmake,
+            toolset: &ts,
+            hip_compat: None,
         })
         .unwrap()
     }
@@ -260,6 +356,54 @@ mod tests {
         assert_eq!(b.defines["CMAKE_MAKE_PROGRAM"], "/opt/ninja");
         assert_ne!(a.build_dir, b.build_dir);
         assert_eq!(b.build.args.last().unwrap(), "2");
+    }
+
+    /// A user's `-D CMAKE_HIP_FLAGS=…` on a ROCm build keeps rocbuild's `--rocm-path` (clang
+    /// finds Debian's HIP only with it) and adds the user's flags after it; a non-flags
+    /// variable is still replaced.
+    #[test]
+    fn user_flags_are_appended_to_rocbuilds() {
+        let opts = BuildOptions {
+            defines: vec![
+                ("CMAKE_HIP_FLAGS".into(), "-O3 -DMY_FLAG".into()),
+                ("CMAKE_CXX_FLAGS".into(), "-DUSER_CXX".into()),
+                ("CMAKE_MAKE_PROGRAM".into(), "/opt/ninja".into()),
+            ],
+            ..BuildOptions::default()
+        };
+        let c = configured_rocm(&opts);
+        assert_eq!(
+            c.defines["CMAKE_HIP_FLAGS"],
+            "--rocm-path=/usr -O3 -DMY_FLAG"
+        );
+        assert_eq!(c.defines["CMAKE_CXX_FLAGS"], "-DUSER_CXX");
+        assert_eq!(c.defines["CMAKE_MAKE_PROGRAM"], "/opt/ninja");
+        assert!(c
+            .configure
+            .args
+            .contains(&"-DCMAKE_HIP_FLAGS=--rocm-path=/usr -O3 -DMY_FLAG".to_string()));
+        // Without the user's define: rocbuild's value alone.
+        let plain = configured_rocm(&BuildOptions::default());
+        assert_eq!(plain.defines["CMAKE_HIP_FLAGS"], "--rocm-path=/usr");
+    }
+
+    #[test]
+    fn flag_composition_rules() {
+        assert!(is_flags_variable("CMAKE_HIP_FLAGS"));
+        assert!(is_flags_variable("CMAKE_CXX_FLAGS_RELEASE"));
+        assert!(is_flags_variable("CMAKE_SHARED_LINKER_FLAGS"));
+        assert!(!is_flags_variable("CMAKE_HIP_ARCHITECTURES"));
+        assert!(!is_flags_variable("MY_FLAGS"));
+        assert_eq!(
+            compose_user_define("CMAKE_C_FLAGS", Some("-a"), "-b"),
+            "-a -b"
+        );
+        assert_eq!(compose_user_define("CMAKE_C_FLAGS", None, "-b"), "-b");
+        assert_eq!(
+            compose_user_define("CMAKE_C_FLAGS", Some("-a"), "-a -b"),
+            "-a -b"
+        );
+        assert_eq!(compose_user_define("WITH_X", Some("ON"), "OFF"), "OFF");
     }
 
     #[test]

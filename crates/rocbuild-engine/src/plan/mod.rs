@@ -12,6 +12,7 @@
 pub mod compiler_cache;
 mod configure;
 mod fingerprint;
+pub mod hip_compat;
 mod install;
 mod libraries;
 mod needs;
@@ -87,6 +88,8 @@ pub struct Plan {
     pub source: SourcePlan,
     pub tools: Option<ToolsPlan>,
     pub torch_cmake: Option<TorchCmakePlan>,
+    /// rocBLAS/HIP compatibility header rocbuild writes and force-includes (HIP < 7).
+    pub hip_compat: Option<hip_compat::HipCompatPlan>,
     /// Every CMake define of the configure step (recipe, toolchain, user), as given to CMake.
     pub defines: BTreeMap<String, String>,
     /// The GPU toolkit root handed to torch's own CMake package (ROCM_PATH / CUDA_HOME).
@@ -146,7 +149,17 @@ pub fn plan(
         vars.insert("tools".into(), t.dir.display().to_string());
     }
     let torch_cmake = torch_cmake::plan(recipe, machine, opts, &resolved, &ctx.cache);
+    let hip_compat = backend.rocm.as_ref().and_then(|r| {
+        hip_compat::plan(
+            &resolved.hip_compat,
+            r.hip_version.as_deref(),
+            r.version.as_deref(),
+            &ctx.cache,
+            os,
+        )
+    });
     let configured = configure::plan(configure::Inputs {
+        hip_compat: hip_compat.as_ref(),
         recipe,
         machine,
         opts,
@@ -228,6 +241,7 @@ pub fn plan(
         source,
         tools,
         torch_cmake,
+        hip_compat,
         defines: configured.defines,
         toolkit: configured.toolkit,
         build_dir: configured.build_dir,

@@ -1,0 +1,371 @@
+//! Real ROCm SDKs from Debian, in chroots `cargo xtask test` makes (xtask/src/chroots.rs):
+//! sid's ROCm 6.4 and experimental's ROCm 7.2. rocbuild (this build's binary: Debian 12's glibc
+//! is older than sid's, so it runs there) is copied into the chroot and run inside it on a
+//! fixture shaped like CTranslate2's HIP code — a hipBLAS GEMM, a hipCUB reduction, `__syncwarp`
+//! (which HIP 6 lacks: rocbuild's compatibility header), a hipRAND generator — and a Python
+//! extension linking it; installed into a venv, imported (no GPU needed), its code objects read
+//! back by rocbuild's own reader, and doctor asked about rocBLAS's kernels.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+
+const HIP: &str = r#"#include <hip/hip_runtime.h>
+#include <hipblas/hipblas.h>
+#include <hipcub/hipcub.hpp>
+#include <hiprand/hiprand.h>
+
+__global__ void warp_sum(float* x) {
+  int i = threadIdx.x;
+  x[i] += 1.0f;
+  __syncwarp();
+  if (i == 0) {
+    float s = 0;
+    for (int j = 0; j < 32; ++j) s += x[j];
+    x[0] = s;
+  }
+}
+
+extern "C" int ct2hip_devices() {
+  int n = 0;
+  if (hipGetDeviceCount(&n) != hipSuccess) return 0;
+  return n;
+}
+
+extern "C" int ct2hip_warp_sum(float* x) {
+  hipLaunchKernelGGL(warp_sum, dim3(1), dim3(32), 0, 0, x);
+  return hipGetLastError() != hipSuccess;
+}
+
+extern "C" int ct2hip_gemm(int n, const float* a, const float* b, float* c) {
+  hipblasHandle_t h;
+  if (hipblasCreate(&h) != HIPBLAS_STATUS_SUCCESS) return 1;
+  const float one = 1.0f, zero = 0.0f;
+  hipblasStatus_t s = hipblasSgemm(h, HIPBLAS_OP_N, HIPBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero, c, n);
+  hipblasDestroy(h);
+  return s != HIPBLAS_STATUS_SUCCESS;
+}
+
+extern "C" int ct2hip_reduce(const float* in, float* out, int n) {
+  void* tmp = nullptr;
+  size_t bytes = 0;
+  hipcub::DeviceReduce::Sum(tmp, bytes, in, out, n);
+  if (hipMalloc(&tmp, bytes) != hipSuccess) return 1;
+  hipcub::DeviceReduce::Sum(tmp, bytes, in, out, n);
+  return hipFree(tmp) != hipSuccess;
+}
+
+extern "C" int ct2hip_random(float* out, size_t n) {
+  hiprandGenerator_t g;
+  if (hiprandCreateGenerator(&g, HIPRAND_RNG_PSEUDO_DEFAULT) != HIPRAND_STATUS_SUCCESS) return 1;
+  hiprandGenerateUniform(g, out, n);
+  return hiprandDestroyGenerator(g) != HIPRAND_STATUS_SUCCESS;
+}
+"#;
+
+const EXT: &str = r#"#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+extern int ct2hip_devices(void);
+static PyObject* devices(PyObject* self, PyObject* args) {
+  (void)self; (void)args;
+  return PyLong_FromLong(ct2hip_devices());
+}
+static PyMethodDef methods[] = {{"devices", devices, METH_NOARGS, "HIP devices seen"}, {0, 0, 0, 0}};
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "_ext", 0, -1, methods, 0, 0, 0, 0};
+PyMODINIT_FUNC PyInit__ext(void) { return PyModule_Create(&def); }
+"#;
+
+const CMAKE: &str = r#"cmake_minimum_required(VERSION 3.21)
+project(ct2hip LANGUAGES C CXX HIP)
+find_package(hipblas REQUIRED)
+find_package(hipcub REQUIRED)
+find_package(hiprand REQUIRED)
+find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)
+add_library(ct2hip SHARED ct2hip.hip)
+target_link_libraries(ct2hip PRIVATE roc::hipblas hip::hipcub hip::hiprand)
+Python3_add_library(_ext MODULE WITH_SOABI ext.c)
+target_link_libraries(_ext PRIVATE ct2hip)
+install(TARGETS ct2hip _ext LIBRARY DESTINATION lib)
+"#;
+
+fn recipe(git: &str) -> String {
+    format!(
+        r#"[package]
+name = "ct2hip"
+distribution = "rocbuild-fixture-ct2hip"
+import-dir = "ct2hip"
+backends = ["cpu", "rocm"]
+
+[source]
+git = "{git}"
+tag = "v{{version}}"
+
+[[release]]
+version = "1.0.0"
+torch = ">=0"
+
+[needs]
+torch = false
+
+[build.define]
+CMAKE_BUILD_TYPE = "Release"
+
+[rocm-versions."<7".build]
+hip-compat = ["syncwarp"]
+
+[install]
+artifacts = ["libct2hip.so*", "_ext*.so"]
+
+[verify]
+python = '''
+import ct2hip
+print("ct2hip imported; devices:", ct2hip.devices())
+'''
+"#
+    )
+}
+
+/// The chroot named by `var` (set by `cargo xtask test`), or None with the reason printed.
+fn chroot(var: &str, name: &str) -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os(var) {
+        return Some(PathBuf::from(d));
+    }
+    if let Ok(why) = std::env::var(format!("{var}_SKIP")) {
+        eprintln!("SKIPPED: {why}");
+        return None;
+    }
+    let cache = std::env::var_os("ROCBUILD_TEST_CHROOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/rocbuild-test/chroots"));
+    let d = cache.join(name);
+    if d.join("usr/include/hip/hip_version.h").is_file() {
+        return Some(d);
+    }
+    eprintln!(
+        "SKIPPED: the {name} chroot is absent ({}); `cargo xtask chroots` (as root) makes it",
+        d.display()
+    );
+    None
+}
+
+/// `cmd...` run inside `root` as root, with /proc, /dev and /sys of the host mounted in a
+/// private mount namespace (gone when the command ends; parallel tests do not interfere).
+fn in_chroot(root: &Path, env: &[(&str, &str)], cmd: &[&str]) -> Out {
+    let mut script = String::from(
+        "set -e; r=\"$1\"; shift; mount -t proc proc \"$r/proc\"; mount --rbind /dev \"$r/dev\"; mount --rbind /sys \"$r/sys\"; exec chroot \"$r\" \"$@\"",
+    );
+    script.push('\n');
+    let mut c = Command::new("unshare");
+    c.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        &script,
+        "sh",
+    ])
+    .arg(root)
+    .args(["/usr/bin/env", "-i"])
+    .arg("PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
+    .arg("HOME=/root")
+    .arg("LANG=C.UTF-8")
+    .arg("NO_COLOR=1");
+    for (k, v) in env {
+        c.arg(format!("{k}={v}"));
+    }
+    c.args(cmd);
+    let o = c.output().expect("run unshare/chroot");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    }
+}
+
+fn show(o: &Out) -> String {
+    format!("stdout:\n{}\nstderr:\n{}", o.stdout, o.stderr)
+}
+
+/// Build, install, import and read back the fixture in `root` for `arch`; returns the
+/// work directory (inside the chroot's /tmp, removed on drop) and its in-chroot path.
+fn build_in(root: &Path, arch: &str, hip_major: u32) -> (tempfile::TempDir, String) {
+    let work = tempfile::Builder::new()
+        .prefix("rocbuild-e2e-")
+        .tempdir_in(root.join("tmp"))
+        .unwrap();
+    let inner = format!(
+        "/tmp/{}",
+        work.path().file_name().unwrap().to_string_lossy()
+    );
+    let w = work.path();
+    std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), w.join("rocbuild")).unwrap();
+    let src = w.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("CMakeLists.txt"), CMAKE).unwrap();
+    std::fs::write(src.join("ct2hip.hip"), HIP).unwrap();
+    std::fs::write(src.join("ext.c"), EXT).unwrap();
+    std::fs::create_dir_all(w.join("repos")).unwrap();
+    make_git_repo(&w.join("repos"), "ct2hip", &src, "v1.0.0");
+    std::fs::create_dir_all(w.join("recipes")).unwrap();
+    std::fs::write(
+        w.join("recipes/ct2hip.toml"),
+        recipe(&format!("{inner}/repos/ct2hip.git")),
+    )
+    .unwrap();
+    make_wheel_files(
+        &w.join("wheels"),
+        "rocbuild_fixture_ct2hip",
+        "1.0.0",
+        &[("ct2hip/__init__.py", b"from ._ext import devices\n")],
+    );
+    let venv = format!("{inner}/venv");
+    let mk = in_chroot(root, &[], &["python3", "-m", "venv", &venv]);
+    assert_eq!(mk.code, 0, "{}", show(&mk));
+    let rb = format!("{inner}/rocbuild");
+    let recipes = format!("{inner}/recipes");
+    let cache = format!("{inner}/cache");
+    let finds = format!("{inner}/wheels");
+    let env = [("PIP_FIND_LINKS", finds.as_str())];
+    let common = [
+        rb.as_str(),
+        "ct2hip",
+        "--recipes",
+        &recipes,
+        "--venv",
+        &venv,
+        "--cache",
+        &cache,
+        "--backend",
+        "rocm",
+        "--arch",
+        arch,
+    ];
+
+    // The plan: Debian's SDK under /usr with its real layout, and for HIP < 7 the
+    // compatibility header, before anything runs.
+    let plan = in_chroot(root, &env, &[&common[..], &["--dry-run"]].concat());
+    assert_eq!(plan.code, 0, "{}", show(&plan));
+    assert!(plan.stdout.contains("/usr/lib/llvm-"), "{}", plan.stdout);
+    assert!(
+        plan.stdout
+            .contains(&format!("-DCMAKE_HIP_ARCHITECTURES={arch}")),
+        "{}",
+        plan.stdout
+    );
+    let compat = plan.stdout.contains("HIP compatibility header");
+    assert_eq!(compat, hip_major < 7, "{}", plan.stdout);
+
+    let t = std::time::Instant::now();
+    let out = in_chroot(root, &env, &[&common[..], &["-q"]].concat());
+    eprintln!(
+        "build in {}: {:.1} s",
+        root.display(),
+        t.elapsed().as_secs_f64()
+    );
+    assert_eq!(out.code, 0, "{}", show(&out));
+    assert!(
+        out.stdout.contains("ct2hip imported; devices: 0"),
+        "{}",
+        show(&out)
+    );
+
+    // rocbuild's own reader, on the installed library: code objects for `arch` only.
+    let site = std::fs::read_dir(w.join("venv/lib"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .unwrap();
+    let lib = std::fs::read_dir(site.join("ct2hip"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("libct2hip.so")
+        })
+        .expect("libct2hip installed");
+    let bin = rocbuild_native::read_binary(&lib).unwrap();
+    assert_eq!(bin.gpu_targets, [arch], "{:?}", bin.gpu_targets);
+    for needed in ["libamdhip64.so", "libhipblas.so", "libhiprand.so"] {
+        assert!(
+            bin.needed.iter().any(|n| n.starts_with(needed)),
+            "{needed}: {:?}",
+            bin.needed
+        );
+    }
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(site.join(".rocbuild/ct2hip.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["sdk"]["gpu_archs"], serde_json::json!([arch]), "{m}");
+    if hip_major < 7 {
+        assert_eq!(
+            m["sdk"]["hip_compat"],
+            serde_json::json!(["syncwarp"]),
+            "{m}"
+        );
+    } else {
+        assert!(m["sdk"].get("hip_compat").is_none(), "{m}");
+    }
+    (work, inner)
+}
+
+fn doctor(root: &Path, inner: &str, arch: &str) -> Out {
+    let rb = format!("{inner}/rocbuild");
+    let recipes = format!("{inner}/recipes");
+    let venv = format!("{inner}/venv");
+    in_chroot(
+        root,
+        &[],
+        &[
+            &rb,
+            "doctor",
+            "ct2hip",
+            "--recipes",
+            &recipes,
+            "--venv",
+            &venv,
+            "--gpu-arch",
+            arch,
+        ],
+    )
+}
+
+#[test]
+fn sid_rocm_6_4_builds_ctranslate2_shaped_hip_for_gfx1010() {
+    let Some(root) = chroot("ROCBUILD_TEST_CHROOT_ROCM64", "sid-rocm6.4") else {
+        return;
+    };
+    let (_work, inner) = build_in(&root, "gfx1010", 6);
+    // Debian's rocBLAS keeps its kernels in rocblas/<version>/library: found for gfx1010.
+    let ok = doctor(&root, &inner, "gfx1010");
+    assert!(
+        !ok.stdout.contains("rocBLAS has no Tensile"),
+        "{}",
+        show(&ok)
+    );
+    let none = doctor(&root, &inner, "gfx1201");
+    assert!(
+        none.stdout
+            .contains("rocBLAS has no Tensile kernels for gfx1201"),
+        "{}",
+        show(&none)
+    );
+    assert!(none.stdout.contains("/rocblas/4."), "{}", show(&none));
+}
+
+#[test]
+fn experimental_rocm_7_2_builds_ctranslate2_shaped_hip_for_gfx1201() {
+    let Some(root) = chroot("ROCBUILD_TEST_CHROOT_ROCM72", "experimental-rocm7.2") else {
+        return;
+    };
+    let (_work, inner) = build_in(&root, "gfx1201", 7);
+    let ok = doctor(&root, &inner, "gfx1201");
+    assert!(
+        !ok.stdout.contains("rocBLAS has no Tensile"),
+        "{}",
+        show(&ok)
+    );
+}

@@ -1,0 +1,283 @@
+//! Debian chroots holding real ROCm SDKs (sid: ROCm 6.4; sid + experimental: ROCm 7.2), made
+//! with `mmdebstrap` from Debian 12's own packages and cached outside the clone. Debian 12
+//! cannot install these SDKs, and its glibc cannot run their binaries: the e2e tests run
+//! rocbuild inside the chroot (tests/e2e/chroot_rocm.rs).
+//!
+//! A chroot is built into `<name>.tmp` and renamed when mmdebstrap has finished, so a killed
+//! set-up leaves nothing that looks like a good chroot; a present `<name>` is reused as it is.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use crate::util::{on_path, secs, Result};
+
+/// Where chroots are cached unless `ROCBUILD_TEST_CHROOTS` says otherwise.
+const DEFAULT_CACHE: &str = "/var/cache/rocbuild-test/chroots";
+
+/// What every chroot holds besides its ROCm: the build tools, Python with venv and headers,
+/// FFmpeg's development files (FFmpeg 9 in sid), git, `file`.
+const COMMON: &[&str] = &[
+    "cmake",
+    "ninja-build",
+    "g++",
+    "pkg-config",
+    "git",
+    "file",
+    "ca-certificates",
+    "python3-venv",
+    "python3-dev",
+    "libomp-dev",
+    "libavcodec-dev",
+    "libavformat-dev",
+    "libavutil-dev",
+    "libswscale-dev",
+    "libswresample-dev",
+    "libavfilter-dev",
+    "libavdevice-dev",
+];
+
+/// The ROCm development packages (HIP + hipcc, hipBLAS/rocBLAS, hipCUB/rocPRIM, hipRAND/rocRAND,
+/// rocThrust).
+const ROCM: &[&str] = &[
+    "hipcc",
+    "libamdhip64-dev",
+    "libhipblas-dev",
+    "librocblas-dev",
+    "libhipcub-dev",
+    "librocprim-dev",
+    "libhiprand-dev",
+    "librocrand-dev",
+    "librocthrust-dev",
+];
+
+/// apt preferences for the experimental chroot: experimental only on request, except ROCm's
+/// packages (HIP, hipcc, ROCr/HSA, comgr, device libraries, roctracer, rocBLAS/hipBLAS,
+/// rocPRIM/hipCUB, rocRAND/hipRAND, rocThrust: `hip*`, `roc*`, `hsa*`, `lib` + those), which
+/// come from experimental (7.2 needs its own roctx, comgr, ROCr …).
+const EXPERIMENTAL_PINS: &str = "\
+Package: *
+Pin: release a=experimental
+Pin-Priority: 1
+
+Package: /^(lib)?(hip|roc|hsa|amdhip|amd-comgr|amdsmi|amd-smi)/
+Pin: release a=experimental
+Pin-Priority: 990
+";
+
+/// One chroot: its directory name under the cache, and whether it adds experimental.
+pub struct Spec {
+    pub name: &'static str,
+    /// The environment variable the e2e tests read its path from.
+    pub env: &'static str,
+    pub experimental: bool,
+}
+
+pub const SPECS: &[Spec] = &[
+    Spec {
+        name: "sid-rocm6.4",
+        env: "ROCBUILD_TEST_CHROOT_ROCM64",
+        experimental: false,
+    },
+    Spec {
+        name: "experimental-rocm7.2",
+        env: "ROCBUILD_TEST_CHROOT_ROCM72",
+        experimental: true,
+    },
+];
+
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("ROCBUILD_TEST_CHROOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CACHE))
+}
+
+/// What set-up settled for each chroot: a path for the tests, or why there is none.
+pub enum Outcome {
+    Ready(PathBuf),
+    Skipped(String),
+}
+
+/// A chroot is complete when mmdebstrap finished (the rename) and its ROCm is there.
+fn complete(dir: &Path) -> bool {
+    dir.join("usr/include/hip/hip_version.h").is_file() && dir.join("usr/bin/hipcc").exists()
+}
+
+/// Make (or reuse) every chroot; env pairs for the test run.
+/// `only`: names of the chroots to consider (empty: all).
+pub fn setup(root: bool, only: &[String]) -> Result<Vec<(&'static str, Outcome)>> {
+    let cache = cache_dir();
+    let mut out = Vec::new();
+    for spec in SPECS
+        .iter()
+        .filter(|s| only.is_empty() || only.iter().any(|o| o == s.name))
+    {
+        let dir = cache.join(spec.name);
+        let outcome = if complete(&dir) {
+            println!("xtask: chroot {}: cached at {}", spec.name, dir.display());
+            Outcome::Ready(dir)
+        } else if !root {
+            Outcome::Skipped(format!(
+                "the {} chroot is absent ({}) and only root can make it: run `cargo xtask setup` as root",
+                spec.name,
+                dir.display()
+            ))
+        } else if !on_path("mmdebstrap") {
+            Outcome::Skipped(format!(
+                "the {} chroot is absent ({}) and mmdebstrap is not installed (apt-get install mmdebstrap)",
+                spec.name,
+                dir.display()
+            ))
+        } else {
+            make(spec, &cache, &dir)?
+        };
+        if let Outcome::Skipped(why) = &outcome {
+            println!("xtask: chroot {}: SKIPPED: {why}", spec.name);
+        }
+        out.push((spec.env, outcome));
+    }
+    Ok(out)
+}
+
+/// The mmdebstrap command for `spec` into `tmp`.
+fn mmdebstrap(spec: &Spec, tmp: &Path) -> Command {
+    let mut c = Command::new("mmdebstrap");
+    c.args([
+        "--variant=apt",
+        "--aptopt=Acquire::Check-Valid-Until \"false\"",
+    ]);
+    let mut include: Vec<&str> = COMMON.to_vec();
+    include.extend(ROCM);
+    c.arg(format!("--include={}", include.join(",")));
+    if spec.experimental {
+        // experimental beside sid, on the mirror mmdebstrap chose for sid; pinned (see above).
+        c.arg(
+            "--setup-hook=for f in \"$1\"/etc/apt/sources.list \"$1\"/etc/apt/sources.list.d/*.list; do \
+             [ -f \"$f\" ] && sed -n 's/^\\(deb .*\\) \\(sid\\|unstable\\) /\\1 experimental /p' \"$f\"; \
+             done > \"$1\"/etc/apt/sources.list.d/experimental.list",
+        );
+        c.arg(format!(
+            "--setup-hook=mkdir -p \"$1\"/etc/apt/preferences.d && printf '%s' '{EXPERIMENTAL_PINS}' > \"$1\"/etc/apt/preferences.d/rocm-experimental"
+        ));
+    }
+    c.arg("sid").arg(tmp);
+    c
+}
+
+/// Remove an unfinished chroot: first whatever is still mounted inside it (mmdebstrap mounts
+/// /proc, /sys and /dev/pts while it installs; a killed run leaves them), deepest first, then
+/// the tree without crossing into another filesystem.
+fn remove_unfinished(tmp: &Path) -> Result<()> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let prefix = format!("{}/", tmp.display());
+    let mut inside: Vec<&str> = mounts
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1))
+        .filter(|m| m.starts_with(&prefix))
+        .collect();
+    inside.sort_by_key(|m| std::cmp::Reverse(m.len()));
+    for m in inside {
+        crate::util::run_capture(Command::new("umount").args(["--lazy", m]))?;
+    }
+    crate::util::run_capture(
+        Command::new("rm")
+            .args(["-rf", "--one-file-system"])
+            .arg(tmp),
+    )?;
+    Ok(())
+}
+
+fn make(spec: &Spec, cache: &Path, dir: &Path) -> Result<Outcome> {
+    std::fs::create_dir_all(cache)
+        .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
+    // One set-up at a time per chroot: a second waits, then finds the first one's result.
+    let lock_path = cache.join(format!("{}.lock", spec.name));
+    let lock = std::fs::File::create(&lock_path)
+        .map_err(|e| format!("cannot create {}: {e}", lock_path.display()))?;
+    if fs2::FileExt::try_lock_exclusive(&lock).is_err() {
+        println!(
+            "xtask: chroot {}: another set-up is making it; waiting for {}",
+            spec.name,
+            lock_path.display()
+        );
+        fs2::FileExt::lock_exclusive(&lock)
+            .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+    }
+    if complete(dir) {
+        println!(
+            "xtask: chroot {}: made meanwhile at {}",
+            spec.name,
+            dir.display()
+        );
+        return Ok(Outcome::Ready(dir.to_path_buf()));
+    }
+    let tmp = cache.join(format!("{}.tmp", spec.name));
+    if tmp.exists() {
+        println!(
+            "xtask: chroot {}: removing an unfinished earlier attempt {}",
+            spec.name,
+            tmp.display()
+        );
+        remove_unfinished(&tmp)?;
+    }
+    let free = fs2::available_space(cache)
+        .map_err(|e| format!("cannot read the free space of {}: {e}", cache.display()))?;
+    // Measured: 5.6 GB installed for sid's ROCm 6.4 set, plus apt's downloads while it runs.
+    const NEED: u64 = 7_000_000_000;
+    if free < NEED {
+        return Err(format!(
+            "the {} chroot needs about {:.0} GB free under {}, and only {:.1} GB is free (set ROCBUILD_TEST_CHROOTS to a roomier directory)",
+            spec.name,
+            NEED as f64 / 1e9,
+            cache.display(),
+            free as f64 / 1e9
+        ));
+    }
+    println!(
+        "xtask: chroot {}: making it with mmdebstrap into {} (about 600 MB to download, 6 GB on disk)",
+        spec.name,
+        tmp.display()
+    );
+    let t = Instant::now();
+    let out = mmdebstrap(spec, &tmp)
+        .output()
+        .map_err(|e| format!("cannot run mmdebstrap: {e}"))?;
+    if !out.status.success() || !complete(&tmp) {
+        let _ = remove_unfinished(&tmp);
+        let log = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = log.lines().rev().take(25).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        // No way to reach Debian's archive: the chroot cannot be made here.
+        let offline = [
+            "Temporary failure resolving",
+            "Could not resolve",
+            "Failed to fetch",
+            "Network is unreachable",
+            "Could not connect",
+        ]
+        .iter()
+        .any(|m| log.contains(m));
+        if offline {
+            return Ok(Outcome::Skipped(format!(
+                "the {} chroot is absent and cannot be made: Debian's archive is not reachable ({})",
+                spec.name,
+                tail.last().copied().unwrap_or("").trim()
+            )));
+        }
+        return Err(format!(
+            "mmdebstrap for the {} chroot failed ({}):\n{}",
+            spec.name,
+            out.status,
+            tail.join("\n")
+        ));
+    }
+    std::fs::rename(&tmp, dir)
+        .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), dir.display()))?;
+    println!(
+        "xtask: chroot {}: made in {} at {}",
+        spec.name,
+        secs(t.elapsed()),
+        dir.display()
+    );
+    Ok(Outcome::Ready(dir.to_path_buf()))
+}
