@@ -56,15 +56,17 @@ fn a_fresh_machine_installs_from_the_index_without_compiling_and_another_torch_b
     let out = a.cmd(&["publish", "fakecodec", "--index", &index.url], &env);
     ok(&out);
     let major = a.ffmpeg_major();
-    let py = run(Command::new(a.venv.join("bin/python")).args([
-        "-c",
-        "import sys; print('cp%d%d' % sys.version_info[:2])",
-    ]));
+    let py = run(Command::new(a.venv.join("bin/python"))
+        .args(["-c", "import sys; print('cp%d%d' % sys.version_info[:2])"]));
     let file = format!(
         "fakecodec-1.0.0+cpu.ffmpeg{major}.torch2.9.1-{0}-{0}-linux_x86_64.whl",
         py.trim()
     );
-    assert!(packages.join(&file).is_file(), "{:?}", std::fs::read_dir(&packages).unwrap().collect::<Vec<_>>());
+    assert!(
+        packages.join(&file).is_file(),
+        "{:?}",
+        std::fs::read_dir(&packages).unwrap().collect::<Vec<_>>()
+    );
     let simple = format!("{}simple/", index.url);
 
     // Machine B: a fresh venv with the same torch, a fresh cache.
@@ -72,29 +74,58 @@ fn a_fresh_machine_installs_from_the_index_without_compiling_and_another_torch_b
     let before = tree_state(&b.venv);
     let dry = b.cmd(&["fakecodec", "--index", &simple, "--dry-run"], &[]);
     ok(&dry);
-    assert!(dry.stdout.contains(&format!("  index:  {simple}fakecodec/")), "{}", dry.stdout);
-    assert!(dry.stdout.contains(&format!("fits:     {file}")), "{}", dry.stdout);
+    assert!(
+        dry.stdout
+            .contains(&format!("  index:  {simple}fakecodec/")),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout.contains(&format!("fits:     {file}")),
+        "{}",
+        dry.stdout
+    );
     assert_eq!(tree_state(&b.venv), before);
 
     let out = b.cmd(&["fakecodec", "--index", &simple], &[]);
     ok(&out);
-    assert!(out.stderr.contains(&format!("index: installing {file}")), "{}", out.stderr);
-    assert!(out.stdout.contains("installed from the index, not built"), "{}", out.stdout);
-    assert!(out.stdout.contains("verified: decoded 16000 samples"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains(&format!("index: installing {file}")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("installed from the index, not built"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("verified: decoded 16000 samples"),
+        "{}",
+        out.stdout
+    );
     nothing_compiled(&b);
     let m = manifest(&b);
     let url = m["source_url"].as_str().unwrap().to_string();
-    assert!(url.starts_with(&index.url) && url.ends_with(".whl"), "{url}");
+    assert!(
+        url.starts_with(&index.url) && url.ends_with(".whl"),
+        "{url}"
+    );
     assert_eq!(m["prebuilt"]["file"], file.as_str());
     assert_eq!(
         m["prebuilt"]["sha256"].as_str().unwrap(),
         rocbuild_testkit::downloads::sha256_hex(&std::fs::read(packages.join(&file)).unwrap())
     );
     // The library is the one in the wheel, its RUNPATH set for this venv; it loads.
-    let lib = b.site.join(format!("fakecodec/libfakecodec_custom_ops{major}.so"));
+    let lib = b
+        .site
+        .join(format!("fakecodec/libfakecodec_custom_ops{major}.so"));
     let load = run(Command::new(b.venv.join("bin/python")).args([
         "-c",
-        &format!("import torch, ctypes; print(ctypes.CDLL('{}').fakecodec_custom_op())", lib.display()),
+        &format!(
+            "import torch, ctypes; print(ctypes.CDLL('{}').fakecodec_custom_op())",
+            lib.display()
+        ),
     ]));
     assert_eq!(load.trim(), "40");
 
@@ -116,11 +147,24 @@ fn a_fresh_machine_installs_from_the_index_without_compiling_and_another_torch_b
     let dry = c.cmd(&["fakecodec", "--index", &simple, "--dry-run"], &[]);
     ok(&dry);
     let reason = "built for torch 2.9.1, this venv has torch 2.9.2";
-    assert!(dry.stdout.contains(&format!("rejected: {file}: {reason}")), "{}", dry.stdout);
+    assert!(
+        dry.stdout.contains(&format!("rejected: {file}: {reason}")),
+        "{}",
+        dry.stdout
+    );
     let out = c.cmd(&["fakecodec", "--index", &simple], &[]);
     ok(&out);
-    assert!(out.stderr.contains(&format!("index: passed over {file}: {reason}")), "{}", out.stderr);
-    assert!(out.stderr.contains("building from source"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(&format!("index: passed over {file}: {reason}")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("building from source"),
+        "{}",
+        out.stderr
+    );
     assert!(c.cache.join("build").is_dir());
     assert!(c.logs().contains("configure"));
     assert_eq!(manifest(&c)["prebuilt"], serde_json::Value::Null);
@@ -174,8 +218,11 @@ fn tampered_wheel(wheel: &Path, dir: &Path, lib: &str, bytes: &[u8]) -> PathBuf 
                 .collect::<String>()
                 .into_bytes();
         }
-        w.start_file(name, zip::write::SimpleFileOptions::default().unix_permissions(0o755))
-            .unwrap();
+        w.start_file(
+            name,
+            zip::write::SimpleFileOptions::default().unix_permissions(0o755),
+        )
+        .unwrap();
         w.write_all(&data).unwrap();
     }
     w.finish().unwrap();
@@ -187,7 +234,10 @@ fn find_links_installs_from_a_directory_and_the_abi_check_refuses_a_wheel_torch_
     let a = World::new(DECODE_WAV);
     ok(&a.build(&[]));
     let dist = a.tmp.path().join("dist");
-    let out = a.cmd(&["wheel", "fakecodec", "--out", dist.to_str().unwrap()], &[]);
+    let out = a.cmd(
+        &["wheel", "fakecodec", "--out", dist.to_str().unwrap()],
+        &[],
+    );
     ok(&out);
     let wheel = PathBuf::from(out.stdout.trim());
     let major = a.ffmpeg_major();
@@ -216,7 +266,11 @@ fn find_links_installs_from_a_directory_and_the_abi_check_refuses_a_wheel_torch_
     let before = tree_state(&b.venv);
     let out = b.cmd(&["fakecodec", "--find-links", dist.to_str().unwrap()], &[]);
     ok(&out);
-    assert!(out.stdout.contains("installed from the index, not built"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("installed from the index, not built"),
+        "{}",
+        out.stdout
+    );
     nothing_compiled(&b);
     assert_eq!(manifest(&b)["source_url"], wheel.display().to_string());
     let st = b.cmd(&["status"], &[]);
@@ -225,7 +279,10 @@ fn find_links_installs_from_a_directory_and_the_abi_check_refuses_a_wheel_torch_
     assert_eq!(tree_state(&b.venv), before);
 
     // The tampered wheel: refused by the ABI check before it touches the venv, then built.
-    let out = b.cmd(&["fakecodec", "--find-links", bad_dir.to_str().unwrap()], &[]);
+    let out = b.cmd(
+        &["fakecodec", "--find-links", bad_dir.to_str().unwrap()],
+        &[],
+    );
     ok(&out);
     let flat = out.stderr.replace('\n', " ");
     assert!(

@@ -12,12 +12,22 @@ pub fn pypi_wheels(name: &str, specs: &[&str]) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../cache/wheels")
         .join(name);
-    let stamp = dir.join(format!(".complete-{}", specs.join("_").replace(['<', '>', '=', ','], "-")));
+    let stamp = dir.join(format!(
+        ".complete-{}",
+        specs.join("_").replace(['<', '>', '=', ','], "-")
+    ));
     if !stamp.exists() {
         let mut c = Command::new("python3");
-        c.args(["-m", "pip", "download", "--disable-pip-version-check", "-q", "-d"])
-            .arg(&dir)
-            .args(specs);
+        c.args([
+            "-m",
+            "pip",
+            "download",
+            "--disable-pip-version-check",
+            "-q",
+            "-d",
+        ])
+        .arg(&dir)
+        .args(specs);
         run(&mut c);
         std::fs::write(&stamp, "").unwrap();
     }
@@ -54,7 +64,17 @@ impl Index {
             .unwrap()
             .port();
         let child = Command::new(venv.join("bin/pypi-server"))
-            .args(["run", "-i", "127.0.0.1", "-p", &port.to_string(), "-a", ".", "-P", "."])
+            .args([
+                "run",
+                "-i",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-a",
+                ".",
+                "-P",
+                ".",
+            ])
             .arg(packages)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -62,7 +82,10 @@ impl Index {
             .unwrap();
         let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(std::time::Instant::now() < until, "pypiserver did not start");
+            assert!(
+                std::time::Instant::now() < until,
+                "pypiserver did not start"
+            );
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         Index {
@@ -107,18 +130,36 @@ fn publish_uploads_the_wheel_to_a_real_index_and_pip_gets_it_back() {
     let name = wheel.file_name().unwrap();
     // The index holds exactly that wheel, byte for byte.
     let served = packages.join(name);
-    assert_eq!(std::fs::read(&served).unwrap(), std::fs::read(&wheel).unwrap());
+    assert_eq!(
+        std::fs::read(&served).unwrap(),
+        std::fs::read(&wheel).unwrap()
+    );
     // pip finds it on the index's simple API and downloads the same bytes.
     let got = w.tmp.path().join("got");
-    let version = name.to_string_lossy().split('-').nth(1).unwrap().to_string();
+    let version = name
+        .to_string_lossy()
+        .split('-')
+        .nth(1)
+        .unwrap()
+        .to_string();
     run(Command::new(w.venv.join("bin/python"))
-        .args(["-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+        ])
         .args(["--index-url", &format!("{}simple/", index.url), "-d"])
         .arg(&got)
         .arg(format!("fakecodec=={version}"))
         .env_remove("PIP_FIND_LINKS")
         .env_remove("PIP_NO_INDEX"));
-    assert_eq!(std::fs::read(got.join(name)).unwrap(), std::fs::read(&wheel).unwrap());
+    assert_eq!(
+        std::fs::read(got.join(name)).unwrap(),
+        std::fs::read(&wheel).unwrap()
+    );
     // Publishing changes nothing in the venv.
     assert_eq!(tree_state(&w.venv), before);
 

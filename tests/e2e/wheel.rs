@@ -38,7 +38,10 @@ fn the_wheel_installs_with_pip_into_a_fresh_venv_and_verifies() {
     };
     let di = format!("fakecodec-1.0.0+{local}.dist-info");
     let meta = String::from_utf8(read(&format!("{di}/METADATA"))).unwrap();
-    assert!(meta.contains(&format!("\nVersion: 1.0.0+{local}\n")), "{meta}");
+    assert!(
+        meta.contains(&format!("\nVersion: 1.0.0+{local}\n")),
+        "{meta}"
+    );
     assert!(meta.contains("\nRequires-Dist: torch==2.9.1\n"), "{meta}");
     let wheel = String::from_utf8(read(&format!("{di}/WHEEL"))).unwrap();
     assert!(wheel.contains("Root-Is-Purelib: false"), "{wheel}");
@@ -162,7 +165,10 @@ fn the_wheel_requires_torchs_distribution_version_and_pip_check_passes() {
         z.by_name(p).unwrap().read_to_string(&mut s).unwrap();
         s
     };
-    let di = format!("fakecodec-1.0.0+cpu.ffmpeg{}.torch2.9.1.dist-info", w.ffmpeg_major());
+    let di = format!(
+        "fakecodec-1.0.0+cpu.ffmpeg{}.torch2.9.1.dist-info",
+        w.ffmpeg_major()
+    );
     let meta = read(&format!("{di}/METADATA"));
     assert!(meta.contains("\nRequires-Dist: torch==2.9.1\n"), "{meta}");
     assert!(!meta.contains("2.9.1+cpu"), "{meta}");

@@ -217,7 +217,10 @@ mod tests {
     fn the_torch_pin_is_read_from_metadata() {
         let m = "Metadata-Version: 2.1\nName: x\nRequires-Dist: numpy\nRequires-Dist: torch==2.9.1\n\nRequires-Dist: torch==0\n";
         assert_eq!(super::requires_torch(m).as_deref(), Some("2.9.1"));
-        assert_eq!(super::requires_torch("Name: x\nRequires-Dist: torch>=2\n"), None);
+        assert_eq!(
+            super::requires_torch("Name: x\nRequires-Dist: torch>=2\n"),
+            None
+        );
         assert_eq!(super::requires_torch("Name: x\n"), None);
     }
 }

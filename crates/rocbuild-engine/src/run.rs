@@ -333,7 +333,15 @@ fn run_prebuilt(
             wheel: Some(p.url.clone()),
         });
     }
-    let mut out = install_and_verify(plan, &mut log, p.commit.clone(), built, previous, None, None)?;
+    let mut out = install_and_verify(
+        plan,
+        &mut log,
+        p.commit.clone(),
+        built,
+        previous,
+        None,
+        None,
+    )?;
     out.wheel = Some(p.url.clone());
     Ok(out)
 }

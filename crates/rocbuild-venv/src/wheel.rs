@@ -207,9 +207,10 @@ impl LocalVersion {
         let first = it.next()?;
         let backend = if first == "cpu" || first == "cuda" || first == "rocm" {
             first.clone()
-        } else if let Some(d) = first.strip_prefix("cu").filter(|d| {
-            !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
-        }) {
+        } else if let Some(d) = first
+            .strip_prefix("cu")
+            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        {
             format!("cu{d}")
         } else if let Some(major) = first
             .strip_prefix("rocm")
@@ -556,7 +557,12 @@ mod tests {
 
     #[test]
     fn local_versions_name_torch_ffmpeg_and_every_arch_and_read_back() {
-        let mut m = manifest("rocm", None, Some("6.4.1"), Some("gfx1010;gfx1030;gfx90a:xnack-"));
+        let mut m = manifest(
+            "rocm",
+            None,
+            Some("6.4.1"),
+            Some("gfx1010;gfx1030;gfx90a:xnack-"),
+        );
         m.torch_version = Some("2.9.1+rocm6.4".into());
         m.ffmpeg_major = Some(7);
         let v = local_version(&m);

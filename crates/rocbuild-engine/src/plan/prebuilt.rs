@@ -140,12 +140,14 @@ pub fn judge(file: &str, want: &Wanted) -> Option<String> {
         None => (w.version, None),
     };
     if public != want.version {
-        return Some(format!("release {public}, this build wants {}", want.version));
+        return Some(format!(
+            "release {public}, this build wants {}",
+            want.version
+        ));
     }
     let Some(local) = local else {
         return Some(
-            "no local version: not a rocbuild build (it does not say what it was built for)"
-                .into(),
+            "no local version: not a rocbuild build (it does not say what it was built for)".into(),
         );
     };
     let Some(have) = LocalVersion::parse(local) else {
@@ -294,8 +296,8 @@ pub fn parse_simple_page(page_url: &str, html: &str) -> std::result::Result<Vec<
             .find("</a>")
             .map(|e| end + e)
             .ok_or_else(|| format!("the <a> at byte {at} has no </a>"))?;
-        let href = attribute(attrs, "href")
-            .ok_or_else(|| format!("the <a> at byte {at} has no href"))?;
+        let href =
+            attribute(attrs, "href").ok_or_else(|| format!("the <a> at byte {at} has no href"))?;
         let text = unescape(html[end + 1..close].trim());
         let mut u = base
             .join(&href)
@@ -347,8 +349,7 @@ pub fn install_plan(plan: &Plan, machine: &Machine, chosen: PrebuiltInstall) -> 
     let what = format!("the wheel of {}", plan.recipe);
     let installer = pip::installer(py, &what)?;
     let target = join(os, &py.site_packages, &rocbuild_venv::layout::PIP_TARGET);
-    let version = wheel_name(&chosen.file)
-        .map_or(plan.version.clone(), |w| w.version.to_string());
+    let version = wheel_name(&chosen.file).map_or(plan.version.clone(), |w| w.version.to_string());
     let install = pip::install_into(&installer, py, os, &target, true)
         .arg(chosen.wheel.display().to_string());
     let mut out = plan.clone();
@@ -436,7 +437,10 @@ mod tests {
     fn a_wheel_fits_by_release_backend_torch_ffmpeg_archs_and_tags() {
         let w = want("cpu", Some("2.9.1"), &[], Some(5));
         assert_eq!(
-            judge(&format!("fakecodec-1.0.0+cpu.ffmpeg5.torch2.9.1-{TAGS}"), &w),
+            judge(
+                &format!("fakecodec-1.0.0+cpu.ffmpeg5.torch2.9.1-{TAGS}"),
+                &w
+            ),
             None
         );
         let j = |f: &str| judge(&format!("{f}-{TAGS}"), &w).unwrap();
@@ -458,16 +462,25 @@ mod tests {
         );
         assert!(j("fakecodec-1.0.0").contains("not a rocbuild build"));
         assert!(j("fakecodec-1.0.0+ubuntu1").contains("is not rocbuild's"));
-        assert_eq!(j("othercodec-1.0.0+cpu.ffmpeg5.torch2.9.1"), "another package (othercodec)");
         assert_eq!(
-            judge("fakecodec-1.0.0+cpu.ffmpeg5.torch2.9.1-cp312-cp312-linux_x86_64.whl", &w)
-                .unwrap(),
+            j("othercodec-1.0.0+cpu.ffmpeg5.torch2.9.1"),
+            "another package (othercodec)"
+        );
+        assert_eq!(
+            judge(
+                "fakecodec-1.0.0+cpu.ffmpeg5.torch2.9.1-cp312-cp312-linux_x86_64.whl",
+                &w
+            )
+            .unwrap(),
             "for cp312-cp312-linux_x86_64, this venv's Python is cp311-cp311-linux_x86_64"
         );
         assert_eq!(judge("fakecodec-1.0.0.tar.gz", &w).unwrap(), "not a wheel");
         // Names are compared normalized; a build tag is allowed.
         assert_eq!(
-            judge(&format!("FakeCodec-1.0.0+cpu.ffmpeg5.torch2.9.1-1-{TAGS}"), &w),
+            judge(
+                &format!("FakeCodec-1.0.0+cpu.ffmpeg5.torch2.9.1-1-{TAGS}"),
+                &w
+            ),
             None
         );
     }
@@ -477,7 +490,10 @@ mod tests {
         let fat = format!("fakecodec-1.0.0+rocm6.4.gfx1010.gfx1030.gfx1100.torch2.9.1-{TAGS}");
         let one = format!("fakecodec-1.0.0+rocm6.4.gfx1030.torch2.9.1-{TAGS}");
         for arch in ["gfx1010", "gfx1030", "gfx1100"] {
-            assert_eq!(judge(&fat, &want("rocm6.4", Some("2.9.1"), &[arch], None)), None);
+            assert_eq!(
+                judge(&fat, &want("rocm6.4", Some("2.9.1"), &[arch], None)),
+                None
+            );
         }
         let w = want("rocm6.4", Some("2.9.1"), &["gfx1201"], None);
         assert_eq!(
@@ -506,7 +522,10 @@ mod tests {
             &w,
         );
         let files: Vec<&str> = c.iter().map(|c| c.listed.file.as_str()).collect();
-        assert_eq!(files, [one.as_str(), fat.as_str(), "fakecodec-1.0.0.tar.gz"]);
+        assert_eq!(
+            files,
+            [one.as_str(), fat.as_str(), "fakecodec-1.0.0.tar.gz"]
+        );
         assert!(c[2].rejected.is_some());
     }
 
@@ -532,7 +551,9 @@ mod tests {
         let plan = crate::plan::plan(&recipe("torchcodec"), &m, &opts, &ctx(Os::Linux)).unwrap();
         let w = wanted(&plan, None);
         let torch = plan.torch_version.as_deref().map(public_version).unwrap();
-        let ffmpeg = plan.ffmpeg_major.map_or(String::new(), |n| format!(".ffmpeg{n}"));
+        let ffmpeg = plan
+            .ffmpeg_major
+            .map_or(String::new(), |n| format!(".ffmpeg{n}"));
         assert_eq!(
             w.local.to_string(),
             format!("rocm6.4.gfx1201{ffmpeg}.torch{torch}")
@@ -552,7 +573,10 @@ mod tests {
             "http://127.0.0.1:8080/packages/fakecodec-1.0.0%2Bcpu.torch2.9.1-cp311-cp311-linux_x86_64.whl"
         );
         assert_eq!(l[0].sha256.as_deref(), Some("abcdef"));
-        assert_eq!(l[0].file, "fakecodec-1.0.0+cpu.torch2.9.1-cp311-cp311-linux_x86_64.whl");
+        assert_eq!(
+            l[0].file,
+            "fakecodec-1.0.0+cpu.torch2.9.1-cp311-cp311-linux_x86_64.whl"
+        );
         assert_eq!(l[1].url, "https://files.example/f/fakecodec-0.9.0.tar.gz");
         assert_eq!(l[1].sha256, None);
         // An empty project page is a page.

@@ -9,8 +9,8 @@ mod publish;
 use std::path::{Path, PathBuf};
 
 pub use build::{build, BuildRequest, Built};
-pub use publish::{publish, Published};
 pub use keep::{rebuild, restore, status, wheel, RebuildRequest, Rebuilt, StatusReport};
+pub use publish::{publish, Published};
 
 use rocbuild_probe::Os;
 use rocbuild_venv::install::{self, Recovered};

@@ -126,10 +126,7 @@ fn run(cmd: &Command, what: &str) -> Result<()> {
     let tail: Vec<&str> = text.lines().rev().take(15).collect();
     Err(EngineError::Step {
         step: what.into(),
-        code: out
-            .status
-            .code()
-            .map_or("signal".into(), |c| c.to_string()),
+        code: out.status.code().map_or("signal".into(), |c| c.to_string()),
         tail: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
         log: String::new(),
         reproduce: cmd.shell_line(),

@@ -10,8 +10,8 @@ use rocbuild_recipe::RecipeSet;
 use rocbuild_venv::status::{State, VenvStatus};
 
 use crate::cli::{
-    CleanArgs, EveryArg, Global, RebuildArgs, RestoreArgs, ScheduleAction, ScheduleArgs,
-    SchedulerKind, StatusArgs, WheelArgs, PublishArgs,
+    CleanArgs, EveryArg, Global, PublishArgs, RebuildArgs, RestoreArgs, ScheduleAction,
+    ScheduleArgs, SchedulerKind, StatusArgs, WheelArgs,
 };
 use crate::settings as env;
 use crate::{ExitStatus, Stderr};
