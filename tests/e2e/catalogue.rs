@@ -118,6 +118,14 @@ pub const CASES: &[(&str, &str)] = &[
         "An error of a command given `--json`: one JSON object on stdout",
     ),
     (
+        "index_unreachable",
+        "`--index` naming a package index that does not answer",
+    ),
+    (
+        "index_page_malformed",
+        "`--index` naming a server whose project page is not a PEP 503 simple page",
+    ),
+    (
         "home_unset",
         "No cache directory: `HOME` (and `ROCBUILD_CACHE`, `XDG_CACHE_HOME`) unset",
     ),
@@ -335,6 +343,7 @@ fn check(name: &str, scene: &Scene, code: i32, bad_run: impl FnOnce() -> Out) ->
         (r"\b[0-9a-f]{40}\b", "[COMMIT]"),
         (r"\(pid\s+(\|\s+)?[0-9]+\)", "(pid [PID])"),
         (r"--parallel [0-9]+", "--parallel [N]"),
+        (r"127\.0\.0\.1:[0-9]+", "127.0.0.1:[PORT]"),
         // The tools area is keyed by the requirements and the Python version.
         (r"tools[/\\][0-9a-f]{16}", "tools/[HASH]"),
         // The fixture zip's bytes carry the time it was made.
@@ -997,6 +1006,41 @@ fn checksum_mismatch() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(left, ["earlier.zip"], "the bad download is not kept");
+}
+
+/// `--index` at a port where nothing listens: refused before anything is built.
+#[test]
+fn index_unreachable() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/simple/");
+    let err = check("index_unreachable", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-q", "--index", &url], &[])
+    });
+    assert!(said(&err, "rocbuild::index::unreachable"), "{err}");
+    assert!(said(&err, "/simple/fakecodec/"), "{err}");
+    assert!(!s.cache.join("git").exists(), "nothing was fetched");
+}
+
+/// `--index` at a server that answers with something that is not a simple page (JSON).
+#[test]
+fn index_page_malformed() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let server = FileServer::start(BTreeMap::from([(
+        "/simple/fakecodec/".to_string(),
+        br#"{"files": []}"#.to_vec(),
+    )]));
+    let url = format!("{}/simple/", server.base);
+    let err = check("index_page_malformed", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-q", "--index", &url], &[])
+    });
+    assert!(said(&err, "rocbuild::index::malformed"), "{err}");
+    assert!(said(&err, "it is not HTML"), "{err}");
+    assert!(!s.cache.join("git").exists(), "nothing was fetched");
 }
 
 /// A hand-edited (or corrupt) manifest naming a file outside site-packages: `restore` must

@@ -15,6 +15,7 @@ mod ffmpeg_download;
 mod fixture_build;
 mod fresh_machine;
 mod hip_build;
+mod index;
 mod locks;
 mod mirror;
 mod patch;

@@ -35,13 +35,14 @@ pub fn pypi_wheels(name: &str, specs: &[&str]) -> PathBuf {
 }
 
 /// pypiserver on a free port, serving (and taking uploads into) `packages`; no auth.
-struct Index {
+pub(crate) struct Index {
     child: Child,
-    url: String,
+    /// `http://127.0.0.1:PORT/` (upload URL; the simple root is `simple/` under it).
+    pub url: String,
 }
 
 impl Index {
-    fn start(root: &Path, packages: &Path) -> Index {
+    pub fn start(root: &Path, packages: &Path) -> Index {
         let wheels = pypi_wheels("index", &["pypiserver", "twine"]);
         let venv = root.join("index-venv");
         make_venv(&venv);

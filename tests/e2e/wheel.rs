@@ -17,8 +17,12 @@ fn the_wheel_installs_with_pip_into_a_fresh_venv_and_verifies() {
     ok(&out);
     let whl = std::path::PathBuf::from(out.stdout.trim());
     let name = whl.file_name().unwrap().to_string_lossy().into_owned();
+    let major = w.ffmpeg_major();
+    // The local version names the backend, FFmpeg and torch it was built for.
+    let local = format!("cpu.ffmpeg{major}.torch2.9.1");
     assert!(
-        name.starts_with("fakecodec-1.0.0+cpu-cp3") && name.ends_with("-linux_x86_64.whl"),
+        name.starts_with(&format!("fakecodec-1.0.0+{local}-cp3"))
+            && name.ends_with("-linux_x86_64.whl"),
         "{name}"
     );
 
@@ -32,14 +36,16 @@ fn the_wheel_installs_with_pip_into_a_fresh_venv_and_verifies() {
             .unwrap();
         s
     };
-    let di = "fakecodec-1.0.0+cpu.dist-info";
+    let di = format!("fakecodec-1.0.0+{local}.dist-info");
     let meta = String::from_utf8(read(&format!("{di}/METADATA"))).unwrap();
-    assert!(meta.contains("\nVersion: 1.0.0+cpu\n"), "{meta}");
+    assert!(
+        meta.contains(&format!("\nVersion: 1.0.0+{local}\n")),
+        "{meta}"
+    );
     assert!(meta.contains("\nRequires-Dist: torch==2.9.1\n"), "{meta}");
     let wheel = String::from_utf8(read(&format!("{di}/WHEEL"))).unwrap();
     assert!(wheel.contains("Root-Is-Purelib: false"), "{wheel}");
     let record = String::from_utf8(read(&format!("{di}/RECORD"))).unwrap();
-    let major = w.ffmpeg_major();
     for f in [
         "fakecodec/__init__.py".to_string(),
         format!("fakecodec/libfakecodec_core{major}.so"),
@@ -159,7 +165,10 @@ fn the_wheel_requires_torchs_distribution_version_and_pip_check_passes() {
         z.by_name(p).unwrap().read_to_string(&mut s).unwrap();
         s
     };
-    let di = "fakecodec-1.0.0+cpu.dist-info";
+    let di = format!(
+        "fakecodec-1.0.0+cpu.ffmpeg{}.torch2.9.1.dist-info",
+        w.ffmpeg_major()
+    );
     let meta = read(&format!("{di}/METADATA"));
     assert!(meta.contains("\nRequires-Dist: torch==2.9.1\n"), "{meta}");
     assert!(!meta.contains("2.9.1+cpu"), "{meta}");

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::DoctorError;
 use crate::examine::Examiner;
-use crate::finding::{order, Finding};
+use crate::finding::{order, Finding, Severity};
 use crate::linkage::{self, Reader};
 use crate::loadtest::{load_test, LoadReport, Step};
 use crate::package::{native_libraries, Subject};
@@ -155,24 +155,12 @@ pub(crate) fn variant_major(file: &str) -> Option<u32> {
         .find_map(|k| stem.rsplit_once(k).and_then(|(_, d)| d.parse().ok()))
 }
 
-pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorError> {
+/// What every package's examination in `machine`'s venv shares: Python's runtime, torch's
+/// libraries and what they load.
+fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reader) -> Examiner<'a> {
     let site = &machine.python.site_packages;
     let os = machine.platform.os;
     let torch = machine.torch.as_ref();
-    let plans: Vec<(Subject, Vec<PathBuf>, Vec<Step>)> = choose(opts, site)?
-        .into_iter()
-        .map(|s| {
-            let libs = native_libraries(site, &s, os);
-            let mut steps = Vec::new();
-            if s.name != "torch" && torch.is_some() {
-                steps.push(Step::Import("torch".into()));
-            }
-            steps.push(Step::Import(s.import_dir.clone()));
-            steps.extend(libs.iter().cloned().map(Step::Cdll));
-            (s, libs, steps)
-        })
-        .collect();
-    let reader = Reader::leaked();
     let torch_libs: Vec<PathBuf> = match torch {
         Some(t) => native_libraries(site, &Subject::torch(), os)
             .into_iter()
@@ -191,7 +179,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         },
         reader,
     );
-    let ctx = Examiner {
+    Examiner {
         machine,
         opts,
         reader,
@@ -207,7 +195,52 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
                 rocbuild_probe::driver_runtime_majors(&rocbuild_probe::ProbeEnv::from_process(), os)
             })
             .flatten(),
+    }
+}
+
+/// doctor's file checks (libraries the loader would not find, the ABI check: imports that
+/// torch and the rest of the process do not export) for native libraries not installed yet,
+/// such as a rebuilt wheel's, unpacked: as they would load into `machine`'s venv, after Python
+/// and `import torch`. Nothing is loaded. The errors are what `doctor` would report once
+/// they were installed.
+pub fn check_libraries(machine: &Machine, subject: &Subject, libs: &[PathBuf]) -> Vec<Finding> {
+    let opts = DoctorOptions {
+        requested: Vec::new(),
+        candidates: Vec::new(),
+        gpu_arch: None,
+        timeout: Duration::from_secs(60),
+        load_test: false,
+        // The verification runs without LD_LIBRARY_PATH: so does this check.
+        library_path: Vec::new(),
+        path: Vec::new(),
     };
+    let reader = Reader::leaked();
+    let ctx = examiner(machine, &opts, reader);
+    let mut findings = ctx.link(subject, libs).1;
+    findings.retain(|f| f.severity == Severity::Error);
+    order(&mut findings);
+    findings
+}
+
+pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorError> {
+    let site = &machine.python.site_packages;
+    let os = machine.platform.os;
+    let torch = machine.torch.as_ref();
+    let plans: Vec<(Subject, Vec<PathBuf>, Vec<Step>)> = choose(opts, site)?
+        .into_iter()
+        .map(|s| {
+            let libs = native_libraries(site, &s, os);
+            let mut steps = Vec::new();
+            if s.name != "torch" && torch.is_some() {
+                steps.push(Step::Import("torch".into()));
+            }
+            steps.push(Step::Import(s.import_dir.clone()));
+            steps.extend(libs.iter().cloned().map(Step::Cdll));
+            (s, libs, steps)
+        })
+        .collect();
+    let reader = Reader::leaked();
+    let ctx = examiner(machine, opts, reader);
     let mut findings = Vec::new();
     let mut packages = Vec::new();
     // The load tests (child processes that mostly wait on imports) run while the files are read.

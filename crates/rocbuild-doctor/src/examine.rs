@@ -80,11 +80,33 @@ impl Examiner<'_> {
             .collect();
         let live: Vec<PathBuf> = libs.iter().filter(|p| !is_inactive(p)).cloned().collect();
 
-        let search = self.search(subject, &live);
+        let (linkages, linked) = self.link(subject, &live);
+        findings.extend(linked);
+        if let Some(t) = self.machine.torch.as_ref() {
+            let needed: Vec<(PathBuf, Vec<String>)> = linkages
+                .iter()
+                .map(|l| (l.path.clone(), l.needed.clone()))
+                .collect();
+            findings.extend(checks::flavor::check(subject, t, &needed));
+        }
+        findings.extend(self.gpu(subject, &linkages));
+        findings.extend(checks::stale::check(
+            site,
+            subject,
+            self.machine.torch.as_ref(),
+        ));
+        Examined { findings, inactive }
+    }
+
+    /// The linkage of `live` (loaded together, after Python and torch) and what it shows: files
+    /// that cannot be read, libraries the loader does not find, imports nothing exports.
+    pub fn link(&self, subject: &Subject, live: &[PathBuf]) -> (Vec<Linkage>, Vec<Finding>) {
+        let mut findings = Vec::new();
+        let search = self.search(subject, live);
         let mut linkages: Vec<Linkage> = Vec::new();
         for (lib, r) in live
             .iter()
-            .zip(linkage::link_group(&live, &search, self.reader))
+            .zip(linkage::link_group(live, &search, self.reader))
         {
             match r {
                 Ok(l) => linkages.push(l),
@@ -102,13 +124,6 @@ impl Examiner<'_> {
             }
         }
         let torch = self.machine.torch.as_ref();
-        if let Some(t) = torch {
-            let needed: Vec<(PathBuf, Vec<String>)> = linkages
-                .iter()
-                .map(|l| (l.path.clone(), l.needed.clone()))
-                .collect();
-            findings.extend(checks::flavor::check(subject, t, &needed));
-        }
         for l in &linkages {
             let name = file_name(&l.path);
             findings.extend(checks::missing::check(
@@ -133,9 +148,7 @@ impl Examiner<'_> {
                 ));
             }
         }
-        findings.extend(self.gpu(subject, &linkages));
-        findings.extend(checks::stale::check(site, subject, torch));
-        Examined { findings, inactive }
+        (linkages, findings)
     }
 
     /// Already in the process when the package's libraries load: Python itself; torch's

@@ -28,7 +28,9 @@ mod symptom;
 
 pub use bundle::{bundle, BundleReport, Copied};
 pub use deps::{deps, DepsReport, FileDeps, Library};
-pub use doctor::{doctor, probe, DoctorOptions, PackageReport, Report, TorchSummary};
+pub use doctor::{
+    check_libraries, doctor, probe, DoctorOptions, PackageReport, Report, TorchSummary,
+};
 pub use error::DoctorError;
 pub use finding::{order, Check, Finding, Severity};
 pub use linkage::{

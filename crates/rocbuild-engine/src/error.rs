@@ -253,6 +253,10 @@ pub enum EngineError {
     #[diagnostic(code(rocbuild::native))]
     Native(#[from] rocbuild_native::NativeError),
 
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Fetch(#[from] rocbuild_fetch::FetchError),
+
     #[error("torch {version} in {site} cannot be imported: {error}")]
     #[diagnostic(
         code(rocbuild::plan::torch_import),
@@ -271,6 +275,27 @@ pub enum EngineError {
         help("nothing was installed, the venv is as it was; the file is cut short or damaged: rebuild from scratch (`rocbuild clean --builds`, then run again), and if it comes back check the project's install rules or the recipe's [install] artifacts")
     )]
     BadArtifact { file: String, reason: String },
+
+    #[error("the package index {index} cannot be read: {reason}")]
+    #[diagnostic(
+        code(rocbuild::index::unreachable),
+        help("nothing was built or changed. Check the URL (the index's PEP 503 simple root, e.g. http://HOST:PORT/simple/ for pypiserver or devpi) and that the server is up; or leave out --index (and ROCBUILD_INDEX) to build from source")
+    )]
+    IndexUnreachable { index: String, reason: String },
+
+    #[error("{page} is not a PEP 503 simple page: {reason}")]
+    #[diagnostic(
+        code(rocbuild::index::malformed),
+        help("nothing was built or changed. --index takes the simple root of a package index (pypiserver, devpi: http://HOST:PORT/simple/; a static index made with `dumb-pypi` or `piprepo`): its pages are HTML with one <a href> per file. Check the URL, or use --find-links DIR for a directory of wheels")
+    )]
+    IndexMalformed { page: String, reason: String },
+
+    #[error("--find-links {dir} cannot be read: {reason}")]
+    #[diagnostic(
+        code(rocbuild::index::find_links),
+        help("nothing was built or changed: give a directory holding wheels (e.g. the --out of `rocbuild wheel`)")
+    )]
+    FindLinks { dir: String, reason: String },
 }
 
 fn io_help(e: &std::io::Error) -> String {

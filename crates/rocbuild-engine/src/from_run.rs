@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use rocbuild_venv::manifest::{InstalledFile, Manifest, PythonPartRecord, SdkRecord};
+use rocbuild_venv::manifest::{
+    InstalledFile, Manifest, PrebuiltRecord, PythonPartRecord, SdkRecord,
+};
 
 use crate::plan::{Plan, SourcePlan};
 use crate::run::StagedExtra;
@@ -34,9 +36,10 @@ impl FromRun for Manifest {
             version: plan.version.clone(),
             recipe_hash: plan.recipe_hash.clone(),
             fingerprint: plan.fingerprint.clone(),
-            source_url: Some(match &plan.source {
-                SourcePlan::Git { url, .. } => url.clone(),
-                SourcePlan::Local { dir } => dir.display().to_string(),
+            source_url: Some(match (&plan.prebuilt, &plan.source) {
+                (Some(p), _) => p.url.clone(),
+                (None, SourcePlan::Git { url, .. }) => url.clone(),
+                (None, SourcePlan::Local { dir }) => dir.display().to_string(),
             }),
             source_commit: commit,
             torch_version: plan.torch_version.clone(),
@@ -62,6 +65,12 @@ impl FromRun for Manifest {
             compiler_cache: staged.compiler_cache.clone(),
             kind: rocbuild_venv::manifest::Kind::Build,
             search_added: Default::default(),
+            prebuilt: plan.prebuilt.as_ref().map(|p| PrebuiltRecord {
+                url: p.url.clone(),
+                file: p.file.clone(),
+                sha256: p.sha256.clone(),
+                index: p.index.clone(),
+            }),
         }
     }
 }
@@ -92,7 +101,7 @@ fn python_part(
 }
 
 /// The SDK as the build saw it: torch's (from the machine) and the toolkit given to CMake.
-fn sdk_record(plan: &Plan) -> SdkRecord {
+pub(crate) fn sdk_record(plan: &Plan) -> SdkRecord {
     let toolkit: Option<PathBuf> = plan.toolkit.clone();
     SdkRecord {
         torch_cuda: plan.torch_cuda.clone(),

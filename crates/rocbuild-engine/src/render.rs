@@ -107,6 +107,35 @@ impl fmt::Display for Plan {
                 c.archs_from
             )?;
         }
+        if let Some(ix) = &self.index {
+            writeln!(f, "  index:  {}", ix.sources.join(", "))?;
+            writeln!(f, "    wanted: {}", ix.wanted)?;
+            if ix.candidates.is_empty() {
+                writeln!(f, "    no wheels of {} listed", self.install.distribution)?;
+            }
+            for c in &ix.candidates {
+                let chosen = self
+                    .prebuilt
+                    .as_ref()
+                    .is_some_and(|p| p.url == c.listed.url);
+                match (&c.rejected, chosen) {
+                    (_, true) => writeln!(f, "    chosen:   {}", c.listed.file)?,
+                    (Some(r), _) => writeln!(f, "    rejected: {}: {r}", c.listed.file)?,
+                    (None, _) => writeln!(
+                        f,
+                        "    fits:     {} (torch build and ABI checked after download)",
+                        c.listed.file
+                    )?,
+                }
+            }
+        }
+        if let Some(p) = &self.prebuilt {
+            writeln!(f, "1. install the wheel {} instead of building", p.file)?;
+            writeln!(f, "      from: {}", p.url)?;
+            writeln!(f, "      sha256: {}", p.sha256)?;
+            writeln!(f, "      unpacked: {}", p.unpacked.display())?;
+            return Ok(());
+        }
         let mut n = 0;
         let mut step = |f: &mut fmt::Formatter<'_>, title: &str| -> fmt::Result {
             n += 1;

@@ -34,6 +34,9 @@ pub struct Outcome {
     pub log: PathBuf,
     /// The compiler cache this run's build used, with its hits and misses.
     pub compiler_cache: Option<rocbuild_venv::manifest::CompilerCacheRecord>,
+    /// Installed from this wheel (its URL or path) instead of built.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wheel: Option<String>,
 }
 
 fn globset(patterns: &[String]) -> Result<GlobSet> {
@@ -219,6 +222,9 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     // and the configure. Skipped when the last install had these very inputs (most likely
     // a no-op rerun, which must stay fast).
     let previous = manifest::read(site, &plan.recipe);
+    if let Some(p) = &plan.prebuilt {
+        return run_prebuilt(plan, p, log, previous);
+    }
     let likely_noop = previous
         .as_ref()
         .is_some_and(|m| m.fingerprint == plan.fingerprint);
@@ -278,10 +284,66 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
             manifest: manifest::path(site, &plan.recipe),
             log: log.path.clone(),
             compiler_cache: cache_record,
+            wheel: None,
         });
     }
 
     install_and_verify(plan, &mut log, commit, built, previous, early, cache_record)
+}
+
+/// Install the wheel the plan chose instead of building: its libraries (unpacked under the
+/// cache) are the artifacts, the wheel itself the Python part; then the build's staging, swap,
+/// verification and manifest. Nothing is fetched, configured or compiled.
+fn run_prebuilt(
+    plan: &Plan,
+    p: &crate::plan::prebuilt::PrebuiltInstall,
+    mut log: RunLog,
+    previous: Option<Manifest>,
+) -> Result<Outcome> {
+    let site = &plan.install.site;
+    log.note(&format!("prebuilt: {} ({})", p.file, p.url));
+    let artifacts = collect_artifacts(
+        &p.unpacked.join(&plan.install.import_dir),
+        &plan.install.artifacts,
+    )?;
+    let mut built: Built = BTreeMap::new();
+    for (name, abs) in &artifacts {
+        built.insert(
+            format!("{}/{name}", plan.install.import_dir),
+            (abs.clone(), sha256_file(abs)?.0),
+        );
+    }
+    let unchanged = previous.as_ref().filter(|m| {
+        m.prebuilt.as_ref().is_some_and(|r| r.sha256 == p.sha256)
+            && up_to_date(plan, m, p.commit.as_deref(), &built, site)
+    });
+    if let Some(m) = unchanged {
+        log.note("up to date: this wheel is installed as it was");
+        return Ok(Outcome {
+            recipe: plan.recipe.clone(),
+            version: plan.version.clone(),
+            commit: p.commit.clone(),
+            changed: false,
+            installed: m.files.iter().map(|f| f.path.clone()).collect(),
+            parked: m.parked.clone(),
+            verify_output: Vec::new(),
+            manifest: manifest::path(site, &plan.recipe),
+            log: log.path.clone(),
+            compiler_cache: None,
+            wheel: Some(p.url.clone()),
+        });
+    }
+    let mut out = install_and_verify(
+        plan,
+        &mut log,
+        p.commit.clone(),
+        built,
+        previous,
+        None,
+        None,
+    )?;
+    out.wheel = Some(p.url.clone());
+    Ok(out)
 }
 
 /// pip, started before the build (see [`run`]), and whether its transaction made `.rocbuild/`.
@@ -799,6 +861,7 @@ fn install_and_verify(
         manifest: manifest::path(site, &plan.recipe),
         log: log.path.clone(),
         compiler_cache: cache_record,
+        wheel: None,
     })
 }
 
@@ -806,7 +869,10 @@ fn install_and_verify(
 /// they are installed under. A versioned library and its symlinks
 /// (`libctranslate2.so -> .so.4 -> .so.4.8.1`) become one file, named by its SONAME (what
 /// the loader asks for) when the SONAME is among the matched names.
-fn collect_artifacts(prefix: &Path, globs: &[String]) -> Result<BTreeMap<String, PathBuf>> {
+pub(crate) fn collect_artifacts(
+    prefix: &Path,
+    globs: &[String],
+) -> Result<BTreeMap<String, PathBuf>> {
     let want = globset(globs)?;
     let mut groups: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
     for (rel, abs) in walk(prefix) {

@@ -28,7 +28,12 @@ fn file_name_of(url: &str) -> Option<String> {
         && name != ".."
         && !name.contains(['\\', ':'])
         && path.contains("://");
-    ok.then(|| name.to_string())
+    // `fakecodec-1.0.0%2Bcpu-….whl` is saved as `fakecodec-1.0.0+cpu-….whl`.
+    let name = percent_encoding::percent_decode_str(name)
+        .decode_utf8()
+        .ok()?
+        .into_owned();
+    (ok && !name.contains(['/', '\\', ':']) && name != "..").then_some(name)
 }
 
 /// sha256 of a file, lowercase hex.
@@ -50,23 +55,8 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Download `url` into `dest_dir/<file name>` if its sha256 is `sha256`.
-///
-/// A file already there with the right checksum is reused (no request). The body streams into
-/// a temporary file in `dest_dir`, hashed on the way; on a mismatch the temporary file is
-/// removed and the error names both checksums. Only a verified file is renamed into place.
-pub fn download_verified(url: &str, sha256: &str, dest_dir: &Path) -> Result<PathBuf, FetchError> {
-    let expected = normalize_sha256(sha256)?;
-    let name = file_name_of(url).ok_or_else(|| FetchError::BadUrl {
-        url: url.to_string(),
-    })?;
-    std::fs::create_dir_all(dest_dir).map_err(io("create", dest_dir))?;
-    let dest = dest_dir.join(&name);
-    if dest.is_file() && sha256_file(&dest)? == expected {
-        return Ok(dest);
-    }
-
-    let request_error = |e: reqwest::Error| FetchError::Request {
+fn request_error(url: &str) -> impl Fn(reqwest::Error) -> FetchError + '_ {
+    move |e: reqwest::Error| FetchError::Request {
         url: url.to_string(),
         // reqwest's Display hides the cause (connection refused, DNS, TLS): show the chain.
         reason: {
@@ -79,15 +69,76 @@ pub fn download_verified(url: &str, sha256: &str, dest_dir: &Path) -> Result<Pat
             }
             s
         },
-    };
-    let client = reqwest::blocking::Client::builder()
+    }
+}
+
+fn client(url: &str, timeout: Duration) -> Result<reqwest::blocking::Client, FetchError> {
+    reqwest::blocking::Client::builder()
         .connect_timeout(Duration::from_secs(30))
-        // Large archives on slow links: bound the whole transfer generously, not per chunk.
-        .timeout(Duration::from_secs(60 * 60))
+        .timeout(timeout)
         .user_agent(concat!("rocbuild/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(request_error)?;
-    let mut resp = client.get(url).send().map_err(request_error)?;
+        .map_err(request_error(url))
+}
+
+/// The body of `url` as text (a package index's simple page). `Ok(None)` for HTTP 404 (PEP 503:
+/// the index has no such project).
+pub fn get_text(url: &str) -> Result<Option<String>, FetchError> {
+    let resp = client(url, Duration::from_secs(120))?
+        .get(url)
+        .header("Accept", "text/html")
+        .send()
+        .map_err(request_error(url))?;
+    let status = resp.status();
+    if status.as_u16() == 404 {
+        return Ok(None);
+    }
+    if !status.is_success() {
+        return Err(FetchError::HttpStatus {
+            url: url.to_string(),
+            status: status.as_u16(),
+        });
+    }
+    resp.text().map(Some).map_err(request_error(url))
+}
+
+/// Download `url` into `dest_dir/<file name>`; checked against `sha256` when one is given
+/// (an index's `#sha256=` fragment), as [`download_verified`] does. Without a checksum the
+/// file is fetched again every time.
+pub fn download(url: &str, sha256: Option<&str>, dest_dir: &Path) -> Result<PathBuf, FetchError> {
+    match sha256 {
+        Some(s) => download_verified(url, s, dest_dir),
+        None => fetch(url, None, dest_dir),
+    }
+}
+
+/// Download `url` into `dest_dir/<file name>` if its sha256 is `sha256`.
+///
+/// A file already there with the right checksum is reused (no request). The body streams into
+/// a temporary file in `dest_dir`, hashed on the way; on a mismatch the temporary file is
+/// removed and the error names both checksums. Only a verified file is renamed into place.
+pub fn download_verified(url: &str, sha256: &str, dest_dir: &Path) -> Result<PathBuf, FetchError> {
+    let expected = normalize_sha256(sha256)?;
+    fetch(url, Some(&expected), dest_dir)
+}
+
+fn fetch(url: &str, expected: Option<&str>, dest_dir: &Path) -> Result<PathBuf, FetchError> {
+    let url = url.split('#').next().unwrap_or(url);
+    let name = file_name_of(url).ok_or_else(|| FetchError::BadUrl {
+        url: url.to_string(),
+    })?;
+    std::fs::create_dir_all(dest_dir).map_err(io("create", dest_dir))?;
+    let dest = dest_dir.join(&name);
+    if let Some(expected) = expected {
+        if dest.is_file() && sha256_file(&dest)? == expected {
+            return Ok(dest);
+        }
+    }
+    // Large archives on slow links: bound the whole transfer generously, not per chunk.
+    let mut resp = client(url, Duration::from_secs(60 * 60))?
+        .get(url)
+        .send()
+        .map_err(request_error(url))?;
     let status = resp.status();
     if !status.is_success() {
         return Err(FetchError::HttpStatus {
@@ -114,12 +165,12 @@ pub fn download_verified(url: &str, sha256: &str, dest_dir: &Path) -> Result<Pat
         tmp.write_all(&buf[..n]).map_err(io("write", tmp.path()))?;
     }
     let actual = hex(&hasher.finalize());
-    if actual != expected {
+    if let Some(expected) = expected.filter(|e| *e != actual) {
         // Dropping the NamedTempFile deletes it.
         drop(tmp);
         return Err(FetchError::ChecksumMismatch {
             url: url.to_string(),
-            expected,
+            expected: expected.to_string(),
             actual,
         });
     }
@@ -145,6 +196,12 @@ mod tests {
         assert_eq!(file_name_of("https://x.org/a/"), None);
         assert_eq!(file_name_of("https://x.org/a/.."), None);
         assert_eq!(file_name_of("ffmpeg.zip"), None);
+        assert_eq!(
+            file_name_of("http://127.0.0.1:1/packages/a-1.0%2Bcpu-py3-none-any.whl#sha256=00")
+                .as_deref(),
+            Some("a-1.0+cpu-py3-none-any.whl")
+        );
+        assert_eq!(file_name_of("http://h/p/..%2F..%2Fx"), None);
         assert!(normalize_sha256(&"AB".repeat(32)).is_ok());
         assert!(matches!(
             normalize_sha256("abc"),

@@ -13,7 +13,7 @@ mod ffmpeg;
 
 use thiserror::Error;
 
-pub use download::{download_verified, sha256_file};
+pub use download::{download, download_verified, get_text, sha256_file};
 pub use extract::extract_zip_safely;
 pub use ffmpeg::{
     fetch_shared_ffmpeg, find_ffmpeg_shared, FfmpegPin, FfmpegPins, FfmpegRequest, FfmpegShared,

@@ -97,6 +97,18 @@ pub struct PythonPartRecord {
     pub files: Vec<String>,
 }
 
+/// The wheel an install came from (`rocbuild RECIPE --index URL` / `--find-links DIR`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PrebuiltRecord {
+    /// Where the wheel was found: its URL, or its path in a `--find-links` directory.
+    pub url: String,
+    /// The wheel's file name (its version says what it was built for).
+    pub file: String,
+    pub sha256: String,
+    /// The index page or directory it was listed in.
+    pub index: String,
+}
+
 /// What rocbuild did to the package a manifest describes.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -156,6 +168,10 @@ pub struct Manifest {
     /// A build, or a repair of pip's own files.
     #[serde(default)]
     pub kind: Kind,
+    /// Installed from a rebuilt wheel found on a package index or in a `--find-links`
+    /// directory instead of built here (then `source_url` is the wheel's URL too).
+    #[serde(default)]
+    pub prebuilt: Option<PrebuiltRecord>,
     /// For a repair: each edited file (relative to site-packages) and the search path entries
     /// rocbuild gave it.
     #[serde(default)]

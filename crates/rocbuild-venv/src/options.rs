@@ -89,6 +89,13 @@ pub struct BuildOptions {
     /// `--patch FILE`, in order: applied to the checkout before configure.
     #[serde(default)]
     pub patches: Vec<Patch>,
+    /// `--index URL` (PEP 503 simple index; also `ROCBUILD_INDEX`): a rebuilt wheel that fits
+    /// this machine is installed from there instead of building. `rebuild` looks again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub index: Vec<String>,
+    /// `--find-links DIR`: the same, from a directory of wheels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub find_links: Vec<PathBuf>,
 }
 
 /// A user's patch (`--patch FILE`): its absolute path and, once planned, the sha256 of its

@@ -1,7 +1,8 @@
 //! `rocbuild wheel <recipe> --out DIR`: the rebuilt package as a standard wheel, built from
 //! the files installed in the venv, so identical machines can `pip install` it: build once,
-//! install many. The local version says what it was built for (`+cpu`, `+cu132`,
-//! `+rocm6.2.gfx1010`) and `Requires-Dist` pins torch's distribution as installed (the version
+//! install many. The local version says what it was built for (`+cpu.ffmpeg5.torch2.9.1`,
+//! `+cu132.torch2.15.0`, `+rocm6.4.gfx1010.gfx1030.torch2.9.1`: see [`LocalVersion`]) and
+//! `Requires-Dist` pins torch's distribution as installed (the version
 //! of its dist-info METADATA, which is what pip and uv compare: PyPI's CUDA torch is the
 //! distribution `2.15.0` with `torch.__version__` `2.15.0+cu132`). The exact torch build
 //! (`__version__`, git commit) is kept in `<dist-info>/rocbuild.json`.
@@ -148,35 +149,147 @@ fn major_minor(v: &str) -> String {
         .join(".")
 }
 
-/// `+cpu`, `+cu132` (torch's CUDA 13.2), `+rocm6.2.gfx1010` (torch's HIP 6.2, the archs built).
-pub fn local_version(m: &Manifest) -> String {
-    // What the build targets: its backend when it recorded one (CTranslate2 for ROCm in a
-    // venv without a ROCm torch), else torch's flavor.
-    let backend = match m.sdk.backend.as_deref().unwrap_or(m.flavor.as_str()) {
-        // CPU code built against a ROCm torch (TorchCodec): it needs that torch, so it is
-        // labelled with torch's ROCm and the GPUs it was made for (`--arch`).
-        "cpu" if m.sdk.torch_hip.is_some() => "rocm",
-        b => b,
-    };
-    let tag = match backend {
-        "cuda" => match &m.sdk.torch_cuda {
-            Some(c) => format!("cu{}", major_minor(c).replace('.', "")),
-            None => "cuda".into(),
-        },
-        "rocm" => {
-            let mut t = match m.sdk.rocm_version.as_ref().or(m.sdk.torch_hip.as_ref()) {
-                Some(h) => format!("rocm{}", major_minor(h)),
-                None => "rocm".into(),
-            };
-            for a in gpu_archs(m) {
-                t.push('.');
-                t.push_str(&a);
+/// A public version without its local part: `2.15.0+cu132` -> `2.15.0`.
+pub fn public_version(v: &str) -> &str {
+    v.split('+').next().unwrap_or(v)
+}
+
+/// What a rebuilt wheel's local version says it was built for, in this order:
+/// `{backend}[.{gpu archs}][.ffmpeg{N}][.torch{version}]`, e.g. `cpu.ffmpeg5.torch2.9.1`,
+/// `cu132.torch2.15.0`, `rocm6.4.gfx1010.gfx1030.ffmpeg7.torch2.9.1`.
+///
+/// Everything the index install matches on is in the name, so a candidate of the wrong torch,
+/// backend, SDK, GPU or FFmpeg is passed over without downloading it, and one release built
+/// for many machines is a set of distinct file names (an index never takes the same file name
+/// twice). torch is its public version (what `Requires-Dist` pins); the exact build (`__version__`
+/// with its local part, git commit) is in `<dist-info>/rocbuild.json`, checked after download.
+/// The torch segment is last: a torch version may have any number of segments.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LocalVersion {
+    /// `cpu`, `cu132`, `rocm6.4` (`cuda` / `rocm` when the SDK version is unknown).
+    pub backend: String,
+    /// GPU architectures the binaries hold code for (processor names, no target features).
+    pub archs: Vec<String>,
+    pub ffmpeg: Option<u32>,
+    /// torch's public version.
+    pub torch: Option<String>,
+}
+
+impl std::fmt::Display for LocalVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = vec![local_part(&self.backend)];
+        for a in &self.archs {
+            let a = local_part(a.split(':').next().unwrap_or(a));
+            if !a.is_empty() && !parts.contains(&a) {
+                parts.push(a);
             }
-            t
         }
-        _ => "cpu".into(),
-    };
-    local_part(&tag)
+        if let Some(n) = self.ffmpeg {
+            parts.push(format!("ffmpeg{n}"));
+        }
+        if let Some(t) = &self.torch {
+            parts.push(format!("torch{}", local_part(public_version(t))));
+        }
+        f.write_str(&parts.join("."))
+    }
+}
+
+impl LocalVersion {
+    /// Read back a local version written by [`LocalVersion`]'s `Display`; None when it is not
+    /// one (a wheel rocbuild did not make).
+    pub fn parse(local: &str) -> Option<LocalVersion> {
+        let segs: Vec<String> = local
+            .to_ascii_lowercase()
+            .split(['.', '_', '-'])
+            .map(str::to_string)
+            .collect();
+        let mut it = segs.iter().peekable();
+        let first = it.next()?;
+        let backend = if first == "cpu" || first == "cuda" || first == "rocm" {
+            first.clone()
+        } else if let Some(d) = first
+            .strip_prefix("cu")
+            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        {
+            format!("cu{d}")
+        } else if let Some(major) = first
+            .strip_prefix("rocm")
+            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        {
+            // `rocm6.4`: the minor is the next segment.
+            let minor = it.next_if(|s| s.bytes().all(|b| b.is_ascii_digit()))?;
+            format!("rocm{major}.{minor}")
+        } else {
+            return None;
+        };
+        let mut out = LocalVersion {
+            backend,
+            ..LocalVersion::default()
+        };
+        while let Some(s) = it.next() {
+            if s.starts_with("gfx") {
+                out.archs.push(s.clone());
+            } else if let Some(n) = s.strip_prefix("ffmpeg") {
+                out.ffmpeg = Some(n.parse().ok()?);
+            } else if let Some(t) = s.strip_prefix("torch") {
+                let mut v = vec![t.to_string()];
+                v.extend(it.by_ref().cloned());
+                if t.is_empty() {
+                    return None;
+                }
+                out.torch = Some(v.join("."));
+            } else {
+                return None;
+            }
+        }
+        Some(out)
+    }
+
+    /// What a build recorded in `m` was made for.
+    pub fn of(m: &Manifest) -> LocalVersion {
+        // What the build targets: its backend when it recorded one (CTranslate2 for ROCm in a
+        // venv without a ROCm torch), else torch's flavor.
+        let backend = match m.sdk.backend.as_deref().unwrap_or(m.flavor.as_str()) {
+            // CPU code built against a ROCm torch (TorchCodec): it needs that torch, so it is
+            // labelled with torch's ROCm and the GPUs it was made for (`--arch`).
+            "cpu" if m.sdk.torch_hip.is_some() => "rocm",
+            b => b,
+        };
+        let (tag, archs) = match backend {
+            "cuda" => (
+                match &m.sdk.torch_cuda {
+                    Some(c) => format!("cu{}", major_minor(c).replace('.', "")),
+                    None => "cuda".into(),
+                },
+                Vec::new(),
+            ),
+            "rocm" => (
+                match m.sdk.rocm_version.as_ref().or(m.sdk.torch_hip.as_ref()) {
+                    Some(h) => format!("rocm{}", major_minor(h)),
+                    None => "rocm".into(),
+                },
+                gpu_archs(m),
+            ),
+            _ => ("cpu".into(), Vec::new()),
+        };
+        LocalVersion {
+            backend: tag,
+            archs: archs
+                .iter()
+                .map(|a| a.split(':').next().unwrap_or(a).to_ascii_lowercase())
+                .collect(),
+            ffmpeg: m.ffmpeg_major,
+            torch: m
+                .torch_version
+                .as_deref()
+                .map(|t| public_version(t).to_string()),
+        }
+    }
+}
+
+/// `+cpu.torch2.9.1`, `+cu132.torch2.15.0`, `+rocm6.2.gfx1010.torch2.9.1`: see [`LocalVersion`].
+pub fn local_version(m: &Manifest) -> String {
+    LocalVersion::of(m).to_string()
 }
 
 fn header_lines(text: &str) -> (Vec<String>, String) {
@@ -294,7 +407,13 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
                 "recipe": m.recipe,
                 "torch": m.torch_version,
                 "torch_git": m.torch_git,
+                "torch_dist": requires_torch,
                 "flavor": m.flavor,
+                "ffmpeg_major": m.ffmpeg_major,
+                "sdk": m.sdk,
+                "source_url": m.source_url,
+                "source_commit": m.source_commit,
+                "recipe_hash": m.recipe_hash,
             }))
             .unwrap_or_default(),
         ),
@@ -434,6 +553,34 @@ mod tests {
         let mut m = manifest("cpu", None, None, None);
         m.sdk.backend = Some("cpu".into());
         assert_eq!(local_version(&m), "cpu");
+    }
+
+    #[test]
+    fn local_versions_name_torch_ffmpeg_and_every_arch_and_read_back() {
+        let mut m = manifest(
+            "rocm",
+            None,
+            Some("6.4.1"),
+            Some("gfx1010;gfx1030;gfx90a:xnack-"),
+        );
+        m.torch_version = Some("2.9.1+rocm6.4".into());
+        m.ffmpeg_major = Some(7);
+        let v = local_version(&m);
+        assert_eq!(v, "rocm6.4.gfx1010.gfx1030.gfx90a.ffmpeg7.torch2.9.1");
+        let back = LocalVersion::parse(&v).unwrap();
+        assert_eq!(back, LocalVersion::of(&m));
+        assert_eq!(back.archs, ["gfx1010", "gfx1030", "gfx90a"]);
+        let mut m = manifest("cuda", Some("13.2"), None, None);
+        m.torch_version = Some("2.15.0+cu132".into());
+        assert_eq!(local_version(&m), "cu132.torch2.15.0");
+        // A nightly torch: every segment after `torch` is its version.
+        let n = LocalVersion::parse("cpu.torch2.10.0.dev20250101").unwrap();
+        assert_eq!(n.torch.as_deref(), Some("2.10.0.dev20250101"));
+        assert_eq!(n.backend, "cpu");
+        // Not rocbuild's: someone else's local version.
+        assert_eq!(LocalVersion::parse("ubuntu1"), None);
+        assert_eq!(LocalVersion::parse("cpu.weird"), None);
+        assert_eq!(LocalVersion::parse("rocm6"), None);
     }
 
     #[test]

@@ -373,6 +373,15 @@ pub struct BuildArgs {
     /// CUDA architecture(s) for the cuda backend, such as 8.6 (repeatable) [default: Common].
     #[arg(long, value_name = "X.Y")]
     pub cuda_arch: Vec<String>,
+    /// Before building, look for a rebuilt wheel of this release that fits this machine (torch,
+    /// backend and SDK, GPU archs, FFmpeg, Python) on this package index, a PEP 503 simple
+    /// root such as http://HOST:PORT/simple/ (repeatable; also ROCBUILD_INDEX, space
+    /// separated). The first one that passes the torch and ABI checks is installed instead.
+    #[arg(long = "index", value_name = "URL")]
+    pub index: Vec<String>,
+    /// The same as --index, from a directory of wheels (repeatable).
+    #[arg(long = "find-links", value_name = "DIR")]
+    pub find_links: Vec<PathBuf>,
     /// Plan for the machine described in this JSON file instead of probing this one (with --dry-run).
     #[arg(long, value_name = "FILE", requires = "dry_run")]
     pub machine: Option<PathBuf>,

@@ -20,6 +20,8 @@ pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
 /// space with ENOSPC, as a full disk would, so the bad-input catalogue can show that a disk
 /// filling up while staging leaves the venv unchanged. Never set it otherwise.
 pub const ROCBUILD_TEST_FAIL_AFTER_STEP: &str = "ROCBUILD_TEST_FAIL_AFTER_STEP";
+/// The default of `--index`: package index URLs (PEP 503 simple roots), space separated.
+pub const ROCBUILD_INDEX: &str = "ROCBUILD_INDEX";
 /// The default of `--compiler-cache`.
 pub const ROCBUILD_COMPILER_CACHE: &str = "ROCBUILD_COMPILER_CACHE";
 /// Test-only: wait after the N-th filesystem step of an install until a signal comes.
@@ -90,6 +92,13 @@ pub fn cache(g: &crate::cli::Global) -> miette::Result<std::path::PathBuf> {
         }
     };
     std::path::absolute(dir).into_diagnostic()
+}
+
+/// `ROCBUILD_INDEX`: the indexes to look for rebuilt wheels on when no `--index` is given.
+pub fn index() -> Vec<String> {
+    std::env::var(ROCBUILD_INDEX)
+        .map(|v| v.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
 }
 
 /// `ROCBUILD_MIRROR`, when set and not empty.

@@ -17,6 +17,7 @@ mod install;
 mod libraries;
 mod needs;
 mod pip;
+pub mod prebuilt;
 mod python_part;
 mod release;
 mod source;
@@ -108,6 +109,12 @@ pub struct Plan {
     pub options: BuildOptions,
     /// Hash of everything that decides the result, apart from the source commit.
     pub fingerprint: String,
+    /// `--index` / `--find-links`: where rebuilt wheels were looked for, and what was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<prebuilt::IndexPlan>,
+    /// The wheel installed instead of a build (chosen and checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prebuilt: Option<prebuilt::PrebuiltInstall>,
 }
 
 pub fn plan(
@@ -256,6 +263,8 @@ pub fn plan(
         log_dir: join(os, &ctx.cache, &["logs"]),
         options,
         fingerprint,
+        index: None,
+        prebuilt: None,
     })
 }
 

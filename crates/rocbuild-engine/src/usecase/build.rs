@@ -55,6 +55,55 @@ fn probe_options(recipe: &Recipe, opts: &BuildOptions, venv: Option<PathBuf>) ->
     }
 }
 
+/// `--index` / `--find-links`: list the wheels offered, judge them by name; unless this is a
+/// dry run, download and check the fitting ones in order until one passes, and plan its
+/// install instead of the build. Each wheel passed over is said, one line each.
+fn from_index(
+    plan: Plan,
+    machine: &Machine,
+    cache: &std::path::Path,
+    dry_run: bool,
+    reporter: &mut dyn Reporter,
+) -> Result<Plan> {
+    // The venv's wheel tags; a `--machine` plan has no Python to ask.
+    let tags = rocbuild_venv::wheel::Tags::of_python(&machine.python.exe).ok();
+    let mut index = crate::prebuilt::look(&plan, tags)?;
+    let mut chosen = None;
+    if !dry_run {
+        for c in index.candidates.iter_mut().filter(|c| c.rejected.is_none()) {
+            match crate::prebuilt::fetch_and_check(&plan, machine, c, cache) {
+                Ok(p) => {
+                    chosen = Some(p);
+                    break;
+                }
+                Err(reason) => c.rejected = Some(reason),
+            }
+        }
+        for c in index.candidates.iter().filter(|c| c.rejected.is_some()) {
+            reporter.note(&format!(
+                "index: passed over {}: {}",
+                c.listed.file,
+                c.rejected.as_deref().unwrap_or_default()
+            ));
+        }
+        if chosen.is_none() {
+            reporter.note(&format!(
+                "index: no wheel of {} {} fits this machine ({}): building from source",
+                plan.install.distribution, plan.version, index.wanted
+            ));
+        }
+    }
+    let mut plan = match chosen {
+        Some(p) => {
+            reporter.note(&format!("index: installing {} ({})", p.file, p.url));
+            crate::plan::prebuilt::install_plan(&plan, machine, p)?
+        }
+        None => plan,
+    };
+    plan.index = Some(index);
+    Ok(plan)
+}
+
 pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter) -> Result<Built> {
     build_with(req, settings, reporter, true)
 }
@@ -131,7 +180,10 @@ fn build_with(
                 .unwrap_or(2)
         }),
     };
-    let plan = plan(req.recipe, &machine, &opts, &ctx)?;
+    let mut plan = plan(req.recipe, &machine, &opts, &ctx)?;
+    if !plan.options.index.is_empty() || !plan.options.find_links.is_empty() {
+        plan = from_index(plan, &machine, &settings.cache, req.dry_run, reporter)?;
+    }
     if let (Some(t), false) = (&plan.backend.torch_gpu, req.dry_run) {
         if req.verbosity != Verbosity::Quiet {
             for n in &t.notes {

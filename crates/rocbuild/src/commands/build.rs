@@ -54,6 +54,16 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
             arch: a.arch.clone(),
             cuda_arch: a.cuda_arch.clone(),
         },
+        index: if a.index.is_empty() {
+            settings::index()
+        } else {
+            a.index.clone()
+        },
+        find_links: a
+            .find_links
+            .iter()
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()))
+            .collect(),
     })
 }
 
@@ -132,6 +142,9 @@ pub fn print_outcome(
         outcome.version,
         plan.install.dest.display()
     );
+    if let Some(w) = &outcome.wheel {
+        println!("  wheel:    {w} (installed from the index, not built)");
+    }
     if let Some(c) = &outcome.commit {
         println!("  source:   {} @ {}", source, &c[..12.min(c.len())]);
     }
