@@ -18,7 +18,7 @@ fn a_dll_importing_a_procedure_its_provider_no_longer_exports() {
         ],
         &[],
     );
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 4, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout
             .contains("a.dll imports ProcB2 from b.dll, which does not export it"),
@@ -80,7 +80,7 @@ fn the_tree_names_providers_and_the_missing() {
         ],
         &[],
     );
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout
             .contains("[package torch; runpath $ORIGIN/../torch/lib]"),
@@ -242,7 +242,7 @@ fn bundle_refuses_and_copies_nothing_when_a_dependency_is_missing() {
         ],
         &[],
     );
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stderr
             .contains("1 dependencies are missing; nothing was copied")
@@ -366,7 +366,7 @@ fn macho_tree_rpaths_missing_and_a_symbol_gone() {
     std::fs::remove_file(root.join("tmp/libgone.dylib")).unwrap();
 
     let out = rocbuild(&["deps", e.to_str().unwrap(), p.to_str().unwrap()], &[]);
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 5, "{}\n{}", out.stdout, out.stderr);
     let text = out.stdout.replace(&root.display().to_string(), "ROOT");
     assert!(text.contains("Symbol not found: _c10_old"), "{text}");
     assert!(!text.contains("_c10_new"), "{text}");

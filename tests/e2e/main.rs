@@ -18,6 +18,7 @@ mod mirror;
 mod plans;
 mod plans_gpu;
 mod real_torch;
+mod real_wheels;
 mod repair;
 mod restore;
 mod schedule;

@@ -41,6 +41,21 @@ impl DepsReport {
             .iter()
             .all(|f| f.missing.is_empty() && f.unresolved.is_empty())
     }
+    /// For the exit status. On ELF a missing library hides every symbol it would have
+    /// provided (symbols bind against the whole process), so its imports nothing exports are
+    /// not counted as an ABI break; on PE and Mach-O each import names its library, and only
+    /// those of libraries that were found are judged.
+    pub fn verdict(&self) -> crate::Verdict {
+        let kinds = self.files.iter().flat_map(|f| {
+            let missing = !f.missing.is_empty();
+            let abi = !f.unresolved.is_empty() && (!missing || f.format != "ELF");
+            missing
+                .then_some(crate::Breaks::MissingLibrary)
+                .into_iter()
+                .chain(abi.then_some(crate::Breaks::Abi))
+        });
+        crate::Verdict::of(!self.complete(), kinds)
+    }
 }
 
 /// The venv `file` is in (a parent holding `pyvenv.cfg`), for its Python's `Py*` exports.

@@ -70,6 +70,10 @@ impl Report {
     pub fn healthy(&self) -> bool {
         !self.findings.iter().any(Finding::is_problem)
     }
+    /// For the exit status: a missing library, an ABI break, both, something else, or well.
+    pub fn verdict(&self) -> crate::Verdict {
+        crate::finding::verdict(&self.findings)
+    }
 }
 
 /// What doctor needs to know of the machine, and no more: the venv, its Python and torch, and

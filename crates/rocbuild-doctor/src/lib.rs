@@ -30,7 +30,7 @@ pub use bundle::{bundle, BundleReport, Copied};
 pub use deps::{deps, DepsReport, FileDeps, Library};
 pub use doctor::{doctor, probe, DoctorOptions, PackageReport, Report, TorchSummary};
 pub use error::DoctorError;
-pub use finding::{order, Check, Finding, Severity};
+pub use finding::{order, verdict, Breaks, Check, Finding, Severity, Verdict};
 pub use linkage::{
     context, describe, link, python_runtime, Found, Linkage, Missing, Reader, Search, Unresolved,
 };

@@ -107,6 +107,20 @@ impl RepairReport {
             .iter()
             .any(|p| p.outcome == Outcome::CannotRepair)
     }
+    /// For the exit status: what the refusals were about (a library found nowhere, an import
+    /// nothing exports, both, or something else).
+    pub fn verdict(&self) -> crate::Verdict {
+        let kinds = self
+            .packages
+            .iter()
+            .flat_map(|p| &p.refused)
+            .filter_map(|r| match r.kind.as_str() {
+                "missing" | "missing-ffmpeg" => Some(crate::Breaks::MissingLibrary),
+                "abi" => Some(crate::Breaks::Abi),
+                _ => None,
+            });
+        crate::Verdict::of(self.refused(), kinds)
+    }
 }
 
 /// The OS a venv's binaries are for, read from the files themselves: the first native library

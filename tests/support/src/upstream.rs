@@ -23,6 +23,23 @@ pub const TORCHCODEC_MACOS_NO_RPATH: Wheel = Wheel {
     platform: "macosx_14_0_arm64",
 };
 
+/// TorchCodec 0.17.0 for macOS arm64: one LC_RPATH, Homebrew's `/opt/homebrew/opt/ffmpeg/lib`.
+/// Its `custom_ops7` beside 0.16.0's `core7` is a real ABI-mismatched pair (a partial
+/// upgrade): custom_ops imports `facebook::torchcodec::…` symbols 0.16.0's core lacks.
+pub const TORCHCODEC_MACOS_HOMEBREW_RPATH: Wheel = Wheel {
+    name: "torchcodec",
+    version: "0.17.0",
+    platform: "macosx_14_0_arm64",
+};
+
+/// TorchCodec 0.17.0 for Windows: cores for FFmpeg 4–9 that import `avutil-NN.dll` and
+/// friends, which the wheel does not ship (a shared FFmpeg must be found).
+pub const TORCHCODEC_WINDOWS: Wheel = Wheel {
+    name: "torchcodec",
+    version: "0.17.0",
+    platform: "win_amd64",
+};
+
 /// CTranslate2 for Windows: ctranslate2.dll imports libiomp5md.dll and the MSVC runtime;
 /// libiomp5md.dll imports WINTRUST.dll (System32).
 pub const CTRANSLATE2_WINDOWS: Wheel = Wheel {
@@ -39,7 +56,13 @@ pub const MSVC_RUNTIME: Wheel = Wheel {
 };
 
 /// Every wheel of the corpus (what `cargo xtask test` fetches).
-pub const CORPUS: &[Wheel] = &[TORCHCODEC_MACOS_NO_RPATH, CTRANSLATE2_WINDOWS, MSVC_RUNTIME];
+pub const CORPUS: &[Wheel] = &[
+    TORCHCODEC_MACOS_NO_RPATH,
+    TORCHCODEC_MACOS_HOMEBREW_RPATH,
+    TORCHCODEC_WINDOWS,
+    CTRANSLATE2_WINDOWS,
+    MSVC_RUNTIME,
+];
 
 /// `<workspace>/cache/wheels`.
 pub fn cache_dir() -> PathBuf {

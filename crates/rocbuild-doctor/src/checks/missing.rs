@@ -1,7 +1,7 @@
 //! Missing dependencies, named: "(or one of its dependencies)" made specific.
 
 use crate::checks::flavor::stack_of;
-use crate::finding::{Check, Finding, Severity};
+use crate::finding::{Breaks, Check, Finding, Severity};
 use crate::linkage::Missing;
 use crate::package::Subject;
 
@@ -82,7 +82,8 @@ pub fn check(subject: &Subject, lib: &str, missing: &[Missing], searched: &str) 
             names.join(", "),
             subject.rebuild_hint()
         ))
-        .library(lib),
+        .library(lib)
+        .breaks(Breaks::MissingLibrary),
     );
     out
 }

@@ -11,11 +11,15 @@ use crate::cli::{BundleArgs, DepsArgs, DoctorArgs, RepairArgs};
 use crate::settings as env;
 use crate::ExitStatus;
 
-/// Usage errors (unknown package, no venv) exit 2; findings exit 1; all well exits 0.
+/// Usage errors (unknown package, no venv) exit 2; a bundle refused for a missing library 3;
+/// other errors 1.
 fn fail(e: DoctorError) -> Result<ExitStatus> {
     if e.is_usage() {
         eprintln!("{:?}", miette::Report::new(e));
         Ok(ExitStatus::Usage)
+    } else if matches!(e, DoctorError::BundleMissing { .. }) {
+        eprintln!("{:?}", miette::Report::new(e));
+        Ok(ExitStatus::MissingLibrary)
     } else {
         Err(e.into())
     }
@@ -93,31 +97,30 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
         Err(e) => return fail(e),
     };
     print_out(a.json, &report, rocbuild_doctor::human(&report))?;
-    Ok(if report.healthy() {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    Ok(report.verdict().into())
 }
 
 pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
-    let report = rocbuild_doctor::deps(&a.files, &a.search)?;
+    let report = match rocbuild_doctor::deps(&a.files, &a.search) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
     print_out(a.json, &report, rocbuild_doctor::text::deps(&report))?;
-    Ok(if report.complete() {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    Ok(report.verdict().into())
 }
 
 pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
-    let report = rocbuild_doctor::bundle(&a.files, &a.into, &a.search)?;
+    let report = match rocbuild_doctor::bundle(&a.files, &a.into, &a.search) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
     print_out(a.json, &report, rocbuild_doctor::text::bundle(&report))?;
     Ok(ExitStatus::Success)
 }
 
-/// `rocbuild repair`: exit 0 when every package loads (repaired, or nothing to do), 1 when one
-/// was refused (nothing of it changed).
+/// `rocbuild repair`: exit 0 when every package loads (repaired, or nothing to do); when one
+/// was refused (nothing of it changed): 3 for a library found nowhere, 4 for an import nothing
+/// exports, 5 for both, 1 for anything else.
 pub fn repair(a: &RepairArgs) -> Result<ExitStatus> {
     let opts = rocbuild_doctor::RepairOptions {
         venv: a.venv.clone(),
@@ -131,11 +134,7 @@ pub fn repair(a: &RepairArgs) -> Result<ExitStatus> {
         Err(e) => return fail(e),
     };
     print_out(a.json, &report, rocbuild_doctor::text::repair(&report))?;
-    Ok(if report.refused() {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Success
-    })
+    Ok(report.verdict().into())
 }
 
 /// JSON or the human text on stdout; a closed pipe (`| head`) is not an error.

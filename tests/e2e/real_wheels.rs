@@ -1,0 +1,241 @@
+//! deps / doctor / repair on the real PyPI wheels of other OSes, read from this host: the exit
+//! status that tells a missing library from an ABI break, and the rpaths named in every
+//! "missing" explanation.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use rocbuild_testkit::upstream;
+
+use crate::common::*;
+use crate::repair::{stub_dylib, tree};
+
+/// What `files` import from each `@rpath/` library that is not TorchCodec's own.
+fn foreign_rpath_imports(files: &[PathBuf]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in files {
+        let b = rocbuild_native::read_binary(f).unwrap();
+        for n in &b.needed {
+            if let Some(leaf) = n.strip_prefix("@rpath/") {
+                out.entry(leaf.to_string()).or_default();
+            }
+        }
+        for i in &b.imports {
+            if let (Some(lib), Some(name)) = (&i.library, &i.name) {
+                if let Some(leaf) = lib.strip_prefix("@rpath/") {
+                    out.entry(leaf.to_string())
+                        .or_default()
+                        .insert(name.clone());
+                }
+            }
+        }
+    }
+    out.retain(|leaf, _| !leaf.starts_with("libtorchcodec"));
+    out
+}
+
+fn is_ffmpeg(leaf: &str) -> bool {
+    leaf.starts_with("libav") || leaf.starts_with("libsw")
+}
+
+/// Stub dylibs exporting what `files` import: torch's into `torch_dir`, FFmpeg 7's (libavutil
+/// 59) into `ffmpeg_dir` when given.
+fn stubs(files: &[PathBuf], torch_dir: &Path, ffmpeg_dir: Option<&Path>) {
+    for (leaf, syms) in foreign_rpath_imports(files) {
+        if is_ffmpeg(&leaf) {
+            let seven = [
+                "libavutil.59",
+                "libavcodec.61",
+                "libavformat.61",
+                "libavdevice.61",
+                "libavfilter.10",
+                "libswscale.8",
+                "libswresample.5",
+            ];
+            if let Some(d) = ffmpeg_dir.filter(|_| seven.iter().any(|p| leaf.starts_with(p))) {
+                stub_dylib(d, &leaf, &syms);
+            }
+        } else {
+            stub_dylib(torch_dir, &leaf, &syms);
+        }
+    }
+}
+
+/// A macOS-shaped venv (bin/, pyvenv.cfg, lib/python3.12/site-packages) with `wheel`
+/// unpacked into site-packages, as pip lays it out. Returns (venv, site).
+pub(crate) fn macos_venv(root: &Path, wheel: &Path) -> (PathBuf, PathBuf) {
+    let venv = root.join("venv");
+    let site = venv.join("lib/python3.12/site-packages");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        "home = /opt/homebrew/bin\nversion = 3.12.7\n",
+    )
+    .unwrap();
+    upstream::unpack(wheel, &site);
+    (venv, site)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// `deps` on the real macOS TorchCodec wheels: 3 when a library is missing (0.16.0's core
+/// alone: torch's libraries and FFmpeg are nowhere), 4 for the real ABI-mismatched pair with
+/// everything found (0.17.0's custom_ops7 beside 0.16.0's core7, whose
+/// `facebook::torchcodec::…` exports differ), 5 for that pair with libraries missing too.
+#[test]
+fn deps_exit_status_tells_a_missing_library_from_an_abi_break() {
+    let (Some(w16), Some(w17)) = (
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_NO_RPATH),
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_HOMEBREW_RPATH),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    upstream::unpack(&w16, &a);
+    upstream::unpack(&w17, &b);
+    let core16 = a.join("torchcodec/libtorchcodec_core7.dylib");
+
+    let missing = rocbuild(&["deps", s(&core16), "--json"], &[]);
+    assert_eq!(missing.code, 3, "{}\n{}", missing.stdout, missing.stderr);
+    let j: serde_json::Value = serde_json::from_str(&missing.stdout).unwrap();
+    let names: Vec<&str> = j["files"][0]["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"@rpath/libavutil.59.dylib"), "{names:?}");
+    assert!(names.contains(&"@rpath/libtorch.dylib"), "{names:?}");
+    assert_eq!(j["files"][0]["unresolved"], serde_json::json!([]));
+
+    // The partial upgrade: 0.17.0's files with 0.16.0's core7.
+    let tc = b.join("torchcodec");
+    std::fs::copy(&core16, tc.join("libtorchcodec_core7.dylib")).unwrap();
+    let ops = tc.join("libtorchcodec_custom_ops7.dylib");
+    let both = rocbuild(&["deps", s(&ops), "--search", s(&tc)], &[]);
+    assert_eq!(both.code, 5, "{}\n{}", both.stdout, both.stderr);
+    assert!(
+        both.stdout
+            .contains("Symbol not found: __ZN8facebook10torchcodec"),
+        "{}",
+        both.stdout
+    );
+
+    let lib = tmp.path().join("lib");
+    stubs(
+        &[ops.clone(), tc.join("libtorchcodec_core7.dylib")],
+        &lib,
+        Some(&lib),
+    );
+    let abi = rocbuild(
+        &[
+            "deps",
+            s(&ops),
+            "--search",
+            s(&tc),
+            "--search",
+            s(&lib),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(abi.code, 4, "{}\n{}", abi.stdout, abi.stderr);
+    let j: serde_json::Value = serde_json::from_str(&abi.stdout).unwrap();
+    assert_eq!(j["files"][0]["missing"], serde_json::json!([]), "{j}");
+    let gone = j["files"][0]["unresolved"].as_array().unwrap();
+    assert!(!gone.is_empty());
+    for u in gone {
+        assert_eq!(u["library"], "@rpath/libtorchcodec_core7.dylib", "{u}");
+        assert!(
+            u["name"]
+                .as_str()
+                .unwrap()
+                .contains("8facebook10torchcodec"),
+            "{u}"
+        );
+    }
+}
+
+/// `repair` refuses with 3 when a library is found nowhere (0.16.0 without any FFmpeg) and
+/// with 4 when an import nothing exports stops it (the partial upgrade, every library found);
+/// both times the venv is left byte for byte as it was.
+#[test]
+fn repair_exit_status_tells_a_missing_library_from_an_abi_break() {
+    let (Some(w16), Some(w17)) = (
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_NO_RPATH),
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_HOMEBREW_RPATH),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+
+    // 3: no FFmpeg anywhere; torch's libraries are there.
+    let (venv, site) = macos_venv(&tmp.path().join("one"), &w16);
+    let tc = site.join("torchcodec");
+    let files: Vec<PathBuf> = tree(&tc)
+        .keys()
+        .filter(|k| k.ends_with(".dylib") || k.ends_with(".so"))
+        .map(|k| tc.join(k))
+        .collect();
+    stubs(&files, &site.join("torch/lib"), None);
+    let before = tree(&site);
+    let out = rocbuild(&["repair", "torchcodec", "--venv", s(&venv), "--json"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let kinds: BTreeSet<&str> = v["packages"][0]["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains("missing-ffmpeg"), "{kinds:?}");
+    assert!(!kinds.contains("abi"), "{kinds:?}");
+    assert!(tree(&site) == before, "a refused repair changed the venv");
+
+    // 4: 0.17.0 with 0.16.0's core7; torch and FFmpeg 7 found.
+    let (venv, site) = macos_venv(&tmp.path().join("two"), &w17);
+    let tc = site.join("torchcodec");
+    let old = tmp.path().join("old");
+    upstream::unpack(&w16, &old);
+    std::fs::copy(
+        old.join("torchcodec/libtorchcodec_core7.dylib"),
+        tc.join("libtorchcodec_core7.dylib"),
+    )
+    .unwrap();
+    let brew = tmp.path().join("brew/lib");
+    let files: Vec<PathBuf> = tree(&tc)
+        .keys()
+        .filter(|k| k.ends_with(".dylib") || k.ends_with(".so"))
+        .map(|k| tc.join(k))
+        .collect();
+    stubs(&files, &site.join("torch/lib"), Some(&brew));
+    let before = tree(&site);
+    let out = rocbuild(
+        &[
+            "repair",
+            "torchcodec",
+            "--venv",
+            s(&venv),
+            "--search",
+            s(&brew),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 4, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("libtorchcodec_custom_ops7.dylib: imports"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("that nothing exports"),
+        "{}",
+        out.stdout
+    );
+    assert!(tree(&site) == before, "a refused repair changed the venv");
+}
