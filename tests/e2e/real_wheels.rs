@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use rocbuild_testkit::upstream;
 
 use crate::common::*;
-use crate::repair::{stub_dylib, tree};
+use crate::repair::{objdump_rpaths, stub_dylib, tree};
 
 /// What `files` import from each `@rpath/` library that is not TorchCodec's own.
 fn foreign_rpath_imports(files: &[PathBuf]) -> BTreeMap<String, BTreeSet<String>> {
@@ -238,4 +238,74 @@ fn repair_exit_status_tells_a_missing_library_from_an_abi_break() {
         out.stdout
     );
     assert!(tree(&site) == before, "a refused repair changed the venv");
+}
+
+/// A missing `@rpath/libavutil.59.dylib` is explained by the rpaths of the file: none at all in
+/// the real TorchCodec 0.16.0 (read back with llvm-objdump), and Homebrew's
+/// `/opt/homebrew/opt/ffmpeg/lib` in 0.17.0, named with where it pointed.
+#[test]
+fn a_missing_rpath_library_is_explained_by_the_files_rpaths() {
+    let (Some(w16), Some(w17)) = (
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_NO_RPATH),
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_HOMEBREW_RPATH),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for (w, want) in [(&w16, vec![]), (&w17, vec!["/opt/homebrew/opt/ffmpeg/lib"])] {
+        let dir = tmp.path().join(w.file_name().unwrap());
+        upstream::unpack(w, &dir);
+        let core = dir.join("torchcodec/libtorchcodec_core7.dylib");
+        assert_eq!(
+            objdump_rpaths(&core),
+            want,
+            "llvm-objdump disagrees with the fixture"
+        );
+        let out = rocbuild(&["deps", s(&core)], &[]);
+        assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+        assert!(
+            !out.stdout.contains("searched 0 directories"),
+            "{}",
+            out.stdout
+        );
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| {
+                l.trim_start()
+                    .starts_with("@rpath/libavutil.59.dylib (needed by")
+            })
+            .unwrap_or_else(|| panic!("{}", out.stdout))
+            .trim()
+            .to_string();
+        if want.is_empty() {
+            assert_eq!(
+                line,
+                "@rpath/libavutil.59.dylib (needed by libtorchcodec_core7.dylib; \
+                 libtorchcodec_core7.dylib has no LC_RPATH, so @rpath/ resolves nowhere)"
+            );
+        } else {
+            assert_eq!(
+                line,
+                "@rpath/libavutil.59.dylib (needed by libtorchcodec_core7.dylib; \
+                 not in the rpath (LC_RPATH /opt/homebrew/opt/ffmpeg/lib))"
+            );
+        }
+        let j = rocbuild(&["deps", s(&core), "--json"], &[]);
+        let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+        let m = v["files"][0]["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "@rpath/libavutil.59.dylib")
+            .unwrap()
+            .clone();
+        let entries: Vec<&str> = m["rpaths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["entry"].as_str().unwrap())
+            .collect();
+        assert_eq!(entries, want);
+    }
 }

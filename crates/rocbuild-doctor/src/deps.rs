@@ -164,11 +164,10 @@ pub fn human(r: &DepsReport) -> String {
                 let by: Vec<String> = m.needed_by.iter().map(|p| name_of(p)).collect();
                 let _ = writeln!(
                     o,
-                    "    {} (needed by {}; searched {} director{})",
+                    "    {} (needed by {}; {})",
                     m.name,
                     by.join(", "),
-                    m.searched.len(),
-                    if m.searched.len() == 1 { "y" } else { "ies" }
+                    m.explain(&f.format)
                 );
             }
         }

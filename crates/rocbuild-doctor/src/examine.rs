@@ -116,6 +116,7 @@ impl Examiner<'_> {
                 &name,
                 &l.missing,
                 searched(self.machine.platform.os),
+                &l.format,
             ));
             // A missing library hides every symbol it would have provided: its own finding says so.
             if l.missing.is_empty() {

@@ -66,7 +66,7 @@ mod rpath;
 pub use abi::{unresolved_imports, MissingSymbol};
 pub use closure::{
     closure, closure_with, ld_so_cache, parse_ld_so_cache, Closure, Dependency, FileSystem,
-    MissingDependency, Provider, RealFs, SearchContext,
+    MissingDependency, Provider, RealFs, RpathTried, SearchContext,
 };
 pub use closure_rules::{is_msvc_runtime, is_windows_system_dll};
 pub use codesign::{adhoc_sign, adhoc_sign_bytes, signature_problems, Signer};
