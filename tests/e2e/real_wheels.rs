@@ -309,3 +309,141 @@ fn a_missing_rpath_library_is_explained_by_the_files_rpaths() {
         assert_eq!(entries, want);
     }
 }
+
+/// doctor on a macOS-shaped venv of the real TorchCodec 0.16.0 wheel, from this Linux host:
+/// the OS is read from the files, so the `.dylib` cores are seen (not "no core library at
+/// all") and macOS's rules apply: torch's libraries are loaded by `import torch` (stubs with
+/// their install names), FFmpeg is nowhere, so exit 3 with the macOS fix; no load test runs.
+/// `--machine` with a Linux machine forces Linux's rules instead.
+#[test]
+fn doctor_applies_the_rules_of_the_venvs_os() {
+    let Some(w16) = upstream::wheel(&upstream::TORCHCODEC_MACOS_NO_RPATH) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (venv, site) = macos_venv(tmp.path(), &w16);
+    let tc = site.join("torchcodec");
+    let files: Vec<PathBuf> = tree(&tc)
+        .keys()
+        .filter(|k| k.ends_with(".dylib") || k.ends_with(".so"))
+        .map(|k| tc.join(k))
+        .collect();
+    stubs(&files, &site.join("torch/lib"), None);
+    std::fs::write(
+        site.join("torch/version.py"),
+        "__version__ = '2.11.0'\ngit_version = 'unknown'\ncuda = None\nhip = None\n",
+    )
+    .unwrap();
+
+    let out = rocbuild(&["doctor", "torchcodec", "--venv", s(&venv), "--json"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let findings = j["findings"].as_array().unwrap();
+    let whats: Vec<&str> = findings
+        .iter()
+        .map(|f| f["what"].as_str().unwrap())
+        .collect();
+    assert!(
+        !whats.iter().any(|w| w.contains("no core library")),
+        "{whats:#?}"
+    );
+    let ffmpeg = findings
+        .iter()
+        .find(|f| f["check"] == "ffmpeg")
+        .expect(&out.stdout);
+    assert_eq!(ffmpeg["breaks"], "missing-library");
+    assert!(
+        ffmpeg["what"]
+            .as_str()
+            .unwrap()
+            .contains("core libraries for FFmpeg 4, 5, 6, 7, 8, 9"),
+        "{ffmpeg}"
+    );
+    assert!(ffmpeg["fix"]
+        .as_str()
+        .unwrap()
+        .contains("brew install ffmpeg"));
+    assert!(
+        whats.iter().any(|w| w.contains("binaries are for macos")),
+        "{whats:#?}"
+    );
+    // torch's libraries count as loaded: nothing else is missing or unexported.
+    assert!(
+        findings
+            .iter()
+            .filter(|f| f["severity"] != "note")
+            .all(|f| f["check"] == "ffmpeg" || f["check"] == "missing"),
+        "{findings:#?}"
+    );
+    assert!(j["packages"][0]["load"].is_null());
+    assert!(j["packages"][0]["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l.as_str().unwrap().ends_with("libtorchcodec_core7.dylib")));
+
+    // --machine: Linux's rules, as asked (and so no `.so` core at all).
+    let m = tmp.path().join("linux.json");
+    std::fs::write(&m, crate::plans::machine("linux").to_string()).unwrap();
+    let out = rocbuild(
+        &[
+            "doctor",
+            "torchcodec",
+            "--venv",
+            s(&venv),
+            "--machine",
+            s(&m),
+        ],
+        &[],
+    );
+    assert!(
+        out.stdout
+            .contains("no core library (libtorchcodec_coreN) at all"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+
+    // A Windows-shaped venv of the real Windows wheel: Windows's rules (the DLL's directory,
+    // no rpath), FFmpeg's DLLs are nowhere: exit 3 with the Windows fix.
+    let Some(win) = upstream::wheel(&upstream::TORCHCODEC_WINDOWS) else {
+        return;
+    };
+    let (wvenv, _) = windows_venv(&tmp.path().join("win"), &win);
+    let out = rocbuild(
+        &["doctor", "torchcodec", "--venv", s(&wvenv), "--json"],
+        &[],
+    );
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let ffmpeg = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "ffmpeg")
+        .expect(&out.stdout)
+        .clone();
+    assert!(
+        ffmpeg["fix"].as_str().unwrap().contains("shared* FFmpeg"),
+        "{ffmpeg}"
+    );
+    assert!(
+        out.stdout.contains("binaries are for windows"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// A Windows-shaped venv (Scripts/, pyvenv.cfg, Lib/site-packages) with `wheel` unpacked.
+pub(crate) fn windows_venv(root: &Path, wheel: &Path) -> (PathBuf, PathBuf) {
+    let venv = root.join("venv");
+    let site = venv.join("Lib/site-packages");
+    std::fs::create_dir_all(venv.join("Scripts")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        "home = C:\\Python312\nversion = 3.12.7\n",
+    )
+    .unwrap();
+    upstream::unpack(wheel, &site);
+    (venv, site)
+}

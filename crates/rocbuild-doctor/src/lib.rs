@@ -25,6 +25,7 @@ mod provider;
 mod render;
 mod repair;
 mod symptom;
+mod venv_os;
 
 pub use bundle::{bundle, BundleReport, Copied};
 pub use deps::{deps, DepsReport, FileDeps, Library};
@@ -39,6 +40,7 @@ pub use package::{is_native_name, native_libraries, Subject};
 pub use provider::{classify, site_packages_of, Source};
 pub use render::human;
 pub use repair::{repair, FileFix, Outcome, PackageRepair, Refusal, RepairOptions, RepairReport};
+pub use venv_os::{locate, os_of_files, python_from_files};
 
 /// Human text for `deps` and `bundle`.
 pub mod text {

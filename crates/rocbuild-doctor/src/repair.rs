@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use crate::linkage::{link, Reader, Search};
 use crate::package::{native_libraries, Subject};
+use crate::venv_os::{locate, os_of_files};
 use crate::DoctorError;
 
 /// What to repair, where.
@@ -121,55 +122,6 @@ impl RepairReport {
             });
         crate::Verdict::of(self.refused(), kinds)
     }
-}
-
-/// The OS a venv's binaries are for, read from the files themselves: the first native library
-/// of torch or of the packages asked for that parses.
-fn os_of_files(site: &Path, names: &[String]) -> Option<Os> {
-    let reader = Reader::leaked();
-    let mut dirs: Vec<PathBuf> = vec![site.join("torch").join("lib")];
-    dirs.extend(names.iter().map(|n| site.join(n)));
-    for d in dirs {
-        for os in [Os::Linux, Os::Macos, Os::Windows] {
-            let s = Subject {
-                name: String::new(),
-                import_dir: d
-                    .strip_prefix(site)
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                distribution: String::new(),
-                recipe: None,
-                ffmpeg: false,
-                torch: false,
-            };
-            for f in native_libraries(site, &s, os) {
-                if let Ok(b) = reader.full(&f).as_ref() {
-                    return Some(match b.format {
-                        Format::Elf => Os::Linux,
-                        Format::MachO => Os::Macos,
-                        Format::Pe => Os::Windows,
-                    });
-                }
-            }
-        }
-    }
-    None
-}
-
-/// The venv and its site-packages, for any OS's layout.
-fn locate(venv: Option<&Path>) -> Result<(PathBuf, PathBuf), DoctorError> {
-    let v = rocbuild_probe::choose_venv(venv)?;
-    for os in [Os::current(), Os::Linux, Os::Windows] {
-        if let Some(site) = rocbuild_probe::site_packages_of(&v.root, os) {
-            return Ok((v.root, site));
-        }
-    }
-    Err(rocbuild_probe::ProbeError::NotAVenv {
-        root: v.root.display().to_string(),
-        exe: "a site-packages directory (lib/pythonX.Y/site-packages from pyvenv.cfg, or Lib/site-packages)".into(),
-        chosen_by: v.chosen_by,
-    }
-    .into())
 }
 
 /// File names of native libraries under site-packages (and the `--search` dirs), with every
@@ -574,7 +526,8 @@ fn subject_for(name: &str) -> Subject {
 
 /// Plan, and unless `dry_run`, apply the repair of each package.
 pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
-    let (root, site) = locate(opts.venv.as_deref())?;
+    let (venv, site) = locate(opts.venv.as_deref())?;
+    let root = venv.root;
     let names: Vec<String> = if opts.packages.is_empty() {
         ["torchcodec", "ctranslate2"]
             .into_iter()

@@ -75,13 +75,28 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
     let wants_ffmpeg = candidates
         .iter()
         .any(|s| s.ffmpeg && (a.packages.is_empty() || a.packages.contains(&s.name)));
-    let machine = match rocbuild_doctor::probe(a.venv.as_deref(), wants_ffmpeg) {
+    let forced = a
+        .machine
+        .as_deref()
+        .map(crate::commands::build::machine_file)
+        .transpose()?
+        .map(|m| m.platform.os);
+    let machine = match rocbuild_doctor::probe(a.venv.as_deref(), wants_ffmpeg, forced) {
         Ok(m) => m,
         Err(e) => return fail(e),
     };
+    // This host's environment says where this host's loader looks, not another OS's.
+    let here = machine.platform.os == rocbuild_probe::Os::current();
     let library_var = match machine.platform.os {
         rocbuild_probe::Os::Macos => "DYLD_LIBRARY_PATH",
         _ => "LD_LIBRARY_PATH",
+    };
+    let split_env_paths = |v: &str| {
+        if here {
+            split_env_paths(v)
+        } else {
+            Vec::new()
+        }
     };
     let opts = DoctorOptions {
         requested: a.packages.clone(),
