@@ -447,3 +447,97 @@ pub(crate) fn windows_venv(root: &Path, wheel: &Path) -> (PathBuf, PathBuf) {
     upstream::unpack(wheel, &site);
     (venv, site)
 }
+
+/// `rocbuild ARGS` run in `cwd`.
+fn rocbuild_in(cwd: &Path, args: &[&str]) -> Out {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocbuild"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    }
+}
+
+/// The real CTranslate2 Windows wheel named by a relative path (and a relative `--search`,
+/// `--into`) gives the same tree, the same JSON (`needed_by` absolute throughout) and the same
+/// bundle layout as by its absolute path.
+#[test]
+fn deps_and_bundle_are_the_same_for_a_relative_path() {
+    let (Some(ct2), Some(rt)) = (
+        upstream::wheel(&upstream::CTRANSLATE2_WINDOWS),
+        upstream::wheel(&upstream::MSVC_RUNTIME),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    upstream::unpack(&ct2, &root.join("site"));
+    upstream::unpack(&rt, &root.join("rt"));
+    let rel_dll = "site/ctranslate2/../ctranslate2/ctranslate2.dll";
+    let rel_rt = "./rt/msvc_runtime-14.51.36231.data/data/Scripts";
+    let abs_dll = root.join("site/ctranslate2/ctranslate2.dll");
+    let abs_rt = root.join("rt/msvc_runtime-14.51.36231.data/data/Scripts");
+
+    let abs = rocbuild_in(
+        root,
+        &["deps", s(&abs_dll), "--search", s(&abs_rt), "--json"],
+    );
+    let rel = rocbuild_in(root, &["deps", rel_dll, "--search", rel_rt, "--json"]);
+    assert_eq!(abs.code, 0, "{}\n{}", abs.stdout, abs.stderr);
+    assert_eq!(rel.code, abs.code);
+    assert_eq!(rel.stdout, abs.stdout);
+    let j: serde_json::Value = serde_json::from_str(&rel.stdout).unwrap();
+    for l in j["files"][0]["libraries"].as_array().unwrap() {
+        for by in l["needed_by"].as_array().unwrap() {
+            assert!(Path::new(by.as_str().unwrap()).is_absolute(), "{l}");
+        }
+    }
+    let abs_text = rocbuild_in(root, &["deps", s(&abs_dll), "--search", s(&abs_rt)]);
+    let rel_text = rocbuild_in(root, &["deps", rel_dll, "--search", rel_rt]);
+    assert!(
+        rel_text.stdout.contains("libiomp5md.dll =>"),
+        "{}",
+        rel_text.stdout
+    );
+    assert_eq!(rel_text.stdout, abs_text.stdout);
+
+    let a = rocbuild_in(
+        root,
+        &[
+            "bundle",
+            s(&abs_dll),
+            "--search",
+            s(&abs_rt),
+            "--into",
+            s(&root.join("a")),
+            "--json",
+        ],
+    );
+    let b = rocbuild_in(
+        root,
+        &[
+            "bundle", rel_dll, "--search", rel_rt, "--into", "b", "--json",
+        ],
+    );
+    assert_eq!(a.code, 0, "{}\n{}", a.stdout, a.stderr);
+    assert_eq!(b.code, 0, "{}\n{}", b.stdout, b.stderr);
+    let layout = |d: &str| tree(&root.join(d)).into_keys().collect::<Vec<_>>();
+    assert_eq!(layout("a"), layout("b"));
+    assert_eq!(layout("a").len(), 5, "{:?}", layout("a"));
+    let to = |o: &Out| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+        v["copied"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["to"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(to(&a), to(&b));
+}

@@ -78,11 +78,15 @@ fn python_symbol(u: &Unresolved) -> bool {
 
 pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, DoctorError> {
     let reader = Reader::leaked();
+    // Paths are made absolute once, here at the edge: a relative and an absolute spelling of
+    // the same file give the same tree and the same JSON (`needed_by` is always absolute).
+    let files: Vec<PathBuf> = files.iter().map(|f| linkage::absolute(f)).collect();
+    let search_dirs: Vec<PathBuf> = search_dirs.iter().map(|d| linkage::absolute(d)).collect();
     let mut out = Vec::new();
-    for file in files {
+    for file in &files {
         let python = venv_python(file);
         let search = Search {
-            extra_dirs: search_dirs.to_vec(),
+            extra_dirs: search_dirs.clone(),
             preloaded: python
                 .as_deref()
                 .map(|p| linkage::python_runtime(p, reader))

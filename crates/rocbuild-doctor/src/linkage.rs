@@ -590,6 +590,12 @@ impl<'a> ElfExports<'a> {
     }
 }
 
+/// `p` made absolute against the current directory (symlinks kept, as the loader sees them)
+/// and tidied: the one spelling of a path the user gave.
+pub fn absolute(p: &Path) -> PathBuf {
+    tidy(&std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+}
+
 /// `a/pkg/../torch/lib/x.so` -> `a/torch/lib/x.so` when both name the same file (a symlinked
 /// `pkg` could make them differ; then the loader's spelling stays).
 pub fn tidy(p: &Path) -> PathBuf {
