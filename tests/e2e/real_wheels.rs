@@ -541,3 +541,201 @@ fn deps_and_bundle_are_the_same_for_a_relative_path() {
     };
     assert_eq!(to(&a), to(&b));
 }
+
+/// A stub Windows DLL `name` in `dir`, built here with the mingw-w64 cross compiler, exporting
+/// `symbols` and importing one symbol from each DLL of `links` (so the preload order is
+/// checkable).
+fn stub_dll(
+    dir: &Path,
+    name: &str,
+    symbols: &BTreeSet<String>,
+    links: &[(PathBuf, String)],
+) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let src = dir.join(format!("{name}.c"));
+    let mut c = String::new();
+    for (i, (_, sym)) in links.iter().enumerate() {
+        c.push_str(&format!(
+            "__declspec(dllimport) void {sym}(void);\n__declspec(dllexport) void rocbuild_uses_{i}(void) {{ {sym}(); }}\n"
+        ));
+    }
+    for s in symbols {
+        c.push_str(&format!("__declspec(dllexport) void {s}(void) {{}}\n"));
+    }
+    std::fs::write(&src, c).unwrap();
+    let out = dir.join(name);
+    let mut cmd = std::process::Command::new("x86_64-w64-mingw32-gcc");
+    cmd.args(["-shared", "-nostdlib", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .args(links.iter().map(|(p, _)| p))
+        .args(["-e", "0"]);
+    run(&mut cmd);
+    std::fs::remove_file(&src).unwrap();
+    out
+}
+
+/// What `files` import from each DLL (lower-cased names) whose name `keep` accepts.
+fn pe_imports(
+    files: &[PathBuf],
+    keep: impl Fn(&str) -> bool,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in files {
+        let b = rocbuild_native::read_binary(f).unwrap();
+        for i in &b.imports {
+            if let (Some(lib), Some(name)) = (&i.library, &i.name) {
+                if keep(lib) {
+                    out.entry(lib.clone()).or_default().insert(name.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Windows repair: the real TorchCodec 0.17.0 Windows wheel beside the real torch 2.11.0
+/// Windows DLLs, in a Windows-shaped venv read from this Linux host. FFmpeg 7's DLLs (and
+/// libheif's, for the HEIC library) are in a directory given with --search: stubs exporting
+/// what the wheel imports, avcodec & co importing avutil. No DLL is edited; repair writes the
+/// preload hook (module + `.pth`), journaled, with a `repair` manifest listing both files in
+/// `extra_files`; the hook adds the directory and preloads avutil before what needs it;
+/// restore removes it. Loading the hook (ctypes.WinDLL, os.add_dll_directory) needs Windows:
+/// this host can check its text and order, not run it.
+#[test]
+fn repairs_the_real_windows_torchcodec_with_the_preload_hook() {
+    let (Some(tc), Some(torch)) = (
+        upstream::wheel(&upstream::TORCHCODEC_WINDOWS),
+        upstream::wheel(&upstream::TORCH_WINDOWS),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (venv, site) = windows_venv(tmp.path(), &tc);
+    upstream::unpack_only(&torch, &site, &["torch/lib/", "torch/version.py"]);
+    let pkg = site.join("torchcodec");
+    let wanted = |l: &str| {
+        let l = l.to_ascii_lowercase();
+        l == "heif.dll"
+            || [
+                "avutil-59",
+                "avcodec-61",
+                "avformat-61",
+                "avfilter-10",
+                "swscale-8",
+                "swresample-5",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p))
+    };
+    let files: Vec<PathBuf> = tree(&pkg)
+        .keys()
+        .filter(|k| k.ends_with(".dll") || k.ends_with(".pyd"))
+        .map(|k| pkg.join(k))
+        .collect();
+    let ffmpeg = tmp.path().join("ffmpeg/bin");
+    let imports = pe_imports(&files, wanted);
+    let avutil_name = imports
+        .keys()
+        .find(|k| k.to_ascii_lowercase().starts_with("avutil"))
+        .unwrap()
+        .clone();
+    let avutil = stub_dll(&ffmpeg, &avutil_name, &imports[&avutil_name], &[]);
+    let first = imports[&avutil_name].iter().next().unwrap().clone();
+    for (name, syms) in &imports {
+        if name != &avutil_name {
+            stub_dll(&ffmpeg, name, syms, &[(avutil.clone(), first.clone())]);
+        }
+    }
+    let before = tree(&site);
+
+    // Without the FFmpeg directory: refused (a library found nowhere), nothing written.
+    let out = rocbuild(&["repair", "torchcodec", "--venv", s(&venv)], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(tree(&site) == before);
+
+    let out = rocbuild(
+        &[
+            "repair",
+            "torchcodec",
+            "--venv",
+            s(&venv),
+            "--search",
+            s(&ffmpeg),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["os"], "windows");
+    let p = &v["packages"][0];
+    assert_eq!(p["outcome"], "repaired", "{}", out.stdout);
+    assert_eq!(p["hook"]["module"], "_rocbuild_preload_torchcodec.py");
+    assert_eq!(
+        p["hook"]["dirs"],
+        serde_json::json!([ffmpeg.display().to_string()])
+    );
+
+    // No DLL changed; the hook's two files are new.
+    let after = tree(&site);
+    for (rel, bytes) in &before {
+        assert_eq!(after.get(rel), Some(bytes), "{rel} changed");
+    }
+    let module = std::fs::read_to_string(site.join("_rocbuild_preload_torchcodec.py")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(site.join("_rocbuild_preload_torchcodec.pth")).unwrap(),
+        "import _rocbuild_preload_torchcodec\n"
+    );
+    assert!(
+        module.contains(&format!("DIRS = [\n    \"{}\",\n]", ffmpeg.display())),
+        "{module}"
+    );
+    assert!(module.contains("os.add_dll_directory(d)"), "{module}");
+    assert!(module.contains("if name == \"torchcodec\""), "{module}");
+    let pos = |n: &str| {
+        module
+            .find(&format!("{}\"", ffmpeg.join(n).display()))
+            .unwrap_or_else(|| panic!("{n} not preloaded:\n{module}"))
+    };
+    let codec = imports
+        .keys()
+        .find(|k| k.to_ascii_lowercase().starts_with("avcodec"))
+        .unwrap();
+    assert!(
+        pos(&avutil_name) < pos(codec),
+        "avutil must load before avcodec:\n{module}"
+    );
+    assert!(
+        !module.contains("torch/lib"),
+        "torch adds its own DLL dir:\n{module}"
+    );
+
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(site.join(".rocbuild/torchcodec.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["kind"], "repair");
+    assert_eq!(
+        m["extra_files"],
+        serde_json::json!([
+            "_rocbuild_preload_torchcodec.py",
+            "_rocbuild_preload_torchcodec.pth"
+        ])
+    );
+    let st = rocbuild(&["status", "--venv", s(&venv)], &[]);
+    assert!(
+        st.stdout.contains("torchcodec 0.17.0: fresh"),
+        "{}\n{}",
+        st.stdout,
+        st.stderr
+    );
+
+    let r = rocbuild(&["restore", "torchcodec", "--venv", s(&venv)], &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let now = tree(&site);
+    assert!(
+        now == before,
+        "restore did not give the venv back as it was"
+    );
+}
