@@ -129,6 +129,26 @@ pub const CASES: &[(&str, &str)] = &[
         "home_unset",
         "No cache directory: `HOME` (and `ROCBUILD_CACHE`, `XDG_CACHE_HOME`) unset",
     ),
+    (
+        "repair_unknown_package",
+        "`repair` naming a package that is not installed",
+    ),
+    (
+        "repair_nothing_to_repair",
+        "`repair` in a venv without TorchCodec or CTranslate2",
+    ),
+    (
+        "repair_search_not_a_directory",
+        "`repair --search` naming something that is not a directory",
+    ),
+    (
+        "repair_a_rocbuild_build",
+        "`repair` of a package rocbuild built",
+    ),
+    (
+        "repair_rolled_back",
+        "`repair` whose edited library then fails to load",
+    ),
 ];
 
 /// A place for one bad run: a venv (or the path where one should be), a cache that already
@@ -1136,6 +1156,96 @@ fn home_unset() {
         0,
         "nothing made where it started"
     );
+}
+
+/// A venv (no pip, fake torch) whose `torchcodec/libtorchcodec_core7.so` needs
+/// `libhelper.so.1`, which is in site-packages (`helper/`) but on no search path: what repair
+/// fixes with a RUNPATH. `ctor`: C code added to the library (an initializer).
+fn repairable(ctor: &str) -> Scene {
+    let s = Scene::with_torch();
+    let site = s.site();
+    let helper = site.join("helper");
+    rocbuild_testkit::native::stub_library(&helper, "libhelper.so.1");
+    let src = s.root().join("core.c");
+    std::fs::write(&src, format!("int core(void) {{ return 7; }}\n{ctor}")).unwrap();
+    let l = format!("-L{}", helper.display());
+    rocbuild_testkit::native::shared_library(
+        "cc",
+        &src,
+        &site.join("torchcodec/libtorchcodec_core7.so"),
+        &["-Wl,--no-as-needed", &l, "-l:libhelper.so.1"],
+    );
+    std::fs::write(site.join("torchcodec/__init__.py"), "").unwrap();
+    s
+}
+
+#[test]
+fn repair_unknown_package() {
+    let s = Scene::with_torch();
+    let err = check("repair_unknown_package", &s, 2, || {
+        s.rocbuild(&["repair", "torchcodex"], &[])
+    });
+    assert!(said(&err, "`torchcodex` is not installed"), "{err}");
+}
+
+#[test]
+fn repair_nothing_to_repair() {
+    let s = Scene::with_torch();
+    let err = check("repair_nothing_to_repair", &s, 2, || {
+        s.rocbuild(&["repair"], &[])
+    });
+    assert!(
+        said(&err, "neither torchcodec nor ctranslate2 is installed"),
+        "{err}"
+    );
+}
+
+#[test]
+fn repair_search_not_a_directory() {
+    let s = repairable("");
+    let file = s.root().join("core.c");
+    let err = check("repair_search_not_a_directory", &s, 2, || {
+        s.rocbuild(
+            &["repair", "torchcodec", "--search", file.to_str().unwrap()],
+            &[],
+        )
+    });
+    assert!(said(&err, "is not a directory"), "{err}");
+}
+
+/// A manifest of kind `build` (rocbuild built it): repair leaves it to `rebuild`.
+#[test]
+fn repair_a_rocbuild_build() {
+    let s = repairable("");
+    let state_dir = s.site().join(".rocbuild");
+    std::fs::create_dir_all(&state_dir).unwrap();
+    std::fs::write(
+        state_dir.join("torchcodec.json"),
+        r#"{"schema":2,"recipe":"torchcodec","version":"0.17.0","recipe_hash":"h","fingerprint":"f",
+"source_url":null,"source_commit":null,"torch_version":"2.9.1","torch_git":null,"flavor":"cpu",
+"ffmpeg_major":7,"python":"p","defines":{},"runpath":[],"files":[],"parked":[],"installed_at":0,
+"kind":"build"}"#,
+    )
+    .unwrap();
+    let err = check("repair_a_rocbuild_build", &s, 1, || {
+        s.rocbuild(&["repair", "torchcodec"], &[])
+    });
+    assert!(said(&err, "rocbuild rebuild torchcodec"), "{err}");
+}
+
+/// The edit is made (RUNPATH to `$ORIGIN/../helper`), the loader emulation is satisfied, but
+/// the library's initializer fails in the fresh Python that loads it: the swap is rolled
+/// back and the venv is byte for byte as before.
+#[test]
+fn repair_rolled_back() {
+    let s = repairable(
+        "#include <stdio.h>\n#include <unistd.h>\n__attribute__((constructor)) static void init(void) { fputs(\"core: cannot initialise\\n\", stderr); _exit(3); }\n",
+    );
+    let err = check("repair_rolled_back", &s, 1, || {
+        s.rocbuild(&["repair", "torchcodec"], &[])
+    });
+    assert!(said(&err, "so it was rolled back"), "{err}");
+    assert!(!s.site().join(".rocbuild/torchcodec.json").exists());
 }
 
 /// docs/errors.md has a section for every case, named after it, and no section for a case

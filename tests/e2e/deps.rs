@@ -18,7 +18,7 @@ fn a_dll_importing_a_procedure_its_provider_no_longer_exports() {
         ],
         &[],
     );
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 4, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout
             .contains("a.dll imports ProcB2 from b.dll, which does not export it"),
@@ -80,7 +80,7 @@ fn the_tree_names_providers_and_the_missing() {
         ],
         &[],
     );
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout
             .contains("[package torch; runpath $ORIGIN/../torch/lib]"),
@@ -109,6 +109,49 @@ fn the_tree_names_providers_and_the_missing() {
     assert_eq!(c10["provider"]["kind"], "package");
     assert_eq!(c10["provider"]["name"], "torch");
     assert_eq!(j["files"][0]["missing"][0]["name"], "libgone.so.2");
+    // The explanation names the RUNPATH it has and where it pointed, not a count.
+    let runpath = format!(
+        "libgone.so.2 (needed by libext.so; not in the rpath (RUNPATH $ORIGIN/../torch/lib -> {})",
+        site.join("torch/lib").display()
+    );
+    let text = rocbuild(
+        &[
+            "deps",
+            ext.to_str().unwrap(),
+            "--search",
+            helper.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(text.stdout.contains(&runpath), "{}", text.stdout);
+    let r = &j["files"][0]["missing"][0]["rpaths"][0];
+    assert_eq!(r["kind"], "RUNPATH");
+    assert_eq!(r["entry"], "$ORIGIN/../torch/lib");
+    assert_eq!(r["dir"], site.join("torch/lib").display().to_string());
+
+    // A library with neither RUNPATH nor RPATH says so.
+    let src = root.join("plain.c");
+    std::fs::write(&src, "int plain(void) { return 1; }\n").unwrap();
+    stub_library(&helper, "libgone.so.2");
+    let plain = shared_library(
+        "cc",
+        &src,
+        &root.join("plain/libplain.so"),
+        &["-Wl,--no-as-needed", &h, "-l:libgone.so.2"],
+    );
+    std::fs::remove_file(helper.join("libgone.so.2")).unwrap();
+    let out = rocbuild(&["deps", plain.to_str().unwrap(), "--json"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(j["files"][0]["missing"][0]["rpaths"], serde_json::json!([]));
+    let out = rocbuild(&["deps", plain.to_str().unwrap()], &[]);
+    assert!(
+        out.stdout.contains(
+            "libgone.so.2 (needed by libplain.so; libplain.so has no RUNPATH or RPATH; searched"
+        ),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -242,7 +285,7 @@ fn bundle_refuses_and_copies_nothing_when_a_dependency_is_missing() {
         ],
         &[],
     );
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stderr
             .contains("1 dependencies are missing; nothing was copied")
@@ -366,7 +409,7 @@ fn macho_tree_rpaths_missing_and_a_symbol_gone() {
     std::fs::remove_file(root.join("tmp/libgone.dylib")).unwrap();
 
     let out = rocbuild(&["deps", e.to_str().unwrap(), p.to_str().unwrap()], &[]);
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 5, "{}\n{}", out.stdout, out.stderr);
     let text = out.stdout.replace(&root.display().to_string(), "ROOT");
     assert!(text.contains("Symbol not found: _c10_old"), "{text}");
     assert!(!text.contains("_c10_new"), "{text}");

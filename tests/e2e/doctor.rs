@@ -99,7 +99,7 @@ fn an_extension_built_for_another_torch_is_diagnosed_with_the_demangled_symbol()
     let v = Venv::new();
     v.torchcodec(true, &[]);
     let out = v.doctor(&["torchcodec"]);
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 4, "{}\n{}", out.stdout, out.stderr);
     // The ABI check names the symbol as a person reads it, and concludes.
     assert!(
         out.stdout
@@ -145,7 +145,7 @@ fn an_extension_built_for_another_torch_is_diagnosed_with_the_demangled_symbol()
 
     // The same as data.
     let out = v.doctor(&["torchcodec", "--json"]);
-    assert_eq!(out.code, 1);
+    assert_eq!(out.code, 4);
     let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let abi: Vec<&serde_json::Value> = j["findings"]
         .as_array()
@@ -178,7 +178,7 @@ fn a_missing_dependency_is_named() {
         &["-Wl,--no-as-needed", &l, "-l:libtorchcodec_helper.so.1"],
     );
     let out = v.doctor(&["torchcodec"]);
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout
             .contains("libtorchcodec_core5.so cannot load: libtorchcodec_helper.so.1 not found"),
@@ -187,7 +187,7 @@ fn a_missing_dependency_is_named() {
     );
     assert!(
         out.stdout
-            .contains("libtorchcodec_helper.so.1 (needed by libtorchcodec_core5.so)"),
+            .contains("libtorchcodec_helper.so.1 (needed by libtorchcodec_core5.so; "),
         "{}",
         out.stdout
     );
@@ -217,7 +217,7 @@ fn a_cuda_build_on_a_cpu_torch_is_the_wrong_flavor() {
         ],
     );
     let out = v.doctor(&["torchcodec"]);
-    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout
             .contains("torchcodec is a CUDA build, but torch 2.9.1 is a CPU-only build"),

@@ -23,6 +23,7 @@ mod plans;
 mod plans_gpu;
 mod publish;
 mod real_torch;
+mod real_wheels;
 mod repair;
 mod restore;
 mod schedule;

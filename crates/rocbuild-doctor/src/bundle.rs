@@ -49,8 +49,10 @@ pub fn bundle(
     search_dirs: &[PathBuf],
 ) -> Result<BundleReport, DoctorError> {
     let reader = Reader::leaked();
+    // Absolute once, at the edge: the same layout for a relative and an absolute spelling.
+    let into = &linkage::absolute(into);
     let search = Search {
-        extra_dirs: search_dirs.to_vec(),
+        extra_dirs: search_dirs.iter().map(|d| linkage::absolute(d)).collect(),
         ..Default::default()
     };
     // source path -> destination (relative), in load order; roots first.
@@ -59,7 +61,7 @@ pub fn bundle(
     let mut missing: Vec<String> = Vec::new();
     let mut warnings = Vec::new();
     for file in files {
-        let file = &linkage::tidy(file);
+        let file = &linkage::absolute(file);
         let l = linkage::link(file, &search, reader)?;
         let root_name = file
             .file_name()

@@ -41,6 +41,21 @@ impl DepsReport {
             .iter()
             .all(|f| f.missing.is_empty() && f.unresolved.is_empty())
     }
+    /// For the exit status. On ELF a missing library hides every symbol it would have
+    /// provided (symbols bind against the whole process), so its imports nothing exports are
+    /// not counted as an ABI break; on PE and Mach-O each import names its library, and only
+    /// those of libraries that were found are judged.
+    pub fn verdict(&self) -> crate::Verdict {
+        let kinds = self.files.iter().flat_map(|f| {
+            let missing = !f.missing.is_empty();
+            let abi = !f.unresolved.is_empty() && (!missing || f.format != "ELF");
+            missing
+                .then_some(crate::Breaks::MissingLibrary)
+                .into_iter()
+                .chain(abi.then_some(crate::Breaks::Abi))
+        });
+        crate::Verdict::of(!self.complete(), kinds)
+    }
 }
 
 /// The venv `file` is in (a parent holding `pyvenv.cfg`), for its Python's `Py*` exports.
@@ -63,11 +78,15 @@ fn python_symbol(u: &Unresolved) -> bool {
 
 pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, DoctorError> {
     let reader = Reader::leaked();
+    // Paths are made absolute once, here at the edge: a relative and an absolute spelling of
+    // the same file give the same tree and the same JSON (`needed_by` is always absolute).
+    let files: Vec<PathBuf> = files.iter().map(|f| linkage::absolute(f)).collect();
+    let search_dirs: Vec<PathBuf> = search_dirs.iter().map(|d| linkage::absolute(d)).collect();
     let mut out = Vec::new();
-    for file in files {
+    for file in &files {
         let python = venv_python(file);
         let search = Search {
-            extra_dirs: search_dirs.to_vec(),
+            extra_dirs: search_dirs.clone(),
             preloaded: python
                 .as_deref()
                 .map(|p| linkage::python_runtime(p, reader))
@@ -149,11 +168,10 @@ pub fn human(r: &DepsReport) -> String {
                 let by: Vec<String> = m.needed_by.iter().map(|p| name_of(p)).collect();
                 let _ = writeln!(
                     o,
-                    "    {} (needed by {}; searched {} director{})",
+                    "    {} (needed by {}; {})",
                     m.name,
                     by.join(", "),
-                    m.searched.len(),
-                    if m.searched.len() == 1 { "y" } else { "ies" }
+                    m.explain(&f.format)
                 );
             }
         }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::DoctorError;
 use crate::examine::Examiner;
-use crate::finding::{order, Finding, Severity};
+use crate::finding::{order, Check, Finding, Severity};
 use crate::linkage::{self, Reader};
 use crate::loadtest::{load_test, LoadReport, Step};
 use crate::package::{native_libraries, Subject};
@@ -70,19 +70,58 @@ impl Report {
     pub fn healthy(&self) -> bool {
         !self.findings.iter().any(Finding::is_problem)
     }
+    /// For the exit status: a missing library, an ABI break, both, something else, or well.
+    pub fn verdict(&self) -> crate::Verdict {
+        crate::finding::verdict(&self.findings)
+    }
 }
 
 /// What doctor needs to know of the machine, and no more: the venv, its Python and torch, and
 /// FFmpeg when a package loads it. Not the build tools (`rocbuild_probe::probe` asks cmake,
 /// ninja and the compilers for their versions: processes doctor does not need).
-pub fn probe(venv: Option<&Path>, want_ffmpeg: bool) -> Result<Machine, DoctorError> {
-    let os = Os::current();
-    let venv = rocbuild_probe::choose_venv(venv)?;
-    let python = rocbuild_probe::probe_python(&venv, os)?;
+///
+/// The OS whose rules apply is `os` (`--machine FILE`), else the one the venv's binaries are
+/// for (read from the files: a macOS venv copied to Linux is a macOS venv), else this host's.
+/// A venv of another OS is described from its files: its Python cannot run here.
+pub fn probe(
+    venv: Option<&Path>,
+    want_ffmpeg: bool,
+    os: Option<Os>,
+) -> Result<Machine, DoctorError> {
+    let host = Os::current();
+    let chosen = rocbuild_probe::choose_venv(venv)?;
+    let forced = os.is_some();
+    let os = os.unwrap_or_else(|| {
+        crate::venv_os::locate(Some(&chosen.root))
+            .ok()
+            .and_then(|(_, site)| {
+                crate::venv_os::os_of_files(&site, &["torchcodec".into(), "ctranslate2".into()])
+            })
+            .unwrap_or(host)
+    });
+    // A venv of this host's OS is asked its own Python; given `--machine`, a venv whose
+    // Python is not there (copied from another machine) is read from its files too.
+    let runs_here =
+        os == host && (!forced || rocbuild_probe::python_in_venv(&chosen.root, os).exists());
+    let (venv, python) = if runs_here {
+        let python = rocbuild_probe::probe_python(&chosen, os)?;
+        (chosen, python)
+    } else {
+        let (v, site) = crate::venv_os::locate(Some(&chosen.root))?;
+        let python = crate::venv_os::python_from_files(&v.root, &site, os);
+        (
+            rocbuild_probe::Venv {
+                root: v.root,
+                chosen_by: chosen.chosen_by,
+            },
+            python,
+        )
+    };
     let torch = rocbuild_probe::probe_torch(&python.site_packages);
     // FFmpeg's development files are not needed to *run*: without pkg-config's answer the
-    // FFmpeg check relies on the library directories alone.
-    let ffmpeg = want_ffmpeg
+    // FFmpeg check relies on the library directories alone. This host's FFmpeg says nothing
+    // about another OS's venv.
+    let ffmpeg = (want_ffmpeg && os == host)
         .then(|| {
             let pc = rocbuild_probe::Tool {
                 path: PathBuf::from("pkg-config"),
@@ -161,6 +200,8 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
     let site = &machine.python.site_packages;
     let os = machine.platform.os;
     let torch = machine.torch.as_ref();
+    // A venv for another OS than this host's: its Python cannot run here.
+    let foreign = os != Os::current() || !machine.python.exe.is_file();
     let torch_libs: Vec<PathBuf> = match torch {
         Some(t) => native_libraries(site, &Subject::torch(), os)
             .into_iter()
@@ -183,14 +224,14 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
         machine,
         opts,
         reader,
-        python: if os == Os::Windows {
+        python: if os == Os::Windows || !machine.python.exe.is_file() {
             Vec::new()
         } else {
             linkage::python_runtime(&machine.python.exe, reader)
         },
         torch_libs,
         torch_deps,
-        driver_majors: (os == Os::Windows)
+        driver_majors: (os == Os::Windows && !foreign)
             .then(|| {
                 rocbuild_probe::driver_runtime_majors(&rocbuild_probe::ProbeEnv::from_process(), os)
             })
@@ -239,6 +280,21 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             (s, libs, steps)
         })
         .collect();
+    // A venv for another OS than this host's: its Python cannot run here.
+    let foreign = (os != Os::current() || !machine.python.exe.is_file()).then(|| {
+        Finding::new(
+            Severity::Note,
+            Check::Load,
+            "venv",
+            format!(
+                "the venv's binaries are for {}, this host runs {}: read from the files with the {} loader's rules, not loaded",
+                os.as_str(),
+                Os::current().as_str(),
+                os.as_str()
+            ),
+        )
+        .why("a load test needs the venv's own Python, which runs only on its OS")
+    });
     let reader = Reader::leaked();
     let ctx = examiner(machine, opts, reader);
     let mut findings = Vec::new();
@@ -248,7 +304,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         let handles: Vec<_> = plans
             .iter()
             .map(|(s, _, steps)| {
-                let run = opts.load_test && s.present(site);
+                let run = opts.load_test && s.present(site) && foreign.is_none();
                 scope
                     .spawn(move || run.then(|| load_test(&machine.python.exe, steps, opts.timeout)))
             })
@@ -273,6 +329,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             });
         }
     });
+    findings.extend(foreign);
     order(&mut findings);
     Ok(Report {
         venv: machine.venv.root.clone(),

@@ -68,6 +68,15 @@ pub enum DoctorError {
     )]
     RepairVerify { name: String, reason: String },
 
+    #[error("cannot work out the DLL preload order: {reason}")]
+    #[diagnostic(
+        code(rocbuild::repair::hook),
+        help(
+            "a DLL in the directories found could not be read; reinstall the package it belongs to"
+        )
+    )]
+    Hook { reason: String },
+
     #[error("cannot {action} {path}: {source}")]
     #[diagnostic(code(rocbuild::io))]
     Io {

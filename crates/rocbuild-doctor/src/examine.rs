@@ -131,13 +131,19 @@ impl Examiner<'_> {
                 &name,
                 &l.missing,
                 searched(self.machine.platform.os),
+                &l.format,
             ));
             // A missing library hides every symbol it would have provided: its own finding says so.
             if l.missing.is_empty() {
+                // Without the venv's Python to read (a venv of another OS), the
+                // interpreter's `Py*` symbols cannot be checked: they are not reported.
                 let own: Vec<_> = l
                     .unresolved
                     .iter()
                     .filter(|u| u.importer == l.path)
+                    .filter(|u| {
+                        !self.python.is_empty() || !rocbuild_native::is_python_c_api(&u.name)
+                    })
                     .cloned()
                     .collect();
                 findings.extend(checks::abi::check(

@@ -25,6 +25,7 @@ mod provider;
 mod render;
 mod repair;
 mod symptom;
+mod venv_os;
 
 pub use bundle::{bundle, BundleReport, Copied};
 pub use deps::{deps, DepsReport, FileDeps, Library};
@@ -32,7 +33,7 @@ pub use doctor::{
     check_libraries, doctor, probe, DoctorOptions, PackageReport, Report, TorchSummary,
 };
 pub use error::DoctorError;
-pub use finding::{order, Check, Finding, Severity};
+pub use finding::{order, verdict, Breaks, Check, Finding, Severity, Verdict};
 pub use linkage::{
     context, describe, link, python_runtime, Found, Linkage, Missing, Reader, Search, Unresolved,
 };
@@ -41,6 +42,7 @@ pub use package::{is_native_name, native_libraries, Subject};
 pub use provider::{classify, site_packages_of, Source};
 pub use render::human;
 pub use repair::{repair, FileFix, Outcome, PackageRepair, Refusal, RepairOptions, RepairReport};
+pub use venv_os::{locate, os_of_files, python_from_files};
 
 /// Human text for `deps` and `bundle`.
 pub mod text {

@@ -45,6 +45,80 @@ pub struct Missing {
     pub name: String,
     pub needed_by: Vec<PathBuf>,
     pub searched: Vec<PathBuf>,
+    /// The RUNPATH / RPATH / LC_RPATH entries that applied, with what each expanded to;
+    /// empty: the needing file has none; `None`: none could apply (PE, a path name).
+    pub rpaths: Option<Vec<rocbuild_native::RpathTried>>,
+}
+
+impl Missing {
+    /// Why the loader did not find it, in words: the rpaths the needing file has (none, or
+    /// each with where it pointed), then how many other directories were searched.
+    pub fn explain(&self, format: &str) -> String {
+        let by = self
+            .needed_by
+            .first()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let others = |n: usize| match n {
+            0 => String::new(),
+            1 => "; searched 1 other directory".to_string(),
+            n => format!("; searched {n} other directories"),
+        };
+        let Some(rpaths) = &self.rpaths else {
+            let dirs: Vec<String> = self
+                .searched
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            return if dirs.is_empty() {
+                "no directory applies to this name".into()
+            } else {
+                format!("searched {}", dirs.join(", "))
+            };
+        };
+        let tried: Vec<PathBuf> = rpaths.iter().filter_map(|r| r.dir.clone()).collect();
+        let rest = self.searched.iter().filter(|d| !tried.contains(d)).count();
+        if rpaths.is_empty() {
+            let what = if format == "Mach-O" {
+                "has no LC_RPATH, so @rpath/ resolves nowhere"
+            } else {
+                "has no RUNPATH or RPATH"
+            };
+            return format!("{by} {what}{}", others(rest));
+        }
+        let list: Vec<String> = rpaths
+            .iter()
+            .map(|r| {
+                let of =
+                    r.of.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                let whose = if of == by {
+                    String::new()
+                } else {
+                    format!(" of {of}")
+                };
+                match &r.dir {
+                    Some(d) if d.display().to_string() == r.entry => {
+                        format!("{} {}{whose}", r.kind, r.entry)
+                    }
+                    Some(d) => format!("{} {}{whose} -> {}", r.kind, r.entry, d.display()),
+                    None => format!("{} {}{whose} (cannot be expanded here)", r.kind, r.entry),
+                }
+            })
+            .collect();
+        format!(
+            "not in {} ({}){}",
+            if list.len() == 1 {
+                "the rpath"
+            } else {
+                "any rpath"
+            },
+            list.join(", "),
+            others(rest)
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -516,6 +590,12 @@ impl<'a> ElfExports<'a> {
     }
 }
 
+/// `p` made absolute against the current directory (symlinks kept, as the loader sees them)
+/// and tidied: the one spelling of a path the user gave.
+pub fn absolute(p: &Path) -> PathBuf {
+    tidy(&std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+}
+
 /// `a/pkg/../torch/lib/x.so` -> `a/torch/lib/x.so` when both name the same file (a symlinked
 /// `pkg` could make them differ; then the loader's spelling stays).
 pub fn tidy(p: &Path) -> PathBuf {
@@ -566,6 +646,7 @@ fn from_closure(c: &Closure) -> Linkage {
             name: m.name.clone(),
             needed_by: m.needed_by.iter().map(|p| tidy(p)).collect(),
             searched: m.searched.clone(),
+            rpaths: m.rpaths.clone(),
         })
         .collect();
     Linkage {

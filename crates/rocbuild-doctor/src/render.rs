@@ -79,7 +79,8 @@ pub fn human(r: &Report) -> String {
     let unexplained: Vec<_> = r
         .findings
         .iter()
-        .filter(|f| f.check == Check::Load && !todo.iter().any(|t| t.subject == f.subject))
+        .filter(|f| f.check == Check::Load && f.is_problem())
+        .filter(|f| !todo.iter().any(|t| t.subject == f.subject))
         .collect();
     if !todo.is_empty() || !unexplained.is_empty() {
         o.push_str("\nWhat to do, first things first:\n");

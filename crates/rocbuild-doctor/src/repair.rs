@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use crate::linkage::{link, Reader, Search};
 use crate::package::{native_libraries, Subject};
+use crate::venv_os::{locate, os_of_files};
 use crate::DoctorError;
 
 /// What to repair, where.
@@ -89,6 +90,20 @@ pub struct PackageRepair {
     pub alternatives: Vec<Refusal>,
     /// Files signed again (Mach-O), by which signer.
     pub signed: Vec<String>,
+    /// Windows: the DLL preload hook written (no DLL is edited).
+    pub hook: Option<Hook>,
+}
+
+/// The Windows DLL preload hook a repair wrote: a module run at start-up (through a `.pth`
+/// line) that, when the package is first imported, adds `dirs` with `os.add_dll_directory`
+/// and loads `dlls` by absolute path, dependencies first.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Hook {
+    /// Relative to site-packages.
+    pub module: String,
+    pub pth: String,
+    pub dirs: Vec<PathBuf>,
+    pub dlls: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -107,55 +122,20 @@ impl RepairReport {
             .iter()
             .any(|p| p.outcome == Outcome::CannotRepair)
     }
-}
-
-/// The OS a venv's binaries are for, read from the files themselves: the first native library
-/// of torch or of the packages asked for that parses.
-fn os_of_files(site: &Path, names: &[String]) -> Option<Os> {
-    let reader = Reader::leaked();
-    let mut dirs: Vec<PathBuf> = vec![site.join("torch").join("lib")];
-    dirs.extend(names.iter().map(|n| site.join(n)));
-    for d in dirs {
-        for os in [Os::Linux, Os::Macos, Os::Windows] {
-            let s = Subject {
-                name: String::new(),
-                import_dir: d
-                    .strip_prefix(site)
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                distribution: String::new(),
-                recipe: None,
-                ffmpeg: false,
-                torch: false,
-            };
-            for f in native_libraries(site, &s, os) {
-                if let Ok(b) = reader.full(&f).as_ref() {
-                    return Some(match b.format {
-                        Format::Elf => Os::Linux,
-                        Format::MachO => Os::Macos,
-                        Format::Pe => Os::Windows,
-                    });
-                }
-            }
-        }
+    /// For the exit status: what the refusals were about (a library found nowhere, an import
+    /// nothing exports, both, or something else).
+    pub fn verdict(&self) -> crate::Verdict {
+        let kinds = self
+            .packages
+            .iter()
+            .flat_map(|p| &p.refused)
+            .filter_map(|r| match r.kind.as_str() {
+                "missing" | "missing-ffmpeg" => Some(crate::Breaks::MissingLibrary),
+                "abi" => Some(crate::Breaks::Abi),
+                _ => None,
+            });
+        crate::Verdict::of(self.refused(), kinds)
     }
-    None
-}
-
-/// The venv and its site-packages, for any OS's layout.
-fn locate(venv: Option<&Path>) -> Result<(PathBuf, PathBuf), DoctorError> {
-    let v = rocbuild_probe::choose_venv(venv)?;
-    for os in [Os::current(), Os::Linux, Os::Windows] {
-        if let Some(site) = rocbuild_probe::site_packages_of(&v.root, os) {
-            return Ok((v.root, site));
-        }
-    }
-    Err(rocbuild_probe::ProbeError::NotAVenv {
-        root: v.root.display().to_string(),
-        exe: "a site-packages directory (lib/pythonX.Y/site-packages from pyvenv.cfg, or Lib/site-packages)".into(),
-        chosen_by: v.chosen_by,
-    }
-    .into())
 }
 
 /// File names of native libraries under site-packages (and the `--search` dirs), with every
@@ -277,6 +257,33 @@ fn leaf(name: &str) -> &str {
     name.rsplit('/').next().unwrap_or(name)
 }
 
+/// Windows: DLLs a Windows machine running this venv supplies itself — the interpreter's
+/// `python3NN.dll` (beside python.exe) and the MSVC runtime (beside python.exe, or System32
+/// through the VC++ redistributable) — which the preload hook must not (and cannot) provide.
+fn supplied_on_windows(os: Os, leaf: &str) -> bool {
+    let l = leaf.to_ascii_lowercase();
+    os == Os::Windows
+        && (rocbuild_native::is_msvc_runtime(&l)
+            || (l.starts_with("python3") && l.ends_with(".dll")))
+}
+
+/// Windows: torch's DLLs, which `import torch` (the package's own first import) loads before
+/// the package's: a DLL needing `torch_cpu.dll` binds to the loaded one, no search involved.
+fn torch_dlls(site: &Path, os: Os) -> Vec<PathBuf> {
+    if os != Os::Windows {
+        return Vec::new();
+    }
+    let mut v: Vec<PathBuf> = std::fs::read_dir(site.join("torch").join("lib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("dll")))
+        .collect();
+    v.sort();
+    v
+}
+
 /// What to do about a library found nowhere.
 fn missing_fix(leaf: &str, os: Os, package: &Subject) -> String {
     if is_ffmpeg_lib(leaf) {
@@ -325,6 +332,7 @@ fn plan_package(
     let mut loads_with_ffmpeg = false;
     let base = Search {
         executable: python.clone(),
+        preloaded: torch_dlls(site, os),
         ..Search::default()
     };
     // Pass 1: each file's missing direct needs, and where each one is.
@@ -339,7 +347,7 @@ fn plan_package(
         let mut nowhere: Vec<String> = Vec::new();
         for m in &l.missing {
             let direct = m.needed_by.iter().any(|p| canon(p) == me);
-            if !direct {
+            if !direct || supplied_on_windows(os, &m.name) {
                 continue; // another file's need: that file is a root too, or not ours
             }
             let Some(key) = searchable(bin.format, &m.name) else {
@@ -427,6 +435,7 @@ fn plan_package(
         let still: Vec<String> = after
             .missing
             .iter()
+            .filter(|m| !supplied_on_windows(os, &m.name))
             .filter(|m| {
                 !m.needed_by.iter().any(|p| {
                     will_find
@@ -488,6 +497,7 @@ fn plan_package(
             }
         }
         let entries = match bin.format {
+            Format::Pe => dirs.iter().map(|d| d.display().to_string()).collect(),
             Format::Elf => {
                 let mut all = if bin.runpath.is_empty() {
                     bin.rpath.clone()
@@ -501,7 +511,7 @@ fn plan_package(
                 }
                 all
             }
-            _ => new.into_iter().filter(|e| !bin.rpath.contains(e)).collect(),
+            Format::MachO => new.into_iter().filter(|e| !bin.rpath.contains(e)).collect(),
         };
         fixes.push(FileFix {
             path: rel,
@@ -530,6 +540,7 @@ fn plan_package(
         refused,
         alternatives,
         signed: Vec::new(),
+        hook: None,
     })
 }
 
@@ -560,7 +571,8 @@ fn subject_for(name: &str) -> Subject {
 
 /// Plan, and unless `dry_run`, apply the repair of each package.
 pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
-    let (root, site) = locate(opts.venv.as_deref())?;
+    let (venv, site) = locate(opts.venv.as_deref())?;
+    let root = venv.root;
     let names: Vec<String> = if opts.packages.is_empty() {
         ["torchcodec", "ctranslate2"]
             .into_iter()
@@ -616,23 +628,6 @@ pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
     let mut packages = Vec::new();
     for n in &names {
         let subject = subject_for(n);
-        if os == Os::Windows {
-            packages.push(PackageRepair {
-                name: n.clone(),
-                version: dist_version(&site, &subject.distribution),
-                outcome: Outcome::CannotRepair,
-                fixes: Vec::new(),
-                refused: vec![Refusal {
-                    path: n.clone(),
-                    kind: "other".into(),
-                    problem: "repair of a Windows venv is not implemented yet".into(),
-                    fix: subject.rebuild_hint(),
-                }],
-                alternatives: Vec::new(),
-                signed: Vec::new(),
-            });
-            continue;
-        }
         let mut p = plan_package(
             &site,
             os,
@@ -649,7 +644,12 @@ pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
                     return Err(DoctorError::BuiltByRocbuild { name: n.clone() });
                 }
             }
-            p.signed = apply(&site, os, &p, python.as_deref())?;
+            p.signed = if os == Os::Windows {
+                p.hook = Some(apply_hook(&site, &subject, &p)?);
+                Vec::new()
+            } else {
+                apply(&site, os, &p, python.as_deref())?
+            };
             p.outcome = Outcome::Repaired;
         }
         packages.push(p);
@@ -759,6 +759,117 @@ fn apply(
     Ok(signed)
 }
 
+/// Windows: no DLL holds a search path, so nothing is edited; the preload hook rocbuild's
+/// own Windows builds use (`rocbuild_link`) is written instead, as a transaction:
+/// staged, journaled, swapped in, checked (every fixed file finds everything with the hook's
+/// directories added, by Windows' rules), committed with a manifest of kind `repair` listing
+/// the two files in `extra_files` — or rolled back. `restore` removes them.
+fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook, DoctorError> {
+    use rocbuild_link::{self as link, Link};
+    let venv_err = DoctorError::from;
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for f in &p.fixes {
+        for (_, d) in &f.found {
+            if !dirs.contains(d) {
+                dirs.push(d.clone());
+            }
+        }
+    }
+    let dest = site.join(&subject.import_dir);
+    // torch adds torch/lib itself (its `__init__`), and must load its DLLs first.
+    let own = [site.join("torch").join("lib")];
+    let Link::Preload(pre) = Link::plan(
+        Os::Windows,
+        &p.name,
+        &subject.import_dir,
+        &dest,
+        site,
+        &dirs,
+        &own,
+    ) else {
+        unreachable!("Windows plans a preload hook")
+    };
+    let files: Vec<PathBuf> = p.fixes.iter().map(|f| site.join(&f.path)).collect();
+    let dlls = link::preload_order(&files, &pre.dirs).map_err(|e| DoctorError::Hook {
+        reason: e.to_string(),
+    })?;
+    let version = p.version.clone().unwrap_or_default();
+    let created = install::begin(site).map_err(venv_err)?;
+    let stage = rocbuild_venv::layout::stage(site);
+    let mut new = Vec::new();
+    for (rel, text) in [
+        (
+            &pre.module_rel,
+            link::preload_module(&pre, &p.name, &version, &dlls),
+        ),
+        (&pre.pth_rel, link::preload_pth(&pre)),
+    ] {
+        let path = stage.join(rel);
+        if let Err(e) = fs_err::write(&path, text) {
+            install::abandon(site, created);
+            return Err(DoctorError::io("write", &path)(e));
+        }
+        new.push(NewFile {
+            rel: rel.clone(),
+            staged: path,
+        });
+    }
+    let swapped = install::swap(site, &p.name, created, &new, &[]).map_err(venv_err)?;
+    // The check: with the hook's directories added (as `add_dll_directory` does), every fixed
+    // file finds what it needs by Windows' rules.
+    let reader = Reader::default();
+    for f in &files {
+        let search = Search {
+            extra_dirs: pre.dirs.clone(),
+            preloaded: torch_dlls(site, Os::Windows),
+            ..Search::default()
+        };
+        let still = match link(f, &search, &reader) {
+            Ok(l) => l
+                .missing
+                .into_iter()
+                .map(|m| m.name)
+                .find(|n| !supplied_on_windows(Os::Windows, n)),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(n) = still {
+            swapped.roll_back().map_err(venv_err)?;
+            return Err(DoctorError::RepairVerify {
+                name: p.name.clone(),
+                reason: format!("{} still misses {n}", rel_of(site, f)),
+            });
+        }
+    }
+    let mut search_added = BTreeMap::new();
+    search_added.insert(
+        pre.module_rel.clone(),
+        pre.dirs.iter().map(|d| d.display().to_string()).collect(),
+    );
+    let m = Manifest {
+        schema: 2,
+        recipe: p.name.clone(),
+        version,
+        flavor: String::new(),
+        python: String::new(),
+        files: Vec::new(),
+        extra_files: vec![pre.module_rel.clone(), pre.pth_rel.clone()],
+        installed_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        kind: Kind::Repair,
+        search_added,
+        ..Manifest::default()
+    };
+    swapped.commit(&m, None).map_err(venv_err)?;
+    Ok(Hook {
+        module: pre.module_rel,
+        pth: pre.pth_rel,
+        dirs: pre.dirs,
+        dlls,
+    })
+}
+
 /// After the swap: the loader emulation finds every need of every edited file (Mach-O: and the
 /// new signature verifies); for a venv of this host's OS, a fresh Python loads them with
 /// `ctypes.CDLL` (no `LD_LIBRARY_PATH`, nothing imported first).
@@ -826,13 +937,26 @@ pub fn human(r: &RepairReport) -> String {
             s.push_str(&format!(
                 "  {}: {} {} (for {})\n",
                 f.path,
-                if f.format == "ELF" {
-                    "RUNPATH"
-                } else {
-                    "+LC_RPATH"
+                match f.format.as_str() {
+                    "ELF" => "RUNPATH",
+                    "PE" => "needs DLLs from",
+                    _ => "+LC_RPATH",
                 },
                 f.entries.join(":"),
                 libs.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if let Some(h) = &p.hook {
+            s.push_str(&format!(
+                "  preload hook {} (+ {}): add_dll_directory {}; preloads {} DLLs\n",
+                h.module,
+                h.pth,
+                h.dirs
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                h.dlls.len()
             ));
         }
         for f in &p.signed {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::checks::missing::is_gpu_driver;
-use crate::finding::{Check, Finding, Severity};
+use crate::finding::{Breaks, Check, Finding, Severity};
 use crate::loadtest::{LoadReport, Step};
 
 pub struct Verdict {
@@ -29,6 +29,29 @@ fn missing_in(message: &str) -> &str {
         .next()
         .unwrap_or("");
     head.rsplit(": ").next().unwrap_or("")
+}
+
+/// The kind of failure a loader message names: a library not found, or a symbol not found.
+fn breaks_in(message: &str) -> Option<Breaks> {
+    const MISSING: [&str; 4] = [
+        "cannot open shared object file",
+        "Library not loaded",
+        "Could not find module",
+        "[WinError 126]",
+    ];
+    const ABI: [&str; 4] = [
+        "undefined symbol",
+        "Symbol not found",
+        "[WinError 127]",
+        "specified procedure could not be found",
+    ];
+    if ABI.iter().any(|p| message.contains(p)) {
+        Some(Breaks::Abi)
+    } else if MISSING.iter().any(|p| message.contains(p)) {
+        Some(Breaks::MissingLibrary)
+    } else {
+        None
+    }
 }
 
 /// `inactive`: libraries the package's own loader skips here (a core for an FFmpeg major
@@ -68,8 +91,9 @@ pub fn judge(
         .map(|s| format!("{}: {}", s.step, s.error.as_deref().unwrap_or("failed")))
         .collect();
     let loads = r.aborted.is_none() && failed.is_empty();
+    let kinds: Vec<Breaks> = failed.iter().filter_map(|m| breaks_in(m)).collect();
     let finding = (!loads).then(|| {
-        Finding::new(
+        let f = Finding::new(
             Severity::Error,
             Check::Load,
             subject,
@@ -80,7 +104,13 @@ pub fn judge(
                 .into_iter()
                 .chain(r.aborted.iter().map(|a| format!("the child Python: {a}"))),
         )
-        .why("the messages are the loader's own (a child process of the venv's Python)")
+        .why("the messages are the loader's own (a child process of the venv's Python)");
+        // The loader's words say which kind it is; an ABI break wins over a missing library
+        // in the one finding (the exit status sees both through the static checks).
+        match kinds.iter().max() {
+            Some(k) => f.breaks(*k),
+            None => f,
+        }
     });
     Verdict {
         loads: Some(loads),

@@ -8,7 +8,7 @@ mod compiler_cache_run;
 mod error;
 mod from_run;
 pub mod interrupt;
-pub mod link;
+pub use rocbuild_link as link;
 mod paths;
 mod plan;
 mod prebuilt;

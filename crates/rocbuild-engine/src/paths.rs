@@ -1,8 +1,5 @@
 //! Path and naming helpers shared by the planner, the toolchain and the runner. Pure.
 
-use std::path::{Path, PathBuf};
-
-use rocbuild_probe::Os;
 use sha2::{Digest, Sha256};
 
 /// sha256 of `parts`, each followed by a NUL (so `["ab","c"]` and `["a","bc"]` differ), as hex.
@@ -15,23 +12,7 @@ pub fn hash_hex(parts: &[&str]) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Join path parts with the separator of `os` (a Windows plan made on Linux shows `\`).
-pub fn join(os: Os, base: &Path, parts: &[&str]) -> PathBuf {
-    if os == Os::Windows {
-        let mut s = base
-            .display()
-            .to_string()
-            .trim_end_matches(['\\', '/'])
-            .to_string();
-        for p in parts {
-            s.push('\\');
-            s.push_str(&p.replace('/', "\\"));
-        }
-        PathBuf::from(s)
-    } else {
-        parts.iter().fold(base.to_path_buf(), |acc, p| acc.join(p))
-    }
-}
+pub use rocbuild_probe::join;
 
 /// A name safe in a directory name: anything but `[A-Za-z0-9._-]` becomes `_`.
 pub fn sanitize(s: &str) -> String {
@@ -54,6 +35,8 @@ pub fn looks_like_url(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rocbuild_probe::Os;
+    use std::path::{Path, PathBuf};
 
     #[test]
     fn windows_paths_use_backslashes_on_any_host() {

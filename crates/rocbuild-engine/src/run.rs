@@ -635,12 +635,11 @@ fn install_and_verify(
         for (rel, (abs, built_sha)) in &built {
             let staged = stage.join(rel);
             txn_fs::copy(abs, &staged).map_err(EngineError::io("stage", abs))?;
-            txn_fs::edited(link::apply(&plan.install.link, &staged)).map_err(|e| match e {
-                EngineError::Native(n) => EngineError::BadArtifact {
+            txn_fs::edited(link::apply(&plan.install.link, &staged)).map_err(|n| {
+                EngineError::BadArtifact {
                     file: abs.display().to_string(),
                     reason: n.to_string().replace(&staged.display().to_string(), "it"),
-                },
-                e => e,
+                }
             })?;
             let (sha, size) = sha256_file(&staged)?;
             record_set.insert(rel.clone(), (sha.clone(), size));

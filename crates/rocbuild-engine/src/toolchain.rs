@@ -851,6 +851,8 @@ mod tests {
             version: Some(version.into()),
             version_source: None,
             hip_version: None,
+            clang_version: None,
+            rocblas_version: None,
             kind: rocbuild_probe::SdkKind::OptRocm,
             named_by: Vec::new(),
             parts: Vec::new(),

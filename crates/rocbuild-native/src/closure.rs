@@ -195,6 +195,26 @@ pub struct MissingDependency {
     pub searched: Vec<PathBuf>,
     /// Weak (Mach-O LC_LOAD_WEAK_DYLIB): the loader carries on without it.
     pub weak: bool,
+    /// The search-path entries that applied to the first file that needs it, with what each
+    /// expanded to: ELF the DT_RUNPATH of that file, or (without one) the DT_RPATHs of it and
+    /// its loaders; Mach-O (an `@rpath/` name) the LC_RPATHs of that image and its loaders.
+    /// Empty: the file has none, which is the explanation. `None`: no such entry could apply
+    /// (a PE DLL, a name that is a path).
+    pub rpaths: Option<Vec<RpathTried>>,
+}
+
+/// One search-path entry the loader tried for a missing library.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RpathTried {
+    /// `RUNPATH`, `RPATH` (ELF) or `LC_RPATH` (Mach-O).
+    pub kind: String,
+    /// As written in the file (`$ORIGIN/../lib`, `@loader_path/../torch/lib`).
+    pub entry: String,
+    /// The file holding it.
+    pub of: PathBuf,
+    /// The directory it expanded to; `None` when it cannot be expanded here
+    /// (`@executable_path` without a known program).
+    pub dir: Option<PathBuf>,
 }
 
 /// The dependency closure of one file.

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::closure::Provider;
+use crate::closure::{Provider, RpathTried};
 use crate::closure_walk::{Hit, Walk};
 use crate::Binary;
 
@@ -253,6 +253,54 @@ impl Walk<'_> {
             }
         }
         None
+    }
+
+    /// The rpath entries the loader tried for `name` needed by node `n` (see
+    /// [`crate::MissingDependency::rpaths`]).
+    pub(crate) fn rpaths_tried(&self, n: usize, name: &str) -> Option<Vec<RpathTried>> {
+        let mut out = Vec::new();
+        let tried = |kind: &str, entry: &String, c: usize, dir: Option<PathBuf>| RpathTried {
+            kind: kind.to_string(),
+            entry: entry.clone(),
+            of: self.nodes[c].path.clone(),
+            dir,
+        };
+        match self.platform {
+            crate::Format::Pe => return None,
+            crate::Format::Elf => {
+                if name.contains('/') {
+                    return None;
+                }
+                let own = &self.nodes[n].bin;
+                if !own.runpath.is_empty() {
+                    for e in &own.runpath {
+                        out.push(tried("RUNPATH", e, n, Some(self.expand_elf(e, n))));
+                    }
+                    return Some(out);
+                }
+                let mut cur = Some(n);
+                while let Some(c) = cur {
+                    let node = &self.nodes[c];
+                    if node.bin.runpath.is_empty() {
+                        for e in &node.bin.rpath {
+                            out.push(tried("RPATH", e, c, Some(self.expand_elf(e, c))));
+                        }
+                    }
+                    cur = node.loader;
+                }
+            }
+            crate::Format::MachO => {
+                name.strip_prefix("@rpath/")?;
+                let mut cur = Some(n);
+                while let Some(c) = cur {
+                    for e in &self.nodes[c].bin.rpath {
+                        out.push(tried("LC_RPATH", e, c, self.expand_macho(e, c)));
+                    }
+                    cur = self.nodes[c].loader;
+                }
+            }
+        }
+        Some(out)
     }
 
     fn expand_macho(&self, entry: &str, n: usize) -> Option<PathBuf> {

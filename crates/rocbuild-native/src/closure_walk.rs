@@ -143,11 +143,13 @@ impl Walk<'_> {
         };
         let Some((hit, bin)) = hit else {
             let weak = self.nodes[n].bin.weak_needed.iter().any(|w| w == name);
+            let rpaths = self.rpaths_tried(n, name);
             self.missing.push(MissingDependency {
                 name: name.to_string(),
                 needed_by: vec![needer],
                 searched,
                 weak,
+                rpaths,
             });
             return Ok(None);
         };

@@ -66,7 +66,7 @@ mod rpath;
 pub use abi::{unresolved_imports, MissingSymbol};
 pub use closure::{
     closure, closure_with, ld_so_cache, parse_ld_so_cache, Closure, Dependency, FileSystem,
-    MissingDependency, Provider, RealFs, SearchContext,
+    MissingDependency, Provider, RealFs, RpathTried, SearchContext,
 };
 pub use closure_rules::{is_msvc_runtime, is_windows_system_dll};
 pub use codesign::{adhoc_sign, adhoc_sign_bytes, signature_problems, Signer};
@@ -75,7 +75,8 @@ pub use elf::{exports_cxx11_abi, read_elf, ElfInfo};
 pub use macho::add_macho_rpaths;
 pub use offload::{offload_targets, OffloadEntry, MAX_DECOMPRESSED};
 pub use read::{
-    parse_binary, parse_binary_with, read_binary, read_binary_with, ReadOptions, MAX_FILE_SIZE,
+    format_of, parse_binary, parse_binary_with, read_binary, read_binary_with, ReadOptions,
+    MAX_FILE_SIZE,
 };
 pub use rpath::set_runpath;
 

@@ -112,6 +112,16 @@ pub(crate) fn malformed(format: crate::Format, reason: impl Into<String>) -> Nat
 }
 
 /// The format by magic number.
+/// The format of the file at `path` from its first bytes alone (no parse): which OS's loader
+/// it is for. `None`: unreadable or not a native binary.
+pub fn format_of(path: &Path) -> Option<crate::Format> {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    let mut f = std::fs::File::open(path).ok()?;
+    let n = f.read(&mut head).ok()?;
+    sniff(&head[..n])
+}
+
 pub(crate) fn sniff(bytes: &[u8]) -> Option<crate::Format> {
     use crate::Format::*;
     let m4: [u8; 4] = bytes.get(..4)?.try_into().ok()?;

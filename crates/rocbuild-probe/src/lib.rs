@@ -458,3 +458,21 @@ fn os_release(key: &str) -> Option<String> {
         .map(|v| v.trim().trim_matches(['"', '\'']).to_string())
         .filter(|v| !v.is_empty())
 }
+
+/// Join path parts with the separator of `os` (a Windows plan made on Linux shows `\`).
+pub fn join(os: Os, base: &Path, parts: &[&str]) -> PathBuf {
+    if os == Os::Windows {
+        let mut s = base
+            .display()
+            .to_string()
+            .trim_end_matches(['\\', '/'])
+            .to_string();
+        for p in parts {
+            s.push('\\');
+            s.push_str(&p.replace('/', "\\"));
+        }
+        PathBuf::from(s)
+    } else {
+        parts.iter().fold(base.to_path_buf(), |acc, p| acc.join(p))
+    }
+}

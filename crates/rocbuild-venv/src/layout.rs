@@ -36,10 +36,15 @@ pub struct VenvLayout {
 }
 
 impl VenvLayout {
-    /// Find site-packages of the venv at `root` without running its Python.
+    /// Find site-packages of the venv at `root` without running its Python: `os`'s layout
+    /// first, then the other OS's (a Windows venv's `Lib/site-packages` read from Linux, which
+    /// `rocbuild repair` may have changed and `restore` / `status` must then find).
     pub fn locate(root: &Path, os: Os) -> Result<VenvLayout> {
         let python = rocbuild_probe::python_in_venv(root, os);
-        match rocbuild_probe::site_packages_of(root, os) {
+        let site = [os, Os::Linux, Os::Windows]
+            .into_iter()
+            .find_map(|o| rocbuild_probe::site_packages_of(root, o));
+        match site {
             Some(site) => Ok(VenvLayout {
                 root: root.to_path_buf(),
                 site,

@@ -251,6 +251,10 @@ pub struct DoctorArgs {
     /// Skip the load test: only read the files (no Python is started).
     #[arg(long)]
     pub no_load: bool,
+    /// Apply the loader rules of the OS in this JSON of rocbuild's Machine (`platform.os`)
+    /// [default: the OS the venv's binaries are for, read from them].
+    #[arg(long, value_name = "FILE")]
+    pub machine: Option<PathBuf>,
     /// Print the findings as JSON on stdout.
     #[arg(long)]
     pub json: bool,

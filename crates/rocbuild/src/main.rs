@@ -23,6 +23,14 @@ pub enum ExitStatus {
     Failure,
     /// 2: the command line cannot be acted on (a bad option or value, an unknown package).
     Usage,
+    /// 3 (`doctor`, `deps`, `repair`, `bundle`): a library the loader does not find (a
+    /// dependency, FFmpeg, a DLL), and no ABI break.
+    MissingLibrary,
+    /// 4 (`doctor`, `deps`, `repair`): an import nothing exports (built for another version),
+    /// and no missing library.
+    AbiBreak,
+    /// 5 (`doctor`, `deps`, `repair`): both a missing library and an ABI break.
+    MissingLibraryAndAbiBreak,
     /// 128 + N: stopped by signal N (130 for Ctrl-C, 143 for SIGTERM), after undoing what
     /// was not committed.
     Signal(u8),
@@ -31,6 +39,19 @@ pub enum ExitStatus {
 impl From<ExitStatus> for ExitCode {
     fn from(s: ExitStatus) -> ExitCode {
         ExitCode::from(s.code())
+    }
+}
+
+impl From<rocbuild_doctor::Verdict> for ExitStatus {
+    fn from(v: rocbuild_doctor::Verdict) -> ExitStatus {
+        use rocbuild_doctor::Verdict;
+        match v {
+            Verdict::Ok => ExitStatus::Success,
+            Verdict::Other => ExitStatus::Failure,
+            Verdict::MissingLibrary => ExitStatus::MissingLibrary,
+            Verdict::AbiBreak => ExitStatus::AbiBreak,
+            Verdict::MissingLibraryAndAbiBreak => ExitStatus::MissingLibraryAndAbiBreak,
+        }
     }
 }
 
@@ -131,6 +152,9 @@ impl ExitStatus {
             ExitStatus::Success => 0,
             ExitStatus::Failure => 1,
             ExitStatus::Usage => 2,
+            ExitStatus::MissingLibrary => 3,
+            ExitStatus::AbiBreak => 4,
+            ExitStatus::MissingLibraryAndAbiBreak => 5,
             ExitStatus::Signal(n) => 128u8.saturating_add(n),
         }
     }

@@ -23,6 +23,31 @@ pub const TORCHCODEC_MACOS_NO_RPATH: Wheel = Wheel {
     platform: "macosx_14_0_arm64",
 };
 
+/// TorchCodec 0.17.0 for macOS arm64: one LC_RPATH, Homebrew's `/opt/homebrew/opt/ffmpeg/lib`.
+/// Its `custom_ops7` beside 0.16.0's `core7` is a real ABI-mismatched pair (a partial
+/// upgrade): custom_ops imports `facebook::torchcodec::…` symbols 0.16.0's core lacks.
+pub const TORCHCODEC_MACOS_HOMEBREW_RPATH: Wheel = Wheel {
+    name: "torchcodec",
+    version: "0.17.0",
+    platform: "macosx_14_0_arm64",
+};
+
+/// TorchCodec 0.17.0 for Windows: cores for FFmpeg 4–9 that import `avutil-NN.dll` and
+/// friends, which the wheel does not ship (a shared FFmpeg must be found).
+pub const TORCHCODEC_WINDOWS: Wheel = Wheel {
+    name: "torchcodec",
+    version: "0.17.0",
+    platform: "win_amd64",
+};
+
+/// torch for Windows (CPU): `torch/lib` holds `c10.dll`, `torch_cpu.dll`, … that TorchCodec's
+/// Windows DLLs import, and that `import torch` loads first.
+pub const TORCH_WINDOWS: Wheel = Wheel {
+    name: "torch",
+    version: "2.11.0",
+    platform: "win_amd64",
+};
+
 /// CTranslate2 for Windows: ctranslate2.dll imports libiomp5md.dll and the MSVC runtime;
 /// libiomp5md.dll imports WINTRUST.dll (System32).
 pub const CTRANSLATE2_WINDOWS: Wheel = Wheel {
@@ -39,7 +64,14 @@ pub const MSVC_RUNTIME: Wheel = Wheel {
 };
 
 /// Every wheel of the corpus (what `cargo xtask test` fetches).
-pub const CORPUS: &[Wheel] = &[TORCHCODEC_MACOS_NO_RPATH, CTRANSLATE2_WINDOWS, MSVC_RUNTIME];
+pub const CORPUS: &[Wheel] = &[
+    TORCHCODEC_MACOS_NO_RPATH,
+    TORCHCODEC_MACOS_HOMEBREW_RPATH,
+    TORCHCODEC_WINDOWS,
+    TORCH_WINDOWS,
+    CTRANSLATE2_WINDOWS,
+    MSVC_RUNTIME,
+];
 
 /// `<workspace>/cache/wheels`.
 pub fn cache_dir() -> PathBuf {
@@ -110,6 +142,26 @@ pub fn wheel(w: &Wheel) -> Option<PathBuf> {
             eprintln!("SKIPPED: cannot run pip to download {}: {e}", w.name);
             None
         }
+    }
+}
+
+/// Unpack only the entries of a wheel whose path starts with one of `prefixes`.
+pub fn unpack_only(wheel: &Path, into: &Path, prefixes: &[&str]) {
+    let f = std::fs::File::open(wheel).unwrap();
+    let mut z = zip::ZipArchive::new(f).unwrap();
+    for i in 0..z.len() {
+        let mut e = z.by_index(i).unwrap();
+        let Some(rel) = e.enclosed_name() else {
+            continue;
+        };
+        let name = rel.to_string_lossy().replace('\\', "/");
+        if e.is_dir() || !prefixes.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        let out = into.join(&rel);
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        let mut w = std::fs::File::create(&out).unwrap();
+        std::io::copy(&mut e, &mut w).unwrap();
     }
 }
 

@@ -2,7 +2,7 @@
 //! loader would give it exports. This is `undefined symbol: …` / `WinError 127` before the
 //! loader says it, with the C++ name a person can read and the reason.
 
-use crate::finding::{Check, Finding, Severity};
+use crate::finding::{Breaks, Check, Finding, Severity};
 use crate::linkage::Unresolved;
 use crate::package::Subject;
 
@@ -104,6 +104,7 @@ pub fn check(
             )
             .details(listing(&torch))
             .library(lib)
+            .breaks(Breaks::Abi)
             .why(conclusion)
             .fix(if subject.name == "torch" {
                 subject.rebuild_hint()
@@ -128,6 +129,7 @@ pub fn check(
             )
             .details(listing(&runtime))
             .library(lib)
+            .breaks(Breaks::Abi)
             .why("it was built on a newer Linux (glibc / libstdc++) than this one")
             .fix(format!(
                 "{} (builds it with this system's compiler)",
@@ -145,6 +147,7 @@ pub fn check(
             )
             .details(listing(&other))
             .library(lib)
+            .breaks(Breaks::Abi)
             .why("it was linked against other versions of its dependencies than the ones the loader finds here")
             .fix(subject.rebuild_hint()),
         );

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rocbuild_probe::{soname_major_to_ffmpeg, Os};
 
-use crate::finding::{Check, Finding, Severity};
+use crate::finding::{Breaks, Check, Finding, Severity};
 use crate::package::Subject;
 
 /// The FFmpeg major a core library is for: `libtorchcodec_core7.so` -> 7,
@@ -146,7 +146,8 @@ pub fn check(subject: &Subject, f: &FfmpegFacts) -> Vec<Finding> {
                 Os::Linux => "install FFmpeg (Debian/Ubuntu: apt-get install ffmpeg), then run doctor again",
                 Os::Macos => "brew install ffmpeg, then run doctor again",
                 Os::Windows => "install a *shared* FFmpeg build and put its bin directory on PATH",
-            }),
+            })
+            .breaks(Breaks::MissingLibrary),
         );
     } else if usable.is_empty() {
         out.push(
@@ -163,6 +164,7 @@ pub fn check(subject: &Subject, f: &FfmpegFacts) -> Vec<Finding> {
             )
             .details(details)
             .why("a core library loads only with the FFmpeg major it was built for")
+            .breaks(Breaks::MissingLibrary)
             .fix(format!(
                 "{} (builds the core for FFmpeg {})",
                 subject.rebuild_hint(),
@@ -198,7 +200,8 @@ pub fn check(subject: &Subject, f: &FfmpegFacts) -> Vec<Finding> {
                     )
                     .why("its directory holds no avutil-NN.dll: a static ffmpeg.exe carries FFmpeg inside itself, and \
                           the core libraries cannot load it (`Could not find module ... (or one of its dependencies)`)")
-                    .fix("install a full-shared FFmpeg build (its bin/ holds avutil-NN.dll, avcodec-NN.dll, ...) and put it first on PATH"),
+                    .fix("install a full-shared FFmpeg build (its bin/ holds avutil-NN.dll, avcodec-NN.dll, ...) and put it first on PATH")
+                    .breaks(Breaks::MissingLibrary),
                 );
             }
         }

@@ -1,7 +1,7 @@
 //! Missing dependencies, named: "(or one of its dependencies)" made specific.
 
 use crate::checks::flavor::stack_of;
-use crate::finding::{Check, Finding, Severity};
+use crate::finding::{Breaks, Check, Finding, Severity};
 use crate::linkage::Missing;
 use crate::package::Subject;
 
@@ -16,8 +16,15 @@ pub fn is_gpu_driver(name: &str) -> bool {
 }
 
 /// `lib`: the file name of the package's library; `missing`: what its closure lacks;
-/// `searched`: a one-line description of where the loader looked.
-pub fn check(subject: &Subject, lib: &str, missing: &[Missing], searched: &str) -> Vec<Finding> {
+/// `searched`: a one-line description of where the loader looked; `format`: the files' format
+/// (`ELF`, `Mach-O`, `PE`), for each library's own explanation (its rpaths).
+pub fn check(
+    subject: &Subject,
+    lib: &str,
+    missing: &[Missing],
+    searched: &str,
+    format: &str,
+) -> Vec<Finding> {
     let (driver, missing): (Vec<&Missing>, Vec<&Missing>) =
         missing.iter().partition(|m| is_gpu_driver(&m.name));
     let mut out = Vec::new();
@@ -54,7 +61,12 @@ pub fn check(subject: &Subject, lib: &str, missing: &[Missing], searched: &str) 
                         .into_owned()
                 })
                 .collect();
-            format!("{} (needed by {}{stack})", m.name, by.join(", "))
+            format!(
+                "{} (needed by {}{stack}; {})",
+                m.name,
+                by.join(", "),
+                m.explain(format)
+            )
         })
         .collect::<Vec<_>>();
     let names: Vec<&str> = missing.iter().map(|m| m.name.as_str()).collect();
@@ -82,7 +94,8 @@ pub fn check(subject: &Subject, lib: &str, missing: &[Missing], searched: &str) 
             names.join(", "),
             subject.rebuild_hint()
         ))
-        .library(lib),
+        .library(lib)
+        .breaks(Breaks::MissingLibrary),
     );
     out
 }

@@ -284,7 +284,7 @@ mod tests {
         let r = recipe("torchcodec");
         let m = cpu_machine(os);
         let c = ctx(os);
-        let mut b = toolchain::choose(r.name(), &r.backends(), false, &m, &opts.backend).unwrap();
+        let mut b = toolchain::choose(&r, &m, &opts.backend).unwrap();
         b.rocm = Some(toolchain::RocmPlan {
             root: "/usr".into(),
             version: Some("6.4.3".into()),
@@ -312,10 +312,12 @@ mod tests {
             rocm_version: None,
             features: &[],
         });
-        let src = source::plan(&r, &rel, opts, &c, os, Flavor::Cpu, &resolved).unwrap();
+        let src = source::plan(&r, &rel, opts, &c, os, Flavor::Cpu, &resolved)
+            .unwrap()
+            .0;
         let mut v = vars::of(&r, &rel.version, &m, &c, &[], &src, &b);
-        let ts = tools::required(&r, &m, &b).unwrap();
-        let (pt, cmake) = tools::python_tools(&r, &m, &b, &ts, &v, &c.cache).unwrap();
+        let found = tools::required(&r, &m, &b).unwrap();
+        let (pt, ts) = tools::python_tools(&r, &m, &b, &found, &v, &c.cache).unwrap();
         if let Some(t) = pt {
             v.insert("tools".into(), t.dir.display().to_string());
         }
@@ -330,7 +332,7 @@ mod tests {
             source: &src,
             backend: &b,
             torch_cmake: None,
-            cmake: &cmake,
+            cmake: &ts.cmake,
             toolset: &ts,
             hip_compat: None,
         })

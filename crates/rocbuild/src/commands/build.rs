@@ -68,7 +68,7 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
 }
 
 /// `--machine FILE`: the JSON of rocbuild's Machine.
-fn machine_file(file: &std::path::Path) -> Result<Machine> {
+pub(crate) fn machine_file(file: &std::path::Path) -> Result<Machine> {
     let text = std::fs::read_to_string(file)
         .into_diagnostic()
         .wrap_err_with(|| format!("cannot read --machine {}", file.display()))?;

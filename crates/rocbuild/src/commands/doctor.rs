@@ -12,7 +12,7 @@ use crate::settings as env;
 use crate::ExitStatus;
 
 /// Usage errors (unknown package, no venv) exit 2 (with `--json`, also as one JSON object on
-/// stdout); findings exit 1; all well exits 0.
+/// stdout); a bundle refused for a missing library 3; other errors 1.
 fn fail(e: DoctorError, json: bool) -> Result<ExitStatus> {
     if e.is_usage() {
         let report = miette::Report::new(e);
@@ -21,6 +21,13 @@ fn fail(e: DoctorError, json: bool) -> Result<ExitStatus> {
             crate::print_json_error(&crate::json_error(&report, ExitStatus::Usage));
         }
         Ok(ExitStatus::Usage)
+    } else if matches!(e, DoctorError::BundleMissing { .. }) {
+        let report = miette::Report::new(e);
+        eprintln!("{report:?}");
+        if json {
+            crate::print_json_error(&crate::json_error(&report, ExitStatus::MissingLibrary));
+        }
+        Ok(ExitStatus::MissingLibrary)
     } else {
         Err(e.into())
     }
@@ -76,13 +83,28 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
     let wants_ffmpeg = candidates
         .iter()
         .any(|s| s.ffmpeg && (a.packages.is_empty() || a.packages.contains(&s.name)));
-    let machine = match rocbuild_doctor::probe(a.venv.as_deref(), wants_ffmpeg) {
+    let forced = a
+        .machine
+        .as_deref()
+        .map(crate::commands::build::machine_file)
+        .transpose()?
+        .map(|m| m.platform.os);
+    let machine = match rocbuild_doctor::probe(a.venv.as_deref(), wants_ffmpeg, forced) {
         Ok(m) => m,
         Err(e) => return fail(e, a.json),
     };
+    // This host's environment says where this host's loader looks, not another OS's.
+    let here = machine.platform.os == rocbuild_probe::Os::current();
     let library_var = match machine.platform.os {
         rocbuild_probe::Os::Macos => "DYLD_LIBRARY_PATH",
         _ => "LD_LIBRARY_PATH",
+    };
+    let split_env_paths = |v: &str| {
+        if here {
+            split_env_paths(v)
+        } else {
+            Vec::new()
+        }
     };
     let opts = DoctorOptions {
         requested: a.packages.clone(),
@@ -98,31 +120,30 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
         Err(e) => return fail(e, a.json),
     };
     print_out(a.json, &report, rocbuild_doctor::human(&report))?;
-    Ok(if report.healthy() {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    Ok(report.verdict().into())
 }
 
 pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
-    let report = rocbuild_doctor::deps(&a.files, &a.search)?;
+    let report = match rocbuild_doctor::deps(&a.files, &a.search) {
+        Ok(r) => r,
+        Err(e) => return fail(e, a.json),
+    };
     print_out(a.json, &report, rocbuild_doctor::text::deps(&report))?;
-    Ok(if report.complete() {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    Ok(report.verdict().into())
 }
 
 pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
-    let report = rocbuild_doctor::bundle(&a.files, &a.into, &a.search)?;
+    let report = match rocbuild_doctor::bundle(&a.files, &a.into, &a.search) {
+        Ok(r) => r,
+        Err(e) => return fail(e, a.json),
+    };
     print_out(a.json, &report, rocbuild_doctor::text::bundle(&report))?;
     Ok(ExitStatus::Success)
 }
 
-/// `rocbuild repair`: exit 0 when every package loads (repaired, or nothing to do), 1 when one
-/// was refused (nothing of it changed).
+/// `rocbuild repair`: exit 0 when every package loads (repaired, or nothing to do); when one
+/// was refused (nothing of it changed): 3 for a library found nowhere, 4 for an import nothing
+/// exports, 5 for both, 1 for anything else.
 pub fn repair(a: &RepairArgs) -> Result<ExitStatus> {
     let opts = rocbuild_doctor::RepairOptions {
         venv: a.venv.clone(),
@@ -136,11 +157,7 @@ pub fn repair(a: &RepairArgs) -> Result<ExitStatus> {
         Err(e) => return fail(e, a.json),
     };
     print_out(a.json, &report, rocbuild_doctor::text::repair(&report))?;
-    Ok(if report.refused() {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Success
-    })
+    Ok(report.verdict().into())
 }
 
 /// JSON or the human text on stdout; a closed pipe (`| head`) is not an error.

@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 use rocbuild_probe::Os;
 use serde::Serialize;
 
-use crate::error::{EngineError, Result};
-use crate::paths::join;
+use rocbuild_native::NativeError;
+use rocbuild_probe::join;
+
+type Result<T> = std::result::Result<T, NativeError>;
 
 /// The run-time search set-up for one install.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -119,9 +121,7 @@ fn dlls_in(dirs: &[PathBuf]) -> BTreeMap<String, PathBuf> {
 }
 
 fn needed(path: &Path) -> Result<Vec<String>> {
-    rocbuild_native::read_binary(path)
-        .map(|b| b.needed)
-        .map_err(EngineError::from)
+    rocbuild_native::read_binary(path).map(|b| b.needed)
 }
 
 /// The DLLs from the preload directories that `artifacts` need (directly or through each

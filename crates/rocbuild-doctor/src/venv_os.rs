@@ -1,0 +1,95 @@
+//! Whose rules apply to a venv: the OS its binaries are for, read from the files themselves,
+//! so that a macOS or Windows venv is diagnosed and repaired from any host.
+
+use std::path::{Path, PathBuf};
+
+use rocbuild_native::Format;
+use rocbuild_probe::{Os, Python};
+
+use crate::package::{native_libraries, Subject};
+use crate::DoctorError;
+
+/// The OS a venv's binaries are for, read from the files themselves: the first native library
+/// of torch or of the packages named (import dirs under site-packages) whose first bytes are a
+/// binary's (ELF, PE, Mach-O; nothing is parsed, so it costs a few reads).
+pub fn os_of_files(site: &Path, names: &[String]) -> Option<Os> {
+    let mut dirs: Vec<PathBuf> = vec![site.join("torch").join("lib")];
+    dirs.extend(names.iter().map(|n| site.join(n)));
+    for d in dirs {
+        for os in [Os::Linux, Os::Macos, Os::Windows] {
+            let s = Subject {
+                name: String::new(),
+                import_dir: d
+                    .strip_prefix(site)
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                distribution: String::new(),
+                recipe: None,
+                ffmpeg: false,
+                torch: false,
+            };
+            for f in native_libraries(site, &s, os) {
+                if let Some(format) = rocbuild_native::format_of(&f) {
+                    return Some(match format {
+                        Format::Elf => Os::Linux,
+                        Format::MachO => Os::Macos,
+                        Format::Pe => Os::Windows,
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The venv and its site-packages, for any OS's layout.
+pub fn locate(venv: Option<&Path>) -> Result<(rocbuild_probe::Venv, PathBuf), DoctorError> {
+    let v = rocbuild_probe::choose_venv(venv)?;
+    for os in [Os::current(), Os::Linux, Os::Windows] {
+        if let Some(site) = rocbuild_probe::site_packages_of(&v.root, os) {
+            return Ok((v, site));
+        }
+    }
+    Err(rocbuild_probe::ProbeError::NotAVenv {
+        root: v.root.display().to_string(),
+        exe: "a site-packages directory (lib/pythonX.Y/site-packages from pyvenv.cfg, or Lib/site-packages)".into(),
+        chosen_by: v.chosen_by,
+    }
+    .into())
+}
+
+/// The Python of a venv for another OS, described from its files (its interpreter cannot run
+/// here): the version from `pyvenv.cfg` or the `lib/pythonX.Y` directory, the distributions
+/// from the dist-info directories.
+pub fn python_from_files(root: &Path, site: &Path, os: Os) -> Python {
+    let cfg = std::fs::read_to_string(root.join("pyvenv.cfg")).unwrap_or_default();
+    let full_version = cfg
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| matches!(k.trim(), "version" | "version_info"))
+        .map(|(_, v)| v.trim().to_string())
+        .or_else(|| {
+            site.parent()?
+                .file_name()?
+                .to_string_lossy()
+                .strip_prefix("python")
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    let version = full_version
+        .split('.')
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(".");
+    Python {
+        exe: rocbuild_probe::python_in_venv(root, os),
+        version,
+        full_version,
+        site_packages: site.to_path_buf(),
+        include: PathBuf::new(),
+        ext_suffix: String::new(),
+        platform: os.as_str().to_string(),
+        distributions: rocbuild_probe::installed_distributions(site),
+        installer: Default::default(),
+    }
+}

@@ -1,0 +1,741 @@
+//! deps / doctor / repair on the real PyPI wheels of other OSes, read from this host: the exit
+//! status that tells a missing library from an ABI break, and the rpaths named in every
+//! "missing" explanation.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use rocbuild_testkit::upstream;
+
+use crate::common::*;
+use crate::repair::{objdump_rpaths, stub_dylib, tree};
+
+/// What `files` import from each `@rpath/` library that is not TorchCodec's own.
+fn foreign_rpath_imports(files: &[PathBuf]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in files {
+        let b = rocbuild_native::read_binary(f).unwrap();
+        for n in &b.needed {
+            if let Some(leaf) = n.strip_prefix("@rpath/") {
+                out.entry(leaf.to_string()).or_default();
+            }
+        }
+        for i in &b.imports {
+            if let (Some(lib), Some(name)) = (&i.library, &i.name) {
+                if let Some(leaf) = lib.strip_prefix("@rpath/") {
+                    out.entry(leaf.to_string())
+                        .or_default()
+                        .insert(name.clone());
+                }
+            }
+        }
+    }
+    out.retain(|leaf, _| !leaf.starts_with("libtorchcodec"));
+    out
+}
+
+fn is_ffmpeg(leaf: &str) -> bool {
+    leaf.starts_with("libav") || leaf.starts_with("libsw")
+}
+
+/// Stub dylibs exporting what `files` import: torch's into `torch_dir`, FFmpeg 7's (libavutil
+/// 59) into `ffmpeg_dir` when given.
+fn stubs(files: &[PathBuf], torch_dir: &Path, ffmpeg_dir: Option<&Path>) {
+    for (leaf, syms) in foreign_rpath_imports(files) {
+        if is_ffmpeg(&leaf) {
+            let seven = [
+                "libavutil.59",
+                "libavcodec.61",
+                "libavformat.61",
+                "libavdevice.61",
+                "libavfilter.10",
+                "libswscale.8",
+                "libswresample.5",
+            ];
+            if let Some(d) = ffmpeg_dir.filter(|_| seven.iter().any(|p| leaf.starts_with(p))) {
+                stub_dylib(d, &leaf, &syms);
+            }
+        } else {
+            stub_dylib(torch_dir, &leaf, &syms);
+        }
+    }
+}
+
+/// A macOS-shaped venv (bin/, pyvenv.cfg, lib/python3.12/site-packages) with `wheel`
+/// unpacked into site-packages, as pip lays it out. Returns (venv, site).
+pub(crate) fn macos_venv(root: &Path, wheel: &Path) -> (PathBuf, PathBuf) {
+    let venv = root.join("venv");
+    let site = venv.join("lib/python3.12/site-packages");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        "home = /opt/homebrew/bin\nversion = 3.12.7\n",
+    )
+    .unwrap();
+    upstream::unpack(wheel, &site);
+    (venv, site)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// `deps` on the real macOS TorchCodec wheels: 3 when a library is missing (0.16.0's core
+/// alone: torch's libraries and FFmpeg are nowhere), 4 for the real ABI-mismatched pair with
+/// everything found (0.17.0's custom_ops7 beside 0.16.0's core7, whose
+/// `facebook::torchcodec::…` exports differ), 5 for that pair with libraries missing too.
+#[test]
+fn deps_exit_status_tells_a_missing_library_from_an_abi_break() {
+    let (Some(w16), Some(w17)) = (
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_NO_RPATH),
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_HOMEBREW_RPATH),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    upstream::unpack(&w16, &a);
+    upstream::unpack(&w17, &b);
+    let core16 = a.join("torchcodec/libtorchcodec_core7.dylib");
+
+    let missing = rocbuild(&["deps", s(&core16), "--json"], &[]);
+    assert_eq!(missing.code, 3, "{}\n{}", missing.stdout, missing.stderr);
+    let j: serde_json::Value = serde_json::from_str(&missing.stdout).unwrap();
+    let names: Vec<&str> = j["files"][0]["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"@rpath/libavutil.59.dylib"), "{names:?}");
+    assert!(names.contains(&"@rpath/libtorch.dylib"), "{names:?}");
+    assert_eq!(j["files"][0]["unresolved"], serde_json::json!([]));
+
+    // The partial upgrade: 0.17.0's files with 0.16.0's core7.
+    let tc = b.join("torchcodec");
+    std::fs::copy(&core16, tc.join("libtorchcodec_core7.dylib")).unwrap();
+    let ops = tc.join("libtorchcodec_custom_ops7.dylib");
+    let both = rocbuild(&["deps", s(&ops), "--search", s(&tc)], &[]);
+    assert_eq!(both.code, 5, "{}\n{}", both.stdout, both.stderr);
+    assert!(
+        both.stdout
+            .contains("Symbol not found: __ZN8facebook10torchcodec"),
+        "{}",
+        both.stdout
+    );
+
+    let lib = tmp.path().join("lib");
+    stubs(
+        &[ops.clone(), tc.join("libtorchcodec_core7.dylib")],
+        &lib,
+        Some(&lib),
+    );
+    let abi = rocbuild(
+        &[
+            "deps",
+            s(&ops),
+            "--search",
+            s(&tc),
+            "--search",
+            s(&lib),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(abi.code, 4, "{}\n{}", abi.stdout, abi.stderr);
+    let j: serde_json::Value = serde_json::from_str(&abi.stdout).unwrap();
+    assert_eq!(j["files"][0]["missing"], serde_json::json!([]), "{j}");
+    let gone = j["files"][0]["unresolved"].as_array().unwrap();
+    assert!(!gone.is_empty());
+    for u in gone {
+        assert_eq!(u["library"], "@rpath/libtorchcodec_core7.dylib", "{u}");
+        assert!(
+            u["name"]
+                .as_str()
+                .unwrap()
+                .contains("8facebook10torchcodec"),
+            "{u}"
+        );
+    }
+}
+
+/// `repair` refuses with 3 when a library is found nowhere (0.16.0 without any FFmpeg) and
+/// with 4 when an import nothing exports stops it (the partial upgrade, every library found);
+/// both times the venv is left byte for byte as it was.
+#[test]
+fn repair_exit_status_tells_a_missing_library_from_an_abi_break() {
+    let (Some(w16), Some(w17)) = (
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_NO_RPATH),
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_HOMEBREW_RPATH),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+
+    // 3: no FFmpeg anywhere; torch's libraries are there.
+    let (venv, site) = macos_venv(&tmp.path().join("one"), &w16);
+    let tc = site.join("torchcodec");
+    let files: Vec<PathBuf> = tree(&tc)
+        .keys()
+        .filter(|k| k.ends_with(".dylib") || k.ends_with(".so"))
+        .map(|k| tc.join(k))
+        .collect();
+    stubs(&files, &site.join("torch/lib"), None);
+    let before = tree(&site);
+    let out = rocbuild(&["repair", "torchcodec", "--venv", s(&venv), "--json"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let kinds: BTreeSet<&str> = v["packages"][0]["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains("missing-ffmpeg"), "{kinds:?}");
+    assert!(!kinds.contains("abi"), "{kinds:?}");
+    assert!(tree(&site) == before, "a refused repair changed the venv");
+
+    // 4: 0.17.0 with 0.16.0's core7; torch and FFmpeg 7 found.
+    let (venv, site) = macos_venv(&tmp.path().join("two"), &w17);
+    let tc = site.join("torchcodec");
+    let old = tmp.path().join("old");
+    upstream::unpack(&w16, &old);
+    std::fs::copy(
+        old.join("torchcodec/libtorchcodec_core7.dylib"),
+        tc.join("libtorchcodec_core7.dylib"),
+    )
+    .unwrap();
+    let brew = tmp.path().join("brew/lib");
+    let files: Vec<PathBuf> = tree(&tc)
+        .keys()
+        .filter(|k| k.ends_with(".dylib") || k.ends_with(".so"))
+        .map(|k| tc.join(k))
+        .collect();
+    stubs(&files, &site.join("torch/lib"), Some(&brew));
+    let before = tree(&site);
+    let out = rocbuild(
+        &[
+            "repair",
+            "torchcodec",
+            "--venv",
+            s(&venv),
+            "--search",
+            s(&brew),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 4, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("libtorchcodec_custom_ops7.dylib: imports"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("that nothing exports"),
+        "{}",
+        out.stdout
+    );
+    assert!(tree(&site) == before, "a refused repair changed the venv");
+}
+
+/// A missing `@rpath/libavutil.59.dylib` is explained by the rpaths of the file: none at all in
+/// the real TorchCodec 0.16.0 (read back with llvm-objdump), and Homebrew's
+/// `/opt/homebrew/opt/ffmpeg/lib` in 0.17.0, named with where it pointed.
+#[test]
+fn a_missing_rpath_library_is_explained_by_the_files_rpaths() {
+    let (Some(w16), Some(w17)) = (
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_NO_RPATH),
+        upstream::wheel(&upstream::TORCHCODEC_MACOS_HOMEBREW_RPATH),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for (w, want) in [(&w16, vec![]), (&w17, vec!["/opt/homebrew/opt/ffmpeg/lib"])] {
+        let dir = tmp.path().join(w.file_name().unwrap());
+        upstream::unpack(w, &dir);
+        let core = dir.join("torchcodec/libtorchcodec_core7.dylib");
+        assert_eq!(
+            objdump_rpaths(&core),
+            want,
+            "llvm-objdump disagrees with the fixture"
+        );
+        let out = rocbuild(&["deps", s(&core)], &[]);
+        assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+        assert!(
+            !out.stdout.contains("searched 0 directories"),
+            "{}",
+            out.stdout
+        );
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| {
+                l.trim_start()
+                    .starts_with("@rpath/libavutil.59.dylib (needed by")
+            })
+            .unwrap_or_else(|| panic!("{}", out.stdout))
+            .trim()
+            .to_string();
+        if want.is_empty() {
+            assert_eq!(
+                line,
+                "@rpath/libavutil.59.dylib (needed by libtorchcodec_core7.dylib; \
+                 libtorchcodec_core7.dylib has no LC_RPATH, so @rpath/ resolves nowhere)"
+            );
+        } else {
+            assert_eq!(
+                line,
+                "@rpath/libavutil.59.dylib (needed by libtorchcodec_core7.dylib; \
+                 not in the rpath (LC_RPATH /opt/homebrew/opt/ffmpeg/lib))"
+            );
+        }
+        let j = rocbuild(&["deps", s(&core), "--json"], &[]);
+        let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+        let m = v["files"][0]["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "@rpath/libavutil.59.dylib")
+            .unwrap()
+            .clone();
+        let entries: Vec<&str> = m["rpaths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["entry"].as_str().unwrap())
+            .collect();
+        assert_eq!(entries, want);
+    }
+}
+
+/// doctor on a macOS-shaped venv of the real TorchCodec 0.16.0 wheel, from this Linux host:
+/// the OS is read from the files, so the `.dylib` cores are seen (not "no core library at
+/// all") and macOS's rules apply: torch's libraries are loaded by `import torch` (stubs with
+/// their install names), FFmpeg is nowhere, so exit 3 with the macOS fix; no load test runs.
+/// `--machine` with a Linux machine forces Linux's rules instead.
+#[test]
+fn doctor_applies_the_rules_of_the_venvs_os() {
+    let Some(w16) = upstream::wheel(&upstream::TORCHCODEC_MACOS_NO_RPATH) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (venv, site) = macos_venv(tmp.path(), &w16);
+    let tc = site.join("torchcodec");
+    let files: Vec<PathBuf> = tree(&tc)
+        .keys()
+        .filter(|k| k.ends_with(".dylib") || k.ends_with(".so"))
+        .map(|k| tc.join(k))
+        .collect();
+    stubs(&files, &site.join("torch/lib"), None);
+    std::fs::write(
+        site.join("torch/version.py"),
+        "__version__ = '2.11.0'\ngit_version = 'unknown'\ncuda = None\nhip = None\n",
+    )
+    .unwrap();
+
+    let out = rocbuild(&["doctor", "torchcodec", "--venv", s(&venv), "--json"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let findings = j["findings"].as_array().unwrap();
+    let whats: Vec<&str> = findings
+        .iter()
+        .map(|f| f["what"].as_str().unwrap())
+        .collect();
+    assert!(
+        !whats.iter().any(|w| w.contains("no core library")),
+        "{whats:#?}"
+    );
+    let ffmpeg = findings
+        .iter()
+        .find(|f| f["check"] == "ffmpeg")
+        .expect(&out.stdout);
+    assert_eq!(ffmpeg["breaks"], "missing-library");
+    assert!(
+        ffmpeg["what"]
+            .as_str()
+            .unwrap()
+            .contains("core libraries for FFmpeg 4, 5, 6, 7, 8, 9"),
+        "{ffmpeg}"
+    );
+    assert!(ffmpeg["fix"]
+        .as_str()
+        .unwrap()
+        .contains("brew install ffmpeg"));
+    assert!(
+        whats.iter().any(|w| w.contains("binaries are for macos")),
+        "{whats:#?}"
+    );
+    // torch's libraries count as loaded: nothing else is missing or unexported.
+    assert!(
+        findings
+            .iter()
+            .filter(|f| f["severity"] != "note")
+            .all(|f| f["check"] == "ffmpeg" || f["check"] == "missing"),
+        "{findings:#?}"
+    );
+    assert!(j["packages"][0]["load"].is_null());
+    assert!(j["packages"][0]["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l.as_str().unwrap().ends_with("libtorchcodec_core7.dylib")));
+
+    // --machine: Linux's rules, as asked (and so no `.so` core at all).
+    let m = tmp.path().join("linux.json");
+    std::fs::write(&m, crate::plans::machine("linux").to_string()).unwrap();
+    let out = rocbuild(
+        &[
+            "doctor",
+            "torchcodec",
+            "--venv",
+            s(&venv),
+            "--machine",
+            s(&m),
+        ],
+        &[],
+    );
+    assert!(
+        out.stdout
+            .contains("no core library (libtorchcodec_coreN) at all"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+
+    // A Windows-shaped venv of the real Windows wheel: Windows's rules (the DLL's directory,
+    // no rpath), FFmpeg's DLLs are nowhere: exit 3 with the Windows fix.
+    let Some(win) = upstream::wheel(&upstream::TORCHCODEC_WINDOWS) else {
+        return;
+    };
+    let (wvenv, _) = windows_venv(&tmp.path().join("win"), &win);
+    let out = rocbuild(
+        &["doctor", "torchcodec", "--venv", s(&wvenv), "--json"],
+        &[],
+    );
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let ffmpeg = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "ffmpeg")
+        .expect(&out.stdout)
+        .clone();
+    assert!(
+        ffmpeg["fix"].as_str().unwrap().contains("shared* FFmpeg"),
+        "{ffmpeg}"
+    );
+    assert!(
+        out.stdout.contains("binaries are for windows"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// A Windows-shaped venv (Scripts/, pyvenv.cfg, Lib/site-packages) with `wheel` unpacked.
+pub(crate) fn windows_venv(root: &Path, wheel: &Path) -> (PathBuf, PathBuf) {
+    let venv = root.join("venv");
+    let site = venv.join("Lib/site-packages");
+    std::fs::create_dir_all(venv.join("Scripts")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        "home = C:\\Python312\nversion = 3.12.7\n",
+    )
+    .unwrap();
+    upstream::unpack(wheel, &site);
+    (venv, site)
+}
+
+/// `rocbuild ARGS` run in `cwd`.
+fn rocbuild_in(cwd: &Path, args: &[&str]) -> Out {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocbuild"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    }
+}
+
+/// The real CTranslate2 Windows wheel named by a relative path (and a relative `--search`,
+/// `--into`) gives the same tree, the same JSON (`needed_by` absolute throughout) and the same
+/// bundle layout as by its absolute path.
+#[test]
+fn deps_and_bundle_are_the_same_for_a_relative_path() {
+    let (Some(ct2), Some(rt)) = (
+        upstream::wheel(&upstream::CTRANSLATE2_WINDOWS),
+        upstream::wheel(&upstream::MSVC_RUNTIME),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    upstream::unpack(&ct2, &root.join("site"));
+    upstream::unpack(&rt, &root.join("rt"));
+    let rel_dll = "site/ctranslate2/../ctranslate2/ctranslate2.dll";
+    let rel_rt = "./rt/msvc_runtime-14.51.36231.data/data/Scripts";
+    let abs_dll = root.join("site/ctranslate2/ctranslate2.dll");
+    let abs_rt = root.join("rt/msvc_runtime-14.51.36231.data/data/Scripts");
+
+    let abs = rocbuild_in(
+        root,
+        &["deps", s(&abs_dll), "--search", s(&abs_rt), "--json"],
+    );
+    let rel = rocbuild_in(root, &["deps", rel_dll, "--search", rel_rt, "--json"]);
+    assert_eq!(abs.code, 0, "{}\n{}", abs.stdout, abs.stderr);
+    assert_eq!(rel.code, abs.code);
+    assert_eq!(rel.stdout, abs.stdout);
+    let j: serde_json::Value = serde_json::from_str(&rel.stdout).unwrap();
+    for l in j["files"][0]["libraries"].as_array().unwrap() {
+        for by in l["needed_by"].as_array().unwrap() {
+            assert!(Path::new(by.as_str().unwrap()).is_absolute(), "{l}");
+        }
+    }
+    let abs_text = rocbuild_in(root, &["deps", s(&abs_dll), "--search", s(&abs_rt)]);
+    let rel_text = rocbuild_in(root, &["deps", rel_dll, "--search", rel_rt]);
+    assert!(
+        rel_text.stdout.contains("libiomp5md.dll =>"),
+        "{}",
+        rel_text.stdout
+    );
+    assert_eq!(rel_text.stdout, abs_text.stdout);
+
+    let a = rocbuild_in(
+        root,
+        &[
+            "bundle",
+            s(&abs_dll),
+            "--search",
+            s(&abs_rt),
+            "--into",
+            s(&root.join("a")),
+            "--json",
+        ],
+    );
+    let b = rocbuild_in(
+        root,
+        &[
+            "bundle", rel_dll, "--search", rel_rt, "--into", "b", "--json",
+        ],
+    );
+    assert_eq!(a.code, 0, "{}\n{}", a.stdout, a.stderr);
+    assert_eq!(b.code, 0, "{}\n{}", b.stdout, b.stderr);
+    let layout = |d: &str| tree(&root.join(d)).into_keys().collect::<Vec<_>>();
+    assert_eq!(layout("a"), layout("b"));
+    assert_eq!(layout("a").len(), 5, "{:?}", layout("a"));
+    let to = |o: &Out| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+        v["copied"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["to"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(to(&a), to(&b));
+}
+
+/// A stub Windows DLL `name` in `dir`, built here with the mingw-w64 cross compiler, exporting
+/// `symbols` and importing one symbol from each DLL of `links` (so the preload order is
+/// checkable).
+fn stub_dll(
+    dir: &Path,
+    name: &str,
+    symbols: &BTreeSet<String>,
+    links: &[(PathBuf, String)],
+) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let src = dir.join(format!("{name}.c"));
+    let mut c = String::new();
+    for (i, (_, sym)) in links.iter().enumerate() {
+        c.push_str(&format!(
+            "__declspec(dllimport) void {sym}(void);\n__declspec(dllexport) void rocbuild_uses_{i}(void) {{ {sym}(); }}\n"
+        ));
+    }
+    for s in symbols {
+        c.push_str(&format!("__declspec(dllexport) void {s}(void) {{}}\n"));
+    }
+    std::fs::write(&src, c).unwrap();
+    let out = dir.join(name);
+    let mut cmd = std::process::Command::new("x86_64-w64-mingw32-gcc");
+    cmd.args(["-shared", "-nostdlib", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .args(links.iter().map(|(p, _)| p))
+        .args(["-e", "0"]);
+    run(&mut cmd);
+    std::fs::remove_file(&src).unwrap();
+    out
+}
+
+/// What `files` import from each DLL (lower-cased names) whose name `keep` accepts.
+fn pe_imports(
+    files: &[PathBuf],
+    keep: impl Fn(&str) -> bool,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in files {
+        let b = rocbuild_native::read_binary(f).unwrap();
+        for i in &b.imports {
+            if let (Some(lib), Some(name)) = (&i.library, &i.name) {
+                if keep(lib) {
+                    out.entry(lib.clone()).or_default().insert(name.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Windows repair: the real TorchCodec 0.17.0 Windows wheel beside the real torch 2.11.0
+/// Windows DLLs, in a Windows-shaped venv read from this Linux host. FFmpeg 7's DLLs (and
+/// libheif's, for the HEIC library) are in a directory given with --search: stubs exporting
+/// what the wheel imports, avcodec & co importing avutil. No DLL is edited; repair writes the
+/// preload hook (module + `.pth`), journaled, with a `repair` manifest listing both files in
+/// `extra_files`; the hook adds the directory and preloads avutil before what needs it;
+/// restore removes it. Loading the hook (ctypes.WinDLL, os.add_dll_directory) needs Windows:
+/// this host can check its text and order, not run it.
+#[test]
+fn repairs_the_real_windows_torchcodec_with_the_preload_hook() {
+    let (Some(tc), Some(torch)) = (
+        upstream::wheel(&upstream::TORCHCODEC_WINDOWS),
+        upstream::wheel(&upstream::TORCH_WINDOWS),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (venv, site) = windows_venv(tmp.path(), &tc);
+    upstream::unpack_only(&torch, &site, &["torch/lib/", "torch/version.py"]);
+    let pkg = site.join("torchcodec");
+    let wanted = |l: &str| {
+        let l = l.to_ascii_lowercase();
+        l == "heif.dll"
+            || [
+                "avutil-59",
+                "avcodec-61",
+                "avformat-61",
+                "avfilter-10",
+                "swscale-8",
+                "swresample-5",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p))
+    };
+    let files: Vec<PathBuf> = tree(&pkg)
+        .keys()
+        .filter(|k| k.ends_with(".dll") || k.ends_with(".pyd"))
+        .map(|k| pkg.join(k))
+        .collect();
+    let ffmpeg = tmp.path().join("ffmpeg/bin");
+    let imports = pe_imports(&files, wanted);
+    let avutil_name = imports
+        .keys()
+        .find(|k| k.to_ascii_lowercase().starts_with("avutil"))
+        .unwrap()
+        .clone();
+    let avutil = stub_dll(&ffmpeg, &avutil_name, &imports[&avutil_name], &[]);
+    let first = imports[&avutil_name].iter().next().unwrap().clone();
+    for (name, syms) in &imports {
+        if name != &avutil_name {
+            stub_dll(&ffmpeg, name, syms, &[(avutil.clone(), first.clone())]);
+        }
+    }
+    let before = tree(&site);
+
+    // Without the FFmpeg directory: refused (a library found nowhere), nothing written.
+    let out = rocbuild(&["repair", "torchcodec", "--venv", s(&venv)], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(tree(&site) == before);
+
+    let out = rocbuild(
+        &[
+            "repair",
+            "torchcodec",
+            "--venv",
+            s(&venv),
+            "--search",
+            s(&ffmpeg),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["os"], "windows");
+    let p = &v["packages"][0];
+    assert_eq!(p["outcome"], "repaired", "{}", out.stdout);
+    assert_eq!(p["hook"]["module"], "_rocbuild_preload_torchcodec.py");
+    assert_eq!(
+        p["hook"]["dirs"],
+        serde_json::json!([ffmpeg.display().to_string()])
+    );
+
+    // No DLL changed; the hook's two files are new.
+    let after = tree(&site);
+    for (rel, bytes) in &before {
+        assert_eq!(after.get(rel), Some(bytes), "{rel} changed");
+    }
+    let module = std::fs::read_to_string(site.join("_rocbuild_preload_torchcodec.py")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(site.join("_rocbuild_preload_torchcodec.pth")).unwrap(),
+        "import _rocbuild_preload_torchcodec\n"
+    );
+    assert!(
+        module.contains(&format!("DIRS = [\n    \"{}\",\n]", ffmpeg.display())),
+        "{module}"
+    );
+    assert!(module.contains("os.add_dll_directory(d)"), "{module}");
+    assert!(module.contains("if name == \"torchcodec\""), "{module}");
+    let pos = |n: &str| {
+        module
+            .find(&format!("{}\"", ffmpeg.join(n).display()))
+            .unwrap_or_else(|| panic!("{n} not preloaded:\n{module}"))
+    };
+    let codec = imports
+        .keys()
+        .find(|k| k.to_ascii_lowercase().starts_with("avcodec"))
+        .unwrap();
+    assert!(
+        pos(&avutil_name) < pos(codec),
+        "avutil must load before avcodec:\n{module}"
+    );
+    assert!(
+        !module.contains("torch/lib"),
+        "torch adds its own DLL dir:\n{module}"
+    );
+
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(site.join(".rocbuild/torchcodec.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["kind"], "repair");
+    assert_eq!(
+        m["extra_files"],
+        serde_json::json!([
+            "_rocbuild_preload_torchcodec.py",
+            "_rocbuild_preload_torchcodec.pth"
+        ])
+    );
+    let st = rocbuild(&["status", "--venv", s(&venv)], &[]);
+    assert!(
+        st.stdout.contains("torchcodec 0.17.0: fresh"),
+        "{}\n{}",
+        st.stdout,
+        st.stderr
+    );
+
+    let r = rocbuild(&["restore", "torchcodec", "--venv", s(&venv)], &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let now = tree(&site);
+    assert!(
+        now == before,
+        "restore did not give the venv back as it was"
+    );
+}
