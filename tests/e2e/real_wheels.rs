@@ -542,6 +542,147 @@ fn deps_and_bundle_are_the_same_for_a_relative_path() {
     assert_eq!(to(&a), to(&b));
 }
 
+/// `bundle --format pyinstaller` of the real CTranslate2 Windows wheel prints the
+/// `(source, dest_dir)` list a PyInstaller spec's `binaries=` takes: read back by Python's own
+/// `ast.literal_eval`, it names exactly the files the bundle holds, each with the directory it
+/// has there; `--format json` carries the same list, and a relative spelling of the inputs
+/// gives the same list as the absolute one.
+#[test]
+fn bundle_prints_the_pyinstaller_binaries_list() {
+    let (Some(ct2), Some(rt)) = (
+        upstream::wheel(&upstream::CTRANSLATE2_WINDOWS),
+        upstream::wheel(&upstream::MSVC_RUNTIME),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    upstream::unpack(&ct2, &root.join("site"));
+    upstream::unpack(&rt, &root.join("rt"));
+    let rel_dll = "site/ctranslate2/../ctranslate2/ctranslate2.dll";
+    let rel_rt = "./rt/msvc_runtime-14.51.36231.data/data/Scripts";
+    let abs_dll = root.join("site/ctranslate2/ctranslate2.dll");
+    let abs_rt = root.join("rt/msvc_runtime-14.51.36231.data/data/Scripts");
+
+    let abs = rocbuild_in(
+        root,
+        &[
+            "bundle",
+            s(&abs_dll),
+            "--search",
+            s(&abs_rt),
+            "--into",
+            s(&root.join("a")),
+            "--format",
+            "pyinstaller",
+        ],
+    );
+    let rel = rocbuild_in(
+        root,
+        &[
+            "bundle",
+            rel_dll,
+            "--search",
+            rel_rt,
+            "--into",
+            "b",
+            "--format",
+            "pyinstaller",
+        ],
+    );
+    assert_eq!(abs.code, 0, "{}\n{}", abs.stdout, abs.stderr);
+    assert_eq!(rel.code, 0, "{}\n{}", rel.stdout, rel.stderr);
+    assert_eq!(rel.stdout, abs.stdout);
+
+    // Python reads the literal; print it back as JSON.
+    let mut py = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import ast, json, sys; print(json.dumps(ast.literal_eval(sys.stdin.read())))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    py.stdin
+        .take()
+        .unwrap()
+        .write_all(abs.stdout.as_bytes())
+        .unwrap();
+    let read = py.wait_with_output().unwrap();
+    assert!(
+        read.status.success(),
+        "not a Python literal:\n{}",
+        abs.stdout
+    );
+    let list: Vec<(String, String)> = serde_json::from_slice(&read.stdout).unwrap();
+
+    // Each (source, dest_dir) is a file of the bundle, at dest_dir/<name>, with the source's
+    // bytes (names compared as Windows does, without case: the bundle holds `MSVCP140.dll`
+    // under the name the import asks for, the runtime wheel spells it `msvcp140.dll`).
+    let bundled: BTreeMap<String, Vec<u8>> = tree(&root.join("a"))
+        .into_iter()
+        .map(|(k, v)| (k.to_lowercase(), v))
+        .collect();
+    let named: BTreeSet<String> = list
+        .iter()
+        .map(|(src, dir)| {
+            let name = Path::new(src)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            assert!(Path::new(src).is_absolute(), "{src}");
+            let at = if dir == "." {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
+            assert!(
+                bundled.get(&at) == Some(&std::fs::read(src).unwrap()),
+                "{at} is not {src} in the bundle:\n{}",
+                abs.stdout
+            );
+            at
+        })
+        .collect();
+    assert_eq!(named, bundled.keys().cloned().collect::<BTreeSet<_>>());
+    let dirs: BTreeMap<String, String> = list
+        .iter()
+        .map(|(src, dir)| {
+            let n = Path::new(src)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_lowercase();
+            (n, dir.clone())
+        })
+        .collect();
+    let want: BTreeMap<String, String> = [
+        "ctranslate2.dll",
+        "libiomp5md.dll",
+        "msvcp140.dll",
+        "vcruntime140.dll",
+        "vcruntime140_1.dll",
+    ]
+    .iter()
+    .map(|n| (n.to_string(), ".".to_string()))
+    .collect();
+    assert_eq!(dirs, want, "{}", abs.stdout);
+
+    let json = rocbuild_in(
+        root,
+        &[
+            "bundle", rel_dll, "--search", rel_rt, "--into", "c", "--format", "json",
+        ],
+    );
+    assert_eq!(json.code, 0, "{}\n{}", json.stdout, json.stderr);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let from_json: Vec<(String, String)> = serde_json::from_value(v["binaries"].clone()).unwrap();
+    assert_eq!(from_json, list);
+}
+
 /// A stub Windows DLL `name` in `dir`, built here with the mingw-w64 cross compiler, exporting
 /// `symbols` and importing one symbol from each DLL of `links` (so the preload order is
 /// checkable).

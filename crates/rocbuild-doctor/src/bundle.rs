@@ -29,6 +29,40 @@ pub struct BundleReport {
     pub total_size: u64,
     /// Imports nothing exports: the bundle is complete, but these would fail at load time.
     pub warnings: Vec<String>,
+    /// What a PyInstaller spec's `binaries=` takes: `(source, dest_dir)` for each copied file,
+    /// the source where it was found, the directory relative to the app's root (`.` for the root).
+    pub binaries: Vec<(PathBuf, String)>,
+}
+
+/// `dest_dir` in PyInstaller's sense: the directory of `to` with `/` separators, `.` at the top.
+fn dest_dir(to: &Path) -> String {
+    let dir: Vec<String> = to
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if dir.is_empty() {
+        ".".into()
+    } else {
+        dir.join("/")
+    }
+}
+
+/// The `binaries=` list as a Python literal: a list of 2-tuples of str. A JSON string is a
+/// valid Python str literal (escapes included), so paths with quotes or backslashes stay exact.
+pub fn pyinstaller(r: &BundleReport) -> String {
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"));
+    let mut o = String::from("[\n");
+    for (from, dir) in &r.binaries {
+        o.push_str(&format!(
+            "    ({}, {}),\n",
+            quote(&from.to_string_lossy()),
+            quote(dir)
+        ));
+    }
+    o.push_str("]\n");
+    o
 }
 
 /// Where `file` goes in the bundle, given where its loader (if any) went.
@@ -133,11 +167,16 @@ pub fn bundle(
         copied.push(Copied { from, to, size });
     }
     let total_size = copied.iter().map(|c| c.size).sum();
+    let binaries = copied
+        .iter()
+        .map(|c| (c.from.clone(), dest_dir(&c.to)))
+        .collect();
     Ok(BundleReport {
         into: into.to_path_buf(),
         copied,
         total_size,
         warnings,
+        binaries,
     })
 }
 
@@ -172,4 +211,30 @@ pub fn human(r: &BundleReport) -> String {
         o.push_str(&format!("warning: {w}\n"));
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pyinstaller_list_is_a_python_literal_with_dest_dirs() {
+        let r = BundleReport {
+            into: "/b".into(),
+            copied: vec![],
+            total_size: 0,
+            warnings: vec![],
+            binaries: vec![
+                (
+                    "/s/ctranslate2/ctranslate2.dll".into(),
+                    dest_dir(Path::new("ctranslate2/ctranslate2.dll")),
+                ),
+                ("/r/it's\\x.dll".into(), dest_dir(Path::new("x.dll"))),
+            ],
+        };
+        assert_eq!(
+            pyinstaller(&r),
+            "[\n    (\"/s/ctranslate2/ctranslate2.dll\", \"ctranslate2\"),\n    (\"/r/it's\\\\x.dll\", \".\"),\n]\n"
+        );
+    }
 }
