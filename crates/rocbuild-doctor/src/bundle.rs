@@ -20,6 +20,9 @@ pub struct Copied {
     /// Relative to the bundle directory.
     pub to: PathBuf,
     pub size: u64,
+    /// Who provides it: the distribution that installed it (`package nvidia-cublas-cu12`), an
+    /// SDK, or its directory.
+    pub provider: Source,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -164,7 +167,23 @@ pub fn bundle(
         // fs::copy follows symlinks: the bundle holds the library under the name its
         // dependents ask for, not a dangling link.
         let size = fs_err::copy(&from, &dest).map_err(DoctorError::io("copy", &from))?;
-        copied.push(Copied { from, to, size });
+        let provider = classify(&linkage::Found {
+            name: to
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned(),
+            path: Some(from.clone()),
+            how: String::new(),
+            needed_by: vec![],
+            system: false,
+        });
+        copied.push(Copied {
+            from,
+            to,
+            size,
+            provider,
+        });
     }
     let total_size = copied.iter().map(|c| c.size).sum();
     let binaries = copied
@@ -194,9 +213,10 @@ pub fn human(r: &BundleReport) -> String {
     let mut o = String::new();
     for c in &r.copied {
         o.push_str(&format!(
-            "  {}  ({}, from {})\n",
+            "  {}  ({}, {}, from {})\n",
             c.to.display(),
             size(c.size),
+            c.provider,
             c.from.display()
         ));
     }
