@@ -683,6 +683,85 @@ fn bundle_prints_the_pyinstaller_binaries_list() {
     assert_eq!(from_json, list);
 }
 
+/// CTranslate2 loads cuBLAS with `LoadLibrary("cublas64_12.dll")`, not through its import
+/// table: `bundle` of the real Windows wheel's DLL names it, and the other DLL names its data
+/// holds (MKL's per-CPU kernels, ittnotify), as "loaded at run time, not followed" in text and
+/// JSON — never a DLL it imports (those are bundled) nor a Windows system DLL (kernel32, ntdll).
+#[test]
+fn bundle_names_the_dlls_loaded_at_run_time_by_name() {
+    let (Some(ct2), Some(rt)) = (
+        upstream::wheel(&upstream::CTRANSLATE2_WINDOWS),
+        upstream::wheel(&upstream::MSVC_RUNTIME),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    upstream::unpack(&ct2, &root.join("site"));
+    upstream::unpack(&rt, &root.join("rt"));
+    let dll = root.join("site/ctranslate2/ctranslate2.dll");
+    let rt_dir = root.join("rt/msvc_runtime-14.51.36231.data/data/Scripts");
+    let args = |into: &str| {
+        vec![
+            "bundle".to_string(),
+            s(&dll).to_string(),
+            "--search".into(),
+            s(&rt_dir).to_string(),
+            "--into".into(),
+            s(&root.join(into)).to_string(),
+        ]
+    };
+    let a = args("t");
+    let text = rocbuild_in(root, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(text.code, 0, "{}\n{}", text.stdout, text.stderr);
+    let section = text
+        .stdout
+        .split("loaded at run time, not followed")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no run-time section:\n{}", text.stdout));
+    assert!(
+        section.contains("cublas64_12.dll  (named in ctranslate2.dll)"),
+        "{}",
+        text.stdout
+    );
+
+    let mut a = args("j");
+    a.push("--json".into());
+    let json = rocbuild_in(root, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(json.code, 0, "{}\n{}", json.stdout, json.stderr);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let names: BTreeSet<String> = v["runtime_loaded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_lowercase())
+        .collect();
+    for want in [
+        "cublas64_12.dll",
+        "libittnotify.dll",
+        "mkl_def.2.dll",
+        "mkl_avx2.2.dll",
+    ] {
+        assert!(names.contains(want), "{want} not in {names:?}");
+    }
+    for not in [
+        "kernel32.dll",
+        "ntdll.dll",
+        "msvcp140.dll",
+        "vcruntime140.dll",
+        "libiomp5md.dll",
+        "ctranslate2.dll",
+    ] {
+        assert!(!names.contains(not), "{not} in {names:?}");
+    }
+    assert!(
+        names.iter().all(|n| !n.starts_with("api-ms-win-")),
+        "{names:?}"
+    );
+    // Named, not followed: nothing of them is copied.
+    assert_eq!(tree(&root.join("j")).len(), 5);
+}
+
 /// A stub Windows DLL `name` in `dir`, built here with the mingw-w64 cross compiler, exporting
 /// `symbols` and importing one symbol from each DLL of `links` (so the preload order is
 /// checkable).

@@ -35,6 +35,46 @@ pub struct BundleReport {
     /// What a PyInstaller spec's `binaries=` takes: `(source, dest_dir)` for each copied file,
     /// the source where it was found, the directory relative to the app's root (`.` for the root).
     pub binaries: Vec<(PathBuf, String)>,
+    /// DLLs a bundled file names in its data but does not import (`LoadLibrary` by name, as
+    /// CTranslate2 loads cuBLAS): loaded at run time, not followed, not bundled.
+    pub runtime_loaded: Vec<RuntimeLoaded>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RuntimeLoaded {
+    pub name: String,
+    /// The bundled file whose data holds the name.
+    pub named_in: PathBuf,
+}
+
+/// The DLL names the bundled PE files hold as data, that are not bundled themselves.
+fn runtime_loaded(copied: &[Copied]) -> Vec<RuntimeLoaded> {
+    let bundled: std::collections::BTreeSet<String> = copied
+        .iter()
+        .filter_map(|c| c.to.file_name())
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .collect();
+    let mut out: Vec<RuntimeLoaded> = Vec::new();
+    for c in copied {
+        if rocbuild_native::format_of(&c.from) != Some(rocbuild_native::Format::Pe) {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&c.from) else {
+            continue;
+        };
+        for name in rocbuild_native::runtime_dll_names(&bytes).unwrap_or_default() {
+            let lower = name.to_ascii_lowercase();
+            if bundled.contains(&lower) || out.iter().any(|r| r.name.to_ascii_lowercase() == lower)
+            {
+                continue;
+            }
+            out.push(RuntimeLoaded {
+                name,
+                named_in: c.to.clone(),
+            });
+        }
+    }
+    out
 }
 
 /// `dest_dir` in PyInstaller's sense: the directory of `to` with `/` separators, `.` at the top.
@@ -190,12 +230,14 @@ pub fn bundle(
         .iter()
         .map(|c| (c.from.clone(), dest_dir(&c.to)))
         .collect();
+    let runtime_loaded = runtime_loaded(&copied);
     Ok(BundleReport {
         into: into.to_path_buf(),
         copied,
         total_size,
         warnings,
         binaries,
+        runtime_loaded,
     })
 }
 
@@ -227,6 +269,18 @@ pub fn human(r: &BundleReport) -> String {
         size(r.total_size),
         r.into.display()
     ));
+    if !r.runtime_loaded.is_empty() {
+        o.push_str(
+            "loaded at run time, not followed (named in a file's data, not imported; ship them if the app uses them):\n",
+        );
+        for l in &r.runtime_loaded {
+            o.push_str(&format!(
+                "  {}  (named in {})\n",
+                l.name,
+                l.named_in.display()
+            ));
+        }
+    }
     for w in &r.warnings {
         o.push_str(&format!("warning: {w}\n"));
     }
@@ -244,6 +298,7 @@ mod tests {
             copied: vec![],
             total_size: 0,
             warnings: vec![],
+            runtime_loaded: vec![],
             binaries: vec![
                 (
                     "/s/ctranslate2/ctranslate2.dll".into(),

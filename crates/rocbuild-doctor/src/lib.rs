@@ -27,7 +27,7 @@ mod repair;
 mod symptom;
 mod venv_os;
 
-pub use bundle::{bundle, BundleReport, Copied};
+pub use bundle::{bundle, BundleReport, Copied, RuntimeLoaded};
 pub use deps::{deps, DepsReport, FileDeps, Library};
 pub use doctor::{
     check_libraries, doctor, probe, DoctorOptions, PackageReport, Report, TorchSummary,
