@@ -210,6 +210,19 @@ fn a_missing_dependency_is_named() {
         elsewhere.join("libtorchcodec_helper.so.1"),
     )
     .unwrap();
+    // pip's record of who installed it: the fix names the distribution.
+    let di = v.site.join("helper_pkg-1.0.dist-info");
+    std::fs::create_dir_all(&di).unwrap();
+    std::fs::write(
+        di.join("METADATA"),
+        "Metadata-Version: 2.1\nName: helper-pkg\nVersion: 1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        di.join("RECORD"),
+        "helperpkg/lib/libtorchcodec_helper.so.1,,\nhelper_pkg-1.0.dist-info/RECORD,,\n",
+    )
+    .unwrap();
     let out = v.doctor(&["torchcodec", "--json"]);
     assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
     let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
@@ -222,7 +235,7 @@ fn a_missing_dependency_is_named() {
     assert_eq!(missing.len(), 1, "{}", out.stdout);
     let fix = missing[0]["fix"].as_str().unwrap();
     assert!(
-        fix.starts_with("run `rocbuild repair torchcodec` (makes libtorchcodec_helper.so.1 findable from helperpkg/lib"),
+        fix.starts_with("run `rocbuild repair torchcodec` (makes libtorchcodec_helper.so.1 findable from helperpkg/lib (installed by helper-pkg); no rebuild needed)"),
         "{fix}"
     );
     assert!(!fix.contains("rocbuild torchcodec`"), "{fix}");

@@ -176,8 +176,16 @@ fn repair_fix(machine: &Machine, subject: &Subject, findings: &mut [Finding]) {
     };
     let mut made: Vec<String> = Vec::new();
     for (name, dir) in &found {
+        // Who installed it there: the distribution whose RECORD lists it.
+        let by = dir
+            .join(name)
+            .strip_prefix(site)
+            .ok()
+            .and_then(|rest| crate::provider::distribution_of(site, rest))
+            .map(|d| format!(" (installed by {d})"))
+            .unwrap_or_default();
         let at = format!(
-            "{} findable from {}",
+            "{} findable from {}{by}",
             name,
             dir.strip_prefix(site).unwrap_or(dir).display()
         );
