@@ -198,6 +198,61 @@ fn a_missing_dependency_is_named() {
         out.stdout
     );
     insta::assert_snapshot!("doctor_missing", stable(&out, v.root()));
+    // Found nowhere in the venv: no repair would do, so none is offered.
+    assert!(!out.stdout.contains("rocbuild repair"), "{}", out.stdout);
+
+    // The same library elsewhere in the venv (another package's lib dir), off the loader's
+    // path: a repair suffices, and the fix says so instead of a rebuild.
+    let elsewhere = v.site.join("helperpkg/lib");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::copy(
+        helper.join("libtorchcodec_helper.so.1"),
+        elsewhere.join("libtorchcodec_helper.so.1"),
+    )
+    .unwrap();
+    // pip's record of who installed it: the fix names the distribution.
+    let di = v.site.join("helper_pkg-1.0.dist-info");
+    std::fs::create_dir_all(&di).unwrap();
+    std::fs::write(
+        di.join("METADATA"),
+        "Metadata-Version: 2.1\nName: helper-pkg\nVersion: 1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        di.join("RECORD"),
+        "helperpkg/lib/libtorchcodec_helper.so.1,,\nhelper_pkg-1.0.dist-info/RECORD,,\n",
+    )
+    .unwrap();
+    let out = v.doctor(&["torchcodec", "--json"]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let missing: Vec<&serde_json::Value> = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "missing" && f["severity"] == "error")
+        .collect();
+    assert_eq!(missing.len(), 1, "{}", out.stdout);
+    let fix = missing[0]["fix"].as_str().unwrap();
+    assert!(
+        fix.starts_with("run `rocbuild repair torchcodec` (makes libtorchcodec_helper.so.1 findable from helperpkg/lib (installed by helper-pkg); no rebuild needed)"),
+        "{fix}"
+    );
+    assert!(!fix.contains("rocbuild torchcodec`"), "{fix}");
+    let text = v.doctor(&["torchcodec"]);
+    assert!(
+        text.stdout
+            .contains("fix: run `rocbuild repair torchcodec`"),
+        "{}",
+        text.stdout
+    );
+    // And the repair it names does make it load.
+    let r = rocbuild(
+        &["repair", "torchcodec", "--venv", v.venv.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(v.doctor(&["torchcodec"]).code, 0);
 }
 
 #[test]
@@ -235,6 +290,21 @@ fn a_cuda_build_on_a_cpu_torch_is_the_wrong_flavor() {
     let missing = out.stdout.find("[missing]").unwrap();
     assert!(flavor < missing, "{}", out.stdout);
     insta::assert_snapshot!("doctor_flavor", stable(&out, v.root()));
+
+    // Even with the CUDA libraries somewhere in the venv, a repair would only make a CUDA
+    // build find CUDA beside a CPU torch: the fix stays a rebuild.
+    let elsewhere = v.site.join("cudastuff/lib");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    for n in ["libtorch_cuda.so", "libcudart.so.13"] {
+        std::fs::copy(cuda.join(n), elsewhere.join(n)).unwrap();
+    }
+    let out = v.doctor(&["torchcodec"]);
+    assert!(!out.stdout.contains("rocbuild repair"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("run `rocbuild torchcodec`"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

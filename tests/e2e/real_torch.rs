@@ -325,3 +325,37 @@ fn the_wheel_of_a_build_against_the_pypi_cuda_torch_installs_with_pip_and_passes
         String::from_utf8_lossy(&v.stderr)
     );
 }
+
+/// `deps` of the real PyPI CUDA torch's `libtorch_cuda.so`: the provider of a CUDA library is
+/// the distribution pip installed it from (its dist-info RECORD lists the file) — `nvidia-cublas`
+/// and `nvidia-cudnn-cu13`, which share the `nvidia` directory with a dozen others — not the
+/// top directory; torch's own libraries are `torch`'s. Text and JSON agree.
+#[test]
+fn deps_names_the_distribution_that_installed_each_library() {
+    let venv = real_torch_venv();
+    let lib = site_packages(&venv).join("torch/lib/libtorch_cuda.so");
+    let out = rocbuild(&["deps", lib.to_str().unwrap(), "--json"], &[]);
+    assert!(!out.stdout.is_empty(), "{}", out.stderr);
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let libs = j["files"][0]["libraries"].as_array().unwrap();
+    let provider = |name: &str| -> &serde_json::Value {
+        &libs
+            .iter()
+            .find(|l| l["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not in {}", out.stdout))["provider"]
+    };
+    assert_eq!(provider("libcublas.so.13")["kind"], "package");
+    assert_eq!(provider("libcublas.so.13")["name"], "nvidia-cublas");
+    assert_eq!(provider("libcublas.so.13")["dir"], "nvidia");
+    assert_eq!(provider("libcudnn.so.9")["name"], "nvidia-cudnn-cu13");
+    assert_eq!(provider("libcudart.so.13")["name"], "nvidia-cuda-runtime");
+    assert_eq!(provider("libc10.so")["name"], "torch");
+    let text = rocbuild(&["deps", lib.to_str().unwrap()], &[]);
+    assert!(
+        text.stdout.contains("[package nvidia-cublas"),
+        "{}",
+        text.stdout
+    );
+    assert!(!text.stdout.contains("[package nvidia]"), "{}", text.stdout);
+    assert!(!text.stdout.contains("[package nvidia;"), "{}", text.stdout);
+}

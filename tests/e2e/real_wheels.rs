@@ -542,6 +542,226 @@ fn deps_and_bundle_are_the_same_for_a_relative_path() {
     assert_eq!(to(&a), to(&b));
 }
 
+/// `bundle --format pyinstaller` of the real CTranslate2 Windows wheel prints the
+/// `(source, dest_dir)` list a PyInstaller spec's `binaries=` takes: read back by Python's own
+/// `ast.literal_eval`, it names exactly the files the bundle holds, each with the directory it
+/// has there; `--format json` carries the same list, and a relative spelling of the inputs
+/// gives the same list as the absolute one.
+#[test]
+fn bundle_prints_the_pyinstaller_binaries_list() {
+    let (Some(ct2), Some(rt)) = (
+        upstream::wheel(&upstream::CTRANSLATE2_WINDOWS),
+        upstream::wheel(&upstream::MSVC_RUNTIME),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    upstream::unpack(&ct2, &root.join("site"));
+    upstream::unpack(&rt, &root.join("rt"));
+    let rel_dll = "site/ctranslate2/../ctranslate2/ctranslate2.dll";
+    let rel_rt = "./rt/msvc_runtime-14.51.36231.data/data/Scripts";
+    let abs_dll = root.join("site/ctranslate2/ctranslate2.dll");
+    let abs_rt = root.join("rt/msvc_runtime-14.51.36231.data/data/Scripts");
+
+    let abs = rocbuild_in(
+        root,
+        &[
+            "bundle",
+            s(&abs_dll),
+            "--search",
+            s(&abs_rt),
+            "--into",
+            s(&root.join("a")),
+            "--format",
+            "pyinstaller",
+        ],
+    );
+    let rel = rocbuild_in(
+        root,
+        &[
+            "bundle",
+            rel_dll,
+            "--search",
+            rel_rt,
+            "--into",
+            "b",
+            "--format",
+            "pyinstaller",
+        ],
+    );
+    assert_eq!(abs.code, 0, "{}\n{}", abs.stdout, abs.stderr);
+    assert_eq!(rel.code, 0, "{}\n{}", rel.stdout, rel.stderr);
+    assert_eq!(rel.stdout, abs.stdout);
+
+    // Python reads the literal; print it back as JSON.
+    let mut py = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import ast, json, sys; print(json.dumps(ast.literal_eval(sys.stdin.read())))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    py.stdin
+        .take()
+        .unwrap()
+        .write_all(abs.stdout.as_bytes())
+        .unwrap();
+    let read = py.wait_with_output().unwrap();
+    assert!(
+        read.status.success(),
+        "not a Python literal:\n{}",
+        abs.stdout
+    );
+    let list: Vec<(String, String)> = serde_json::from_slice(&read.stdout).unwrap();
+
+    // Each (source, dest_dir) is a file of the bundle, at dest_dir/<name>, with the source's
+    // bytes (names compared as Windows does, without case: the bundle holds `MSVCP140.dll`
+    // under the name the import asks for, the runtime wheel spells it `msvcp140.dll`).
+    let bundled: BTreeMap<String, Vec<u8>> = tree(&root.join("a"))
+        .into_iter()
+        .map(|(k, v)| (k.to_lowercase(), v))
+        .collect();
+    let named: BTreeSet<String> = list
+        .iter()
+        .map(|(src, dir)| {
+            let name = Path::new(src)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            assert!(Path::new(src).is_absolute(), "{src}");
+            let at = if dir == "." {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
+            assert!(
+                bundled.get(&at) == Some(&std::fs::read(src).unwrap()),
+                "{at} is not {src} in the bundle:\n{}",
+                abs.stdout
+            );
+            at
+        })
+        .collect();
+    assert_eq!(named, bundled.keys().cloned().collect::<BTreeSet<_>>());
+    let dirs: BTreeMap<String, String> = list
+        .iter()
+        .map(|(src, dir)| {
+            let n = Path::new(src)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_lowercase();
+            (n, dir.clone())
+        })
+        .collect();
+    let want: BTreeMap<String, String> = [
+        "ctranslate2.dll",
+        "libiomp5md.dll",
+        "msvcp140.dll",
+        "vcruntime140.dll",
+        "vcruntime140_1.dll",
+    ]
+    .iter()
+    .map(|n| (n.to_string(), ".".to_string()))
+    .collect();
+    assert_eq!(dirs, want, "{}", abs.stdout);
+
+    let json = rocbuild_in(
+        root,
+        &[
+            "bundle", rel_dll, "--search", rel_rt, "--into", "c", "--format", "json",
+        ],
+    );
+    assert_eq!(json.code, 0, "{}\n{}", json.stdout, json.stderr);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let from_json: Vec<(String, String)> = serde_json::from_value(v["binaries"].clone()).unwrap();
+    assert_eq!(from_json, list);
+}
+
+/// CTranslate2 loads cuBLAS with `LoadLibrary("cublas64_12.dll")`, not through its import
+/// table: `bundle` of the real Windows wheel's DLL names it, and the other DLL names its data
+/// holds (MKL's per-CPU kernels, ittnotify), as "loaded at run time, not followed" in text and
+/// JSON — never a DLL it imports (those are bundled) nor a Windows system DLL (kernel32, ntdll).
+#[test]
+fn bundle_names_the_dlls_loaded_at_run_time_by_name() {
+    let (Some(ct2), Some(rt)) = (
+        upstream::wheel(&upstream::CTRANSLATE2_WINDOWS),
+        upstream::wheel(&upstream::MSVC_RUNTIME),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    upstream::unpack(&ct2, &root.join("site"));
+    upstream::unpack(&rt, &root.join("rt"));
+    let dll = root.join("site/ctranslate2/ctranslate2.dll");
+    let rt_dir = root.join("rt/msvc_runtime-14.51.36231.data/data/Scripts");
+    let args = |into: &str| {
+        vec![
+            "bundle".to_string(),
+            s(&dll).to_string(),
+            "--search".into(),
+            s(&rt_dir).to_string(),
+            "--into".into(),
+            s(&root.join(into)).to_string(),
+        ]
+    };
+    let a = args("t");
+    let text = rocbuild_in(root, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(text.code, 0, "{}\n{}", text.stdout, text.stderr);
+    let section = text
+        .stdout
+        .split("loaded at run time, not followed")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no run-time section:\n{}", text.stdout));
+    assert!(
+        section.contains("cublas64_12.dll  (named in ctranslate2.dll)"),
+        "{}",
+        text.stdout
+    );
+
+    let mut a = args("j");
+    a.push("--json".into());
+    let json = rocbuild_in(root, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(json.code, 0, "{}\n{}", json.stdout, json.stderr);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let names: BTreeSet<String> = v["runtime_loaded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_lowercase())
+        .collect();
+    for want in [
+        "cublas64_12.dll",
+        "libittnotify.dll",
+        "mkl_def.2.dll",
+        "mkl_avx2.2.dll",
+    ] {
+        assert!(names.contains(want), "{want} not in {names:?}");
+    }
+    for not in [
+        "kernel32.dll",
+        "ntdll.dll",
+        "msvcp140.dll",
+        "vcruntime140.dll",
+        "libiomp5md.dll",
+        "ctranslate2.dll",
+    ] {
+        assert!(!names.contains(not), "{not} in {names:?}");
+    }
+    assert!(
+        names.iter().all(|n| !n.starts_with("api-ms-win-")),
+        "{names:?}"
+    );
+    // Named, not followed: nothing of them is copied.
+    assert_eq!(tree(&root.join("j")).len(), 5);
+}
+
 /// A stub Windows DLL `name` in `dir`, built here with the mingw-w64 cross compiler, exporting
 /// `symbols` and importing one symbol from each DLL of `links` (so the preload order is
 /// checkable).

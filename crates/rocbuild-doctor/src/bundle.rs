@@ -20,6 +20,9 @@ pub struct Copied {
     /// Relative to the bundle directory.
     pub to: PathBuf,
     pub size: u64,
+    /// Who provides it: the distribution that installed it (`package nvidia-cublas-cu12`), an
+    /// SDK, or its directory.
+    pub provider: Source,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -29,6 +32,80 @@ pub struct BundleReport {
     pub total_size: u64,
     /// Imports nothing exports: the bundle is complete, but these would fail at load time.
     pub warnings: Vec<String>,
+    /// What a PyInstaller spec's `binaries=` takes: `(source, dest_dir)` for each copied file,
+    /// the source where it was found, the directory relative to the app's root (`.` for the root).
+    pub binaries: Vec<(PathBuf, String)>,
+    /// DLLs a bundled file names in its data but does not import (`LoadLibrary` by name, as
+    /// CTranslate2 loads cuBLAS): loaded at run time, not followed, not bundled.
+    pub runtime_loaded: Vec<RuntimeLoaded>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RuntimeLoaded {
+    pub name: String,
+    /// The bundled file whose data holds the name.
+    pub named_in: PathBuf,
+}
+
+/// The DLL names the bundled PE files hold as data, that are not bundled themselves.
+fn runtime_loaded(copied: &[Copied]) -> Vec<RuntimeLoaded> {
+    let bundled: std::collections::BTreeSet<String> = copied
+        .iter()
+        .filter_map(|c| c.to.file_name())
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .collect();
+    let mut out: Vec<RuntimeLoaded> = Vec::new();
+    for c in copied {
+        if rocbuild_native::format_of(&c.from) != Some(rocbuild_native::Format::Pe) {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&c.from) else {
+            continue;
+        };
+        for name in rocbuild_native::runtime_dll_names(&bytes).unwrap_or_default() {
+            let lower = name.to_ascii_lowercase();
+            if bundled.contains(&lower) || out.iter().any(|r| r.name.to_ascii_lowercase() == lower)
+            {
+                continue;
+            }
+            out.push(RuntimeLoaded {
+                name,
+                named_in: c.to.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// `dest_dir` in PyInstaller's sense: the directory of `to` with `/` separators, `.` at the top.
+fn dest_dir(to: &Path) -> String {
+    let dir: Vec<String> = to
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if dir.is_empty() {
+        ".".into()
+    } else {
+        dir.join("/")
+    }
+}
+
+/// The `binaries=` list as a Python literal: a list of 2-tuples of str. A JSON string is a
+/// valid Python str literal (escapes included), so paths with quotes or backslashes stay exact.
+pub fn pyinstaller(r: &BundleReport) -> String {
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"));
+    let mut o = String::from("[\n");
+    for (from, dir) in &r.binaries {
+        o.push_str(&format!(
+            "    ({}, {}),\n",
+            quote(&from.to_string_lossy()),
+            quote(dir)
+        ));
+    }
+    o.push_str("]\n");
+    o
 }
 
 /// Where `file` goes in the bundle, given where its loader (if any) went.
@@ -130,14 +207,37 @@ pub fn bundle(
         // fs::copy follows symlinks: the bundle holds the library under the name its
         // dependents ask for, not a dangling link.
         let size = fs_err::copy(&from, &dest).map_err(DoctorError::io("copy", &from))?;
-        copied.push(Copied { from, to, size });
+        let provider = classify(&linkage::Found {
+            name: to
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned(),
+            path: Some(from.clone()),
+            how: String::new(),
+            needed_by: vec![],
+            system: false,
+        });
+        copied.push(Copied {
+            from,
+            to,
+            size,
+            provider,
+        });
     }
     let total_size = copied.iter().map(|c| c.size).sum();
+    let binaries = copied
+        .iter()
+        .map(|c| (c.from.clone(), dest_dir(&c.to)))
+        .collect();
+    let runtime_loaded = runtime_loaded(&copied);
     Ok(BundleReport {
         into: into.to_path_buf(),
         copied,
         total_size,
         warnings,
+        binaries,
+        runtime_loaded,
     })
 }
 
@@ -155,9 +255,10 @@ pub fn human(r: &BundleReport) -> String {
     let mut o = String::new();
     for c in &r.copied {
         o.push_str(&format!(
-            "  {}  ({}, from {})\n",
+            "  {}  ({}, {}, from {})\n",
             c.to.display(),
             size(c.size),
+            c.provider,
             c.from.display()
         ));
     }
@@ -168,8 +269,47 @@ pub fn human(r: &BundleReport) -> String {
         size(r.total_size),
         r.into.display()
     ));
+    if !r.runtime_loaded.is_empty() {
+        o.push_str(
+            "loaded at run time, not followed (named in a file's data, not imported; ship them if the app uses them):\n",
+        );
+        for l in &r.runtime_loaded {
+            o.push_str(&format!(
+                "  {}  (named in {})\n",
+                l.name,
+                l.named_in.display()
+            ));
+        }
+    }
     for w in &r.warnings {
         o.push_str(&format!("warning: {w}\n"));
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pyinstaller_list_is_a_python_literal_with_dest_dirs() {
+        let r = BundleReport {
+            into: "/b".into(),
+            copied: vec![],
+            total_size: 0,
+            warnings: vec![],
+            runtime_loaded: vec![],
+            binaries: vec![
+                (
+                    "/s/ctranslate2/ctranslate2.dll".into(),
+                    dest_dir(Path::new("ctranslate2/ctranslate2.dll")),
+                ),
+                ("/r/it's\\x.dll".into(), dest_dir(Path::new("x.dll"))),
+            ],
+        };
+        assert_eq!(
+            pyinstaller(&r),
+            "[\n    (\"/s/ctranslate2/ctranslate2.dll\", \"ctranslate2\"),\n    (\"/r/it's\\\\x.dll\", \".\"),\n]\n"
+        );
+    }
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::DoctorError;
 use crate::examine::Examiner;
-use crate::finding::{order, Check, Finding, Severity};
+use crate::finding::{order, Breaks, Check, Finding, Severity};
 use crate::linkage::{self, Reader};
 use crate::loadtest::{load_test, LoadReport, Step};
 use crate::package::{native_libraries, Subject};
@@ -151,6 +151,58 @@ pub fn probe(
         gpu: None,
         cuda_gpu: None,
     })
+}
+
+/// A library missing only from the loader's path, present elsewhere in the venv, needs no
+/// rebuild: the fix of each missing-library finding becomes `rocbuild repair NAME` when that
+/// repair would make the package load. Not with an import nothing exports or a wrong flavor
+/// (those need a rebuild, and keep its fix), nor for rocbuild's own builds.
+fn repair_fix(machine: &Machine, subject: &Subject, findings: &mut [Finding]) {
+    let ours = |f: &Finding| f.subject == subject.name;
+    let missing = findings
+        .iter()
+        .any(|f| ours(f) && f.breaks == Some(Breaks::MissingLibrary));
+    let rebuild = findings
+        .iter()
+        .any(|f| ours(f) && (f.breaks == Some(Breaks::Abi) || f.check == Check::Flavor));
+    if !missing || rebuild {
+        return;
+    }
+    let os = machine.platform.os;
+    let python = Some(machine.python.exe.clone()).filter(|p| p.is_file() && os == Os::current());
+    let site = &machine.python.site_packages;
+    let Some(found) = crate::repair::repair_would_fix(site, os, subject, python) else {
+        return;
+    };
+    let mut made: Vec<String> = Vec::new();
+    for (name, dir) in &found {
+        // Who installed it there: the distribution whose RECORD lists it.
+        let by = dir
+            .join(name)
+            .strip_prefix(site)
+            .ok()
+            .and_then(|rest| crate::provider::distribution_of(site, rest))
+            .map(|d| format!(" (installed by {d})"))
+            .unwrap_or_default();
+        let at = format!(
+            "{} findable from {}{by}",
+            name,
+            dir.strip_prefix(site).unwrap_or(dir).display()
+        );
+        if !made.contains(&at) {
+            made.push(at);
+        }
+    }
+    for f in findings
+        .iter_mut()
+        .filter(|f| ours(f) && f.breaks == Some(Breaks::MissingLibrary))
+    {
+        f.fix = format!(
+            "run `rocbuild repair {}` (makes {}; no rebuild needed)",
+            subject.name,
+            made.join(", ")
+        );
+    }
 }
 
 /// Pick the subjects: the ones asked for (an unknown name is a usage error), or all installed.
@@ -311,6 +363,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             .collect();
         for ((subject, libs, _), handle) in plans.iter().zip(handles) {
             let mut examined = ctx.examine(subject, libs);
+            repair_fix(machine, subject, &mut examined.findings);
             let load = handle.join().unwrap_or(None);
             if let Some(r) = &load {
                 symptom::reconcile(&mut examined.findings, r);

@@ -27,7 +27,7 @@ mod repair;
 mod symptom;
 mod venv_os;
 
-pub use bundle::{bundle, BundleReport, Copied};
+pub use bundle::{bundle, BundleReport, Copied, RuntimeLoaded};
 pub use deps::{deps, DepsReport, FileDeps, Library};
 pub use doctor::{
     check_libraries, doctor, probe, DoctorOptions, PackageReport, Report, TorchSummary,
@@ -47,6 +47,7 @@ pub use venv_os::{locate, os_of_files, python_from_files};
 /// Human text for `deps` and `bundle`.
 pub mod text {
     pub use crate::bundle::human as bundle;
+    pub use crate::bundle::pyinstaller as bundle_pyinstaller;
     pub use crate::deps::human as deps;
     pub use crate::repair::human as repair;
 }

@@ -1,7 +1,9 @@
 //! Who provides a library: a package in site-packages, a GPU SDK, the operating system, or
 //! just a directory. This is what a user acts on ("pip install X", "install ROCm").
 
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Serialize;
 
@@ -10,9 +12,12 @@ use crate::linkage::Found;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Source {
-    /// `site-packages/NAME/...` (NAME: the top directory, e.g. `torch`, `_rocm_sdk_core`).
+    /// A file under site-packages. `name`: the distribution whose dist-info RECORD lists it
+    /// (`nvidia-cublas-cu12`, what `pip install` takes), else the top directory; `dir`: the top
+    /// directory (`nvidia`, `torch`, `_rocm_sdk_core`).
     Package {
         name: String,
+        dir: String,
         site_packages: PathBuf,
     },
     /// A GPU SDK: ROCm / HIP or CUDA, with its root.
@@ -67,6 +72,96 @@ pub fn is_runtime_name(name: &str) -> bool {
     ELF.iter().any(|p| l.starts_with(p)) || l.starts_with("api-ms-win-") || l.starts_with("ext-ms-")
 }
 
+/// `rest` as RECORD spells a path: `/` separators, `.` and `..` resolved lexically.
+fn record_key(rest: &Path) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for c in rest.components() {
+        match c {
+            Component::Normal(n) => parts.push(n.to_string_lossy().into_owned()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            _ => return None,
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// The distribution's name from its dist-info: `Name:` in METADATA, else the directory's name
+/// up to the version (`nvidia_cublas_cu12-12.8.4.1.dist-info` -> `nvidia_cublas_cu12`).
+fn dist_name(dist_info: &Path) -> String {
+    if let Ok(meta) = std::fs::read_to_string(dist_info.join("METADATA")) {
+        for line in meta.lines() {
+            if line.is_empty() {
+                break;
+            }
+            if let Some(n) = line.strip_prefix("Name:") {
+                return n.trim().to_string();
+            }
+        }
+    }
+    let dir = dist_info
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    dir.split('-').next().unwrap_or(&dir).to_string()
+}
+
+/// Path (as RECORD spells it, relative to site-packages; also lowercased, for Windows' case
+/// insensitivity) -> distribution, from every `*.dist-info/RECORD` of `site`.
+fn record_index(site: &Path) -> HashMap<String, String> {
+    let mut index = HashMap::new();
+    let Ok(entries) = std::fs::read_dir(site) else {
+        return index;
+    };
+    let mut dist_infos: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "dist-info"))
+        .collect();
+    dist_infos.sort();
+    for d in dist_infos {
+        let Ok(record) = std::fs::read_to_string(d.join("RECORD")) else {
+            continue;
+        };
+        let name = dist_name(&d);
+        for (path, _, _) in rocbuild_venv::record::parse(&record) {
+            let Some(key) = record_key(Path::new(&path)) else {
+                continue;
+            };
+            index
+                .entry(key.to_lowercase())
+                .or_insert_with(|| name.clone());
+            index.entry(key).or_insert_with(|| name.clone());
+        }
+    }
+    index
+}
+
+/// The distribution that installed `site/rest`, by the dist-info RECORD files of `site` (read
+/// once per site-packages and process).
+pub fn distribution_of(site: &Path, rest: &Path) -> Option<String> {
+    type Cache = Mutex<HashMap<PathBuf, Arc<HashMap<String, String>>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = record_key(rest)?;
+    let index = {
+        let mut cache = CACHE
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(site.to_path_buf())
+            .or_insert_with(|| Arc::new(record_index(site)))
+            .clone()
+    };
+    index
+        .get(&key)
+        .or_else(|| index.get(&key.to_lowercase()))
+        .cloned()
+}
+
 /// Where a found library comes from.
 pub fn classify(f: &Found) -> Source {
     let Some(path) = &f.path else {
@@ -76,13 +171,15 @@ pub fn classify(f: &Found) -> Source {
         return Source::System;
     }
     if let Some((site, rest)) = site_packages_of(path) {
-        let name = rest
+        let dir = rest
             .components()
             .next()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .unwrap_or_default();
+        let name = distribution_of(&site, &rest).unwrap_or_else(|| dir.clone());
         return Source::Package {
             name,
+            dir,
             site_packages: site,
         };
     }
@@ -133,6 +230,7 @@ mod tests {
             )),
             Source::Package {
                 name: "torch".into(),
+                dir: "torch".into(),
                 site_packages: "/v/lib/python3.11/site-packages".into()
             }
         );
@@ -157,5 +255,44 @@ mod tests {
                 dir: "/home/u/ffmpeg/lib".into()
             }
         );
+    }
+
+    #[test]
+    fn the_provider_is_the_distribution_that_installed_the_file() {
+        let t = tempfile::tempdir().unwrap();
+        let site = t.path().join("lib/python3.12/site-packages");
+        let lib = site.join("nvidia/cublas/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(lib.join("libcublas.so.12"), b"x").unwrap();
+        std::fs::create_dir_all(site.join("nvidia/cudnn/lib")).unwrap();
+        std::fs::write(site.join("nvidia/cudnn/lib/libcudnn.so.9"), b"x").unwrap();
+        let di = site.join("nvidia_cublas_cu12-12.8.4.1.dist-info");
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            "Metadata-Version: 2.1\nName: nvidia-cublas-cu12\nVersion: 12.8.4.1\n\nName: not this\n",
+        )
+        .unwrap();
+        std::fs::write(
+            di.join("RECORD"),
+            "nvidia/cublas/lib/libcublas.so.12,sha256=abc,1\nnvidia_cublas_cu12-12.8.4.1.dist-info/RECORD,,\n",
+        )
+        .unwrap();
+        let cublas = classify(&found(lib.join("libcublas.so.12").to_str().unwrap(), false));
+        assert_eq!(
+            cublas,
+            Source::Package {
+                name: "nvidia-cublas-cu12".into(),
+                dir: "nvidia".into(),
+                site_packages: site.clone()
+            }
+        );
+        assert_eq!(cublas.to_string(), "package nvidia-cublas-cu12");
+        // A file no RECORD lists: the top directory, as before.
+        let cudnn = site.join("nvidia/cudnn/lib/libcudnn.so.9");
+        assert!(matches!(
+            classify(&found(cudnn.to_str().unwrap(), false)),
+            Source::Package { name, .. } if name == "nvidia"
+        ));
     }
 }

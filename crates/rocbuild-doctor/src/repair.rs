@@ -544,6 +544,26 @@ fn plan_package(
     })
 }
 
+/// When `rocbuild repair NAME` would make the package load without a rebuild: it is not
+/// rocbuild's own build, and its planned repair (the venv's files only, no `--search`) makes
+/// every missing library findable with no refusal — nothing found nowhere, no import nothing
+/// exports. Each library it would make findable, with its directory; `None` otherwise.
+pub(crate) fn repair_would_fix(
+    site: &Path,
+    os: Os,
+    subject: &Subject,
+    python: Option<PathBuf>,
+) -> Option<Vec<(String, PathBuf)>> {
+    if let Ok(Some(m)) = manifest::read_checked(site, &subject.name) {
+        if m.kind == Kind::Build {
+            return None;
+        }
+    }
+    let index = Index::build(site, &[]);
+    let p = plan_package(site, os, subject, &index, false, python, Reader::leaked()).ok()?;
+    (p.outcome == Outcome::WouldRepair).then(|| p.fixes.into_iter().flat_map(|f| f.found).collect())
+}
+
 /// The version pip installed, from the dist-info directory's name.
 fn dist_version(site: &Path, dist: &str) -> Option<String> {
     let want = rocbuild_probe::normalize_dist(dist);

@@ -74,6 +74,7 @@ pub use demangle::demangle;
 pub use elf::{exports_cxx11_abi, read_elf, ElfInfo};
 pub use macho::add_macho_rpaths;
 pub use offload::{offload_targets, OffloadEntry, MAX_DECOMPRESSED};
+pub use pe::runtime_dll_names;
 pub use read::{
     format_of, parse_binary, parse_binary_with, read_binary, read_binary_with, ReadOptions,
     MAX_FILE_SIZE,

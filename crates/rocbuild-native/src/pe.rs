@@ -232,3 +232,112 @@ fn delay_imports(
     }
     (dlls, imports)
 }
+
+/// DLL names a PE image holds as data (`LoadLibraryA("cublas64_12.dll")`,
+/// `LoadLibraryW(L"nvcuda.dll")`): NUL-started strings ending in `.dll`, ASCII or UTF-16LE, in
+/// its initialised data sections (`.rdata`, `.data`), that are neither in its import or
+/// delay-import tables, nor its own name, nor a Windows system DLL. What the image may load at
+/// run time by name, which no import-table walk follows. Sorted, without duplicates (by
+/// lowercased name).
+pub fn runtime_dll_names(bytes: &[u8]) -> Result<Vec<String>, NativeError> {
+    crate::read::guarded(Format::Pe, || {
+        let pe = PE::parse(bytes).map_err(|e| malformed(Format::Pe, e.to_string()))?;
+        let (delay_needed, _) = delay_imports(bytes, &pe, &|_: &str| None);
+        let known: std::collections::BTreeSet<String> = pe
+            .libraries
+            .iter()
+            .map(|s| s.to_string())
+            .chain(delay_needed)
+            .chain(pe.name.map(str::to_string))
+            .map(|s| s.to_ascii_lowercase())
+            .collect();
+        let mut found = std::collections::BTreeMap::new();
+        for sec in &pe.sections {
+            let name = sec.name().unwrap_or("");
+            if name != ".rdata" && name != ".data" {
+                continue;
+            }
+            let start = sec.pointer_to_raw_data as usize;
+            let len = sec.size_of_raw_data as usize;
+            let Some(data) = start.checked_add(len).and_then(|end| bytes.get(start..end)) else {
+                continue;
+            };
+            for s in dll_strings(data) {
+                let lower = s.to_ascii_lowercase();
+                if known.contains(&lower) || crate::is_windows_system_dll(&lower) {
+                    continue;
+                }
+                found.entry(lower).or_insert(s);
+            }
+        }
+        Ok(found.into_values().collect())
+    })
+}
+
+fn dll_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'+')
+}
+
+/// A whole string `s` that is a DLL file name (`name.dll`, name characters only).
+fn as_dll_name(s: &[u8]) -> Option<String> {
+    let stem_len = s.len().checked_sub(4)?;
+    (stem_len > 0
+        && s[stem_len..].eq_ignore_ascii_case(b".dll")
+        && s.iter().all(|&b| dll_name_byte(b)))
+    .then(|| String::from_utf8_lossy(s).into_owned())
+}
+
+/// NUL-delimited strings of `data` that are DLL file names: narrow (`name.dll\0`) and wide
+/// (`n\0a\0m\0e\0.\0d\0l\0l\0\0\0`), each starting at the section's start or after a NUL.
+fn dll_strings(data: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    // Narrow: split at NUL; a string preceded by other bytes is part of something else.
+    for s in data.split(|&b| b == 0) {
+        if let Some(n) = as_dll_name(s) {
+            out.push(n);
+        }
+    }
+    // Wide: runs of (printable ASCII, 0) pairs, at either alignment, starting after a NUL.
+    let mut i = 0;
+    while i + 1 < data.len() {
+        let starts = i == 0 || data[i - 1] == 0;
+        if starts && dll_name_byte(data[i]) && data[i + 1] == 0 {
+            let mut j = i;
+            let mut s = Vec::new();
+            while j + 1 < data.len() && dll_name_byte(data[j]) && data[j + 1] == 0 {
+                s.push(data[j]);
+                j += 2;
+            }
+            // A wide string ends with a 0 u16 (or the section's end).
+            if s.len() > 1 && (j + 1 >= data.len() || (data[j] == 0 && data[j + 1] == 0)) {
+                if let Some(n) = as_dll_name(&s) {
+                    out.push(n);
+                }
+            }
+            i = j.max(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod runtime_names_tests {
+    use super::dll_strings;
+
+    #[test]
+    fn finds_narrow_and_wide_dll_names_at_string_starts() {
+        let mut data =
+            b"\0\0cublas64_12.dll\0libs are here\0\"memkind\".dll\0x6;6self.dll\0".to_vec();
+        for c in "nvcuda.dll".bytes() {
+            data.extend([c, 0]);
+        }
+        data.extend([0, 0]);
+        data.extend(b"not a dll.dll\0MKL_DEF.2.DLL\0");
+        assert_eq!(
+            dll_strings(&data),
+            ["cublas64_12.dll", "MKL_DEF.2.DLL", "nvcuda.dll"]
+        );
+    }
+}

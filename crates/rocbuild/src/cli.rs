@@ -306,9 +306,27 @@ pub struct BundleArgs {
     /// More directories the loader searches (repeatable).
     #[arg(long = "search", value_name = "DIR")]
     pub search: Vec<PathBuf>,
-    /// Print what was copied as JSON on stdout.
+    /// Print what was copied as JSON on stdout (the same as `--format json`).
     #[arg(long)]
     pub json: bool,
+    /// What to print on stdout: `text`, `json` (the report, with `binaries`), or `pyinstaller`
+    /// (the `(source, dest_dir)` list a PyInstaller spec's `binaries=` takes, as a Python literal).
+    #[arg(long, value_enum, default_value_t = BundleFormat::Text)]
+    pub format: BundleFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BundleFormat {
+    Text,
+    Json,
+    Pyinstaller,
+}
+
+impl BundleArgs {
+    /// `--json` or `--format json`.
+    pub fn json(&self) -> bool {
+        self.json || self.format == BundleFormat::Json
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -140,7 +140,7 @@ fn wants_json(cli: &Cli) -> bool {
         Some(Command::Ffmpeg(a)) => a.json,
         Some(Command::Doctor(a)) => a.json,
         Some(Command::Deps(a)) => a.json,
-        Some(Command::Bundle(a)) => a.json,
+        Some(Command::Bundle(a)) => a.json(),
         Some(Command::Repair(a)) => a.json,
         Some(_) => false,
     }

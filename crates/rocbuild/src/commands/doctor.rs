@@ -135,9 +135,14 @@ pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
 pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
     let report = match rocbuild_doctor::bundle(&a.files, &a.into, &a.search) {
         Ok(r) => r,
-        Err(e) => return fail(e, a.json),
+        Err(e) => return fail(e, a.json()),
     };
-    print_out(a.json, &report, rocbuild_doctor::text::bundle(&report))?;
+    let text = if a.format == crate::cli::BundleFormat::Pyinstaller {
+        rocbuild_doctor::text::bundle_pyinstaller(&report)
+    } else {
+        rocbuild_doctor::text::bundle(&report)
+    };
+    print_out(a.json(), &report, text)?;
     Ok(ExitStatus::Success)
 }
 
