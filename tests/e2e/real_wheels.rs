@@ -959,3 +959,139 @@ fn repairs_the_real_windows_torchcodec_with_the_preload_hook() {
         "restore did not give the venv back as it was"
     );
 }
+
+/// What llvm-objdump (an independent reader) says a native file needs: load-time libraries,
+/// LC_RPATHs, and (PE) the procedures imported from each DLL.
+#[derive(Debug, Default, PartialEq)]
+struct Objdump {
+    needed: BTreeSet<String>,
+    rpaths: Vec<String>,
+    imports: BTreeMap<String, BTreeSet<String>>,
+}
+
+fn objdump(file: &Path) -> Objdump {
+    let mut out = Objdump::default();
+    let is_pe = std::fs::read(file).unwrap().starts_with(b"MZ");
+    if is_pe {
+        let text = run(std::process::Command::new("llvm-objdump-15")
+            .arg("-p")
+            .arg(file));
+        let mut current: Option<String> = None;
+        let mut in_imports = false;
+        for l in text.lines() {
+            let t = l.trim();
+            if t == "The Import Tables:" {
+                in_imports = true;
+                continue;
+            }
+            if t.starts_with("The ") && t.ends_with(':') && t != "The Import Tables:" {
+                in_imports = false;
+                current = None;
+            }
+            if !in_imports {
+                continue;
+            }
+            if let Some(dll) = t.strip_prefix("DLL Name: ") {
+                out.needed.insert(dll.to_string());
+                current = Some(dll.to_string());
+                out.imports.entry(dll.to_string()).or_default();
+            } else if t.is_empty() || t.starts_with("lookup ") || t.starts_with("Hint/Ord") {
+                if t.is_empty() {
+                    current = None;
+                }
+            } else if let Some(dll) = &current {
+                // `  144  WinVerifyTrust`: hint, then the name (an ordinal import has none).
+                let mut it = t.split_whitespace();
+                if let (Some(_), Some(name)) = (it.next(), it.next()) {
+                    out.imports.get_mut(dll).unwrap().insert(name.to_string());
+                }
+            }
+        }
+    } else {
+        let text = run(std::process::Command::new("llvm-objdump-15")
+            .args(["--macho", "--private-headers"])
+            .arg(file));
+        let mut cmd = String::new();
+        for l in text.lines() {
+            let t = l.trim();
+            if let Some(c) = t.strip_prefix("cmd ") {
+                cmd = c.to_string();
+            } else if let Some(n) = t.strip_prefix("name ") {
+                if matches!(
+                    cmd.as_str(),
+                    "LC_LOAD_DYLIB" | "LC_LOAD_WEAK_DYLIB" | "LC_REEXPORT_DYLIB"
+                ) {
+                    out.needed
+                        .insert(n.split(" (offset").next().unwrap().to_string());
+                }
+            }
+        }
+        out.rpaths = objdump_rpaths(file);
+    }
+    out
+}
+
+/// Every native file of the corpus of real upstream wheels (macOS, Windows), read by rocbuild
+/// and by llvm-objdump: the same needed libraries, the same LC_RPATHs, and for PE the same
+/// procedures imported from each DLL (rocbuild's missing-import check works on these).
+#[test]
+fn the_corpus_reads_the_same_as_llvm_objdump() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for w in upstream::CORPUS {
+        let Some(wheel) = upstream::wheel(w) else {
+            continue;
+        };
+        let into = tmp
+            .path()
+            .join(format!("{}-{}-{}", w.name, w.version, w.platform));
+        // torch's Windows wheel is large: its c10.dll stands for it.
+        let prefixes: &[&str] = if w.name == "torch" {
+            &["torch/lib/c10.dll"]
+        } else {
+            &[""]
+        };
+        upstream::unpack_only(&wheel, &into, prefixes);
+        let files: Vec<PathBuf> = tree(&into)
+            .into_keys()
+            .map(|rel| into.join(rel))
+            .filter(|p| {
+                let n = p.to_string_lossy().to_lowercase();
+                n.ends_with(".dll")
+                    || n.ends_with(".dylib")
+                    || n.ends_with(".pyd")
+                    || (n.ends_with(".so") && w.platform.starts_with("macosx"))
+            })
+            .collect();
+        assert!(!files.is_empty(), "{}: no native file", wheel.display());
+        for f in files {
+            let ours =
+                rocbuild_native::read_binary(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            let theirs = objdump(&f);
+            let needed: BTreeSet<String> = ours.needed.iter().cloned().collect();
+            assert_eq!(needed, theirs.needed, "needed libraries of {}", f.display());
+            assert_eq!(ours.rpath, theirs.rpaths, "LC_RPATHs of {}", f.display());
+            if !theirs.imports.is_empty() {
+                let mut by_dll: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+                for i in &ours.imports {
+                    let dll = i.library.clone().unwrap_or_default();
+                    let e = by_dll.entry(dll).or_default();
+                    if let Some(n) = &i.name {
+                        e.insert(n.clone());
+                    }
+                }
+                for (dll, names) in &theirs.imports {
+                    assert_eq!(
+                        by_dll.get(dll).cloned().unwrap_or_default(),
+                        *names,
+                        "procedures {} imports from {dll}",
+                        f.display()
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    eprintln!("{checked} native files of the corpus read the same by rocbuild and llvm-objdump");
+    assert!(checked >= 10, "only {checked} files checked");
+}

@@ -202,7 +202,10 @@ fn a_signal_while_pip_fetches_the_python_part_stops_pip_and_leaves_no_staging() 
     let (code, said) = finish(child, rx);
     // pip runs beside the build: the signal comes during the compile or while rocbuild waits
     // for pip; either way pip is stopped (below) and nothing is installed.
-    assert!(said.contains("python part: fakecodec==1.0.0 (pip"), "{said}");
+    assert!(
+        said.contains("python part: fakecodec==1.0.0 (pip"),
+        "{said}"
+    );
     assert_undone(&w, &before, code, SIGTERM, &said);
     assert!(
         !w.site.join(".rocbuild").exists(),
