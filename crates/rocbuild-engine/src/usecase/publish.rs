@@ -65,18 +65,17 @@ pub fn publish(
     let ok = tools.join(".rocbuild-ok");
     if !ok.exists() {
         reporter.note(&format!("twine from PyPI -> {}", tools.display()));
-        let install = Command::new(&py)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--quiet",
-                "--target",
-            ])
-            .arg(tools.display().to_string())
-            .arg(TWINE);
+        let machine_py = rocbuild_probe::probe_python(
+            &rocbuild_probe::Venv {
+                root: layout.root.clone(),
+                chosen_by: "--venv".into(),
+            },
+            Os::current(),
+        )?;
+        let pip = crate::plan::pip::installer(&machine_py, "twine")?;
+        let install =
+            crate::plan::pip::install_into(&pip, &machine_py, Os::current(), &tools, false)
+                .args(["--quiet", TWINE]);
         run(&install, "install twine")?;
         fs_err::write(&ok, "").map_err(EngineError::io("write", &ok))?;
     }
