@@ -174,7 +174,7 @@ impl fmt::Display for Plan {
                 let subs = match submodules {
                     SubmoduleSel::None => "no".to_string(),
                     SubmoduleSel::All => "yes, recursively".to_string(),
-                    SubmoduleSel::Only(p) => format!("{} (each recursively)", p.join(", ")),
+                    SubmoduleSel::Only(p) => describe_submodules(p),
                 };
                 writeln!(f, "      submodules: {subs}")?;
                 writeln!(f, "      cache: {}", git_cache.display())?;
@@ -328,4 +328,32 @@ impl fmt::Display for Plan {
         }
         writeln!(f, "log: {}", self.log_dir.display())
     }
+}
+
+/// `a, b (only b/x), c`: each named submodule with all of its own, unless the nested ones it
+/// needs are named.
+fn describe_submodules(paths: &[String]) -> String {
+    let nested = |p: &str| -> Vec<&str> {
+        let prefix = format!("{}/", p.trim_end_matches('/'));
+        paths
+            .iter()
+            .filter_map(|q| q.strip_prefix(prefix.as_str()))
+            .collect()
+    };
+    let top: Vec<&String> = paths
+        .iter()
+        .filter(|p| {
+            !paths
+                .iter()
+                .any(|q| p.starts_with(&format!("{}/", q.trim_end_matches('/'))))
+        })
+        .collect();
+    let parts: Vec<String> = top
+        .iter()
+        .map(|p| match nested(p).as_slice() {
+            [] => format!("{p} (with its own)"),
+            n => format!("{p} (of its own only {})", n.join(", ")),
+        })
+        .collect();
+    parts.join(", ")
 }

@@ -617,6 +617,26 @@ fn submodule_url(parent: &str, url: &str) -> String {
     base.join("/")
 }
 
+/// What to check out inside submodule `path`: the nested paths the selection names under it
+/// (`third_party/ruy/third_party/cpuinfo` takes ruy's cpuinfo and not its googletest), or
+/// all of them when it names none.
+fn nested(which: &SubmoduleSel, path: &str) -> SubmoduleSel {
+    let SubmoduleSel::Only(paths) = which else {
+        return SubmoduleSel::All;
+    };
+    let prefix = format!("{}/", path.trim_end_matches('/'));
+    let inner: Vec<String> = paths
+        .iter()
+        .filter_map(|p| p.strip_prefix(&prefix))
+        .map(str::to_string)
+        .collect();
+    if inner.is_empty() {
+        SubmoduleSel::All
+    } else {
+        SubmoduleSel::Only(inner)
+    }
+}
+
 fn checkout_submodules(
     repo: &Repository,
     tree: &git2::Tree,
@@ -656,7 +676,7 @@ fn checkout_submodules(
             oid,
             &target,
             &sub_url,
-            &SubmoduleSel::All,
+            &nested(which, &path),
             git_cache,
             mirror,
             progress,
@@ -724,6 +744,140 @@ mod tests {
         assert!(loose.exists(), "{} is not loose", loose.display());
         fs_err::remove_file(&loose).unwrap();
         (root_m, repo, release)
+    }
+
+    /// A bare repo `MIRROR/example.invalid/acme/NAME.git` holding `files` at tag v1, with the
+    /// given submodules (path, name, commit); returns the tag's commit.
+    fn mirrored(
+        mirror: &Path,
+        name: &str,
+        files: &[(&str, &str)],
+        subs: &[(&str, &str, &str)],
+    ) -> String {
+        let work = mirror.join("work").join(name);
+        fs_err::create_dir_all(&work).unwrap();
+        git(&work, &["init", "-q"]);
+        for (f, text) in files {
+            fs_err::write(work.join(f), text).unwrap();
+        }
+        let mut modules = String::new();
+        for (path, sub, _) in subs {
+            modules.push_str(&format!(
+                "[submodule \"{sub}\"]\n\tpath = {path}\n\turl = https://example.invalid/acme/{sub}.git\n"
+            ));
+        }
+        if !modules.is_empty() {
+            fs_err::write(work.join(".gitmodules"), modules).unwrap();
+        }
+        // The gitlinks go in after `add -A`, which would drop them (nothing is at their path).
+        git(&work, &["add", "-A"]);
+        for (path, _, commit) in subs {
+            git(
+                &work,
+                &[
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    &format!("160000,{commit},{path}"),
+                ],
+            );
+        }
+        git(&work, &["commit", "-qm", "v1"]);
+        git(&work, &["tag", "v1"]);
+        let repo = mirror.join(format!("example.invalid/acme/{name}.git"));
+        fs_err::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q", "--bare"]);
+        git(
+            &work,
+            &[
+                "push",
+                "-q",
+                repo.to_str().unwrap(),
+                "HEAD:refs/heads/main",
+                "v1",
+            ],
+        );
+        git(&work, &["rev-parse", "HEAD"])
+    }
+
+    #[test]
+    fn only_the_nested_submodules_named_are_fetched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mirror = tmp.path().join("mirror");
+        // ruy-like: a submodule with two of its own; the build needs cpuinfo only. googletest
+        // is not in the mirror at all: fetching it would fail.
+        let cpuinfo = mirrored(&mirror, "cpuinfo", &[("cpuinfo.h", "int cpuinfo;\n")], &[]);
+        let gtest = "0123456789abcdef0123456789abcdef01234567";
+        let ruy = mirrored(
+            &mirror,
+            "ruy",
+            &[("ruy.h", "int ruy;\n")],
+            &[
+                ("third_party/cpuinfo", "cpuinfo", &cpuinfo),
+                ("third_party/googletest", "googletest", gtest),
+            ],
+        );
+        let spdlog = mirrored(&mirror, "spdlog", &[("spdlog.h", "int spdlog;\n")], &[]);
+        mirrored(
+            &mirror,
+            "proj",
+            &[("CMakeLists.txt", "project(p)\n")],
+            &[
+                ("third_party/ruy", "ruy", &ruy),
+                ("third_party/spdlog", "spdlog", &spdlog),
+            ],
+        );
+        let url = "https://example.invalid/acme/proj";
+        let cache = tmp.path().join("cache");
+        let (repo, oid) =
+            fetch_commit(&cache, url, "refs/tags/v1", Some(&mirror), &|_, _| {}).unwrap();
+        let dir = tmp.path().join("checkout");
+        let sel = SubmoduleSel::Only(vec![
+            "third_party/spdlog".into(),
+            "third_party/ruy".into(),
+            "third_party/ruy/third_party/cpuinfo".into(),
+        ]);
+        checkout(
+            &repo,
+            oid,
+            &dir,
+            url,
+            &sel,
+            &cache,
+            Some(&mirror),
+            &|_, _| {},
+        )
+        .unwrap();
+        assert!(dir.join("third_party/spdlog/spdlog.h").is_file());
+        assert!(dir.join("third_party/ruy/ruy.h").is_file());
+        assert!(dir
+            .join("third_party/ruy/third_party/cpuinfo/cpuinfo.h")
+            .is_file());
+        assert!(!dir
+            .join("third_party/ruy/third_party/googletest")
+            .join("README.md")
+            .exists());
+        assert_eq!(
+            fs_err::read_dir(dir.join("third_party/ruy/third_party/googletest"))
+                .map(|d| d.count())
+                .unwrap_or(0),
+            0
+        );
+        // Without the nested path named, ruy comes with all of its own: googletest is asked
+        // for, and the mirror does not have it.
+        let all = SubmoduleSel::Only(vec!["third_party/ruy".into()]);
+        let err = checkout(
+            &repo,
+            oid,
+            &tmp.path().join("checkout2"),
+            url,
+            &all,
+            &cache,
+            Some(&mirror),
+            &|_, _| {},
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("googletest"), "{err}");
     }
 
     #[test]

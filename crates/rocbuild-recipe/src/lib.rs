@@ -101,7 +101,8 @@ pub enum SubmoduleSel {
     #[default]
     None,
     All,
-    /// These top-level paths (each with its own submodules, recursively).
+    /// These paths: each with all of its own submodules, unless nested paths under it are
+    /// named too (`a`, `a/x`: of a's own submodules only x).
     Only(Vec<String>),
 }
 
