@@ -369,3 +369,257 @@ fn experimental_rocm_7_2_builds_ctranslate2_shaped_hip_for_gfx1201() {
         show(&ok)
     );
 }
+
+/// The site-packages of a venv made inside the chroot (its `bin/python` names the chroot's
+/// Python, which the host cannot run).
+fn chroot_site(venv: &Path) -> PathBuf {
+    std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .unwrap()
+}
+
+/// A `fakecodec` recipe whose releases carry the real TorchCodec recipe's torch and FFmpeg
+/// ranges (and default flags): the choice below is the one the real recipe makes.
+fn ranged_fakecodec_recipe(git: &str) -> String {
+    let (_, text) = rocbuild_recipe::BUILTIN
+        .iter()
+        .find(|(n, _)| *n == "torchcodec")
+        .unwrap();
+    let real = rocbuild_recipe::parse("<builtin>/torchcodec.toml", text).unwrap();
+    let mut releases = String::new();
+    for r in real.releases() {
+        releases.push_str(&format!(
+            "[[release]]\nversion = \"{}\"\ntorch = \"{}\"\n{}default = {}\n\n",
+            r.version,
+            r.torch,
+            r.ffmpeg
+                .map(|f| format!("ffmpeg = \"{f}\"\n"))
+                .unwrap_or_default(),
+            r.default
+        ));
+    }
+    let base = fixture_recipe(git, true, DECODE_WAV);
+    let start = base.find("[[release]]").unwrap();
+    let end = base.find("[needs]").unwrap();
+    format!("{}{releases}{}", &base[..start], &base[end..])
+}
+
+/// TorchCodec on FFmpeg 9 (sid's 9.x development packages): the default release is one for
+/// FFmpeg 9 (0.16 or newer, as the real recipe's ranges say), built, installed and decoding
+/// with FFmpeg 9; `--version 0.15.0` in the same venv is refused before anything is fetched,
+/// naming FFmpeg 9 and the releases that support it.
+#[test]
+fn sid_ffmpeg_9_gets_a_torchcodec_release_for_it_and_0_15_is_refused_before_fetch() {
+    let Some(root) = chroot("ROCBUILD_TEST_CHROOT_ROCM64", "sid-rocm6.4") else {
+        return;
+    };
+    let work = tempfile::Builder::new()
+        .prefix("rocbuild-e2e-ffmpeg9-")
+        .tempdir_in(root.join("tmp"))
+        .unwrap();
+    let inner = format!(
+        "/tmp/{}",
+        work.path().file_name().unwrap().to_string_lossy()
+    );
+    let w = work.path();
+    std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), w.join("rocbuild")).unwrap();
+    // The fixture repository, tagged as both releases: a refusal is the planner's, not a
+    // missing tag.
+    let repos = w.join("repos");
+    make_git_fixture(&repos);
+    for tag in ["v0.15.0", "v0.16.0"] {
+        let out = Command::new("git")
+            .args([
+                "-C",
+                repos.join("fakecodec.git").to_str().unwrap(),
+                "tag",
+                tag,
+                "v1.0.0",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    std::fs::create_dir_all(w.join("recipes")).unwrap();
+    std::fs::write(
+        w.join("recipes/fakecodec.toml"),
+        ranged_fakecodec_recipe(&format!("{inner}/repos/fakecodec.git")),
+    )
+    .unwrap();
+    make_wheel(&w.join("wheels"), "fakecodec", "0.16.0");
+    let venv = format!("{inner}/venv");
+    let mk = in_chroot(&root, &[], &["python3", "-m", "venv", &venv]);
+    assert_eq!(mk.code, 0, "{}", show(&mk));
+    install_fake_torch(&chroot_site(&w.join("venv")), "2.15.0");
+    let rb = format!("{inner}/rocbuild");
+    let recipes = format!("{inner}/recipes");
+    let cache = format!("{inner}/cache");
+    let finds = format!("{inner}/wheels");
+    let env = [("PIP_FIND_LINKS", finds.as_str())];
+    let common = [
+        rb.as_str(),
+        "fakecodec",
+        "--recipes",
+        &recipes,
+        "--venv",
+        &venv,
+        "--cache",
+        &cache,
+    ];
+
+    // --version 0.15.0: refused before any fetch.
+    let refused = in_chroot(
+        &root,
+        &env,
+        &[&common[..], &["--version", "0.15.0"]].concat(),
+    );
+    assert_eq!(refused.code, 1, "{}", show(&refused));
+    assert!(
+        refused
+            .stderr
+            .contains("fakecodec 0.15.0 does not support FFmpeg 9"),
+        "{}",
+        show(&refused)
+    );
+    let flat = refused
+        .stderr
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flat.contains("releases that support torch 2.15.0 and FFmpeg 9: 0.17.0, 0.16.0"),
+        "{flat}"
+    );
+    assert!(flat.contains("nothing was fetched"), "{flat}");
+    assert!(!w.join("cache/git").exists() && !w.join("cache/src").exists());
+
+    // The default: a release for FFmpeg 9, built against sid's FFmpeg 9, decoding.
+    let out = in_chroot(&root, &env, &common);
+    assert_eq!(out.code, 0, "{}", show(&out));
+    assert!(
+        out.stdout.contains("decoded 16000 samples with FFmpeg 9"),
+        "{}",
+        show(&out)
+    );
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(chroot_site(&w.join("venv")).join(".rocbuild/fakecodec.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["version"], "0.16.0", "{m}");
+    assert_eq!(m["ffmpeg_major"], 9, "{m}");
+}
+
+/// The real CTranslate2 recipe against sid's real ROCm 6.4 without OpenBLAS (the chroot has
+/// none): the missing library is named with its Debian package before anything is fetched;
+/// with `-D WITH_OPENBLAS=OFF` nothing is missing, and the plan shows the release chosen for
+/// HIP 6.4 with rocbuild's compatibility header. A `-D` that would drop the SDK's compiler is
+/// refused.
+#[test]
+fn sid_rocm_6_4_real_ctranslate2_recipe_checks_its_system_libraries_first() {
+    let Some(root) = chroot("ROCBUILD_TEST_CHROOT_ROCM64", "sid-rocm6.4") else {
+        return;
+    };
+    if root.join("usr/include/x86_64-linux-gnu/cblas.h").exists() {
+        eprintln!("SKIPPED: this sid chroot has OpenBLAS installed");
+        return;
+    }
+    let work = tempfile::Builder::new()
+        .prefix("rocbuild-e2e-ct2-")
+        .tempdir_in(root.join("tmp"))
+        .unwrap();
+    let inner = format!(
+        "/tmp/{}",
+        work.path().file_name().unwrap().to_string_lossy()
+    );
+    std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), work.path().join("rocbuild")).unwrap();
+    let venv = format!("{inner}/venv");
+    let mk = in_chroot(&root, &[], &["python3", "-m", "venv", &venv]);
+    assert_eq!(mk.code, 0, "{}", show(&mk));
+    // CTranslate2's run-time requirements, as empty distributions (rocbuild only checks them).
+    let site = chroot_site(&work.path().join("venv"));
+    for (name, v) in [("numpy", "2.3.0"), ("PyYAML", "6.0.2")] {
+        let di = site.join(format!("{name}-{v}.dist-info"));
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n"),
+        )
+        .unwrap();
+    }
+    let rb = format!("{inner}/rocbuild");
+    let cache = format!("{inner}/cache");
+    let common = [
+        rb.as_str(),
+        "ctranslate2",
+        "--venv",
+        &venv,
+        "--cache",
+        &cache,
+        "--backend",
+        "rocm",
+        "--arch",
+        "gfx1010",
+    ];
+    let out = in_chroot(&root, &[], &common);
+    assert_eq!(out.code, 1, "{}", show(&out));
+    let flat = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("1 prerequisite of ctranslate2 missing"),
+        "{flat}"
+    );
+    assert!(
+        flat.contains("OpenBLAS: cblas.h, libopenblas not found"),
+        "{flat}"
+    );
+    assert!(
+        flat.contains("sudo apt-get install libopenblas-dev"),
+        "{flat}"
+    );
+    assert!(!work.path().join("cache/git").exists());
+
+    let plan = in_chroot(
+        &root,
+        &[],
+        &[&common[..], &["-D", "WITH_OPENBLAS=OFF", "--dry-run"]].concat(),
+    );
+    assert_eq!(plan.code, 0, "{}", show(&plan));
+    assert!(
+        plan.stdout
+            .contains("plan: ctranslate2 4.8.1 (newest release compatible with HIP 6.4."),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout.contains("HIP compatibility header"),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout
+            .contains("third_party/ruy (of its own only third_party/cpuinfo)"),
+        "{}",
+        plan.stdout
+    );
+
+    let drop = in_chroot(
+        &root,
+        &[],
+        &[
+            &common[..],
+            &[
+                "-D",
+                "WITH_OPENBLAS=OFF",
+                "-D",
+                "CMAKE_CXX_COMPILER=/usr/bin/g++",
+                "--dry-run",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(drop.code, 2, "{}", show(&drop));
+    assert!(drop.stderr.contains("--rocm DIR"), "{}", show(&drop));
+}

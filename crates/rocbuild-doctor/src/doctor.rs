@@ -150,6 +150,7 @@ pub fn probe(
         hip_runtime: None,
         gpu: None,
         cuda_gpu: None,
+        libraries: Default::default(),
     })
 }
 

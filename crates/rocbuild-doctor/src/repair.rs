@@ -773,6 +773,7 @@ fn apply(
             .unwrap_or(0),
         kind: Kind::Repair,
         search_added,
+        recipe_fixes: Vec::new(),
         ..Manifest::default()
     };
     swapped.commit(&m, None).map_err(venv_err)?;
@@ -879,6 +880,7 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
             .unwrap_or(0),
         kind: Kind::Repair,
         search_added,
+        recipe_fixes: Vec::new(),
         ..Manifest::default()
     };
     swapped.commit(&m, None).map_err(venv_err)?;

@@ -40,22 +40,23 @@ pub enum EngineError {
         help: String,
     },
 
-    #[error("{recipe} {version} does not support torch {torch}: it needs torch {range}")]
+    #[error("{recipe} {version} does not support {what}")]
     #[diagnostic(code(rocbuild::plan::incompatible))]
     Incompatible {
         recipe: String,
         version: String,
-        torch: String,
-        range: String,
+        /// `torch 2.15.0: it needs torch >=2.9,<2.10`, `FFmpeg 9: it builds against …`.
+        what: String,
         #[help]
         help: String,
     },
 
-    #[error("no release of {recipe} supports torch {torch}")]
+    #[error("no release of {recipe} supports {what}")]
     #[diagnostic(code(rocbuild::plan::no_compatible))]
     NoCompatible {
         recipe: String,
-        torch: String,
+        /// `torch 1.0.0`, `torch 2.15.0 and FFmpeg 9`.
+        what: String,
         #[help]
         help: String,
     },

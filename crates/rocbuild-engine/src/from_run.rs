@@ -65,6 +65,12 @@ impl FromRun for Manifest {
             compiler_cache: staged.compiler_cache.clone(),
             kind: rocbuild_venv::manifest::Kind::Build,
             search_added: Default::default(),
+            recipe_fixes: match &plan.source {
+                crate::plan::SourcePlan::Git { shipped, .. } => {
+                    shipped.iter().map(|p| p.record()).collect()
+                }
+                crate::plan::SourcePlan::Local { .. } => Vec::new(),
+            },
             prebuilt: plan.prebuilt.as_ref().map(|p| PrebuiltRecord {
                 url: p.url.clone(),
                 file: p.file.clone(),

@@ -161,6 +161,7 @@ impl fmt::Display for Plan {
                 git_cache,
                 checkout,
                 patches,
+                shipped,
             } => {
                 step(f, "fetch the source (git)")?;
                 writeln!(f, "      url: {url}")?;
@@ -179,6 +180,15 @@ impl fmt::Display for Plan {
                 writeln!(f, "      submodules: {subs}")?;
                 writeln!(f, "      cache: {}", git_cache.display())?;
                 writeln!(f, "      checkout: {}", checkout.display())?;
+                for p in shipped {
+                    writeln!(
+                        f,
+                        "      recipe fix: {} (sha256 {}; git apply): {}",
+                        p.name,
+                        &p.sha256[..16],
+                        p.why
+                    )?;
+                }
                 for p in patches {
                     writeln!(
                         f,

@@ -58,6 +58,62 @@ fn globset(patterns: &[String]) -> Result<GlobSet> {
 
 use rocbuild_venv::walk;
 
+/// Apply the recipe's own fixes for this release to a fresh checkout (a directory of its
+/// own, named by their hashes), once: a stamp records them. One that does not apply is the
+/// recipe's fault, said as such.
+fn apply_shipped(
+    checkout: &Path,
+    shipped: &[crate::plan::ShippedFile],
+    log: &mut RunLog,
+) -> Result<()> {
+    if shipped.is_empty() {
+        return Ok(());
+    }
+    let stamp = checkout.join(".rocbuild-fixes");
+    let stamp_text: String = shipped.iter().map(|p| p.record() + "\n").collect();
+    if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
+        return Ok(());
+    }
+    for p in shipped {
+        if let Some(dir) = p.path.parent() {
+            fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
+        }
+        fs_err::write(&p.path, &p.text).map_err(EngineError::io("write", &p.path))?;
+        log.note(&format!("recipe fix: {} ({})", p.name, p.path.display()));
+        let ceiling = checkout.parent().unwrap_or(checkout);
+        let out = crate::command::Command::new("git")
+            .args(["apply", "--unidiff-zero", "--whitespace=nowarn"])
+            .arg(p.path.display().to_string())
+            .to_duct()
+            .dir(checkout)
+            .env("GIT_CEILING_DIRECTORIES", ceiling)
+            .stdout_capture()
+            .stderr_capture()
+            .unchecked()
+            .run();
+        let failed = match &out {
+            Ok(o) if o.status.success() => None,
+            Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+            Err(e) => Some(format!("cannot run git: {e}")),
+        };
+        if let Some(reason) = failed {
+            return Err(EngineError::Usage {
+                option: "recipe".into(),
+                reason: format!(
+                    "its fix `{}` does not apply to {}: {reason}",
+                    p.name,
+                    checkout.display()
+                ),
+                help: Some(
+                    "the recipe's fix was written for the release's pinned commit: check the recipe's [[release.patch]], or build with --rev to skip its fixes".into(),
+                ),
+            });
+        }
+    }
+    fs_err::write(&stamp, stamp_text).map_err(EngineError::io("write", &stamp))?;
+    Ok(())
+}
+
 /// Apply the user's `--patch` files, in order, to a fresh checkout (its directory is the
 /// patched one's own, see the source plan); a stamp records them so a rerun does not apply
 /// them twice. A patch that does not apply is an error before configure, and the patches
@@ -149,6 +205,7 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
             git_cache,
             checkout,
             patches,
+            shipped,
         } => {
             log.note(&format!("source: {url} {reference}"));
             let bar = indicatif::ProgressBar::hidden();
@@ -191,6 +248,7 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
                 &progress,
             )?;
             bar.finish_and_clear();
+            apply_shipped(checkout, shipped, log)?;
             apply_patches(checkout, patches, log)?;
             Ok((checkout.clone(), Some(oid.to_string())))
         }

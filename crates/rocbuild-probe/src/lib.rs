@@ -16,6 +16,7 @@ mod rocm;
 mod rocm_scan;
 mod rocm_version;
 mod runtime;
+mod syslib;
 mod tools;
 mod torch;
 
@@ -47,7 +48,10 @@ pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
 pub use runtime::{
     driver_runtime_majors, find_hip_runtime, runtime_major_from_name, HipRuntime, RuntimeFile,
 };
-pub use tools::{install_command, install_hint, probe_tools, Prerequisite};
+pub use syslib::{find_library, search_dirs, FoundLibrary, LibrarySpec, SearchDirs};
+pub use tools::{
+    install_command, install_command_with, install_hint, package_family, probe_tools, Prerequisite,
+};
 pub use torch::{probe_torch, torch_version, TorchVersion};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,6 +139,9 @@ pub struct Machine {
     /// when not probed).
     #[serde(default)]
     pub cuda_gpu: Option<GpuArchs>,
+    /// The system libraries the recipe names (`[[needs.library]]`) that were found, by name.
+    #[serde(default)]
+    pub libraries: std::collections::BTreeMap<String, FoundLibrary>,
 }
 
 /// The venv and how it was chosen.
@@ -318,6 +325,8 @@ pub struct ProbeOptions {
     /// A CUDA build may be planned without `--cuda-arch`: look for the NVIDIA GPUs
     /// (`$TORCH_CUDA_ARCH_LIST`, `nvidia-smi`) when torch is a CUDA build or a CUDA toolkit is set.
     pub want_cuda_gpu: bool,
+    /// System libraries to look for (the recipe's `[[needs.library]]`).
+    pub libraries: Vec<LibrarySpec>,
 }
 
 /// Pick the venv: `--venv`, then `$VIRTUAL_ENV`, then `$CONDA_PREFIX`, then `./.venv`.
@@ -427,15 +436,26 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let torch_is_cuda = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Cuda);
     let cuda_gpu = (opts.want_cuda_gpu && (torch_is_cuda || toolkits.cuda_home.is_some()))
         .then(|| detect_cuda_gpu(&ProbeEnv::from_process(), os));
+    let platform = Platform {
+        os,
+        arch: std::env::consts::ARCH.to_string(),
+        distro: os_release("ID"),
+        distro_like: os_release("ID_LIKE")
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default(),
+    };
+    let libraries = if opts.libraries.is_empty() {
+        Default::default()
+    } else {
+        let dirs = search_dirs(&platform, &rocm_sdks);
+        opts.libraries
+            .iter()
+            .filter_map(|spec| Some((spec.name.clone(), find_library(spec, &dirs, os)?)))
+            .collect()
+    };
     Ok(Machine {
-        platform: Platform {
-            os,
-            arch: std::env::consts::ARCH.to_string(),
-            distro: os_release("ID"),
-            distro_like: os_release("ID_LIKE")
-                .map(|l| l.split_whitespace().map(str::to_string).collect())
-                .unwrap_or_default(),
-        },
+        platform,
+        libraries,
         venv,
         python,
         torch,

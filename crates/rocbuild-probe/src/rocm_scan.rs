@@ -152,7 +152,7 @@ pub(crate) fn file_name(p: &Path) -> String {
         .unwrap_or_default()
 }
 
-fn empty(root: PathBuf, kind: SdkKind) -> RocmSdk {
+pub(crate) fn empty(root: PathBuf, kind: SdkKind) -> RocmSdk {
     RocmSdk {
         parts: vec![root.clone()],
         root,

@@ -173,9 +173,29 @@ fn linux_family(platform: &Platform) -> Option<&'static str> {
 /// One command that installs every one of `missing` on this platform, with its
 /// distribution's package manager (from /etc/os-release), Homebrew on macOS, winget on Windows.
 pub fn install_command(platform: &Platform, missing: &[Prerequisite]) -> String {
+    install_command_with(platform, missing, &[])
+}
+
+/// Which package names apply here: `debian`, `fedora`, `arch`, `alpine` (from
+/// /etc/os-release), `brew` on macOS, `windows`; None for an unknown Linux.
+pub fn package_family(platform: &Platform) -> Option<&'static str> {
+    match platform.os {
+        Os::Linux => linux_family(platform),
+        Os::Macos => Some("brew"),
+        Os::Windows => Some("windows"),
+    }
+}
+
+/// [`install_command`], plus `extra` packages of this platform's family (a recipe's
+/// system libraries, already named for it).
+pub fn install_command_with<'a>(
+    platform: &Platform,
+    missing: &[Prerequisite],
+    extra: &'a [String],
+) -> String {
     use Prerequisite::*;
     let mut pkgs: Vec<&str> = Vec::new();
-    let mut add = |names: &[&'static str]| {
+    let mut add = |names: &[&'a str]| {
         for n in names {
             if !pkgs.contains(n) {
                 pkgs.push(n);
@@ -220,6 +240,9 @@ pub fn install_command(platform: &Platform, missing: &[Prerequisite]) -> String 
                     _ => {}
                 }
             }
+            for e in extra {
+                add(&[e.as_str()]);
+            }
             let list = pkgs.join(" ");
             match family {
                 Some("debian") => format!("sudo apt-get install {list}"),
@@ -227,7 +250,11 @@ pub fn install_command(platform: &Platform, missing: &[Prerequisite]) -> String 
                 Some("arch") => format!("sudo pacman -S --needed {list}"),
                 Some("alpine") => format!("sudo apk add {list}"),
                 _ => {
-                    let what: Vec<&str> = missing.iter().map(|m| m.describe()).collect();
+                    let what: Vec<&str> = missing
+                        .iter()
+                        .map(|m| m.describe())
+                        .chain(extra.iter().map(String::as_str))
+                        .collect();
                     format!(
                         "install {} with your distribution's package manager (Debian/Ubuntu: apt-get, Fedora: dnf, Arch: pacman; FFmpeg's are the libavcodec/libavformat/libavutil/libswscale/libswresample/libavfilter/libavdevice development packages)",
                         what.join(", ")
@@ -248,6 +275,9 @@ pub fn install_command(platform: &Platform, missing: &[Prerequisite]) -> String 
                     Ninja => add(&["ninja"]),
                     _ => {}
                 }
+            }
+            for e in extra {
+                add(&[e.as_str()]);
             }
             if !pkgs.is_empty() {
                 parts.push(format!("brew install {}", pkgs.join(" ")));
@@ -271,6 +301,9 @@ pub fn install_command(platform: &Platform, missing: &[Prerequisite]) -> String 
             if missing.contains(&FfmpegDev) {
                 // A pinned shared build that later runs use by themselves.
                 parts.push("rocbuild ffmpeg".into());
+            }
+            if !extra.is_empty() {
+                parts.push(format!("install {}", extra.join(", ")));
             }
             parts.join(" && ")
         }

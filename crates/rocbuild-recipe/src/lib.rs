@@ -71,6 +71,20 @@ pub struct ReleaseInfo {
     pub commit: Option<String>,
     pub note: Option<String>,
     pub default: bool,
+    /// FFmpeg majors it builds against (PEP 440 specifier), if the recipe says.
+    pub ffmpeg: Option<String>,
+    /// HIP versions it builds with (PEP 440 specifier), if the recipe says.
+    pub hip: Option<String>,
+    /// The recipe's own fixes for this release.
+    pub patches: Vec<ShippedPatch>,
+}
+
+/// A fix a recipe ships for a release (see [`schema::RecipePatch`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShippedPatch {
+    pub name: String,
+    pub why: String,
+    pub diff: String,
 }
 
 /// The recipe's settings after overlays, for one (os, flavor, version).
@@ -123,6 +137,17 @@ impl Recipe {
                 commit: r.commit.as_ref().map(|c| c.get_ref().clone()),
                 note: r.note.clone(),
                 default: r.default,
+                ffmpeg: r.ffmpeg.as_ref().map(|t| t.get_ref().clone()),
+                hip: r.hip.as_ref().map(|t| t.get_ref().clone()),
+                patches: r
+                    .patch
+                    .iter()
+                    .map(|p| ShippedPatch {
+                        name: p.name.clone(),
+                        why: p.why.clone(),
+                        diff: p.diff.clone(),
+                    })
+                    .collect(),
             })
             .collect();
         out.sort_by_key(|r| std::cmp::Reverse(Version::from_str(&r.version).ok()));
@@ -292,9 +317,30 @@ impl Resolved {
 
 /// Does `torch_version` satisfy the release's torch range?
 pub fn torch_compatible(release: &ReleaseInfo, torch_version: &str) -> bool {
+    in_range(&release.torch, torch_version)
+}
+
+/// Whether the release builds against FFmpeg `major`: true when the recipe does not say.
+pub fn ffmpeg_compatible(release: &ReleaseInfo, major: u32) -> bool {
+    release
+        .ffmpeg
+        .as_deref()
+        .is_none_or(|spec| in_range(spec, &major.to_string()))
+}
+
+/// Whether the release builds with HIP `version` (`6.4.43484`): true when the recipe does
+/// not say.
+pub fn hip_compatible(release: &ReleaseInfo, version: &str) -> bool {
+    release
+        .hip
+        .as_deref()
+        .is_none_or(|spec| in_range(spec, version))
+}
+
+fn in_range(spec: &str, version: &str) -> bool {
     let (Ok(spec), Ok(v)) = (
-        VersionSpecifiers::from_str(&release.torch),
-        Version::from_str(torch_version),
+        VersionSpecifiers::from_str(spec),
+        Version::from_str(version),
     ) else {
         return false;
     };

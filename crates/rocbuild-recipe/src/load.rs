@@ -88,6 +88,9 @@ impl Checker<'_> {
         for r in &raw.releases {
             self.version(&r.version)?;
             self.specifier(&r.torch)?;
+            for spec in r.ffmpeg.iter().chain(r.hip.iter()) {
+                self.specifier(spec)?;
+            }
             if let Some(c) = &r.commit {
                 let ok =
                     c.get_ref().len() == 40 && c.get_ref().chars().all(|c| c.is_ascii_hexdigit());
@@ -141,8 +144,20 @@ impl Checker<'_> {
             self.specifier(key)?;
             self.overlay_body(overlay)?;
         }
+        // `[with.X]`: rocbuild's own (mkl) and the recipe's optional `[[needs.library]]`.
+        let optional: Vec<&str> = crate::FEATURE_NAMES
+            .iter()
+            .copied()
+            .chain(
+                raw.needs
+                    .library
+                    .iter()
+                    .filter(|l| l.optional)
+                    .map(|l| l.name.as_str()),
+            )
+            .collect();
         for (key, overlay) in &raw.with {
-            self.key_in(key, crate::FEATURE_NAMES, "optional library")?;
+            self.key_in(key, &optional, "optional library")?;
             self.overlay_body(overlay)?;
         }
         if raw.python.from == Some(crate::PythonFrom::Source) && raw.python.dir.is_none() {

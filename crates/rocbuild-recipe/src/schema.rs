@@ -113,6 +113,28 @@ pub struct Release {
     /// `false`: never picked as the default version (known broken, or no tag upstream).
     #[serde(default = "yes")]
     pub default: bool,
+    /// PEP 440 specifier for the FFmpeg majors this release builds against (`">=4,<9"`);
+    /// absent: any.
+    #[serde(default)]
+    pub ffmpeg: Option<Text>,
+    /// PEP 440 specifier for the HIP versions this release builds with, counting the
+    /// compatibility measures the recipe takes (`[rocm-versions.*]`); absent: any.
+    #[serde(default)]
+    pub hip: Option<Text>,
+    /// Fixes of the recipe's own, applied with `git apply` to this release's checkout before
+    /// the user's `--patch` files.
+    #[serde(default)]
+    pub patch: Vec<RecipePatch>,
+}
+
+/// A fix a recipe ships for one release: a unified diff written for it (zero-context hunks
+/// allowed), with why it is needed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RecipePatch {
+    pub name: String,
+    pub why: String,
+    pub diff: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -134,6 +156,39 @@ pub struct Needs {
     /// build.
     #[serde(default)]
     pub hipblas: bool,
+    /// System libraries (headers, libraries) the build needs, or can use.
+    #[serde(default)]
+    pub library: Vec<NeededLibrary>,
+}
+
+/// A system library a build needs, looked for before anything is fetched (where a compiler
+/// on this machine would find it, the ROCm SDK's directories included) and named with its
+/// package when missing.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct NeededLibrary {
+    /// Short name: the key of `[with.NAME]` overlays for an optional library.
+    pub name: String,
+    /// What it is, for messages (`OpenBLAS`, `LLVM's OpenMP runtime`).
+    pub describe: String,
+    #[serde(default)]
+    pub headers: Vec<String>,
+    #[serde(default)]
+    pub libs: Vec<String>,
+    /// Needed only when each of these CMake variables has this value in the configure
+    /// (the user's `-D` included): `{ WITH_OPENBLAS = "ON" }`.
+    #[serde(default)]
+    pub when: BTreeMap<String, String>,
+    /// Needed only for these backends (all when empty).
+    #[serde(default)]
+    pub backends: Vec<String>,
+    /// Never required: when found, `[with.NAME]` applies (image codecs, say).
+    #[serde(default)]
+    pub optional: bool,
+    /// Its package per family: `debian`, `fedora`, `arch`, `alpine`, `brew`, `windows`, and
+    /// `rocm-repo` for AMD's own repository (an SDK under /opt/rocm).
+    #[serde(default)]
+    pub packages: BTreeMap<String, String>,
 }
 
 fn yes() -> bool {
@@ -149,6 +204,7 @@ impl Default for Needs {
             python_build: Vec::new(),
             python: Vec::new(),
             hipblas: false,
+            library: Vec::new(),
         }
     }
 }

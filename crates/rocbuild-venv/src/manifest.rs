@@ -176,6 +176,9 @@ pub struct Manifest {
     /// rocbuild gave it.
     #[serde(default)]
     pub search_added: BTreeMap<String, Vec<String>>,
+    /// The recipe's own fixes applied to the source (`name sha256`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recipe_fixes: Vec<String>,
 }
 
 pub fn dir(site: &Path) -> PathBuf {

@@ -172,6 +172,7 @@ pub fn machine(os: Os) -> Machine {
         hip_runtime: None,
         gpu: None,
         cuda_gpu: None,
+        libraries: Default::default(),
     }
 }
 

@@ -15,7 +15,7 @@ use super::torch_cmake::{native_toolkit, TorchCmakePlan};
 use super::vars::expand;
 use super::Context;
 use crate::command::Command;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::paths::{hash_hex, join, sanitize};
 use crate::toolchain::BackendPlan;
 
@@ -113,6 +113,7 @@ pub fn plan(i: Inputs) -> Result<Configured> {
         }
     }
     for (k, v) in &i.opts.defines {
+        refuse_dropping(k, define.get(k).map(String::as_str), v, &i)?;
         let composed = compose_user_define(k, define.get(k).map(String::as_str), v);
         define.insert(k.clone(), composed);
     }
@@ -190,6 +191,99 @@ pub fn plan(i: Inputs) -> Result<Configured> {
     })
 }
 
+/// A user's `-D name=value` that would take away something rocbuild's build needs is refused
+/// before anything runs, with the option that does it rocbuild's way: the install prefix
+/// (rocbuild installs into its staging prefix, then into the venv as one transaction), the
+/// GPU architectures (`--arch`/`--cuda-arch`: recorded and checked in the built code
+/// objects), the SDK's compilers and `--rocm-path` (`--rocm`), and what the recipe sets for
+/// the chosen backend (`--backend`). The same value as rocbuild's passes.
+fn refuse_dropping(name: &str, ours: Option<&str>, user: &str, i: &Inputs) -> Result<()> {
+    let refuse = |why: String, fix: String| {
+        Err(EngineError::Usage {
+            option: format!("-D {name}={user}"),
+            reason: why,
+            help: Some(fix),
+        })
+    };
+    if name == "CMAKE_INSTALL_PREFIX" {
+        return refuse(
+            "rocbuild installs the build into its own staging prefix and moves the files into the venv as one transaction; another prefix would put them where rocbuild never looks".into(),
+            "drop this -D: the files go where the recipe's [install] says, and `rocbuild bundle` copies them elsewhere".into(),
+        );
+    }
+    let Some(ours) = ours else { return Ok(()) };
+    if ours == user {
+        return Ok(());
+    }
+    let backend = i.backend.backend.as_str();
+    if let Some(r) = &i.backend.rocm {
+        let archs = r.archs.join(";");
+        match name {
+            "CMAKE_HIP_ARCHITECTURES" => {
+                return refuse(
+                    format!("the GPU architectures are rocbuild's --arch ({archs}): they are recorded in the manifest and the built code objects are checked against them"),
+                    format!("pass --arch {} instead (repeat it, or give a comma-separated list)", user.replace(';', ",")),
+                )
+            }
+            "CMAKE_HIP_COMPILER" | "CMAKE_C_COMPILER" | "CMAKE_CXX_COMPILER" | "CMAKE_HIP_PLATFORM" => {
+                return refuse(
+                    format!("a ROCm build compiles and links with the chosen SDK's clang ({ours}); another compiler would not find that SDK's device libraries and headers"),
+                    "choose another SDK with --rocm DIR or --rocm VERSION; its clang comes with it".into(),
+                )
+            }
+            _ => {}
+        }
+        if name == "CMAKE_HIP_FLAGS" {
+            let want = |f: &str| {
+                f.split_whitespace().find_map(|w| {
+                    w.strip_prefix("--rocm-path=")
+                        .map(|p| p.trim_matches('"').to_string())
+                })
+            };
+            if let (Some(o), Some(u)) = (want(ours), want(user)) {
+                if o != u {
+                    return refuse(
+                        format!("the HIP code is compiled against the SDK at {o} (--rocm-path={o}); --rocm-path={u} would mix two SDKs"),
+                        format!("choose that SDK with --rocm {u} instead"),
+                    );
+                }
+            }
+        }
+    }
+    if let Some(c) = &i.backend.cuda {
+        if matches!(
+            name,
+            "CMAKE_CUDA_ARCHITECTURES" | "CUDA_ARCH_LIST" | "TORCH_CUDA_ARCH_LIST"
+        ) {
+            return refuse(
+                format!("the CUDA architectures are rocbuild's --cuda-arch ({}): they are recorded in the manifest", c.archs.join(";")),
+                format!("pass --cuda-arch {} instead", user.replace(';', ",")),
+            );
+        }
+    }
+    let from_backend = i
+        .recipe
+        .raw
+        .backend
+        .iter()
+        .find(|(k, _)| k.get_ref() == backend)
+        .and_then(|(_, o)| o.build.as_ref())
+        .is_some_and(|b| b.define.keys().any(|k| k == name));
+    if from_backend && !is_flags_variable(name) {
+        return refuse(
+            format!(
+                "{name}={ours} is what makes this a {backend} build of {}",
+                i.recipe.name()
+            ),
+            format!(
+                "choose the backend with --backend (one of {})",
+                i.recipe.backends().join(", ")
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// Whether a CMake variable is a list of compiler/linker flags (`CMAKE_HIP_FLAGS`,
 /// `CMAKE_CXX_FLAGS_RELEASE`, `CMAKE_SHARED_LINKER_FLAGS`): those compose, others replace.
 pub fn is_flags_variable(name: &str) -> bool {
@@ -253,7 +347,7 @@ mod tests {
             .unwrap()
             .0;
         let mut v = vars::of(&r, &rel.version, &m, &c, &[], &src, &b);
-        let found = tools::required(&r, &m, &b).unwrap();
+        let found = tools::required(&r, &m, &b, &Default::default(), &[]).unwrap();
         let (pt, ts) = tools::python_tools(&r, &m, &b, &found, &v, &c.cache).unwrap();
         if let Some(t) = pt {
             v.insert("tools".into(), t.dir.display().to_string());
@@ -277,11 +371,63 @@ mod tests {
         .unwrap()
     }
 
+    /// A user `-D` that would take away what rocbuild's build needs is refused, naming the
+    /// option that does it rocbuild's way; the same value as rocbuild's passes.
+    #[test]
+    fn a_user_define_that_drops_what_rocbuild_needs_is_refused() {
+        let with = |k: &str, v: &str| BuildOptions {
+            defines: vec![(k.into(), v.into())],
+            ..BuildOptions::default()
+        };
+        let refused = |name: &str, k: &str, v: &str| -> String {
+            match configure_rocm(name, &with(k, v)) {
+                Err(e) => format!("{e} | {}", miette::Diagnostic::help(&e).unwrap()),
+                Ok(c) => panic!("-D {k}={v} was taken: {:?}", c.defines.get(k)),
+            }
+        };
+        let t = refused("torchcodec", "CMAKE_HIP_ARCHITECTURES", "gfx1100;gfx1030");
+        assert!(t.contains("--arch gfx1100,gfx1030"), "{t}");
+        assert!(t.contains("gfx1010"), "{t}");
+        let t = refused("torchcodec", "CMAKE_INSTALL_PREFIX", "/opt/mine");
+        assert!(t.contains("staging prefix"), "{t}");
+        let t = refused(
+            "torchcodec",
+            "CMAKE_HIP_FLAGS",
+            "-O3 --rocm-path=/opt/rocm-6.2.4",
+        );
+        assert!(t.contains("--rocm /opt/rocm-6.2.4"), "{t}");
+        let t = refused("torchcodec", "CMAKE_CXX_COMPILER", "/usr/bin/g++");
+        assert!(t.contains("--rocm DIR"), "{t}");
+        // What the recipe sets for the rocm backend is what makes it a ROCm build.
+        let t = refused("ctranslate2", "WITH_HIP", "OFF");
+        assert!(
+            t.contains("WITH_HIP=ON is what makes this a rocm build"),
+            "{t}"
+        );
+        assert!(t.contains("--backend"), "{t}");
+        // Allowed: rocbuild's own value, flags that compose, unrelated variables.
+        for (k, v) in [
+            ("CMAKE_HIP_ARCHITECTURES", "gfx1010"),
+            ("CMAKE_HIP_FLAGS", "-O3 --rocm-path=/usr"),
+            ("WITH_HIP", "ON"),
+            ("WITH_RUY", "OFF"),
+        ] {
+            assert!(
+                configure_rocm("ctranslate2", &with(k, v)).is_ok(),
+                "{k}={v}"
+            );
+        }
+    }
+
     /// `configured` on Linux with a ROCm toolchain (Debian's layout under /usr) in place of the
     /// CPU one.
     fn configured_rocm(opts: &BuildOptions) -> Configured {
+        configure_rocm("torchcodec", opts).unwrap()
+    }
+
+    fn configure_rocm(name: &str, opts: &BuildOptions) -> Result<Configured> {
         let os = Os::Linux;
-        let r = recipe("torchcodec");
+        let r = recipe(name);
         let m = cpu_machine(os);
         let c = ctx(os);
         let mut b = toolchain::choose(&r, &m, &opts.backend).unwrap();
@@ -303,20 +449,26 @@ mod tests {
             notes: Vec::new(),
             warnings: Vec::new(),
         });
+        let backend = if r.backends().iter().any(|x| x == "rocm") {
+            b.backend = rocbuild_venv::Backend::Rocm;
+            "rocm"
+        } else {
+            "cpu"
+        };
         let rel = r.releases().into_iter().next().unwrap();
         let resolved = r.resolve(&rocbuild_recipe::Target {
             os: os.as_str(),
             flavor: "cpu",
             version: &rel.version,
-            backend: "cpu",
-            rocm_version: None,
+            backend,
+            rocm_version: Some("6.4.3"),
             features: &[],
         });
         let src = source::plan(&r, &rel, opts, &c, os, Flavor::Cpu, &resolved)
             .unwrap()
             .0;
         let mut v = vars::of(&r, &rel.version, &m, &c, &[], &src, &b);
-        let found = tools::required(&r, &m, &b).unwrap();
+        let found = tools::required(&r, &m, &b, &Default::default(), &[]).unwrap();
         let (pt, ts) = tools::python_tools(&r, &m, &b, &found, &v, &c.cache).unwrap();
         if let Some(t) = pt {
             v.insert("tools".into(), t.dir.display().to_string());
@@ -336,7 +488,6 @@ mod tests {
             toolset: &ts,
             hip_compat: None,
         })
-        .unwrap()
     }
 
     #[test]

@@ -42,6 +42,16 @@ pub fn found(recipe: &Recipe, machine: &Machine) -> Vec<OptionalLibrary> {
             why,
         });
     }
+    for l in recipe.raw.needs.library.iter().filter(|l| l.optional) {
+        if let Some(f) = machine.libraries.get(&l.name) {
+            out.push(OptionalLibrary {
+                name: l.name.clone(),
+                root: f.at.clone(),
+                used: true,
+                why: l.describe.clone(),
+            });
+        }
+    }
     out
 }
 

@@ -43,7 +43,7 @@ use crate::toolchain::{self, BackendPlan};
 pub use install::InstallPlan;
 pub use libraries::OptionalLibrary;
 pub use python_part::PythonPart;
-pub use source::SourcePlan;
+pub use source::{ShippedFile, SourcePlan};
 pub use tools::ToolsPlan;
 pub use torch_cmake::TorchCmakePlan;
 
@@ -128,9 +128,11 @@ pub fn plan(
     needs::torch(recipe, machine)?;
     let torch = machine.torch.as_ref();
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
-    let (release, version_reason) = release::choose(recipe, machine, opts)?;
-    let version = release.version.clone();
     let backend = toolchain::choose(recipe, machine, &opts.backend)?;
+    let hip = backend.rocm.as_ref().and_then(|r| r.hip_version.as_deref());
+    let (release, version_reason) =
+        release::choose(recipe, release::Against::of(recipe, machine, hip), opts)?;
+    let version = release.version.clone();
     needs::python(recipe, machine)?;
     let libraries = libraries::found(recipe, machine);
     let features = libraries::used(&libraries);
@@ -142,7 +144,7 @@ pub fn plan(
         rocm_version: backend.rocm.as_ref().and_then(|r| r.version.as_deref()),
         features: &features,
     });
-    let toolset = tools::required(recipe, machine, &backend)?;
+    let toolset = tools::required(recipe, machine, &backend, &resolved, &opts.defines)?;
     let (source, patches) = source::plan(recipe, &release, opts, ctx, os, flavor, &resolved)?;
     // The options as recorded: each patch with the sha256 it was applied with.
     let mut options = opts.clone();

@@ -1,69 +1,151 @@
-//! Which release to build: `--version` (refused when torch is outside its range, unless
-//! `--force`), else the newest default release whose torch range holds the installed torch.
+//! Which release to build: `--version` (refused when torch, the FFmpeg found or the HIP of
+//! the chosen SDK is outside its ranges, unless `--force`), else the newest default release
+//! whose ranges hold all three. Everything here is decided before anything is fetched.
 
 use rocbuild_probe::Machine;
-use rocbuild_recipe::{torch_compatible, Recipe, ReleaseInfo};
+use rocbuild_recipe::{ffmpeg_compatible, hip_compatible, torch_compatible, Recipe, ReleaseInfo};
 use rocbuild_venv::BuildOptions;
 
 use crate::error::{EngineError, Result};
 
-/// Pick the release: `--version` (refused when torch is outside its range, unless --force),
-/// else the newest default-eligible release whose range holds the installed torch.
+/// What a release must build against here.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Against<'a> {
+    /// torch's version, when the recipe builds against torch and the venv has one.
+    pub torch: Option<&'a str>,
+    /// The FFmpeg major found, when the recipe needs FFmpeg.
+    pub ffmpeg: Option<u32>,
+    /// HIP's version of the chosen SDK, for a ROCm build.
+    pub hip: Option<&'a str>,
+}
+
+impl<'a> Against<'a> {
+    pub fn of(recipe: &Recipe, machine: &'a Machine, hip: Option<&'a str>) -> Self {
+        Against {
+            torch: machine.torch.as_ref().map(|t| t.version.as_str()),
+            ffmpeg: recipe
+                .raw
+                .needs
+                .ffmpeg
+                .then(|| machine.ffmpeg.as_ref().map(|f| f.major))
+                .flatten(),
+            hip,
+        }
+    }
+
+    /// Why `r` does not fit, one phrase per reason (`FFmpeg 9: it builds against FFmpeg >=4,<9`).
+    fn misfits(&self, r: &ReleaseInfo) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(t) = self.torch.filter(|t| !torch_compatible(r, t)) {
+            out.push(format!("torch {t}: it needs torch {}", r.torch));
+        }
+        if let Some(f) = self.ffmpeg.filter(|f| !ffmpeg_compatible(r, *f)) {
+            out.push(format!(
+                "FFmpeg {f}: it builds against FFmpeg {}",
+                r.ffmpeg.as_deref().unwrap_or("")
+            ));
+        }
+        if let Some(h) = self.hip.filter(|h| !hip_compatible(r, h)) {
+            out.push(format!(
+                "HIP {h}: it builds with HIP {}",
+                r.hip.as_deref().unwrap_or("")
+            ));
+        }
+        out
+    }
+
+    /// `torch 2.15.0 and FFmpeg 9`: what is checked, for messages.
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(t) = self.torch {
+            parts.push(format!("torch {t}"));
+        }
+        if let Some(f) = self.ffmpeg {
+            parts.push(format!("FFmpeg {f}"));
+        }
+        if let Some(h) = self.hip {
+            parts.push(format!("HIP {h}"));
+        }
+        parts.join(" and ")
+    }
+}
+
+/// A release's ranges, for the list of what exists (`0.15.0 (torch >=2.11, FFmpeg >=4,<9)`).
+fn ranges(r: &ReleaseInfo) -> String {
+    let mut parts = vec![format!("torch {}", r.torch)];
+    if let Some(f) = &r.ffmpeg {
+        parts.push(format!("FFmpeg {f}"));
+    }
+    if let Some(h) = &r.hip {
+        parts.push(format!("HIP {h}"));
+    }
+    format!("{} ({})", r.version, parts.join(", "))
+}
+
+/// Pick the release: `--version` (refused when it does not fit, unless --force), else the
+/// newest default-eligible release that fits.
 pub fn choose(
     recipe: &Recipe,
-    machine: &Machine,
+    against: Against,
     opts: &BuildOptions,
 ) -> Result<(ReleaseInfo, String)> {
-    let torch = machine.torch.as_ref().map(|t| t.version.as_str());
+    // A recipe that does not build against torch checks no torch range.
+    let against = Against {
+        torch: against.torch.filter(|_| recipe.raw.needs.torch),
+        ..against
+    };
+    let all = recipe.releases();
     if let Some(v) = &opts.version {
         let r = recipe.release(v)?;
-        match torch {
-            Some(t) if !torch_compatible(&r, t) && !opts.force => {
-                let ok: Vec<_> = recipe
-                    .releases()
-                    .into_iter()
-                    .filter(|r| torch_compatible(r, t))
-                    .map(|r| r.version)
-                    .collect();
-                Err(EngineError::Incompatible {
-                    recipe: recipe.name().into(),
-                    version: r.version.clone(),
-                    torch: t.into(),
-                    range: r.torch.clone(),
-                    help: if ok.is_empty() {
-                        "no release of this recipe supports this torch; --force builds it anyway (it will likely fail to load)".into()
-                    } else {
-                        format!("releases that support torch {t}: {}; or pass --force to build {} anyway", ok.join(", "), r.version)
-                    },
-                })
-            }
-            Some(t) if !torch_compatible(&r, t) => Ok((
-                r,
+        let misfits = against.misfits(&r);
+        if misfits.is_empty() {
+            return Ok((r, "--version".into()));
+        }
+        if opts.force {
+            return Ok((r, format!("--version (forced: {})", misfits.join("; "))));
+        }
+        let ok: Vec<_> = all
+            .iter()
+            .filter(|x| against.misfits(x).is_empty())
+            .map(|x| x.version.clone())
+            .collect();
+        return Err(EngineError::Incompatible {
+            recipe: recipe.name().into(),
+            version: r.version.clone(),
+            what: misfits.join("; and "),
+            help: if ok.is_empty() {
                 format!(
-                    "--version (forced: torch {t} is outside {})",
-                    recipe.release(v)?.torch
-                ),
-            )),
-            _ => Ok((r, "--version".into())),
-        }
-    } else {
-        let t = torch.unwrap_or("0");
-        let all = recipe.releases();
-        let found = all.iter().find(|r| r.default && torch_compatible(r, t));
-        match found {
-            Some(r) if torch.is_none() || !recipe.raw.needs.torch => {
-                Ok((r.clone(), "newest release".into()))
-            }
-            Some(r) => Ok((r.clone(), format!("newest release compatible with torch {t}"))),
-            None => Err(EngineError::NoCompatible {
-                recipe: recipe.name().into(),
-                torch: t.into(),
-                help: format!(
-                    "releases and the torch they need: {}; pick one with --version (and --force to override the check)",
-                    all.iter().map(|r| format!("{} (torch {})", r.version, r.torch)).collect::<Vec<_>>().join(", ")
-                ),
-            }),
-        }
+                    "no release of this recipe supports {}; --force builds {} anyway (it will likely fail); nothing was fetched",
+                    against.describe(),
+                    r.version
+                )
+            } else {
+                format!(
+                    "releases that support {}: {}; or pass --force to build {} anyway; nothing was fetched",
+                    against.describe(),
+                    ok.join(", "),
+                    r.version
+                )
+            },
+        });
+    }
+    let found = all
+        .iter()
+        .find(|r| r.default && against.misfits(r).is_empty());
+    match found {
+        Some(r) if against.describe().is_empty() => Ok((r.clone(), "newest release".into())),
+        Some(r) => Ok((
+            r.clone(),
+            format!("newest release compatible with {}", against.describe()),
+        )),
+        None => Err(EngineError::NoCompatible {
+            recipe: recipe.name().into(),
+            what: against.describe(),
+            help: format!(
+                "releases and what they need: {}; pick one with --version (and --force to override the check)",
+                all.iter().map(ranges).collect::<Vec<_>>().join(", ")
+            ),
+        }),
     }
 }
 
@@ -71,21 +153,18 @@ pub fn choose(
 mod tests {
     use super::*;
     use crate::plan::testing::recipe;
-    use rocbuild_probe::Os;
-    use rocbuild_testkit::machine::cpu_machine;
 
-    fn with_torch(v: &str) -> Machine {
-        let mut m = cpu_machine(Os::Linux);
-        if let Some(t) = &mut m.torch {
-            t.version = v.into();
+    fn torch(v: &str) -> Against<'_> {
+        Against {
+            torch: Some(v),
+            ..Against::default()
         }
-        m
     }
 
     #[test]
     fn the_newest_release_for_the_torch_installed() {
         let r = recipe("torchcodec");
-        let (rel, why) = choose(&r, &with_torch("2.9.1"), &BuildOptions::default()).unwrap();
+        let (rel, why) = choose(&r, torch("2.9.1"), &BuildOptions::default()).unwrap();
         assert!(torch_compatible(&rel, "2.9.1"));
         assert_eq!(why, "newest release compatible with torch 2.9.1");
         // No newer compatible release exists among the defaults.
@@ -108,7 +187,6 @@ mod tests {
     #[test]
     fn an_incompatible_version_is_refused_unless_forced() {
         let r = recipe("torchcodec");
-        let m = with_torch("2.9.1");
         let old = r
             .releases()
             .into_iter()
@@ -118,14 +196,14 @@ mod tests {
             version: Some(old.version.clone()),
             ..BuildOptions::default()
         };
-        match choose(&r, &m, &opts) {
+        match choose(&r, torch("2.9.1"), &opts) {
             Err(EngineError::Incompatible { help, .. }) => {
                 assert!(help.contains("releases that support torch 2.9.1"), "{help}")
             }
             other => panic!("{other:?}"),
         }
         opts.force = true;
-        let (rel, why) = choose(&r, &m, &opts).unwrap();
+        let (rel, why) = choose(&r, torch("2.9.1"), &opts).unwrap();
         assert_eq!(rel.version, old.version);
         assert!(why.starts_with("--version (forced"), "{why}");
     }
@@ -134,10 +212,69 @@ mod tests {
     fn no_release_for_a_torch_says_which_exist() {
         let e = choose(
             &recipe("torchcodec"),
-            &with_torch("1.0.0"),
+            torch("1.0.0"),
             &BuildOptions::default(),
         )
         .unwrap_err();
         assert!(matches!(e, EngineError::NoCompatible { .. }), "{e}");
+    }
+
+    /// TorchCodec on FFmpeg 9 (Debian sid): the default is the newest release that builds
+    /// against FFmpeg 9 and the torch; an explicit 0.15.0 is refused before any fetch, naming
+    /// FFmpeg 9 and the releases that support it. On FFmpeg 5 the same default stands.
+    #[test]
+    fn torchcodec_on_ffmpeg_9_defaults_to_a_release_for_it_and_refuses_0_15() {
+        let r = recipe("torchcodec");
+        let on = |major| Against {
+            torch: Some("2.15.0"),
+            ffmpeg: Some(major),
+            hip: None,
+        };
+        let (rel, why) = choose(&r, on(9), &BuildOptions::default()).unwrap();
+        assert!(ffmpeg_compatible(&rel, 9), "{rel:?}");
+        assert!(!ffmpeg_compatible(&r.release("0.15.0").unwrap(), 9));
+        assert!(newer(&rel.version, "0.15.0"), "{}", rel.version);
+        assert_eq!(
+            why,
+            "newest release compatible with torch 2.15.0 and FFmpeg 9"
+        );
+        let opts = BuildOptions {
+            version: Some("0.15.0".into()),
+            ..BuildOptions::default()
+        };
+        let e = choose(&r, on(9), &opts).unwrap_err();
+        let text = format!("{e} | {}", miette::Diagnostic::help(&e).unwrap());
+        assert!(
+            text.contains("torchcodec 0.15.0 does not support FFmpeg 9"),
+            "{text}"
+        );
+        assert!(
+            text.contains("releases that support torch 2.15.0 and FFmpeg 9: "),
+            "{text}"
+        );
+        assert!(text.contains("0.16.0"), "{text}");
+        assert!(!text.contains("0.14.0"), "{text}");
+        // FFmpeg 5: 0.15.0 is fine.
+        assert!(choose(&r, on(5), &opts).is_ok());
+    }
+
+    /// A CTranslate2 release states the HIP it builds with; an SDK older than that is refused
+    /// before the build, a newer one picks the newest release.
+    #[test]
+    fn ctranslate2_releases_state_the_hip_they_build_with() {
+        let r = recipe("ctranslate2");
+        let hip = |v| Against {
+            hip: Some(v),
+            ..Against::default()
+        };
+        let (rel, _) = choose(&r, hip("6.4.43484"), &BuildOptions::default()).unwrap();
+        assert_eq!(rel.version, r.releases()[0].version);
+        let e = choose(&r, hip("5.2.21151"), &BuildOptions::default()).unwrap_err();
+        let text = format!("{e} | {}", miette::Diagnostic::help(&e).unwrap());
+        assert!(
+            text.contains("no release of ctranslate2 supports HIP 5.2.21151"),
+            "{text}"
+        );
+        assert!(text.contains("HIP >=6.1"), "{text}");
     }
 }

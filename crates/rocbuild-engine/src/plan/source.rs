@@ -30,6 +30,9 @@ pub enum SourcePlan {
         /// one of its own: its directory name carries their hash).
         #[serde(skip_serializing_if = "Vec::is_empty", default)]
         patches: Vec<Patch>,
+        /// The recipe's own fixes for this release, applied before `patches`.
+        #[serde(skip_serializing_if = "Vec::is_empty", default)]
+        shipped: Vec<ShippedFile>,
     },
     /// A directory built as it is (`--source DIR` without `--rev`).
     Local { dir: PathBuf },
@@ -44,6 +47,52 @@ impl SourcePlan {
     }
 }
 
+/// A fix the recipe ships (`[[release.patch]]`), written into the cache as a file of its own
+/// (named by its hash) when the source is prepared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShippedFile {
+    pub name: String,
+    pub why: String,
+    pub path: PathBuf,
+    pub sha256: String,
+    #[serde(skip)]
+    pub text: String,
+}
+
+impl ShippedFile {
+    /// `name sha256`, as the manifest records it.
+    pub fn record(&self) -> String {
+        format!("{} {}", self.name, self.sha256)
+    }
+}
+
+fn shipped(release: &ReleaseInfo, recipe: &Recipe, ctx: &Context, os: Os) -> Vec<ShippedFile> {
+    release
+        .patches
+        .iter()
+        .map(|p| {
+            let sha: String = <sha2::Sha256 as sha2::Digest>::digest(p.diff.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let file = format!(
+                "{}-{}-{}-{}.diff",
+                recipe.name(),
+                sanitize(&release.version),
+                sanitize(&p.name),
+                &sha[..12]
+            );
+            ShippedFile {
+                name: p.name.clone(),
+                why: p.why.clone(),
+                path: join(os, &ctx.cache, &["patches", &file]),
+                sha256: sha,
+                text: p.diff.clone(),
+            }
+        })
+        .collect()
+}
+
 pub fn plan(
     recipe: &Recipe,
     release: &ReleaseInfo,
@@ -55,6 +104,23 @@ pub fn plan(
 ) -> Result<(SourcePlan, Vec<Patch>)> {
     let mut source = unpatched(recipe, release, opts, ctx, os, flavor, resolved)?;
     let patches = read_patches(&opts.patches)?;
+    // A user's --rev is their own source: the recipe's fixes are for the release's commit.
+    let ours = match (&source, &opts.rev) {
+        (SourcePlan::Git { .. }, None) => shipped(release, recipe, ctx, os),
+        _ => Vec::new(),
+    };
+    if let SourcePlan::Git {
+        checkout, shipped, ..
+    } = &mut source
+    {
+        if !ours.is_empty() {
+            let shas: Vec<&str> = ours.iter().map(|p| p.sha256.as_str()).collect();
+            let mut name = checkout.file_name().unwrap_or_default().to_os_string();
+            name.push(format!("-fixed-{}", &crate::paths::hash_hex(&shas)[..12]));
+            checkout.set_file_name(name);
+            *shipped = ours;
+        }
+    }
     if patches.is_empty() {
         return Ok((source, patches));
     }
@@ -160,6 +226,7 @@ fn unpatched(
                 submodules: resolved.submodules.clone(),
                 mirror: ctx.mirror.clone(),
                 patches: Vec::new(),
+                shipped: Vec::new(),
             }
         }
     })
@@ -173,8 +240,57 @@ mod tests {
     fn release(r: &Recipe) -> ReleaseInfo {
         r.releases()
             .into_iter()
-            .find(|x| x.commit.is_some())
+            .find(|x| x.commit.is_some() && x.patches.is_empty())
             .expect("a pinned release")
+    }
+
+    /// TorchCodec 0.16.0 carries the recipe's fix: planned into a checkout of its own (named
+    /// by the fix's hash) and written into the cache; a user's --rev builds without it.
+    #[test]
+    fn a_release_with_a_recipe_fix_gets_a_checkout_of_its_own() {
+        let r = recipe("torchcodec");
+        let rel = r.release("0.16.0").unwrap();
+        assert_eq!(rel.patches.len(), 1);
+        let p = |opts: &BuildOptions| {
+            plan(
+                &r,
+                &rel,
+                opts,
+                &ctx(Os::Linux),
+                Os::Linux,
+                Flavor::Cpu,
+                &Resolved::default(),
+            )
+            .unwrap()
+            .0
+        };
+        match p(&BuildOptions::default()) {
+            SourcePlan::Git {
+                checkout, shipped, ..
+            } => {
+                assert_eq!(shipped.len(), 1);
+                assert_eq!(shipped[0].name, "avif-stub-signature");
+                assert!(
+                    shipped[0].path.starts_with("/cache/patches"),
+                    "{:?}",
+                    shipped[0].path
+                );
+                assert!(shipped[0]
+                    .text
+                    .contains("+++ b/src/torchcodec/_core/DecodeAvif.cpp"));
+                let name = checkout.file_name().unwrap().to_string_lossy().into_owned();
+                assert!(name.starts_with("torchcodec-ce046a849e8a-fixed-"), "{name}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let rev = BuildOptions {
+            rev: Some("main".into()),
+            ..BuildOptions::default()
+        };
+        match p(&rev) {
+            SourcePlan::Git { shipped, .. } => assert!(shipped.is_empty()),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -6,8 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use rocbuild_probe::{install_command, Machine, Os, Prerequisite, Tool};
-use rocbuild_recipe::Recipe;
+use rocbuild_probe::{
+    install_command, install_command_with, package_family, Machine, Os, Prerequisite, Tool,
+};
+use rocbuild_recipe::{Recipe, Resolved};
 use serde::Serialize;
 
 use super::vars::expand;
@@ -74,9 +76,16 @@ fn usable(t: &Option<Tool>, name: &str, min: (u32, u32)) -> Result<PathBuf, Stri
 /// fetched: the compilers (the SDK's clang for a ROCm build), FFmpeg's development files and
 /// pkg-config when the recipe needs FFmpeg. All missing ones are named in one error with one
 /// install command for this OS or distribution. Also refuses an FFmpeg a build cannot use.
-pub fn required(recipe: &Recipe, machine: &Machine, backend: &BackendPlan) -> Result<Found> {
+pub fn required(
+    recipe: &Recipe,
+    machine: &Machine,
+    backend: &BackendPlan,
+    resolved: &Resolved,
+    user_defines: &[(String, String)],
+) -> Result<Found> {
     let needs = &recipe.raw.needs;
     let mut missing: Vec<(Prerequisite, String)> = Vec::new();
+    let libraries = missing_libraries(recipe, machine, backend, resolved, user_defines);
     let mut tool = |t: &Option<Tool>, p: Prerequisite, detail: &str| -> PathBuf {
         match t {
             Some(t) => t.path.clone(),
@@ -126,12 +135,17 @@ pub fn required(recipe: &Recipe, machine: &Machine, backend: &BackendPlan) -> Re
             ));
         }
     }
-    if !missing.is_empty() {
+    if !missing.is_empty() || !libraries.is_empty() {
         let kinds: Vec<Prerequisite> = missing.iter().map(|(p, _)| *p).collect();
+        let packages: Vec<String> = libraries.iter().map(|l| l.package.clone()).collect();
         let mut help = format!(
             "install {} with one command: {}",
-            if kinds.len() == 1 { "it" } else { "them" },
-            install_command(&machine.platform, &kinds)
+            if kinds.len() + packages.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+            install_command_with(&machine.platform, &kinds, &packages)
         );
         if kinds.contains(&Prerequisite::FfmpegDev) {
             help.push_str("; or pass --ffmpeg DIR naming an FFmpeg build (its include/ and lib/)");
@@ -141,13 +155,18 @@ pub fn required(recipe: &Recipe, machine: &Machine, backend: &BackendPlan) -> Re
         );
         return Err(EngineError::Prerequisites {
             recipe: recipe.name().into(),
-            count: match missing.len() {
+            count: match missing.len() + libraries.len() {
                 1 => "1 prerequisite".into(),
                 n => format!("{n} prerequisites"),
             },
             list: missing
                 .iter()
                 .map(|(p, d)| format!("- {}: {d}", p.describe()))
+                .chain(
+                    libraries
+                        .iter()
+                        .map(|l| format!("- {}: {}", l.describe, l.detail)),
+                )
                 .collect::<Vec<_>>()
                 .join("\n"),
             help,
@@ -168,6 +187,91 @@ pub fn required(recipe: &Recipe, machine: &Machine, backend: &BackendPlan) -> Re
         cc,
         cxx,
     })
+}
+
+/// A system library the recipe needs for this build that the probe did not find.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MissingLibrary {
+    pub describe: String,
+    /// What was looked for, and why it is needed.
+    pub detail: String,
+    /// Its package here (or its name, where no package is known).
+    pub package: String,
+}
+
+/// The recipe's `[[needs.library]]` this build needs (its backend, and its `when` defines as
+/// the configure will have them: the user's `-D` over the recipe's) and the machine lacks.
+pub fn missing_libraries(
+    recipe: &Recipe,
+    machine: &Machine,
+    backend: &BackendPlan,
+    resolved: &Resolved,
+    user_defines: &[(String, String)],
+) -> Vec<MissingLibrary> {
+    let value = |k: &str| -> Option<&str> {
+        user_defines
+            .iter()
+            .rev()
+            .find(|(uk, _)| uk == k)
+            .map(|(_, v)| v.as_str())
+            .or_else(|| resolved.define.get(k).map(String::as_str))
+    };
+    let on = |v: &str| {
+        matches!(
+            v.to_ascii_uppercase().as_str(),
+            "ON" | "1" | "TRUE" | "YES" | "Y"
+        )
+    };
+    let holds = |want: &str, got: Option<&str>| match got {
+        Some(g) if on(want) => on(g),
+        Some(g) => g.eq_ignore_ascii_case(want),
+        None => false,
+    };
+    let b = backend.backend.as_str();
+    // An SDK from AMD's own repository (/opt/rocm) has AMD's package names.
+    let amd_repo = backend
+        .rocm
+        .as_ref()
+        .is_some_and(|r| r.kind == rocbuild_probe::SdkKind::OptRocm.describe());
+    let family = if amd_repo {
+        Some("rocm-repo")
+    } else {
+        package_family(&machine.platform)
+    };
+    recipe
+        .raw
+        .needs
+        .library
+        .iter()
+        .filter(|l| !l.optional)
+        .filter(|l| l.backends.is_empty() || l.backends.iter().any(|x| x == b))
+        .filter(|l| l.when.iter().all(|(k, v)| holds(v, value(k))))
+        .filter(|l| !machine.libraries.contains_key(&l.name))
+        .map(|l| {
+            let what: Vec<String> = l
+                .headers
+                .iter()
+                .cloned()
+                .chain(l.libs.iter().map(|x| format!("lib{x}")))
+                .collect();
+            let why: Vec<String> = l.when.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let mut detail = format!("{} not found", what.join(", "));
+            if !why.is_empty() {
+                detail.push_str(&format!(" (needed with {})", why.join(", ")));
+            } else if !l.backends.is_empty() {
+                detail.push_str(&format!(" (needed for the {b} backend)"));
+            }
+            let package = family
+                .and_then(|f| l.packages.get(f))
+                .cloned()
+                .unwrap_or_else(|| l.describe.clone());
+            MissingLibrary {
+                describe: l.describe.clone(),
+                detail,
+                package,
+            }
+        })
+        .collect()
 }
 
 /// Build-only pip requirements, keyed by what they are and the Python they serve, and the
@@ -293,13 +397,15 @@ mod tests {
         let mut m = cpu_machine(Os::Linux);
         let b = cpu_backend(&r, &m);
         assert_eq!(
-            required(&r, &m, &b).unwrap().ninja,
+            required(&r, &m, &b, &Default::default(), &[])
+                .unwrap()
+                .ninja,
             Ok(PathBuf::from("/usr/bin/ninja"))
         );
         m.tools = Default::default();
         m.ffmpeg = None;
         m.ffmpeg_missing = Some("pkg-config is not installed, so FFmpeg cannot be found".into());
-        let e = required(&r, &m, &b).unwrap_err();
+        let e = required(&r, &m, &b, &Default::default(), &[]).unwrap_err();
         let help = miette::Diagnostic::help(&e)
             .map(|h| h.to_string())
             .unwrap_or_default();
@@ -326,9 +432,10 @@ mod tests {
         // Fedora: its package manager and names.
         m.platform.distro = Some("fedora".into());
         m.platform.distro_like.clear();
-        let help = miette::Diagnostic::help(&required(&r, &m, &b).unwrap_err())
-            .map(|h| h.to_string())
-            .unwrap_or_default();
+        let help =
+            miette::Diagnostic::help(&required(&r, &m, &b, &Default::default(), &[]).unwrap_err())
+                .map(|h| h.to_string())
+                .unwrap_or_default();
         assert!(
             help.contains("sudo dnf install gcc gcc-c++ pkgconf-pkg-config ffmpeg-free-devel"),
             "{help}"
@@ -342,7 +449,7 @@ mod tests {
         let b = cpu_backend(&r, &m);
         let vars = Default::default();
         let cache = Path::new("/cache");
-        let found = required(&r, &m, &b).unwrap();
+        let found = required(&r, &m, &b, &Default::default(), &[]).unwrap();
         let (t, ts) = python_tools(&r, &m, &b, &found, &vars, cache).unwrap();
         assert_eq!(ts.cmake, PathBuf::from("/usr/bin/cmake"));
         assert_eq!(ts.ninja, PathBuf::from("/usr/bin/ninja"));
@@ -351,7 +458,7 @@ mod tests {
         // No cmake, a Ninja 1.8: both from PyPI, into the tools area, and run from there.
         m.tools.cmake = None;
         m.tools.ninja.as_mut().unwrap().version = Some("1.8.2".into());
-        let found = required(&r, &m, &b).unwrap();
+        let found = required(&r, &m, &b, &Default::default(), &[]).unwrap();
         let (t, ts) = python_tools(&r, &m, &b, &found, &vars, cache).unwrap();
         let t = t.unwrap();
         let args = &t.install.args;
@@ -369,7 +476,7 @@ mod tests {
         let mut w = cpu_machine(Os::Windows);
         w.tools.ninja = None;
         let b = cpu_backend(&r, &w);
-        let found = required(&r, &w, &b).unwrap();
+        let found = required(&r, &w, &b, &Default::default(), &[]).unwrap();
         let (_, ts) = python_tools(&r, &w, &b, &found, &vars, Path::new(r"C:\cache")).unwrap();
         assert!(
             ts.ninja.display().to_string().ends_with(r"\bin\ninja.exe"),
@@ -383,12 +490,12 @@ mod tests {
         let r = recipe("torchcodec");
         let mut m = cpu_machine(Os::Windows);
         let b = cpu_backend(&r, &m);
-        assert!(required(&r, &m, &b).is_ok());
+        assert!(required(&r, &m, &b, &Default::default(), &[]).is_ok());
         if let Some(f) = &mut m.ffmpeg {
             f.bin = None;
         }
         assert!(matches!(
-            required(&r, &m, &b),
+            required(&r, &m, &b, &Default::default(), &[]),
             Err(EngineError::StaticFfmpeg { .. })
         ));
     }

@@ -52,6 +52,17 @@ fn probe_options(recipe: &Recipe, opts: &BuildOptions, venv: Option<PathBuf>) ->
         want_cuda_gpu: b.cuda_arch.is_empty()
             && has("cuda")
             && !matches!(b.backend, Some(Backend::Cpu) | Some(Backend::Rocm)),
+        libraries: recipe
+            .raw
+            .needs
+            .library
+            .iter()
+            .map(|l| rocbuild_probe::LibrarySpec {
+                name: l.name.clone(),
+                headers: l.headers.clone(),
+                libs: l.libs.clone(),
+            })
+            .collect(),
     }
 }
 

@@ -1,0 +1,213 @@
+//! System libraries a recipe needs besides FFmpeg and the SDK's own runtime (OpenBLAS, LLVM's
+//! OpenMP runtime, hipBLAS/hipRAND/rocThrust/hipCUB headers, libjpeg …): looked for where a
+//! compiler would find them, so that a missing one is named with its distribution package
+//! before the build instead of by CMake minutes into it.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Os, Platform, RocmSdk};
+
+/// What identifies a library on disk: headers (relative to an include directory) and
+/// library names (`openblas` for `libopenblas.so`, `libopenblas.a`, `openblas.lib`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibrarySpec {
+    pub name: String,
+    pub headers: Vec<String>,
+    pub libs: Vec<String>,
+}
+
+/// Where a library was found: the header (or the library file when it names no header).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FoundLibrary {
+    pub at: PathBuf,
+}
+
+/// The include and library directories searched, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SearchDirs {
+    pub include: Vec<PathBuf>,
+    pub lib: Vec<PathBuf>,
+}
+
+fn env_dirs(var: &str) -> Vec<PathBuf> {
+    std::env::var_os(var)
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The directories a compiler on this machine searches: the environment's (`CPATH`,
+/// `LIBRARY_PATH`, conda), the system's (multiarch on Debian), Homebrew's, and each ROCm
+/// SDK's, with the clang resource directory its device libraries live in (LLVM's `omp.h`)
+/// and that LLVM's own `lib/` (`libomp.so`).
+pub fn search_dirs(platform: &Platform, sdks: &[RocmSdk]) -> SearchDirs {
+    let mut d = SearchDirs::default();
+    for v in ["CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"] {
+        d.include.extend(env_dirs(v));
+    }
+    d.lib.extend(env_dirs("LIBRARY_PATH"));
+    if let Some(conda) = std::env::var_os("CONDA_PREFIX").map(PathBuf::from) {
+        d.include.push(conda.join("include"));
+        d.lib.push(conda.join("lib"));
+    }
+    for sdk in sdks {
+        for part in std::iter::once(&sdk.root).chain(sdk.parts.iter()) {
+            d.include.push(part.join("include"));
+            d.lib.push(part.join("lib"));
+            d.lib.push(part.join("lib64"));
+            d.lib.push(part.join("lib/llvm/lib"));
+        }
+        // <llvm>/lib/clang/<N>/amdgcn/bitcode → <llvm>/lib/clang/<N>/include, <llvm>/lib
+        if let Some(resource) = sdk.device_lib_dir.as_deref().and_then(|b| {
+            b.ancestors().find(|a| {
+                a.join("include").is_dir() && a.parent().is_some_and(|p| p.ends_with("clang"))
+            })
+        }) {
+            d.include.push(resource.join("include"));
+            if let Some(llvm_lib) = resource.parent().and_then(Path::parent) {
+                d.lib.push(llvm_lib.to_path_buf());
+            }
+        }
+    }
+    match platform.os {
+        Os::Linux => {
+            let triplet = format!("{}-linux-gnu", platform.arch);
+            for root in ["/usr/local", "/usr"] {
+                let root = Path::new(root);
+                d.include.push(root.join("include").join(&triplet));
+                d.include.push(root.join("include"));
+                d.lib.push(root.join("lib").join(&triplet));
+                d.lib.push(root.join("lib64"));
+                d.lib.push(root.join("lib"));
+            }
+        }
+        Os::Macos => {
+            for root in ["/opt/homebrew", "/usr/local"] {
+                let root = Path::new(root);
+                d.include.push(root.join("include"));
+                d.lib.push(root.join("lib"));
+                // Keg-only formulae (libomp, openblas) live in opt/<name>.
+                if let Ok(rd) = std::fs::read_dir(root.join("opt")) {
+                    for e in rd.flatten() {
+                        d.include.push(e.path().join("include"));
+                        d.lib.push(e.path().join("lib"));
+                    }
+                }
+            }
+        }
+        Os::Windows => {
+            d.include.extend(env_dirs("INCLUDE"));
+            d.lib.extend(env_dirs("LIB"));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    d.include.retain(|p| seen.insert(p.clone()));
+    seen.clear();
+    d.lib.retain(|p| seen.insert(p.clone()));
+    d
+}
+
+fn lib_file_names(name: &str, os: Os) -> Vec<String> {
+    match os {
+        Os::Windows => vec![format!("{name}.lib"), format!("lib{name}.lib")],
+        Os::Macos => vec![format!("lib{name}.dylib"), format!("lib{name}.a")],
+        Os::Linux => vec![format!("lib{name}.so"), format!("lib{name}.a")],
+    }
+}
+
+/// Where `spec` is, if every header and library it names is found in `dirs`.
+pub fn find_library(spec: &LibrarySpec, dirs: &SearchDirs, os: Os) -> Option<FoundLibrary> {
+    let mut first = None;
+    for h in &spec.headers {
+        let at = dirs
+            .include
+            .iter()
+            .map(|d| d.join(h))
+            .find(|p| p.is_file())?;
+        first.get_or_insert(at);
+    }
+    for l in &spec.libs {
+        let names = lib_file_names(l, os);
+        let at = dirs
+            .lib
+            .iter()
+            .flat_map(|d| names.iter().map(move |n| d.join(n)))
+            .find(|p| p.exists())?;
+        first.get_or_insert(at);
+    }
+    first.map(|at| FoundLibrary { at })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(headers: &[&str], libs: &[&str]) -> LibrarySpec {
+        LibrarySpec {
+            name: "x".into(),
+            headers: headers.iter().map(|s| s.to_string()).collect(),
+            libs: libs.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn every_header_and_library_must_be_there() {
+        let t = tempfile::tempdir().unwrap();
+        let inc = t.path().join("include");
+        let lib = t.path().join("lib");
+        std::fs::create_dir_all(inc.join("hipblas")).unwrap();
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(inc.join("hipblas/hipblas.h"), "").unwrap();
+        let dirs = SearchDirs {
+            include: vec![t.path().join("nothing"), inc.clone()],
+            lib: vec![lib.clone()],
+        };
+        let found = find_library(&spec(&["hipblas/hipblas.h"], &[]), &dirs, Os::Linux).unwrap();
+        assert_eq!(found.at, inc.join("hipblas/hipblas.h"));
+        assert!(find_library(
+            &spec(&["hipblas/hipblas.h"], &["hipblas"]),
+            &dirs,
+            Os::Linux
+        )
+        .is_none());
+        std::fs::write(lib.join("libhipblas.so"), "").unwrap();
+        assert!(find_library(
+            &spec(&["hipblas/hipblas.h"], &["hipblas"]),
+            &dirs,
+            Os::Linux
+        )
+        .is_some());
+        assert!(find_library(
+            &spec(&["hipblas/hipblas.h"], &["hipblas"]),
+            &dirs,
+            Os::Windows
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn a_clang_resource_directory_of_an_sdk_is_searched_for_omp_h() {
+        let t = tempfile::tempdir().unwrap();
+        let llvm = t.path().join("usr/lib/llvm-21");
+        let res = llvm.join("lib/clang/21");
+        std::fs::create_dir_all(res.join("amdgcn/bitcode")).unwrap();
+        std::fs::create_dir_all(res.join("include")).unwrap();
+        let mut sdk =
+            crate::rocm_scan::empty(t.path().join("usr"), crate::SdkKind::DebianMultiarch);
+        sdk.device_lib_dir = Some(res.join("amdgcn/bitcode"));
+        let p = Platform {
+            os: Os::Linux,
+            arch: "x86_64".into(),
+            distro: None,
+            distro_like: vec![],
+        };
+        let d = search_dirs(&p, &[sdk]);
+        assert!(d.include.contains(&res.join("include")), "{:?}", d.include);
+        assert!(d.lib.contains(&llvm.join("lib")), "{:?}", d.lib);
+    }
+}
