@@ -33,6 +33,18 @@ pub const CASES: &[(&str, &str)] = &[
         "incompatible_torch",
         "A release that does not support the installed torch",
     ),
+    (
+        "release_not_for_this_ffmpeg",
+        "`--version` naming a release that does not build against the FFmpeg found",
+    ),
+    (
+        "system_library_missing",
+        "A system library the build needs is not installed",
+    ),
+    (
+        "define_drops_what_rocbuild_needs",
+        "A `-D` that would take away something rocbuild's build needs",
+    ),
     ("unknown_gfx", "An unknown GPU architecture name"),
     (
         "gfx_the_sdk_cannot_target",
@@ -459,6 +471,64 @@ fn recipe_release_missing() {
 }
 
 #[test]
+fn release_not_for_this_ffmpeg() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let repo = s.root().join("repos/fakecodec.git");
+    let text = fixture_recipe(repo.to_str().unwrap(), true, DECODE_WAV).replace(
+        "version = \"0.9.0\"\ntorch = \">=2.8,<2.9\"",
+        "version = \"0.9.0\"\ntorch = \">=2.8,<2.9\"\n\n[[release]]\nversion = \"2.0.0\"\ntorch = \">=2.9\"\nffmpeg = \">=9\"",
+    );
+    s.write_recipe("fakecodec", &text);
+    let err = check("release_not_for_this_ffmpeg", &s, 1, || {
+        s.rocbuild(&["fakecodec", "--version", "2.0.0"], &[])
+    });
+    assert!(
+        said(&err, "fakecodec 2.0.0 does not support FFmpeg "),
+        "{err}"
+    );
+    assert!(said(&err, "it builds against FFmpeg >=9"), "{err}");
+    assert!(said(&err, "nothing was fetched"), "{err}");
+    // The default skips it for the one that fits.
+    let plan = s.rocbuild(&["fakecodec", "--dry-run"], &[]);
+    assert!(
+        plan.stdout.contains("plan: fakecodec 1.0.0"),
+        "{}",
+        plan.stdout
+    );
+}
+
+#[test]
+fn system_library_missing() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let repo = s.root().join("repos/fakecodec.git");
+    let text = fixture_recipe(repo.to_str().unwrap(), true, DECODE_WAV).replace(
+        "[needs]\nffmpeg = true\n",
+        "[needs]\nffmpeg = true\n\n[[needs.library]]\nname = \"absent\"\ndescribe = \"libabsent (rocbuild's test)\"\nheaders = [\"rocbuild-absent/absent.h\"]\nlibs = [\"rocbuild_absent\"]\nwhen = { FAKECODEC_ABSENT = \"ON\" }\npackages = { debian = \"librocbuild-absent-dev\", fedora = \"rocbuild-absent-devel\" }\n",
+    );
+    s.write_recipe("fakecodec", &text);
+    let err = check("system_library_missing", &s, 1, || {
+        s.rocbuild(&["fakecodec", "-D", "FAKECODEC_ABSENT=ON"], &[])
+    });
+    assert!(
+        said(&err, "libabsent (rocbuild's test): rocbuild-absent/absent.h, librocbuild_absent not found (needed with FAKECODEC_ABSENT=ON)"),
+        "{err}"
+    );
+    // Without the define it is not needed.
+    let plan = s.rocbuild(&["fakecodec", "--dry-run"], &[]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+}
+
+#[test]
+fn define_drops_what_rocbuild_needs() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let err = check("define_drops_what_rocbuild_needs", &s, 2, || {
+        s.rocbuild(&["fakecodec", "-D", "CMAKE_INSTALL_PREFIX=/opt/mine"], &[])
+    });
+    assert!(said(&err, "-D CMAKE_INSTALL_PREFIX=/opt/mine"), "{err}");
+    assert!(said(&err, "staging prefix"), "{err}");
+}
+
+#[test]
 fn incompatible_torch() {
     let s = Scene::with_torch();
     let err = check("incompatible_torch", &s, 1, || {
@@ -487,9 +557,9 @@ fn incompatible_torch() {
     );
     let newest = s.rocbuild(&["torchcodec", "--dry-run"], &[]);
     assert!(
-        newest
-            .stdout
-            .contains("plan: torchcodec 0.9.1 (newest release compatible with torch 2.9.1)"),
+        newest.stdout.contains(
+            "plan: torchcodec 0.9.1 (newest release compatible with torch 2.9.1 and FFmpeg "
+        ),
         "{}\n{}",
         newest.stdout,
         newest.stderr

@@ -600,7 +600,7 @@ fn sid_rocm_6_4_real_ctranslate2_recipe_checks_its_system_libraries_first() {
     );
     assert!(
         plan.stdout
-            .contains("third_party/ruy (of its own only third_party/cpuinfo)"),
+            .contains("third_party/ruy (of its own submodules only third_party/cpuinfo)"),
         "{}",
         plan.stdout
     );

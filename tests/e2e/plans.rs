@@ -19,7 +19,14 @@ pub fn machine(os: &str) -> serde_json::Value {
         "macos" => ("2.9.1", None, None, "cpu"),
         _ => ("2.9.1+rocm6.4", None::<&str>, Some("6.4.43482"), "rocm"),
     };
+    // The system libraries the recipes need, installed.
+    let libraries: serde_json::Map<String, serde_json::Value> =
+        ["openblas", "libomp", "hipblas", "hiprand", "rocthrust", "hipcub"]
+            .iter()
+            .map(|n| (n.to_string(), serde_json::json!({"at": p(&format!("/usr/include/{n}"), &format!(r"C:\SDK\include\{n}"))})))
+            .collect();
     serde_json::json!({
+        "libraries": libraries,
         "platform": {"os": os, "arch": if os == "macos" {"aarch64"} else {"x86_64"}, "distro": if os == "linux" {Some("ubuntu")} else {None}},
         "venv": {"root": p(if os == "macos" {"/Users/me/venv"} else {"/home/me/venv"}, r"C:\Users\me\venv"), "chosen_by": "$VIRTUAL_ENV"},
         "python": {
@@ -83,7 +90,7 @@ fn linux_rocm_torch_plan() {
     );
     assert!(
         plan.contains(
-            "plan: torchcodec 0.9.1 (newest release compatible with torch 2.9.1+rocm6.4)"
+            "plan: torchcodec 0.9.1 (newest release compatible with torch 2.9.1+rocm6.4 and FFmpeg 7)"
         ),
         "{plan}"
     );

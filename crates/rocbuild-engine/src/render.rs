@@ -340,8 +340,8 @@ impl fmt::Display for Plan {
     }
 }
 
-/// `a, b (only b/x), c`: each named submodule with all of its own, unless the nested ones it
-/// needs are named.
+/// `a, b (of its own submodules only x), c`: each named submodule with all of its own,
+/// unless the nested ones it needs are named.
 fn describe_submodules(paths: &[String]) -> String {
     let nested = |p: &str| -> Vec<&str> {
         let prefix = format!("{}/", p.trim_end_matches('/'));
@@ -361,8 +361,8 @@ fn describe_submodules(paths: &[String]) -> String {
     let parts: Vec<String> = top
         .iter()
         .map(|p| match nested(p).as_slice() {
-            [] => format!("{p} (with its own)"),
-            n => format!("{p} (of its own only {})", n.join(", ")),
+            [] => p.to_string(),
+            n => format!("{p} (of its own submodules only {})", n.join(", ")),
         })
         .collect();
     parts.join(", ")

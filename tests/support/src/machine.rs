@@ -172,7 +172,26 @@ pub fn machine(os: Os) -> Machine {
         hip_runtime: None,
         gpu: None,
         cuda_gpu: None,
-        libraries: Default::default(),
+        // Every system library the built-in recipes need, installed (the FFmpeg-era image
+        // libraries stay absent: optional, and they would change every TorchCodec plan).
+        libraries: [
+            "openblas",
+            "libomp",
+            "hipblas",
+            "hiprand",
+            "rocthrust",
+            "hipcub",
+        ]
+        .iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                rocbuild_probe::FoundLibrary {
+                    at: format!("/usr/include/{n}").into(),
+                },
+            )
+        })
+        .collect(),
     }
 }
 
