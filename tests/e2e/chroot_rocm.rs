@@ -623,3 +623,75 @@ fn sid_rocm_6_4_real_ctranslate2_recipe_checks_its_system_libraries_first() {
     assert_eq!(drop.code, 2, "{}", show(&drop));
     assert!(drop.stderr.contains("--rocm DIR"), "{}", show(&drop));
 }
+
+/// Experimental's ROCm 7.2 compiles with clang 22, while its libomp-dev is LLVM 21's: the
+/// OpenMP runtime of the SDK's own clang is missing, and rocbuild names the package of that
+/// clang (libomp-22-dev) before anything is fetched, instead of CMake failing on -fopenmp.
+#[test]
+fn experimental_rocm_7_2_names_the_openmp_runtime_of_its_own_clang() {
+    let Some(root) = chroot("ROCBUILD_TEST_CHROOT_ROCM72", "experimental-rocm7.2") else {
+        return;
+    };
+    let has = |rel: &str| root.join(rel).exists();
+    if !has("usr/lib/llvm-22/lib/clang/22/amdgcn")
+        || has("usr/lib/llvm-22/lib/clang/22/include/omp.h")
+    {
+        eprintln!(
+            "SKIPPED: this chroot's ROCm is not on clang 22, or clang 22 has its OpenMP runtime"
+        );
+        return;
+    }
+    let work = tempfile::Builder::new()
+        .prefix("rocbuild-e2e-omp-")
+        .tempdir_in(root.join("tmp"))
+        .unwrap();
+    let inner = format!(
+        "/tmp/{}",
+        work.path().file_name().unwrap().to_string_lossy()
+    );
+    std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), work.path().join("rocbuild")).unwrap();
+    let venv = format!("{inner}/venv");
+    let mk = in_chroot(&root, &[], &["python3", "-m", "venv", &venv]);
+    assert_eq!(mk.code, 0, "{}", show(&mk));
+    let site = chroot_site(&work.path().join("venv"));
+    for (name, v) in [("numpy", "2.3.0"), ("PyYAML", "6.0.2")] {
+        let di = site.join(format!("{name}-{v}.dist-info"));
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n"),
+        )
+        .unwrap();
+    }
+    let rb = format!("{inner}/rocbuild");
+    let cache = format!("{inner}/cache");
+    let out = in_chroot(
+        &root,
+        &[],
+        &[
+            &rb,
+            "ctranslate2",
+            "--venv",
+            &venv,
+            "--cache",
+            &cache,
+            "--backend",
+            "rocm",
+            "--arch",
+            "gfx1201",
+            "-D",
+            "WITH_OPENBLAS=OFF",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", show(&out));
+    let flat = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("LLVM's OpenMP runtime (clang's -fopenmp): omp.h, libomp not found"),
+        "{flat}"
+    );
+    assert!(
+        flat.contains("sudo apt-get install libomp-22-dev"),
+        "{flat}"
+    );
+    assert!(!work.path().join("cache/git").exists());
+}
