@@ -9,8 +9,6 @@ use std::time::Instant;
 
 use crate::util::{run_capture, Result};
 
-/// Made by `cargo xtask setup`, relative to the workspace root.
-pub const TORCH_VENV: &str = "cache/venvs/torch-real";
 pub const ITERATIONS: usize = 5;
 pub const LOAD_ITERATIONS: usize = 7;
 /// The whole doctor against a bare import of the package (issue 15, target 3).
@@ -19,9 +17,7 @@ pub const LOAD_TARGET: f64 = 1.05;
 pub const NO_LOAD_TARGET_SECONDS: f64 = 0.3;
 /// The bare import: what the load test does, and nothing else.
 pub const BARE_IMPORT: &str = "import torch";
-/// rocbuild's check must take at most this long...
-pub const TARGET_SECONDS: f64 = 1.0;
-/// ...and be at least this many times faster than the script.
+/// rocbuild's check must be at least this many times faster than the script.
 pub const TARGET_SPEEDUP: f64 = 5.0;
 
 /// B: the ABI and closure check of torch's libraries by hand.
