@@ -134,7 +134,17 @@ fn list(xs: &[f64], unit: &str) -> String {
         .join(", ")
 }
 
-pub fn bench() -> Result<()> {
+/// The release `rocbuild` cargo builds: under `$CARGO_TARGET_DIR` when it is set.
+fn release_exe(ws: &Path) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|t| if t.is_absolute() { t } else { ws.join(t) })
+        .unwrap_or_else(|| ws.join("target"));
+    target.join("release/rocbuild")
+}
+
+pub fn bench(args: &[String]) -> Result<()> {
+    let only = crate::bench_readers::only(args)?;
     let ws = workspace_root();
     let started = Instant::now();
     println!("xtask: bench: cargo build --release -p rocbuild");
@@ -144,7 +154,31 @@ pub fn bench() -> Result<()> {
         "-p",
         "rocbuild",
     ]))?;
-    let exe = ws.join("target/release/rocbuild");
+    let exe = release_exe(&ws);
+    let real = std::env::var_os("ROCBUILD_TEST_TORCH_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ws.join("cache/venvs/torch-real"));
+    let readers: std::collections::BTreeSet<String> =
+        ["d", "e", "f"].iter().map(|s| s.to_string()).collect();
+    if let Some(only) = only {
+        let tmp = tempfile::Builder::new()
+            .prefix("rocbuild-bench-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+        crate::bench_readers::run_sections(
+            &exe,
+            &real,
+            tmp.path(),
+            &only,
+            &ws.join("BENCHMARKS.md"),
+        )?;
+        println!(
+            "xtask: bench: sections {:?} in {:.0} s",
+            only,
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
 
     // Fixtures, all outside any timed region.
     let tmp = tempfile::Builder::new()
@@ -305,9 +339,6 @@ pub fn bench() -> Result<()> {
     println!("xtask: bench: no-op rerun says: {noop_out}");
 
     // (c) status on a venv with the real PyPI torch.
-    let real = std::env::var_os("ROCBUILD_TEST_TORCH_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| ws.join("cache/venvs/torch-real"));
     // (a′) the full build again, of a project that compiles against the real torch's headers.
     let (status, real_full) = if real.join("bin/python").exists() {
         let (r, f) = crate::bench_status::bench(&w.exe, &real, &root)?;
@@ -322,25 +353,6 @@ pub fn bench() -> Result<()> {
             real.display()
         );
         (None, None)
-    };
-
-    // (d) dependency closure over a large SDK-like tree (plus the real torch's libraries).
-    let closure = crate::bench_closure::run(&w.exe, &real, &root)?;
-
-    // (e) doctor over the real PyPI torch, against an nm -D script.
-    let torch_venv = ws.join(crate::bench_doctor::TORCH_VENV);
-    let doctor = if torch_venv.join("bin/python").exists() {
-        println!(
-            "xtask: bench: doctor vs nm -D over {}",
-            torch_venv.display()
-        );
-        Some(crate::bench_doctor::run(&w.exe, &torch_venv, &root)?)
-    } else {
-        println!(
-            "xtask: bench: {} is missing: run `cargo xtask setup` for the doctor benchmark",
-            torch_venv.display()
-        );
-        None
     };
 
     let ratios: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
@@ -459,57 +471,6 @@ pub fn bench() -> Result<()> {
         }
         None => "- (c) skipped: no venv with the real torch\n".to_string(),
     };
-    let doctor_text = match &doctor {
-        Some(d) => {
-            let (rows, text) = crate::bench_doctor::markdown(d, |xs| {
-                let s = stats(xs);
-                (s.median, s.min, s.max)
-            });
-            table.push_str(&rows);
-            text
-        }
-        None => "**(e) doctor vs an `nm -D` script**: not run (no `cache/venvs/torch-real`; `cargo xtask setup` makes it).\n".into(),
-    };
-    let closure_md = {
-        use crate::bench_closure::ITERATIONS;
-        let c = &closure;
-        let (sa, sb) = (stats(&c.rocbuild), stats(&c.ldd));
-        let ratios: Vec<f64> = c.rocbuild.iter().zip(&c.ldd).map(|(x, y)| x / y).collect();
-        let sr = stats(&ratios);
-        let _ = writeln!(
-            table,
-            "| (d) A: `rocbuild deps` of {} roots (`--search`, `--json`) | {ITERATIONS} | {:.1} ms | {:.1} – {:.1} ms | |",
-            c.roots, sa.median * 1e3, sa.min * 1e3, sa.max * 1e3
-        );
-        let _ = writeln!(
-            table,
-            "| (d) B: `ldd` on the same {} roots, same dirs in LD_LIBRARY_PATH | {ITERATIONS} | {:.1} ms | {:.1} – {:.1} ms | |",
-            c.roots, sb.median * 1e3, sb.min * 1e3, sb.max * 1e3
-        );
-        let _ = writeln!(
-            table,
-            "| (d) ratio A/B (per pair) | {ITERATIONS} | {:.3}× | {:.3}× – {:.3}× | |",
-            sr.median, sr.min, sr.max
-        );
-        let diff = if c.agree {
-            "the same set of libraries".to_string()
-        } else {
-            format!(
-                "different sets: only rocbuild {:?}; only ldd {:?}",
-                c.only_rocbuild, c.only_ldd
-            )
-        };
-        format!(
-            "- closure, rocbuild (ms): {}
-- closure, ldd (ms): {}
-- closure: rocbuild resolved {} libraries, ldd {}: {diff}
-",
-            list(&c.rocbuild.iter().map(|x| x * 1e3).collect::<Vec<_>>(), ""),
-            list(&c.ldd.iter().map(|x| x * 1e3).collect::<Vec<_>>(), ""),
-            c.found_rocbuild,
-            c.found_ldd,
-        )
-    };
     parts.retain(|(_, v)| !v.is_empty());
     let parts_sum: f64 = parts.iter().map(|(_, v)| stats(v).median).sum();
     let mut breakdown = String::new();
@@ -556,8 +517,7 @@ pub fn bench() -> Result<()> {
          - A/B: {lr}\n\
          {real_full_md}\
          - no-op: {ln}\n\
-         {status_md}\
-         {closure_md}\n\
+         {status_md}\n\
          ## What is measured\n\n\
          The project is the test fixture shaped like TorchCodec (tests/fixture/fakecodec: a core and a custom-ops \
          library linked to FFmpeg and to a torch-like library, a CPython extension, a git submodule), built against \
@@ -597,17 +557,8 @@ pub fn bench() -> Result<()> {
          there is no pkg-config query), B is the cheapest Python-side look at the same venv, \
          `python -c \"import importlib.metadata as m; print(m.version('torch'))\"`. A and B alternate \
          ({status_n} pairs). Target for A: ≤ {status_target} ms.\n\n\
-         **(d) dependency closure over a large SDK-like tree.** A tree shaped like a ROCm SDK is made with `cc` \
-         in a temp dir: {closure_libs} small shared libraries in `sdk/lib`, in {closure_layers} layers (runtime at \
-         the bottom, math libraries on top), each needing 2–6 libraries of the layers below (DT_NEEDED chains \
-         down to the bottom), all with RUNPATH `$ORIGIN`; beside it the {torch_libs} libraries of the real PyPI \
-         torch in cache/venvs/torch-real (libtorch_cuda.so and the nvidia-* wheels it finds through its own \
-         RUNPATHs). The roots are the top layer and every torch library ({roots} files). A is \
-         `rocbuild deps FILE… --search sdk/lib --search torch/lib --json` (the loader emulation over all roots with \
-         one shared reader, plus what ldd does not do: every import checked against its provider\'s exports); B is `ldd FILE…` with the same two directories in `LD_LIBRARY_PATH` (glibc's loader in trace \
-         mode: the real thing). Before timing, the libraries each resolves are compared (see the raw figures). \
-         A and B alternate ({closure_n} pairs).\n\n\
-         {doctor_text}",
+         The reader benchmarks (d), (e) and (f) are in their own sections below \
+         (`cargo xtask bench --only d,e,f` reruns just those).\n",
         date = machine.date,
         rev = machine.rev,
         nproc = machine.nproc,
@@ -624,27 +575,20 @@ pub fn bench() -> Result<()> {
         status_n = crate::bench_status::ITERATIONS,
         real_full_n = crate::bench_status::FULL_ITERATIONS,
         real_units = crate::bench_status::UNITS,
-        closure_libs = closure.libs_in_tree,
-        closure_layers = 6,
-        torch_libs = closure.torch_libs,
-        roots = closure.roots,
-        closure_n = crate::bench_closure::ITERATIONS,
         status_target = crate::bench_status::TARGET_MS,
     );
     let path = ws.join("BENCHMARKS.md");
-    // The fuzzing figures are cargo xtask fuzz's: keep them.
+    // The sections other runs own (fuzzing, the reader benchmarks): carried over.
     let old = std::fs::read_to_string(&path).unwrap_or_default();
-    let md = match section(&old, crate::fuzz::FUZZ_SECTION) {
-        Some(s) => format!(
-            "{}
-
-{s}",
-            md.trim_end()
-        ),
-        None => md,
-    };
+    let mut md = md.trim_end().to_string();
+    for s in sections(&old) {
+        md.push_str("\n\n");
+        md.push_str(s.trim_end());
+    }
+    md.push('\n');
     std::fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     println!("xtask: bench: wrote {}", path.display());
+    crate::bench_readers::run_sections(&w.exe, &real, &root, &readers, &path)?;
     if std::env::var_os("XTASK_BENCH_KEEP").is_some() {
         println!(
             "xtask: bench: XTASK_BENCH_KEEP: keeping {}",
@@ -731,6 +675,30 @@ fn with_section(text: &str, name: &str, body: &str) -> String {
             t + &block
         }
     }
+}
+
+/// Every `<!-- begin NAME -->` … `<!-- end NAME -->` section of `text`, in order.
+fn sections(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(b) = rest.find("<!-- begin ") {
+        let after = &rest[b + "<!-- begin ".len()..];
+        let Some(name) = after.split(" -->").next() else {
+            break;
+        };
+        match section(&rest[b..], name) {
+            Some(s) => {
+                let end = format!("<!-- end {name} -->");
+                let e = rest[b..]
+                    .find(&end)
+                    .map_or(rest.len(), |e| b + e + end.len());
+                out.push(s);
+                rest = &rest[e..];
+            }
+            None => break,
+        }
+    }
+    out
 }
 
 /// The `name` section of `text` with its markers, if there is one.

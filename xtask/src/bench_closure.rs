@@ -23,7 +23,6 @@ pub struct ClosureBench {
     pub rocbuild: Vec<f64>,
     pub ldd: Vec<f64>,
     pub roots: usize,
-    pub libs_in_tree: usize,
     pub torch_libs: usize,
     /// Libraries each side resolved (union over the roots), and whether the sets agree.
     pub found_rocbuild: usize,
@@ -230,7 +229,6 @@ pub fn run(exe: &Path, torch_venv: &Path, tmp: &Path) -> Result<ClosureBench> {
         rocbuild: ta,
         ldd: tb,
         roots: roots.len(),
-        libs_in_tree: LIBS / LAYERS * LAYERS,
         torch_libs: n_torch,
         found_rocbuild: found_a.len(),
         found_ldd: found_b.len(),

@@ -34,9 +34,9 @@ lib.realext_sum.restype = ctypes.c_double
 assert lib.realext_sum() == 4.0, lib.realext_sum()
 print("realext ok")"#;
 
-const BASELINE: &str = "import importlib.metadata as m; print(m.version('torch'))";
+pub const BASELINE: &str = "import importlib.metadata as m; print(m.version('torch'))";
 
-fn site_of(venv: &Path) -> Result<PathBuf> {
+pub fn site_of(venv: &Path) -> Result<PathBuf> {
     let out = run_capture(Command::new(venv.join("bin/python")).args([
         "-c",
         "import sysconfig; print(sysconfig.get_paths()['platlib'])",
@@ -46,7 +46,7 @@ fn site_of(venv: &Path) -> Result<PathBuf> {
 
 /// A throwaway venv at `venv` whose site-packages links every package of the real one (not
 /// its venv tooling, not builds that other runs installed there).
-fn links_venv(real_site: &Path, venv: &Path) -> Result<()> {
+pub fn links_venv(real_site: &Path, venv: &Path) -> Result<()> {
     run(Command::new("python3").args(["-m", "venv"]).arg(venv));
     let site = site_of(venv)?;
     let own: Vec<String> = std::fs::read_dir(&site)
@@ -85,7 +85,42 @@ pub const FULL_ITERATIONS: usize = 5;
 /// about as many against torch's headers for one FFmpeg major).
 pub const UNITS: usize = 12;
 
-pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<(StatusBench, RealFull)> {
+/// realext built with rocbuild into a venv of links to the real torch: what (a′), (c) and the
+/// no-op rerun on the real torch work on.
+pub struct RealWorld {
+    pub exe: PathBuf,
+    pub real_site: PathBuf,
+    pub venv: PathBuf,
+    pub recipes: PathBuf,
+    pub wheels: PathBuf,
+    pub cache: PathBuf,
+}
+
+impl RealWorld {
+    /// `rocbuild realext -q --recipes … --venv VENV --cache CACHE EXTRA…`.
+    pub fn rocbuild(&self, venv: &Path, cache: &Path, extra: &[&str]) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.args(["realext", "-q", "--recipes"])
+            .arg(&self.recipes)
+            .arg("--venv")
+            .arg(venv)
+            .arg("--cache")
+            .arg(cache)
+            .args(extra)
+            .env("NO_COLOR", "1")
+            .env("PIP_NO_INDEX", "1")
+            .env("PIP_FIND_LINKS", &self.wheels)
+            .stdin(Stdio::null());
+        for k in crate::bench::SCRUB {
+            c.env_remove(k);
+        }
+        c
+    }
+}
+
+/// Make the realext world under `root` (untimed): the venv of links, the git repository, the
+/// wheel of the Python part, the recipe, and a first build.
+pub fn world(exe: &Path, real: &Path, root: &Path) -> Result<RealWorld> {
     let real_site = site_of(real)?;
     let venv = root.join("venv-torch-real-links");
     links_venv(&real_site, &venv)?;
@@ -125,32 +160,33 @@ pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<(StatusBench, RealF
         ),
     )
     .map_err(|e| e.to_string())?;
-    let cache = root.join("cache-status");
-    let rocbuild = |venv: &Path, cache: &Path, extra: &[&str]| {
-        let mut c = Command::new(exe);
-        c.args(["realext", "-q", "--recipes"])
-            .arg(&recipes)
-            .arg("--venv")
-            .arg(venv)
-            .arg("--cache")
-            .arg(cache)
-            .args(extra)
-            .env("NO_COLOR", "1")
-            .env("PIP_NO_INDEX", "1")
-            .env("PIP_FIND_LINKS", &wheels)
-            .stdin(Stdio::null());
-        for k in crate::bench::SCRUB {
-            c.env_remove(k);
-        }
-        c
+    let w = RealWorld {
+        exe: exe.to_path_buf(),
+        real_site,
+        venv,
+        recipes,
+        wheels,
+        cache: root.join("cache-status"),
     };
     let t = Instant::now();
-    run_capture(&mut rocbuild(&venv, &cache, &[]))?;
+    run_capture(&mut w.rocbuild(&w.venv, &w.cache, &[]))?;
     println!(
         "xtask: bench: realext built against the real torch (untimed): {:.1} s",
         t.elapsed().as_secs_f64()
     );
+    Ok(w)
+}
 
+pub fn bench(exe: &Path, real: &Path, root: &Path) -> Result<(StatusBench, RealFull)> {
+    let w = world(exe, real, root)?;
+    let (real_site, venv, recipes, wheels, cache) = (
+        w.real_site.clone(),
+        w.venv.clone(),
+        w.recipes.clone(),
+        w.wheels.clone(),
+        w.cache.clone(),
+    );
+    let rocbuild = |venv: &Path, cache: &Path, extra: &[&str]| w.rocbuild(venv, cache, extra);
     // (a′) The same comparison as (a), on a project the size of TorchCodec that compiles
     // against torch's headers: its own plan (the define changes the build tree), whose
     // checkout and lite TorchConfig.cmake the untimed build above made.

@@ -4,6 +4,7 @@
 mod bench;
 mod bench_closure;
 mod bench_doctor;
+mod bench_readers;
 mod bench_status;
 mod chroots;
 mod fuzz;
@@ -22,9 +23,11 @@ commands:
                   `cargo test --workspace ARGS...`
   setup           only the set-up part of `test`
   chroots [NAME]  only the ROCm chroots of the set-up (sid-rocm6.4, experimental-rocm7.2)
-  bench           benchmarks: rocbuild vs bare cmake, no-op rerun, status on the real torch,
-                  dependency closure vs ldd, doctor vs an nm -D script;
-                  writes BENCHMARKS.md
+  bench [--only d,e,f]
+                  benchmarks: rocbuild vs bare cmake (a), no-op rerun (b), status on the
+                  real torch (c), deps vs ldd and the Windows DLLs (d), doctor vs a bare
+                  import and an nm -D script (e), no-op rerun on the real torch (f);
+                  writes BENCHMARKS.md (--only: just those sections of it)
   fuzz [SECONDS]  run every fuzz target (fuzz/) for SECONDS each (default 60) on stable Rust;
                   crashes in fuzz/artifacts, figures into BENCHMARKS.md (not part of `test`)
 ";
@@ -35,7 +38,7 @@ fn main() -> ExitCode {
         Some("test") => setup::setup().and_then(|p| setup::run_tests(&p, &args[1..])),
         Some("setup") => setup::setup().map(|_| ExitCode::SUCCESS),
         Some("chroots") => chroots::setup(setup::is_root(), &args[1..]).map(|_| ExitCode::SUCCESS),
-        Some("bench") => bench::bench().map(|_| ExitCode::SUCCESS),
+        Some("bench") => bench::bench(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("fuzz") => fuzz::fuzz(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("help" | "-h" | "--help") => {
             print!("{USAGE}");

@@ -82,14 +82,23 @@ pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, Do
     // the same file give the same tree and the same JSON (`needed_by` is always absolute).
     let files: Vec<PathBuf> = files.iter().map(|f| linkage::absolute(f)).collect();
     let search_dirs: Vec<PathBuf> = search_dirs.iter().map(|d| linkage::absolute(d)).collect();
-    let mut out = Vec::new();
-    for file in &files {
+    // The Python runtime of each venv, read once however many of its files are asked about.
+    let mut pythons: HashMap<PathBuf, Vec<PathBuf>> = HashMap::new();
+    for python in files.iter().filter_map(|f| venv_python(f)) {
+        if !pythons.contains_key(&python) {
+            let runtime = linkage::python_runtime(&python, reader);
+            pythons.insert(python, runtime);
+        }
+    }
+    // Every root on every core; the reader is shared, so a library in many closures is still
+    // read (and its exports indexed) once.
+    let results = linkage::par_map(&files, |file| {
         let python = venv_python(file);
         let search = Search {
             extra_dirs: search_dirs.clone(),
             preloaded: python
-                .as_deref()
-                .map(|p| linkage::python_runtime(p, reader))
+                .as_ref()
+                .and_then(|p| pythons.get(p).cloned())
                 .unwrap_or_default(),
             executable: None,
         };
@@ -107,15 +116,16 @@ pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, Do
             .into_iter()
             .filter(|u| python.is_some() || !python_symbol(u))
             .collect();
-        out.push(FileDeps {
+        Ok::<_, DoctorError>(FileDeps {
             file: linkage::tidy(file),
             format: l.format,
             gpu_targets: l.gpu_targets,
             libraries,
             missing: l.missing,
             unresolved,
-        });
-    }
+        })
+    });
+    let out = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     Ok(DepsReport { files: out })
 }
 

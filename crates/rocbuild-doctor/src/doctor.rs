@@ -349,10 +349,10 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         .why("a load test needs the venv's own Python, which runs only on its OS")
     });
     let reader = Reader::leaked();
-    let ctx = examiner(machine, opts, reader);
     let mut findings = Vec::new();
     let mut packages = Vec::new();
-    // The load tests (child processes that mostly wait on imports) run while the files are read.
+    // The load tests (child processes that mostly wait on imports) start first and run while
+    // every file is read: the static checks, torch's closure included, hide behind them.
     std::thread::scope(|scope| {
         let handles: Vec<_> = plans
             .iter()
@@ -362,6 +362,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
                     .spawn(move || run.then(|| load_test(&machine.python.exe, steps, opts.timeout)))
             })
             .collect();
+        let ctx = examiner(machine, opts, reader);
         for ((subject, libs, _), handle) in plans.iter().zip(handles) {
             let mut examined = ctx.examine(subject, libs);
             repair_fix(machine, subject, &mut examined.findings);

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rocbuild_native::{
-    Binary, Closure, FileSystem, Format, NativeError, Provider, RealFs, SearchContext,
+    Binary, Closure, ExportIndex, FileSystem, Format, NativeError, Provided, Provider, RealFs,
+    SearchContext,
 };
 use serde::Serialize;
 
@@ -227,11 +228,40 @@ pub struct Reader {
     cache: Mutex<HashMap<PathBuf, Arc<OnceLock<Parsed>>>>,
 }
 
-/// One file, parsed: whole, and without its symbol tables (what the closure walk copies).
+/// One file, parsed: whole, and without its symbol tables (what the closure walk copies),
+/// and the index of its exports, built the first time an import is checked against it.
 #[derive(Clone)]
 struct Parsed {
     full: Arc<Result<Binary, String>>,
     light: Arc<Result<Binary, String>>,
+    index: Arc<OnceLock<ExportIndex>>,
+}
+
+/// A parsed file with the index of its exports: what an import is checked against.
+#[derive(Clone)]
+pub struct Indexed {
+    pub name: String,
+    pub bin: Arc<Result<Binary, String>>,
+    index: Arc<OnceLock<ExportIndex>>,
+}
+
+impl Indexed {
+    /// The index, built now if no check needed it before.
+    fn index(&self) -> Option<(&Binary, &ExportIndex)> {
+        let b = self.bin.as_ref().as_ref().ok()?;
+        Some((b, self.index.get_or_init(|| ExportIndex::new(b))))
+    }
+}
+
+/// The providers as [`rocbuild_native::unresolved_imports_indexed`] takes them.
+fn provided(files: &[Indexed]) -> Vec<Provided<'_>> {
+    files
+        .iter()
+        .filter_map(|f| {
+            let (b, ix) = f.index()?;
+            Some((f.name.as_str(), b, ix))
+        })
+        .collect()
 }
 
 impl Reader {
@@ -254,6 +284,16 @@ impl Reader {
     pub fn full(&self, path: &Path) -> Arc<Result<Binary, String>> {
         self.parsed(path).full
     }
+
+    /// The whole binary with its (lazily built, shared) export index, as provider `name`.
+    pub fn indexed(&self, name: String, path: &Path) -> Indexed {
+        let p = self.parsed(path);
+        Indexed {
+            name,
+            bin: p.full,
+            index: p.index,
+        }
+    }
 }
 
 fn parse(path: &Path) -> Parsed {
@@ -270,6 +310,7 @@ fn parse(path: &Path) -> Parsed {
             Parsed {
                 full: Arc::new(Ok(b)),
                 light: Arc::new(Ok(light)),
+                index: Arc::default(),
             }
         }
         Err(e) => {
@@ -277,6 +318,7 @@ fn parse(path: &Path) -> Parsed {
             Parsed {
                 full: e.clone(),
                 light: e,
+                index: Arc::default(),
             }
         }
     }
@@ -305,7 +347,7 @@ impl FileSystem for Reader {
 /// `f` over `items` on every core, results in order. Most of the time goes into parsing
 /// torch's libraries and their dependencies: the reader's cache is shared, so each file is
 /// still parsed once, by whichever thread asks first.
-fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
@@ -380,14 +422,11 @@ pub fn link(root: &Path, search: &Search, reader: &Reader) -> Result<Linkage, Na
     let ctx = context(Some(root_bin.format), search);
     let c = rocbuild_native::closure_with(root, &ctx, reader)?;
     let mut l = from_closure(&c);
-    let providers: Vec<(String, Arc<Result<Binary, String>>)> = provider_paths(&c)
+    let providers: Vec<Indexed> = provider_paths(&c)
         .into_iter()
-        .map(|(n, p)| (n, reader.full(&p)))
+        .map(|(n, p)| reader.indexed(n, &p))
         .collect();
-    let refs: Vec<(&str, &Binary)> = providers
-        .iter()
-        .filter_map(|(n, b)| Some((n.as_str(), b.as_ref().as_ref().ok()?)))
-        .collect();
+    let refs = provided(&providers);
     let mut importers: Vec<(PathBuf, Arc<Result<Binary, String>>)> =
         vec![(root.to_path_buf(), full.clone())];
     for d in c
@@ -399,14 +438,9 @@ pub fn link(root: &Path, search: &Search, reader: &Reader) -> Result<Linkage, Na
             importers.push((p.clone(), reader.full(p)));
         }
     }
-    let index =
-        (root_bin.format == Format::Elf).then(|| ElfExports::new(refs.iter().map(|(_, b)| *b)));
     for (path, bin) in importers {
         let Ok(bin) = bin.as_ref() else { continue };
-        let missing = match &index {
-            Some(ix) => ix.unresolved(bin),
-            None => rocbuild_native::unresolved_imports(bin, &refs),
-        };
+        let missing = rocbuild_native::unresolved_imports_indexed(bin, &refs);
         l.unresolved
             .extend(missing.into_iter().map(|m| unresolved(m, &path)));
     }
@@ -490,11 +524,15 @@ pub fn link_group(
     par_map(&paths, |p| {
         reader.full(p);
     });
-    let bins: Vec<(String, Arc<Result<Binary, String>>)> = process
+    let bins: Vec<Indexed> = process
         .iter()
-        .map(|(n, p)| (n.clone(), reader.full(p)))
+        .map(|(n, p)| reader.indexed(n.clone(), p))
         .collect();
-    let elf = ElfExports::new(bins.iter().filter_map(|(_, b)| b.as_ref().as_ref().ok()));
+    // The indexes, built on every core (each once, however many roots bind to it).
+    par_map(&bins, |b| {
+        b.index();
+    });
+    let everything = provided(&bins);
     out.into_iter()
         .map(|r| {
             let (mut l, c) = r?;
@@ -503,17 +541,13 @@ pub fn link_group(
                 return Ok(l);
             };
             let missing = if c.platform == Format::Elf {
-                elf.unresolved(root_bin)
+                rocbuild_native::unresolved_imports_indexed(root_bin, &everything)
             } else {
-                let own: Vec<(String, Arc<Result<Binary, String>>)> = provider_paths(&c)
+                let own: Vec<Indexed> = provider_paths(&c)
                     .into_iter()
-                    .map(|(n, p)| (n, reader.full(&p)))
+                    .map(|(n, p)| reader.indexed(n, &p))
                     .collect();
-                let refs: Vec<(&str, &Binary)> = own
-                    .iter()
-                    .filter_map(|(n, b)| Some((n.as_str(), b.as_ref().as_ref().ok()?)))
-                    .collect();
-                rocbuild_native::unresolved_imports(root_bin, &refs)
+                rocbuild_native::unresolved_imports_indexed(root_bin, &provided(&own))
             };
             l.unresolved = missing
                 .into_iter()
@@ -537,56 +571,6 @@ fn unresolved(m: rocbuild_native::MissingSymbol, importer: &Path) -> Unresolved 
         library: m.library,
         version: m.version,
         importer: tidy(&m.importer.unwrap_or_else(|| importer.to_path_buf())),
-    }
-}
-
-/// ELF binds every undefined symbol against the whole process (global scope), so one index of
-/// every export of a closure answers for all its files: built once instead of once per file.
-/// Same rule as rocbuild-native's: an unversioned import needs the name, a versioned one the
-/// name with that version (or an unversioned definition).
-pub struct ElfExports<'a> {
-    exported: HashMap<&'a str, Vec<Option<&'a str>>>,
-}
-
-impl<'a> ElfExports<'a> {
-    pub fn new(providers: impl Iterator<Item = &'a Binary>) -> Self {
-        let mut exported: HashMap<&str, Vec<Option<&str>>> = HashMap::new();
-        for p in providers {
-            for e in &p.exports {
-                exported
-                    .entry(e.name.as_str())
-                    .or_default()
-                    .push(e.version.as_deref());
-            }
-        }
-        ElfExports { exported }
-    }
-
-    pub fn unresolved(&self, bin: &Binary) -> Vec<rocbuild_native::MissingSymbol> {
-        bin.imports
-            .iter()
-            .filter(|i| !i.weak)
-            .filter(|i| {
-                let Some(name) = i.name.as_deref() else {
-                    return false;
-                };
-                match self.exported.get(name) {
-                    None => true,
-                    Some(vs) => i
-                        .version
-                        .as_deref()
-                        .is_some_and(|v| !vs.iter().any(|ev| *ev == Some(v) || ev.is_none())),
-                }
-            })
-            .map(|i| rocbuild_native::MissingSymbol {
-                importer: None,
-                library: i.library.clone(),
-                name: i.name.clone(),
-                ordinal: i.ordinal,
-                version: i.version.clone(),
-                demangled: i.demangled.clone(),
-            })
-            .collect()
     }
 }
 

@@ -2,11 +2,12 @@
 //! (Linux), `[WinError 127] The specified procedure could not be found` (Windows) or
 //! `Symbol not found` (macOS), found before loading anything.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::exports::{symbol_hash, ExportIndex};
 use crate::{Binary, Closure, Format, Import};
 
 /// An import nothing provides.
@@ -46,10 +47,55 @@ impl MissingSymbol {
 ///   imports from DLLs not among the providers (system DLLs, missing ones) are not checked.
 /// - Mach-O: two-level namespace like PE (by the dylib of the symbol's library ordinal);
 ///   flat-namespace imports like ELF.
+///
+/// Each provider's exports are indexed for the call; [`unresolved_imports_indexed`] takes
+/// indexes built once ([`ExportIndex::new`]) for checks that share providers.
 pub fn unresolved_imports(binary: &Binary, providers: &[(&str, &Binary)]) -> Vec<MissingSymbol> {
+    // Only the providers an import can bind to are indexed: on PE and Mach-O the ones an
+    // import names (a flat-namespace import needs all).
+    let wanted = |name: &str, p: &Binary| match binary.format {
+        Format::Elf => true,
+        _ => binary.imports.iter().any(|i| match &i.library {
+            None => true,
+            Some(l) => {
+                same_lib(binary.format, l, name)
+                    || p.soname_or_install_name
+                        .as_deref()
+                        .is_some_and(|own| same_lib(binary.format, l, own))
+            }
+        }),
+    };
+    let indexes: Vec<Option<ExportIndex>> = providers
+        .iter()
+        .map(|(n, p)| wanted(n, p).then(|| ExportIndex::new(p)))
+        .collect();
+    let empty = ExportIndex::default();
+    let with: Vec<Provided> = providers
+        .iter()
+        .zip(&indexes)
+        .map(|((n, p), ix)| (*n, *p, ix.as_ref().unwrap_or(&empty)))
+        .collect();
+    unresolved_imports_indexed(binary, &with)
+}
+
+/// One provider for [`unresolved_imports_indexed`]: the name the loader resolved, the file,
+/// and the index of its exports.
+pub type Provided<'a> = (&'a str, &'a Binary, &'a ExportIndex);
+
+/// [`unresolved_imports`] with each provider's [`ExportIndex`] given (built once per file and
+/// shared by every importer that binds to it).
+pub fn unresolved_imports_indexed(binary: &Binary, providers: &[Provided]) -> Vec<MissingSymbol> {
     match binary.format {
         Format::Elf => elf(binary, providers),
         Format::Pe | Format::MachO => by_library(binary, providers),
+    }
+}
+
+fn same_lib(format: Format, a: &str, b: &str) -> bool {
+    if format == Format::Pe {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a == b
     }
 }
 
@@ -67,50 +113,29 @@ fn missing(imp: &Import) -> MissingSymbol {
     }
 }
 
-/// ELF exports of all providers: name -> versions (None = unversioned). Built once per check.
-struct ElfExports<'a>(HashMap<&'a str, Vec<Option<&'a str>>>);
-
-impl<'a> ElfExports<'a> {
-    fn new(providers: &[(&str, &'a Binary)]) -> Self {
-        let mut exported: HashMap<&'a str, Vec<Option<&'a str>>> = HashMap::new();
-        for (_, p) in providers {
-            for e in &p.exports {
-                exported
-                    .entry(e.name.as_str())
-                    .or_default()
-                    .push(e.version.as_deref());
-            }
-        }
-        ElfExports(exported)
-    }
-
-    fn missing_of(&self, binary: &Binary) -> Vec<MissingSymbol> {
-        binary
-            .imports
-            .iter()
-            .filter(|imp| !imp.weak)
-            .filter(|imp| {
-                let Some(name) = imp.name.as_deref() else {
-                    return false;
-                };
-                match self.0.get(name) {
-                    None => true,
-                    Some(versions) => match imp.version.as_deref() {
-                        None => false,
-                        Some(v) => !versions.iter().any(|ev| *ev == Some(v) || ev.is_none()),
-                    },
-                }
-            })
-            .map(missing)
-            .collect()
-    }
+/// Does any provider export `name` (with `version`, ELF rules)?
+pub fn exported_by_any(providers: &[Provided], name: &str, version: Option<&str>) -> bool {
+    let h = symbol_hash(name);
+    providers
+        .iter()
+        .any(|(_, b, ix)| ix.has_version(&b.exports, h, name, version))
 }
 
-fn elf(binary: &Binary, providers: &[(&str, &Binary)]) -> Vec<MissingSymbol> {
-    ElfExports::new(providers).missing_of(binary)
+fn elf(binary: &Binary, providers: &[Provided]) -> Vec<MissingSymbol> {
+    binary
+        .imports
+        .iter()
+        .filter(|imp| !imp.weak)
+        .filter(|imp| {
+            imp.name
+                .as_deref()
+                .is_some_and(|name| !exported_by_any(providers, name, imp.version.as_deref()))
+        })
+        .map(missing)
+        .collect()
 }
 
-fn by_library(binary: &Binary, providers: &[(&str, &Binary)]) -> Vec<MissingSymbol> {
+fn by_library(binary: &Binary, providers: &[Provided]) -> Vec<MissingSymbol> {
     let norm = |s: &str| {
         if binary.format == Format::Pe {
             s.to_ascii_lowercase()
@@ -118,17 +143,13 @@ fn by_library(binary: &Binary, providers: &[(&str, &Binary)]) -> Vec<MissingSymb
             s.to_string()
         }
     };
-    let mut by_name: HashMap<String, &Binary> = HashMap::new();
-    for (name, p) in providers {
-        by_name.insert(norm(name), p);
+    let mut by_name: HashMap<String, (&Binary, &ExportIndex)> = HashMap::new();
+    for (name, p, ix) in providers {
+        by_name.insert(norm(name), (p, ix));
         if let Some(own) = &p.soname_or_install_name {
-            by_name.entry(norm(own)).or_insert(p);
+            by_name.entry(norm(own)).or_insert((p, ix));
         }
     }
-    let all_names: HashSet<&str> = providers
-        .iter()
-        .flat_map(|(_, p)| p.exports.iter().map(|e| e.name.as_str()))
-        .collect();
     binary
         .imports
         .iter()
@@ -136,29 +157,31 @@ fn by_library(binary: &Binary, providers: &[(&str, &Binary)]) -> Vec<MissingSymb
         .filter(|imp| match &imp.library {
             Some(lib) => match by_name.get(&norm(lib)) {
                 None => false, // not ours to judge: a system or missing library
-                Some(p) => !provides(p, imp),
+                Some((p, ix)) => !provides(p, ix, imp),
             },
             // Mach-O flat namespace: any provider
             None => {
-                imp.name.as_deref().is_some_and(|n| !all_names.contains(n)) && !providers.is_empty()
+                imp.name.as_deref().is_some_and(|n| {
+                    let h = symbol_hash(n);
+                    !providers.iter().any(|(_, b, ix)| ix.has(&b.exports, h, n))
+                }) && !providers.is_empty()
             }
         })
         .map(missing)
         .collect()
 }
 
-fn provides(p: &Binary, imp: &Import) -> bool {
+fn provides(p: &Binary, ix: &ExportIndex, imp: &Import) -> bool {
     if let Some(name) = &imp.name {
-        return p.exports.iter().any(|e| &e.name == name);
+        return ix.has(&p.exports, symbol_hash(name), name);
     }
-    imp.ordinal
-        .is_some_and(|o| p.exports.iter().any(|e| e.ordinal == Some(o)))
+    imp.ordinal.is_some_and(|o| ix.has_ordinal(o))
 }
 
 impl Closure {
     /// [`unresolved_imports`] for the root and every found dependency, each against the files
     /// its loader would bind to: ELF against the whole closure plus the preloaded files and the
-    /// program; PE and Mach-O against the libraries they name.
+    /// program; PE and Mach-O against the libraries they name. Each provider is indexed once.
     pub fn abi_check(&self) -> Vec<MissingSymbol> {
         let mut providers: Vec<(&str, &Binary)> = Vec::new();
         for d in &self.found {
@@ -170,6 +193,13 @@ impl Closure {
             let name = p.file_name().and_then(|f| f.to_str()).unwrap_or("");
             providers.push((name, b));
         }
+        let indexes: Vec<ExportIndex> =
+            providers.iter().map(|(_, b)| ExportIndex::new(b)).collect();
+        let with: Vec<Provided> = providers
+            .iter()
+            .zip(&indexes)
+            .map(|((n, b), ix)| (*n, *b, ix))
+            .collect();
         let mut out = Vec::new();
         let files = std::iter::once((Some(self.root.clone()), &self.root_binary)).chain(
             self.found
@@ -177,13 +207,8 @@ impl Closure {
                 .filter(|d| !d.is_system())
                 .filter_map(|d| d.binary.as_ref().map(|b| (d.path.clone(), b))),
         );
-        let elf_index = (self.platform == Format::Elf).then(|| ElfExports::new(&providers));
         for (path, bin) in files {
-            let found = match (&elf_index, bin.format) {
-                (Some(index), Format::Elf) => index.missing_of(bin),
-                _ => unresolved_imports(bin, &providers),
-            };
-            for mut m in found {
+            for mut m in unresolved_imports_indexed(bin, &with) {
                 m.importer = path.clone();
                 out.push(m);
             }

@@ -57,13 +57,16 @@ mod closure_walk;
 mod codesign;
 mod demangle;
 mod elf;
+mod exports;
 mod macho;
 mod offload;
 mod pe;
 mod read;
 mod rpath;
 
-pub use abi::{unresolved_imports, MissingSymbol};
+pub use abi::{
+    exported_by_any, unresolved_imports, unresolved_imports_indexed, MissingSymbol, Provided,
+};
 pub use closure::{
     closure, closure_with, ld_so_cache, parse_ld_so_cache, Closure, Dependency, FileSystem,
     MissingDependency, Provider, RealFs, RpathTried, SearchContext,
@@ -72,6 +75,7 @@ pub use closure_rules::{is_msvc_runtime, is_windows_system_dll};
 pub use codesign::{adhoc_sign, adhoc_sign_bytes, signature_problems, Signer};
 pub use demangle::demangle;
 pub use elf::{exports_cxx11_abi, read_elf, ElfInfo};
+pub use exports::{symbol_hash, ExportIndex};
 pub use macho::add_macho_rpaths;
 pub use offload::{offload_targets, OffloadEntry, MAX_DECOMPRESSED};
 pub use pe::runtime_dll_names;
