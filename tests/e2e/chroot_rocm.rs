@@ -381,6 +381,35 @@ fn chroot_site(venv: &Path) -> PathBuf {
         .unwrap()
 }
 
+/// A work directory in the chroot's /tmp with this build's rocbuild, and a venv made there
+/// holding CTranslate2's run-time requirements as bare distributions (rocbuild only checks
+/// them): (the directory, its in-chroot path, the venv's in-chroot path).
+fn ct2_scene(root: &Path, prefix: &str) -> (tempfile::TempDir, String, String) {
+    let work = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(root.join("tmp"))
+        .unwrap();
+    let inner = format!(
+        "/tmp/{}",
+        work.path().file_name().unwrap().to_string_lossy()
+    );
+    std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), work.path().join("rocbuild")).unwrap();
+    let venv = format!("{inner}/venv");
+    let mk = in_chroot(root, &[], &["python3", "-m", "venv", &venv]);
+    assert_eq!(mk.code, 0, "{}", show(&mk));
+    let site = chroot_site(&work.path().join("venv"));
+    for (name, v) in [("numpy", "2.3.0"), ("PyYAML", "6.0.2")] {
+        let di = site.join(format!("{name}-{v}.dist-info"));
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n"),
+        )
+        .unwrap();
+    }
+    (work, inner, venv)
+}
+
 /// A `fakecodec` recipe whose releases carry the real TorchCodec recipe's torch and FFmpeg
 /// ranges (and default flags): the choice below is the one the real recipe makes.
 fn ranged_fakecodec_recipe(git: &str) -> String {
@@ -527,29 +556,7 @@ fn sid_rocm_6_4_real_ctranslate2_recipe_checks_its_system_libraries_first() {
         eprintln!("SKIPPED: this sid chroot has OpenBLAS installed");
         return;
     }
-    let work = tempfile::Builder::new()
-        .prefix("rocbuild-e2e-ct2-")
-        .tempdir_in(root.join("tmp"))
-        .unwrap();
-    let inner = format!(
-        "/tmp/{}",
-        work.path().file_name().unwrap().to_string_lossy()
-    );
-    std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), work.path().join("rocbuild")).unwrap();
-    let venv = format!("{inner}/venv");
-    let mk = in_chroot(&root, &[], &["python3", "-m", "venv", &venv]);
-    assert_eq!(mk.code, 0, "{}", show(&mk));
-    // CTranslate2's run-time requirements, as empty distributions (rocbuild only checks them).
-    let site = chroot_site(&work.path().join("venv"));
-    for (name, v) in [("numpy", "2.3.0"), ("PyYAML", "6.0.2")] {
-        let di = site.join(format!("{name}-{v}.dist-info"));
-        std::fs::create_dir_all(&di).unwrap();
-        std::fs::write(
-            di.join("METADATA"),
-            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n"),
-        )
-        .unwrap();
-    }
+    let (work, inner, venv) = ct2_scene(&root, "rocbuild-e2e-ct2-");
     let rb = format!("{inner}/rocbuild");
     let cache = format!("{inner}/cache");
     let common = [
@@ -641,28 +648,7 @@ fn experimental_rocm_7_2_names_the_openmp_runtime_of_its_own_clang() {
         );
         return;
     }
-    let work = tempfile::Builder::new()
-        .prefix("rocbuild-e2e-omp-")
-        .tempdir_in(root.join("tmp"))
-        .unwrap();
-    let inner = format!(
-        "/tmp/{}",
-        work.path().file_name().unwrap().to_string_lossy()
-    );
-    std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), work.path().join("rocbuild")).unwrap();
-    let venv = format!("{inner}/venv");
-    let mk = in_chroot(&root, &[], &["python3", "-m", "venv", &venv]);
-    assert_eq!(mk.code, 0, "{}", show(&mk));
-    let site = chroot_site(&work.path().join("venv"));
-    for (name, v) in [("numpy", "2.3.0"), ("PyYAML", "6.0.2")] {
-        let di = site.join(format!("{name}-{v}.dist-info"));
-        std::fs::create_dir_all(&di).unwrap();
-        std::fs::write(
-            di.join("METADATA"),
-            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n"),
-        )
-        .unwrap();
-    }
+    let (work, inner, venv) = ct2_scene(&root, "rocbuild-e2e-omp-");
     let rb = format!("{inner}/rocbuild");
     let cache = format!("{inner}/cache");
     let out = in_chroot(

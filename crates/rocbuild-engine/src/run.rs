@@ -58,6 +58,29 @@ fn globset(patterns: &[String]) -> Result<GlobSet> {
 
 use rocbuild_venv::walk;
 
+/// `git apply ARGS PATCH` on the plain tree of `checkout`: None when it applied, else git's
+/// words. GIT_CEILING_DIRECTORIES keeps git from taking a repository around the cache for
+/// the tree's own.
+fn git_apply(checkout: &Path, args: &[&str], patch: &Path) -> Option<String> {
+    let ceiling = checkout.parent().unwrap_or(checkout);
+    let out = crate::command::Command::new("git")
+        .args(["apply", "--whitespace=nowarn"])
+        .args(args.iter().copied())
+        .arg(patch.display().to_string())
+        .to_duct()
+        .dir(checkout)
+        .env("GIT_CEILING_DIRECTORIES", ceiling)
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run();
+    match &out {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+        Err(e) => Some(format!("cannot run git: {e}")),
+    }
+}
+
 /// Apply the recipe's own fixes for this release to a fresh checkout (a directory of its
 /// own, named by their hashes), once: a stamp records them. One that does not apply is the
 /// recipe's fault, said as such.
@@ -80,22 +103,11 @@ fn apply_shipped(
         }
         fs_err::write(&p.path, &p.text).map_err(EngineError::io("write", &p.path))?;
         log.note(&format!("recipe fix: {} ({})", p.name, p.path.display()));
-        let ceiling = checkout.parent().unwrap_or(checkout);
-        let out = crate::command::Command::new("git")
-            .args(["apply", "--unidiff-zero", "--whitespace=nowarn"])
-            .arg(p.path.display().to_string())
-            .to_duct()
-            .dir(checkout)
-            .env("GIT_CEILING_DIRECTORIES", ceiling)
-            .stdout_capture()
-            .stderr_capture()
-            .unchecked()
-            .run();
-        let failed = match &out {
-            Ok(o) if o.status.success() => None,
-            Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
-            Err(e) => Some(format!("cannot run git: {e}")),
-        };
+        // A run killed between two fixes left this one applied: taken as it is.
+        if git_apply(checkout, &["-R", "--check", "--unidiff-zero"], &p.path).is_none() {
+            continue;
+        }
+        let failed = git_apply(checkout, &["--unidiff-zero"], &p.path);
         if let Some(reason) = failed {
             return Err(EngineError::Usage {
                 option: "recipe".into(),
@@ -140,33 +152,13 @@ fn apply_patches(
     if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
         return Ok(());
     }
-    // `git apply` on the plain tree; GIT_CEILING_DIRECTORIES keeps git from taking a
-    // repository around the cache for the tree's own.
-    let git = |args: &[&str], patch: &Path| {
-        let ceiling = checkout.parent().unwrap_or(checkout);
-        crate::command::Command::new("git")
-            .args(args.iter().copied())
-            .arg(patch.display().to_string())
-            .to_duct()
-            .dir(checkout)
-            .env("GIT_CEILING_DIRECTORIES", ceiling)
-            .stdout_capture()
-            .stderr_capture()
-            .unchecked()
-            .run()
-    };
     let mut applied: Vec<&Path> = Vec::new();
     for p in patches {
         log.note(&format!("patch: {}", p.path.display()));
-        let out = git(&["apply", "--whitespace=nowarn"], &p.path);
-        let failed = match &out {
-            Ok(o) if o.status.success() => None,
-            Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
-            Err(e) => Some(format!("cannot run git: {e}")),
-        };
+        let failed = git_apply(checkout, &[], &p.path);
         if let Some(reason) = failed {
             for done in applied.iter().rev() {
-                let _ = git(&["apply", "-R", "--whitespace=nowarn"], done);
+                let _ = git_apply(checkout, &["-R"], done);
             }
             return Err(EngineError::Usage {
                 option: "--patch".into(),

@@ -31,6 +31,9 @@ pub struct RocmPlan {
     pub archs_found_by: String,
     pub clang: PathBuf,
     pub clangxx: PathBuf,
+    /// The major of the SDK's clang ("22"), as the probe read it.
+    #[serde(default)]
+    pub clang_version: Option<String>,
     pub device_lib: Option<PathBuf>,
     pub llvm: PathBuf,
     pub bin: PathBuf,
@@ -641,6 +644,7 @@ fn rocm_plan(
         archs_found_by: archs.found_by.clone(),
         clang,
         clangxx,
+        clang_version: sdk.clang_version.clone(),
         device_lib: sdk.device_lib_dir.clone(),
         llvm,
         bin,

@@ -441,6 +441,7 @@ mod tests {
             archs_found_by: "--arch".into(),
             clang: "/usr/bin/clang-21".into(),
             clangxx: "/usr/bin/clang++-21".into(),
+            clang_version: Some("21".into()),
             device_lib: Some("/usr/lib/llvm-21/lib/clang/21/amdgcn/bitcode".into()),
             llvm: "/usr/lib/llvm-21".into(),
             bin: "/usr/bin".into(),

@@ -115,9 +115,7 @@ pub fn plan(
     {
         if !ours.is_empty() {
             let shas: Vec<&str> = ours.iter().map(|p| p.sha256.as_str()).collect();
-            let mut name = checkout.file_name().unwrap_or_default().to_os_string();
-            name.push(format!("-fixed-{}", &crate::paths::hash_hex(&shas)[..12]));
-            checkout.set_file_name(name);
+            suffix(checkout, "fixed", &shas);
             *shipped = ours;
         }
     }
@@ -147,13 +145,18 @@ pub fn plan(
                 .iter()
                 .filter_map(|p| p.sha256.as_deref())
                 .collect();
-            let mut name = checkout.file_name().unwrap_or_default().to_os_string();
-            name.push(format!("-patched-{}", &crate::paths::hash_hex(&shas)[..12]));
-            checkout.set_file_name(name);
+            suffix(checkout, "patched", &shas);
             *planned = patches.clone();
         }
     }
     Ok((source, patches))
+}
+
+/// A changed checkout is a directory of its own: `<checkout>-<what>-<hash of the changes>`.
+fn suffix(checkout: &mut PathBuf, what: &str, shas: &[&str]) {
+    let mut name = checkout.file_name().unwrap_or_default().to_os_string();
+    name.push(format!("-{what}-{}", &crate::paths::hash_hex(shas)[..12]));
+    checkout.set_file_name(name);
 }
 
 /// Each `--patch FILE`, made absolute, with the sha256 of what it holds now.

@@ -263,19 +263,7 @@ pub fn missing_libraries(
             }
             // `{clang}`: the major of the SDK's clang (`libomp-22-dev` for ROCm 7.2's clang 22
             // on Debian, whose plain libomp-dev follows the default clang).
-            let clang = backend.rocm.as_ref().and_then(|r| {
-                let digits = |v: &str| {
-                    (!v.is_empty() && v.chars().all(|c| c.is_ascii_digit())).then(|| v.to_string())
-                };
-                // /usr/bin/clang-22, else the resource dir: …/lib/clang/22/amdgcn/bitcode.
-                let name = r.clang.file_name()?.to_string_lossy().into_owned();
-                name.strip_prefix("clang-").and_then(digits).or_else(|| {
-                    r.device_lib.as_deref()?.ancestors().find_map(|a| {
-                        let parent = a.parent()?.file_name()?;
-                        (parent == "clang").then(|| digits(&a.file_name()?.to_string_lossy()))?
-                    })
-                })
-            });
+            let clang = backend.rocm.as_ref().and_then(|r| r.clang_version.clone());
             let package = family
                 .and_then(|f| l.packages.get(f))
                 .map(|p| match &clang {
