@@ -266,3 +266,157 @@ fn a_no_op_rerun_prints_no_stray_build_line() {
         again.stderr
     );
 }
+
+/// The no-op fast path (issue 15, target 4): a rerun that nothing can have changed starts no
+/// process at all — no Python probe, no `cmake --build` — and anything the last run depended
+/// on that changes sends the next run down the full path: torch rebuilt in place, an
+/// installed library replaced with its size and mtime kept, a tool added to a `PATH`
+/// directory.
+#[test]
+fn a_no_op_rerun_starts_nothing_and_a_change_it_depended_on_takes_the_full_path() {
+    let w = World::new(DECODE_WAV);
+    // Every cmake rocbuild starts (probe, configure, build) goes through this wrapper.
+    let tools = w.tmp.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let calls = w.tmp.path().join("cmake-calls");
+    let cmake = which("cmake");
+    let wrapper = tools.join("cmake");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            calls.display(),
+            cmake.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        tools.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = || w.cmd(&["fakecodec"], &[("PATH", path.as_str())]);
+    let count = || {
+        std::fs::read_to_string(&calls)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+
+    let first = run();
+    ok(&first);
+    assert!(
+        first.stdout.contains("fakecodec 1.0.0 installed"),
+        "{}",
+        first.stdout
+    );
+    assert!(
+        count() > 0,
+        "the first build did not go through the wrapper"
+    );
+
+    // Nothing changed: no process started, the venv as it was.
+    let before = (count(), tree_state(&w.venv));
+    let again = run();
+    ok(&again);
+    assert!(
+        again.stdout.contains("fakecodec 1.0.0 up to date"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(
+        (count(), tree_state(&w.venv)),
+        before,
+        "the no-op rerun started cmake or changed the venv"
+    );
+
+    // torch rebuilt in place (same version, another git commit; its directory's mtime kept).
+    let version_py = w.site.join("torch/version.py");
+    let text = std::fs::read_to_string(&version_py).unwrap();
+    std::fs::write(
+        &version_py,
+        text.replace(
+            "0123456789abcdef0123456789abcdef01234567",
+            "fedcba9876543210fedcba9876543210fedcba98",
+        ),
+    )
+    .unwrap();
+    let n = count();
+    let rebuilt = run();
+    ok(&rebuilt);
+    assert!(
+        rebuilt.stdout.contains("fakecodec 1.0.0 installed"),
+        "{}",
+        rebuilt.stdout
+    );
+    assert!(count() > n, "the rerun after torch changed did not build");
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(w.site.join(".rocbuild/fakecodec.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["torch_git"], "fedcba9876543210fedcba9876543210fedcba98");
+    let n = count();
+    ok(&run());
+    assert_eq!(count(), n, "the no-op after the rebuild started cmake");
+
+    // An installed library replaced by one of the same size, its mtime set back: the full
+    // path notices (inode and ctime) and reinstalls the built one.
+    let core = std::fs::read_dir(w.site.join("fakecodec"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("libfakecodec_core")
+        })
+        .unwrap();
+    let good = std::fs::read(&core).unwrap();
+    let mtime = std::fs::metadata(&core).unwrap().modified().unwrap();
+    let mut bad = good.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    let tmp = core.with_extension("pip-tmp");
+    std::fs::write(&tmp, &bad).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&tmp)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    std::fs::rename(&tmp, &core).unwrap();
+    let fixed = run();
+    ok(&fixed);
+    assert!(
+        fixed.stdout.contains("fakecodec 1.0.0 installed"),
+        "{}",
+        fixed.stdout
+    );
+    assert_eq!(std::fs::read(&core).unwrap(), good);
+
+    // A tool put into a PATH directory may be found first now: the full path probes again
+    // (and finds nothing to do).
+    std::fs::write(tools.join("ninja-new"), "").unwrap();
+    let n = count();
+    let probed = run();
+    ok(&probed);
+    assert!(
+        probed.stdout.contains("fakecodec 1.0.0 up to date"),
+        "{}",
+        probed.stdout
+    );
+    assert!(
+        count() > n,
+        "a changed PATH directory did not send the rerun down the full path"
+    );
+}
+
+fn which(tool: &str) -> std::path::PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{tool} is not on PATH"))
+}

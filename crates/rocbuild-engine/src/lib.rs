@@ -12,6 +12,7 @@ pub use rocbuild_link as link;
 mod paths;
 mod plan;
 mod prebuilt;
+mod quick;
 mod render;
 mod run;
 pub mod schedule;

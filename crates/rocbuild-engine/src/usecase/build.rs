@@ -11,6 +11,7 @@ use rocbuild_venv::lock::VenvLock;
 use super::{locate, Reporter, Settings};
 use crate::error::{EngineError, Result};
 use crate::plan::{plan, Context, Plan};
+use crate::quick;
 use crate::run::{run, Outcome};
 use crate::step::Verbosity;
 
@@ -30,6 +31,12 @@ pub enum Built {
     Planned(Box<Plan>),
     Ran {
         plan: Box<Plan>,
+        outcome: Outcome,
+    },
+    /// Nothing the last run for this very request depended on has changed: answered from
+    /// its record without probing or building (see `quick`).
+    Unchanged {
+        dest: PathBuf,
         outcome: Outcome,
     },
 }
@@ -151,6 +158,16 @@ fn build_with(
         })?),
         None => None,
     };
+    // The no-op fast path, under the lock: a real run with a request that was answered
+    // before, and nothing it depended on changed since.
+    let quick_key = (req.machine.is_none() && !req.dry_run && quick::eligible(&opts))
+        .then(|| quick::key(req.recipe, &opts, req.venv.as_deref(), settings));
+    if let Some(k) = &quick_key {
+        if let Some((dest, outcome)) = quick::check(&settings.cache, k) {
+            return Ok(Built::Unchanged { dest, outcome });
+        }
+        quick::forget(&settings.cache, k);
+    }
     let machine = match req.machine {
         Some(m) => m,
         None => rocbuild_probe::probe(&probe_options(req.recipe, &opts, req.venv.clone()))?,
@@ -209,6 +226,9 @@ fn build_with(
         return Ok(Built::Planned(Box::new(plan)));
     }
     let outcome = run(&plan, req.verbosity)?;
+    if let Some(k) = &quick_key {
+        quick::record(&settings.cache, k, &machine, &plan, &outcome);
+    }
     Ok(Built::Ran {
         plan: Box::new(plan),
         outcome,

@@ -100,7 +100,7 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
         &settings::settings(g)?,
         &mut Stderr,
     )?;
-    let (plan, outcome) = match built {
+    let (dest, outcome) = match built {
         Built::Planned(plan) => {
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&plan).into_diagnostic()?);
@@ -111,7 +111,8 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
             }
             return Ok(ExitStatus::Success);
         }
-        Built::Ran { plan, outcome } => (plan, outcome),
+        Built::Ran { plan, outcome } => (plan.install.dest.clone(), outcome),
+        Built::Unchanged { dest, outcome } => (dest, outcome),
     };
     if a.json {
         println!(
@@ -120,13 +121,13 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
         );
         return Ok(ExitStatus::Success);
     }
-    print_outcome(&plan, &outcome, recipe.raw.source.git.get_ref(), verbosity);
+    print_outcome(&dest, &outcome, recipe.raw.source.git.get_ref(), verbosity);
     Ok(ExitStatus::Success)
 }
 
 /// What a build did, for the user.
 pub fn print_outcome(
-    plan: &rocbuild_engine::Plan,
+    dest: &std::path::Path,
     outcome: &rocbuild_engine::Outcome,
     source: &str,
     verbosity: Verbosity,
@@ -140,7 +141,7 @@ pub fn print_outcome(
         "{} {} {what} in {}",
         outcome.recipe,
         outcome.version,
-        plan.install.dest.display()
+        dest.display()
     );
     if let Some(w) = &outcome.wheel {
         println!("  wheel:    {w} (installed from the index, not built)");

@@ -104,7 +104,19 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
                     .get(&r.recipe)
                     .map(|x| x.raw.source.git.get_ref().to_string())
                     .unwrap_or_default();
-                super::build::print_outcome(&plan, &outcome, &source, crate::verbosity(g));
+                super::build::print_outcome(
+                    &plan.install.dest,
+                    &outcome,
+                    &source,
+                    crate::verbosity(g),
+                );
+            }
+            Ok(usecase::Built::Unchanged { dest, outcome }) => {
+                let source = recipes
+                    .get(&r.recipe)
+                    .map(|x| x.raw.source.git.get_ref().to_string())
+                    .unwrap_or_default();
+                super::build::print_outcome(&dest, &outcome, &source, crate::verbosity(g));
             }
             Ok(usecase::Built::Planned(_)) => {}
             Err(e) => {
