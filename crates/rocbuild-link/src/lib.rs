@@ -282,14 +282,18 @@ fn is_default_lib_dir(p: &Path) -> bool {
 
 /// Search entries for files installed in `dest`: `origin` (`$ORIGIN`, `@loader_path`), then
 /// each directory they must find, relative to `origin` when inside the venv (the venv stays
-/// relocatable), absolute otherwise.
+/// relocatable, and a wheel made of it finds the same directories in another venv): its
+/// site-packages, or its own prefix (`<venv>/lib`, where PyPI's data wheels such as
+/// onednn-cpu-gomp put shared libraries); absolute otherwise.
 pub fn search_entries(origin: &str, dest: &Path, site: &Path, finds: &[PathBuf]) -> Vec<String> {
     let mut out = vec![origin.to_string()];
+    let venv_root = site.ancestors().find(|a| a.join("pyvenv.cfg").is_file());
     for f in finds {
         if f.as_os_str().is_empty() || is_default_lib_dir(f) {
             continue;
         }
-        let entry = if f.starts_with(site) {
+        let inside = f.starts_with(site) || venv_root.is_some_and(|r| f.starts_with(r));
+        let entry = if inside {
             match pathdiff::diff_paths(f, dest) {
                 Some(rel) if rel.as_os_str().is_empty() => origin.to_string(),
                 Some(rel) => format!("{origin}/{}", rel.display()),
@@ -356,6 +360,28 @@ mod tests {
             Link::Preload(p) => p,
             other => panic!("{other:?}"),
         }
+    }
+
+    /// `<venv>/lib` (PyPI's data wheels put shared libraries there) is found relative to the
+    /// library, like site-packages: a wheel of the build finds it in another venv too.
+    #[test]
+    fn the_venvs_own_lib_directory_is_relative() {
+        let t = tempfile::tempdir().unwrap();
+        let venv = t.path().join("venv");
+        let site = venv.join("lib/python3.11/site-packages");
+        std::fs::create_dir_all(&site).unwrap();
+        let dest = site.join("ctranslate2");
+        let finds = [venv.join("lib")];
+        // Not a venv yet (no pyvenv.cfg): absolute.
+        assert_eq!(
+            runpath_entries(&dest, &site, &finds),
+            ["$ORIGIN".to_string(), venv.join("lib").display().to_string()]
+        );
+        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        assert_eq!(
+            runpath_entries(&dest, &site, &finds),
+            ["$ORIGIN", "$ORIGIN/../../.."]
+        );
     }
 
     #[test]

@@ -447,7 +447,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let libraries = if opts.libraries.is_empty() {
         Default::default()
     } else {
-        let dirs = search_dirs(&platform, &rocm_sdks);
+        let dirs = search_dirs(&platform, &rocm_sdks, Some(&venv.root));
         opts.libraries
             .iter()
             .filter_map(|spec| Some((spec.name.clone(), find_library(spec, &dirs, os)?)))

@@ -22,6 +22,12 @@ pub struct LibrarySpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FoundLibrary {
     pub at: PathBuf,
+    /// The include directory its first header was found in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_dir: Option<PathBuf>,
+    /// The directory its first library was found in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lib_dir: Option<PathBuf>,
 }
 
 /// The include and library directories searched, in order.
@@ -45,8 +51,14 @@ fn env_dirs(var: &str) -> Vec<PathBuf> {
 /// `LIBRARY_PATH`, conda), the system's (multiarch on Debian), Homebrew's, and each ROCm
 /// SDK's, with the clang resource directory its device libraries live in (LLVM's `omp.h`)
 /// and that LLVM's own `lib/` (`libomp.so`).
-pub fn search_dirs(platform: &Platform, sdks: &[RocmSdk]) -> SearchDirs {
+pub fn search_dirs(platform: &Platform, sdks: &[RocmSdk], venv: Option<&Path>) -> SearchDirs {
     let mut d = SearchDirs::default();
+    // The venv's own prefix first: PyPI's development wheels (onednn-devel-*, mkl-include)
+    // put `include/` and `lib/` there, as conda does.
+    if let Some(v) = venv {
+        d.include.push(v.join("include"));
+        d.lib.push(v.join("lib"));
+    }
     for v in ["CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"] {
         d.include.extend(env_dirs(v));
     }
@@ -123,24 +135,31 @@ fn lib_file_names(name: &str, os: Os) -> Vec<String> {
 /// Where `spec` is, if every header and library it names is found in `dirs`.
 pub fn find_library(spec: &LibrarySpec, dirs: &SearchDirs, os: Os) -> Option<FoundLibrary> {
     let mut first = None;
+    let (mut include_dir, mut lib_dir) = (None, None);
     for h in &spec.headers {
-        let at = dirs
+        let (dir, at) = dirs
             .include
             .iter()
-            .map(|d| d.join(h))
-            .find(|p| p.is_file())?;
+            .map(|d| (d, d.join(h)))
+            .find(|(_, p)| p.is_file())?;
+        include_dir.get_or_insert(dir.clone());
         first.get_or_insert(at);
     }
     for l in &spec.libs {
         let names = lib_file_names(l, os);
-        let at = dirs
+        let (dir, at) = dirs
             .lib
             .iter()
-            .flat_map(|d| names.iter().map(move |n| d.join(n)))
-            .find(|p| p.exists())?;
+            .flat_map(|d| names.iter().map(move |n| (d, d.join(n))))
+            .find(|(_, p)| p.exists())?;
+        lib_dir.get_or_insert(dir.clone());
         first.get_or_insert(at);
     }
-    first.map(|at| FoundLibrary { at })
+    first.map(|at| FoundLibrary {
+        at,
+        include_dir,
+        lib_dir,
+    })
 }
 
 #[cfg(test)]
@@ -153,6 +172,37 @@ mod tests {
             headers: headers.iter().map(|s| s.to_string()).collect(),
             libs: libs.iter().map(|s| s.to_string()).collect(),
         }
+    }
+
+    /// PyPI's development wheels (onednn-devel-cpu-gomp) put include/ and lib/ into the venv:
+    /// searched first, and where each part was found is kept for the recipe.
+    #[test]
+    fn the_venv_prefix_is_searched_first_and_the_directories_are_kept() {
+        let t = tempfile::tempdir().unwrap();
+        let venv = t.path().join("venv");
+        std::fs::create_dir_all(venv.join("include/oneapi/dnnl")).unwrap();
+        std::fs::create_dir_all(venv.join("lib")).unwrap();
+        std::fs::write(venv.join("include/oneapi/dnnl/dnnl_common.h"), "").unwrap();
+        std::fs::write(venv.join("lib/libdnnl.so"), "").unwrap();
+        let p = Platform {
+            os: Os::Linux,
+            arch: "x86_64".into(),
+            distro: None,
+            distro_like: Vec::new(),
+        };
+        let d = search_dirs(&p, &[], Some(&venv));
+        assert_eq!(d.include[0], venv.join("include"));
+        assert_eq!(d.lib[0], venv.join("lib"));
+        let found = find_library(&spec(&["oneapi/dnnl/dnnl_common.h"], &["dnnl"]), &d, Os::Linux)
+            .unwrap();
+        assert_eq!(found.include_dir.as_deref(), Some(venv.join("include").as_path()));
+        assert_eq!(found.lib_dir.as_deref(), Some(venv.join("lib").as_path()));
+        assert!(find_library(
+            &spec(&["oneapi/dnnl/dnnl_common.h"], &["dnnl"]),
+            &search_dirs(&p, &[], None),
+            Os::Linux
+        )
+        .is_none_or(|f| f.include_dir != Some(venv.join("include"))));
     }
 
     #[test]
@@ -206,7 +256,7 @@ mod tests {
             distro: None,
             distro_like: vec![],
         };
-        let d = search_dirs(&p, &[sdk]);
+        let d = search_dirs(&p, &[sdk], None);
         assert!(d.include.contains(&res.join("include")), "{:?}", d.include);
         assert!(d.lib.contains(&llvm.join("lib")), "{:?}", d.lib);
     }

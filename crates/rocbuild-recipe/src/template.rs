@@ -157,12 +157,28 @@ fn unescape(s: &str) -> String {
 }
 
 pub fn is_known(name: &str) -> bool {
-    VARIABLES.iter().any(|(n, _)| *n == name)
+    VARIABLES.iter().any(|(n, _)| *n == name) || library_variable(name).is_some()
+}
+
+/// `lib.NAME.include` / `lib.NAME.dir`: where an optional `[[needs.library]]` NAME was found
+/// (the include directory its first header is in, the directory of its library), set when it
+/// is used (`[with.NAME]`).
+pub fn library_variable(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix("lib.")?;
+    let (lib, what) = rest.rsplit_once('.')?;
+    (!lib.is_empty() && matches!(what, "include" | "dir")).then_some((lib, what))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn library_directories_are_variables() {
+        assert!(is_known("lib.dnnl.include") && is_known("lib.dnnl.dir"));
+        assert_eq!(library_variable("lib.dnnl.dir"), Some(("dnnl", "dir")));
+        assert!(!is_known("lib.dnnl.root") && !is_known("lib..dir") && !is_known("lib.dir"));
+    }
 
     #[test]
     fn finds_placeholders_and_skips_escapes() {

@@ -188,6 +188,8 @@ pub fn machine(os: Os) -> Machine {
                 n.to_string(),
                 rocbuild_probe::FoundLibrary {
                     at: format!("/usr/include/{n}").into(),
+                    include_dir: Some("/usr/include".into()),
+                    lib_dir: None,
                 },
             )
         })

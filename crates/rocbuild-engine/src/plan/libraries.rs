@@ -14,6 +14,11 @@ pub struct OptionalLibrary {
     /// Used by this build; when not, `why` says why.
     pub used: bool,
     pub why: String,
+    /// Where a `[[needs.library]]` was found: `{lib.NAME.include}`, `{lib.NAME.dir}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub include_dir: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lib_dir: Option<PathBuf>,
 }
 
 /// The optional libraries the recipe can use that the machine has. MKL: upstream links it
@@ -40,6 +45,8 @@ pub fn found(recipe: &Recipe, machine: &Machine) -> Vec<OptionalLibrary> {
             root: root.clone(),
             used,
             why,
+            include_dir: None,
+            lib_dir: None,
         });
     }
     for l in recipe.raw.needs.library.iter().filter(|l| l.optional) {
@@ -49,6 +56,8 @@ pub fn found(recipe: &Recipe, machine: &Machine) -> Vec<OptionalLibrary> {
                 root: f.at.clone(),
                 used: true,
                 why: l.describe.clone(),
+                include_dir: f.include_dir.clone(),
+                lib_dir: f.lib_dir.clone(),
             });
         }
     }
@@ -87,5 +96,46 @@ mod tests {
         );
         // A recipe that cannot use it does not list it.
         assert!(found(&recipe("torchcodec"), &m).is_empty());
+    }
+
+    /// oneDNN found in the venv (PyPI's onednn-devel-cpu-gomp): CTranslate2's CPU build takes
+    /// upstream's GEMM backend from there, and the library finds libdnnl where pip put it,
+    /// through a RUNPATH relative to itself. Without it, OpenBLAS and Ruy as before.
+    #[test]
+    fn ctranslate2_builds_with_the_onednn_found_in_the_venv() {
+        use crate::plan::testing::ctx;
+        use crate::plan::{plan, BuildOptions};
+        let r = recipe("ctranslate2");
+        let mut m = cpu_machine(Os::Linux);
+        let opts = BuildOptions {
+            backend: rocbuild_venv::BackendOptions {
+                backend: Some(rocbuild_venv::Backend::Cpu),
+                ..Default::default()
+            },
+            ..BuildOptions::default()
+        };
+        let without = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
+        assert_eq!(without.defines["WITH_DNNL"], "OFF");
+        let venv = m.venv.root.clone();
+        m.libraries.insert(
+            "dnnl".into(),
+            rocbuild_probe::FoundLibrary {
+                at: venv.join("include/oneapi/dnnl/dnnl_common.h"),
+                include_dir: Some(venv.join("include")),
+                lib_dir: Some(venv.join("lib")),
+            },
+        );
+        let with = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
+        assert_eq!(with.defines["WITH_DNNL"], "ON");
+        assert_eq!(
+            with.defines["DNNL_INCLUDE_DIR"],
+            venv.join("include").display().to_string()
+        );
+        assert_eq!(
+            with.defines["CMAKE_LIBRARY_PATH"],
+            venv.join("lib").display().to_string()
+        );
+        assert!(with.install.finds.contains(&venv.join("lib")));
+        assert_ne!(with.fingerprint, without.fingerprint);
     }
 }

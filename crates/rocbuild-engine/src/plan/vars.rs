@@ -43,6 +43,12 @@ pub fn of(
     set("jobs", ctx.jobs.max(1).to_string());
     for l in libraries.iter().filter(|l| l.used) {
         set(&format!("{}.root", l.name), l.root.display().to_string());
+        if let Some(d) = &l.include_dir {
+            set(&format!("lib.{}.include", l.name), d.display().to_string());
+        }
+        if let Some(d) = &l.lib_dir {
+            set(&format!("lib.{}.dir", l.name), d.display().to_string());
+        }
     }
     set("source", source.dir().display().to_string());
     set("python.exe", py.exe.display().to_string());
