@@ -158,8 +158,10 @@ pub fn bench(args: &[String]) -> Result<()> {
     let real = std::env::var_os("ROCBUILD_TEST_TORCH_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| ws.join("cache/venvs/torch-real"));
-    let readers: std::collections::BTreeSet<String> =
-        ["d", "e", "f"].iter().map(|s| s.to_string()).collect();
+    let readers: std::collections::BTreeSet<String> = crate::bench_readers::SECTIONS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     if let Some(only) = only {
         let tmp = tempfile::Builder::new()
             .prefix("rocbuild-bench-")
@@ -557,8 +559,9 @@ pub fn bench(args: &[String]) -> Result<()> {
          there is no pkg-config query), B is the cheapest Python-side look at the same venv, \
          `python -c \"import importlib.metadata as m; print(m.version('torch'))\"`. A and B alternate \
          ({status_n} pairs). Target for A: ≤ {status_target} ms.\n\n\
-         The reader benchmarks (d), (e) and (f) are in their own sections below \
-         (`cargo xtask bench --only d,e,f` reruns just those).\n",
+         The reader benchmarks (d), (e), (f) and the comparisons of rocbuild's builds with \
+         PyPI's wheels, (g) CTranslate2 and (h) TorchCodec, are in their own sections below \
+         (`cargo xtask bench --only d,e,f,g,h` reruns just those).\n",
         date = machine.date,
         rev = machine.rev,
         nproc = machine.nproc,

@@ -21,7 +21,9 @@ use crate::util::{run_capture, Result};
 
 /// The sections `--only` can name.
 /// (a), (b) and (c) share the fixture worlds of the full run, which `--only` does not make.
-pub const SECTIONS: &[&str] = &["d", "e", "f"];
+/// (g) and (h) compare rocbuild's CTranslate2 and TorchCodec builds with PyPI's wheels
+/// (bench_artifacts.rs).
+pub const SECTIONS: &[&str] = &["d", "e", "f", "g", "h"];
 
 /// `--only d,e,f` (or `--only=d,e,f`): the sections to run; `None`: all of them.
 pub fn only(args: &[String]) -> Result<Option<BTreeSet<String>>> {
@@ -473,12 +475,21 @@ pub fn run_sections(
     file: &Path,
 ) -> Result<()> {
     let has_real = real.join("bin/python").exists();
+    let ws = crate::util::workspace_root();
     for s in only {
         let (name, body) = match s.as_str() {
             "d" => (DEPS_SECTION, deps_section(exe, real, tmp)?),
             "e" if has_real => (DOCTOR_SECTION, doctor_section(exe, real, tmp)?),
             "f" if has_real => (NOOP_SECTION, noop_section(exe, real, tmp)?),
-            "e" | "f" => {
+            "g" => (
+                crate::bench_artifacts::CT2_SECTION,
+                crate::bench_artifacts::ctranslate2_section(exe, &ws)?,
+            ),
+            "h" if has_real => (
+                crate::bench_artifacts::TC_SECTION,
+                crate::bench_artifacts::torchcodec_section(exe, real, &ws)?,
+            ),
+            "e" | "f" | "h" => {
                 println!(
                     "xtask: bench: SKIPPED ({s}): no venv with the real torch at {} (cargo xtask setup makes it)",
                     real.display()

@@ -2,6 +2,7 @@
 //! and `cargo xtask bench` (measure rocbuild against bare CMake, write BENCHMARKS.md).
 
 mod bench;
+mod bench_artifacts;
 mod bench_closure;
 mod bench_doctor;
 mod bench_readers;

@@ -375,7 +375,10 @@ mod tests {
         // Not a venv yet (no pyvenv.cfg): absolute.
         assert_eq!(
             runpath_entries(&dest, &site, &finds),
-            ["$ORIGIN".to_string(), venv.join("lib").display().to_string()]
+            [
+                "$ORIGIN".to_string(),
+                venv.join("lib").display().to_string()
+            ]
         );
         std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
         assert_eq!(

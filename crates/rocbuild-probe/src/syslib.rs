@@ -193,9 +193,16 @@ mod tests {
         let d = search_dirs(&p, &[], Some(&venv));
         assert_eq!(d.include[0], venv.join("include"));
         assert_eq!(d.lib[0], venv.join("lib"));
-        let found = find_library(&spec(&["oneapi/dnnl/dnnl_common.h"], &["dnnl"]), &d, Os::Linux)
-            .unwrap();
-        assert_eq!(found.include_dir.as_deref(), Some(venv.join("include").as_path()));
+        let found = find_library(
+            &spec(&["oneapi/dnnl/dnnl_common.h"], &["dnnl"]),
+            &d,
+            Os::Linux,
+        )
+        .unwrap();
+        assert_eq!(
+            found.include_dir.as_deref(),
+            Some(venv.join("include").as_path())
+        );
         assert_eq!(found.lib_dir.as_deref(), Some(venv.join("lib").as_path()));
         assert!(find_library(
             &spec(&["oneapi/dnnl/dnnl_common.h"], &["dnnl"]),

@@ -1,0 +1,404 @@
+//! Issue 15, target 1: what rocbuild builds against what PyPI ships, same machine, same inputs.
+//!
+//! - (g) CTranslate2 4.8.1, CPU: `translate_batch` throughput (tokens/s) of rocbuild's build
+//!   against PyPI's wheel on a random-weight 6+6-layer Transformer (d_model 512), int8 and
+//!   float32, beam 1 and 4, 1 and 2 threads. rocbuild's build is what `rocbuild ctranslate2
+//!   --backend cpu` makes in a venv holding PyPI's oneDNN (onednn-devel-cpu-gomp), which the
+//!   recipe then uses ([with.dnnl]).
+//! - (h) TorchCodec 0.16.0: frames/s decoding an H.264 clip and samples/s decoding MP3 with
+//!   rocbuild's build against the real PyPI torch, against PyPI's wheel on the same torch and
+//!   the same system FFmpeg.
+//!
+//! Outputs are compared before any timing (tokens; decoded tensors with `torch.equal`); then
+//! A (rocbuild) and B (wheel) processes alternate, each timing REPS runs after a warm-up and
+//! reporting its fastest; the ratio is taken per pair, as throughput A/B.
+//!
+//! The venvs, the model and the media are kept under `cache/bench/` (git-ignored): the first
+//! run builds (real sources: network, or `ROCBUILD_MIRROR`), later runs find rocbuild's
+//! builds up to date.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::bench_readers::stats;
+use crate::util::{run_capture, Result};
+
+pub const CT2_SECTION: &str = "artifacts-ctranslate2";
+pub const TC_SECTION: &str = "artifacts-torchcodec";
+const CT2_VERSION: &str = "4.8.1";
+const TC_VERSION: &str = "0.16.0";
+const ONEDNN: &str = "onednn-devel-cpu-gomp==2023.2.0";
+const CT2_PAIRS: usize = 3;
+const CT2_REPS: usize = 3;
+const TC_PAIRS: usize = 5;
+const TC_REPS: usize = 3;
+const CT2_TARGET: f64 = 1.0;
+const TC_TARGET: f64 = 0.98;
+
+const CT2_MODEL: &str = include_str!("bench_py/ct2_model.py");
+const CT2_TRANSLATE: &str = include_str!("bench_py/ct2_translate.py");
+const TC_MEDIA: &str = include_str!("bench_py/tc_media.py");
+const TC_DECODE: &str = include_str!("bench_py/tc_decode.py");
+
+fn py(venv: &Path) -> PathBuf {
+    venv.join("bin/python")
+}
+
+fn script(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
+    let p = dir.join(name);
+    std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    Ok(p)
+}
+
+/// A venv at `dir` with `packages` pip-installed (made once; `marker` says it is complete).
+fn venv_with(dir: &Path, packages: &[&str], links_to: Option<&Path>) -> Result<()> {
+    let marker = dir.join(".bench-ready");
+    if marker.exists() {
+        return Ok(());
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    match links_to {
+        Some(real) => crate::bench_status::links_venv(&crate::bench_status::site_of(real)?, dir)?,
+        None => {
+            run_capture(Command::new("python3").args(["-m", "venv"]).arg(dir))?;
+        }
+    }
+    if !packages.is_empty() {
+        println!(
+            "xtask: bench: pip install {} into {}",
+            packages.join(" "),
+            dir.display()
+        );
+        let mut c = Command::new(py(dir));
+        c.args(["-m", "pip", "install", "-q", "--disable-pip-version-check"]);
+        if links_to.is_some() {
+            c.arg("--no-deps");
+        }
+        run_capture(c.args(packages))?;
+    }
+    std::fs::write(&marker, "").map_err(|e| e.to_string())
+}
+
+/// `rocbuild RECIPE` into `venv` (a no-op when it is already built with these inputs).
+fn rocbuild(exe: &Path, cache: &Path, venv: &Path, args: &[&str]) -> Result<()> {
+    let t = Instant::now();
+    let mut c = Command::new(exe);
+    c.args(args)
+        .arg("--venv")
+        .arg(venv)
+        .arg("--cache")
+        .arg(cache)
+        .args(["--compiler-cache", "sccache", "-q"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    for k in [
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "ROCBUILD_RECIPES",
+        "LD_LIBRARY_PATH",
+        "PYTHONPATH",
+    ] {
+        c.env_remove(k);
+    }
+    let out = c
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "rocbuild {} failed (the real source needs the network or ROCBUILD_MIRROR):\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    println!(
+        "xtask: bench: rocbuild {} ({:.0} s): {}",
+        args.join(" "),
+        t.elapsed().as_secs_f64(),
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or("")
+    );
+    Ok(())
+}
+
+fn json_of(cmd: &mut Command) -> Result<serde_json::Value> {
+    let out = run_capture(cmd.env_remove("LD_LIBRARY_PATH").env_remove("PYTHONPATH"))?;
+    let last = out.lines().last().unwrap_or("");
+    serde_json::from_str(last).map_err(|e| format!("not the bench's JSON ({e}): {out}"))
+}
+
+fn fastest(v: &serde_json::Value) -> f64 {
+    v["times"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_f64())
+                .fold(f64::INFINITY, f64::min)
+        })
+        .unwrap_or(f64::NAN)
+}
+
+fn list(xs: &[f64], f: impl Fn(f64) -> String) -> String {
+    xs.iter().map(|x| f(*x)).collect::<Vec<_>>().join(", ")
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "meets target"
+    } else {
+        "MISSES target"
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// (g) CTranslate2
+
+pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
+    let root = ws.join("cache/bench");
+    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    let a = root.join("ct2-rocbuild");
+    let b = root.join("ct2-wheel");
+    venv_with(&a, &["numpy", "pyyaml", ONEDNN], None)?;
+    venv_with(
+        &b,
+        &[&format!("ctranslate2=={CT2_VERSION}"), "numpy", "pyyaml"],
+        None,
+    )?;
+    rocbuild(
+        exe,
+        &root.join("rocbuild-cache"),
+        &a,
+        &["ctranslate2", "--version", CT2_VERSION, "--backend", "cpu"],
+    )?;
+    let model = root.join("ct2-model");
+    if !model.join("model.bin").exists() {
+        let s = script(&root, "ct2_model.py", CT2_MODEL)?;
+        run_capture(Command::new(py(&b)).arg(&s).arg(&model))?;
+    }
+    let s = script(&root, "ct2_translate.py", CT2_TRANSLATE)?;
+    let backends = |v: &Path| -> Result<String> {
+        let o = Command::new(py(v))
+            .args(["-c", "import ctranslate2 as c; c.Translator(__import__('sys').argv[1], compute_type='int8')"])
+            .arg(&model)
+            .env("CT2_VERBOSE", "1")
+            .output()
+            .map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&o.stderr).into_owned();
+        Ok(text
+            .lines()
+            .filter_map(|l| l.split("[info]").nth(1))
+            .filter(|l| l.contains("backend") || l.contains("ISA"))
+            .map(|l| l.trim().trim_start_matches("- ").to_string())
+            .collect::<Vec<_>>()
+            .join("; "))
+    };
+    let (a_backends, b_backends) = (backends(&a)?, backends(&b)?);
+    let mut table = String::from(
+        "| (g) configuration | outputs | A: rocbuild tok/s (median) | B: PyPI wheel tok/s (median) | A/B per pair: median (min – max) | target |\n|---|---|---|---|---|---|\n",
+    );
+    let mut raw = String::new();
+    let mut all_ok = true;
+    for compute in ["int8", "float32"] {
+        for beam in ["1", "4"] {
+            for threads in ["1", "2"] {
+                let label = format!("{compute}, beam {beam}, {threads} thread(s)");
+                let run = |v: &Path, reps: usize| {
+                    json_of(Command::new(py(v)).arg(&s).arg(&model).args([
+                        compute,
+                        beam,
+                        threads,
+                        &reps.to_string(),
+                    ]))
+                };
+                // Outputs first, before any timing.
+                let (oa, ob) = (run(&a, 0)?, run(&b, 0)?);
+                let same = oa["digest"] == ob["digest"];
+                let diff = oa["scores"]
+                    .as_array()
+                    .zip(ob["scores"].as_array())
+                    .map(|(x, y)| {
+                        x.iter()
+                            .zip(y)
+                            .filter_map(|(p, q)| Some((p.as_f64()? - q.as_f64()?).abs()))
+                            .fold(0.0, f64::max)
+                    })
+                    .unwrap_or(f64::NAN);
+                let tokens = oa["tokens"].as_f64().unwrap_or(f64::NAN);
+                let (mut ta, mut tb) = (Vec::new(), Vec::new());
+                for i in 0..CT2_PAIRS {
+                    ta.push(fastest(&run(&a, CT2_REPS)?));
+                    tb.push(fastest(&run(&b, CT2_REPS)?));
+                    println!(
+                        "xtask: bench: (g) {label} {}/{CT2_PAIRS}: A {:.1} tok/s, B {:.1} tok/s",
+                        i + 1,
+                        tokens / ta[i],
+                        tokens / tb[i]
+                    );
+                }
+                let r: Vec<f64> = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
+                let sr = stats(&r);
+                let ok = same && sr.median >= CT2_TARGET;
+                all_ok &= ok;
+                let _ = writeln!(
+                    table,
+                    "| {label} | {} | {:.1} | {:.1} | {:.3}× ({:.3}× – {:.3}×) | ≥ {CT2_TARGET}× ({}) |",
+                    if same {
+                        format!("identical ({} tokens; scores within {diff:.1e})", tokens as u64)
+                    } else {
+                        "DIFFER".to_string()
+                    },
+                    tokens / stats(&ta).median,
+                    tokens / stats(&tb).median,
+                    sr.median,
+                    sr.min,
+                    sr.max,
+                    verdict(ok)
+                );
+                let _ = writeln!(
+                    raw,
+                    "- {label}: A (s) {}; B (s) {}; A/B {}",
+                    list(&ta, |x| format!("{x:.3}")),
+                    list(&tb, |x| format!("{x:.3}")),
+                    list(&r, |x| format!("{x:.3}×"))
+                );
+            }
+        }
+    }
+    Ok(format!(
+        "## Built artifacts: CTranslate2 {CT2_VERSION} CPU, rocbuild's build vs PyPI's wheel (issue 15, target 1)\n\n\
+         {table}\n\
+         All configurations {}.\n\n\
+         **(g)** A: `rocbuild ctranslate2 --version {CT2_VERSION} --backend cpu` in a venv holding PyPI's \
+         oneDNN 3.2 (`pip install {ONEDNN}`), which the recipe uses when found ([with.dnnl]: \
+         `WITH_DNNL=ON`, libdnnl found through `$ORIGIN/../../..`, GNU OpenMP), besides OpenBLAS and \
+         Ruy. B: `pip install ctranslate2=={CT2_VERSION}` (upstream's wheel: oneDNN 3.1.1 and MKL \
+         linked statically, GNU OpenMP). The model: a random-weight Transformer, 6+6 layers, \
+         d_model 512, FFN 2048, 8 heads, 32k shared vocabulary (xtask/src/bench_py/ct2_model.py). The \
+         input: 8 fixed random sentences of 12–29 tokens, decoded to 40 tokens each \
+         (`translate_batch`, `max_decoding_length=40`), `inter_threads=1`, `intra_threads` as said. \
+         Outputs compared first (the tokens of every hypothesis; the scores' largest difference \
+         shown). Then {CT2_PAIRS} alternated pairs of processes, each timing {CT2_REPS} runs after \
+         a warm-up and keeping its fastest; tok/s = tokens / that time; ratio per pair.\n\n\
+         GEMM backends on this CPU (CT2_VERBOSE): A: {a_backends}. B: {b_backends}.\n\n\
+         Raw times (fastest of {CT2_REPS} per process), in run order:\n\n{raw}",
+        if all_ok { "meet the target with identical outputs" } else { "do NOT all meet the target" }
+    ))
+}
+
+// ---------------------------------------------------------------------------------------
+// (h) TorchCodec
+
+pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> {
+    let root = ws.join("cache/bench");
+    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    let a = root.join("tc-rocbuild");
+    let b = root.join("tc-wheel");
+    venv_with(&a, &[], Some(real))?;
+    venv_with(&b, &[&format!("torchcodec=={TC_VERSION}")], Some(real))?;
+    rocbuild(
+        exe,
+        &root.join("rocbuild-cache"),
+        &a,
+        &["torchcodec", "--version", TC_VERSION],
+    )?;
+    let media = root.join("tc-media");
+    if !media.join("audio.mp3").exists() {
+        std::fs::create_dir_all(&media).map_err(|e| e.to_string())?;
+        let s = script(&root, "tc_media.py", TC_MEDIA)?;
+        run_capture(Command::new(py(&b)).arg(&s).arg(&media))?;
+    }
+    let s = script(&root, "tc_decode.py", TC_DECODE)?;
+    let mut table = String::from(
+        "| (h) decode | outputs | A: rocbuild (median) | B: PyPI wheel (median) | A/B per pair: median (min – max) | target |\n|---|---|---|---|---|---|\n",
+    );
+    let mut raw = String::new();
+    let mut all_ok = true;
+    for (kind, unit) in [("video", "frames/s"), ("audio", "samples/s")] {
+        let saved = |v: &str| root.join(format!("tc-{kind}-{v}.pt"));
+        let run = |v: &Path, reps: usize, save: &Path| {
+            json_of(
+                Command::new(py(v))
+                    .arg(&s)
+                    .arg(&media)
+                    .args([kind, &reps.to_string()])
+                    .arg(save),
+            )
+        };
+        let oa = run(&a, 0, &saved("a"))?;
+        run(&b, 0, &saved("b"))?;
+        let eq = run_capture(
+            Command::new(py(&a))
+                .args([
+                    "-c",
+                    "import sys, torch; a, b = torch.load(sys.argv[1]), torch.load(sys.argv[2]); print(a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b))",
+                ])
+                .arg(saved("a"))
+                .arg(saved("b")),
+        )?;
+        let same = eq.trim().ends_with("True");
+        let shape: Vec<u64> = oa["shape"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_u64()).collect())
+            .unwrap_or_default();
+        // frames (video: the first dimension) or samples per channel (audio: the last).
+        let count = if kind == "video" {
+            shape.first().copied().unwrap_or(0)
+        } else {
+            shape.last().copied().unwrap_or(0)
+        } as f64;
+        let (mut ta, mut tb) = (Vec::new(), Vec::new());
+        for i in 0..TC_PAIRS {
+            ta.push(fastest(&run(&a, TC_REPS, &saved("a"))?));
+            tb.push(fastest(&run(&b, TC_REPS, &saved("b"))?));
+            println!(
+                "xtask: bench: (h) {kind} {}/{TC_PAIRS}: A {:.0} {unit}, B {:.0} {unit}",
+                i + 1,
+                count / ta[i],
+                count / tb[i]
+            );
+        }
+        let r: Vec<f64> = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
+        let sr = stats(&r);
+        let ok = same && sr.median >= TC_TARGET;
+        all_ok &= ok;
+        let _ = writeln!(
+            table,
+            "| {kind} | {} {shape:?} | {:.0} {unit} | {:.0} {unit} | {:.3}× ({:.3}× – {:.3}×) | ≥ {TC_TARGET}× ({}) |",
+            if same { "identical tensors" } else { "DIFFER" },
+            count / stats(&ta).median,
+            count / stats(&tb).median,
+            sr.median,
+            sr.min,
+            sr.max,
+            verdict(ok)
+        );
+        let _ = writeln!(
+            raw,
+            "- {kind}: A (s) {}; B (s) {}; A/B {}",
+            list(&ta, |x| format!("{x:.4}")),
+            list(&tb, |x| format!("{x:.4}")),
+            list(&r, |x| format!("{x:.3}×"))
+        );
+    }
+    Ok(format!(
+        "## Built artifacts: TorchCodec {TC_VERSION}, rocbuild's build vs PyPI's wheel (issue 15, target 1)\n\n\
+         {table}\n\
+         Both {}.\n\n\
+         **(h)** A: `rocbuild torchcodec --version {TC_VERSION}` into a venv of links to the real PyPI torch \
+         (cache/venvs/torch-real), built against this machine's FFmpeg. B: `pip install --no-deps \
+         torchcodec=={TC_VERSION}` into another such venv; its `libtorchcodec_core<N>` for the same \
+         system FFmpeg is loaded. The inputs, made once with B's encoders (xtask/src/bench_py/tc_media.py): \
+         an H.264 clip (libx264, 240 frames of 640×360, a moving gradient with noise) and 60 s of \
+         stereo MP3 at 48 kHz. Every frame is decoded (`VideoDecoder(…, seek_mode=\"exact\")\
+         .get_frames_in_range(0, len)`), every audio sample (`AudioDecoder.get_all_samples()`). \
+         The decoded tensors of A and B are compared with `torch.equal` first. Then {TC_PAIRS} \
+         alternated pairs of processes, each timing {TC_REPS} decodes after a warm-up and keeping \
+         its fastest; ratio per pair.\n\n\
+         Raw times (fastest of {TC_REPS} per process), in run order:\n\n{raw}",
+        if all_ok { "meet the target with identical tensors" } else { "do NOT both meet the target" }
+    ))
+}
