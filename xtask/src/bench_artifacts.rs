@@ -29,11 +29,14 @@ pub const CT2_SECTION: &str = "artifacts-ctranslate2";
 pub const TC_SECTION: &str = "artifacts-torchcodec";
 const CT2_VERSION: &str = "4.8.1";
 const TC_VERSION: &str = "0.16.0";
-const ONEDNN: &str = "onednn-devel-cpu-gomp==2023.2.0";
-const CT2_PAIRS: usize = 3;
+/// PyPI's oneDNN closest to upstream's wheel (3.1.1): 2023.1.0 is oneDNN 3.1, GNU OpenMP.
+const ONEDNN: &str = "onednn-devel-cpu-gomp==2023.1.0";
+/// Upstream's wheel links oneAPI MKL 2025.3 statically: the same from PyPI.
+const MKL: &[&str] = &["mkl-static==2025.3.0", "mkl-include==2025.3.0"];
+const CT2_PAIRS: usize = 5;
 const CT2_REPS: usize = 3;
-const TC_PAIRS: usize = 5;
-const TC_REPS: usize = 3;
+const TC_PAIRS: usize = 7;
+const TC_REPS: usize = 5;
 const CT2_TARGET: f64 = 1.0;
 const TC_TARGET: f64 = 0.98;
 
@@ -142,6 +145,30 @@ fn fastest(v: &serde_json::Value) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// How two translations of the batch differ: hypotheses identical, and where the others part.
+fn differ(a: &serde_json::Value, b: &serde_json::Value) -> String {
+    let (Some(ha), Some(hb)) = (a["hyps"].as_array(), b["hyps"].as_array()) else {
+        return "DIFFER".into();
+    };
+    let mut same = 0;
+    let mut parts = Vec::new();
+    for (x, y) in ha.iter().zip(hb) {
+        let (Some(x), Some(y)) = (x.as_array(), y.as_array()) else {
+            continue;
+        };
+        match x.iter().zip(y).position(|(p, q)| p != q) {
+            None if x.len() == y.len() => same += 1,
+            None => parts.push(x.len().min(y.len()).to_string()),
+            Some(i) => parts.push(i.to_string()),
+        }
+    }
+    format!(
+        "DIFFER: {same} of {} hypotheses identical; the others part at token {}",
+        ha.len(),
+        parts.join(", ")
+    )
+}
+
 fn list(xs: &[f64], f: impl Fn(f64) -> String) -> String {
     xs.iter().map(|x| f(*x)).collect::<Vec<_>>().join(", ")
 }
@@ -162,7 +189,9 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
     std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
     let a = root.join("ct2-rocbuild");
     let b = root.join("ct2-wheel");
-    venv_with(&a, &["numpy", "pyyaml", ONEDNN], None)?;
+    let mut a_packages = vec!["numpy", "pyyaml", ONEDNN];
+    a_packages.extend_from_slice(MKL);
+    venv_with(&a, &a_packages, None)?;
     venv_with(
         &b,
         &[&format!("ctranslate2=={CT2_VERSION}"), "numpy", "pyyaml"],
@@ -249,7 +278,7 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
                     if same {
                         format!("identical ({} tokens; scores within {diff:.1e})", tokens as u64)
                     } else {
-                        "DIFFER".to_string()
+                        differ(&oa, &ob)
                     },
                     tokens / stats(&ta).median,
                     tokens / stats(&tb).median,
@@ -271,11 +300,12 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
     Ok(format!(
         "## Built artifacts: CTranslate2 {CT2_VERSION} CPU, rocbuild's build vs PyPI's wheel (issue 15, target 1)\n\n\
          {table}\n\
-         All configurations {}.\n\n\
+         {}.\n\n\
          **(g)** A: `rocbuild ctranslate2 --version {CT2_VERSION} --backend cpu` in a venv holding PyPI's \
-         oneDNN 3.2 (`pip install {ONEDNN}`), which the recipe uses when found ([with.dnnl]: \
-         `WITH_DNNL=ON`, libdnnl found through `$ORIGIN/../../..`, GNU OpenMP), besides OpenBLAS and \
-         Ruy. B: `pip install ctranslate2=={CT2_VERSION}` (upstream's wheel: oneDNN 3.1.1 and MKL \
+         oneDNN 3.1 (`pip install {ONEDNN}`) and oneAPI MKL (`pip install {}`), which the recipe \
+         uses when found: [with.dnnl] (`WITH_DNNL=ON`, libdnnl.so.3 found through \
+         `$ORIGIN/../../..`) and [with.mkl] (`WITH_MKL=ON`, linked statically with GNU OpenMP), \
+         besides Ruy — upstream's own CPU configuration. B: `pip install ctranslate2=={CT2_VERSION}` (upstream's wheel: oneDNN 3.1.1 and MKL \
          linked statically, GNU OpenMP). The model: a random-weight Transformer, 6+6 layers, \
          d_model 512, FFN 2048, 8 heads, 32k shared vocabulary (xtask/src/bench_py/ct2_model.py). The \
          input: 8 fixed random sentences of 12–29 tokens, decoded to 40 tokens each \
@@ -285,7 +315,8 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
          a warm-up and keeping its fastest; tok/s = tokens / that time; ratio per pair.\n\n\
          GEMM backends on this CPU (CT2_VERBOSE): A: {a_backends}. B: {b_backends}.\n\n\
          Raw times (fastest of {CT2_REPS} per process), in run order:\n\n{raw}",
-        if all_ok { "meet the target with identical outputs" } else { "do NOT all meet the target" }
+        if all_ok { "Every configuration meets the target with identical outputs" } else { "NOT every configuration meets the target with identical outputs" },
+        MKL.join(" ")
     ))
 }
 
@@ -387,7 +418,7 @@ pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> 
     Ok(format!(
         "## Built artifacts: TorchCodec {TC_VERSION}, rocbuild's build vs PyPI's wheel (issue 15, target 1)\n\n\
          {table}\n\
-         Both {}.\n\n\
+         {}.\n\n\
          **(h)** A: `rocbuild torchcodec --version {TC_VERSION}` into a venv of links to the real PyPI torch \
          (cache/venvs/torch-real), built against this machine's FFmpeg. B: `pip install --no-deps \
          torchcodec=={TC_VERSION}` into another such venv; its `libtorchcodec_core<N>` for the same \
@@ -399,6 +430,6 @@ pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> 
          alternated pairs of processes, each timing {TC_REPS} decodes after a warm-up and keeping \
          its fastest; ratio per pair.\n\n\
          Raw times (fastest of {TC_REPS} per process), in run order:\n\n{raw}",
-        if all_ok { "meet the target with identical tensors" } else { "do NOT both meet the target" }
+        if all_ok { "Both meet the target with identical tensors" } else { "NOT both meet the target with identical tensors" }
     ))
 }

@@ -37,7 +37,11 @@ def fill(obj, path):
             elif p[-2] == "linear_1":
                 rows, cols = d, ffn
             elif p[-2] == "projection":
-                rows, cols = vocab, d
+                # Logits with a spread like a trained model's (a std of about 8, not 1): the
+                # next token is clear, not a near-tie among 32k that the last bit decides.
+                v = rnd(vocab, d, scale=8.0 / np.sqrt(d))
+                setattr(obj, name, v)
+                continue
             else:
                 raise SystemExit("unknown linear " + ".".join(p))
             v = rnd(rows, cols)
@@ -47,7 +51,6 @@ def fill(obj, path):
             raise SystemExit("unknown variable " + ".".join(p) + " " + type(obj).__name__)
         setattr(obj, name, v)
 fill(spec, [])
-# Biases for the projection so the output is not trivially flat.
 toks = ["<blank>", "<s>", "</s>", "<unk>"] + ["t%d" % i for i in range(vocab - 4)]
 spec.register_source_vocabulary(toks)
 spec.register_target_vocabulary(toks)

@@ -16,4 +16,4 @@ best = None
 times = []
 for _ in range(reps):
     t0 = time.perf_counter(); tr.translate_batch(batch, **kw); times.append(time.perf_counter() - t0)
-print(json.dumps({"tokens": n, "digest": digest, "times": times, "scores": [h.scores[0] for h in out]}))
+print(json.dumps({"tokens": n, "digest": digest, "times": times, "scores": [h.scores[0] for h in out], "hyps": toks}))
