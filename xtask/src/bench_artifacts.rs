@@ -173,6 +173,76 @@ fn list(xs: &[f64], f: impl Fn(f64) -> String) -> String {
     xs.iter().map(|x| f(*x)).collect::<Vec<_>>().join(", ")
 }
 
+/// A (rocbuild) and B (the wheel) timed alternately, seconds each; the ratio per pair is
+/// throughput A/B (B's time over A's).
+struct Paired {
+    a: Vec<f64>,
+    b: Vec<f64>,
+    ratio: Vec<f64>,
+}
+
+fn paired(
+    label: &str,
+    pairs: usize,
+    mut a: impl FnMut() -> Result<f64>,
+    mut b: impl FnMut() -> Result<f64>,
+    rate: impl Fn(f64) -> String,
+) -> Result<Paired> {
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for i in 0..pairs {
+        ta.push(a()?);
+        tb.push(b()?);
+        println!(
+            "xtask: bench: {label} {}/{pairs}: A {}, B {}",
+            i + 1,
+            rate(ta[i]),
+            rate(tb[i])
+        );
+    }
+    let ratio = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
+    Ok(Paired {
+        a: ta,
+        b: tb,
+        ratio,
+    })
+}
+
+impl Paired {
+    /// Its row of the table and its raw times; whether it meets `target` with equal outputs.
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &self,
+        table: &mut String,
+        raw: &mut String,
+        label: &str,
+        outputs: &str,
+        same: bool,
+        target: f64,
+        rate: impl Fn(f64) -> String,
+    ) -> bool {
+        let sr = stats(&self.ratio);
+        let ok = same && sr.median >= target;
+        let _ = writeln!(
+            table,
+            "| {label} | {outputs} | {} | {} | {:.3}× ({:.3}× – {:.3}×) | ≥ {target}× ({}) |",
+            rate(stats(&self.a).median),
+            rate(stats(&self.b).median),
+            sr.median,
+            sr.min,
+            sr.max,
+            verdict(ok)
+        );
+        let _ = writeln!(
+            raw,
+            "- {label}: A (s) {}; B (s) {}; A/B {}",
+            list(&self.a, |x| format!("{x:.4}")),
+            list(&self.b, |x| format!("{x:.4}")),
+            list(&self.ratio, |x| format!("{x:.3}×"))
+        );
+        ok
+    }
+}
+
 fn verdict(ok: bool) -> &'static str {
     if ok {
         "meets target"
@@ -257,42 +327,29 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
                     })
                     .unwrap_or(f64::NAN);
                 let tokens = oa["tokens"].as_f64().unwrap_or(f64::NAN);
-                let (mut ta, mut tb) = (Vec::new(), Vec::new());
-                for i in 0..CT2_PAIRS {
-                    ta.push(fastest(&run(&a, CT2_REPS)?));
-                    tb.push(fastest(&run(&b, CT2_REPS)?));
-                    println!(
-                        "xtask: bench: (g) {label} {}/{CT2_PAIRS}: A {:.1} tok/s, B {:.1} tok/s",
-                        i + 1,
-                        tokens / ta[i],
-                        tokens / tb[i]
-                    );
-                }
-                let r: Vec<f64> = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
-                let sr = stats(&r);
-                let ok = same && sr.median >= CT2_TARGET;
-                all_ok &= ok;
-                let _ = writeln!(
-                    table,
-                    "| {label} | {} | {:.1} | {:.1} | {:.3}× ({:.3}× – {:.3}×) | ≥ {CT2_TARGET}× ({}) |",
-                    if same {
-                        format!("identical ({} tokens; scores within {diff:.1e})", tokens as u64)
-                    } else {
-                        differ(&oa, &ob)
-                    },
-                    tokens / stats(&ta).median,
-                    tokens / stats(&tb).median,
-                    sr.median,
-                    sr.min,
-                    sr.max,
-                    verdict(ok)
-                );
-                let _ = writeln!(
-                    raw,
-                    "- {label}: A (s) {}; B (s) {}; A/B {}",
-                    list(&ta, |x| format!("{x:.3}")),
-                    list(&tb, |x| format!("{x:.3}")),
-                    list(&r, |x| format!("{x:.3}×"))
+                let p = paired(
+                    &format!("(g) {label}"),
+                    CT2_PAIRS,
+                    || Ok(fastest(&run(&a, CT2_REPS)?)),
+                    || Ok(fastest(&run(&b, CT2_REPS)?)),
+                    |t| format!("{:.1} tok/s", tokens / t),
+                )?;
+                let outputs = if same {
+                    format!(
+                        "identical ({} tokens; scores within {diff:.1e})",
+                        tokens as u64
+                    )
+                } else {
+                    differ(&oa, &ob)
+                };
+                all_ok &= p.write(
+                    &mut table,
+                    &mut raw,
+                    &label,
+                    &outputs,
+                    same,
+                    CT2_TARGET,
+                    |t| format!("{:.1}", tokens / t),
                 );
             }
         }
@@ -381,39 +438,20 @@ pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> 
         } else {
             shape.last().copied().unwrap_or(0)
         } as f64;
-        let (mut ta, mut tb) = (Vec::new(), Vec::new());
-        for i in 0..TC_PAIRS {
-            ta.push(fastest(&run(&a, TC_REPS, &saved("a"))?));
-            tb.push(fastest(&run(&b, TC_REPS, &saved("b"))?));
-            println!(
-                "xtask: bench: (h) {kind} {}/{TC_PAIRS}: A {:.0} {unit}, B {:.0} {unit}",
-                i + 1,
-                count / ta[i],
-                count / tb[i]
-            );
-        }
-        let r: Vec<f64> = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
-        let sr = stats(&r);
-        let ok = same && sr.median >= TC_TARGET;
-        all_ok &= ok;
-        let _ = writeln!(
-            table,
-            "| {kind} | {} {shape:?} | {:.0} {unit} | {:.0} {unit} | {:.3}× ({:.3}× – {:.3}×) | ≥ {TC_TARGET}× ({}) |",
-            if same { "identical tensors" } else { "DIFFER" },
-            count / stats(&ta).median,
-            count / stats(&tb).median,
-            sr.median,
-            sr.min,
-            sr.max,
-            verdict(ok)
+        let p = paired(
+            &format!("(h) {kind}"),
+            TC_PAIRS,
+            || Ok(fastest(&run(&a, TC_REPS, &saved("a"))?)),
+            || Ok(fastest(&run(&b, TC_REPS, &saved("b"))?)),
+            |t| format!("{:.0} {unit}", count / t),
+        )?;
+        let outputs = format!(
+            "{} {shape:?}",
+            if same { "identical tensors" } else { "DIFFER" }
         );
-        let _ = writeln!(
-            raw,
-            "- {kind}: A (s) {}; B (s) {}; A/B {}",
-            list(&ta, |x| format!("{x:.4}")),
-            list(&tb, |x| format!("{x:.4}")),
-            list(&r, |x| format!("{x:.3}×"))
-        );
+        all_ok &= p.write(&mut table, &mut raw, kind, &outputs, same, TC_TARGET, |t| {
+            format!("{:.0} {unit}", count / t)
+        });
     }
     Ok(format!(
         "## Built artifacts: TorchCodec {TC_VERSION}, rocbuild's build vs PyPI's wheel (issue 15, target 1)\n\n\

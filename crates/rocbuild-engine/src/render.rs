@@ -89,6 +89,10 @@ impl fmt::Display for Plan {
             }
         }
         for l in &self.libraries {
+            if l.root.as_os_str().is_empty() {
+                writeln!(f, "  {}:    not found: {}", l.name, l.why)?;
+                continue;
+            }
             writeln!(
                 f,
                 "  {}:    {} ({}{})",

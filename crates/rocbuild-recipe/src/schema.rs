@@ -185,6 +185,10 @@ pub struct NeededLibrary {
     /// Never required: when found, `[with.NAME]` applies (image codecs, say).
     #[serde(default)]
     pub optional: bool,
+    /// For an optional library: what a build without it loses and how to get it, shown in
+    /// the plan when it is not found.
+    #[serde(default)]
+    pub missing: Option<String>,
     /// Its package per family: `debian`, `fedora`, `arch`, `alpine`, `brew`, `windows`, and
     /// `rocm-repo` for AMD's own repository (an SDK under /opt/rocm).
     #[serde(default)]

@@ -24,7 +24,9 @@ pub struct OptionalLibrary {
 /// The optional libraries the recipe can use that the machine has. MKL: upstream links it
 /// statically with GNU OpenMP on Linux; on Windows it needs Intel's OpenMP runtime
 /// (libiomp5md.dll) at run time, which rocbuild does not make findable yet.
-pub fn found(recipe: &Recipe, machine: &Machine) -> Vec<OptionalLibrary> {
+/// An optional `[[needs.library]]` is looked at only for its backends; one not found is listed
+/// (not used) when the recipe says what a build without it loses (`missing`).
+pub fn found(recipe: &Recipe, machine: &Machine, backend: &str) -> Vec<OptionalLibrary> {
     let mut out = Vec::new();
     if let (true, Some(root)) = (recipe.uses("mkl"), &machine.toolkits.mkl_root) {
         let (used, why) = match machine.platform.os {
@@ -49,16 +51,28 @@ pub fn found(recipe: &Recipe, machine: &Machine) -> Vec<OptionalLibrary> {
             lib_dir: None,
         });
     }
-    for l in recipe.raw.needs.library.iter().filter(|l| l.optional) {
-        if let Some(f) = machine.libraries.get(&l.name) {
-            out.push(OptionalLibrary {
+    let for_backend = |l: &&rocbuild_recipe::schema::NeededLibrary| {
+        l.optional && (l.backends.is_empty() || l.backends.iter().any(|b| b == backend))
+    };
+    for l in recipe.raw.needs.library.iter().filter(for_backend) {
+        match (machine.libraries.get(&l.name), &l.missing) {
+            (Some(f), _) => out.push(OptionalLibrary {
                 name: l.name.clone(),
                 root: f.at.clone(),
                 used: true,
                 why: l.describe.clone(),
                 include_dir: f.include_dir.clone(),
                 lib_dir: f.lib_dir.clone(),
-            });
+            }),
+            (None, Some(missing)) => out.push(OptionalLibrary {
+                name: l.name.clone(),
+                root: PathBuf::new(),
+                used: false,
+                why: format!("{}. Without it, {missing}", l.describe),
+                include_dir: None,
+                lib_dir: None,
+            }),
+            (None, None) => {}
         }
     }
     out
@@ -82,20 +96,22 @@ mod tests {
     fn mkl_is_used_on_linux_and_said_why_not_elsewhere() {
         let r = recipe("ctranslate2");
         let mut m = cpu_machine(Os::Linux);
-        assert!(found(&r, &m).is_empty());
+        assert!(used(&found(&r, &m, "cpu")).is_empty());
         m.toolkits.mkl_root = Some(PathBuf::from("/opt/intel/oneapi/mkl/latest"));
-        let l = found(&r, &m);
+        let l = found(&r, &m, "cpu");
         assert_eq!(used(&l), ["mkl"]);
         let mut w = cpu_machine(Os::Windows);
         w.toolkits.mkl_root = Some(PathBuf::from(r"C:\oneapi\mkl"));
-        let l = found(&r, &w);
+        let l = found(&r, &w, "cpu");
         assert!(
             used(&l).is_empty() && l[0].why.contains("not used on windows"),
             "{:?}",
             l
         );
         // A recipe that cannot use it does not list it.
-        assert!(found(&recipe("torchcodec"), &m).is_empty());
+        assert!(found(&recipe("torchcodec"), &m, "cpu")
+            .iter()
+            .all(|l| l.name != "mkl"));
     }
 
     /// oneDNN found in the venv (PyPI's onednn-devel-cpu-gomp): CTranslate2's CPU build takes
@@ -116,6 +132,16 @@ mod tests {
         };
         let without = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
         assert_eq!(without.defines["WITH_DNNL"], "OFF");
+        // Not found: listed, not used, with what the build loses and how to get it.
+        let dnnl = without.libraries.iter().find(|l| l.name == "dnnl").unwrap();
+        assert!(
+            !dnnl.used && dnnl.why.contains("pip install onednn-devel-cpu-gomp"),
+            "{dnnl:?}"
+        );
+        assert!(
+            without.to_string().contains("dnnl:    not found: oneDNN 3"),
+            "{without}"
+        );
         let venv = m.venv.root.clone();
         m.libraries.insert(
             "dnnl".into(),
@@ -137,5 +163,10 @@ mod tests {
         );
         assert!(with.install.finds.contains(&venv.join("lib")));
         assert_ne!(with.fingerprint, without.fingerprint);
+        // A GPU build does not take it: it is declared for the cpu backend only.
+        assert!(found(&r, &m, "rocm").iter().all(|l| l.name != "dnnl"));
+        assert!(found(&r, &m, "cpu")
+            .iter()
+            .any(|l| l.name == "dnnl" && l.used));
     }
 }

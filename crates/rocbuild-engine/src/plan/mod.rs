@@ -134,7 +134,7 @@ pub fn plan(
         release::choose(recipe, release::Against::of(recipe, machine, hip), opts)?;
     let version = release.version.clone();
     needs::python(recipe, machine)?;
-    let libraries = libraries::found(recipe, machine);
+    let libraries = libraries::found(recipe, machine, backend.backend.as_str());
     let features = libraries::used(&libraries);
     let resolved = recipe.resolve(&Target {
         os: os.as_str(),
