@@ -1,21 +1,28 @@
 use miette::{Diagnostic, NamedSource, SourceSpan};
 use thiserror::Error;
 
+/// The recipe's text with the offending span marked.
+#[derive(Debug, Error, Diagnostic)]
+#[error("{message}")]
+#[diagnostic(code(rocbuild::recipe::invalid))]
+pub struct InvalidRecipe {
+    message: String,
+    #[source_code]
+    src: NamedSource<String>,
+    #[label("{label}")]
+    span: SourceSpan,
+    label: String,
+    #[help]
+    help: Option<String>,
+}
+
 /// A problem with a recipe file, pointing at the offending text.
 #[derive(Debug, Error, Diagnostic)]
 pub enum RecipeError {
-    #[error("{message}")]
-    #[diagnostic(code(rocbuild::recipe::invalid))]
-    Invalid {
-        message: String,
-        #[source_code]
-        src: NamedSource<String>,
-        #[label("{label}")]
-        span: SourceSpan,
-        label: String,
-        #[help]
-        help: Option<String>,
-    },
+    /// Boxed: the recipe's whole text travels with it, and every `Result` carries the size.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Invalid(Box<InvalidRecipe>),
 
     #[error("cannot read recipe file {path}: {source}")]
     #[diagnostic(
@@ -58,13 +65,13 @@ impl RecipeError {
     ) -> Self {
         let message = message.into();
         let (line, col) = line_col(text, span.start);
-        RecipeError::Invalid {
+        RecipeError::Invalid(Box::new(InvalidRecipe {
             message: format!("{file}:{line}:{col}: {message}"),
             src: NamedSource::new(file, text.to_string()),
             span: span.into(),
             label: label.into(),
             help,
-        }
+        }))
     }
 }
 

@@ -36,21 +36,30 @@ pub fn uv_binary() -> PathBuf {
     if let Some(p) = on_path {
         return p;
     }
-    let venv = fixture_dir().join("../../cache/test-uv");
-    let uv = venv.join("bin/uv");
-    if !uv.is_file() {
-        let python = std::env::var("ROCBUILD_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-        run(Command::new(python).args(["-m", "venv"]).arg(&venv));
-        run(Command::new(venv.join("bin/python")).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "uv",
-        ]));
-    }
-    uv
+    // Tests run as threads of one process, and on a fresh machine two of them would otherwise
+    // make this venv at once, one pip writing `uv` while the other's run executes it (CI saw
+    // rocbuild fall back to pip): it is made once per process.
+    static MADE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    MADE.get_or_init(|| {
+        let venv = fixture_dir().join("../../cache/test-uv");
+        let uv = venv.join("bin/uv");
+        if !uv.is_file() {
+            let python = std::env::var("ROCBUILD_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+            // A half-made venv left by an interrupted run is made again.
+            let _ = std::fs::remove_dir_all(&venv);
+            run(Command::new(python).args(["-m", "venv"]).arg(&venv));
+            run(Command::new(venv.join("bin/python")).args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "uv",
+            ]));
+        }
+        uv
+    })
+    .clone()
 }
 
 /// A venv made by `uv venv` (no pip in it) on the tests' Python; returns its site-packages.

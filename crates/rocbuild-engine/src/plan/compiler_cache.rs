@@ -136,7 +136,7 @@ pub fn plan(
     };
     // Paths that differ from machine to machine: rocbuild's cache (sources, build trees,
     // tools) and the venv (torch's headers).
-    let mut bases = vec![
+    let mut bases = [
         cache.display().to_string(),
         machine.venv.root.display().to_string(),
     ];

@@ -298,9 +298,7 @@ pub fn schedule(a: &ScheduleArgs, g: &Global) -> Result<ExitStatus> {
                     sched::perform(act).map_err(|e| EngineError::Usage {
                         option: format!("schedule install --kind {}", kind.as_str()),
                         reason: format!("`{act}` failed: {e}"),
-                        help: Some(format!(
-                            "the files are written; run the command by hand, or pick another scheduler with --kind (cron, systemd, launchd, schtasks)"
-                        )),
+                        help: Some("the files are written; run the command by hand, or pick another scheduler with --kind (cron, systemd, launchd, schtasks)".to_string()),
                     })?;
                 }
                 println!("scheduled ({}, {})", kind.as_str(), job.every.as_str());
