@@ -46,3 +46,20 @@ fn errors_wrap_to_the_terminal_width_and_never_split_a_path_or_a_name() {
         }
     }
 }
+
+#[test]
+fn version_alone_is_rocbuilds_own_and_with_a_recipe_picks_the_release() {
+    for flag in ["--version", "-V", "--rocbuild-version"] {
+        let out = rocbuild(&[flag], &[]);
+        ok(&out);
+        assert_eq!(
+            out.stdout.trim(),
+            format!("rocbuild {}", env!("CARGO_PKG_VERSION")),
+            "{flag}"
+        );
+    }
+    // After a recipe it still takes a value: without one it is a usage error, not the version.
+    let out = rocbuild(&["torchcodec", "--version"], &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("--version"), "{}", out.stderr);
+}

@@ -296,6 +296,38 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
             .join("; "))
     };
     let (a_backends, b_backends) = (backends(&a)?, backends(&b)?);
+    // Where outputs part: the same inputs with CTranslate2's kernels forced to each ISA this
+    // CPU runs (CT2_FORCE_CPU_ISA); only the kernels of the ISAs that differ are compiled
+    // differently (the generic ones are plain C++, AVX's have no FMA, AVX2's are built with
+    // -mfma, where the compiler chooses which multiply-adds it fuses).
+    let mut by_isa = String::new();
+    for compute in ["int8", "float32"] {
+        let mut cells = Vec::new();
+        for isa in ["GENERIC", "AVX", "AVX2"] {
+            let out = |v: &Path| {
+                json_of(
+                    Command::new(py(v))
+                        .arg(&s)
+                        .arg(&model)
+                        .args([compute, "1", "1", "0"])
+                        .env("CT2_FORCE_CPU_ISA", isa),
+                )
+            };
+            let (oa, ob) = (out(&a)?, out(&b)?);
+            cells.push(format!(
+                "{isa}: {}",
+                if oa["digest"] == ob["digest"] {
+                    "identical".to_string()
+                } else {
+                    differ(&oa, &ob)
+                }
+            ));
+        }
+        by_isa.push_str(&format!(
+            "- {compute} (beam 1, 1 thread): {}\n",
+            cells.join("; ")
+        ));
+    }
     let mut table = String::from(
         "| (g) configuration | outputs | A: rocbuild tok/s (median) | B: PyPI wheel tok/s (median) | A/B per pair: median (min – max) | target |\n|---|---|---|---|---|---|\n",
     );
@@ -371,6 +403,8 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
          shown). Then {CT2_PAIRS} alternated pairs of processes, each timing {CT2_REPS} runs after \
          a warm-up and keeping its fastest; tok/s = tokens / that time; ratio per pair.\n\n\
          GEMM backends on this CPU (CT2_VERBOSE): A: {a_backends}. B: {b_backends}.\n\n\
+         Outputs with CTranslate2's own kernels forced to one ISA (`CT2_FORCE_CPU_ISA`; the \
+         GEMMs stay oneDNN's):\n\n{by_isa}\n\
          Raw times (fastest of {CT2_REPS} per process), in run order:\n\n{raw}",
         if all_ok { "Every configuration meets the target with identical outputs" } else { "NOT every configuration meets the target with identical outputs" },
         MKL.join(" ")

@@ -65,6 +65,13 @@ impl rocbuild_engine::Reporter for Stderr {
 }
 
 fn main() -> ExitCode {
+    // `--version X` picks a recipe's release; alone, it can only mean rocbuild's own, as in
+    // every other tool (-V and --rocbuild-version say the same).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if args.len() == 1 && args[0] == "--version" {
+        println!("rocbuild {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return command_line_error(e),
