@@ -102,6 +102,9 @@ impl fmt::Display for Plan {
                 l.why
             )?;
         }
+        if let Some(c) = &self.compiler {
+            writeln!(f, "  compiler: {}", c.line())?;
+        }
         if let Some(c) = &b.cuda {
             writeln!(
                 f,

@@ -50,7 +50,8 @@ pub use runtime::{
 };
 pub use syslib::{find_library, search_dirs, FoundLibrary, LibrarySpec, SearchDirs};
 pub use tools::{
-    install_command, install_command_with, install_hint, package_family, probe_tools, Prerequisite,
+    compiler_of, install_command, install_command_with, install_hint, package_family, probe_tools,
+    Prerequisite,
 };
 pub use torch::{probe_torch, torch_version, TorchVersion};
 

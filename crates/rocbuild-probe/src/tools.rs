@@ -43,6 +43,43 @@ fn compiler(cpp: bool) -> Option<Tool> {
     })
 }
 
+/// A compiler's family (`gcc`, `clang`, `apple-clang`, `intel`) and full version, from the
+/// first line of its `--version`: `c++ (Debian 12.2.0-14) 12.2.0`, `g++ (GCC) 14.2.1 20250110
+/// (Red Hat 14.2.1-7)`, `Debian clang version 14.0.6`, `Apple clang version 15.0.0
+/// (clang-1500.3.9.4)`, `Intel(R) oneAPI DPC++/C++ Compiler 2025.3.0 (2025.3.0.20250923)`.
+pub fn compiler_of(version_line: &str) -> Option<(&'static str, String)> {
+    let dotted = |w: &str| {
+        let w = w.trim_matches(|c: char| c == '(' || c == ')' || c == ',');
+        (w.contains('.')
+            && w.split('.')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+        .then(|| w.to_string())
+    };
+    let after = |marker: &str| {
+        let (_, rest) = version_line.split_once(marker)?;
+        rest.split_whitespace().find_map(dotted)
+    };
+    if version_line.contains("Intel(R)") {
+        return Some(("intel", after("Compiler")?));
+    }
+    if version_line.contains("Apple clang") {
+        return Some(("apple-clang", after("version")?));
+    }
+    if version_line.contains("clang version") {
+        return Some(("clang", after("clang version")?));
+    }
+    // GCC names itself after the driver (gcc, g++, c++, cc, x86_64-linux-gnu-g++-12): the
+    // version is the first dotted number after the parenthesised package name.
+    let first = version_line.split_whitespace().next()?;
+    let gnu = ["gcc", "g++", "c++", "cc"].iter().any(|d| {
+        first == *d || first.ends_with(&format!("-{d}")) || first.contains(&format!("{d}-"))
+    });
+    if gnu && version_line.contains('(') {
+        return Some(("gcc", after(")")?));
+    }
+    None
+}
+
 fn current_target() -> String {
     let arch = std::env::consts::ARCH;
     match std::env::consts::OS {
@@ -321,6 +358,45 @@ mod tests {
             arch: "x86_64".into(),
             distro: Some(id.into()),
             distro_like: like.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn compilers_are_named_from_their_version_line() {
+        let cases = [
+            ("c++ (Debian 12.2.0-14) 12.2.0", Some(("gcc", "12.2.0"))),
+            (
+                "g++ (GCC) 14.2.1 20250110 (Red Hat 14.2.1-7)",
+                Some(("gcc", "14.2.1")),
+            ),
+            ("g++-14 (Debian 14.2.0-19) 14.2.0", Some(("gcc", "14.2.0"))),
+            (
+                "x86_64-linux-gnu-g++-12 (Debian 12.2.0-14) 12.2.0",
+                Some(("gcc", "12.2.0")),
+            ),
+            (
+                "g++ (Ubuntu 13.2.0-23ubuntu4) 13.2.0",
+                Some(("gcc", "13.2.0")),
+            ),
+            ("Debian clang version 14.0.6", Some(("clang", "14.0.6"))),
+            (
+                "clang version 18.1.8 (https://github.com/llvm/llvm-project 3b5b5c1)",
+                Some(("clang", "18.1.8")),
+            ),
+            (
+                "Apple clang version 15.0.0 (clang-1500.3.9.4)",
+                Some(("apple-clang", "15.0.0")),
+            ),
+            (
+                "Intel(R) oneAPI DPC++/C++ Compiler 2025.3.0 (2025.3.0.20250923)",
+                Some(("intel", "2025.3.0")),
+            ),
+            ("", None),
+            ("some-wrapper 1.0", None),
+        ];
+        for (line, want) in cases {
+            let got = compiler_of(line);
+            assert_eq!(got.as_ref().map(|(f, v)| (*f, v.as_str())), want, "{line}");
         }
     }
 

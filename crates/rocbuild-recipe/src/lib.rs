@@ -531,6 +531,37 @@ MKL_ROOT = "{mkl.root}"
         let _ = fs_err::remove_dir_all(&dir);
     }
 
+    #[test]
+    fn the_wheels_compiler_is_a_family_and_a_major_version() {
+        let with = |table: &str| parse("x.toml", &format!("{RECIPE}\n[wheel-compiler]\n{table}"));
+        let r =
+            with("linux = \"gcc 14\"\nbackends = [\"cpu\"]\ndiffers = \"int8 outputs\"").unwrap();
+        let w = r.raw.wheel_compiler.as_ref().unwrap();
+        let gcc14 = schema::CompilerSpec {
+            family: "gcc",
+            major: 14,
+        };
+        assert_eq!(w.on("linux"), Some(gcc14));
+        assert_eq!(w.on("macos"), None);
+        assert_eq!(gcc14.to_string(), "GCC 14");
+        let err = with("linux = \"gcc\"\ndiffers = \"x\"").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`gcc` is not a compiler and major version"),
+            "{err}"
+        );
+        let help = miette::Diagnostic::help(&err)
+            .map(|h| h.to_string())
+            .unwrap();
+        assert!(help.contains("such as \"gcc 14\""), "{help}");
+        let err = with("linux = \"icc 2021\"\ndiffers = \"x\"").unwrap_err();
+        assert!(err.to_string().contains("not a compiler"), "{err}");
+        let err = with("linux = \"gcc 14\"\nbackends = [\"gpu\"]\ndiffers = \"x\"").unwrap_err();
+        assert!(err.to_string().contains("unknown backend `gpu`"), "{err}");
+        // `differs` is what the plan tells the user: it cannot be left out.
+        assert!(with("linux = \"gcc 14\"").is_err());
+    }
+
     fn target<'a>(features: &'a [&'a str]) -> Target<'a> {
         Target {
             os: "linux",

@@ -160,6 +160,24 @@ impl Checker<'_> {
             self.key_in(key, &optional, "optional library")?;
             self.overlay_body(overlay)?;
         }
+        if let Some(w) = &raw.wheel_compiler {
+            for t in [&w.linux, &w.macos, &w.windows].into_iter().flatten() {
+                if crate::schema::CompilerSpec::parse(t.get_ref()).is_none() {
+                    return Err(self.err(
+                        t.span(),
+                        format!("`{}` is not a compiler and major version", t.get_ref()),
+                        "not a compiler",
+                        Some(format!(
+                            "write a family ({}) and a major version, such as \"gcc 14\"",
+                            crate::schema::CompilerSpec::FAMILIES.join(", ")
+                        )),
+                    ));
+                }
+            }
+            for b in &w.backends {
+                self.key_in(b, crate::BACKEND_NAMES, "backend")?;
+            }
+        }
         if raw.python.from == Some(crate::PythonFrom::Source) && raw.python.dir.is_none() {
             return Err(self.err(
                 0..0,

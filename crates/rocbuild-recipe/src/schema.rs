@@ -48,6 +48,79 @@ pub struct RawRecipe {
     /// (Intel oneAPI MKL, `{mkl.root}`).
     #[serde(default)]
     pub with: BTreeMap<Text, Overlay>,
+    /// The C++ compiler upstream's own wheels are built with, per OS, and what a build by
+    /// another one changes in the results: the plan says so when this machine's differs.
+    #[serde(default)]
+    pub wheel_compiler: Option<WheelCompiler>,
+}
+
+/// `[wheel-compiler]`: `linux = "gcc 14"` (a family — gcc, clang, apple-clang, msvc — and a
+/// major version) for each OS whose wheels are known, the backends it matters for, and what
+/// differs from the wheel's results when another compiler builds it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct WheelCompiler {
+    #[serde(default)]
+    pub linux: Option<Text>,
+    #[serde(default)]
+    pub macos: Option<Text>,
+    #[serde(default)]
+    pub windows: Option<Text>,
+    /// Only builds for these backends (empty: every backend).
+    #[serde(default)]
+    pub backends: Vec<Text>,
+    pub differs: String,
+}
+
+impl WheelCompiler {
+    /// The wheels' compiler on this OS (`linux`, `macos`, `windows`), parsed.
+    pub fn on(&self, os: &str) -> Option<CompilerSpec> {
+        let t = match os {
+            "linux" => &self.linux,
+            "macos" => &self.macos,
+            "windows" => &self.windows,
+            _ => &None,
+        };
+        CompilerSpec::parse(t.as_ref()?.get_ref())
+    }
+}
+
+/// A compiler family and major version, such as GCC 14.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompilerSpec {
+    pub family: &'static str,
+    pub major: u32,
+}
+
+impl CompilerSpec {
+    pub const FAMILIES: &'static [&'static str] = &["gcc", "clang", "apple-clang", "msvc"];
+
+    /// `gcc 14`, `clang 18`, `apple-clang 15`, `msvc 19`.
+    pub fn parse(s: &str) -> Option<Self> {
+        let (family, major) = s.trim().split_once(' ')?;
+        let family = *Self::FAMILIES.iter().find(|f| **f == family)?;
+        Some(CompilerSpec {
+            family,
+            major: major.trim().parse().ok()?,
+        })
+    }
+
+    /// How people name the family: GCC, Clang, Apple Clang, MSVC.
+    pub fn family_name(family: &str) -> &'static str {
+        match family {
+            "gcc" => "GCC",
+            "clang" => "Clang",
+            "apple-clang" => "Apple Clang",
+            "msvc" => "MSVC",
+            _ => "an unknown compiler",
+        }
+    }
+}
+
+impl std::fmt::Display for CompilerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", Self::family_name(self.family), self.major)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -26,6 +26,7 @@ mod torch_cmake;
 mod torch_lite;
 mod vars;
 mod verify;
+pub mod wheel_compiler;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -86,6 +87,10 @@ pub struct Plan {
     pub backend: BackendPlan,
     /// Optional libraries found (`[with.X]`), used or not.
     pub libraries: Vec<OptionalLibrary>,
+    /// This build's compiler is not the one upstream's wheels are built with, where the
+    /// recipe says that changes results (`[wheel-compiler]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<wheel_compiler::CompilerParity>,
     pub source: SourcePlan,
     pub tools: Option<ToolsPlan>,
     pub torch_cmake: Option<TorchCmakePlan>,
@@ -154,6 +159,7 @@ pub fn plan(
     );
     let (tools, toolset) =
         tools::python_tools(recipe, machine, &backend, &toolset, &vars, &ctx.cache)?;
+    let compiler = wheel_compiler::check(recipe, machine, backend.backend.as_str(), &toolset.cxx);
     if let Some(t) = &tools {
         vars.insert("tools".into(), t.dir.display().to_string());
     }
@@ -247,6 +253,7 @@ pub fn plan(
             .map(|f| f.major),
         backend,
         libraries,
+        compiler,
         source,
         tools,
         torch_cmake,

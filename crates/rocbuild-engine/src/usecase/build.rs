@@ -222,6 +222,11 @@ fn build_with(
             reporter.note(&format!("warning: {w}"));
         }
     }
+    if let (Some(c), false) = (&plan.compiler, req.dry_run) {
+        if req.verbosity != Verbosity::Quiet {
+            reporter.note(&format!("note: compiler: {}", c.line()));
+        }
+    }
     if req.dry_run {
         return Ok(Built::Planned(Box::new(plan)));
     }
