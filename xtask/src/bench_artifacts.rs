@@ -254,35 +254,32 @@ fn verdict(ok: bool) -> &'static str {
 // ---------------------------------------------------------------------------------------
 // (g) CTranslate2
 
-pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
-    let root = ws.join("cache/bench");
-    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
-    let a = root.join("ct2-rocbuild");
-    let b = root.join("ct2-wheel");
-    let mut a_packages = vec!["numpy", "pyyaml", ONEDNN];
-    a_packages.extend_from_slice(MKL);
-    venv_with(&a, &a_packages, None)?;
-    venv_with(
-        &b,
-        &[&format!("ctranslate2=={CT2_VERSION}"), "numpy", "pyyaml"],
-        None,
-    )?;
-    rocbuild(
-        exe,
-        &root.join("rocbuild-cache"),
-        &a,
-        &["ctranslate2", "--version", CT2_VERSION, "--backend", "cpu"],
-    )?;
-    let model = root.join("ct2-model");
-    if !model.join("model.bin").exists() {
-        let s = script(&root, "ct2_model.py", CT2_MODEL)?;
-        run_capture(Command::new(py(&b)).arg(&s).arg(&model))?;
-    }
-    let s = script(&root, "ct2_translate.py", CT2_TRANSLATE)?;
-    let backends = |v: &Path| -> Result<String> {
-        let o = Command::new(py(v))
+/// What one comparison of CTranslate2 builds gave: the table, the raw times, whether every
+/// configuration met the target with equal outputs, the outputs per forced ISA, and the GEMM
+/// backends each side reported.
+struct Ct2Compared {
+    table: String,
+    raw: String,
+    all_ok: bool,
+    by_isa: String,
+    a_backends: String,
+    b_backends: String,
+}
+
+/// Outputs then alternated timing of every configuration; `a` and `b` start each side's
+/// Python (directly, or inside a chroot), `script` and `model` are paths as that Python sees
+/// them.
+fn ct2_compare(
+    tag: &str,
+    a: &dyn Fn() -> Command,
+    b: &dyn Fn() -> Command,
+    script: &str,
+    model: &str,
+) -> Result<Ct2Compared> {
+    let backends = |v: &dyn Fn() -> Command| -> Result<String> {
+        let o = v()
             .args(["-c", "import ctranslate2 as c; c.Translator(__import__('sys').argv[1], compute_type='int8')"])
-            .arg(&model)
+            .arg(model)
             .env("CT2_VERBOSE", "1")
             .output()
             .map_err(|e| e.to_string())?;
@@ -304,11 +301,10 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
     for compute in ["int8", "float32"] {
         let mut cells = Vec::new();
         for isa in ["GENERIC", "AVX", "AVX2"] {
-            let out = |v: &Path| {
+            let out = |v: &dyn Fn() -> Command| {
                 json_of(
-                    Command::new(py(v))
-                        .arg(&s)
-                        .arg(&model)
+                    v().arg(script)
+                        .arg(model)
                         .args([compute, "1", "1", "0"])
                         .env("CT2_FORCE_CPU_ISA", isa),
                 )
@@ -337,8 +333,8 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
         for beam in ["1", "4"] {
             for threads in ["1", "2"] {
                 let label = format!("{compute}, beam {beam}, {threads} thread(s)");
-                let run = |v: &Path, reps: usize| {
-                    json_of(Command::new(py(v)).arg(&s).arg(&model).args([
+                let run = |v: &dyn Fn() -> Command, reps: usize| {
+                    json_of(v().arg(script).arg(model).args([
                         compute,
                         beam,
                         threads,
@@ -360,7 +356,7 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
                     .unwrap_or(f64::NAN);
                 let tokens = oa["tokens"].as_f64().unwrap_or(f64::NAN);
                 let p = paired(
-                    &format!("(g) {label}"),
+                    &format!("{tag} {label}"),
                     CT2_PAIRS,
                     || Ok(fastest(&run(&a, CT2_REPS)?)),
                     || Ok(fastest(&run(&b, CT2_REPS)?)),
@@ -386,6 +382,57 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
             }
         }
     }
+    Ok(Ct2Compared {
+        table,
+        raw,
+        all_ok,
+        by_isa,
+        a_backends,
+        b_backends,
+    })
+}
+
+pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
+    let root = ws.join("cache/bench");
+    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    let a = root.join("ct2-rocbuild");
+    let b = root.join("ct2-wheel");
+    let mut a_packages = vec!["numpy", "pyyaml", ONEDNN];
+    a_packages.extend_from_slice(MKL);
+    venv_with(&a, &a_packages, None)?;
+    venv_with(
+        &b,
+        &[&format!("ctranslate2=={CT2_VERSION}"), "numpy", "pyyaml"],
+        None,
+    )?;
+    rocbuild(
+        exe,
+        &root.join("rocbuild-cache"),
+        &a,
+        &["ctranslate2", "--version", CT2_VERSION, "--backend", "cpu"],
+    )?;
+    let model = root.join("ct2-model");
+    if !model.join("model.bin").exists() {
+        let s = script(&root, "ct2_model.py", CT2_MODEL)?;
+        run_capture(Command::new(py(&b)).arg(&s).arg(&model))?;
+    }
+    let s = script(&root, "ct2_translate.py", CT2_TRANSLATE)?;
+    let (a_py, b_py) = (py(&a), py(&b));
+    let Ct2Compared {
+        table,
+        raw,
+        all_ok,
+        by_isa,
+        a_backends,
+        b_backends,
+    } = ct2_compare(
+        "(g)",
+        &|| Command::new(&a_py),
+        &|| Command::new(&b_py),
+        &s.display().to_string(),
+        &model.display().to_string(),
+    )?;
+    let gcc14 = ct2_gcc14(exe, &model, &s)?;
     Ok(format!(
         "## Built artifacts: CTranslate2 {CT2_VERSION} CPU, rocbuild's build vs PyPI's wheel (issue 15, target 1)\n\n\
          {table}\n\
@@ -405,9 +452,163 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
          GEMM backends on this CPU (CT2_VERBOSE): A: {a_backends}. B: {b_backends}.\n\n\
          Outputs with CTranslate2's own kernels forced to one ISA (`CT2_FORCE_CPU_ISA`; the \
          GEMMs stay oneDNN's):\n\n{by_isa}\n\
-         Raw times (fastest of {CT2_REPS} per process), in run order:\n\n{raw}",
+         Raw times (fastest of {CT2_REPS} per process), in run order:\n\n{raw}\n{gcc14}",
         if all_ok { "Every configuration meets the target with identical outputs" } else { "NOT every configuration meets the target with identical outputs" },
         MKL.join(" ")
+    ))
+}
+
+/// `sh -c` of a command run in `root` (a chroot) in a mount namespace of its own: /proc, /dev
+/// and `binds` (host path, path inside) are mounted there and vanish with it.
+fn in_chroot(root: &Path, binds: &[(PathBuf, &str)]) -> Command {
+    let mut script = String::from(
+        "set -e; r=\"$1\"; shift; mount -t proc proc \"$r/proc\"; mount --rbind /dev \"$r/dev\"; ",
+    );
+    for (i, _) in binds.iter().enumerate() {
+        let _ = write!(
+            script,
+            "mkdir -p \"$r${{BIND_TO_{i}}}\"; mount --bind \"$BIND_FROM_{i}\" \"$r${{BIND_TO_{i}}}\"; "
+        );
+    }
+    script.push_str("exec chroot \"$r\" \"$@\"");
+    let mut c = Command::new("unshare");
+    c.args(["--mount", "--fork", "sh", "-c", &script, "sh"])
+        .arg(root);
+    for (i, (from, to)) in binds.iter().enumerate() {
+        c.env(format!("BIND_FROM_{i}"), from)
+            .env(format!("BIND_TO_{i}"), to);
+    }
+    c.env_remove("LD_LIBRARY_PATH")
+        .env_remove("PYTHONPATH")
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("PIP_FIND_LINKS")
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin");
+    c
+}
+
+/// (g) again with the wheels' own compiler: rocbuild run inside a Debian 13 chroot (GCC 14.2),
+/// its build and PyPI's wheel compared there. Not run (and said why) where the chroot cannot
+/// be made: not root, no mmdebstrap, Debian's archive out of reach.
+fn ct2_gcc14(exe: &Path, model: &Path, script_file: &Path) -> Result<String> {
+    let title = "### The same, built by the wheels' compiler: GCC 14 (a Debian 13 chroot)\n\n";
+    let root = match crate::chroots::ensure(&crate::chroots::GCC14, crate::setup::is_root())? {
+        crate::chroots::Outcome::Ready(d) => d,
+        crate::chroots::Outcome::Skipped(why) => return Ok(format!("{title}Not run: {why}.\n")),
+    };
+    let inside = "/root/rocbuild-bench";
+    let bench = root.join(inside.trim_start_matches('/'));
+    std::fs::create_dir_all(&bench).map_err(|e| e.to_string())?;
+    let copy = |from: &Path, to: &Path| -> Result<()> {
+        std::fs::copy(from, to)
+            .map(|_| ())
+            .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+    };
+    // The host's resolver and CA bundle (which may hold a proxy's CA), for pip and git.
+    for f in ["etc/resolv.conf", "etc/ssl/certs/ca-certificates.crt"] {
+        let host = Path::new("/").join(f);
+        if host.is_file() {
+            copy(&host, &root.join(f))?;
+        }
+    }
+    copy(exe, &root.join("usr/local/bin/rocbuild"))?;
+    copy(script_file, &bench.join("ct2_translate.py"))?;
+    let chroot_model = bench.join("ct2-model");
+    std::fs::create_dir_all(&chroot_model).map_err(|e| e.to_string())?;
+    for f in std::fs::read_dir(model).map_err(|e| e.to_string())? {
+        let f = f.map_err(|e| e.to_string())?.path();
+        copy(&f, &chroot_model.join(f.file_name().unwrap_or_default()))?;
+    }
+    let mirror = std::env::var_os("ROCBUILD_MIRROR").map(PathBuf::from);
+    let binds: Vec<(PathBuf, &str)> = mirror.iter().map(|m| (m.clone(), "/mnt/mirror")).collect();
+    let venv = |name: &str, packages: &[&str]| -> Result<()> {
+        let dir = format!("{inside}/{name}");
+        if bench.join(name).join(".bench-ready").exists() {
+            return Ok(());
+        }
+        println!(
+            "xtask: bench: pip install {} into {dir} (GCC 14 chroot)",
+            packages.join(" ")
+        );
+        run_capture(in_chroot(&root, &[]).args(["sh", "-c", &format!(
+            "rm -rf {dir} && python3 -m venv {dir} && {dir}/bin/python -m pip install -q --disable-pip-version-check {} && touch {dir}/.bench-ready",
+            packages.join(" ")
+        )]))?;
+        Ok(())
+    };
+    let mut a_packages = vec!["numpy", "pyyaml", ONEDNN];
+    a_packages.extend_from_slice(MKL);
+    venv("a", &a_packages)?;
+    let wheel = format!("ctranslate2=={CT2_VERSION}");
+    venv("b", &[&wheel, "numpy", "pyyaml"])?;
+    let t = Instant::now();
+    let mut build = in_chroot(&root, &binds);
+    build
+        .args([
+            "rocbuild",
+            "ctranslate2",
+            "--version",
+            CT2_VERSION,
+            "--backend",
+            "cpu",
+        ])
+        .args([
+            "--venv",
+            &format!("{inside}/a"),
+            "--cache",
+            &format!("{inside}/rocbuild-cache"),
+            "-q",
+        ])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    if mirror.is_some() {
+        build.env("ROCBUILD_MIRROR", "/mnt/mirror");
+    }
+    run_capture(&mut build)
+        .map_err(|e| format!("rocbuild in the GCC 14 chroot failed (the real source needs the network or ROCBUILD_MIRROR): {e}"))?;
+    println!(
+        "xtask: bench: rocbuild ctranslate2 in the GCC 14 chroot ({:.0} s)",
+        t.elapsed().as_secs_f64()
+    );
+    let compiler = run_capture(in_chroot(&root, &[]).args(["c++", "--version"]))?
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let side = |name: &'static str| {
+        let root = root.clone();
+        move || {
+            let mut c = in_chroot(&root, &[]);
+            c.arg(format!("{inside}/{name}/bin/python"));
+            c
+        }
+    };
+    let (a, b) = (side("a"), side("b"));
+    let r = ct2_compare(
+        "(g, GCC 14)",
+        &a,
+        &b,
+        &format!("{inside}/ct2_translate.py"),
+        &format!("{inside}/ct2-model"),
+    )?;
+    Ok(format!(
+        "{title}{}\n{}.\n\n\
+         A: `rocbuild ctranslate2 --version {CT2_VERSION} --backend cpu` run inside a Debian 13 \
+         chroot (`{}`; mmdebstrap, cached with the test chroots), in a venv there with the same \
+         PyPI oneDNN and MKL; B: the same wheel, in a venv of the chroot's Python. Same model, \
+         inputs and timing as above. GEMM backends: A: {}. B: {}.\n\n\
+         Outputs per forced ISA:\n\n{}\n\
+         Raw times (fastest of {CT2_REPS} per process), in run order:\n\n{}",
+        r.table,
+        if r.all_ok {
+            "Every configuration meets the target with identical outputs"
+        } else {
+            "NOT every configuration meets the target with identical outputs"
+        },
+        compiler,
+        r.a_backends,
+        r.b_backends,
+        r.by_isa,
+        r.raw
     ))
 }
 

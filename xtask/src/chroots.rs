@@ -65,24 +65,59 @@ Pin: release a=experimental
 Pin-Priority: 990
 ";
 
+/// What the bench's GCC 14 chroot holds: a C++ build and Python, nothing else.
+const BUILD_ONLY: &[&str] = &[
+    "cmake",
+    "ninja-build",
+    "g++",
+    "pkg-config",
+    "git",
+    "ca-certificates",
+    "python3-venv",
+    "python3-dev",
+];
+
 /// One chroot: its directory name under the cache, and whether it adds experimental.
 pub struct Spec {
     pub name: &'static str,
     /// The environment variable the e2e tests read its path from.
     pub env: &'static str,
     pub experimental: bool,
+    /// The Debian suite (`sid`, `trixie`).
+    pub suite: &'static str,
+    /// Whether it holds the ROCm SDK (else only [`BUILD_ONLY`]).
+    pub rocm: bool,
+    /// Its size on disk with apt's downloads, to check the free space first.
+    pub need_bytes: u64,
 }
+
+/// Debian 13 (trixie): GCC 14.2, the compiler PyPI's CTranslate2 wheels are built with
+/// (manylinux_2_28's gcc-toolset-14), for bench (g). Not made for the tests.
+pub const GCC14: Spec = Spec {
+    name: "trixie-gcc14",
+    env: "",
+    experimental: false,
+    suite: "trixie",
+    rocm: false,
+    need_bytes: 1_500_000_000,
+};
 
 pub const SPECS: &[Spec] = &[
     Spec {
         name: "sid-rocm6.4",
         env: "ROCBUILD_TEST_CHROOT_ROCM64",
         experimental: false,
+        suite: "sid",
+        rocm: true,
+        need_bytes: 7_000_000_000,
     },
     Spec {
         name: "experimental-rocm7.2",
         env: "ROCBUILD_TEST_CHROOT_ROCM72",
         experimental: true,
+        suite: "sid",
+        rocm: true,
+        need_bytes: 7_000_000_000,
     },
 ];
 
@@ -98,9 +133,38 @@ pub enum Outcome {
     Skipped(String),
 }
 
-/// A chroot is complete when mmdebstrap finished (the rename) and its ROCm is there.
-fn complete(dir: &Path) -> bool {
-    dir.join("usr/include/hip/hip_version.h").is_file() && dir.join("usr/bin/hipcc").exists()
+/// A chroot is complete when mmdebstrap finished (the rename) and its ROCm (or its compiler
+/// and Python) is there.
+fn complete(spec: &Spec, dir: &Path) -> bool {
+    if spec.rocm {
+        dir.join("usr/include/hip/hip_version.h").is_file() && dir.join("usr/bin/hipcc").exists()
+    } else {
+        dir.join("usr/bin/g++").exists() && dir.join("usr/bin/python3").exists()
+    }
+}
+
+/// One chroot made (or reused) as [`setup`] does, alone.
+pub fn ensure(spec: &Spec, root: bool) -> Result<Outcome> {
+    let cache = cache_dir();
+    let dir = cache.join(spec.name);
+    if complete(spec, &dir) {
+        return Ok(Outcome::Ready(dir));
+    }
+    if !root {
+        return Ok(Outcome::Skipped(format!(
+            "the {} chroot is absent ({}) and only root can make it",
+            spec.name,
+            dir.display()
+        )));
+    }
+    if !on_path("mmdebstrap") {
+        return Ok(Outcome::Skipped(format!(
+            "the {} chroot is absent ({}) and mmdebstrap is not installed (apt-get install mmdebstrap)",
+            spec.name,
+            dir.display()
+        )));
+    }
+    make(spec, &cache, &dir)
 }
 
 /// Make (or reuse) every chroot; env pairs for the test run.
@@ -113,7 +177,7 @@ pub fn setup(root: bool, only: &[String]) -> Result<Vec<(&'static str, Outcome)>
         .filter(|s| only.is_empty() || only.iter().any(|o| o == s.name))
     {
         let dir = cache.join(spec.name);
-        let outcome = if complete(&dir) {
+        let outcome = if complete(spec, &dir) {
             println!("xtask: chroot {}: cached at {}", spec.name, dir.display());
             Outcome::Ready(dir)
         } else if !root {
@@ -146,8 +210,13 @@ fn mmdebstrap(spec: &Spec, tmp: &Path) -> Command {
         "--variant=apt",
         "--aptopt=Acquire::Check-Valid-Until \"false\"",
     ]);
-    let mut include: Vec<&str> = COMMON.to_vec();
-    include.extend(ROCM);
+    let include: Vec<&str> = if spec.rocm {
+        let mut v = COMMON.to_vec();
+        v.extend(ROCM);
+        v
+    } else {
+        BUILD_ONLY.to_vec()
+    };
     c.arg(format!("--include={}", include.join(",")));
     if spec.experimental {
         // experimental beside sid, on the mirror mmdebstrap chose for sid; pinned (see above).
@@ -160,7 +229,7 @@ fn mmdebstrap(spec: &Spec, tmp: &Path) -> Command {
             "--setup-hook=mkdir -p \"$1\"/etc/apt/preferences.d && printf '%s' '{EXPERIMENTAL_PINS}' > \"$1\"/etc/apt/preferences.d/rocm-experimental"
         ));
     }
-    c.arg("sid").arg(tmp);
+    c.arg(spec.suite).arg(tmp);
     c
 }
 
@@ -203,7 +272,7 @@ fn make(spec: &Spec, cache: &Path, dir: &Path) -> Result<Outcome> {
         fs2::FileExt::lock_exclusive(&lock)
             .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
     }
-    if complete(dir) {
+    if complete(spec, dir) {
         println!(
             "xtask: chroot {}: made meanwhile at {}",
             spec.name,
@@ -223,26 +292,27 @@ fn make(spec: &Spec, cache: &Path, dir: &Path) -> Result<Outcome> {
     let free = fs2::available_space(cache)
         .map_err(|e| format!("cannot read the free space of {}: {e}", cache.display()))?;
     // Measured: 5.6 GB installed for sid's ROCm 6.4 set, plus apt's downloads while it runs.
-    const NEED: u64 = 7_000_000_000;
-    if free < NEED {
+    let need = spec.need_bytes;
+    if free < need {
         return Err(format!(
             "the {} chroot needs about {:.0} GB free under {}, and only {:.1} GB is free (set ROCBUILD_TEST_CHROOTS to a roomier directory)",
             spec.name,
-            NEED as f64 / 1e9,
+            need as f64 / 1e9,
             cache.display(),
             free as f64 / 1e9
         ));
     }
     println!(
-        "xtask: chroot {}: making it with mmdebstrap into {} (about 600 MB to download, 6 GB on disk)",
+        "xtask: chroot {}: making it with mmdebstrap into {} (up to {:.1} GB on disk)",
         spec.name,
-        tmp.display()
+        tmp.display(),
+        need as f64 / 1e9
     );
     let t = Instant::now();
     let out = mmdebstrap(spec, &tmp)
         .output()
         .map_err(|e| format!("cannot run mmdebstrap: {e}"))?;
-    if !out.status.success() || !complete(&tmp) {
+    if !out.status.success() || !complete(spec, &tmp) {
         let _ = remove_unfinished(&tmp);
         let log = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = log.lines().rev().take(25).collect();
