@@ -482,7 +482,7 @@ fn in_chroot(root: &Path, binds: &[(PathBuf, &str)]) -> Command {
         .env_remove("PYTHONPATH")
         .env_remove("VIRTUAL_ENV")
         .env_remove("PIP_FIND_LINKS")
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin");
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
     c
 }
 
