@@ -9,9 +9,13 @@
 //!   rocbuild's build against the real PyPI torch, against PyPI's wheel on the same torch and
 //!   the same system FFmpeg.
 //!
-//! Outputs are compared before any timing (tokens; decoded tensors with `torch.equal`); then
-//! A (rocbuild) and B (wheel) processes alternate, each timing REPS runs after a warm-up and
-//! reporting its fastest; the ratio is taken per pair, as throughput A/B.
+//! Outputs are compared before any timing (tokens; decoded tensors with `torch.equal`). Then
+//! one worker process per side (A rocbuild, B the wheel) loads its library once and the two
+//! are called alternately, one timed run each per round (A B, then B A), so that both meet the
+//! same moments of this shared VM; the ratio is taken per round, as throughput A/B, and given
+//! as its median with a distribution-free 95% confidence interval (the sign test's order
+//! statistics). A single call moves by ±10% here from one second to the next, whichever
+//! build it is, so a median without its interval would say less than it seems to.
 //!
 //! The venvs, the model and the media are kept under `cache/bench/` (git-ignored): the first
 //! run builds (real sources: network, or `ROCBUILD_MIRROR`), later runs find rocbuild's
@@ -33,10 +37,9 @@ const TC_VERSION: &str = "0.16.0";
 const ONEDNN: &str = "onednn-devel-cpu-gomp==2023.1.0";
 /// Upstream's wheel links oneAPI MKL 2025.3 statically: the same from PyPI.
 const MKL: &[&str] = &["mkl-static==2025.3.0", "mkl-include==2025.3.0"];
-const CT2_PAIRS: usize = 5;
-const CT2_REPS: usize = 3;
-const TC_PAIRS: usize = 7;
-const TC_REPS: usize = 5;
+/// Rounds per configuration (one timed call of each side per round), after 2 warm-up rounds.
+const CT2_ROUNDS: usize = 32;
+const TC_ROUNDS: usize = 40;
 const CT2_TARGET: f64 = 1.0;
 const TC_TARGET: f64 = 0.98;
 
@@ -134,17 +137,6 @@ fn json_of(cmd: &mut Command) -> Result<serde_json::Value> {
     serde_json::from_str(last).map_err(|e| format!("not the bench's JSON ({e}): {out}"))
 }
 
-fn fastest(v: &serde_json::Value) -> f64 {
-    v["times"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_f64())
-                .fold(f64::INFINITY, f64::min)
-        })
-        .unwrap_or(f64::NAN)
-}
-
 /// How two translations of the batch differ: hypotheses identical, and where the others part.
 fn differ(a: &serde_json::Value, b: &serde_json::Value) -> String {
     let (Some(ha), Some(hb)) = (a["hyps"].as_array(), b["hyps"].as_array()) else {
@@ -173,7 +165,73 @@ fn list(xs: &[f64], f: impl Fn(f64) -> String) -> String {
     xs.iter().map(|x| f(*x)).collect::<Vec<_>>().join(", ")
 }
 
-/// A (rocbuild) and B (the wheel) timed alternately, seconds each; the ratio per pair is
+/// One side's worker: a Python process that has loaded the library, printed its outputs as
+/// one JSON line and now times one run per line it reads (the `serve` mode of the scripts).
+struct Worker {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Worker {
+    /// Starts `cmd` and reads its outputs line.
+    fn start(cmd: &mut Command) -> Result<(Worker, serde_json::Value)> {
+        let mut child = cmd
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("PYTHONPATH")
+            // numpy's OpenBLAS threads are not the libraries compared; idle, they only add noise.
+            .env("OPENBLAS_NUM_THREADS", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        let mut w = Worker {
+            child,
+            stdin,
+            out: std::io::BufReader::new(stdout.ok_or("no stdout")?),
+        };
+        let first = w.line()?;
+        let v = serde_json::from_str(&first)
+            .map_err(|e| format!("not the bench's JSON ({e}): {first}"))?;
+        Ok((w, v))
+    }
+
+    fn line(&mut self) -> Result<String> {
+        use std::io::BufRead as _;
+        let mut l = String::new();
+        match self.out.read_line(&mut l) {
+            Ok(n) if n > 0 => Ok(l.trim().to_string()),
+            Ok(_) => Err(format!(
+                "the bench worker stopped (exit {:?}); its error is above",
+                self.child.wait().ok().and_then(|s| s.code())
+            )),
+            Err(e) => Err(format!("cannot read the bench worker: {e}")),
+        }
+    }
+
+    /// One timed run, in seconds.
+    fn once(&mut self) -> Result<f64> {
+        use std::io::Write as _;
+        let stdin = self.stdin.as_mut().ok_or("the worker's stdin is closed")?;
+        stdin
+            .write_all(b"run\n")
+            .and_then(|_| stdin.flush())
+            .map_err(|e| format!("cannot write to the bench worker: {e}"))?;
+        let l = self.line()?;
+        l.parse()
+            .map_err(|e| format!("not a time from the bench worker ({e}): {l}"))
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        drop(self.stdin.take()); // EOF: the worker's loop ends
+        let _ = self.child.wait();
+    }
+}
+
+/// A (rocbuild) and B (the wheel) timed alternately, seconds each; the ratio per round is
 /// throughput A/B (B's time over A's).
 struct Paired {
     a: Vec<f64>,
@@ -181,23 +239,38 @@ struct Paired {
     ratio: Vec<f64>,
 }
 
-fn paired(
+/// `rounds` rounds of one timed call to each worker, A first in even rounds and B first in
+/// odd ones, after two untimed rounds.
+fn interleaved(
     label: &str,
-    pairs: usize,
-    mut a: impl FnMut() -> Result<f64>,
-    mut b: impl FnMut() -> Result<f64>,
+    rounds: usize,
+    a: &mut Worker,
+    b: &mut Worker,
     rate: impl Fn(f64) -> String,
 ) -> Result<Paired> {
+    for _ in 0..2 {
+        a.once()?;
+        b.once()?;
+    }
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
-    for i in 0..pairs {
-        ta.push(a()?);
-        tb.push(b()?);
-        println!(
-            "xtask: bench: {label} {}/{pairs}: A {}, B {}",
-            i + 1,
-            rate(ta[i]),
-            rate(tb[i])
-        );
+    for i in 0..rounds {
+        let (x, y) = if i % 2 == 0 {
+            let x = a.once()?;
+            (x, b.once()?)
+        } else {
+            let y = b.once()?;
+            (a.once()?, y)
+        };
+        ta.push(x);
+        tb.push(y);
+        if (i + 1) % 8 == 0 || i + 1 == rounds {
+            println!(
+                "xtask: bench: {label} {}/{rounds}: A {}, B {} (median so far)",
+                i + 1,
+                rate(stats(&ta).median),
+                rate(stats(&tb).median)
+            );
+        }
     }
     let ratio = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
     Ok(Paired {
@@ -207,8 +280,51 @@ fn paired(
     })
 }
 
+/// The distribution-free 95% confidence interval of the median of `xs`: the order statistics
+/// x(k) and x(n+1-k) with k the largest such that P(Binomial(n, 1/2) < k) ≤ 2.5%. None for
+/// fewer than 6 values, where no such k exists.
+fn median_ci(xs: &[f64]) -> Option<(f64, f64)> {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    // P(X = j) for X ~ Binomial(n, 1/2), summed from j = 0 while it stays within 2.5%.
+    let (mut p, mut cdf, mut k) = (0.5f64.powi(n as i32), 0.0, 0);
+    for j in 0..n {
+        if cdf + p > 0.025 {
+            break;
+        }
+        cdf += p;
+        k = j + 1;
+        p *= (n - j) as f64 / (j + 1) as f64;
+    }
+    (k >= 1).then(|| (v[k - 1], v[n - k]))
+}
+
+/// How a configuration's ratio stands against its target.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Verdict {
+    /// Equal outputs, and the median ratio is at or above the target.
+    Meets,
+    /// Equal outputs; the median is below the target but its 95% interval reaches it.
+    WithinNoise,
+    /// Outputs differ, or the whole interval lies below the target.
+    Misses,
+}
+
+fn verdict_of(same: bool, median: f64, ci: Option<(f64, f64)>, target: f64) -> Verdict {
+    if !same {
+        Verdict::Misses
+    } else if median >= target {
+        Verdict::Meets
+    } else if ci.is_some_and(|(_, hi)| hi >= target) {
+        Verdict::WithinNoise
+    } else {
+        Verdict::Misses
+    }
+}
+
 impl Paired {
-    /// Its row of the table and its raw times; whether it meets `target` with equal outputs.
+    /// Its row of the table and its raw times; how it stands against `target`.
     #[allow(clippy::too_many_arguments)]
     fn write(
         &self,
@@ -219,35 +335,55 @@ impl Paired {
         same: bool,
         target: f64,
         rate: impl Fn(f64) -> String,
-    ) -> bool {
+    ) -> Verdict {
         let sr = stats(&self.ratio);
-        let ok = same && sr.median >= target;
+        let ci = median_ci(&self.ratio);
+        let v = verdict_of(same, sr.median, ci, target);
         let _ = writeln!(
             table,
-            "| {label} | {outputs} | {} | {} | {:.3}× ({:.3}× – {:.3}×) | ≥ {target}× ({}) |",
+            "| {label} | {outputs} | {} | {} | {:.3}× [{}] ({:.3}× – {:.3}×) | ≥ {target}× ({}) |",
             rate(stats(&self.a).median),
             rate(stats(&self.b).median),
             sr.median,
+            ci.map(|(lo, hi)| format!("{lo:.3}, {hi:.3}"))
+                .unwrap_or_else(|| "too few rounds".into()),
             sr.min,
             sr.max,
-            verdict(ok)
+            match v {
+                Verdict::Meets => "meets target",
+                Verdict::WithinNoise => "median below, 95% CI reaches it",
+                Verdict::Misses => "MISSES target",
+            }
         );
         let _ = writeln!(
             raw,
             "- {label}: A (s) {}; B (s) {}; A/B {}",
             list(&self.a, |x| format!("{x:.4}")),
             list(&self.b, |x| format!("{x:.4}")),
-            list(&self.ratio, |x| format!("{x:.3}×"))
+            list(&self.ratio, |x| format!("{x:.3}"))
         );
-        ok
+        v
     }
 }
 
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "meets target"
+/// The sentence under a table: how many configurations meet the target, and how the others
+/// stand.
+fn summary(vs: &[Verdict], what: &str) -> String {
+    let count = |k| vs.iter().filter(|v| **v == k).count();
+    let (meets, noise, misses) = (
+        count(Verdict::Meets),
+        count(Verdict::WithinNoise),
+        count(Verdict::Misses),
+    );
+    if meets == vs.len() {
+        format!("Every {what} meets the target with identical outputs")
     } else {
-        "MISSES target"
+        format!(
+            "{meets} of {} {what}s meet the target with identical outputs; {noise} have identical \
+             outputs and a median below the target whose 95% interval reaches it (not shown \
+             slower); {misses} miss it (outputs differ, or the whole interval lies below)",
+            vs.len()
+        )
     }
 }
 
@@ -260,7 +396,7 @@ fn verdict(ok: bool) -> &'static str {
 struct Ct2Compared {
     table: String,
     raw: String,
-    all_ok: bool,
+    summary: String,
     by_isa: String,
     a_backends: String,
     b_backends: String,
@@ -325,24 +461,22 @@ fn ct2_compare(
         ));
     }
     let mut table = String::from(
-        "| (g) configuration | outputs | A: rocbuild tok/s (median) | B: PyPI wheel tok/s (median) | A/B per pair: median (min – max) | target |\n|---|---|---|---|---|---|\n",
+        "| (g) configuration | outputs | A: rocbuild tok/s (median) | B: PyPI wheel tok/s (median) | A/B per round: median [95% CI] (min – max) | target |\n|---|---|---|---|---|---|\n",
     );
     let mut raw = String::new();
-    let mut all_ok = true;
+    let mut verdicts = Vec::new();
     for compute in ["int8", "float32"] {
         for beam in ["1", "4"] {
             for threads in ["1", "2"] {
                 let label = format!("{compute}, beam {beam}, {threads} thread(s)");
-                let run = |v: &dyn Fn() -> Command, reps: usize| {
-                    json_of(v().arg(script).arg(model).args([
-                        compute,
-                        beam,
-                        threads,
-                        &reps.to_string(),
+                let worker = |v: &dyn Fn() -> Command| {
+                    Worker::start(v().arg(script).arg(model).args([
+                        compute, beam, threads, "serve",
                     ]))
                 };
-                // Outputs first, before any timing.
-                let (oa, ob) = (run(&a, 0)?, run(&b, 0)?);
+                // Outputs first (each worker's warm-up), before any timing.
+                let (mut wa, oa) = worker(&a)?;
+                let (mut wb, ob) = worker(&b)?;
                 let same = oa["digest"] == ob["digest"];
                 let diff = oa["scores"]
                     .as_array()
@@ -355,11 +489,11 @@ fn ct2_compare(
                     })
                     .unwrap_or(f64::NAN);
                 let tokens = oa["tokens"].as_f64().unwrap_or(f64::NAN);
-                let p = paired(
+                let p = interleaved(
                     &format!("{tag} {label}"),
-                    CT2_PAIRS,
-                    || Ok(fastest(&run(&a, CT2_REPS)?)),
-                    || Ok(fastest(&run(&b, CT2_REPS)?)),
+                    CT2_ROUNDS,
+                    &mut wa,
+                    &mut wb,
                     |t| format!("{:.1} tok/s", tokens / t),
                 )?;
                 let outputs = if same {
@@ -370,7 +504,7 @@ fn ct2_compare(
                 } else {
                     differ(&oa, &ob)
                 };
-                all_ok &= p.write(
+                verdicts.push(p.write(
                     &mut table,
                     &mut raw,
                     &label,
@@ -378,14 +512,14 @@ fn ct2_compare(
                     same,
                     CT2_TARGET,
                     |t| format!("{:.1}", tokens / t),
-                );
+                ));
             }
         }
     }
     Ok(Ct2Compared {
         table,
         raw,
-        all_ok,
+        summary: summary(&verdicts, "configuration"),
         by_isa,
         a_backends,
         b_backends,
@@ -421,7 +555,7 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
     let Ct2Compared {
         table,
         raw,
-        all_ok,
+        summary,
         by_isa,
         a_backends,
         b_backends,
@@ -447,13 +581,15 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
          input: 8 fixed random sentences of 12–29 tokens, decoded to 40 tokens each \
          (`translate_batch`, `max_decoding_length=40`), `inter_threads=1`, `intra_threads` as said. \
          Outputs compared first (the tokens of every hypothesis; the scores' largest difference \
-         shown). Then {CT2_PAIRS} alternated pairs of processes, each timing {CT2_REPS} runs after \
-         a warm-up and keeping its fastest; tok/s = tokens / that time; ratio per pair.\n\n\
+         shown). Then one worker process per side, the model loaded once, called alternately: \
+         {CT2_ROUNDS} rounds of one timed `translate_batch` each (A then B, then B then A), after \
+         2 untimed rounds; tok/s = tokens / time; the ratio is taken per round, its median given \
+         with a distribution-free 95% confidence interval.\n\n\
          GEMM backends on this CPU (CT2_VERBOSE): A: {a_backends}. B: {b_backends}.\n\n\
          Outputs with CTranslate2's own kernels forced to one ISA (`CT2_FORCE_CPU_ISA`; the \
          GEMMs stay oneDNN's):\n\n{by_isa}\n\
-         Raw times (fastest of {CT2_REPS} per process), in run order:\n\n{raw}\n{gcc14}",
-        if all_ok { "Every configuration meets the target with identical outputs" } else { "NOT every configuration meets the target with identical outputs" },
+         Raw times (seconds per call) and ratios, in run order:\n\n{raw}\n{gcc14}",
+        summary,
         MKL.join(" ")
     ))
 }
@@ -597,13 +733,9 @@ fn ct2_gcc14(exe: &Path, model: &Path, script_file: &Path) -> Result<String> {
          PyPI oneDNN and MKL; B: the same wheel, in a venv of the chroot's Python. Same model, \
          inputs and timing as above. GEMM backends: A: {}. B: {}.\n\n\
          Outputs per forced ISA:\n\n{}\n\
-         Raw times (fastest of {CT2_REPS} per process), in run order:\n\n{}",
+         Raw times (seconds per call) and ratios, in run order:\n\n{}",
         r.table,
-        if r.all_ok {
-            "Every configuration meets the target with identical outputs"
-        } else {
-            "NOT every configuration meets the target with identical outputs"
-        },
+        r.summary,
         compiler,
         r.a_backends,
         r.b_backends,
@@ -636,23 +768,24 @@ pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> 
     }
     let s = script(&root, "tc_decode.py", TC_DECODE)?;
     let mut table = String::from(
-        "| (h) decode | outputs | A: rocbuild (median) | B: PyPI wheel (median) | A/B per pair: median (min – max) | target |\n|---|---|---|---|---|---|\n",
+        "| (h) decode | outputs | A: rocbuild (median) | B: PyPI wheel (median) | A/B per round: median [95% CI] (min – max) | target |\n|---|---|---|---|---|---|\n",
     );
     let mut raw = String::new();
-    let mut all_ok = true;
+    let mut verdicts = Vec::new();
     for (kind, unit) in [("video", "frames/s"), ("audio", "samples/s")] {
         let saved = |v: &str| root.join(format!("tc-{kind}-{v}.pt"));
-        let run = |v: &Path, reps: usize, save: &Path| {
-            json_of(
+        let worker = |v: &Path, save: &Path| {
+            Worker::start(
                 Command::new(py(v))
                     .arg(&s)
                     .arg(&media)
-                    .args([kind, &reps.to_string()])
+                    .args([kind, "serve"])
                     .arg(save),
             )
         };
-        let oa = run(&a, 0, &saved("a"))?;
-        run(&b, 0, &saved("b"))?;
+        // Each worker's first decode is saved; the two are compared before any timing.
+        let (mut wa, oa) = worker(&a, &saved("a"))?;
+        let (mut wb, _) = worker(&b, &saved("b"))?;
         let eq = run_capture(
             Command::new(py(&a))
                 .args([
@@ -673,20 +806,20 @@ pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> 
         } else {
             shape.last().copied().unwrap_or(0)
         } as f64;
-        let p = paired(
+        let p = interleaved(
             &format!("(h) {kind}"),
-            TC_PAIRS,
-            || Ok(fastest(&run(&a, TC_REPS, &saved("a"))?)),
-            || Ok(fastest(&run(&b, TC_REPS, &saved("b"))?)),
+            TC_ROUNDS,
+            &mut wa,
+            &mut wb,
             |t| format!("{:.0} {unit}", count / t),
         )?;
         let outputs = format!(
             "{} {shape:?}",
             if same { "identical tensors" } else { "DIFFER" }
         );
-        all_ok &= p.write(&mut table, &mut raw, kind, &outputs, same, TC_TARGET, |t| {
+        verdicts.push(p.write(&mut table, &mut raw, kind, &outputs, same, TC_TARGET, |t| {
             format!("{:.0} {unit}", count / t)
-        });
+        }));
     }
     Ok(format!(
         "## Built artifacts: TorchCodec {TC_VERSION}, rocbuild's build vs PyPI's wheel (issue 15, target 1)\n\n\
@@ -699,10 +832,55 @@ pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> 
          an H.264 clip (libx264, 240 frames of 640×360, a moving gradient with noise) and 60 s of \
          stereo MP3 at 48 kHz. Every frame is decoded (`VideoDecoder(…, seek_mode=\"exact\")\
          .get_frames_in_range(0, len)`), every audio sample (`AudioDecoder.get_all_samples()`). \
-         The decoded tensors of A and B are compared with `torch.equal` first. Then {TC_PAIRS} \
-         alternated pairs of processes, each timing {TC_REPS} decodes after a warm-up and keeping \
-         its fastest; ratio per pair.\n\n\
-         Raw times (fastest of {TC_REPS} per process), in run order:\n\n{raw}",
-        if all_ok { "Both meet the target with identical tensors" } else { "NOT both meet the target with identical tensors" }
+         The decoded tensors of A and B are compared with `torch.equal` first. Then one worker \
+         process per side, called alternately: {TC_ROUNDS} rounds of one timed decode each (A \
+         then B, then B then A) after 2 untimed rounds; the ratio is taken per round, its median \
+         given with a distribution-free 95% confidence interval.\n\n\
+         Raw times (seconds per decode) and ratios, in run order:\n\n{raw}",
+        summary(&verdicts, "decode")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_medians_interval_is_the_sign_tests_order_statistics() {
+        // n = 32: P(Bin(32, 1/2) ≤ 9) = 1.0%, ≤ 10 = 2.5% and a hair over: k = 10, so the
+        // 10th and the 23rd of the sorted values.
+        let xs: Vec<f64> = (1..=32).rev().map(f64::from).collect();
+        assert_eq!(median_ci(&xs), Some((10.0, 23.0)));
+        // n = 40: P(≤ 13) = 1.9%, P(≤ 14) = 4.0%: k = 14.
+        let xs: Vec<f64> = (1..=40).map(f64::from).collect();
+        assert_eq!(median_ci(&xs), Some((14.0, 27.0)));
+        // n = 6: P(0) = 1.6% alone is within 2.5%: the extremes.
+        assert_eq!(median_ci(&[3.0, 1.0, 2.0, 6.0, 5.0, 4.0]), Some((1.0, 6.0)));
+        // n = 5: even the extremes cover only 94%: no interval.
+        assert_eq!(median_ci(&[1.0, 2.0, 3.0, 4.0, 5.0]), None);
+        assert_eq!(median_ci(&[]), None);
+    }
+
+    #[test]
+    fn a_median_below_the_target_is_within_noise_only_when_its_interval_reaches_it() {
+        assert_eq!(verdict_of(true, 1.01, Some((0.97, 1.04)), 1.0), Verdict::Meets);
+        assert_eq!(
+            verdict_of(true, 0.99, Some((0.96, 1.02)), 1.0),
+            Verdict::WithinNoise
+        );
+        assert_eq!(verdict_of(true, 0.95, Some((0.92, 0.99)), 1.0), Verdict::Misses);
+        assert_eq!(verdict_of(true, 0.99, None, 1.0), Verdict::Misses);
+        // Different outputs miss whatever the speed.
+        assert_eq!(verdict_of(false, 1.2, Some((1.1, 1.3)), 1.0), Verdict::Misses);
+        let s = summary(
+            &[Verdict::Meets, Verdict::WithinNoise, Verdict::Misses],
+            "configuration",
+        );
+        assert!(s.starts_with("1 of 3 configurations meet"), "{s}");
+        assert!(s.contains("1 have identical") && s.contains("1 miss it"), "{s}");
+        assert_eq!(
+            summary(&[Verdict::Meets; 2], "decode"),
+            "Every decode meets the target with identical outputs"
+        );
+    }
 }
