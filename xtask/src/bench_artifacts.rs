@@ -239,37 +239,51 @@ struct Paired {
     ratio: Vec<f64>,
 }
 
-/// `rounds` rounds of one timed call to each worker, A first in even rounds and B first in
-/// odd ones, after two untimed rounds.
+type Start<'a> = &'a dyn Fn() -> Result<(Worker, serde_json::Value)>;
+
+/// `rounds` rounds of one timed call to each side, A first in even rounds and B first in odd
+/// ones, in two sessions of fresh workers: A's worker is started first in the first session
+/// and B's in the second, so neither side keeps the place (memory, CPU) of the process
+/// started first. Each session begins with two untimed rounds.
 fn interleaved(
     label: &str,
     rounds: usize,
-    a: &mut Worker,
-    b: &mut Worker,
+    start_a: Start,
+    start_b: Start,
     rate: impl Fn(f64) -> String,
 ) -> Result<Paired> {
-    for _ in 0..2 {
-        a.once()?;
-        b.once()?;
-    }
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
-    for i in 0..rounds {
-        let (x, y) = if i % 2 == 0 {
-            let x = a.once()?;
-            (x, b.once()?)
+    for session in 0..2 {
+        let (mut a, mut b) = if session == 0 {
+            let a = start_a()?.0;
+            (a, start_b()?.0)
         } else {
-            let y = b.once()?;
-            (a.once()?, y)
+            let b = start_b()?.0;
+            (start_a()?.0, b)
         };
-        ta.push(x);
-        tb.push(y);
-        if (i + 1) % 8 == 0 || i + 1 == rounds {
-            println!(
-                "xtask: bench: {label} {}/{rounds}: A {}, B {} (median so far)",
-                i + 1,
-                rate(stats(&ta).median),
-                rate(stats(&tb).median)
-            );
+        for _ in 0..2 {
+            a.once()?;
+            b.once()?;
+        }
+        let end = if session == 0 { rounds / 2 } else { rounds };
+        for i in ta.len()..end {
+            let (x, y) = if i % 2 == 0 {
+                let x = a.once()?;
+                (x, b.once()?)
+            } else {
+                let y = b.once()?;
+                (a.once()?, y)
+            };
+            ta.push(x);
+            tb.push(y);
+            if (i + 1) % 8 == 0 || i + 1 == rounds {
+                println!(
+                    "xtask: bench: {label} {}/{rounds}: A {}, B {} (median so far)",
+                    i + 1,
+                    rate(stats(&ta).median),
+                    rate(stats(&tb).median)
+                );
+            }
         }
     }
     let ratio = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
@@ -278,6 +292,33 @@ fn interleaved(
         b: tb,
         ratio,
     })
+}
+
+/// `cmd` run on CPU `cpu` only (`taskset -c`), with its arguments, environment and directory.
+fn pinned(cmd: &Command, cpu: usize) -> Command {
+    let mut c = Command::new("taskset");
+    c.arg("-c")
+        .arg(cpu.to_string())
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        c.current_dir(d);
+    }
+    c
+}
+
+/// The CPU single-threaded runs of both sides are pinned to: the last one (the first takes
+/// most interrupts), so that neither side gets the quieter CPU by chance.
+fn quiet_cpu() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get() - 1)
+        .unwrap_or(0)
 }
 
 /// The distribution-free 95% confidence interval of the median of `xs`: the order statistics
@@ -324,7 +365,8 @@ fn verdict_of(same: bool, median: f64, ci: Option<(f64, f64)>, target: f64) -> V
 }
 
 impl Paired {
-    /// Its row of the table and its raw times; how it stands against `target`.
+    /// Its row of the table and its raw times; how it stands against `target` (None: a
+    /// control row, the same build on both sides, which shows the noise floor).
     #[allow(clippy::too_many_arguments)]
     fn write(
         &self,
@@ -333,15 +375,21 @@ impl Paired {
         label: &str,
         outputs: &str,
         same: bool,
-        target: f64,
+        target: Option<f64>,
         rate: impl Fn(f64) -> String,
     ) -> Verdict {
         let sr = stats(&self.ratio);
         let ci = median_ci(&self.ratio);
-        let v = verdict_of(same, sr.median, ci, target);
+        let v = verdict_of(same, sr.median, ci, target.unwrap_or(1.0));
+        let standing = match (target, v) {
+            (None, _) => "control: what two identical builds give here".to_string(),
+            (Some(t), Verdict::Meets) => format!("≥ {t}× (meets target)"),
+            (Some(t), Verdict::WithinNoise) => format!("≥ {t}× (median below, 95% CI reaches it)"),
+            (Some(t), Verdict::Misses) => format!("≥ {t}× (MISSES target)"),
+        };
         let _ = writeln!(
             table,
-            "| {label} | {outputs} | {} | {} | {:.3}× [{}] ({:.3}× – {:.3}×) | ≥ {target}× ({}) |",
+            "| {label} | {outputs} | {} | {} | {:.3}× [{}] ({:.3}× – {:.3}×) | {standing} |",
             rate(stats(&self.a).median),
             rate(stats(&self.b).median),
             sr.median,
@@ -349,11 +397,6 @@ impl Paired {
                 .unwrap_or_else(|| "too few rounds".into()),
             sr.min,
             sr.max,
-            match v {
-                Verdict::Meets => "meets target",
-                Verdict::WithinNoise => "median below, 95% CI reaches it",
-                Verdict::Misses => "MISSES target",
-            }
         );
         let _ = writeln!(
             raw,
@@ -460,6 +503,38 @@ fn ct2_compare(
             cells.join("; ")
         ));
     }
+    // One run of the script with these arguments (MODE "0": outputs only; "serve": a worker).
+    let v_args = |v: &dyn Fn() -> Command, compute: &str, beam: &str, threads: &str, mode: &str| {
+        let mut c = v();
+        c.arg(script)
+            .arg(model)
+            .args([compute, beam, threads, mode]);
+        c
+    };
+    // Alternated timing of two sides; single-threaded runs of both pinned to one CPU.
+    let timed = |a: &dyn Fn() -> Command,
+                 b: &dyn Fn() -> Command,
+                 label: &str,
+                 compute: &str,
+                 beam: &str,
+                 threads: &str,
+                 tokens: f64| {
+        let start = |v: &dyn Fn() -> Command| {
+            let c = v_args(v, compute, beam, threads, "serve");
+            Worker::start(&mut if threads == "1" {
+                pinned(&c, quiet_cpu())
+            } else {
+                c
+            })
+        };
+        interleaved(
+            &format!("{tag} {label}"),
+            CT2_ROUNDS,
+            &|| start(a),
+            &|| start(b),
+            |t| format!("{:.1} tok/s", tokens / t),
+        )
+    };
     let mut table = String::from(
         "| (g) configuration | outputs | A: rocbuild tok/s (median) | B: PyPI wheel tok/s (median) | A/B per round: median [95% CI] (min – max) | target |\n|---|---|---|---|---|---|\n",
     );
@@ -469,14 +544,11 @@ fn ct2_compare(
         for beam in ["1", "4"] {
             for threads in ["1", "2"] {
                 let label = format!("{compute}, beam {beam}, {threads} thread(s)");
-                let worker = |v: &dyn Fn() -> Command| {
-                    Worker::start(v().arg(script).arg(model).args([
-                        compute, beam, threads, "serve",
-                    ]))
-                };
-                // Outputs first (each worker's warm-up), before any timing.
-                let (mut wa, oa) = worker(&a)?;
-                let (mut wb, ob) = worker(&b)?;
+                // Outputs first, before any timing.
+                let (oa, ob) = (
+                    json_of(&mut v_args(&a, compute, beam, threads, "0"))?,
+                    json_of(&mut v_args(&b, compute, beam, threads, "0"))?,
+                );
                 let same = oa["digest"] == ob["digest"];
                 let diff = oa["scores"]
                     .as_array()
@@ -489,13 +561,7 @@ fn ct2_compare(
                     })
                     .unwrap_or(f64::NAN);
                 let tokens = oa["tokens"].as_f64().unwrap_or(f64::NAN);
-                let p = interleaved(
-                    &format!("{tag} {label}"),
-                    CT2_ROUNDS,
-                    &mut wa,
-                    &mut wb,
-                    |t| format!("{:.1} tok/s", tokens / t),
-                )?;
+                let p = timed(&a, &b, &label, compute, beam, threads, tokens)?;
                 let outputs = if same {
                     format!(
                         "identical ({} tokens; scores within {diff:.1e})",
@@ -510,11 +576,29 @@ fn ct2_compare(
                     &label,
                     &outputs,
                     same,
-                    CT2_TARGET,
+                    Some(CT2_TARGET),
                     |t| format!("{:.1}", tokens / t),
                 ));
             }
         }
+    }
+    // The noise floor: the wheel against itself, by the same method. Ratios this far from 1.0
+    // are what two identical builds give here.
+    for (compute, threads) in [("int8", "1"), ("float32", "1")] {
+        let label = format!("control: B against B, {compute}, beam 1, {threads} thread(s)");
+        let tokens = json_of(&mut v_args(&b, compute, "1", threads, "0"))?["tokens"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        let p = timed(&b, &b, &label, compute, "1", threads, tokens)?;
+        p.write(
+            &mut table,
+            &mut raw,
+            &label,
+            "the same build",
+            true,
+            None,
+            |t| format!("{:.1}", tokens / t),
+        );
     }
     Ok(Ct2Compared {
         table,
@@ -582,9 +666,12 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
          (`translate_batch`, `max_decoding_length=40`), `inter_threads=1`, `intra_threads` as said. \
          Outputs compared first (the tokens of every hypothesis; the scores' largest difference \
          shown). Then one worker process per side, the model loaded once, called alternately: \
-         {CT2_ROUNDS} rounds of one timed `translate_batch` each (A then B, then B then A), after \
-         2 untimed rounds; tok/s = tokens / time; the ratio is taken per round, its median given \
-         with a distribution-free 95% confidence interval.\n\n\
+         {CT2_ROUNDS} rounds of one timed `translate_batch` each (A then B, then B then A), in two \
+         sessions of fresh workers (A's started first, then B's started first), each after 2 \
+         untimed rounds; single-threaded configurations run both sides on the same CPU \
+         (`taskset`). tok/s = tokens / time; the ratio is taken per round, its median given with \
+         a distribution-free 95% confidence interval. The control rows time the wheel against \
+         itself by the same method: how far from 1.0 two identical builds land on this VM.\n\n\
          GEMM backends on this CPU (CT2_VERBOSE): A: {a_backends}. B: {b_backends}.\n\n\
          Outputs with CTranslate2's own kernels forced to one ISA (`CT2_FORCE_CPU_ISA`; the \
          GEMMs stay oneDNN's):\n\n{by_isa}\n\
@@ -774,18 +861,15 @@ pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> 
     let mut verdicts = Vec::new();
     for (kind, unit) in [("video", "frames/s"), ("audio", "samples/s")] {
         let saved = |v: &str| root.join(format!("tc-{kind}-{v}.pt"));
-        let worker = |v: &Path, save: &Path| {
-            Worker::start(
-                Command::new(py(v))
-                    .arg(&s)
-                    .arg(&media)
-                    .args([kind, "serve"])
-                    .arg(save),
-            )
+        let cmd = |v: &Path, mode: &str, save: &Path| {
+            let mut c = Command::new(py(v));
+            c.arg(&s).arg(&media).args([kind, mode]).arg(save);
+            c
         };
-        // Each worker's first decode is saved; the two are compared before any timing.
-        let (mut wa, oa) = worker(&a, &saved("a"))?;
-        let (mut wb, _) = worker(&b, &saved("b"))?;
+        // Each side's decode is saved; the two are compared before any timing.
+        let oa = json_of(&mut cmd(&a, "0", &saved("a")))?;
+        json_of(&mut cmd(&b, "0", &saved("b")))?;
+        let scratch = root.join(format!("tc-{kind}-timed.pt"));
         let eq = run_capture(
             Command::new(py(&a))
                 .args([
@@ -809,15 +893,15 @@ pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> 
         let p = interleaved(
             &format!("(h) {kind}"),
             TC_ROUNDS,
-            &mut wa,
-            &mut wb,
+            &|| Worker::start(&mut cmd(&a, "serve", &scratch)),
+            &|| Worker::start(&mut cmd(&b, "serve", &scratch)),
             |t| format!("{:.0} {unit}", count / t),
         )?;
         let outputs = format!(
             "{} {shape:?}",
             if same { "identical tensors" } else { "DIFFER" }
         );
-        verdicts.push(p.write(&mut table, &mut raw, kind, &outputs, same, TC_TARGET, |t| {
+        verdicts.push(p.write(&mut table, &mut raw, kind, &outputs, same, Some(TC_TARGET), |t| {
             format!("{:.0} {unit}", count / t)
         }));
     }
@@ -834,7 +918,8 @@ pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> 
          .get_frames_in_range(0, len)`), every audio sample (`AudioDecoder.get_all_samples()`). \
          The decoded tensors of A and B are compared with `torch.equal` first. Then one worker \
          process per side, called alternately: {TC_ROUNDS} rounds of one timed decode each (A \
-         then B, then B then A) after 2 untimed rounds; the ratio is taken per round, its median \
+         then B, then B then A), in two sessions of fresh workers (A's started first, then B's), \
+         each after 2 untimed rounds; the ratio is taken per round, its median \
          given with a distribution-free 95% confidence interval.\n\n\
          Raw times (seconds per decode) and ratios, in run order:\n\n{raw}",
         summary(&verdicts, "decode")
