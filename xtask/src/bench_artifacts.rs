@@ -15,7 +15,10 @@
 //! same moments of this shared VM; the ratio is taken per round, as throughput A/B, and given
 //! as its median with a distribution-free 95% confidence interval (the sign test's order
 //! statistics). A single call moves by ±10% here from one second to the next, whichever
-//! build it is, so a median without its interval would say less than it seems to.
+//! build it is, so a median without its interval would say less than it seems to. The rounds
+//! are split into two sessions of fresh workers with the start order swapped (unpinned, the
+//! worker started second came out ahead of an identical one), single-threaded (g) runs pin
+//! both sides to one CPU, and (g)'s control rows time the wheel against itself.
 //!
 //! The venvs, the model and the media are kept under `cache/bench/` (git-ignored): the first
 //! run builds (real sources: network, or `ROCBUILD_MIRROR`), later runs find rocbuild's
@@ -313,8 +316,8 @@ fn pinned(cmd: &Command, cpu: usize) -> Command {
     c
 }
 
-/// The CPU single-threaded runs of both sides are pinned to: the last one (the first takes
-/// most interrupts), so that neither side gets the quieter CPU by chance.
+/// The CPU single-threaded runs of both sides are pinned to (the last one), so that neither
+/// side gets a quieter CPU by chance.
 fn quiet_cpu() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get() - 1)
@@ -705,7 +708,10 @@ fn in_chroot(root: &Path, binds: &[(PathBuf, &str)]) -> Command {
         .env_remove("PYTHONPATH")
         .env_remove("VIRTUAL_ENV")
         .env_remove("PIP_FIND_LINKS")
-        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        .env(
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        );
     c
 }
 
@@ -821,13 +827,7 @@ fn ct2_gcc14(exe: &Path, model: &Path, script_file: &Path) -> Result<String> {
          inputs and timing as above. GEMM backends: A: {}. B: {}.\n\n\
          Outputs per forced ISA:\n\n{}\n\
          Raw times (seconds per call) and ratios, in run order:\n\n{}",
-        r.table,
-        r.summary,
-        compiler,
-        r.a_backends,
-        r.b_backends,
-        r.by_isa,
-        r.raw
+        r.table, r.summary, compiler, r.a_backends, r.b_backends, r.by_isa, r.raw
     ))
 }
 
@@ -901,9 +901,15 @@ pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> 
             "{} {shape:?}",
             if same { "identical tensors" } else { "DIFFER" }
         );
-        verdicts.push(p.write(&mut table, &mut raw, kind, &outputs, same, Some(TC_TARGET), |t| {
-            format!("{:.0} {unit}", count / t)
-        }));
+        verdicts.push(p.write(
+            &mut table,
+            &mut raw,
+            kind,
+            &outputs,
+            same,
+            Some(TC_TARGET),
+            |t| format!("{:.0} {unit}", count / t),
+        ));
     }
     Ok(format!(
         "## Built artifacts: TorchCodec {TC_VERSION}, rocbuild's build vs PyPI's wheel (issue 15, target 1)\n\n\
@@ -948,21 +954,33 @@ mod tests {
 
     #[test]
     fn a_median_below_the_target_is_within_noise_only_when_its_interval_reaches_it() {
-        assert_eq!(verdict_of(true, 1.01, Some((0.97, 1.04)), 1.0), Verdict::Meets);
+        assert_eq!(
+            verdict_of(true, 1.01, Some((0.97, 1.04)), 1.0),
+            Verdict::Meets
+        );
         assert_eq!(
             verdict_of(true, 0.99, Some((0.96, 1.02)), 1.0),
             Verdict::WithinNoise
         );
-        assert_eq!(verdict_of(true, 0.95, Some((0.92, 0.99)), 1.0), Verdict::Misses);
+        assert_eq!(
+            verdict_of(true, 0.95, Some((0.92, 0.99)), 1.0),
+            Verdict::Misses
+        );
         assert_eq!(verdict_of(true, 0.99, None, 1.0), Verdict::Misses);
         // Different outputs miss whatever the speed.
-        assert_eq!(verdict_of(false, 1.2, Some((1.1, 1.3)), 1.0), Verdict::Misses);
+        assert_eq!(
+            verdict_of(false, 1.2, Some((1.1, 1.3)), 1.0),
+            Verdict::Misses
+        );
         let s = summary(
             &[Verdict::Meets, Verdict::WithinNoise, Verdict::Misses],
             "configuration",
         );
         assert!(s.starts_with("1 of 3 configurations meet"), "{s}");
-        assert!(s.contains("1 have identical") && s.contains("1 miss it"), "{s}");
+        assert!(
+            s.contains("1 have identical") && s.contains("1 miss it"),
+            "{s}"
+        );
         assert_eq!(
             summary(&[Verdict::Meets; 2], "decode"),
             "Every decode meets the target with identical outputs"
