@@ -24,6 +24,10 @@ pub fn rocbuild(args: &[&str], env: &[(&str, &str)]) -> Out {
         // Set on some machines (CI images): it would hide a run writing `__pycache__` into
         // the venv, which the venv checks must see.
         "PYTHONDONTWRITEBYTECODE",
+        // The compilers a test means are the ones it passes (the wheels' compiler is chosen
+        // only when the user named none).
+        "CC",
+        "CXX",
     ] {
         c.env_remove(k);
     }

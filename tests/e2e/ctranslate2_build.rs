@@ -194,6 +194,123 @@ fn builds_the_library_then_the_python_package_against_it() {
     assert_eq!(tree_state(&venv), before);
 }
 
+/// The recipe names the wheels' compiler and this machine's default is another one: with that
+/// compiler's versioned drivers on PATH (here gcc-99/g++-99, wrappers of the real GCC that log
+/// each call), both the CMake library and the Python part's extension are compiled by them,
+/// and the plan says so; with CC and CXX set, the user's compilers build it and the plan only
+/// names the drivers found.
+#[test]
+fn the_wheels_compiler_found_on_path_builds_both_parts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let venv = root.join("venv");
+    make_venv(&venv);
+    let repos = root.join("repos");
+    std::fs::create_dir_all(&repos).unwrap();
+    make_git_repo(
+        &repos,
+        "faketrans",
+        &fixture_dir().join("faketrans"),
+        "v4.8.1",
+    );
+    let recipes = root.join("recipes");
+    std::fs::create_dir_all(&recipes).unwrap();
+    std::fs::write(
+        recipes.join("faketrans.toml"),
+        recipe(repos.join("faketrans.git").to_str().unwrap())
+            + "\n[wheel-compiler]\nlinux = \"gcc 99\"\nbackends = [\"cpu\"]\ndiffers = \"its sums part from the wheel's\"\n",
+    )
+    .unwrap();
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = root.join("calls.log");
+    for (name, real) in [("gcc-99", "gcc"), ("g++-99", "g++")] {
+        let p = bin.join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{name} (Test 99.1.0-1) 99.1.0'; exit 0; fi\n\
+                 echo \"{name} $*\" >> '{}'\nexec {real} \"$@\"\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let cache = root.join("cache");
+    let args = [
+        "faketrans",
+        "--recipes",
+        recipes.to_str().unwrap(),
+        "--venv",
+        venv.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+    ];
+    let gxx = bin.join("g++-99");
+    let plan = rocbuild(&[&args[..], &["--dry-run"]].concat(), &[("PATH", &path)]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let chosen = format!(
+        "compiler: GCC 99.1.0 ({}), the wheels' GCC 99, chosen over GCC ",
+        gxx.display()
+    );
+    assert!(plan.stdout.contains(&chosen), "{}", plan.stdout);
+    assert!(!log.exists(), "a dry run compiles nothing");
+
+    let out = rocbuild(&args, &[("PATH", &path)]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("translated with the cpu backend"),
+        "{}",
+        out.stdout
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    // The library's sources through CMake, and the extension through setuptools (CC, CXX).
+    assert!(
+        calls
+            .lines()
+            .any(|l| l.starts_with("g++-99 ") && l.contains("translator.cpp")),
+        "{calls}"
+    );
+    assert!(calls.lines().any(|l| l.contains("module.cpp")), "{calls}");
+    let cmake_cache = std::fs::read_dir(cache.join("build"))
+        .unwrap()
+        .flatten()
+        .map(|d| std::fs::read_to_string(d.path().join("CMakeCache.txt")).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        cmake_cache
+            .lines()
+            .any(|l| l.starts_with("CMAKE_CXX_COMPILER:")
+                && l.ends_with(&format!("={}", gxx.display()))),
+        "{}",
+        cmake_cache
+            .lines()
+            .filter(|l| l.starts_with("CMAKE_CXX_COMPILER"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // CC and CXX named: the user's compilers, and the plan names the drivers found.
+    let mine = rocbuild(
+        &[&args[..], &["--dry-run"]].concat(),
+        &[("PATH", &path), ("CC", "cc"), ("CXX", "c++")],
+    );
+    assert_eq!(mine.code, 0, "{}", mine.stderr);
+    assert!(!mine.stdout.contains("chosen over"), "{}", mine.stdout);
+    assert!(
+        mine.stdout.contains(&format!(
+            "not the wheels' GCC 99: its sums part from the wheel's; for results identical to the wheel's, build with the GCC 99.1.0 found: CC={} CXX={}",
+            bin.join("gcc-99").display(),
+            gxx.display()
+        )),
+        "{}",
+        mine.stdout
+    );
+}
+
 /// Run `rocbuild ctranslate2 --venv V --cache C ARGS` on a fresh venv that must refuse:
 /// exit 1, nothing fetched, the venv byte-identical. Returns stderr.
 fn refused(args: &[&str]) -> String {

@@ -31,6 +31,8 @@ pub const FEATURE_NAMES: &[&str] = &["mkl"];
 #[derive(Debug, Clone, Copy)]
 pub struct Target<'a> {
     pub os: &'a str,
+    /// The CPU architecture as Rust names it (`x86_64`, `aarch64`), for `[platform."os-arch"]`.
+    pub arch: &'a str,
     pub flavor: &'a str,
     pub version: &'a str,
     pub backend: &'a str,
@@ -38,6 +40,13 @@ pub struct Target<'a> {
     pub rocm_version: Option<&'a str>,
     /// The optional libraries found and used, for `[with.X]`.
     pub features: &'a [&'a str],
+}
+
+/// Whether a CMake variable is a list of compiler/linker flags (`CMAKE_CXX_FLAGS`,
+/// `CMAKE_CXX_FLAGS_RELEASE`, `CMAKE_SHARED_LINKER_FLAGS`): those compose (overlays append to
+/// them, a user's `-D` keeps them first), others replace.
+pub fn is_flags_variable(name: &str) -> bool {
+    name.starts_with("CMAKE_") && (name.ends_with("_FLAGS") || name.contains("_FLAGS_"))
 }
 
 /// Recipes compiled into the binary, so an installed `rocbuild` works anywhere.
@@ -196,7 +205,7 @@ impl Recipe {
         }
     }
 
-    /// Apply the base tables, then `[os.X]`, `[flavor.Y]`, every matching `[versions."…"]`,
+    /// Apply the base tables, then `[os.X]`, `[platform."X-arch"]`, `[flavor.Y]`, every matching `[versions."…"]`,
     /// `[backend.Z]`, every matching `[rocm-versions."…"]` and `[with.F]` for each feature, in
     /// that order.
     pub fn resolve(&self, t: &Target) -> Resolved {
@@ -238,6 +247,7 @@ impl Recipe {
                 }
             };
         keyed(&raw.os, t.os, &mut r);
+        keyed(&raw.platform, &format!("{}-{}", t.os, t.arch), &mut r);
         keyed(&raw.flavor, t.flavor, &mut r);
         ranged(&raw.versions, Some(t.version), &mut r);
         keyed(&raw.backend, t.backend, &mut r);
@@ -262,7 +272,20 @@ impl Resolved {
                 self.torch_cmake = b.torch_cmake;
             }
             for (k, v) in &b.define {
-                self.define.insert(k.clone(), v.get_ref().clone());
+                // Flags compose: `-msse4.1` for one platform and `-DHIPBLAS_V2` for one SDK
+                // range both reach CMAKE_CXX_FLAGS, in the order the overlays apply.
+                let v = v.get_ref();
+                match self.define.get_mut(k) {
+                    Some(old) if is_flags_variable(k) && !old.trim().is_empty() => {
+                        if !old.split_whitespace().eq(v.split_whitespace()) {
+                            old.push(' ');
+                            old.push_str(v.trim());
+                        }
+                    }
+                    _ => {
+                        self.define.insert(k.clone(), v.clone());
+                    }
+                }
             }
             for (k, v) in &b.env {
                 self.env.insert(k.clone(), v.get_ref().clone());
@@ -565,6 +588,7 @@ MKL_ROOT = "{mkl.root}"
     fn target<'a>(features: &'a [&'a str]) -> Target<'a> {
         Target {
             os: "linux",
+            arch: "x86_64",
             flavor: "cpu",
             version: "1.0.0",
             backend: "cpu",
@@ -586,6 +610,95 @@ MKL_ROOT = "{mkl.root}"
         assert_eq!(mkl.define["MKL_ROOT"], "{mkl.root}");
     }
 
+    /// `[platform."linux-x86_64"]` applies to that OS and architecture only, after `[os.linux]`;
+    /// CMake flag variables set by several overlays compose, other defines are replaced.
+    #[test]
+    fn platform_overlays_apply_per_os_and_architecture_and_flags_compose() {
+        let text = format!(
+            "{RECIPE}\n[os.linux.build.define]\nCMAKE_CXX_FLAGS = \"-DLINUX\"\nWITH_OPENBLAS = \"LINUX\"\n\
+             [platform.\"linux-x86_64\".build.define]\nCMAKE_CXX_FLAGS = \"-msse4.1\"\nWITH_OPENBLAS = \"X86\"\n\
+             [backend.cpu.build.define]\nCMAKE_CXX_FLAGS = \"-DCPU\"\n"
+        );
+        let text = text.replace(
+            "import-dir = \"x\"\n",
+            "import-dir = \"x\"\nbackends = [\"cpu\"]\n",
+        );
+        let r = parse("x.toml", &text).unwrap();
+        let on = |os: &str, arch: &str| {
+            r.resolve(&Target {
+                os,
+                arch,
+                ..target(&[])
+            })
+        };
+        let x86 = on("linux", "x86_64");
+        assert_eq!(x86.define["CMAKE_CXX_FLAGS"], "-DLINUX -msse4.1 -DCPU");
+        assert_eq!(
+            x86.define["WITH_OPENBLAS"], "X86",
+            "a plain define is replaced"
+        );
+        let arm = on("linux", "aarch64");
+        assert_eq!(arm.define["CMAKE_CXX_FLAGS"], "-DLINUX -DCPU");
+        assert_eq!(arm.define["WITH_OPENBLAS"], "LINUX");
+        let mac = on("macos", "x86_64");
+        assert_eq!(mac.define["CMAKE_CXX_FLAGS"], "-DCPU");
+        // A key that names no OS-architecture pair is refused, with the nearest one.
+        let e = parse(
+            "x.toml",
+            &text.replace("platform.\"linux-x86_64\"", "platform.\"linux-x64\""),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown platform"), "{e}");
+        let help = miette::Diagnostic::help(
+            &parse(
+                "x.toml",
+                &text.replace("platform.\"linux-x86_64\"", "platform.\"linux-x86-64\""),
+            )
+            .unwrap_err(),
+        )
+        .map(|h| h.to_string())
+        .unwrap_or_default();
+        assert!(help.contains("did you mean `linux-x86_64`"), "{help}");
+    }
+
+    /// The built-in CTranslate2 recipe compiles with upstream's `-msse4.1` on Linux x86-64
+    /// only, and keeps it beside hipBLAS's v2 switch on ROCm 6.
+    #[test]
+    fn ctranslate2_uses_upstreams_sse41_on_linux_x86_64() {
+        let set = RecipeSet::load(&[]).unwrap();
+        let r = set.get("ctranslate2").unwrap();
+        let rel = r.releases().into_iter().next().unwrap();
+        let on = |os: &str, arch: &str, backend: &str, rocm: Option<&str>| {
+            r.resolve(&Target {
+                os,
+                arch,
+                flavor: "cpu",
+                version: &rel.version,
+                backend,
+                rocm_version: rocm,
+                features: &[],
+            })
+            .define
+            .get("CMAKE_CXX_FLAGS")
+            .cloned()
+        };
+        assert_eq!(
+            on("linux", "x86_64", "cpu", None).as_deref(),
+            Some("-msse4.1")
+        );
+        assert_eq!(on("linux", "aarch64", "cpu", None), None);
+        assert_eq!(on("windows", "x86_64", "cpu", None), None);
+        assert_eq!(
+            on("linux", "x86_64", "rocm", Some("6.4.3")).as_deref(),
+            Some("-msse4.1 -DHIPBLAS_V2")
+        );
+        assert_eq!(
+            on("linux", "x86_64", "rocm", Some("7.2.0")).as_deref(),
+            Some("-msse4.1")
+        );
+    }
+
     #[test]
     fn an_unknown_optional_library_is_refused_with_the_nearest_name() {
         let text = RECIPE.replace("[with.mkl.build.define]", "[with.mlk.build.define]");
@@ -602,6 +715,7 @@ MKL_ROOT = "{mkl.root}"
         let on = |rocm: &str| {
             r.resolve(&Target {
                 os: "linux",
+                arch: "x86_64",
                 flavor: "cpu",
                 version: &rel.version,
                 backend: "rocm",

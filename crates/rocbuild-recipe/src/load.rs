@@ -12,6 +12,17 @@ use crate::template;
 use crate::Recipe;
 
 const OS_NAMES: &[&str] = &["linux", "macos", "windows"];
+/// CPU architectures as Rust names them (`std::env::consts::ARCH`), for `[platform."os-arch"]`.
+const ARCH_NAMES: &[&str] = &[
+    "x86_64",
+    "aarch64",
+    "x86",
+    "arm",
+    "powerpc64",
+    "riscv64",
+    "s390x",
+    "loongarch64",
+];
 const FLAVOR_NAMES: &[&str] = &["cpu", "cuda", "rocm"];
 
 /// Parse and validate the recipe `text`, read from `file`.
@@ -188,6 +199,15 @@ impl Checker<'_> {
         }
         for (key, overlay) in &raw.os {
             self.key_in(key, OS_NAMES, "operating system")?;
+            self.overlay_body(overlay)?;
+        }
+        for (key, overlay) in &raw.platform {
+            let valid: Vec<String> = OS_NAMES
+                .iter()
+                .flat_map(|os| ARCH_NAMES.iter().map(move |a| format!("{os}-{a}")))
+                .collect();
+            let valid: Vec<&str> = valid.iter().map(String::as_str).collect();
+            self.key_in(key, &valid, "platform (`<os>-<arch>`)")?;
             self.overlay_body(overlay)?;
         }
         for (key, overlay) in &raw.flavor {

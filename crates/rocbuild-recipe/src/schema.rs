@@ -32,6 +32,10 @@ pub struct RawRecipe {
     /// Overlays per operating system: `linux`, `macos`, `windows`.
     #[serde(default)]
     pub os: BTreeMap<Text, Overlay>,
+    /// Overlays per operating system and CPU architecture, keyed `<os>-<arch>`:
+    /// `linux-x86_64`, `macos-aarch64`, `windows-x86_64` (applied after `[os.X]`).
+    #[serde(default)]
+    pub platform: BTreeMap<Text, Overlay>,
     /// Overlays per torch flavor: `cpu`, `cuda`, `rocm`.
     #[serde(default)]
     pub flavor: BTreeMap<Text, Overlay>,

@@ -284,11 +284,7 @@ fn refuse_dropping(name: &str, ours: Option<&str>, user: &str, i: &Inputs) -> Re
     Ok(())
 }
 
-/// Whether a CMake variable is a list of compiler/linker flags (`CMAKE_HIP_FLAGS`,
-/// `CMAKE_CXX_FLAGS_RELEASE`, `CMAKE_SHARED_LINKER_FLAGS`): those compose, others replace.
-pub fn is_flags_variable(name: &str) -> bool {
-    name.starts_with("CMAKE_") && (name.ends_with("_FLAGS") || name.contains("_FLAGS_"))
-}
+pub use rocbuild_recipe::is_flags_variable;
 
 /// The value a user's `-D name=user` gives when rocbuild (recipe, toolchain) already set
 /// `ours`: a flags variable keeps rocbuild's flags first and the user's after them (a later
@@ -337,6 +333,7 @@ mod tests {
         let rel = r.releases().into_iter().next().unwrap();
         let resolved = r.resolve(&rocbuild_recipe::Target {
             os: os.as_str(),
+            arch: m.platform.arch.as_str(),
             flavor: "cpu",
             version: &rel.version,
             backend: "cpu",
@@ -459,6 +456,7 @@ mod tests {
         let rel = r.releases().into_iter().next().unwrap();
         let resolved = r.resolve(&rocbuild_recipe::Target {
             os: os.as_str(),
+            arch: m.platform.arch.as_str(),
             flavor: "cpu",
             version: &rel.version,
             backend,

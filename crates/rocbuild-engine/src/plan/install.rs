@@ -93,6 +93,7 @@ mod tests {
         let b = toolchain::choose(&r, &m, &Default::default()).unwrap();
         let resolved = r.resolve(&Target {
             os: os.as_str(),
+            arch: m.platform.arch.as_str(),
             flavor: "cpu",
             version: "0.9.1",
             backend: "cpu",

@@ -143,6 +143,7 @@ pub fn plan(
     let features = libraries::used(&libraries);
     let resolved = recipe.resolve(&Target {
         os: os.as_str(),
+        arch: machine.platform.arch.as_str(),
         flavor: flavor.as_str(),
         version: &version,
         backend: backend.backend.as_str(),
@@ -157,9 +158,28 @@ pub fn plan(
     let mut vars = vars::of(
         recipe, &version, machine, ctx, &libraries, &source, &backend,
     );
-    let (tools, toolset) =
+    let (tools, mut toolset) =
         tools::python_tools(recipe, machine, &backend, &toolset, &vars, &ctx.cache)?;
-    let compiler = wheel_compiler::check(recipe, machine, backend.backend.as_str(), &toolset.cxx);
+    // The wheels' compiler, when the recipe names one, it is on PATH and the user named none.
+    let user_named = ["CC", "CXX"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+        || opts
+            .defines
+            .iter()
+            .any(|(k, _)| k == "CMAKE_C_COMPILER" || k == "CMAKE_CXX_COMPILER");
+    let compiler = wheel_compiler::check(
+        recipe,
+        machine,
+        backend.backend.as_str(),
+        &toolset.cxx,
+        std::env::var_os("PATH").as_deref(),
+        user_named,
+    );
+    if let Some(a) = compiler.as_ref().and_then(|c| c.chosen()) {
+        toolset.cc = a.cc.clone();
+        toolset.cxx = a.cxx.clone();
+    }
     if let Some(t) = &tools {
         vars.insert("tools".into(), t.dir.display().to_string());
     }
@@ -219,6 +239,14 @@ pub fn plan(
         &configured.build_dir,
         tools.as_ref(),
     )?;
+    // The Python part's extension is compiled by the same compiler as the library.
+    let python_part = python_part.map(|mut p| {
+        if let (Some(b), Some(a)) = (&mut p.build, compiler.as_ref().and_then(|c| c.chosen())) {
+            b.env.insert("CC".into(), a.cc.display().to_string());
+            b.env.insert("CXX".into(), a.cxx.display().to_string());
+        }
+        p
+    });
     let verify = verify::plan(machine, &resolved, &vars)?;
     let fingerprint = fingerprint::of(
         recipe,

@@ -11,52 +11,85 @@ use rocbuild_recipe::schema::CompilerSpec;
 use rocbuild_recipe::Recipe;
 use serde::{Deserialize, Serialize};
 
-/// This build's compiler is not the wheels' one: what that changes, and how to match them.
+/// This build's default compiler is not the wheels' one: what that changes, and how to match
+/// them, or that rocbuild builds with the wheels' compiler it found instead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompilerParity {
-    /// This build's C++ compiler, and its name with the full version (GCC 12.2.0).
+    /// The machine's C++ compiler, and its name with the full version (GCC 12.2.0).
     pub compiler: PathBuf,
     pub name: String,
     /// The wheels' compiler (GCC 14).
     pub wheels: String,
     /// What differs from the wheel's results (the recipe's words).
     pub differs: String,
-    /// A compiler of the wheels' family and major version on PATH (g++-14, then gcc-14).
-    pub alternative: Option<(PathBuf, PathBuf)>,
+    /// A compiler of the wheels' family and major version on PATH (gcc-14 and g++-14), checked
+    /// by its `--version`.
+    pub alternative: Option<Alternative>,
+    /// The build uses `alternative`: the user named no compiler (CC, CXX) and it was found.
+    #[serde(default)]
+    pub chosen: bool,
+}
+
+/// The versioned drivers of the wheels' compiler, found on PATH.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Alternative {
+    pub cc: PathBuf,
+    pub cxx: PathBuf,
+    /// Its name with the full version, from `--version` (GCC 14.2.0).
+    pub name: String,
 }
 
 impl CompilerParity {
+    /// The compilers the build uses instead of the machine's default ones, if chosen.
+    pub fn chosen(&self) -> Option<&Alternative> {
+        self.alternative.as_ref().filter(|_| self.chosen)
+    }
+
     /// One line for the plan and the run's notes.
     pub fn line(&self) -> String {
-        let how = match &self.alternative {
-            Some((cc, cxx)) => format!(
-                "for results identical to the wheel's, build with the {} found: CC={} CXX={} rocbuild ...",
+        match (&self.alternative, self.chosen) {
+            (Some(a), true) => format!(
+                "{} ({}), the wheels' {}, chosen over {} ({}), with which {}; set CC and CXX to build with another compiler",
+                a.name,
+                a.cxx.display(),
                 self.wheels,
-                cc.display(),
-                cxx.display()
+                self.name,
+                self.compiler.display(),
+                self.differs
             ),
-            None => format!(
-                "for results identical to the wheel's, install {} and name it in CC and CXX",
+            (Some(a), false) => format!(
+                "{} ({}), not the wheels' {}: {}; for results identical to the wheel's, build with the {} found: CC={} CXX={} rocbuild ...",
+                self.name,
+                self.compiler.display(),
+                self.wheels,
+                self.differs,
+                a.name,
+                a.cc.display(),
+                a.cxx.display()
+            ),
+            (None, _) => format!(
+                "{} ({}), not the wheels' {}: {}; for results identical to the wheel's, install {} and name it in CC and CXX",
+                self.name,
+                self.compiler.display(),
+                self.wheels,
+                self.differs,
                 self.wheels
             ),
-        };
-        format!(
-            "{} ({}), not the wheels' {}: {}; {how}",
-            self.name,
-            self.compiler.display(),
-            self.wheels,
-            self.differs
-        )
+        }
     }
 }
 
 /// The note, when the recipe names the wheels' compiler for this OS and backend and this
-/// build's C++ compiler (`cxx`, as the toolset runs it) is known to be another one.
+/// build's C++ compiler (`cxx`, as the toolset runs it) is known to be another one. When the
+/// wheels' compiler is on `path` as versioned drivers (g++-14) and `user_named` is false (no
+/// CC or CXX in the environment), it is chosen for the build.
 pub fn check(
     recipe: &Recipe,
     machine: &Machine,
     backend: &str,
     cxx: &Path,
+    path: Option<&std::ffi::OsStr>,
+    user_named: bool,
 ) -> Option<CompilerParity> {
     let w = recipe.raw.wheel_compiler.as_ref()?;
     if !w.backends.is_empty() && !w.backends.iter().any(|b| b.get_ref() == backend) {
@@ -67,22 +100,30 @@ pub fn check(
     // CMAKE_CXX_COMPILER of the user's).
     let tool = machine.tools.cxx.as_ref().filter(|t| t.path == cxx)?;
     let (family, version) = rocbuild_probe::compiler_of(tool.version.as_deref()?)?;
-    let major: u32 = version.split('.').next()?.parse().ok()?;
-    if family == wheels.family && major == wheels.major {
+    if is(wheels, family, &version) {
         return None;
     }
+    let alternative = alternative(wheels, path);
     Some(CompilerParity {
         compiler: tool.path.clone(),
         name: format!("{} {version}", CompilerSpec::family_name(family)),
         wheels: wheels.to_string(),
         differs: w.differs.clone(),
-        alternative: alternative(wheels, std::env::var_os("PATH").as_deref()),
+        chosen: alternative.is_some() && !user_named,
+        alternative,
     })
 }
 
+/// Whether a compiler of `family` and `version` (14.2.0) is the wheels' one.
+fn is(wheels: CompilerSpec, family: &str, version: &str) -> bool {
+    let major: Option<u32> = version.split('.').next().and_then(|m| m.parse().ok());
+    family == wheels.family && major == Some(wheels.major)
+}
+
 /// The versioned drivers distributions install side by side (`gcc-14`/`g++-14`,
-/// `clang-18`/`clang++-18`), when both are on `path` (PATH).
-fn alternative(wheels: CompilerSpec, path: Option<&std::ffi::OsStr>) -> Option<(PathBuf, PathBuf)> {
+/// `clang-18`/`clang++-18`), when both are on `path` (PATH) and the C++ one says it is the
+/// wheels' compiler.
+fn alternative(wheels: CompilerSpec, path: Option<&std::ffi::OsStr>) -> Option<Alternative> {
     let (c, cxx) = match wheels.family {
         "gcc" => ("gcc", "g++"),
         "clang" => ("clang", "clang++"),
@@ -90,7 +131,24 @@ fn alternative(wheels: CompilerSpec, path: Option<&std::ffi::OsStr>) -> Option<(
     };
     let cwd = std::env::current_dir().ok()?;
     let found = |name: &str| which::which_in(format!("{name}-{}", wheels.major), path, &cwd).ok();
-    Some((found(c)?, found(cxx)?))
+    let (cc, cxx) = (found(c)?, found(cxx)?);
+    let out = duct::cmd(&cxx, ["--version"])
+        .stdout_capture()
+        .stderr_null()
+        .unchecked()
+        .run()
+        .ok()?;
+    let line = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()?
+        .trim()
+        .to_string();
+    let (family, version) = rocbuild_probe::compiler_of(&line)?;
+    is(wheels, family, &version).then(|| Alternative {
+        cc,
+        cxx,
+        name: format!("{} {version}", CompilerSpec::family_name(family)),
+    })
 }
 
 #[cfg(test)]
@@ -109,21 +167,44 @@ mod tests {
         m
     }
 
+    /// A driver `name` in `dir` whose `--version` prints `version`.
+    fn driver(dir: &Path, name: &str, version: &str) {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\necho '{version}'\n")).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+
     #[test]
     fn a_cpu_ctranslate2_by_another_gcc_than_the_wheels_says_what_differs() {
         let r = recipe("ctranslate2");
         let cxx = Path::new("/usr/bin/c++");
+        let empty = tempfile::tempdir().unwrap();
+        let path = Some(empty.path().as_os_str());
         let m = with_cxx(Os::Linux, "c++ (Debian 12.2.0-14) 12.2.0");
+        let check = |r: &Recipe, m: &Machine, backend: &str, cxx: &Path| {
+            check(r, m, backend, cxx, path, false)
+        };
         let p = check(&r, &m, "cpu", cxx).expect("GCC 12 is not the wheels' GCC 14");
         assert_eq!(p.name, "GCC 12.2.0");
         assert_eq!(p.wheels, "GCC 14");
         assert!(p.differs.contains("int8"), "{}", p.differs);
+        assert!(
+            !p.chosen && p.chosen().is_none(),
+            "none on PATH: nothing chosen"
+        );
         let line = p.line();
         assert!(
             line.starts_with("GCC 12.2.0 (/usr/bin/c++), not the wheels' GCC 14: "),
             "{line}"
         );
-        assert!(line.contains("CC") && line.contains("CXX"), "{line}");
+        assert!(
+            line.contains("install GCC 14 and name it in CC and CXX"),
+            "{line}"
+        );
         // The wheels' own major version: nothing to say, whatever the minor and the vendor.
         let same = with_cxx(Os::Linux, "g++ (Debian 14.2.0-19) 14.2.0");
         assert_eq!(check(&r, &same, "cpu", cxx), None);
@@ -150,41 +231,101 @@ mod tests {
         assert_eq!(check(&recipe("torchcodec"), &m, "cpu", cxx), None);
     }
 
-    /// gcc-N and g++-N side by side on PATH are offered, by their paths; one alone is not.
+    /// gcc-N and g++-N side by side on PATH are the build's compilers when the user named none;
+    /// with CC or CXX set they are only offered.
     #[test]
-    fn a_versioned_gcc_on_path_is_offered() {
+    fn the_wheels_gcc_on_path_is_chosen_unless_the_user_named_a_compiler() {
+        let r = recipe("ctranslate2");
+        let cxx = Path::new("/usr/bin/c++");
+        let m = with_cxx(Os::Linux, "c++ (Debian 12.2.0-14) 12.2.0");
+        let dir = tempfile::tempdir().unwrap();
+        let path = Some(dir.path().as_os_str());
+        driver(dir.path(), "gcc-14", "gcc-14 (Debian 14.2.0-19) 14.2.0");
+        driver(dir.path(), "g++-14", "g++-14 (Debian 14.2.0-19) 14.2.0");
+        let p = check(&r, &m, "cpu", cxx, path, false).unwrap();
+        let a = p.chosen().expect("chosen");
+        assert_eq!(a.cc, dir.path().join("gcc-14"));
+        assert_eq!(a.cxx, dir.path().join("g++-14"));
+        assert_eq!(a.name, "GCC 14.2.0");
+        let line = p.line();
+        assert!(
+            line.starts_with(&format!(
+                "GCC 14.2.0 ({}), the wheels' GCC 14, chosen over GCC 12.2.0 (/usr/bin/c++), with which int8",
+                a.cxx.display()
+            )),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("set CC and CXX to build with another compiler"),
+            "{line}"
+        );
+        // CC or CXX in the environment: the user's choice stands; the line says how to match.
+        let p = check(&r, &m, "cpu", cxx, path, true).unwrap();
+        assert!(!p.chosen && p.chosen().is_none());
+        let line = p.line();
+        assert!(
+            line.contains(&format!(
+                "build with the GCC 14.2.0 found: CC={} CXX={} rocbuild ...",
+                dir.path().join("gcc-14").display(),
+                dir.path().join("g++-14").display()
+            )),
+            "{line}"
+        );
+    }
+
+    /// Both drivers are needed, and the C++ one must say it is the wheels' version.
+    #[test]
+    fn a_versioned_driver_is_taken_only_when_its_version_says_so() {
         let dir = tempfile::tempdir().unwrap();
         let spec = CompilerSpec {
             family: "gcc",
             major: 14,
         };
         let path = Some(dir.path().as_os_str());
-        let put = |n: &str| {
-            let p = dir.path().join(n);
-            std::fs::write(&p, "#!/bin/sh\n").unwrap();
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-            }
-        };
         assert_eq!(alternative(spec, path), None);
-        put("g++-14");
+        driver(
+            dir.path(),
+            "g++-14",
+            "g++-14 (GCC) 14.2.1 20250110 (Red Hat 14.2.1-7)",
+        );
         assert_eq!(alternative(spec, path), None, "g++-14 without gcc-14");
-        put("gcc-14");
+        driver(
+            dir.path(),
+            "gcc-14",
+            "gcc-14 (GCC) 14.2.1 20250110 (Red Hat 14.2.1-7)",
+        );
         assert_eq!(
             alternative(spec, path),
-            Some((dir.path().join("gcc-14"), dir.path().join("g++-14")))
+            Some(Alternative {
+                cc: dir.path().join("gcc-14"),
+                cxx: dir.path().join("g++-14"),
+                name: "GCC 14.2.1".into()
+            })
         );
-        put("clang-18");
-        put("clang++-18");
+        // A g++-14 that is another compiler (a wrapper, a mislabelled link) is not taken.
+        driver(dir.path(), "g++-14", "g++-14 (Debian 13.3.0-1) 13.3.0");
+        assert_eq!(alternative(spec, path), None);
+        driver(
+            dir.path(),
+            "clang-18",
+            "Ubuntu clang version 18.1.3 (1ubuntu1)",
+        );
+        driver(
+            dir.path(),
+            "clang++-18",
+            "Ubuntu clang version 18.1.3 (1ubuntu1)",
+        );
         let clang = CompilerSpec {
             family: "clang",
             major: 18,
         };
         assert_eq!(
-            alternative(clang, path),
-            Some((dir.path().join("clang-18"), dir.path().join("clang++-18")))
+            alternative(clang, path).map(|a| (a.cc, a.cxx, a.name)),
+            Some((
+                dir.path().join("clang-18"),
+                dir.path().join("clang++-18"),
+                "Clang 18.1.3".into()
+            ))
         );
         // MSVC has no versioned drivers on PATH.
         assert_eq!(
