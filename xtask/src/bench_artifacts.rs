@@ -662,7 +662,8 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
          oneDNN 3.1 (`pip install {ONEDNN}`) and oneAPI MKL (`pip install {}`), which the recipe \
          uses when found: [with.dnnl] (`WITH_DNNL=ON`, libdnnl.so.3 found through \
          `$ORIGIN/../../..`) and [with.mkl] (`WITH_MKL=ON`, linked statically with GNU OpenMP), \
-         besides Ruy — upstream's own CPU configuration. B: `pip install ctranslate2=={CT2_VERSION}` (upstream's wheel: oneDNN 3.1.1 and MKL \
+         besides Ruy, and upstream's `-msse4.1` (the recipe's [platform.\"linux-x86_64\"]) — \
+         upstream's own CPU configuration. B: `pip install ctranslate2=={CT2_VERSION}` (upstream's wheel: oneDNN 3.1.1 and MKL \
          linked statically, GNU OpenMP). The model: a random-weight Transformer, 6+6 layers, \
          d_model 512, FFN 2048, 8 heads, 32k shared vocabulary (xtask/src/bench_py/ct2_model.py). The \
          input: 8 fixed random sentences of 12–29 tokens, decoded to 40 tokens each \
