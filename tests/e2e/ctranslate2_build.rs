@@ -51,6 +51,27 @@ print("translated with the", faketrans.backend(), "backend")
     )
 }
 
+/// The fixture's git repository under `root/repos` and a recipes directory holding its
+/// recipe, with `extra` appended.
+fn fixture_recipes(root: &std::path::Path, extra: &str) -> std::path::PathBuf {
+    let repos = root.join("repos");
+    std::fs::create_dir_all(&repos).unwrap();
+    make_git_repo(
+        &repos,
+        "faketrans",
+        &fixture_dir().join("faketrans"),
+        "v4.8.1",
+    );
+    let recipes = root.join("recipes");
+    std::fs::create_dir_all(&recipes).unwrap();
+    std::fs::write(
+        recipes.join("faketrans.toml"),
+        recipe(repos.join("faketrans.git").to_str().unwrap()) + extra,
+    )
+    .unwrap();
+    recipes
+}
+
 #[test]
 fn builds_the_library_then_the_python_package_against_it() {
     let tmp = tempfile::tempdir().unwrap();
@@ -90,21 +111,7 @@ fn builds_the_library_then_the_python_package_against_it() {
     let bundled =
         std::fs::read(site.join("faketrans.libs/libfaketrans-0123abcd.so.4.8.1")).unwrap();
 
-    let repos = root.join("repos");
-    std::fs::create_dir_all(&repos).unwrap();
-    make_git_repo(
-        &repos,
-        "faketrans",
-        &fixture_dir().join("faketrans"),
-        "v4.8.1",
-    );
-    let recipes = root.join("recipes");
-    std::fs::create_dir_all(&recipes).unwrap();
-    std::fs::write(
-        recipes.join("faketrans.toml"),
-        recipe(repos.join("faketrans.git").to_str().unwrap()),
-    )
-    .unwrap();
+    let recipes = fixture_recipes(root, "");
     let cache = root.join("cache");
     let args = [
         "faketrans",
@@ -205,22 +212,10 @@ fn the_wheels_compiler_found_on_path_builds_both_parts() {
     let root = tmp.path();
     let venv = root.join("venv");
     make_venv(&venv);
-    let repos = root.join("repos");
-    std::fs::create_dir_all(&repos).unwrap();
-    make_git_repo(
-        &repos,
-        "faketrans",
-        &fixture_dir().join("faketrans"),
-        "v4.8.1",
+    let recipes = fixture_recipes(
+        root,
+        "\n[wheel-compiler]\nlinux = \"gcc 99\"\nbackends = [\"cpu\"]\ndiffers = \"its sums part from the wheel's\"\n",
     );
-    let recipes = root.join("recipes");
-    std::fs::create_dir_all(&recipes).unwrap();
-    std::fs::write(
-        recipes.join("faketrans.toml"),
-        recipe(repos.join("faketrans.git").to_str().unwrap())
-            + "\n[wheel-compiler]\nlinux = \"gcc 99\"\nbackends = [\"cpu\"]\ndiffers = \"its sums part from the wheel's\"\n",
-    )
-    .unwrap();
     let bin = root.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let log = root.join("calls.log");
