@@ -51,7 +51,7 @@ pub use runtime::{
 pub use syslib::{find_library, search_dirs, FoundLibrary, LibrarySpec, SearchDirs};
 pub use tools::{
     compiler_of, install_command, install_command_with, install_hint, package_family, probe_tools,
-    Prerequisite,
+    version_of, Prerequisite,
 };
 pub use torch::{probe_torch, torch_version, TorchVersion};
 

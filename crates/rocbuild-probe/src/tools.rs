@@ -2,7 +2,8 @@ use std::path::Path;
 
 use crate::{Os, Platform, Tool, Tools};
 
-fn version_of(path: &Path, arg: &str) -> Option<String> {
+/// The first line a program prints for `arg` (`--version`), trimmed; None when it cannot run.
+pub fn version_of(path: &Path, arg: &str) -> Option<String> {
     let out = duct::cmd(path, [arg])
         .stdout_capture()
         .stderr_null()

@@ -205,9 +205,9 @@ impl Recipe {
         }
     }
 
-    /// Apply the base tables, then `[os.X]`, `[platform."X-arch"]`, `[flavor.Y]`, every matching `[versions."…"]`,
-    /// `[backend.Z]`, every matching `[rocm-versions."…"]` and `[with.F]` for each feature, in
-    /// that order.
+    /// Apply the base tables, then `[os.X]`, `[platform."X-arch"]`, `[flavor.Y]`, every
+    /// matching `[versions."…"]`, `[backend.Z]`, every matching `[rocm-versions."…"]` and
+    /// `[with.F]` for each feature, in that order.
     pub fn resolve(&self, t: &Target) -> Resolved {
         let raw = &self.raw;
         let mut r = Resolved {

@@ -132,17 +132,7 @@ fn alternative(wheels: CompilerSpec, path: Option<&std::ffi::OsStr>) -> Option<A
     let cwd = std::env::current_dir().ok()?;
     let found = |name: &str| which::which_in(format!("{name}-{}", wheels.major), path, &cwd).ok();
     let (cc, cxx) = (found(c)?, found(cxx)?);
-    let out = duct::cmd(&cxx, ["--version"])
-        .stdout_capture()
-        .stderr_null()
-        .unchecked()
-        .run()
-        .ok()?;
-    let line = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()?
-        .trim()
-        .to_string();
+    let line = rocbuild_probe::version_of(&cxx, "--version")?;
     let (family, version) = rocbuild_probe::compiler_of(&line)?;
     is(wheels, family, &version).then(|| Alternative {
         cc,
