@@ -306,6 +306,220 @@ fn the_wheels_compiler_found_on_path_builds_both_parts() {
     );
 }
 
+/// A tiny static library project in a git repository tagged `tag`: `fakegemm_version()`
+/// says "fakegemm 1.0"; with `broken`, its configure fails. Returns the tag's commit.
+fn fakegemm_repo(repos: &std::path::Path, name: &str, broken: bool) -> String {
+    let src = repos.join(format!("{name}-src"));
+    std::fs::create_dir_all(src.join("include")).unwrap();
+    std::fs::write(
+        src.join("CMakeLists.txt"),
+        format!(
+            "cmake_minimum_required(VERSION 3.18)\nproject(fakegemm VERSION 1.0 LANGUAGES CXX)\n{}\
+             add_library(fakegemm gemm.cpp)\ntarget_include_directories(fakegemm PUBLIC include)\n\
+             include(GNUInstallDirs)\ninstall(TARGETS fakegemm ARCHIVE DESTINATION ${{CMAKE_INSTALL_LIBDIR}} \
+             LIBRARY DESTINATION ${{CMAKE_INSTALL_LIBDIR}})\ninstall(FILES include/fakegemm.h DESTINATION include)\n",
+            if broken { "message(FATAL_ERROR \"fakegemm cannot be configured here\")\n" } else { "" }
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("include/fakegemm.h"),
+        "#pragma once\nconst char* fakegemm_version();\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("gemm.cpp"),
+        "#include \"fakegemm.h\"\nconst char* fakegemm_version() { return \"fakegemm 1.0\"; }\n",
+    )
+    .unwrap();
+    let commit = make_git_repo(repos, name, &src, "v1.0");
+    std::fs::remove_dir_all(&src).unwrap();
+    commit
+}
+
+/// The recipe lines that build `repo` (tagged v1.0 at `commit`) as the dependency fakegemm
+/// and use it, as CTranslate2's recipe does oneDNN.
+fn fakegemm_recipe(repo: &std::path::Path, commit: &str) -> String {
+    format!(
+        r#"
+[[needs.library]]
+name = "fakegemm"
+describe = "a GEMM library"
+optional = true
+headers = ["fakegemm.h"]
+libs = ["fakegemm"]
+
+[dependency.fakegemm]
+describe = "fakegemm 1.0, built from source and linked statically"
+git = "{}"
+tag = "v1.0"
+commit = "{commit}"
+when = {{ WITH_FAKEGEMM = "ON" }}
+
+[dependency.fakegemm.define]
+CMAKE_BUILD_TYPE = "Release"
+
+[with.fakegemm.build.define]
+WITH_FAKEGEMM = "ON"
+FAKEGEMM_INCLUDE_DIR = "{{lib.fakegemm.include}}"
+CMAKE_LIBRARY_PATH = "{{lib.fakegemm.dir}}"
+
+[with.fakegemm.install]
+finds = ["{{lib.fakegemm.dir}}"]
+"#,
+        repo.display()
+    )
+}
+
+/// `[dependency.X]`: built from source once into the cache, before the package, with the
+/// package's compiler; linked statically (the installed library needs nothing of it and
+/// has no RUNPATH into the cache); a second venv on the same cache reuses it without a
+/// rebuild; the plan shows it; a dependency that fails to build stops the run before anything
+/// is installed, naming it, with the venv as it was.
+#[test]
+fn a_dependency_is_built_from_source_once_and_linked_statically() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let repos = root.join("repos");
+    std::fs::create_dir_all(&repos).unwrap();
+    let commit = fakegemm_repo(&repos, "fakegemm", false);
+    let recipes = fixture_recipes(root, &fakegemm_recipe(&repos.join("fakegemm.git"), &commit));
+    let cache = root.join("cache");
+    let args = |venv: &std::path::Path| -> Vec<String> {
+        [
+            "faketrans",
+            "--recipes",
+            recipes.to_str().unwrap(),
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let venv1 = root.join("venv1");
+    make_venv(&venv1);
+    let a1 = args(&venv1);
+    let a1: Vec<&str> = a1.iter().map(String::as_str).collect();
+    let plan = rocbuild(&[&a1[..], &["--dry-run"]].concat(), &[]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(
+        plan.stdout
+            .contains("build the dependency fakegemm (v1.0) from source, once, into the cache")
+            && plan.stdout.contains(&format!("expect commit: {commit}")),
+        "{}",
+        plan.stdout
+    );
+    assert!(!cache.join("deps").exists(), "a dry run builds nothing");
+
+    let out = rocbuild(&a1, &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("translated with the cpu with fakegemm 1.0 backend"),
+        "{}",
+        out.stdout
+    );
+    let deps: Vec<_> = std::fs::read_dir(cache.join("deps"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(deps.len(), 1, "{deps:?}");
+    let archive = deps[0].join("prefix/lib/libfakegemm.a");
+    assert!(archive.exists(), "{}", archive.display());
+    let built_at = std::fs::metadata(&archive).unwrap().modified().unwrap();
+    // Linked in: the symbol is defined in the installed library, which needs no fakegemm
+    // library at run time and does not look into the cache.
+    let lib = std::fs::read_dir(site_packages(&venv1).join("faketrans"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("libfaketrans.so")
+        })
+        .unwrap();
+    let dynamic = run(Command::new("readelf").args(["-dW", lib.to_str().unwrap()]));
+    assert!(
+        !dynamic.contains("fakegemm") && !dynamic.contains(cache.to_str().unwrap()),
+        "{dynamic}"
+    );
+    let symbols = run(Command::new("nm").args(["-C", "--defined-only", lib.to_str().unwrap()]));
+    assert!(symbols.contains("fakegemm_version"), "{symbols}");
+
+    // Another venv on the same cache: the dependency is found built, not rebuilt.
+    let venv2 = root.join("venv2");
+    make_venv(&venv2);
+    let a2 = args(&venv2);
+    let a2: Vec<&str> = a2.iter().map(String::as_str).collect();
+    let plan2 = rocbuild(&[&a2[..], &["--dry-run"]].concat(), &[]);
+    assert!(
+        plan2.stdout.contains(&format!(
+            "built before: {}",
+            deps[0].join("prefix").display()
+        )),
+        "{}",
+        plan2.stdout
+    );
+    let out2 = rocbuild(&a2, &[]);
+    assert_eq!(out2.code, 0, "{}\n{}", out2.stdout, out2.stderr);
+    assert!(
+        out2.stdout
+            .contains("translated with the cpu with fakegemm 1.0 backend"),
+        "{}",
+        out2.stdout
+    );
+    assert_eq!(
+        std::fs::metadata(&archive).unwrap().modified().unwrap(),
+        built_at,
+        "rebuilt"
+    );
+    let logs: String = std::fs::read_dir(cache.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert_eq!(
+        logs.matches("==> dependency fakegemm: configure").count(),
+        1,
+        "{logs}"
+    );
+    assert!(
+        logs.contains("dependency fakegemm (v1.0): built before"),
+        "{logs}"
+    );
+
+    // A dependency that does not build: the run stops before anything is installed.
+    let broken = fakegemm_repo(&repos, "brokengemm", true);
+    let recipes_b = root.join("recipes-broken");
+    std::fs::create_dir_all(&recipes_b).unwrap();
+    let text = std::fs::read_to_string(recipes.join("faketrans.toml"))
+        .unwrap()
+        .replace("fakegemm.git", "brokengemm.git")
+        .replace(&commit, &broken);
+    std::fs::write(recipes_b.join("faketrans.toml"), text).unwrap();
+    let venv3 = root.join("venv3");
+    make_venv(&venv3);
+    let before = tree_state(&venv3);
+    let a3 = args(&venv3);
+    let mut a3: Vec<&str> = a3.iter().map(String::as_str).collect();
+    a3[2] = recipes_b.to_str().unwrap();
+    let out3 = rocbuild(&a3, &[]);
+    assert_ne!(out3.code, 0, "{}", out3.stdout);
+    assert!(
+        out3.stderr.contains("dependency fakegemm: configure")
+            && out3.stderr.contains("fakegemm cannot be configured here"),
+        "{}",
+        out3.stderr
+    );
+    assert_eq!(tree_state(&venv3), before, "the venv changed");
+}
+
 /// Run `rocbuild ctranslate2 --venv V --cache C ARGS` on a fresh venv that must refuse:
 /// exit 1, nothing fetched, the venv byte-identical. Returns stderr.
 fn refused(args: &[&str]) -> String {

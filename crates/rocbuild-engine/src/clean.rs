@@ -12,7 +12,8 @@ use crate::error::{EngineError, Result};
 pub enum Kind {
     /// Bare git clones and checkouts.
     Sources,
-    /// Build trees, rocbuild's TorchConfig.cmake, pip-installed build tools.
+    /// Build trees, dependencies built from source, rocbuild's TorchConfig.cmake,
+    /// pip-installed build tools.
     Builds,
     Logs,
 }
@@ -23,7 +24,7 @@ impl Kind {
     pub fn dirs(self) -> &'static [&'static str] {
         match self {
             Kind::Sources => &["git", "src"],
-            Kind::Builds => &["build", "torch-lite", "tools"],
+            Kind::Builds => &["build", "deps", "torch-lite", "tools"],
             Kind::Logs => &["logs"],
         }
     }
@@ -87,11 +88,15 @@ pub fn remove(cache: &Path, kinds: &[Kind]) -> Result<u64> {
     for u in usage(cache).into_iter().filter(|u| kinds.contains(&u.kind)) {
         for dir in &u.entries {
             let mut locks = Vec::new();
-            if dir.file_name().is_some_and(|n| n == "build") {
-                for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-                    if e.path().is_dir() {
-                        locks.push(crate::cache_lock::CacheLock::acquire(&e.path())?);
-                    }
+            // A dependency's lock is its build tree's: `deps/<name>-<tag>-<key>/build.lock`.
+            let tree = |e: &Path| match dir.file_name().and_then(|n| n.to_str()) {
+                Some("build") => Some(e.to_path_buf()),
+                Some("deps") => Some(e.join("build")),
+                _ => None,
+            };
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if let Some(t) = tree(&e.path()).filter(|_| e.path().is_dir()) {
+                    locks.push(crate::cache_lock::CacheLock::acquire(&t)?);
                 }
             }
             freed += size_of(dir);

@@ -159,51 +159,9 @@ impl fmt::Display for Plan {
             write!(f, "{}", t.install)?;
         }
         match &self.source {
-            SourcePlan::Git {
-                url,
-                reference,
-                expected_commit,
-                submodules,
-                mirror,
-                git_cache,
-                checkout,
-                patches,
-                shipped,
-            } => {
+            SourcePlan::Git { .. } => {
                 step(f, "fetch the source (git)")?;
-                writeln!(f, "      url: {url}")?;
-                if let Some(m) = mirror {
-                    writeln!(f, "      mirror: {} (tried first)", m.display())?;
-                }
-                writeln!(f, "      ref: {reference}")?;
-                if let Some(c) = expected_commit {
-                    writeln!(f, "      expect commit: {c}")?;
-                }
-                let subs = match submodules {
-                    SubmoduleSel::None => "no".to_string(),
-                    SubmoduleSel::All => "yes, recursively".to_string(),
-                    SubmoduleSel::Only(p) => describe_submodules(p),
-                };
-                writeln!(f, "      submodules: {subs}")?;
-                writeln!(f, "      cache: {}", git_cache.display())?;
-                writeln!(f, "      checkout: {}", checkout.display())?;
-                for p in shipped {
-                    writeln!(
-                        f,
-                        "      recipe fix: {} (sha256 {}; git apply): {}",
-                        p.name,
-                        &p.sha256[..16],
-                        p.why
-                    )?;
-                }
-                for p in patches {
-                    writeln!(
-                        f,
-                        "      patch: {} (sha256 {}; git apply)",
-                        p.path.display(),
-                        p.sha256.as_deref().unwrap_or("?")
-                    )?;
-                }
+                git_lines(f, &self.source)?;
             }
             SourcePlan::Local { dir } => {
                 step(f, "use the source directory as it is")?;
@@ -226,6 +184,30 @@ impl fmt::Display for Plan {
             }
             for (k, v) in &c.env {
                 writeln!(f, "      {k}={v}")?;
+            }
+        }
+        for d in &self.dependencies {
+            step(
+                f,
+                &format!(
+                    "build the dependency {} ({}) from source, once, into the cache",
+                    d.name, d.tag
+                ),
+            )?;
+            writeln!(f, "      {}", d.describe)?;
+            if d.is_built() {
+                writeln!(
+                    f,
+                    "      built before: {} (nothing to do)",
+                    d.prefix.display()
+                )?;
+                continue;
+            }
+            git_lines(f, &d.source)?;
+            writeln!(f, "      build tree: {}", d.build_dir.display())?;
+            writeln!(f, "      prefix: {}", d.prefix.display())?;
+            for c in [&d.configure, &d.build, &d.install] {
+                write!(f, "{c}")?;
             }
         }
         if let Some(hc) = &self.hip_compat {
@@ -349,6 +331,59 @@ impl fmt::Display for Plan {
 
 /// `a, b (of its own submodules only x), c`: each named submodule with all of its own,
 /// unless the nested ones it needs are named.
+/// The lines of a git source: URL, mirror, reference, commit, submodules, where it goes, and
+/// the patches applied to it.
+fn git_lines(f: &mut fmt::Formatter<'_>, source: &SourcePlan) -> fmt::Result {
+    let SourcePlan::Git {
+        url,
+        reference,
+        expected_commit,
+        submodules,
+        mirror,
+        git_cache,
+        checkout,
+        patches,
+        shipped,
+    } = source
+    else {
+        return Ok(());
+    };
+    writeln!(f, "      url: {url}")?;
+    if let Some(m) = mirror {
+        writeln!(f, "      mirror: {} (tried first)", m.display())?;
+    }
+    writeln!(f, "      ref: {reference}")?;
+    if let Some(c) = expected_commit {
+        writeln!(f, "      expect commit: {c}")?;
+    }
+    let subs = match submodules {
+        SubmoduleSel::None => "no".to_string(),
+        SubmoduleSel::All => "yes, recursively".to_string(),
+        SubmoduleSel::Only(p) => describe_submodules(p),
+    };
+    writeln!(f, "      submodules: {subs}")?;
+    writeln!(f, "      cache: {}", git_cache.display())?;
+    writeln!(f, "      checkout: {}", checkout.display())?;
+    for p in shipped {
+        writeln!(
+            f,
+            "      recipe fix: {} (sha256 {}; git apply): {}",
+            p.name,
+            &p.sha256[..16],
+            p.why
+        )?;
+    }
+    for p in patches {
+        writeln!(
+            f,
+            "      patch: {} (sha256 {}; git apply)",
+            p.path.display(),
+            p.sha256.as_deref().unwrap_or("?")
+        )?;
+    }
+    Ok(())
+}
+
 fn describe_submodules(paths: &[String]) -> String {
     let nested = |p: &str| -> Vec<&str> {
         let prefix = format!("{}/", p.trim_end_matches('/'));

@@ -175,8 +175,12 @@ fn apply_patches(
     Ok(())
 }
 
-fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
-    match &plan.source {
+fn source(
+    source: &SourcePlan,
+    recipe_file: &str,
+    log: &mut RunLog,
+) -> Result<(PathBuf, Option<String>)> {
+    match source {
         SourcePlan::Local { dir } => {
             if !dir.join("CMakeLists.txt").exists() && !dir.is_dir() {
                 return Err(EngineError::Usage {
@@ -225,7 +229,7 @@ fn source(plan: &Plan, log: &mut RunLog) -> Result<(PathBuf, Option<String>)> {
                         url: url.clone(),
                         found: oid.to_string(),
                         expected: exp.clone(),
-                        recipe_file: plan.recipe_file.clone(),
+                        recipe_file: recipe_file.to_string(),
                     });
                 }
             }
@@ -463,7 +467,7 @@ fn fetch_and_build(
             fs_err::write(&ok, "").map_err(EngineError::io("write", &ok))?;
         }
     }
-    let (_src, commit) = source(plan, log)?;
+    let (_src, commit) = source(&plan.source, &plan.recipe_file, log)?;
     interrupt::check("the fetch")?;
     if let Some(tc) = &plan.torch_cmake {
         if let Some(text) = &tc.contents {
@@ -502,7 +506,8 @@ fn fetch_and_build(
         }
         cmd
     };
-    let built = compile(plan, log, torch_check, &with_cache, commit.as_deref());
+    let built = dependencies(plan, log, &with_cache)
+        .and_then(|()| compile(plan, log, torch_check, &with_cache, commit.as_deref()));
     let cache_record = session.map(|s| s.finish(log));
     built?;
     log.run("install into the staging prefix", &plan.install_prefix)?;
@@ -524,6 +529,45 @@ fn fetch_and_build(
         );
     }
     Ok((commit, built, build_lock, cache_record))
+}
+
+/// Build each `[dependency.X]` not built before with these inputs: fetch, configure, build,
+/// install into its prefix in the cache, then the stamp that says so (written last, so an
+/// interrupted build is redone). One run at a time builds a given dependency.
+fn dependencies(
+    plan: &Plan,
+    log: &mut RunLog,
+    with_cache: &dyn Fn(&crate::command::Command) -> crate::command::Command,
+) -> Result<()> {
+    for d in &plan.dependencies {
+        let _lock = crate::cache_lock::CacheLock::acquire(&d.build_dir)?;
+        if d.is_built() {
+            log.note(&format!(
+                "dependency {} ({}): built before, {}",
+                d.name,
+                d.tag,
+                d.prefix.display()
+            ));
+            continue;
+        }
+        log.note(&format!(
+            "dependency {} ({}) -> {}",
+            d.name,
+            d.tag,
+            d.prefix.display()
+        ));
+        source(&d.source, &plan.recipe_file, log)?;
+        interrupt::check("the dependency's fetch")?;
+        let what = |step: &str| format!("dependency {}: {step}", d.name);
+        log.run(&what("configure"), &with_cache(&d.configure))?;
+        interrupt::check("the dependency's configure")?;
+        log.run(&what("build"), &with_cache(&d.build))?;
+        interrupt::check("the dependency's build")?;
+        log.run(&what("install"), &d.install)?;
+        let stamp = d.stamp();
+        fs_err::write(&stamp, d.stamp_text()).map_err(EngineError::io("write", &stamp))?;
+    }
+    Ok(())
 }
 
 /// Configure (when this build tree was not configured from this commit) and compile, the

@@ -186,12 +186,41 @@ impl Recipe {
             })
     }
 
-    /// The backends this recipe can build (`["cpu"]` when it declares none).
     /// Does the recipe use this optional library (`[with.mkl]`)?
     pub fn uses(&self, feature: &str) -> bool {
         self.raw.with.keys().any(|k| k.get_ref() == feature)
     }
 
+    /// The `[dependency.NAME]`s built for this OS, architecture and backend, unless the user's
+    /// `-D` (`user_defines`) gives one of their `when` variables another value.
+    pub fn dependencies(
+        &self,
+        os: &str,
+        arch: &str,
+        backend: &str,
+        user_defines: &[(String, String)],
+    ) -> Vec<(&str, &schema::Dependency)> {
+        let platform = format!("{os}-{arch}");
+        self.raw
+            .dependency
+            .iter()
+            .filter(|(_, d)| {
+                (d.backends.is_empty() || d.backends.iter().any(|b| b.get_ref() == backend))
+                    && (d.platforms.is_empty()
+                        || d.platforms.iter().any(|p| *p.get_ref() == platform))
+                    && d.when.iter().all(|(k, v)| {
+                        user_defines
+                            .iter()
+                            .rev()
+                            .find(|(n, _)| n == k)
+                            .is_none_or(|(_, u)| u.eq_ignore_ascii_case(v))
+                    })
+            })
+            .map(|(k, d)| (k.get_ref().as_str(), d))
+            .collect()
+    }
+
+    /// The backends this recipe can build (`["cpu"]` when it declares none).
     pub fn backends(&self) -> Vec<String> {
         if self.raw.package.backends.is_empty() {
             vec!["cpu".into()]
@@ -660,6 +689,61 @@ MKL_ROOT = "{mkl.root}"
         .map(|h| h.to_string())
         .unwrap_or_default();
         assert!(help.contains("did you mean `linux-x86_64`"), "{help}");
+    }
+
+    /// `[dependency.NAME]` is built for its backends and platforms only, not when the user's
+    /// `-D` turns its `when` variable off; it must stand for an optional library, pin a
+    /// commit and name known platforms, each refused with where and what to write.
+    #[test]
+    fn dependencies_apply_per_target_and_bad_ones_are_refused_where_they_are() {
+        let text = format!(
+            "{RECIPE}\n[[needs.library]]\nname = \"blas\"\ndescribe = \"a BLAS\"\noptional = true\n\
+             [dependency.blas]\ndescribe = \"BLAS from source\"\ngit = \"https://example.invalid/o/blas\"\n\
+             tag = \"v1.0\"\ncommit = \"{}\"\nbackends = [\"cpu\"]\nplatforms = [\"linux-x86_64\"]\n\
+             when = {{ WITH_BLAS = \"ON\" }}\n",
+            "ab".repeat(20)
+        )
+        .replace(
+            "import-dir = \"x\"\n",
+            "import-dir = \"x\"\nbackends = [\"cpu\", \"rocm\"]\n",
+        );
+        let r = parse("x.toml", &text).unwrap();
+        let names = |os: &str, arch: &str, backend: &str, d: &[(String, String)]| -> Vec<String> {
+            r.dependencies(os, arch, backend, d)
+                .into_iter()
+                .map(|(n, _)| n.to_string())
+                .collect()
+        };
+        assert_eq!(names("linux", "x86_64", "cpu", &[]), ["blas"]);
+        assert!(names("linux", "aarch64", "cpu", &[]).is_empty());
+        assert!(names("windows", "x86_64", "cpu", &[]).is_empty());
+        assert!(names("linux", "x86_64", "rocm", &[]).is_empty());
+        let off = [("WITH_BLAS".to_string(), "OFF".to_string())];
+        assert!(names("linux", "x86_64", "cpu", &off).is_empty());
+        let on = [("WITH_BLAS".to_string(), "on".to_string())];
+        assert_eq!(names("linux", "x86_64", "cpu", &on), ["blas"]);
+        let refused = |from: &str, to: &str| {
+            let e = parse("x.toml", &text.replace(from, to)).unwrap_err();
+            let help = miette::Diagnostic::help(&e)
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            format!("{e} | {help}")
+        };
+        let e = refused("[dependency.blas]", "[dependency.blsa]");
+        assert!(
+            e.contains("stands for no optional `[[needs.library]]`")
+                && e.contains("did you mean `blas`"),
+            "{e}"
+        );
+        let e = refused(&"ab".repeat(20), "v1.0");
+        assert!(e.contains("40-digit hex commit"), "{e}");
+        let e = refused("\"linux-x86_64\"]", "\"linux-amd64\"]");
+        assert!(e.contains("unknown platform"), "{e}");
+        let e = refused(
+            "backends = [\"cpu\"]\nplatforms",
+            "backends = [\"cuda\"]\nplatforms",
+        );
+        assert!(e.contains("unknown backend of this recipe `cuda`"), "{e}");
     }
 
     /// The built-in CTranslate2 recipe compiles with upstream's `-msse4.1` on Linux x86-64

@@ -23,6 +23,14 @@ const ARCH_NAMES: &[&str] = &[
     "s390x",
     "loongarch64",
 ];
+/// Every `<os>-<arch>` a `[platform]` key or a dependency's `platforms` may name.
+fn platform_names() -> Vec<String> {
+    OS_NAMES
+        .iter()
+        .flat_map(|os| ARCH_NAMES.iter().map(move |a| format!("{os}-{a}")))
+        .collect()
+}
+
 const FLAVOR_NAMES: &[&str] = &["cpu", "cuda", "rocm"];
 
 /// Parse and validate the recipe `text`, read from `file`.
@@ -202,13 +210,13 @@ impl Checker<'_> {
             self.overlay_body(overlay)?;
         }
         for (key, overlay) in &raw.platform {
-            let valid: Vec<String> = OS_NAMES
-                .iter()
-                .flat_map(|os| ARCH_NAMES.iter().map(move |a| format!("{os}-{a}")))
-                .collect();
+            let valid = platform_names();
             let valid: Vec<&str> = valid.iter().map(String::as_str).collect();
             self.key_in(key, &valid, "platform (`<os>-<arch>`)")?;
             self.overlay_body(overlay)?;
+        }
+        for (key, d) in &raw.dependency {
+            self.dependency(raw, key, d, &backends)?;
         }
         for (key, overlay) in &raw.flavor {
             self.key_in(key, FLAVOR_NAMES, "torch flavor")?;
@@ -217,6 +225,64 @@ impl Checker<'_> {
         for (key, overlay) in &raw.versions {
             self.specifier(key)?;
             self.overlay_body(overlay)?;
+        }
+        Ok(())
+    }
+
+    /// `[dependency.NAME]`: it stands for an optional `[[needs.library]]` of that name, its
+    /// commit is pinned, and its backends and platforms are known names.
+    fn dependency(
+        &self,
+        raw: &RawRecipe,
+        key: &Text,
+        d: &crate::schema::Dependency,
+        backends: &[&str],
+    ) -> Result<(), RecipeError> {
+        let optional: Vec<&str> = raw
+            .needs
+            .library
+            .iter()
+            .filter(|l| l.optional)
+            .map(|l| l.name.as_str())
+            .collect();
+        if !optional.contains(&key.get_ref().as_str()) {
+            return Err(self.err(
+                key.span(),
+                format!(
+                    "`[dependency.{}]` stands for no optional `[[needs.library]]` of that name",
+                    key.get_ref()
+                ),
+                "no such library",
+                Some(match nearest(key.get_ref(), optional.iter().copied()) {
+                    Some(n) => format!("did you mean `{n}`?"),
+                    None => format!(
+                        "declare the library it builds: [[needs.library]] name = \"{}\", optional = true",
+                        key.get_ref()
+                    ),
+                }),
+            ));
+        }
+        self.template(&d.git)?;
+        self.template(&d.tag)?;
+        let c = d.commit.get_ref();
+        if c.len() != 40 || !c.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(self.err(
+                d.commit.span(),
+                "`commit` must be a full 40-digit hex commit id",
+                "not a commit id",
+                Some("the commit the tag points at: git rev-parse 'TAG^{commit}'".into()),
+            ));
+        }
+        for b in &d.backends {
+            self.key_in(b, backends, "backend of this recipe")?;
+        }
+        let valid = platform_names();
+        let valid: Vec<&str> = valid.iter().map(String::as_str).collect();
+        for p in &d.platforms {
+            self.key_in(p, &valid, "platform (`<os>-<arch>`)")?;
+        }
+        for v in d.define.values() {
+            self.template(v)?;
         }
         Ok(())
     }

@@ -56,6 +56,42 @@ pub struct RawRecipe {
     /// another one changes in the results: the plan says so when this machine's differs.
     #[serde(default)]
     pub wheel_compiler: Option<WheelCompiler>,
+    /// Libraries built from source into rocbuild's cache and linked statically, as upstream's
+    /// wheels link them: `[dependency.dnnl]` stands for the optional `[[needs.library]]`
+    /// named `dnnl`.
+    #[serde(default)]
+    pub dependency: BTreeMap<Text, Dependency>,
+}
+
+/// `[dependency.NAME]`: a CMake project built from source once per configuration into
+/// rocbuild's cache (shared by every venv), installed into a prefix there and linked
+/// statically. It stands for the optional `[[needs.library]]` of the same name: `[with.NAME]`
+/// applies and `{lib.NAME.include}` / `{lib.NAME.dir}` point into its prefix, whatever copy of
+/// the library the machine has. Nothing of it is installed into the venv.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Dependency {
+    /// What it is and why it is built, for the plan (`oneDNN 3.1.1, as upstream's wheels link it`).
+    pub describe: String,
+    pub git: Text,
+    /// The tag built (`v3.1.1`).
+    pub tag: Text,
+    /// The tag's commit: a tag that moved is refused.
+    pub commit: Text,
+    /// Built only for these backends (all when empty).
+    #[serde(default)]
+    pub backends: Vec<Text>,
+    /// Built only on these `<os>-<arch>` platforms (all when empty).
+    #[serde(default)]
+    pub platforms: Vec<Text>,
+    /// CMake defines of its configure (rocbuild adds the compilers, the generator, the install
+    /// prefix, static libraries and position-independent code).
+    #[serde(default)]
+    pub define: BTreeMap<String, Text>,
+    /// Not built when the user's `-D` gives one of these CMake variables of the package's
+    /// build another value: `{ WITH_DNNL = "ON" }`.
+    #[serde(default)]
+    pub when: BTreeMap<String, String>,
 }
 
 /// `[wheel-compiler]`: `linux = "gcc 14"` (a family — gcc, clang, apple-clang, msvc — and a

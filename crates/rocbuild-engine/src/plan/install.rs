@@ -38,6 +38,7 @@ pub fn plan(
     resolved: &Resolved,
     vars: &BTreeMap<String, String>,
     backend: &BackendPlan,
+    static_prefixes: &[PathBuf],
 ) -> Result<InstallPlan> {
     let os = machine.platform.os;
     let raw = &recipe.raw;
@@ -48,6 +49,9 @@ pub fn plan(
     let mut finds: Vec<PathBuf> = expand_all(&resolved.finds)?
         .into_iter()
         .map(PathBuf::from)
+        // A dependency built into the cache is linked statically: nothing at run time looks
+        // there (and the cache may be cleaned at will).
+        .filter(|f: &PathBuf| !static_prefixes.iter().any(|p| f.starts_with(p)))
         .collect();
     // A GPU build finds its SDK's runtime where the SDK keeps it (never copied).
     for d in backend.rocm.iter().flat_map(|r| r.runtime.iter()) {
@@ -110,7 +114,7 @@ mod tests {
             "ffmpeg.runtime".to_string(),
             f.bin.as_ref().unwrap_or(&f.lib).display().to_string(),
         );
-        plan(&r, &m, &resolved, &vars, &b).unwrap()
+        plan(&r, &m, &resolved, &vars, &b, &[]).unwrap()
     }
 
     #[test]

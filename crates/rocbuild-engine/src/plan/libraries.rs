@@ -114,11 +114,13 @@ mod tests {
             .all(|l| l.name != "mkl"));
     }
 
-    /// oneDNN found in the venv (PyPI's onednn-devel-cpu-gomp): CTranslate2's CPU build takes
-    /// upstream's GEMM backend from there, and the library finds libdnnl where pip put it,
-    /// through a RUNPATH relative to itself. Without it, OpenBLAS and Ruy as before.
+    /// CTranslate2's CPU build on Linux x86-64 takes oneDNN as upstream's wheels do: built
+    /// from source into the cache ([dependency.dnnl]) and linked statically, whether or not
+    /// the venv has PyPI's shared one; nothing at run time looks into the cache. A user's
+    /// `-D WITH_DNNL=OFF` builds without it. Elsewhere (aarch64 here) a oneDNN found in the
+    /// venv is used where pip put it, through a RUNPATH; without one, OpenBLAS and Ruy.
     #[test]
-    fn ctranslate2_builds_with_the_onednn_found_in_the_venv() {
+    fn ctranslate2_takes_onednn_from_source_on_linux_x86_64_and_from_the_venv_elsewhere() {
         use crate::plan::testing::ctx;
         use crate::plan::{plan, BuildOptions};
         let r = recipe("ctranslate2");
@@ -130,43 +132,143 @@ mod tests {
             },
             ..BuildOptions::default()
         };
-        let without = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
+        let venv = m.venv.root.clone();
+        let pypi = rocbuild_probe::FoundLibrary {
+            at: venv.join("include/oneapi/dnnl/dnnl_common.h"),
+            include_dir: Some(venv.join("include")),
+            lib_dir: Some(venv.join("lib")),
+        };
+
+        // Linux x86-64, nothing found: built from source, used.
+        let built = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
+        assert_eq!(built.dependencies.len(), 1, "{built}");
+        let d = &built.dependencies[0];
+        assert_eq!((d.name.as_str(), d.tag.as_str()), ("dnnl", "v3.1.1"));
+        assert!(
+            d.prefix.starts_with("/cache/deps"),
+            "{}",
+            d.prefix.display()
+        );
+        let SourcePlanGit { url, commit } = git(&d.source);
+        assert!(url.ends_with("/oneDNN"), "{url}");
+        assert_eq!(commit.len(), 40);
+        for a in [
+            "-DONEDNN_LIBRARY_TYPE=STATIC",
+            "-DBUILD_SHARED_LIBS=OFF",
+            "-DCMAKE_POSITION_INDEPENDENT_CODE=ON",
+            "-DCMAKE_INSTALL_LIBDIR=lib",
+            "-DONEDNN_ENABLE_PRIMITIVE=CONVOLUTION;REORDER",
+        ] {
+            assert!(
+                d.configure.args.iter().any(|x| x == a),
+                "{a}: {:?}",
+                d.configure.args
+            );
+        }
+        // The package's build uses the same compiler as the dependency.
+        assert_eq!(
+            d.configure
+                .args
+                .iter()
+                .find(|a| a.starts_with("-DCMAKE_CXX_COMPILER=")),
+            built
+                .configure
+                .args
+                .iter()
+                .find(|a| a.starts_with("-DCMAKE_CXX_COMPILER=")),
+        );
+        assert_eq!(built.defines["WITH_DNNL"], "ON");
+        assert_eq!(
+            built.defines["DNNL_INCLUDE_DIR"],
+            d.prefix.join("include").display().to_string()
+        );
+        assert_eq!(
+            built.defines["CMAKE_LIBRARY_PATH"],
+            d.prefix.join("lib").display().to_string()
+        );
+        assert!(
+            built.install.finds.iter().all(|f| !f.starts_with("/cache")),
+            "{:?}",
+            built.install.finds
+        );
+        let text = built.to_string();
+        assert!(
+            text.contains("build the dependency dnnl (v3.1.1) from source, once, into the cache")
+                && text.contains("expect commit: ")
+                && text.contains("  dnnl:    /cache/deps/dnnl-v3.1.1-"),
+            "{text}"
+        );
+
+        // PyPI's shared oneDNN in the venv: the static one still, and the plan says instead
+        // of what.
+        m.libraries.insert("dnnl".into(), pypi.clone());
+        let with_pypi = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
+        assert_eq!(with_pypi.defines, built.defines);
+        let l = with_pypi
+            .libraries
+            .iter()
+            .find(|l| l.name == "dnnl")
+            .unwrap();
+        assert!(
+            l.used
+                && l.why.contains(&format!(
+                    "instead of the one found at {}",
+                    pypi.at.display()
+                )),
+            "{l:?}"
+        );
+
+        // The user's -D WITH_DNNL=OFF: nothing built, oneDNN not used.
+        let mut off = opts.clone();
+        off.defines.push(("WITH_DNNL".into(), "OFF".into()));
+        let without = plan(&r, &m, &off, &ctx(Os::Linux)).unwrap();
+        assert!(without.dependencies.is_empty());
         assert_eq!(without.defines["WITH_DNNL"], "OFF");
-        // Not found: listed, not used, with what the build loses and how to get it.
-        let dnnl = without.libraries.iter().find(|l| l.name == "dnnl").unwrap();
+        assert_ne!(without.fingerprint, built.fingerprint);
+
+        // aarch64: no dependency; the venv's oneDNN is used where pip put it, or it is said
+        // missing with how to get it.
+        m.platform.arch = "aarch64".into();
+        let arm = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
+        assert!(arm.dependencies.is_empty());
+        assert_eq!(arm.defines["WITH_DNNL"], "ON");
+        assert_eq!(
+            arm.defines["DNNL_INCLUDE_DIR"],
+            venv.join("include").display().to_string()
+        );
+        assert!(arm.install.finds.contains(&venv.join("lib")));
+        m.libraries.remove("dnnl");
+        let arm_bare = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
+        assert_eq!(arm_bare.defines["WITH_DNNL"], "OFF");
+        let dnnl = arm_bare
+            .libraries
+            .iter()
+            .find(|l| l.name == "dnnl")
+            .unwrap();
         assert!(
             !dnnl.used && dnnl.why.contains("pip install onednn-devel-cpu-gomp"),
             "{dnnl:?}"
         );
-        assert!(
-            without.to_string().contains("dnnl:    not found: oneDNN 3"),
-            "{without}"
-        );
-        let venv = m.venv.root.clone();
-        m.libraries.insert(
-            "dnnl".into(),
-            rocbuild_probe::FoundLibrary {
-                at: venv.join("include/oneapi/dnnl/dnnl_common.h"),
-                include_dir: Some(venv.join("include")),
-                lib_dir: Some(venv.join("lib")),
-            },
-        );
-        let with = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
-        assert_eq!(with.defines["WITH_DNNL"], "ON");
-        assert_eq!(
-            with.defines["DNNL_INCLUDE_DIR"],
-            venv.join("include").display().to_string()
-        );
-        assert_eq!(
-            with.defines["CMAKE_LIBRARY_PATH"],
-            venv.join("lib").display().to_string()
-        );
-        assert!(with.install.finds.contains(&venv.join("lib")));
-        assert_ne!(with.fingerprint, without.fingerprint);
         // A GPU build does not take it: it is declared for the cpu backend only.
         assert!(found(&r, &m, "rocm").iter().all(|l| l.name != "dnnl"));
-        assert!(found(&r, &m, "cpu")
-            .iter()
-            .any(|l| l.name == "dnnl" && l.used));
+    }
+
+    struct SourcePlanGit<'a> {
+        url: &'a str,
+        commit: &'a str,
+    }
+
+    fn git(s: &crate::plan::SourcePlan) -> SourcePlanGit<'_> {
+        match s {
+            crate::plan::SourcePlan::Git {
+                url,
+                expected_commit,
+                ..
+            } => SourcePlanGit {
+                url,
+                commit: expected_commit.as_deref().unwrap_or(""),
+            },
+            other => panic!("not a git source: {other:?}"),
+        }
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod compiler_cache;
 mod configure;
+pub mod dependency;
 mod fingerprint;
 pub mod hip_compat;
 mod install;
@@ -87,6 +88,9 @@ pub struct Plan {
     pub backend: BackendPlan,
     /// Optional libraries found (`[with.X]`), used or not.
     pub libraries: Vec<OptionalLibrary>,
+    /// Libraries built from source into the cache before the configure (`[dependency.X]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<dependency::DependencyPlan>,
     /// This build's compiler is not the one upstream's wheels are built with, where the
     /// recipe says that changes results (`[wheel-compiler]`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -139,8 +143,20 @@ pub fn plan(
         release::choose(recipe, release::Against::of(recipe, machine, hip), opts)?;
     let version = release.version.clone();
     needs::python(recipe, machine)?;
-    let libraries = libraries::found(recipe, machine, backend.backend.as_str());
-    let features = libraries::used(&libraries);
+    let mut libraries = libraries::found(recipe, machine, backend.backend.as_str());
+    // Built from source for this target: its library is used whatever the machine has.
+    let dependencies = recipe.dependencies(
+        os.as_str(),
+        machine.platform.arch.as_str(),
+        backend.backend.as_str(),
+        &opts.defines,
+    );
+    let mut features = libraries::used(&libraries);
+    for (name, _) in &dependencies {
+        if !features.contains(name) {
+            features.push(name);
+        }
+    }
     let resolved = recipe.resolve(&Target {
         os: os.as_str(),
         arch: machine.platform.arch.as_str(),
@@ -183,6 +199,8 @@ pub fn plan(
     if let Some(t) = &tools {
         vars.insert("tools".into(), t.dir.display().to_string());
     }
+    let mut dependencies = dependency::plan(&dependencies, &toolset, &vars, ctx, os)?;
+    dependency::provide(&dependencies, os, &mut libraries, &mut vars);
     let torch_cmake = torch_cmake::plan(recipe, machine, opts, &resolved, &ctx.cache);
     let hip_compat = backend.rocm.as_ref().and_then(|r| {
         hip_compat::plan(
@@ -218,17 +236,25 @@ pub fn plan(
     let compiler_cache = compiler_cache::plan(&ctx.compiler_cache, machine, &ctx.cache, languages)?;
     let mut configured = configured;
     if let Some(cc) = &compiler_cache {
-        for (k, v) in cc.defines() {
-            configured.configure = configured.configure.arg(format!("-D{k}={v}"));
-        }
-        for (k, v) in &cc.env {
-            configured.configure.env.insert(k.clone(), v.clone());
-            configured.build.env.insert(k.clone(), v.clone());
+        let commands = std::iter::once((&mut configured.configure, &mut configured.build)).chain(
+            dependencies
+                .iter_mut()
+                .map(|d| (&mut d.configure, &mut d.build)),
+        );
+        for (configure, build) in commands {
+            for (k, v) in cc.defines() {
+                *configure = configure.clone().arg(format!("-D{k}={v}"));
+            }
+            for (k, v) in &cc.env {
+                configure.env.insert(k.clone(), v.clone());
+                build.env.insert(k.clone(), v.clone());
+            }
         }
     }
     vars.insert("build".into(), configured.build_dir.display().to_string());
     vars.insert("prefix".into(), configured.prefix.display().to_string());
-    let install = install::plan(recipe, machine, &resolved, &vars, &backend)?;
+    let prefixes: Vec<PathBuf> = dependencies.iter().map(|d| d.prefix.clone()).collect();
+    let install = install::plan(recipe, machine, &resolved, &vars, &backend, &prefixes)?;
     let python_part = python_part::plan(
         recipe,
         machine,
@@ -281,6 +307,7 @@ pub fn plan(
             .map(|f| f.major),
         backend,
         libraries,
+        dependencies,
         compiler,
         source,
         tools,
