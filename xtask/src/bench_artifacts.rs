@@ -658,10 +658,12 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
         "## Built artifacts: CTranslate2 {CT2_VERSION} CPU, rocbuild's build vs PyPI's wheel (issue 15, target 1)\n\n\
          {table}\n\
          {}.\n\n\
-         **(g)** A: `rocbuild ctranslate2 --version {CT2_VERSION} --backend cpu` in a venv holding PyPI's \
-         oneDNN 3.1 (`pip install {ONEDNN}`) and oneAPI MKL (`pip install {}`), which the recipe \
-         uses when found: [with.dnnl] (`WITH_DNNL=ON`, libdnnl.so.3 found through \
-         `$ORIGIN/../../..`) and [with.mkl] (`WITH_MKL=ON`, linked statically with GNU OpenMP), \
+         **(g)** A: `rocbuild ctranslate2 --version {CT2_VERSION} --backend cpu` in a venv holding \
+         oneAPI MKL (`pip install {}`), which the recipe uses when found ([with.mkl]: \
+         `WITH_MKL=ON`, linked statically with GNU OpenMP), and PyPI's shared oneDNN 3.1 \
+         (`pip install {ONEDNN}`), which it does not use on Linux x86-64: there it builds \
+         upstream's oneDNN 3.1.1 from source with upstream's options, once, into its cache, and \
+         links it statically (the recipe's [dependency.dnnl], then [with.dnnl]: `WITH_DNNL=ON`); \
          besides Ruy, and upstream's `-msse4.1` (the recipe's [platform.\"linux-x86_64\"]) — \
          upstream's own CPU configuration. B: `pip install ctranslate2=={CT2_VERSION}` (upstream's wheel: oneDNN 3.1.1 and MKL \
          linked statically, GNU OpenMP). The model: a random-weight Transformer, 6+6 layers, \
@@ -824,7 +826,7 @@ fn ct2_gcc14(exe: &Path, model: &Path, script_file: &Path) -> Result<String> {
         "{title}{}\n{}.\n\n\
          A: `rocbuild ctranslate2 --version {CT2_VERSION} --backend cpu` run inside a Debian 13 \
          chroot (`{}`; mmdebstrap, cached with the test chroots), in a venv there with the same \
-         PyPI oneDNN and MKL; B: the same wheel, in a venv of the chroot's Python. Same model, \
+         PyPI packages (oneDNN built from source by the recipe there too, with GCC 14); B: the same wheel, in a venv of the chroot's Python. Same model, \
          inputs and timing as above. GEMM backends: A: {}. B: {}.\n\n\
          Outputs per forced ISA:\n\n{}\n\
          Raw times (seconds per call) and ratios, in run order:\n\n{}",
