@@ -16,7 +16,7 @@
 //! as its median with a distribution-free 95% confidence interval (the sign test's order
 //! statistics). A single call moves by ±10% here from one second to the next, whichever
 //! build it is, so a median without its interval would say less than it seems to. The rounds
-//! are split into two sessions of fresh workers with the start order swapped (unpinned, the
+//! are split into sessions of fresh workers with the start order swapped (unpinned, the
 //! worker started second came out ahead of an identical one), single-threaded (g) runs pin
 //! both sides to one CPU, and (g)'s control rows time the wheel against itself.
 //!
@@ -43,6 +43,12 @@ const MKL: &[&str] = &["mkl-static==2025.3.0", "mkl-include==2025.3.0"];
 /// Rounds per configuration (one timed call of each side per round), after 2 warm-up rounds.
 const CT2_ROUNDS: usize = 32;
 const TC_ROUNDS: usize = 40;
+/// Sessions of fresh workers the rounds are spread over. (g) draws 8 pairs of processes: with
+/// two, the wheel against itself moved by 2% from the first session to the second, as much
+/// as the difference sought, so what a process draws once for its life has to be sampled
+/// too. (h) keeps its two: its differences are far larger than that.
+const CT2_SESSIONS: usize = 8;
+const TC_SESSIONS: usize = 2;
 const CT2_TARGET: f64 = 1.0;
 const TC_TARGET: f64 = 0.98;
 
@@ -240,24 +246,29 @@ struct Paired {
     a: Vec<f64>,
     b: Vec<f64>,
     ratio: Vec<f64>,
+    /// The median ratio of each session, in run order.
+    sessions: Vec<f64>,
 }
 
 type Start<'a> = &'a dyn Fn() -> Result<(Worker, serde_json::Value)>;
 
 /// `rounds` rounds of one timed call to each side, A first in even rounds and B first in odd
-/// ones, in two sessions of fresh workers: A's worker is started first in the first session
-/// and B's in the second, so neither side keeps the place (memory, CPU) of the process
-/// started first. Each session begins with two untimed rounds.
+/// ones, spread evenly over `sessions` sessions of fresh workers: A's worker is started first
+/// in even sessions and B's in odd ones, so neither side keeps the place (memory, CPU) of the
+/// process started first, and what a process draws once for its whole life (where its pages
+/// land) is drawn anew in each session. Each session begins with two untimed rounds.
 fn interleaved(
     label: &str,
+    sessions: usize,
     rounds: usize,
     start_a: Start,
     start_b: Start,
     rate: impl Fn(f64) -> String,
 ) -> Result<Paired> {
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
-    for session in 0..2 {
-        let (mut a, mut b) = if session == 0 {
+    let mut medians = Vec::new();
+    for session in 0..sessions {
+        let (mut a, mut b) = if session % 2 == 0 {
             let a = start_a()?.0;
             (a, start_b()?.0)
         } else {
@@ -268,8 +279,8 @@ fn interleaved(
             a.once()?;
             b.once()?;
         }
-        let end = if session == 0 { rounds / 2 } else { rounds };
-        for i in ta.len()..end {
+        let (begin, end) = (ta.len(), rounds * (session + 1) / sessions);
+        for i in begin..end {
             let (x, y) = if i % 2 == 0 {
                 let x = a.once()?;
                 (x, b.once()?)
@@ -288,12 +299,17 @@ fn interleaved(
                 );
             }
         }
+        let r: Vec<f64> = (begin..end).map(|i| tb[i] / ta[i]).collect();
+        if !r.is_empty() {
+            medians.push(stats(&r).median);
+        }
     }
     let ratio = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
     Ok(Paired {
         a: ta,
         b: tb,
         ratio,
+        sessions: medians,
     })
 }
 
@@ -403,10 +419,11 @@ impl Paired {
         );
         let _ = writeln!(
             raw,
-            "- {label}: A (s) {}; B (s) {}; A/B {}",
+            "- {label}: A (s) {}; B (s) {}; A/B {}; A/B per session (median) {}",
             list(&self.a, |x| format!("{x:.4}")),
             list(&self.b, |x| format!("{x:.4}")),
-            list(&self.ratio, |x| format!("{x:.3}"))
+            list(&self.ratio, |x| format!("{x:.3}")),
+            list(&self.sessions, |x| format!("{x:.3}"))
         );
         v
     }
@@ -532,6 +549,7 @@ fn ct2_compare(
         };
         interleaved(
             &format!("{tag} {label}"),
+            CT2_SESSIONS,
             CT2_ROUNDS,
             &|| start(a),
             &|| start(b),
@@ -672,9 +690,9 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
          (`translate_batch`, `max_decoding_length=40`), `inter_threads=1`, `intra_threads` as said. \
          Outputs compared first (the tokens of every hypothesis; the scores' largest difference \
          shown). Then one worker process per side, the model loaded once, called alternately: \
-         {CT2_ROUNDS} rounds of one timed `translate_batch` each (A then B, then B then A), in two \
-         sessions of fresh workers (A's started first, then B's started first), each after 2 \
-         untimed rounds; single-threaded configurations run both sides on the same CPU \
+         {CT2_ROUNDS} rounds of one timed `translate_batch` each (A then B, then B then A), \
+         spread over {CT2_SESSIONS} sessions of fresh workers (A's started first, then B's, in \
+         turn), each after 2 untimed rounds; single-threaded configurations run both sides on the same CPU \
          (`taskset`). tok/s = tokens / time; the ratio is taken per round, its median given with \
          a distribution-free 95% confidence interval. The control rows time the wheel against \
          itself by the same method: how far from 1.0 two identical builds land on this VM.\n\n\
@@ -895,6 +913,7 @@ pub fn torchcodec_section(exe: &Path, real: &Path, ws: &Path) -> Result<String> 
         } as f64;
         let p = interleaved(
             &format!("(h) {kind}"),
+            TC_SESSIONS,
             TC_ROUNDS,
             &|| Worker::start(&mut cmd(&a, "serve", &scratch)),
             &|| Worker::start(&mut cmd(&b, "serve", &scratch)),
