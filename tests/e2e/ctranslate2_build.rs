@@ -53,7 +53,7 @@ print("translated with the", faketrans.backend(), "backend")
 
 /// The fixture's git repository under `root/repos` and a recipes directory holding its
 /// recipe, with `extra` appended.
-fn fixture_recipes(root: &std::path::Path, extra: &str) -> std::path::PathBuf {
+pub(crate) fn fixture_recipes(root: &std::path::Path, extra: &str) -> std::path::PathBuf {
     let repos = root.join("repos");
     std::fs::create_dir_all(&repos).unwrap();
     make_git_repo(
@@ -308,7 +308,7 @@ fn the_wheels_compiler_found_on_path_builds_both_parts() {
 
 /// A tiny static library project in a git repository tagged `tag`: `fakegemm_version()`
 /// says "fakegemm 1.0"; with `broken`, its configure fails. Returns the tag's commit.
-fn fakegemm_repo(repos: &std::path::Path, name: &str, broken: bool) -> String {
+pub(crate) fn fakegemm_repo(repos: &std::path::Path, name: &str, extra_cmake: &str) -> String {
     let src = repos.join(format!("{name}-src"));
     std::fs::create_dir_all(src.join("include")).unwrap();
     std::fs::write(
@@ -318,8 +318,14 @@ fn fakegemm_repo(repos: &std::path::Path, name: &str, broken: bool) -> String {
              add_library(fakegemm gemm.cpp)\ntarget_include_directories(fakegemm PUBLIC include)\n\
              include(GNUInstallDirs)\ninstall(TARGETS fakegemm ARCHIVE DESTINATION ${{CMAKE_INSTALL_LIBDIR}} \
              LIBRARY DESTINATION ${{CMAKE_INSTALL_LIBDIR}})\ninstall(FILES include/fakegemm.h DESTINATION include)\n",
-            if broken { "message(FATAL_ERROR \"fakegemm cannot be configured here\")\n" } else { "" }
+            extra_cmake
         ),
+    )
+    .unwrap();
+    // A build step that waits (at most 60 s) for the file it is given: something to interrupt.
+    std::fs::write(
+        src.join("wait.sh"),
+        "for i in $(seq 600); do [ -e \"$1\" ] && exit 0; sleep 0.1; done\n",
     )
     .unwrap();
     std::fs::write(
@@ -339,7 +345,7 @@ fn fakegemm_repo(repos: &std::path::Path, name: &str, broken: bool) -> String {
 
 /// The recipe lines that build `repo` (tagged v1.0 at `commit`) as the dependency fakegemm
 /// and use it, as CTranslate2's recipe does oneDNN.
-fn fakegemm_recipe(repo: &std::path::Path, commit: &str) -> String {
+pub(crate) fn fakegemm_recipe(repo: &std::path::Path, commit: &str) -> String {
     format!(
         r#"
 [[needs.library]]
@@ -382,7 +388,7 @@ fn a_dependency_is_built_from_source_once_and_linked_statically() {
     let root = tmp.path();
     let repos = root.join("repos");
     std::fs::create_dir_all(&repos).unwrap();
-    let commit = fakegemm_repo(&repos, "fakegemm", false);
+    let commit = fakegemm_repo(&repos, "fakegemm", "");
     let recipes = fixture_recipes(root, &fakegemm_recipe(&repos.join("fakegemm.git"), &commit));
     let cache = root.join("cache");
     let args = |venv: &std::path::Path| -> Vec<String> {
@@ -495,7 +501,11 @@ fn a_dependency_is_built_from_source_once_and_linked_statically() {
     );
 
     // A dependency that does not build: the run stops before anything is installed.
-    let broken = fakegemm_repo(&repos, "brokengemm", true);
+    let broken = fakegemm_repo(
+        &repos,
+        "brokengemm",
+        "message(FATAL_ERROR \"fakegemm cannot be configured here\")\n",
+    );
     let recipes_b = root.join("recipes-broken");
     std::fs::create_dir_all(&recipes_b).unwrap();
     let text = std::fs::read_to_string(recipes.join("faketrans.toml"))

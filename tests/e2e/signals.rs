@@ -1,5 +1,6 @@
 //! Ctrl-C and SIGTERM: real signals sent to the real binary at several points of a real run
-//! (the compile, pip fetching the Python part, the install's file moves, the verification).
+//! (the compile, a dependency built from source, pip fetching the Python part, the install's
+//! file moves, the verification).
 //! Each time: the children are gone (their whole process group), nothing is left in the
 //! venv (byte for byte as before, no `.rocbuild/lock`, no staging), the run says what it
 //! undid and exits with 128 + the signal; the next run goes on and finishes.
@@ -15,10 +16,10 @@ use crate::common::*;
 const SIGINT: i32 = 2;
 const SIGTERM: i32 = 15;
 
-/// The real binary, started as [`rocbuild`] runs it, with its stderr read line by line.
+/// The real binary on the fixture package of `w`, started as [`rocbuild`] runs it, with its
+/// stderr read line by line.
 fn spawn(w: &World, extra: &[&str], env: &[(&str, String)]) -> (Child, Receiver<String>) {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rocbuild"));
-    c.args([
+    let mut args = vec![
         "fakecodec",
         "--recipes",
         w.recipes.to_str().unwrap(),
@@ -26,8 +27,19 @@ fn spawn(w: &World, extra: &[&str], env: &[(&str, String)]) -> (Child, Receiver<
         w.venv.to_str().unwrap(),
         "--cache",
         w.cache.to_str().unwrap(),
-    ]);
-    c.args(extra);
+    ];
+    args.extend_from_slice(extra);
+    // The caller's environment after the world's: it may override it (PIP_FIND_LINKS).
+    let mut all: Vec<(&str, String)> = w.env();
+    all.extend_from_slice(env);
+    spawn_args(&args, &all)
+}
+
+/// The real binary with `args`, started as [`rocbuild`] runs it, with its stderr read line
+/// by line.
+fn spawn_args(args: &[&str], env: &[(&str, String)]) -> (Child, Receiver<String>) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rocbuild"));
+    c.args(args);
     for k in [
         "VIRTUAL_ENV",
         "CONDA_PREFIX",
@@ -37,13 +49,12 @@ fn spawn(w: &World, extra: &[&str], env: &[(&str, String)]) -> (Child, Receiver<
         "LD_LIBRARY_PATH",
         "PYTHONPATH",
         "PYTHONDONTWRITEBYTECODE",
+        "CC",
+        "CXX",
     ] {
         c.env_remove(k);
     }
     c.env("NO_COLOR", "1");
-    for (k, v) in w.env() {
-        c.env(k, v);
-    }
     for (k, v) in env {
         c.env(k, v);
     }
@@ -266,4 +277,77 @@ fn a_signal_during_the_verification_rolls_the_install_back() {
     gone_soon("the verifying Python to go", || {
         processes_with("rocbuild-signal-test").is_empty()
     });
+}
+
+/// `[dependency.X]`: a signal while the dependency compiles (before the package's own
+/// configure) stops its build tool and the step it ran, installs nothing, marks nothing
+/// built in the shared cache; the next run resumes the kept build tree and finishes.
+#[test]
+fn a_signal_during_a_dependency_build_stops_it_and_marks_nothing_built() {
+    use crate::ctranslate2_build::{fakegemm_recipe, fakegemm_repo, fixture_recipes};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let repos = root.join("repos");
+    std::fs::create_dir_all(&repos).unwrap();
+    let never = root.join("never-appears-dependency");
+    let commit = fakegemm_repo(
+        &repos,
+        "fakegemm",
+        &format!(
+            "add_custom_target(wait ALL COMMAND sh ${{CMAKE_CURRENT_SOURCE_DIR}}/wait.sh {})\n",
+            never.display()
+        ),
+    );
+    let recipes = fixture_recipes(root, &fakegemm_recipe(&repos.join("fakegemm.git"), &commit));
+    let cache = root.join("cache");
+    let venv = root.join("venv");
+    make_venv(&venv);
+    let before = tree_state(&venv);
+    let args = [
+        "faketrans",
+        "--recipes",
+        recipes.to_str().unwrap(),
+        "--venv",
+        venv.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+    ];
+    let waiting = || {
+        processes_with(never.to_str().unwrap())
+            .into_iter()
+            .filter(|p| p.contains("wait.sh"))
+            .count()
+    };
+    let (child, rx) = spawn_args(&args, &[]);
+    wait_for("the dependency's waiting build step", || waiting() > 0);
+    send(&child, SIGINT);
+    let (code, said) = finish(child, rx);
+    assert_eq!(code, 128 + SIGINT, "{said}");
+    assert!(
+        said.contains("interrupted by SIGINT")
+            && said.contains("during dependency fakegemm: build")
+            && said.contains("nothing was installed"),
+        "{said}"
+    );
+    assert_eq!(tree_state(&venv), before, "the venv changed:\n{said}");
+    gone_soon("the dependency's build step to go", || waiting() == 0);
+    let stamps: Vec<_> = std::fs::read_dir(cache.join("deps"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("prefix/.rocbuild-built").exists())
+        .collect();
+    assert!(
+        stamps.is_empty(),
+        "an interrupted dependency is marked built"
+    );
+    // Resumed: the kept build tree is reused, the dependency built and linked.
+    std::fs::write(&never, "").unwrap();
+    let out = rocbuild(&args, &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("translated with the cpu with fakegemm 1.0 backend"),
+        "{}",
+        out.stdout
+    );
 }
