@@ -9,8 +9,9 @@ pub struct Out {
     pub stderr: String,
 }
 
-/// Run the real binary with a clean environment: no venv or rocbuild variables leak in.
-pub fn rocbuild(args: &[&str], env: &[(&str, &str)]) -> Out {
+/// The real binary with `args`, in the environment every test starts from: none of the
+/// user's venv, recipe, cache, mirror, library path or compiler variables, no colour.
+pub fn rocbuild_command(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rocbuild"));
     c.args(args);
     for k in [
@@ -32,6 +33,12 @@ pub fn rocbuild(args: &[&str], env: &[(&str, &str)]) -> Out {
         c.env_remove(k);
     }
     c.env("NO_COLOR", "1");
+    c
+}
+
+/// Run the real binary ([`rocbuild_command`]) with `env` added: its exit code and output.
+pub fn rocbuild(args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut c = rocbuild_command(args);
     for (k, v) in env {
         c.env(k, v);
     }

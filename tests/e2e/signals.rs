@@ -7,7 +7,7 @@
 
 use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -38,23 +38,7 @@ fn spawn(w: &World, extra: &[&str], env: &[(&str, String)]) -> (Child, Receiver<
 /// The real binary with `args`, started as [`rocbuild`] runs it, with its stderr read line
 /// by line.
 fn spawn_args(args: &[&str], env: &[(&str, String)]) -> (Child, Receiver<String>) {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rocbuild"));
-    c.args(args);
-    for k in [
-        "VIRTUAL_ENV",
-        "CONDA_PREFIX",
-        "ROCBUILD_RECIPES",
-        "ROCBUILD_CACHE",
-        "ROCBUILD_MIRROR",
-        "LD_LIBRARY_PATH",
-        "PYTHONPATH",
-        "PYTHONDONTWRITEBYTECODE",
-        "CC",
-        "CXX",
-    ] {
-        c.env_remove(k);
-    }
-    c.env("NO_COLOR", "1");
+    let mut c = rocbuild_command(args);
     for (k, v) in env {
         c.env(k, v);
     }
