@@ -601,9 +601,9 @@ pub fn bench(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-struct Machine {
-    date: String,
-    rev: String,
+pub(crate) struct Machine {
+    pub(crate) date: String,
+    pub(crate) rev: String,
     nproc: String,
     arch: String,
     os: String,
@@ -614,7 +614,7 @@ struct Machine {
 }
 
 impl Machine {
-    fn probe() -> Machine {
+    pub(crate) fn probe() -> Machine {
         let ws = workspace_root();
         let ws = ws.to_str().unwrap_or(".");
         let rev = first_line("git", &["-C", ws, "rev-parse", "--short", "HEAD"]);

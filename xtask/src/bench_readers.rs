@@ -467,6 +467,18 @@ pub fn doctor_section(exe: &Path, real: &Path, tmp: &Path) -> Result<String> {
 
 /// Run the sections of `only` that are this module's (d, e, f) and write each into its
 /// section of `file`.
+/// `body` with the line saying when and at which commit it was measured under its title.
+fn stamped(body: &str, date: &str, rev: &str, section: &str) -> String {
+    let line = format!(
+        "_Measured {date} at rocbuild {rev} (`cargo xtask bench --only {section}`); the header \
+         above dates the last whole run._\n"
+    );
+    match body.split_once('\n') {
+        Some((title, rest)) if title.starts_with("## ") => format!("{title}\n\n{line}{rest}"),
+        _ => format!("{line}\n{body}"),
+    }
+}
+
 pub fn run_sections(
     exe: &Path,
     real: &Path,
@@ -476,6 +488,8 @@ pub fn run_sections(
 ) -> Result<()> {
     let has_real = real.join("bin/python").exists();
     let ws = crate::util::workspace_root();
+    // What was measured: the file's header dates the last whole run, not this one.
+    let m = crate::bench::Machine::probe();
     for s in only {
         let (name, body) = match s.as_str() {
             "d" => (DEPS_SECTION, deps_section(exe, real, tmp)?),
@@ -498,8 +512,22 @@ pub fn run_sections(
             }
             _ => continue,
         };
+        let body = stamped(&body, &m.date, &m.rev, s);
         crate::bench::replace_section(file, name, &body)?;
         println!("xtask: bench: wrote section {name} of {}", file.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stamped;
+
+    #[test]
+    fn a_section_run_alone_says_when_and_at_which_commit_under_its_title() {
+        let body = "## Readers\n\n| a | b |\n";
+        let s = stamped(body, "2026-11-24 02:13 UTC", "648be3e", "g");
+        assert!(s.starts_with("## Readers\n\n_Measured 2026-11-24 02:13 UTC at rocbuild 648be3e (`cargo xtask bench --only g`)"), "{s}");
+        assert!(s.ends_with("_\n\n| a | b |\n"), "{s}");
+    }
 }
