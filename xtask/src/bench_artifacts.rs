@@ -16,9 +16,10 @@
 //! as its median with a distribution-free 95% confidence interval (the sign test's order
 //! statistics). A single call moves by ±10% here from one second to the next, whichever
 //! build it is, so a median without its interval would say less than it seems to. The rounds
-//! are split into sessions of fresh workers with the start order swapped (unpinned, the
-//! worker started second came out ahead of an identical one), single-threaded (g) runs pin
-//! both sides to one CPU, and (g)'s control rows time the wheel against itself.
+//! are split into sessions of fresh workers with the start order swapped in turn (the worker
+//! started second comes out ahead of an identical one, by 1–5% per session here, pinned or
+//! not), single-threaded (g) runs pin both sides to one CPU, and (g)'s control rows time the
+//! wheel against itself.
 //!
 //! The venvs, the model and the media are kept under `cache/bench/` (git-ignored): the first
 //! run builds (real sources: network, or `ROCBUILD_MIRROR`), later runs find rocbuild's
