@@ -307,7 +307,9 @@ fn the_wheels_compiler_found_on_path_builds_both_parts() {
 }
 
 /// A tiny static library project in a git repository tagged `tag`: `fakegemm_version()`
-/// says "fakegemm 1.0"; with `broken`, its configure fails. Returns the tag's commit.
+/// says "fakegemm 1.0"; `extra_cmake` is appended to its CMakeLists.txt (a configure that
+/// fails, a build step that runs `wait.sh FILE`, which waits up to 60 s for FILE). Returns the
+/// tag's commit.
 pub(crate) fn fakegemm_repo(repos: &std::path::Path, name: &str, extra_cmake: &str) -> String {
     let src = repos.join(format!("{name}-src"));
     std::fs::create_dir_all(src.join("include")).unwrap();

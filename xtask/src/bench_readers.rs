@@ -465,8 +465,6 @@ pub fn doctor_section(exe: &Path, real: &Path, tmp: &Path) -> Result<String> {
     }))
 }
 
-/// Run the sections of `only` that are this module's (d, e, f) and write each into its
-/// section of `file`.
 /// `body` with the line saying when and at which commit it was measured under its title.
 fn stamped(body: &str, date: &str, rev: &str, section: &str) -> String {
     let line = format!(
@@ -479,6 +477,8 @@ fn stamped(body: &str, date: &str, rev: &str, section: &str) -> String {
     }
 }
 
+/// Run the sections of `only` (d–f here, g and h in bench_artifacts) and write each into its
+/// section of `file`, stamped with when and at which commit it was measured.
 pub fn run_sections(
     exe: &Path,
     real: &Path,
