@@ -20,6 +20,7 @@ use rocbuild_native::Format;
 use rocbuild_probe::Os;
 use rocbuild_venv::install::{self, NewFile};
 use rocbuild_venv::manifest::{self, InstalledFile, Kind, Manifest};
+use rocbuild_venv::ownership;
 use serde::Serialize;
 
 use crate::linkage::{link, Reader, Search};
@@ -724,7 +725,17 @@ fn apply(
         return Err(e);
     }
     let previous = manifest::read_checked(site, &p.name).ok().flatten();
-    let swapped = install::swap(site, &p.name, created, &new, &[]).map_err(venv_err)?;
+    let package = repaired_package(&p.name);
+    let holds = previous.as_ref().is_some_and(|m| ownership::holds(site, m));
+    let swapped = install::swap(
+        site,
+        &p.name,
+        created,
+        &new,
+        &[],
+        (!holds).then_some(&package),
+    )
+    .map_err(venv_err)?;
     if let Err(reason) = verify(site, os, p, python) {
         swapped.roll_back().map_err(venv_err)?;
         return Err(DoctorError::RepairVerify {
@@ -774,10 +785,23 @@ fn apply(
         kind: Kind::Repair,
         search_added,
         recipe_fixes: Vec::new(),
+        ownership: Some(ownership::Ownership {
+            distribution: package.distribution.clone(),
+            roots: package.roots.clone(),
+            held: BTreeMap::new(),
+        }),
         ..Manifest::default()
     };
     swapped.commit(&m, None).map_err(venv_err)?;
     Ok(signed)
+}
+
+/// A repaired package's footprint: its dist-info and what its RECORD lists.
+fn repaired_package(name: &str) -> ownership::Package {
+    ownership::Package {
+        distribution: name.to_string(),
+        roots: Vec::new(),
+    }
 }
 
 /// Windows: no DLL holds a search path, so nothing is edited; the preload hook rocbuild's
@@ -835,7 +859,20 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
             staged: path,
         });
     }
-    let swapped = install::swap(site, &p.name, created, &new, &[]).map_err(venv_err)?;
+    let package = repaired_package(&p.name);
+    let holds = manifest::read_checked(site, &p.name)
+        .ok()
+        .flatten()
+        .is_some_and(|m| ownership::holds(site, &m));
+    let swapped = install::swap(
+        site,
+        &p.name,
+        created,
+        &new,
+        &[],
+        (!holds).then_some(&package),
+    )
+    .map_err(venv_err)?;
     // The check: with the hook's directories added (as `add_dll_directory` does), every fixed
     // file finds what it needs by Windows' rules.
     let reader = Reader::default();
@@ -881,6 +918,11 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
         kind: Kind::Repair,
         search_added,
         recipe_fixes: Vec::new(),
+        ownership: Some(ownership::Ownership {
+            distribution: package.distribution.clone(),
+            roots: package.roots.clone(),
+            held: BTreeMap::new(),
+        }),
         ..Manifest::default()
     };
     swapped.commit(&m, None).map_err(venv_err)?;

@@ -77,6 +77,12 @@ impl FromRun for Manifest {
                 sha256: p.sha256.clone(),
                 index: p.index.clone(),
             }),
+            // `held` is filled in at the commit, from the files as they then are.
+            ownership: Some(rocbuild_venv::ownership::Ownership {
+                distribution: plan.install.distribution.clone(),
+                roots: vec![plan.install.import_dir.clone()],
+                held: Default::default(),
+            }),
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::interrupt;
 use crate::plan::{Plan, SourcePlan};
 use crate::source;
 use crate::step::{Background, RunLog, Verbosity};
+use rocbuild_venv::ownership::{self, Package};
 use rocbuild_venv::record;
 use rocbuild_venv::txn_fs;
 
@@ -901,7 +902,22 @@ fn install_and_verify(
     }
 
     log.note(&format!("install -> {}", plan.install.dest.display()));
-    let swapped = install::swap(site, &plan.recipe, created, &new, &park)?;
+    // rocbuild takes the package over unless it still holds it as its last install left it:
+    // then the package as it is now becomes the baseline `restore` gives back.
+    let package = Package {
+        distribution: plan.install.distribution.clone(),
+        roots: vec![plan.install.import_dir.clone()],
+    };
+    // (the same package the manifest's `ownership` names: `Manifest::from_run`)
+    let holds = previous.as_ref().is_some_and(|m| ownership::holds(site, m));
+    let swapped = install::swap(
+        site,
+        &plan.recipe,
+        created,
+        &new,
+        &park,
+        (!holds).then_some(&package),
+    )?;
     // A signal during the swap (or before the verification) undoes it.
     if let Err(e) = interrupt::check("the install") {
         swapped.roll_back()?;
@@ -929,7 +945,7 @@ fn install_and_verify(
             }
         }
     }
-    let m = Manifest::from_run(
+    let mut m = Manifest::from_run(
         plan,
         commit.clone(),
         installed.clone(),
@@ -937,6 +953,10 @@ fn install_and_verify(
         &staged_extra,
         previous.as_ref(),
     );
+    if !holds && plan.python_part.is_none() {
+        // The pure-Python part is someone else's (it is in the baseline), not rocbuild's.
+        m.python_part = None;
+    }
     // The last moment to stop: after the commit point the install is finished whatever comes.
     if let Err(e) = interrupt::check("the verification") {
         swapped.roll_back()?;

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, VenvError};
 use crate::layout;
 use crate::manifest;
+use crate::ownership::{self, Package};
 use crate::txn_fs;
 
 /// One reversible filesystem step.
@@ -58,6 +59,11 @@ pub struct Journal {
     /// the emptied backup).
     #[serde(default)]
     pub drop: Vec<PathBuf>,
+    /// After the commit point (an install that takes the package over): the baseline copied
+    /// before the swap, and where it goes (`.rocbuild/backup/<recipe>/`, replacing an older
+    /// one). See [`crate::ownership`].
+    #[serde(default)]
+    pub baseline: Option<(PathBuf, PathBuf)>,
 }
 
 impl Journal {
@@ -74,6 +80,7 @@ impl Journal {
             remove: Vec::new(),
             put_back: Vec::new(),
             drop: Vec::new(),
+            baseline: None,
         }
     }
 }
@@ -113,6 +120,8 @@ pub struct NewFile {
 pub struct Swapped {
     site: PathBuf,
     journal: Journal,
+    /// The baseline copied before the swap, when this install takes the package over.
+    baseline: Option<PathBuf>,
 }
 
 fn io(action: &str, p: &Path) -> impl FnOnce(std::io::Error) -> VenvError {
@@ -207,6 +216,17 @@ fn roll_forward(site: &Path, journal: &Journal) -> Result<()> {
             txn_fs::remove_file(path).map_err(io("remove", path))?;
         }
         txn_fs::rename(backup, path).map_err(io("restore", path))?;
+    }
+    if let Some((staged, dest)) = &journal.baseline {
+        if staged.is_dir() {
+            if dest.exists() {
+                txn_fs::remove_dir_all(dest).map_err(io("remove", dest))?;
+            }
+            if let Some(p) = dest.parent() {
+                txn_fs::create_dir_all(p).map_err(io("create", p))?;
+            }
+            txn_fs::rename(staged, dest).map_err(io("keep the baseline", dest))?;
+        }
     }
     for (from, to) in &journal.keep {
         if from.exists() && !to.exists() {
@@ -333,14 +353,36 @@ fn to_native(site: &Path, rel: &str) -> PathBuf {
         .fold(site.to_path_buf(), |p, part| p.join(part))
 }
 
+/// Copy `pkg`'s whole footprint (bytecode included), byte for byte, to the transaction's
+/// `baseline/`: what `restore` gives back once this install commits.
+fn stage_baseline(site: &Path, pkg: &Package) -> Result<PathBuf> {
+    let dir = layout::txn(site).join("baseline");
+    txn_fs::create_dir_all(&dir).map_err(io("create", &dir))?;
+    for rel in ownership::footprint(site, pkg) {
+        let (from, to) = (to_native(site, &rel), to_native(&dir, &rel));
+        if let Some(p) = to.parent() {
+            txn_fs::create_dir_all(p).map_err(io("create", p))?;
+        }
+        txn_fs::copy(&from, &to).map_err(io("back up", &from))?;
+    }
+    Ok(dir)
+}
+
 /// Journal, back up and move `new` into place; move `park` (relative paths) to the backup.
+/// `take_over`: rocbuild does not hold the package now (see [`crate::ownership`]), so its
+/// footprint as it is becomes the baseline `restore` gives back.
 pub fn swap(
     site: &Path,
     recipe: &str,
     created_state_dir: bool,
     new: &[NewFile],
     park: &[String],
+    take_over: Option<&Package>,
 ) -> Result<Swapped> {
+    let baseline = match take_over {
+        Some(pkg) => Some(stage_baseline(site, pkg)?),
+        None => None,
+    };
     let backup_root = layout::txn(site).join("backup");
     let mut ops = Vec::new();
     let mut made: Vec<PathBuf> = Vec::new();
@@ -389,6 +431,7 @@ pub fn swap(
         remove: Vec::new(),
         put_back: Vec::new(),
         drop: Vec::new(),
+        baseline: None,
     };
     let jp = layout::journal(site);
     let text = serde_json::to_string_pretty(&journal).unwrap_or_default();
@@ -396,6 +439,7 @@ pub fn swap(
     let swapped = Swapped {
         site: site.to_path_buf(),
         journal,
+        baseline,
     };
     if let Err(e) = perform(&swapped.journal) {
         undo(site, &swapped.journal)?;
@@ -433,10 +477,11 @@ impl Swapped {
         undo(&self.site, &self.journal)
     }
 
-    /// Keep the new files. Backups of what was there before rocbuild's first install move to
-    /// `.rocbuild/backup/<recipe>/` for `restore`; backups of an earlier rocbuild install
-    /// (`previous`: its builds, its pure-Python part) are dropped, so the backup always holds
-    /// the venv as it was before rocbuild touched the package, and nothing else.
+    /// Keep the new files. When this install took the package over, the baseline staged
+    /// before the swap replaces `.rocbuild/backup/<recipe>/`; otherwise the baseline stays as
+    /// it is, and of what the swap displaced only files that were not rocbuild's (by
+    /// `previous`'s record) join it, where it has none. The manifest's `ownership.held` is
+    /// filled in here from the files as they now are.
     pub fn commit(
         mut self,
         manifest: &manifest::Manifest,
@@ -444,43 +489,20 @@ impl Swapped {
     ) -> Result<()> {
         let site = self.site.clone();
         let keep_root = backup_dir(&site, &manifest.recipe);
-        let txn_backup = layout::txn(&site).join("backup");
-        let ours: BTreeMap<&str, &str> = previous
-            .map(|p| {
-                p.files
-                    .iter()
-                    .map(|f| (f.path.as_str(), f.sha256.as_str()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let ours_python: std::collections::BTreeSet<&str> = previous
-            .and_then(|p| p.python_part.as_ref())
-            .map(|pp| pp.files.iter().map(String::as_str).collect())
-            .unwrap_or_default();
-        let mut keep: Vec<(PathBuf, PathBuf)> = Vec::new();
-        for op in &self.journal.ops {
-            let Op::Backup { backup, .. } = op else {
-                continue;
-            };
-            let Ok(rel) = backup.strip_prefix(&txn_backup) else {
-                continue;
-            };
-            let rel_s = rel.to_string_lossy().replace('\\', "/");
-            let was_ours = ours_python.contains(rel_s.as_str())
-                || match ours.get(rel_s.as_str()) {
-                    Some(sha) => manifest::sha256_file(backup)
-                        .map(|(h, _)| h == *sha)
-                        .unwrap_or(false),
-                    None => false,
-                };
-            let dest = keep_root.join(rel);
-            if !was_ours && !dest.exists() {
-                keep.push((backup.clone(), dest));
+        let keep = match &self.baseline {
+            Some(staged) => {
+                self.journal.baseline = Some((staged.clone(), keep_root));
+                Vec::new()
             }
+            None => self.displaced_to_keep(&keep_root, previous),
+        };
+        let mut manifest = manifest.clone();
+        if let Some(o) = manifest.ownership.as_mut() {
+            o.held = ownership::hashes(&site, &o.package());
         }
         // Stage the manifest, then the commit point: the journal says "commit".
         let staged = layout::txn(&site).join("manifest.json");
-        let text = serde_json::to_string_pretty(manifest).unwrap_or_default();
+        let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
         txn_fs::write_synced(&staged, text.as_bytes()).map_err(io("write", &staged))?;
         self.journal.phase = Phase::Commit;
         self.journal.keep = keep;
@@ -489,6 +511,48 @@ impl Swapped {
         let text = serde_json::to_string_pretty(&self.journal).unwrap_or_default();
         txn_fs::write_atomic(&jp, text.as_bytes()).map_err(io("write", &jp))?;
         roll_forward(&site, &self.journal)
+    }
+
+    /// The swap's backups that were not rocbuild's (by `previous`'s record: its held files,
+    /// or for an older manifest its builds and pure-Python part) and that the baseline lacks.
+    fn displaced_to_keep(
+        &self,
+        keep_root: &Path,
+        previous: Option<&manifest::Manifest>,
+    ) -> Vec<(PathBuf, PathBuf)> {
+        let txn_backup = layout::txn(&self.site).join("backup");
+        let mut ours: BTreeMap<&str, Option<&str>> = BTreeMap::new();
+        if let Some(p) = previous {
+            for f in &p.files {
+                ours.insert(&f.path, Some(&f.sha256));
+            }
+            for f in p.python_part.iter().flat_map(|pp| &pp.files) {
+                ours.insert(f, None);
+            }
+            for (f, sha) in p.ownership.iter().flat_map(|o| &o.held) {
+                ours.insert(f, Some(sha));
+            }
+        }
+        let mut keep = Vec::new();
+        for op in &self.journal.ops {
+            let Op::Backup { backup, .. } = op else {
+                continue;
+            };
+            let Ok(rel) = backup.strip_prefix(&txn_backup) else {
+                continue;
+            };
+            let rel_s = rel.to_string_lossy().replace('\\', "/");
+            let was_ours = match ours.get(rel_s.as_str()) {
+                Some(Some(sha)) => manifest::sha256_file(backup).is_ok_and(|(h, _)| h == *sha),
+                Some(None) => true,
+                None => false,
+            };
+            let dest = keep_root.join(rel);
+            if !was_ours && !dest.exists() {
+                keep.push((backup.clone(), dest));
+            }
+        }
+        keep
     }
 }
 
@@ -540,7 +604,7 @@ mod tests {
                     staged: staged2,
                 },
             ];
-            let sw = swap(s, "r", created, &new, &["pkg/libcore4.so".into()]).unwrap();
+            let sw = swap(s, "r", created, &new, &["pkg/libcore4.so".into()], None).unwrap();
             assert_eq!(std::fs::read(s.join("pkg/libcore5.so")).unwrap(), b"new5");
             assert!(!s.join("pkg/libcore4.so").exists());
             match kill_after {

@@ -10,6 +10,7 @@ pub mod layout;
 pub mod lock;
 pub mod manifest;
 pub mod options;
+pub mod ownership;
 pub mod record;
 pub mod restore;
 pub mod signal;

@@ -179,6 +179,10 @@ pub struct Manifest {
     /// The recipe's own fixes applied to the source (`name sha256`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recipe_fixes: Vec<String>,
+    /// What rocbuild holds of the package (its footprint as left, with hashes): whether it
+    /// still holds it decides what `restore` gives back (see [`crate::ownership`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ownership: Option<crate::ownership::Ownership>,
 }
 
 pub fn dir(site: &Path) -> PathBuf {
@@ -233,6 +237,13 @@ pub fn parse(text: &str) -> std::result::Result<Manifest, String> {
     paths.extend(m.search_added.keys().map(|p| ("search_added", p.as_str())));
     if let Some(pp) = &m.python_part {
         paths.extend(pp.files.iter().map(|p| ("python_part.files", p.as_str())));
+    }
+    if let Some(o) = &m.ownership {
+        paths.extend(o.roots.iter().map(|p| ("ownership.roots", p.as_str())));
+        for (p, sha) in &o.held {
+            paths.push(("ownership.held", p.as_str()));
+            check_sha256(sha)?;
+        }
     }
     for (field, p) in paths {
         if !is_inside(p) {

@@ -1,10 +1,12 @@
-//! `rocbuild restore <recipe>`: give the venv back as it was before rocbuild's first install
-//! of the package. What pip had installed comes back byte for byte from
-//! `.rocbuild/backup/<recipe>/` (pip's own `RECORD` among them, so RECORD is true again); what
-//! rocbuild added goes: its builds, the files it added, and the pure-Python part when rocbuild
-//! installed it (so a package the venv never had is gone entirely, its `__pycache__` with it);
-//! the manifest goes. The restore is journaled past its commit point before the first file
-//! moves: a restore killed at any step is finished by the next command that takes the lock.
+//! `rocbuild restore <recipe>`: the venv exactly as it was just before rocbuild last took the
+//! package over (see [`crate::ownership`]): the baseline in `.rocbuild/backup/<recipe>/` comes
+//! back byte for byte (pip's files and dist-info with their RECORD, or nothing at all if the
+//! package was not there), and rocbuild's files go. If someone else (pip, uv) has taken the
+//! package back since, their install stays as it is: only rocbuild's own leftovers that no
+//! installer's RECORD lists are removed, and rocbuild forgets the package. A file nobody
+//! recorded (one a person added) is never removed. The restore is journaled past its commit
+//! point before the first file moves: a restore killed at any step is finished by the next
+//! command that takes the lock.
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -12,7 +14,8 @@ use serde::Serialize;
 
 use crate::error::{Result, VenvError};
 use crate::install::{self, backup_dir, Journal};
-use crate::manifest::{self, sha256_file};
+use crate::manifest::{self, Manifest};
+use crate::ownership;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Restored {
@@ -21,8 +24,24 @@ pub struct Restored {
     pub restored: Vec<String>,
     /// rocbuild's files removed.
     pub removed: Vec<String>,
-    /// rocbuild's files that something else (pip) replaced since: left alone.
+    /// Files left alone: rocbuild's files that something else (pip) replaced since, or
+    /// files nobody recorded.
     pub left: Vec<String>,
+    /// Someone else took the package back since rocbuild's install: it was left as it is
+    /// and only rocbuild's record (and orphaned files) went.
+    pub released: bool,
+}
+
+impl Restored {
+    fn new(recipe: &str) -> Restored {
+        Restored {
+            recipe: recipe.into(),
+            restored: Vec::new(),
+            removed: Vec::new(),
+            left: Vec::new(),
+            released: false,
+        }
+    }
 }
 
 fn native(site: &Path, rel: &str) -> PathBuf {
@@ -66,77 +85,110 @@ fn bytecode_of(site: &Path, rel: &str) -> Vec<String> {
 /// Restore `recipe` in `site`. Call with the venv lock held.
 pub fn restore(site: &Path, recipe: &str) -> Result<Restored> {
     let Some(m) = manifest::read_checked(site, recipe)? else {
-        let installed: Vec<String> = manifest::read_all(site)
-            .into_iter()
-            .flatten()
-            .map(|m| m.recipe)
-            .collect();
-        return Err(VenvError::NotInstalled {
-            recipe: recipe.into(),
-            site: site.display().to_string(),
-            help: if installed.is_empty() {
-                "rocbuild has installed nothing in this venv; pick another with --venv".into()
-            } else {
-                format!("rocbuild builds in this venv: {}", installed.join(", "))
-            },
-        });
+        return Err(not_installed(site, recipe));
     };
     let backup = backup_dir(site, recipe);
-    let backed_up: BTreeSet<String> = files_under(&backup).into_iter().collect();
-    let mut out = Restored {
-        recipe: recipe.into(),
-        restored: Vec::new(),
-        removed: Vec::new(),
-        left: Vec::new(),
-    };
     let mut journal = Journal::committed(recipe);
-
-    // What rocbuild put there: its builds, the files it added, and the pure-Python part it
-    // installed (none of which was there before: what was is in the backup).
-    let mut ours: Vec<(String, Option<String>)> = m
-        .files
-        .iter()
-        .map(|f| (f.path.clone(), Some(f.sha256.clone())))
-        .collect();
-    ours.extend(m.extra_files.iter().map(|f| (f.clone(), None)));
-    if let Some(pp) = &m.python_part {
-        ours.extend(pp.files.iter().map(|f| (f.clone(), None)));
-    }
-    let mut seen = BTreeSet::new();
-    for (rel, sha) in &ours {
-        if backed_up.contains(rel) || !seen.insert(rel.clone()) {
-            continue; // the original goes back over it
-        }
-        let p = native(site, rel);
-        if std::fs::symlink_metadata(&p).is_err() {
-            continue;
-        }
-        let still_ours = match sha {
-            Some(sha) => sha256_file(&p).is_ok_and(|(h, _)| &h == sha),
-            None => true,
-        };
-        if !still_ours {
-            out.left.push(rel.clone());
-            continue;
-        }
-        journal.remove.push(p);
-        out.removed.push(rel.clone());
-        for pyc in bytecode_of(site, rel) {
-            if !backed_up.contains(&pyc) && seen.insert(pyc.clone()) {
-                journal.remove.push(native(site, &pyc));
-                out.removed.push(pyc);
-            }
-        }
-    }
-    // What was there before, back where it was (over ours where both exist).
-    for rel in &backed_up {
-        journal
-            .put_back
-            .push((native(&backup, rel), native(site, rel)));
-        out.restored.push(rel.clone());
-    }
+    let out = if ownership::holds(site, &m) {
+        give_back(site, &m, &backup, &mut journal)
+    } else {
+        release(site, &m, &mut journal)
+    };
     journal.drop.push(manifest::path(site, recipe));
     journal.drop.push(backup);
     install::finish(site, &journal)?;
     Ok(out)
+}
+
+fn not_installed(site: &Path, recipe: &str) -> VenvError {
+    let installed: Vec<String> = manifest::read_all(site)
+        .into_iter()
+        .flatten()
+        .map(|m| m.recipe)
+        .collect();
+    VenvError::NotInstalled {
+        recipe: recipe.into(),
+        site: site.display().to_string(),
+        help: if installed.is_empty() {
+            "rocbuild has installed nothing in this venv; pick another with --venv".into()
+        } else {
+            format!("rocbuild builds in this venv: {}", installed.join(", "))
+        },
+    }
+}
+
+/// Everything rocbuild left (relative paths): what it holds, its builds, the files it added,
+/// the pure-Python part it installed.
+fn ours(m: &Manifest) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = m.files.iter().map(|f| f.path.clone()).collect();
+    out.extend(m.extra_files.iter().cloned());
+    out.extend(m.python_part.iter().flat_map(|pp| pp.files.iter().cloned()));
+    out.extend(m.ownership.iter().flat_map(|o| o.held.keys().cloned()));
+    out
+}
+
+/// rocbuild still holds the package: the baseline comes back over it, and every file of
+/// rocbuild's (and bytecode of the package) that the baseline does not have goes.
+fn give_back(site: &Path, m: &Manifest, backup: &Path, journal: &mut Journal) -> Restored {
+    let baseline: BTreeSet<String> = files_under(backup).into_iter().collect();
+    let mut out = Restored::new(&m.recipe);
+    let mut gone: BTreeSet<String> = ours(m);
+    if let Some(o) = &m.ownership {
+        let footprint = ownership::footprint(site, &o.package());
+        gone.extend(
+            footprint
+                .iter()
+                .filter(|r| ownership::is_bytecode(r))
+                .cloned(),
+        );
+        out.left = footprint
+            .into_iter()
+            .filter(|r| !gone.contains(r) && !baseline.contains(r))
+            .collect();
+    }
+    for rel in gone.clone() {
+        gone.extend(bytecode_of(site, &rel));
+    }
+    for rel in gone {
+        if baseline.contains(&rel) || std::fs::symlink_metadata(native(site, &rel)).is_err() {
+            continue; // the baseline's file goes back over it, or it is gone already
+        }
+        journal.remove.push(native(site, &rel));
+        out.removed.push(rel);
+    }
+    for rel in &baseline {
+        journal
+            .put_back
+            .push((native(backup, rel), native(site, rel)));
+        out.restored.push(rel.clone());
+    }
+    out
+}
+
+/// Someone else has taken the package back since rocbuild's install: theirs stays. Only
+/// rocbuild's files that are still exactly as it left them and that no installer's RECORD
+/// lists are removed (a preload hook, a library the wheel does not have).
+fn release(site: &Path, m: &Manifest, journal: &mut Journal) -> Restored {
+    let mut out = Restored::new(&m.recipe);
+    out.released = true;
+    let recorded = ownership::recorded_by_anyone(site);
+    let intact: BTreeSet<String> = ownership::still_ours(site, m).into_iter().collect();
+    for rel in ours(m) {
+        let p = native(site, &rel);
+        if std::fs::symlink_metadata(&p).is_err() {
+            continue;
+        }
+        let hashed = m.files.iter().any(|f| f.path == rel)
+            || m.ownership
+                .as_ref()
+                .is_some_and(|o| o.held.contains_key(&rel));
+        let orphan = !recorded.contains(&rel) && (intact.contains(&rel) || !hashed);
+        if orphan {
+            journal.remove.push(p);
+            out.removed.push(rel);
+        } else {
+            out.left.push(rel);
+        }
+    }
+    out
 }

@@ -134,7 +134,20 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
 
 pub fn restore(a: &RestoreArgs) -> Result<ExitStatus> {
     let (site, r) = usecase::restore(a.venv.venv.as_deref(), &a.recipe, a.no_wait, &mut Stderr)?;
-    println!("{} restored to pip's files in {}", r.recipe, site.display());
+    if r.released {
+        println!(
+            "{}: another installer replaced rocbuild's build since; its install is left as it is, \
+             rocbuild's record of the package is gone ({})",
+            r.recipe,
+            site.display()
+        );
+    } else {
+        println!(
+            "{} restored to the venv as it was before rocbuild took it over ({})",
+            r.recipe,
+            site.display()
+        );
+    }
     for f in &r.restored {
         println!("  restored: {f}");
     }
@@ -142,7 +155,7 @@ pub fn restore(a: &RestoreArgs) -> Result<ExitStatus> {
         println!("  removed:  {f}");
     }
     for f in &r.left {
-        println!("  left:     {f} (no longer rocbuild's: something replaced it since)");
+        println!("  left:     {f} (not rocbuild's: another installer's, or added by hand)");
     }
     Ok(ExitStatus::Success)
 }

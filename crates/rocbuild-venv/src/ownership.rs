@@ -1,0 +1,284 @@
+//! Who owns a package's files: recorded, never inferred.
+//!
+//! A package's *footprint* in site-packages is every file under its import directories, every
+//! file of its `<dist>-*.dist-info/` (any version), and every file those RECORDs list inside
+//! site-packages (a `<pkg>.libs/` folder, say). rocbuild *holds* a package while every file
+//! of the footprint it left at its last install (recorded with its hash in the manifest's
+//! [`Ownership::held`]) is still there with that hash, and no other dist-info of the package
+//! has appeared. Bytecode (`__pycache__/`) is left out: Python writes it on import.
+//!
+//! When rocbuild installs a package it does not hold — the first install, or after pip, uv or
+//! a person replaced or removed its build — it *takes the package over*: the whole footprint,
+//! as it is at that moment, is copied byte for byte into `.rocbuild/backup/<recipe>/`, the
+//! baseline. `restore` gives back exactly that baseline while rocbuild still holds the
+//! package; once someone else has taken the package back, `restore` leaves their install
+//! alone and only forgets rocbuild's record (see [`crate::restore`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::{sha256_file, Manifest};
+use crate::record;
+
+/// What rocbuild holds of a package, recorded in its manifest at every install.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Ownership {
+    /// The distribution (pip's name) whose dist-info and RECORD belong to the footprint.
+    pub distribution: String,
+    /// Import directories (relative to site-packages, `/`-separated).
+    #[serde(default)]
+    pub roots: Vec<String>,
+    /// The footprint as rocbuild left it: path -> sha256 (no bytecode).
+    #[serde(default)]
+    pub held: BTreeMap<String, String>,
+}
+
+/// The package a footprint is computed for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Package {
+    pub distribution: String,
+    pub roots: Vec<String>,
+}
+
+impl Ownership {
+    pub fn package(&self) -> Package {
+        Package {
+            distribution: self.distribution.clone(),
+            roots: self.roots.clone(),
+        }
+    }
+}
+
+/// Is `rel` Python bytecode (written by an import, not by an installer)?
+pub fn is_bytecode(rel: &str) -> bool {
+    rel.split('/').any(|c| c == "__pycache__")
+}
+
+fn native(site: &Path, rel: &str) -> PathBuf {
+    rel.split('/').fold(site.to_path_buf(), |p, c| p.join(c))
+}
+
+/// The dist-info directories of `distribution` in `site` (any version) that hold a METADATA
+/// or a RECORD (an install emptied of its files is no install), sorted.
+pub fn dist_infos(site: &Path, distribution: &str) -> Vec<String> {
+    let want = rocbuild_probe::normalize_dist(distribution);
+    let Ok(rd) = std::fs::read_dir(site) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = rd
+        .flatten()
+        .filter(|e| e.path().join("METADATA").is_file() || e.path().join("RECORD").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            n.strip_suffix(".dist-info")
+                .and_then(|s| s.rsplit_once('-'))
+                .is_some_and(|(d, _)| rocbuild_probe::normalize_dist(d) == want)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every file of `pkg`'s footprint in `site` (bytecode included), `/`-separated, sorted.
+pub fn footprint(site: &Path, pkg: &Package) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    let mut add_tree = |rel_dir: &str| {
+        for (rel, _) in crate::layout::walk(&native(site, rel_dir)) {
+            out.insert(format!("{rel_dir}/{rel}"));
+        }
+    };
+    for root in &pkg.roots {
+        add_tree(root);
+    }
+    let infos = dist_infos(site, &pkg.distribution);
+    for di in &infos {
+        add_tree(di);
+    }
+    for di in &infos {
+        let text = std::fs::read_to_string(native(site, &format!("{di}/RECORD")));
+        for (rel, _, _) in record::parse(&text.unwrap_or_default()) {
+            if crate::manifest::is_inside(&rel) && native(site, &rel).is_file() {
+                out.insert(rel);
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// The footprint's files with their sha256, bytecode left out: what [`Ownership::held`]
+/// records after an install.
+pub fn hashes(site: &Path, pkg: &Package) -> BTreeMap<String, String> {
+    footprint(site, pkg)
+        .into_iter()
+        .filter(|rel| !is_bytecode(rel))
+        .filter_map(|rel| {
+            let (h, _) = sha256_file(&native(site, &rel)).ok()?;
+            Some((rel, h))
+        })
+        .collect()
+}
+
+/// What rocbuild held, as far as a manifest tells: its ownership record, or for a manifest
+/// of an older rocbuild, its installed files (with hashes) and the files it added.
+fn held_of(m: &Manifest) -> (BTreeMap<String, Option<String>>, Option<Package>) {
+    if let Some(o) = &m.ownership {
+        let held = o
+            .held
+            .iter()
+            .map(|(k, v)| (k.clone(), Some(v.clone())))
+            .collect();
+        return (held, Some(o.package()));
+    }
+    let mut held: BTreeMap<String, Option<String>> = m
+        .files
+        .iter()
+        .map(|f| (f.path.clone(), Some(f.sha256.clone())))
+        .collect();
+    for f in &m.extra_files {
+        held.entry(f.clone()).or_insert(None);
+    }
+    if let Some(pp) = &m.python_part {
+        for f in &pp.files {
+            held.entry(f.clone()).or_insert(None);
+        }
+    }
+    (held, None)
+}
+
+/// Does rocbuild still hold the package `m` describes? Every file it left is there with the
+/// hash it left, and no dist-info of the package that it did not leave has appeared.
+pub fn holds(site: &Path, m: &Manifest) -> bool {
+    let (held, pkg) = held_of(m);
+    let files_intact = held.iter().all(|(rel, sha)| {
+        let p = native(site, rel);
+        match sha {
+            Some(sha) => sha256_file(&p).is_ok_and(|(h, _)| &h == sha),
+            None => p.is_file(),
+        }
+    });
+    let no_new_dist_info = pkg.is_none_or(|pkg| {
+        dist_infos(site, &pkg.distribution)
+            .iter()
+            .all(|di| held.contains_key(&format!("{di}/RECORD")))
+    });
+    files_intact && no_new_dist_info
+}
+
+/// The files rocbuild left that are still exactly as it left them (what `restore` may remove
+/// once someone else has taken the package back).
+pub fn still_ours(site: &Path, m: &Manifest) -> Vec<String> {
+    let (held, _) = held_of(m);
+    held.into_iter()
+        .filter(|(rel, sha)| {
+            let p = native(site, rel);
+            match sha {
+                Some(sha) => sha256_file(&p).is_ok_and(|(h, _)| &h == sha),
+                None => false,
+            }
+        })
+        .map(|(rel, _)| rel)
+        .collect()
+}
+
+/// Every path that some dist-info in `site` lists in its RECORD (files someone else owns).
+pub fn recorded_by_anyone(site: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let Ok(rd) = std::fs::read_dir(site) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".dist-info") {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path().join("RECORD")).unwrap_or_default();
+        out.extend(record::parse(&text).into_iter().map(|(p, _, _)| p));
+        // The dist-info's own files are its installer's, listed or not.
+        for (rel, _) in crate::layout::walk(&e.path()) {
+            out.insert(format!("{name}/{rel}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(site: &Path, rel: &str, bytes: &[u8]) {
+        let p = native(site, rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+
+    fn pkg() -> Package {
+        Package {
+            distribution: "Fake_Codec".into(),
+            roots: vec!["fakecodec".into()],
+        }
+    }
+
+    #[test]
+    fn the_footprint_is_the_import_dir_the_dist_info_and_what_record_lists() {
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path();
+        write(s, "fakecodec/__init__.py", b"x");
+        write(s, "fakecodec/__pycache__/__init__.cpython-311.pyc", b"pyc");
+        write(
+            s,
+            "fake_codec-1.0.dist-info/RECORD",
+            b"fakecodec/__init__.py,,\nfakecodec.libs/liba.so,,\n../../bin/x,,\n",
+        );
+        write(s, "fakecodec.libs/liba.so", b"a");
+        write(s, "other/x.py", b"o");
+        let f = footprint(s, &pkg());
+        assert_eq!(
+            f,
+            [
+                "fake_codec-1.0.dist-info/RECORD",
+                "fakecodec.libs/liba.so",
+                "fakecodec/__init__.py",
+                "fakecodec/__pycache__/__init__.cpython-311.pyc",
+            ]
+        );
+        let h = hashes(s, &pkg());
+        assert!(!h.keys().any(|k| is_bytecode(k)), "{h:?}");
+        assert_eq!(h.len(), 3);
+    }
+
+    #[test]
+    fn holding_ends_when_a_file_changes_or_another_dist_info_appears() {
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path();
+        write(s, "fakecodec/lib.so", b"ours");
+        write(s, "fakecodec-1.0.dist-info/RECORD", b"fakecodec/lib.so,,\n");
+        let p = Package {
+            distribution: "fakecodec".into(),
+            roots: vec!["fakecodec".into()],
+        };
+        let m = Manifest {
+            ownership: Some(Ownership {
+                distribution: p.distribution.clone(),
+                roots: p.roots.clone(),
+                held: hashes(s, &p),
+            }),
+            ..Manifest::default()
+        };
+        assert!(holds(s, &m));
+        // Bytecode written by an import does not end it.
+        write(s, "fakecodec/__pycache__/x.pyc", b"pyc");
+        assert!(holds(s, &m));
+        write(s, "fakecodec-0.9.dist-info/RECORD", b"");
+        assert!(!holds(s, &m));
+        std::fs::remove_dir_all(s.join("fakecodec-0.9.dist-info")).unwrap();
+        assert!(holds(s, &m));
+        write(s, "fakecodec/lib.so", b"pip's");
+        assert!(!holds(s, &m));
+        assert_eq!(
+            still_ours(s, &m),
+            vec!["fakecodec-1.0.dist-info/RECORD".to_string()]
+        );
+    }
+}
