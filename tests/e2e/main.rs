@@ -18,6 +18,7 @@ mod hip_build;
 mod index;
 mod locks;
 mod mirror;
+mod ownership_model;
 mod patch;
 mod plans;
 mod plans_gpu;

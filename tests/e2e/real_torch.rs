@@ -359,3 +359,188 @@ fn deps_names_the_distribution_that_installed_each_library() {
     assert!(!text.stdout.contains("[package nvidia]"), "{}", text.stdout);
     assert!(!text.stdout.contains("[package nvidia;"), "{}", text.stdout);
 }
+
+/// The PyPI wheel `name==version` for the real venv's Python, kept beside that venv
+/// (`<venv>/../wheels`); fetched from PyPI by the venv's pip the first time.
+fn pypi_wheel(real: &Path, name: &str, version: &str) -> PathBuf {
+    let dir = real.parent().unwrap().join("wheels");
+    let prefix = format!("{name}-{version}-");
+    let find = || {
+        std::fs::read_dir(&dir).ok().and_then(|rd| {
+            rd.flatten().map(|e| e.path()).find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&prefix)
+            })
+        })
+    };
+    if let Some(w) = find() {
+        return w;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    run(Command::new(real.join("bin/python"))
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+        ])
+        .arg(format!("{name}=={version}"))
+        .arg("-d")
+        .arg(&dir));
+    find().unwrap_or_else(|| panic!("pip downloaded no {name} {version} wheel"))
+}
+
+/// The package folder and the dist-info of `dist`, byte for byte.
+fn package_bytes(
+    site: &Path,
+    dir: &str,
+    dist: &str,
+) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(site).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name != dir && !(name.starts_with(&format!("{dist}-")) && name.ends_with(".dist-info")) {
+            continue;
+        }
+        for (rel, p) in rocbuild_venv::walk(&e.path()) {
+            out.insert(format!("{name}/{rel}"), std::fs::read(p).unwrap());
+        }
+    }
+    out
+}
+
+/// Issue 26's sequence on the real PyPI torch 2.15 and the real PyPI torchcodec 0.15.0 wheel:
+/// rocbuild installs a build of the package (a small CMake project against the real torch
+/// whose libraries carry TorchCodec's names), pip `--force-reinstall`s the wheel over it,
+/// `status` says overwritten, `rebuild --if-stale` rebuilds, and `restore` gives back pip's
+/// install exactly as pip left it: Python files, dist-info and RECORD, its own libraries —
+/// `pip show` finds it, `pip check`-style RECORD hashes hold, and `import torchcodec` works.
+/// Before ownership was recorded, the restore left only pip's orphaned libraries.
+#[test]
+fn restore_after_pip_overwrote_and_a_rebuild_gives_pips_torchcodec_back() {
+    let real = real_torch_venv();
+    let wheel = pypi_wheel(&real, "torchcodec", "0.15.0");
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let venv = root.join("venv");
+    let site = venv_over(&real, &venv);
+    // The build: TorchCodec's library names for this machine's FFmpeg major, against torch.
+    let major = run(Command::new("pkg-config").args(["--modversion", "libavutil"]));
+    let major = major
+        .split('.')
+        .next()
+        .unwrap()
+        .trim()
+        .parse::<u32>()
+        .unwrap()
+        - 52;
+    let work = root.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::copy(
+        fixture_dir().join("realext/realext.cpp"),
+        work.join("realext.cpp"),
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("CMakeLists.txt"),
+        format!(
+            "cmake_minimum_required(VERSION 3.18)\nproject(TcLike CXX)\nset(CMAKE_CXX_STANDARD 20)\nfind_package(Torch REQUIRED)\n\
+             foreach(n core{major} custom_ops{major})\n  add_library(libtorchcodec_${{n}} SHARED realext.cpp)\n  \
+             set_target_properties(libtorchcodec_${{n}} PROPERTIES PREFIX \"\")\n  target_link_libraries(libtorchcodec_${{n}} PRIVATE torch)\n  \
+             install(TARGETS libtorchcodec_${{n}} LIBRARY DESTINATION torchcodec)\nendforeach()\n"
+        ),
+    )
+    .unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &["commit", "-qm", "tc-like"],
+        &["tag", "v0.15.0"],
+    ] {
+        run(Command::new("git")
+            .arg("-C")
+            .arg(&work)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args));
+    }
+    let recipes = root.join("recipes");
+    std::fs::create_dir_all(&recipes).unwrap();
+    std::fs::write(
+        recipes.join("tclike.toml"),
+        format!(
+            "[package]\nname = \"tclike\"\ndistribution = \"torchcodec\"\nimport-dir = \"torchcodec\"\n\n\
+             [source]\ngit = \"{}\"\ntag = \"v{{version}}\"\n\n[[release]]\nversion = \"0.15.0\"\ntorch = \">=2.11\"\n\n\
+             [build]\ntorch-cmake = \"lite\"\ndefine = {{ CMAKE_BUILD_TYPE = \"Release\" }}\n\n\
+             [install]\nartifacts = [\"libtorchcodec_core*\", \"libtorchcodec_custom_ops*\"]\nfinds = [\"{{torch.lib}}\"]\n\
+             park = [\"torchcodec/libtorchcodec_*\"]\n\n[verify]\npython = '''\nimport ctypes, os, sysconfig, torch\n\
+             lib = ctypes.CDLL(os.path.join(sysconfig.get_paths()[\"platlib\"], \"torchcodec\", \"libtorchcodec_core{major}.so\"))\n\
+             lib.realext_sum.restype = ctypes.c_double\nassert lib.realext_sum() == 4.0\n'''\n",
+            work.display()
+        ),
+    )
+    .unwrap();
+    let wheels = wheel.parent().unwrap().display().to_string();
+    let env = [("PIP_NO_INDEX", "1"), ("PIP_FIND_LINKS", wheels.as_str())];
+    let cache = root.join("cache");
+    let cmd = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend([
+            "--venv",
+            venv.to_str().unwrap(),
+            "--recipes",
+            recipes.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+        ]);
+        rocbuild(&all, &env)
+    };
+    let pip = |args: &[&str]| {
+        run(Command::new(real.join("bin/python"))
+            .args(["-m", "pip", "--disable-pip-version-check", "-q", "--python"])
+            .arg(venv.join("bin/python"))
+            .args(args))
+    };
+
+    // The venv had no torchcodec: rocbuild builds, installs, verifies.
+    ok(&cmd(&["tclike", "-q"]));
+    // pip overwrites it with the real wheel.
+    pip(&[
+        "install",
+        "--no-deps",
+        "--force-reinstall",
+        wheel.to_str().unwrap(),
+    ]);
+    let pips = package_bytes(&site, "torchcodec", "torchcodec");
+    let st = cmd(&["status"]);
+    assert_eq!(st.code, 1, "{}{}", st.stdout, st.stderr);
+    assert!(st.stdout.contains("overwritten"), "{}", st.stdout);
+    // rebuild --if-stale rebuilds (rocbuild takes the package over again).
+    ok(&cmd(&["rebuild", "--if-stale"]));
+    assert_ne!(package_bytes(&site, "torchcodec", "torchcodec"), pips);
+    // restore: pip's install, exactly.
+    let out = cmd(&["restore", "tclike"]);
+    ok(&out);
+    assert_eq!(
+        package_bytes(&site, "torchcodec", "torchcodec"),
+        pips,
+        "restore did not give pip's torchcodec back:\n{}",
+        out.stdout
+    );
+    assert!(!site.join(".rocbuild/tclike.json").exists());
+    let show = pip(&["show", "-f", "torchcodec"]);
+    assert!(show.contains("Version: 0.15.0"), "{show}");
+    let import = Command::new(venv.join("bin/python"))
+        .args(["-c", "import torchcodec; print(torchcodec.__version__)"])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(
+        import.status.success() && String::from_utf8_lossy(&import.stdout).starts_with("0.15.0"),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+}

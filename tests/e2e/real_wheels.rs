@@ -1095,3 +1095,51 @@ fn the_corpus_reads_the_same_as_llvm_objdump() {
     eprintln!("{checked} native files of the corpus read the same by rocbuild and llvm-objdump");
     assert!(checked >= 10, "only {checked} files checked");
 }
+
+/// doctor reports every problem it finds, not the first (issue 26): the real TorchCodec 0.10.0
+/// Windows wheel beside the real torch 2.11.0, with no FFmpeg anywhere. FFmpeg is missing,
+/// which makes every core inactive; behind it, the DLLs import a c10 constructor that torch
+/// 2.11 does not export (0.10 is for torch 2.10 only). Both are reported, each with its fix,
+/// FFmpeg's and the ABI break's; the exit status is the combined one (5), `--json` lists both.
+#[test]
+fn doctor_reports_the_abi_break_behind_a_missing_ffmpeg() {
+    let (Some(tc), Some(torch)) = (
+        upstream::wheel(&upstream::TORCHCODEC_WINDOWS_0_10),
+        upstream::wheel(&upstream::TORCH_WINDOWS),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (venv, site) = windows_venv(tmp.path(), &tc);
+    upstream::unpack_only(&torch, &site, &["torch/lib/", "torch/version.py"]);
+    let v = venv.to_str().unwrap();
+    let out = rocbuild_in(tmp.path(), &["doctor", "torchcodec", "--venv", v, "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+    let findings = json["packages"][0]["findings"]
+        .as_array()
+        .or_else(|| json["findings"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    let checks: Vec<&str> = findings
+        .iter()
+        .filter_map(|f| f["check"].as_str())
+        .collect();
+    assert!(checks.contains(&"ffmpeg"), "{checks:?}\n{}", out.stdout);
+    assert!(checks.contains(&"abi"), "{checks:?}\n{}", out.stdout);
+    let abi = findings
+        .iter()
+        .find(|f| f["check"] == "abi")
+        .unwrap()
+        .to_string();
+    assert!(abi.contains("c10::MessageLogger::MessageLogger"), "{abi}");
+    assert_eq!(out.code, 5, "{}", out.stdout);
+    let human = rocbuild_in(tmp.path(), &["doctor", "torchcodec", "--venv", v]);
+    assert_eq!(human.code, 5, "{}", human.stdout);
+    assert!(human.stdout.contains("MessageLogger"), "{}", human.stdout);
+    assert!(
+        human.stdout.to_lowercase().contains("ffmpeg"),
+        "{}",
+        human.stdout
+    );
+}

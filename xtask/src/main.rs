@@ -29,9 +29,36 @@ commands:
                   real torch (c), deps vs ldd and the Windows DLLs (d), doctor vs a bare
                   import and an nm -D script (e), no-op rerun on the real torch (f);
                   writes BENCHMARKS.md (--only: just those sections of it)
+  soak [N]        run N (default 50) random sequences of the model-based ownership test
+                  (tests/e2e/ownership_model.rs): installs, pip, uv, torch upgrades,
+                  rebuilds, restores and kills on a real venv
   fuzz [SECONDS]  run every fuzz target (fuzz/) for SECONDS each (default 60) on stable Rust;
                   crashes in fuzz/artifacts, figures into BENCHMARKS.md (not part of `test`)
 ";
+
+/// `cargo xtask soak N`: the ownership model test with N random cases, after the set-up.
+fn soak(args: &[String]) -> Result<ExitCode, String> {
+    let n: u32 = match args.first() {
+        Some(a) => a
+            .parse()
+            .map_err(|_| format!("soak: `{a}` is not a number of cases"))?,
+        None => 50,
+    };
+    let prepared = setup::setup()?;
+    std::env::set_var("ROCBUILD_MODEL_CASES", n.to_string());
+    setup::run_tests(
+        &prepared,
+        &[
+            "-p".into(),
+            "rocbuild".into(),
+            "--test".into(),
+            "e2e".into(),
+            "ownership_model_random".into(),
+            "--".into(),
+            "--nocapture".into(),
+        ],
+    )
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,6 +68,7 @@ fn main() -> ExitCode {
         Some("chroots") => chroots::setup(setup::is_root(), &args[1..]).map(|_| ExitCode::SUCCESS),
         Some("bench") => bench::bench(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("fuzz") => fuzz::fuzz(&args[1..]).map(|_| ExitCode::SUCCESS),
+        Some("soak") => soak(&args[1..]),
         Some("help" | "-h" | "--help") => {
             print!("{USAGE}");
             Ok(ExitCode::SUCCESS)

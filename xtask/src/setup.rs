@@ -73,6 +73,7 @@ const UPSTREAM_WHEELS: &[(&str, &str)] = &[
     ("torchcodec==0.16.0", "macosx_14_0_arm64"),
     ("torchcodec==0.17.0", "macosx_14_0_arm64"),
     ("torchcodec==0.17.0", "win_amd64"),
+    ("torchcodec==0.10.0", "win_amd64"),
     ("torch==2.11.0", "win_amd64"),
     ("ctranslate2==4.8.5", "win_amd64"),
     ("msvc-runtime==14.51.36231", "win_amd64"),

@@ -82,6 +82,9 @@ impl Examiner<'_> {
 
         let (linkages, linked) = self.link(subject, &live);
         findings.extend(linked);
+        if subject.ffmpeg && available.is_empty() {
+            findings.extend(self.torch_abi_without_ffmpeg(subject, libs));
+        }
         if let Some(t) = self.machine.torch.as_ref() {
             let needed: Vec<(PathBuf, Vec<String>)> = linkages
                 .iter()
@@ -96,6 +99,30 @@ impl Examiner<'_> {
             self.machine.torch.as_ref(),
         ));
         Examined { findings, inactive }
+    }
+
+    /// No FFmpeg at all makes every FFmpeg variant inactive, but must not hide an ABI break
+    /// with torch behind it: the newest variant's libraries are linked anyway and their torch
+    /// imports that torch does not export are reported (their FFmpeg imports are the FFmpeg
+    /// finding's business).
+    fn torch_abi_without_ffmpeg(&self, subject: &Subject, libs: &[PathBuf]) -> Vec<Finding> {
+        let Some(newest) = libs
+            .iter()
+            .filter_map(|p| variant_major(&file_name(p)))
+            .max()
+        else {
+            return Vec::new();
+        };
+        let group: Vec<PathBuf> = libs
+            .iter()
+            .filter(|p| variant_major(&file_name(p)).is_none_or(|m| m == newest))
+            .cloned()
+            .collect();
+        let (_, found) = self.link(subject, &group);
+        found
+            .into_iter()
+            .filter(|f| f.check == Check::Abi)
+            .collect()
     }
 
     /// The linkage of `live` (loaded together, after Python and torch) and what it shows: files
@@ -133,7 +160,27 @@ impl Examiner<'_> {
                 searched(self.machine.platform.os),
                 &l.format,
             ));
-            // A missing library hides every symbol it would have provided: its own finding says so.
+            // A missing library hides every symbol it would have provided: its own finding says
+            // so. torch's symbols can come only from torch, which is there: those are checked
+            // whatever else is missing.
+            let torch_missing = l.missing.iter().any(|m| {
+                let m = m.name.to_ascii_lowercase();
+                m.contains("torch") || m.contains("c10")
+            });
+            if !l.missing.is_empty() && !torch_missing {
+                let own: Vec<_> = l
+                    .unresolved
+                    .iter()
+                    .filter(|u| u.importer == l.path && checks::abi::is_torch_symbol(u))
+                    .cloned()
+                    .collect();
+                findings.extend(checks::abi::check(
+                    subject,
+                    torch.map(|t| t.version.as_str()),
+                    &name,
+                    &own,
+                ));
+            }
             if l.missing.is_empty() {
                 // Without the venv's Python to read (a venv of another OS), the
                 // interpreter's `Py*` symbols cannot be checked: they are not reported.

@@ -174,6 +174,9 @@ fn undo(site: &Path, journal: &Journal) -> Result<()> {
             }
             Op::Backup { path, backup } => {
                 if backup.exists() && !path.exists() {
+                    if let Some(p) = path.parent() {
+                        txn_fs::create_dir_all(p).map_err(io("create", p))?;
+                    }
                     txn_fs::rename(backup, path).map_err(io("restore", path))?;
                 }
             }
@@ -444,6 +447,13 @@ pub fn swap(
     if let Err(e) = perform(&swapped.journal) {
         undo(site, &swapped.journal)?;
         return Err(e);
+    }
+    // A folder the swap emptied (the dist-info of the version replaced) goes: an empty
+    // `pkg-0.9.0.dist-info/` still tells importlib.metadata that 0.9.0 is installed.
+    for op in &swapped.journal.ops {
+        if let Op::Backup { path, .. } = op {
+            prune_empty_parents(path, site);
+        }
     }
     Ok(swapped)
 }

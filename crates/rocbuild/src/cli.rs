@@ -63,8 +63,12 @@ pub enum Command {
     /// Run `rocbuild rebuild --if-stale` for the venv regularly (systemd, launchd, Task
     /// Scheduler or cron).
     Schedule(ScheduleArgs),
-    /// Give the venv back as it was before rocbuild installed RECIPE (pip's files byte for
-    /// byte, or no package at all when pip had none), and forget the build.
+    /// Give the venv back exactly as it was just before rocbuild last took RECIPE over (the
+    /// package folder and dist-info byte for byte, or no package when there was none), and
+    /// forget the build. rocbuild takes a package over when it installs over files it did not
+    /// write: its first install, or a rebuild after pip or uv replaced its build. If pip or uv
+    /// has replaced rocbuild's build since its last install, their install is left as it is
+    /// and only rocbuild's record (and its orphaned files) goes.
     Restore(RestoreArgs),
     /// Make a wheel of the rebuilt package, to pip install on machines with the same torch.
     Wheel(WheelArgs),

@@ -40,6 +40,14 @@ pub const TORCHCODEC_WINDOWS: Wheel = Wheel {
     platform: "win_amd64",
 };
 
+/// TorchCodec 0.10.0 for Windows, made for torch 2.10 only: its DLLs import
+/// `??0MessageLogger@c10@@QEAA@PEBDHH_N@Z`, which later torch DLLs do not export.
+pub const TORCHCODEC_WINDOWS_0_10: Wheel = Wheel {
+    name: "torchcodec",
+    version: "0.10.0",
+    platform: "win_amd64",
+};
+
 /// torch for Windows (CPU): `torch/lib` holds `c10.dll`, `torch_cpu.dll`, … that TorchCodec's
 /// Windows DLLs import, and that `import torch` loads first.
 pub const TORCH_WINDOWS: Wheel = Wheel {
@@ -68,6 +76,7 @@ pub const CORPUS: &[Wheel] = &[
     TORCHCODEC_MACOS_NO_RPATH,
     TORCHCODEC_MACOS_HOMEBREW_RPATH,
     TORCHCODEC_WINDOWS,
+    TORCHCODEC_WINDOWS_0_10,
     TORCH_WINDOWS,
     CTRANSLATE2_WINDOWS,
     MSVC_RUNTIME,
