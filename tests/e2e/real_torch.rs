@@ -500,7 +500,7 @@ fn restore_after_pip_overwrote_and_a_rebuild_gives_pips_torchcodec_back() {
     };
     let pip = |args: &[&str]| {
         run(Command::new(real.join("bin/python"))
-            .args(["-m", "pip", "--disable-pip-version-check", "-q", "--python"])
+            .args(["-m", "pip", "--disable-pip-version-check", "--python"])
             .arg(venv.join("bin/python"))
             .args(args))
     };
