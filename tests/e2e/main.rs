@@ -28,6 +28,7 @@ mod real_wheels;
 mod repair;
 mod restore;
 mod schedule;
+mod secrets;
 mod signals;
 mod status;
 mod uv_venv;

@@ -36,9 +36,10 @@ impl FromRun for Manifest {
             version: plan.version.clone(),
             recipe_hash: plan.recipe_hash.clone(),
             fingerprint: plan.fingerprint.clone(),
+            // Kept without userinfo: a manifest (and the wheel made from it) holds no secret.
             source_url: Some(match (&plan.prebuilt, &plan.source) {
-                (Some(p), _) => p.url.clone(),
-                (None, SourcePlan::Git { url, .. }) => url.clone(),
+                (Some(p), _) => rocbuild_secret::strip_userinfo(&p.url),
+                (None, SourcePlan::Git { url, .. }) => rocbuild_secret::strip_userinfo(url),
                 (None, SourcePlan::Local { dir }) => dir.display().to_string(),
             }),
             source_commit: commit,
@@ -55,7 +56,7 @@ impl FromRun for Manifest {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
-            options: plan.options.clone(),
+            options: public_options(&plan.options),
             sdk: sdk_record(plan),
             record: staged.record.clone(),
             dropped: staged.dropped.clone(),
@@ -72,10 +73,10 @@ impl FromRun for Manifest {
                 crate::plan::SourcePlan::Local { .. } => Vec::new(),
             },
             prebuilt: plan.prebuilt.as_ref().map(|p| PrebuiltRecord {
-                url: p.url.clone(),
+                url: rocbuild_secret::strip_userinfo(&p.url),
                 file: p.file.clone(),
                 sha256: p.sha256.clone(),
-                index: p.index.clone(),
+                index: rocbuild_secret::strip_userinfo(&p.index),
             }),
             // `held` is filled in at the commit, from the files as they then are.
             ownership: Some(rocbuild_venv::ownership::Ownership {
@@ -185,4 +186,17 @@ mod tests {
             "rocm6.4.gfx1201"
         );
     }
+}
+
+/// The options as the manifest keeps them, for `rebuild`: URLs without userinfo (a rebuild
+/// gets credentials from git's credential helpers, or the user passes the URL again).
+fn public_options(o: &rocbuild_venv::BuildOptions) -> rocbuild_venv::BuildOptions {
+    let mut o = o.clone();
+    o.source = o.source.as_deref().map(rocbuild_secret::strip_userinfo);
+    o.index = o
+        .index
+        .iter()
+        .map(|u| rocbuild_secret::strip_userinfo(u))
+        .collect();
+    o
 }

@@ -39,7 +39,11 @@ fn cache_repo(git_cache: &Path, url: &str) -> Result<Repository> {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         .collect();
-    let dir = git_cache.join(format!("{tail}-{}.git", &hash_hex(&[url])[..12]));
+    // Keyed by the URL without credentials: one clone whatever token reaches it.
+    let dir = git_cache.join(format!(
+        "{tail}-{}.git",
+        &hash_hex(&[&rocbuild_secret::strip_userinfo(url)])[..12]
+    ));
     let open = Repository::open_bare(&dir);
     match open {
         Ok(r) => Ok(r),
@@ -115,11 +119,63 @@ fn fetch_specs(
         progress(p.received_objects(), p.total_objects());
         true
     });
+    // The URL git2 sees (and writes into FETCH_HEAD) has no credentials: they are handed
+    // over only when the server asks, by `credentials`.
+    let public = rocbuild_secret::strip_userinfo(from);
+    let given = rocbuild_secret::credentials(from);
+    let config = repo.config().ok();
+    let mut tries = 0;
+    cb.credentials(move |url, username, allowed| {
+        tries += 1;
+        credentials(
+            url,
+            username,
+            allowed,
+            given.as_ref(),
+            config.as_ref(),
+            tries,
+        )
+    });
     let mut fo = FetchOptions::new();
     fo.remote_callbacks(cb);
     fo.download_tags(git2::AutotagOption::None);
-    let mut remote = repo.remote_anonymous(from)?;
+    let mut remote = repo.remote_anonymous(&public)?;
     remote.fetch(specs, Some(&mut fo), None)
+}
+
+/// Credentials for a server that asks, in this order: the userinfo of the URL the user gave
+/// (for this one fetch; a lone token is sent as the password of user `x-access-token`, as
+/// GitHub takes it), then git's own credential helpers (`credential.helper`, which covers
+/// `GIT_ASKPASS`-style and stored credentials), then, for SSH, the agent. Each is tried once.
+fn credentials(
+    url: &str,
+    username: Option<&str>,
+    allowed: git2::CredentialType,
+    given: Option<&(String, Option<String>)>,
+    config: Option<&git2::Config>,
+    tries: usize,
+) -> std::result::Result<git2::Cred, git2::Error> {
+    if allowed.contains(git2::CredentialType::USER_PASS_PLAINTEXT) {
+        if let (1, Some((user, pass))) = (tries, given) {
+            return match pass {
+                Some(p) => git2::Cred::userpass_plaintext(user, p),
+                None => git2::Cred::userpass_plaintext("x-access-token", user),
+            };
+        }
+        if tries <= 2 {
+            if let Some(c) = config {
+                if let Ok(cred) = git2::Cred::credential_helper(c, url, username) {
+                    return Ok(cred);
+                }
+            }
+        }
+    }
+    if allowed.contains(git2::CredentialType::SSH_KEY) && tries <= 3 {
+        return git2::Cred::ssh_key_from_agent(username.unwrap_or("git"));
+    }
+    Err(git2::Error::from_str(
+        "the server asked for credentials and none that were given were accepted",
+    ))
 }
 
 /// Find `reference` (a full ref, a short name or a commit id) in `repo`.

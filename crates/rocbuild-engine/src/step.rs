@@ -24,7 +24,8 @@ pub enum Verbosity {
 /// The log of one run, shared by its steps.
 pub struct RunLog {
     pub path: PathBuf,
-    file: File,
+    /// Redacted line by line: a log keeps no URL password or secret setting.
+    file: rocbuild_secret::Redacting<File>,
     pub verbosity: Verbosity,
     started: std::time::Instant,
 }
@@ -37,10 +38,10 @@ impl RunLog {
             .map(|d| d.as_millis())
             .unwrap_or(0);
         let path = dir.join(format!("{name}-{stamp}.log"));
-        let file = File::create(&path).map_err(EngineError::io("create", &path))?;
+        let file = rocbuild_secret::create_file(&path).map_err(EngineError::io("create", &path))?;
         Ok(RunLog {
             path,
-            file,
+            file: rocbuild_secret::Redacting::new(file),
             verbosity,
             started: std::time::Instant::now(),
         })
@@ -53,7 +54,7 @@ impl RunLog {
             self.started.elapsed().as_secs_f64()
         );
         if self.verbosity != Verbosity::Quiet {
-            eprintln!("{line}");
+            eprintln!("{}", rocbuild_secret::redact(line));
         }
     }
 
@@ -125,7 +126,7 @@ impl RunLog {
             let line = line.trim_end().to_string();
             self.write(&line);
             if self.verbosity == Verbosity::Verbose {
-                eprintln!("{line}");
+                eprintln!("{}", rocbuild_secret::redact(&line));
             }
             tail.push(&line);
             lines.push(line);
@@ -215,7 +216,7 @@ impl RunLog {
                         show_progress(&bar, n, m);
                     }
                     if self.verbosity == Verbosity::Verbose {
-                        bar.suspend(|| eprintln!("{line}"));
+                        bar.suspend(|| eprintln!("{}", rocbuild_secret::redact(&line)));
                     }
                     tail.push(&line);
                     lines.push(line);

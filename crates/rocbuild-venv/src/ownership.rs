@@ -182,6 +182,25 @@ pub fn still_ours(site: &Path, m: &Manifest) -> Vec<String> {
         .collect()
 }
 
+/// Every path that some dist-info in `site` lists in its RECORD, with the hash listed
+/// (`sha256=…`, or empty).
+pub fn recorded_hashes(site: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(rd) = std::fs::read_dir(site) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        if !e.file_name().to_string_lossy().ends_with(".dist-info") {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path().join("RECORD")).unwrap_or_default();
+        for (p, hash, _) in record::parse(&text) {
+            out.insert(p, hash);
+        }
+    }
+    out
+}
+
 /// Every path that some dist-info in `site` lists in its RECORD (files someone else owns).
 pub fn recorded_by_anyone(site: &Path) -> BTreeSet<String> {
     let mut out = BTreeSet::new();

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::error::{Result, VenvError};
 use crate::install::{self, backup_dir, Journal};
-use crate::manifest::{self, Manifest};
+use crate::manifest::{self, sha256_file, Manifest};
 use crate::ownership;
 
 #[derive(Debug, Clone, Serialize)]
@@ -92,7 +92,7 @@ pub fn restore(site: &Path, recipe: &str) -> Result<Restored> {
     let out = if ownership::holds(site, &m) {
         give_back(site, &m, &backup, &mut journal)
     } else {
-        release(site, &m, &mut journal)
+        release(site, &m, &backup, &mut journal)
     };
     journal.drop.push(manifest::path(site, recipe));
     journal.drop.push(backup);
@@ -165,13 +165,15 @@ fn give_back(site: &Path, m: &Manifest, backup: &Path, journal: &mut Journal) ->
     out
 }
 
-/// Someone else has taken the package back since rocbuild's install: theirs stays. Only
-/// rocbuild's files that are still exactly as it left them and that no installer's RECORD
-/// lists are removed (a preload hook, a library the wheel does not have).
-fn release(site: &Path, m: &Manifest, journal: &mut Journal) -> Restored {
+/// Someone else has taken the package back since rocbuild's install: theirs stays. Of
+/// rocbuild's files that are still exactly as it left them, one that an installer's RECORD
+/// lists with the baseline's bytes gets those bytes back (a file `repair` edited, beside one
+/// pip has put back since: RECORD is true again); one that no RECORD lists is removed (a
+/// preload hook, a library the wheel does not have); the rest is left.
+fn release(site: &Path, m: &Manifest, backup: &Path, journal: &mut Journal) -> Restored {
     let mut out = Restored::new(&m.recipe);
     out.released = true;
-    let recorded = ownership::recorded_by_anyone(site);
+    let recorded = ownership::recorded_hashes(site);
     let intact: BTreeSet<String> = ownership::still_ours(site, m).into_iter().collect();
     for rel in ours(m) {
         let p = native(site, &rel);
@@ -182,8 +184,16 @@ fn release(site: &Path, m: &Manifest, journal: &mut Journal) -> Restored {
             || m.ownership
                 .as_ref()
                 .is_some_and(|o| o.held.contains_key(&rel));
-        let orphan = !recorded.contains(&rel) && (intact.contains(&rel) || !hashed);
-        if orphan {
+        let ours_still = intact.contains(&rel) || !hashed;
+        let base = native(backup, &rel);
+        let base_is_recorded = recorded.get(&rel).is_some_and(|h| {
+            !h.is_empty()
+                && sha256_file(&base).is_ok_and(|(hex, _)| crate::record::record_hash(&hex) == *h)
+        });
+        if ours_still && base_is_recorded {
+            journal.put_back.push((base, p));
+            out.restored.push(rel);
+        } else if ours_still && !recorded.contains_key(&rel) {
             journal.remove.push(p);
             out.removed.push(rel);
         } else {

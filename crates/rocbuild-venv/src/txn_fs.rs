@@ -144,7 +144,9 @@ pub fn write_synced(p: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
     space()?;
     let r = (|| {
-        let mut f = fs_err::File::create(p)?;
+        // Never world-writable, whatever the umask (a manifest, a journal).
+        let mut f = rocbuild_secret::create_file(p)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{e}: {}", p.display())))?;
         f.write_all(bytes)?;
         f.sync_all()
     })();

@@ -411,7 +411,7 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
                 "flavor": m.flavor,
                 "ffmpeg_major": m.ffmpeg_major,
                 "sdk": m.sdk,
-                "source_url": m.source_url,
+                "source_url": m.source_url.as_deref().map(rocbuild_secret::strip_userinfo),
                 "source_commit": m.source_commit,
                 "recipe_hash": m.recipe_hash,
             }))

@@ -2,6 +2,8 @@
 //! group of commands (commands/), and the exit status. The work is in the library crates.
 
 mod cli;
+#[macro_use]
+mod out;
 mod commands;
 mod settings;
 
@@ -60,7 +62,7 @@ pub struct Stderr;
 
 impl rocbuild_engine::Reporter for Stderr {
     fn note(&mut self, line: &str) {
-        eprintln!("{line}");
+        errln!("{line}");
     }
 }
 
@@ -68,8 +70,11 @@ fn main() -> ExitCode {
     // `--version X` picks a recipe's release; alone, it can only mean rocbuild's own, as in
     // every other tool (-V and --rocbuild-version say the same).
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    // Every secret this process was given (a URL's password in an argument or a variable, a
+    // secret variable's value) is known before anything is printed or logged.
+    rocbuild_secret::register_process(args.iter().filter_map(|a| a.to_str()));
     if args.len() == 1 && args[0] == "--version" {
-        println!("rocbuild {}", env!("CARGO_PKG_VERSION"));
+        outln!("rocbuild {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
     let cli = match Cli::try_parse() {
@@ -101,7 +106,7 @@ fn main() -> ExitCode {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(out::tracing_writer)
         .without_time()
         .init();
     let _ = miette::set_hook(Box::new(|_| {
@@ -119,7 +124,7 @@ fn main() -> ExitCode {
     match dispatch(cli) {
         Ok(status) => status.into(),
         Err(report) => {
-            eprintln!("{report:?}");
+            errln!("{report:?}");
             let status = exit_status_of(&report);
             if json {
                 print_json_error(&json_error(&report, status));
@@ -132,8 +137,7 @@ fn main() -> ExitCode {
 /// The width to wrap messages at: the terminal's (stderr), else `$COLUMNS`, else 100 columns
 /// (as clap does for `--help`).
 fn text_width() -> usize {
-    terminal_size::terminal_size_of(std::io::stderr())
-        .map(|(w, _)| usize::from(w.0))
+    out::stderr_terminal_width()
         .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
         .filter(|w| *w >= 20)
         .unwrap_or(100)
@@ -182,10 +186,23 @@ pub(crate) fn json_error(report: &miette::Report, status: ExitStatus) -> serde_j
 }
 
 pub(crate) fn print_json_error(v: &serde_json::Value) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
     );
+}
+
+/// clap's message as clap prints it (in colour on a terminal), unless it would show a secret
+/// (a credentialed URL given to the wrong option): then redacted, without colour.
+fn print_clap(e: &clap::Error) {
+    let plain = e.render().to_string();
+    if rocbuild_secret::redact(&plain) == plain {
+        let _ = e.print();
+    } else if e.use_stderr() {
+        errln!("{}", plain.trim_end());
+    } else {
+        outln!("{}", plain.trim_end());
+    }
 }
 
 /// clap's own errors (and `--help`, `--rocbuild-version`) as clap prints them; with `--json`
@@ -199,7 +216,7 @@ fn command_line_error(e: clap::Error) -> ExitCode {
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     );
     if is_error && std::env::args_os().any(|a| a == "--json") {
-        let _ = e.print();
+        print_clap(&e);
         let help = match e.get(ContextKind::SuggestedArg) {
             Some(s) => format!("did you mean {s}? see rocbuild --help"),
             None => "see rocbuild --help".into(),
@@ -223,7 +240,8 @@ fn command_line_error(e: clap::Error) -> ExitCode {
         }));
         return ExitCode::from(2);
     }
-    e.exit()
+    print_clap(&e);
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
 
 /// A usage error (a bad option or value) exits 2, like clap's own; anything else 1.
@@ -292,29 +310,29 @@ fn ffmpeg(a: &FfmpegArgs, g: &Global) -> Result<ExitStatus> {
     };
     let found = rocbuild_fetch::fetch_shared_ffmpeg(&rocbuild_fetch::FfmpegPins::builtin(), &req)?;
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&found).into_diagnostic()?
         );
     } else {
-        println!(
+        outln!(
             "FFmpeg {} (libavutil {}), shared, in {}",
             found.major,
             found.avutil_major,
             found.root.display()
         );
-        println!(
+        outln!(
             "libraries: {} ({} files)",
             found.lib_dir.display(),
             found.libraries.len()
         );
         if !found.missing.is_empty() {
-            println!(
+            outln!(
                 "missing (TorchCodec needs them): {}",
                 found.missing.join(", ")
             );
         }
-        println!(
+        outln!(
             "builds use it from now on (as if given --ffmpeg {}); another --ffmpeg DIR wins",
             found.root.display()
         );
@@ -332,7 +350,7 @@ fn load_recipes(g: &Global) -> Result<RecipeSet> {
 
 fn list_recipes(set: &RecipeSet, variables: bool) {
     for r in set.iter() {
-        println!("{} — {} ({})", r.name(), r.raw.package.description, r.file);
+        outln!("{} — {} ({})", r.name(), r.raw.package.description, r.file);
         for rel in r.releases() {
             let mut line = format!("  {:<10} torch {}", rel.version, rel.torch);
             if !rel.default {
@@ -341,13 +359,13 @@ fn list_recipes(set: &RecipeSet, variables: bool) {
             if let Some(n) = &rel.note {
                 line.push_str(&format!("  — {n}"));
             }
-            println!("{line}");
+            outln!("{line}");
         }
     }
     if variables {
-        println!("\ntemplate variables:");
+        outln!("\ntemplate variables:");
         for (name, doc) in rocbuild_recipe::template::VARIABLES {
-            println!("  {{{name}}}  {doc}");
+            outln!("  {{{name}}}  {doc}");
         }
     }
 }

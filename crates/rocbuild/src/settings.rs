@@ -91,7 +91,15 @@ pub fn cache(g: &crate::cli::Global) -> miette::Result<std::path::PathBuf> {
             ));
         }
     };
-    std::path::absolute(dir).into_diagnostic()
+    let dir = std::path::absolute(dir).into_diagnostic()?;
+    if let Err(why) = rocbuild_secret::check_cache_dir(&dir) {
+        return Err(miette::miette!(
+            code = "rocbuild::settings::unsafe_cache",
+            help = "use a cache directory of your own: --cache DIR or ROCBUILD_CACHE=DIR (the default is ~/.cache/rocbuild)",
+            "the cache directory is not safe: {why}"
+        ));
+    }
+    Ok(dir)
 }
 
 /// `ROCBUILD_INDEX`: the indexes to look for rebuilt wheels on when no `--index` is given.

@@ -103,11 +103,10 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
     let (dest, outcome) = match built {
         Built::Planned(plan) => {
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&plan).into_diagnostic()?);
+                outln!("{}", serde_json::to_string_pretty(&plan).into_diagnostic()?);
             } else {
-                use std::io::Write;
                 // A closed pipe (`| head`) is not an error worth a panic.
-                let _ = write!(std::io::stdout().lock(), "{plan}");
+                crate::out::stdout_raw(&plan.to_string());
             }
             return Ok(ExitStatus::Success);
         }
@@ -115,7 +114,7 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
         Built::Unchanged { dest, outcome } => (dest, outcome),
     };
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&outcome).into_diagnostic()?
         );
@@ -137,45 +136,46 @@ pub fn print_outcome(
     } else {
         "up to date"
     };
-    println!(
+    outln!(
         "{} {} {what} in {}",
         outcome.recipe,
         outcome.version,
         dest.display()
     );
     if let Some(w) = &outcome.wheel {
-        println!("  wheel:    {w} (installed from the index, not built)");
+        outln!("  wheel:    {w} (installed from the index, not built)");
     }
     if let Some(c) = &outcome.commit {
-        println!("  source:   {} @ {}", source, &c[..12.min(c.len())]);
+        outln!("  source:   {} @ {}", source, &c[..12.min(c.len())]);
     }
     if outcome.changed {
         for f in &outcome.installed {
-            println!("  file:     {f}");
+            outln!("  file:     {f}");
         }
         for p in &outcome.parked {
-            println!("  parked:   {p}");
+            outln!("  parked:   {p}");
         }
         if let Some(last) = outcome.verify_output.last() {
-            println!("  verified: {last}");
+            outln!("  verified: {last}");
         }
     }
     if let Some(c) = outcome.compiler_cache.as_ref().filter(|_| outcome.changed) {
         match (c.hits, c.misses) {
-            (Some(h), Some(m)) if h + m > 0 => println!(
+            (Some(h), Some(m)) if h + m > 0 => outln!(
                 "  compiler cache: {} ({}): {h} hits, {m} misses ({:.0}% hits)",
                 c.kind,
                 c.backend,
                 100.0 * h as f64 / (h + m) as f64
             ),
-            _ => println!(
+            _ => outln!(
                 "  compiler cache: {} ({}): nothing compiled",
-                c.kind, c.backend
+                c.kind,
+                c.backend
             ),
         }
     }
-    println!("  manifest: {}", outcome.manifest.display());
+    outln!("  manifest: {}", outcome.manifest.display());
     if verbosity == Verbosity::Verbose {
-        println!("  log:      {}", outcome.log.display());
+        outln!("  log:      {}", outcome.log.display());
     }
 }

@@ -16,14 +16,14 @@ use crate::ExitStatus;
 fn fail(e: DoctorError, json: bool) -> Result<ExitStatus> {
     if e.is_usage() {
         let report = miette::Report::new(e);
-        eprintln!("{report:?}");
+        errln!("{report:?}");
         if json {
             crate::print_json_error(&crate::json_error(&report, ExitStatus::Usage));
         }
         Ok(ExitStatus::Usage)
     } else if matches!(e, DoctorError::BundleMissing { .. }) {
         let report = miette::Report::new(e);
-        eprintln!("{report:?}");
+        errln!("{report:?}");
         if json {
             crate::print_json_error(&crate::json_error(&report, ExitStatus::MissingLibrary));
         }
@@ -167,12 +167,11 @@ pub fn repair(a: &RepairArgs) -> Result<ExitStatus> {
 
 /// JSON or the human text on stdout; a closed pipe (`| head`) is not an error.
 fn print_out<T: serde::Serialize>(json: bool, value: &T, text: String) -> Result<()> {
-    use std::io::Write;
     let text = if json {
         serde_json::to_string_pretty(value).into_diagnostic()? + "\n"
     } else {
         text
     };
-    let _ = write!(std::io::stdout().lock(), "{text}");
+    crate::out::stdout_raw(&text);
     Ok(())
 }

@@ -19,7 +19,7 @@ use crate::{ExitStatus, Stderr};
 pub fn status(recipes: &RecipeSet, a: &StatusArgs) -> Result<ExitStatus> {
     let r = usecase::status(a.venv.venv.as_deref(), recipes, &mut Stderr)?;
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&r.status).into_diagnostic()?
         );
@@ -35,34 +35,35 @@ pub fn status(recipes: &RecipeSet, a: &StatusArgs) -> Result<ExitStatus> {
 
 fn print_status(root: &Path, st: &VenvStatus, busy: Option<&str>) {
     if let Some(pid) = busy {
-        println!("a rocbuild run is installing into this venv now (pid {pid}); ask again when it is done");
+        outln!("a rocbuild run is installing into this venv now (pid {pid}); ask again when it is done");
     }
     if st.recipes.is_empty() && st.unreadable.is_empty() {
-        println!("no rocbuild builds in {}", root.display());
+        outln!("no rocbuild builds in {}", root.display());
         return;
     }
     for r in &st.recipes {
-        println!("{} {}: {}", r.recipe, r.version, r.state.as_str());
+        outln!("{} {}: {}", r.recipe, r.version, r.state.as_str());
         for why in &r.reasons {
-            println!("  stale: {why}");
+            outln!("  stale: {why}");
         }
         for f in &r.overwritten {
-            println!("  overwritten: {f} (pip reinstalled the wheel?)");
+            outln!("  overwritten: {f} (pip reinstalled the wheel?)");
         }
         for f in &r.missing {
-            println!("  missing: {f}");
+            outln!("  missing: {f}");
         }
         match r.state {
             State::Fresh => {}
-            State::Missing => println!(
+            State::Missing => outln!(
                 "  fix: rocbuild rebuild {} (reinstall), or rocbuild restore {} (forget it)",
-                r.recipe, r.recipe
+                r.recipe,
+                r.recipe
             ),
-            _ => println!("  fix: rocbuild rebuild {}", r.recipe),
+            _ => outln!("  fix: rocbuild rebuild {}", r.recipe),
         }
     }
     for u in &st.unreadable {
-        println!("unreadable manifest {}: {}", u.manifest.display(), u.error);
+        outln!("unreadable manifest {}: {}", u.manifest.display(), u.error);
     }
 }
 
@@ -89,7 +90,7 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
             } else {
                 format!(": {why}")
             };
-            println!(
+            outln!(
                 "[{stamp}] rebuilding {} ({}{why})",
                 r.recipe,
                 r.state.as_str()
@@ -120,7 +121,7 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
             }
             Ok(usecase::Built::Planned(_)) => {}
             Err(e) => {
-                eprintln!("{:?}", miette::Report::new(e));
+                errln!("{:?}", miette::Report::new(e));
                 failed += 1;
             }
         }
@@ -135,38 +136,39 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
 pub fn restore(a: &RestoreArgs) -> Result<ExitStatus> {
     let (site, r) = usecase::restore(a.venv.venv.as_deref(), &a.recipe, a.no_wait, &mut Stderr)?;
     if r.released {
-        println!(
+        outln!(
             "{}: another installer replaced rocbuild's build since; its install is left as it is, \
              rocbuild's record of the package is gone ({})",
             r.recipe,
             site.display()
         );
     } else {
-        println!(
+        outln!(
             "{} restored to the venv as it was before rocbuild took it over ({})",
             r.recipe,
             site.display()
         );
     }
     for f in &r.restored {
-        println!("  restored: {f}");
+        outln!("  restored: {f}");
     }
     for f in &r.removed {
-        println!("  removed:  {f}");
+        outln!("  removed:  {f}");
     }
     for f in &r.left {
-        println!("  left:     {f} (not rocbuild's: another installer's, or added by hand)");
+        outln!("  left:     {f} (not rocbuild's: another installer's, or added by hand)");
     }
     Ok(ExitStatus::Success)
 }
 
 pub fn wheel(a: &WheelArgs) -> Result<ExitStatus> {
     let w = usecase::wheel(a.venv.venv.as_deref(), &a.recipe, &a.out, &mut Stderr)?;
-    println!("{}", w.path.display());
+    outln!("{}", w.path.display());
     if let Some(t) = &w.requires_torch {
-        eprintln!(
+        errln!(
             "{} files; version {}; requires torch=={t}",
-            w.files, w.version
+            w.files,
+            w.version
         );
     }
     Ok(ExitStatus::Success)
@@ -183,10 +185,10 @@ pub fn publish(a: &PublishArgs, g: &Global) -> Result<ExitStatus> {
         &mut Stderr,
     )?;
     if a.dry_run {
-        println!("{} (not uploaded)", p.wheel.display());
+        outln!("{} (not uploaded)", p.wheel.display());
     } else {
-        println!("{} {} published to {}", a.recipe, p.version, p.index);
-        println!("  wheel: {}", p.wheel.display());
+        outln!("{} {} published to {}", a.recipe, p.version, p.index);
+        outln!("  wheel: {}", p.wheel.display());
     }
     Ok(ExitStatus::Success)
 }
@@ -204,7 +206,7 @@ pub fn clean(a: &CleanArgs, g: &Global) -> Result<ExitStatus> {
     if a.logs || a.all {
         kinds.push(Kind::Logs);
     }
-    println!("cache: {}", cache.display());
+    outln!("cache: {}", cache.display());
     let u = usage(&cache);
     let mut total = 0;
     for x in &u {
@@ -218,14 +220,14 @@ pub fn clean(a: &CleanArgs, g: &Global) -> Result<ExitStatus> {
         } else {
             ""
         };
-        println!("  {:<8} {:>10}{mark}", x.kind.as_str(), human(x.bytes));
+        outln!("  {:<8} {:>10}{mark}", x.kind.as_str(), human(x.bytes));
     }
-    println!("  {:<8} {:>10}", "total", human(total));
+    outln!("  {:<8} {:>10}", "total", human(total));
     if kinds.is_empty() {
-        println!("remove with --sources, --builds, --logs or --all (--dry-run to preview)");
+        outln!("remove with --sources, --builds, --logs or --all (--dry-run to preview)");
     } else if !a.dry_run {
         let freed = remove(&cache, &kinds)?;
-        println!("freed {}", human(freed));
+        outln!("freed {}", human(freed));
     }
     Ok(ExitStatus::Success)
 }
@@ -296,15 +298,15 @@ pub fn schedule(a: &ScheduleArgs, g: &Global) -> Result<ExitStatus> {
                 std::fs::write(p, sched::file_bytes(kind, text))
                     .into_diagnostic()
                     .wrap_err_with(|| format!("cannot write {}", p.display()))?;
-                println!("wrote {}", p.display());
+                outln!("wrote {}", p.display());
             }
             if let Some(d) = s.log.parent() {
                 fs_create(d)?;
             }
             if a.no_activate {
-                println!("activate with:");
+                outln!("activate with:");
                 for act in &s.activate {
-                    println!("  {act}");
+                    outln!("  {act}");
                 }
             } else {
                 for act in &s.activate {
@@ -314,14 +316,14 @@ pub fn schedule(a: &ScheduleArgs, g: &Global) -> Result<ExitStatus> {
                         help: Some("the files are written; run the command by hand, or pick another scheduler with --kind (cron, systemd, launchd, schtasks)".to_string()),
                     })?;
                 }
-                println!("scheduled ({}, {})", kind.as_str(), job.every.as_str());
+                outln!("scheduled ({}, {})", kind.as_str(), job.every.as_str());
             }
-            println!(
+            outln!(
                 "runs:  {} {}",
                 job.exe.display(),
                 shell_words::join(job.args())
             );
-            println!("log:   {}", s.log.display());
+            outln!("log:   {}", s.log.display());
             Ok(ExitStatus::Success)
         }
         ScheduleAction::Remove => {
@@ -334,12 +336,12 @@ pub fn schedule(a: &ScheduleArgs, g: &Global) -> Result<ExitStatus> {
                 found = true;
                 if a.no_activate {
                     for act in &s.deactivate {
-                        println!("deactivate with: {act}");
+                        outln!("deactivate with: {act}");
                     }
                 } else {
                     for act in &s.deactivate {
                         if let Err(e) = sched::perform(act) {
-                            eprintln!("warning: `{act}` failed: {e}");
+                            errln!("warning: `{act}` failed: {e}");
                         }
                     }
                 }
@@ -348,12 +350,12 @@ pub fn schedule(a: &ScheduleArgs, g: &Global) -> Result<ExitStatus> {
                         std::fs::remove_file(p)
                             .into_diagnostic()
                             .wrap_err_with(|| format!("cannot remove {}", p.display()))?;
-                        println!("removed {}", p.display());
+                        outln!("removed {}", p.display());
                     }
                 }
             }
             if !found {
-                println!("no schedule for {}", job.venv.display());
+                outln!("no schedule for {}", job.venv.display());
             }
             Ok(ExitStatus::Success)
         }
@@ -371,20 +373,20 @@ pub fn schedule(a: &ScheduleArgs, g: &Global) -> Result<ExitStatus> {
                     continue;
                 }
                 found = true;
-                println!("{} schedule for {}", k.as_str(), job.venv.display());
+                outln!("{} schedule for {}", k.as_str(), job.venv.display());
                 for p in present {
-                    println!("  file: {}", p.display());
+                    outln!("  file: {}", p.display());
                 }
-                println!(
+                outln!(
                     "  runs: {} {}",
                     job.exe.display(),
                     shell_words::join(job.args())
                 );
                 let state = if s.log.exists() { "" } else { " (no run yet)" };
-                println!("  log:  {}{state}", s.log.display());
+                outln!("  log:  {}{state}", s.log.display());
             }
             if !found {
-                println!(
+                outln!(
                     "no schedule for {} (rocbuild schedule install makes one; it would log to {})",
                     job.venv.display(),
                     job.log.display()
