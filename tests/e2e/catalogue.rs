@@ -142,6 +142,10 @@ pub const CASES: &[(&str, &str)] = &[
         "No cache directory: `HOME` (and `ROCBUILD_CACHE`, `XDG_CACHE_HOME`) unset",
     ),
     (
+        "cache_another_user_can_write",
+        "A cache directory that another user owns and can write to (a shared `/tmp` cache)",
+    ),
+    (
         "repair_unknown_package",
         "`repair` naming a package that is not installed",
     ),
@@ -1226,6 +1230,32 @@ fn home_unset() {
         0,
         "nothing made where it started"
     );
+}
+
+#[test]
+fn cache_another_user_can_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Scene::empty();
+    // Made by someone else (user `nobody`), writable by all: whoever made it could swap the
+    // sources rocbuild builds. As root the test can hand it to another user; otherwise the
+    // world-writable parent without the sticky bit is the same trap.
+    let shared = s.root().join("shared-tmp");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let cache = shared.join("rocbuild-cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        std::os::unix::fs::chown(&cache, Some(65534), Some(65534)).unwrap();
+    } else {
+        std::fs::remove_dir(&cache).unwrap();
+    }
+    let err = check("cache_another_user_can_write", &s, 1, || {
+        rocbuild(&["clean", "--cache", cache.to_str().unwrap()], &[])
+    });
+    assert!(said(&err, "the cache directory is not safe"), "{err}");
+    assert!(said(&err, "--cache DIR"), "{err}");
 }
 
 /// A venv (no pip, fake torch) whose `torchcodec/libtorchcodec_core7.so` needs
