@@ -473,13 +473,7 @@ fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<T
 }
 
 fn split_list(items: &[String]) -> Vec<String> {
-    items
-        .iter()
-        .flat_map(|a| a.split([';', ',']))
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
+    rocbuild_probe::split_lists(items)
 }
 
 /// What `sdk` lacks for this recipe's HIP build (hipBLAS), as the error that says so.

@@ -101,14 +101,7 @@ fn from_headers(dir: &Path) -> Result<Ffmpeg, ProbeError> {
     for f in ["version_major.h", "version.h"] {
         text.push_str(&std::fs::read_to_string(inc.join("libavutil").join(f)).unwrap_or_default());
     }
-    let get = |name: &str| {
-        text.lines().find_map(|l| {
-            let mut it = l.split_whitespace();
-            (it.next() == Some("#define") && it.next() == Some(name))
-                .then(|| it.next().map(str::to_string))
-                .flatten()
-        })
-    };
+    let get = |name: &str| crate::c_define(&text, name);
     let Some(major) = get("LIBAVUTIL_VERSION_MAJOR") else {
         return Err(ProbeError::Ffmpeg {
             reason: format!(

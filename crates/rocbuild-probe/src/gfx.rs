@@ -299,15 +299,9 @@ pub fn nearest_names(given: &str, extra: &[String]) -> Vec<String> {
     scored.into_iter().take(3).map(|(_, _, n)| n).collect()
 }
 
-/// Split `--arch` values: each may be a list (`gfx1100;gfx1030`, commas and spaces too).
+/// Split `--arch` values: each may be a list ([`crate::split_list`]'s separators).
 fn split_requested(requested: &[String]) -> Vec<String> {
-    requested
-        .iter()
-        .flat_map(|r| r.split([';', ',', ' ']))
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect()
+    crate::gpu::split_lists(requested)
 }
 
 /// The device-library file an SDK needs to compile for `name` (`oclc_isa_version_1100.bc`).

@@ -39,13 +39,20 @@ pub struct GpuArchs {
     pub torch_arch_list: Option<Vec<String>>,
 }
 
-/// Split a list of targets (`gfx1100;gfx1030`, commas or spaces too).
+/// The one splitter of GPU target lists, wherever they come from (`--arch`, `--cuda-arch`,
+/// `--gpu-arch`, `PYTORCH_ROCM_ARCH`, `HCC_AMDGPU_TARGET`, CMake's `*_ARCHITECTURES`, a
+/// manifest): `;`, `,` and any whitespace separate; empty items are dropped
+/// (`"gfx1100; gfx1030,gfx1010\n"` -> three targets).
 pub fn split_list(s: &str) -> Vec<String> {
-    s.split([';', ',', ' ', '\n'])
-        .map(str::trim)
+    s.split(|c: char| c == ';' || c == ',' || c.is_whitespace())
         .filter(|t| !t.is_empty())
         .map(String::from)
         .collect()
+}
+
+/// [`split_list`] over several values (`--arch` given more than once).
+pub fn split_lists(items: &[String]) -> Vec<String> {
+    items.iter().flat_map(|s| split_list(s)).collect()
 }
 
 pub(crate) fn push_unique(v: &mut Vec<String>, s: &str) {

@@ -3,6 +3,7 @@
 //! [`Machine`] is what the planner reads. [`probe`] fills it from the real machine; tests and
 //! `--machine FILE` write one by hand, which is how a Windows or macOS plan is made on Linux.
 
+mod cheader;
 mod cuda_gpu;
 mod ffmpeg;
 mod gfx;
@@ -25,6 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub use cheader::c_define;
 pub use cuda_gpu::{detect_cuda_gpu, parse_compute_caps};
 pub use ffmpeg::{find_ffmpeg, probe_ffmpeg, soname_major_to_ffmpeg};
 pub use gfx::{
@@ -34,7 +36,7 @@ pub use gfx::{
 pub use gpu::{
     detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version, gpu_archs_light,
     parse_amdgpu_arch, parse_hipinfo, parse_rocm_agent_enumerator, parse_rocminfo,
-    read_kfd_topology, split_list, GpuArchs, GpuQuery,
+    read_kfd_topology, split_list, split_lists, GpuArchs, GpuQuery,
 };
 pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 pub use mkl::{find_mkl, is_mkl_root};

@@ -90,14 +90,7 @@ pub fn toolkit_version(root: &Path) -> Option<String> {
         }
     }
     let text = std::fs::read_to_string(root.join("include/hip/hip_version.h")).ok()?;
-    let get = |name: &str| {
-        text.lines().find_map(|l| {
-            let mut it = l.split_whitespace();
-            (it.next() == Some("#define") && it.next() == Some(name))
-                .then(|| it.next().map(str::to_string))
-                .flatten()
-        })
-    };
+    let get = |name: &str| crate::c_define(&text, name);
     Some(format!(
         "{}.{}.{}",
         get("HIP_VERSION_MAJOR")?,

@@ -101,14 +101,7 @@ pub fn rocblas_version(parts: &[PathBuf]) -> Option<String> {
             .iter()
             .find_map(|p| std::fs::read_to_string(p.join(rel)).ok())
     })?;
-    let def = |name: &str| -> Option<u32> {
-        text.lines().find_map(|l| {
-            let mut w = l.split_whitespace();
-            (w.next() == Some("#define") && w.next() == Some(name))
-                .then(|| w.next()?.parse().ok())
-                .flatten()
-        })
-    };
+    let def = |name: &str| -> Option<u32> { crate::c_define(&text, name)?.parse().ok() };
     Some(format!(
         "{}.{}.{}",
         def("ROCBLAS_VERSION_MAJOR")?,

@@ -91,14 +91,7 @@ fn hip_version_h(parts: &[PathBuf]) -> Option<(String, String)> {
     let text = parts
         .iter()
         .find_map(|p| std::fs::read_to_string(p.join("include/hip/hip_version.h")).ok())?;
-    let def = |name: &str| -> Option<String> {
-        text.lines().find_map(|l| {
-            let mut w = l.split_whitespace();
-            (w.next() == Some("#define") && w.next() == Some(name))
-                .then(|| w.next().map(str::to_string))
-                .flatten()
-        })
-    };
+    let def = |name: &str| crate::c_define(&text, name);
     mmp(
         def("HIP_VERSION_MAJOR")?,
         def("HIP_VERSION_MINOR")?,
@@ -145,14 +138,7 @@ pub(crate) fn hipblas_version(parts: &[PathBuf]) -> Option<String> {
             .iter()
             .find_map(|p| std::fs::read_to_string(p.join(rel)).ok())
     })?;
-    let def = |name: &str| -> Option<u32> {
-        text.lines().find_map(|l| {
-            let mut w = l.split_whitespace();
-            (w.next() == Some("#define") && w.next() == Some(name))
-                .then(|| w.next()?.parse().ok())
-                .flatten()
-        })
-    };
+    let def = |name: &str| -> Option<u32> { crate::c_define(&text, name)?.parse().ok() };
     let major = def("hipblasVersionMajor")?;
     let minor = def("hipblasVersionMinor").unwrap_or(0);
     let patch = def("hipblasVersionPatch").unwrap_or(0);

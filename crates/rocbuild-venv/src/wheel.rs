@@ -132,10 +132,9 @@ fn gpu_archs(m: &Manifest) -> Vec<String> {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
             .or(m.defines.get(key).map(String::as_str));
-        for a in v.unwrap_or("").split([';', ',', ' ']) {
-            let a = a.trim();
-            if !a.is_empty() && !out.iter().any(|x| x == a) {
-                out.push(a.to_string());
+        for a in rocbuild_probe::split_list(v.unwrap_or("")) {
+            if !out.contains(&a) {
+                out.push(a);
             }
         }
     }
