@@ -17,6 +17,7 @@ mod render;
 mod run;
 pub mod schedule;
 pub mod source;
+mod stage;
 mod step;
 mod toolchain;
 pub mod usecase;

@@ -8,9 +8,10 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
 use crate::error::{EngineError, Result};
-use crate::link::{self, Link};
-use rocbuild_venv::install::{self, NewFile};
-use rocbuild_venv::manifest::{self, sha256_file, InstalledFile, Manifest};
+
+use crate::stage::Staged;
+use rocbuild_venv::install;
+use rocbuild_venv::manifest::{self, sha256_file, Manifest};
 
 use crate::from_run::FromRun;
 use crate::interrupt;
@@ -18,8 +19,6 @@ use crate::plan::{Plan, SourcePlan};
 use crate::source;
 use crate::step::{Background, RunLog, Verbosity};
 use rocbuild_venv::ownership::{self, Package};
-use rocbuild_venv::record;
-use rocbuild_venv::txn_fs;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
@@ -40,7 +39,7 @@ pub struct Outcome {
     pub wheel: Option<String>,
 }
 
-fn globset(patterns: &[String]) -> Result<GlobSet> {
+pub(crate) fn globset(patterns: &[String]) -> Result<GlobSet> {
     let mut b = GlobSetBuilder::new();
     for p in patterns {
         let g = Glob::new(p).map_err(|e| EngineError::Usage {
@@ -408,7 +407,7 @@ struct EarlyPip {
 }
 
 /// The built artifacts by their path under site-packages, with where they are and their hash.
-type Built = BTreeMap<String, (PathBuf, String)>;
+pub(crate) type Built = BTreeMap<String, (PathBuf, String)>;
 
 /// What a build leaves: the commit, the artifacts, the build tree's lock (held until the
 /// artifacts are staged) and what the compiler cache did.
@@ -689,7 +688,7 @@ fn up_to_date(
     })
 }
 
-fn dist_info_dir(site: &Path, dist: &str) -> Option<String> {
+pub(crate) fn dist_info_dir(site: &Path, dist: &str) -> Option<String> {
     let want = rocbuild_probe::normalize_dist(dist);
     let rd = std::fs::read_dir(site).ok()?;
     rd.flatten()
@@ -715,179 +714,14 @@ fn install_and_verify(
         Some(ep) => (ep.created, Some(ep.bg)),
         None => (install::begin(site)?, None),
     };
-    let stage = rocbuild_venv::layout::txn(site).join("stage");
     let mut staged_extra = StagedExtra {
         compiler_cache: cache_record.clone(),
         ..StagedExtra::default()
     };
-    let result = (|| -> Result<(Vec<NewFile>, Vec<String>, Vec<InstalledFile>)> {
-        let park_set = globset(&plan.install.park)?;
-        let mut new: Vec<NewFile> = Vec::new();
-        let mut installed: Vec<InstalledFile> = Vec::new();
-        let mut record_set: BTreeMap<String, (String, u64)> = BTreeMap::new();
-
-        // The rebuilt libraries, with their search paths set in the stage.
-        for (rel, (abs, built_sha)) in &built {
-            let staged = stage.join(rel);
-            txn_fs::copy(abs, &staged).map_err(EngineError::io("stage", abs))?;
-            txn_fs::edited(link::apply(&plan.install.link, &staged)).map_err(|n| {
-                EngineError::BadArtifact {
-                    file: abs.display().to_string(),
-                    reason: n.to_string().replace(&staged.display().to_string(), "it"),
-                }
-            })?;
-            let (sha, size) = sha256_file(&staged)?;
-            record_set.insert(rel.clone(), (sha.clone(), size));
-            installed.push(InstalledFile {
-                path: rel.clone(),
-                sha256: sha,
-                size,
-                built_sha256: Some(built_sha.clone()),
-                // A rename keeps the mtime: this is the installed file's.
-                mtime_ns: std::fs::metadata(&staged)
-                    .ok()
-                    .and_then(|md| manifest::mtime_ns(&md)),
-            });
-            new.push(NewFile {
-                rel: rel.clone(),
-                staged,
-            });
-        }
-
-        // The pure-Python part, from pip into the stage.
-        let mut park: Vec<String> = Vec::new();
-        let mut dropped: Vec<String> = Vec::new();
-        let record_rel;
-        if let Some(pp) = &plan.python_part {
-            if let Some(b) = &pp.build {
-                log.note(&format!(
-                    "python package: build a wheel of {}",
-                    pp.distribution
-                ));
-                log.run("build the Python package", b)?;
-            }
-            match pip.take() {
-                Some(bg) => log.finish(bg)?,
-                None => {
-                    log.note(&format!(
-                        "python part: {}=={} (pip, --no-deps)",
-                        pp.distribution, pp.version
-                    ));
-                    log.run("pip install (python part)", &pp.install)?
-                }
-            };
-            let libs = globset(&plan.install.python_libs)?;
-            for (rel, abs) in walk(&pp.target) {
-                if rel.starts_with("bin/") || built.contains_key(&rel) {
-                    continue;
-                }
-                if park_set.is_match(&rel) {
-                    dropped.push(rel);
-                    continue;
-                }
-                if libs.is_match(&rel) {
-                    txn_fs::edited(link::apply(&plan.install.link, &abs))?;
-                    let (sha, size) = sha256_file(&abs)?;
-                    record_set.insert(rel.clone(), (sha, size));
-                }
-                staged_extra.python_files.push(rel.clone());
-                new.push(NewFile { rel, staged: abs });
-            }
-            let di =
-                dist_info_dir(&pp.target, &pp.distribution).ok_or_else(|| EngineError::Usage {
-                    option: "python part".into(),
-                    reason: format!("pip installed no {}-*.dist-info", pp.distribution),
-                    help: Some("check the recipe's [package] distribution name".into()),
-                })?;
-            record_rel = format!("{di}/RECORD");
-            if let Some(old) = dist_info_dir(site, &pp.distribution) {
-                let text =
-                    fs_err::read_to_string(site.join(&old).join("RECORD")).unwrap_or_default();
-                for (rel, _, _) in record::parse(&text) {
-                    if !rel.starts_with("..") && !new.iter().any(|n| n.rel == rel) {
-                        park.push(rel);
-                    }
-                }
-            }
-        } else {
-            let di = dist_info_dir(site, &plan.install.distribution).ok_or_else(|| {
-                EngineError::Usage {
-                    option: "venv".into(),
-                    reason: format!(
-                        "{} has no {}-*.dist-info",
-                        site.display(),
-                        plan.install.distribution
-                    ),
-                    help: Some("install the package with pip first".into()),
-                }
-            })?;
-            record_rel = format!("{di}/RECORD");
-            let from = site.join(&di).join("RECORD");
-            txn_fs::copy(&from, &stage.join(&record_rel))
-                .map_err(EngineError::io("copy", &from))?;
-            new.push(NewFile {
-                rel: record_rel.clone(),
-                staged: stage.join(&record_rel),
-            });
-        }
-        // The wheel's own libraries that the rebuilt ones do not replace.
-        for (rel, _) in walk_park_roots(site, &plan.install.park) {
-            if park_set.is_match(&rel) && !built.contains_key(&rel) && !park.contains(&rel) {
-                park.push(rel);
-            }
-        }
-        park.retain(|p| !new.iter().any(|n| &n.rel == p));
-        // Windows: the DLL preload hook (not part of the distribution: not in RECORD).
-        if let Link::Preload(p) = &plan.install.link {
-            let staged: Vec<PathBuf> = built.keys().map(|rel| stage.join(rel)).collect();
-            let dlls = link::preload_order(&staged, &p.dirs)?;
-            for (rel, text) in [
-                (
-                    &p.module_rel,
-                    link::preload_module(p, &plan.recipe, &plan.version, &dlls),
-                ),
-                (&p.pth_rel, link::preload_pth(p)),
-            ] {
-                let path = stage.join(rel);
-                txn_fs::edited(fs_err::write(&path, text))
-                    .map_err(EngineError::io("write", &path))?;
-                let (sha, size) = sha256_file(&path)?;
-                installed.push(InstalledFile {
-                    path: rel.clone(),
-                    sha256: sha,
-                    size,
-                    built_sha256: None,
-                    mtime_ns: std::fs::metadata(&path)
-                        .ok()
-                        .and_then(|md| manifest::mtime_ns(&md)),
-                });
-                new.push(NewFile {
-                    rel: rel.clone(),
-                    staged: path,
-                });
-            }
-        }
-        // RECORD: drop parked and dropped, add the artifacts.
-        let record_staged = new
-            .iter()
-            .find(|n| n.rel == record_rel)
-            .map(|n| n.staged.clone())
-            .unwrap_or_else(|| stage.join(&record_rel));
-        let text = fs_err::read_to_string(&record_staged)
-            .map_err(EngineError::io("read", &record_staged))?;
-        let mut removed = park.clone();
-        removed.extend(dropped.iter().cloned());
-        staged_extra.dropped = dropped;
-        staged_extra.record = Some(record_rel.clone());
-        txn_fs::write(
-            &record_staged,
-            record::update(&text, &removed, &record_set).as_bytes(),
-        )
-        .map_err(EngineError::io("write", &record_staged))?;
-        Ok((new, park, installed))
-    })();
-    let (new, park, installed) = match result {
-        Ok(v) => v,
+    let staged = match crate::stage::stage(plan, log, &built, &mut pip, &mut staged_extra)
+        .and_then(|s| interrupt::check("the install").map(|()| s))
+    {
+        Ok(s) => s,
         Err(e) => {
             if let Some(bg) = pip.take() {
                 bg.cancel();
@@ -896,19 +730,20 @@ fn install_and_verify(
             return Err(interrupt::undone(e, NOTHING_INSTALLED));
         }
     };
-    if let Err(e) = interrupt::check("the install") {
-        install::abandon(site, created);
-        return Err(interrupt::undone(e, NOTHING_INSTALLED));
-    }
+    let Staged {
+        new,
+        park,
+        installed,
+    } = staged;
 
     log.note(&format!("install -> {}", plan.install.dest.display()));
     // rocbuild takes the package over unless it still holds it as its last install left it:
-    // then the package as it is now becomes the baseline `restore` gives back.
+    // then the package as it is now becomes the baseline `restore` gives back. (The same
+    // package the manifest's `ownership` names: `Manifest::from_run`.)
     let package = Package {
         distribution: plan.install.distribution.clone(),
         roots: vec![plan.install.import_dir.clone()],
     };
-    // (the same package the manifest's `ownership` names: `Manifest::from_run`)
     let holds = previous.as_ref().is_some_and(|m| ownership::holds(site, m));
     let swapped = install::swap(
         site,
@@ -918,33 +753,7 @@ fn install_and_verify(
         &park,
         (!holds).then_some(&package),
     )?;
-    // A signal during the swap (or before the verification) undoes it.
-    if let Err(e) = interrupt::check("the install") {
-        swapped.roll_back()?;
-        return Err(interrupt::undone(e, ROLLED_BACK));
-    }
-    let mut verify_output = Vec::new();
-    if let Some(v) = &plan.verify {
-        log.note("verify (fresh Python, no LD_LIBRARY_PATH)");
-        match log.run("verify", v) {
-            Ok(out) => verify_output = out,
-            Err(e @ EngineError::Interrupted { .. }) => {
-                swapped.roll_back()?;
-                return Err(interrupt::undone(e, ROLLED_BACK));
-            }
-            Err(e) => {
-                swapped.roll_back()?;
-                let output = match e {
-                    EngineError::Step { tail, .. } => tail,
-                    other => other.to_string(),
-                };
-                return Err(EngineError::Verify {
-                    output,
-                    log: log.path.display().to_string(),
-                });
-            }
-        }
-    }
+    let (swapped, verify_output) = verify(plan, log, swapped)?;
     let mut m = Manifest::from_run(
         plan,
         commit.clone(),
@@ -976,6 +785,42 @@ fn install_and_verify(
         compiler_cache: cache_record,
         wheel: None,
     })
+}
+
+/// The swapped-in install verified in a fresh Python (the recipe's `[verify]`): its output,
+/// or the swap rolled back and the reason (a signal, or the verification's own error).
+fn verify(
+    plan: &Plan,
+    log: &mut RunLog,
+    swapped: install::Swapped,
+) -> Result<(install::Swapped, Vec<String>)> {
+    // A signal during the swap (or before the verification) undoes it.
+    if let Err(e) = interrupt::check("the install") {
+        swapped.roll_back()?;
+        return Err(interrupt::undone(e, ROLLED_BACK));
+    }
+    let Some(v) = &plan.verify else {
+        return Ok((swapped, Vec::new()));
+    };
+    log.note("verify (fresh Python, no LD_LIBRARY_PATH)");
+    match log.run("verify", v) {
+        Ok(out) => Ok((swapped, out)),
+        Err(e @ EngineError::Interrupted { .. }) => {
+            swapped.roll_back()?;
+            Err(interrupt::undone(e, ROLLED_BACK))
+        }
+        Err(e) => {
+            swapped.roll_back()?;
+            let output = match e {
+                EngineError::Step { tail, .. } => tail,
+                other => other.to_string(),
+            };
+            Err(EngineError::Verify {
+                output,
+                log: log.path.display().to_string(),
+            })
+        }
+    }
 }
 
 /// The files under the CMake install prefix whose names match `globs`, keyed by the name
@@ -1029,7 +874,7 @@ pub(crate) struct StagedExtra {
 }
 
 /// Files under the literal directory part of each park glob (`torchcodec/lib*` -> `torchcodec/`).
-fn walk_park_roots(site: &Path, globs: &[String]) -> Vec<(String, PathBuf)> {
+pub(crate) fn walk_park_roots(site: &Path, globs: &[String]) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
     let mut roots: Vec<String> = globs
         .iter()

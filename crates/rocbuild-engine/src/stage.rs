@@ -1,0 +1,258 @@
+//! Staging an install: everything that will move into site-packages is put in the
+//! transaction's `stage/` first, in named steps — the rebuilt libraries (search paths set), the
+//! pure-Python part from pip, the wheel's files to park, the Windows preload hook, the updated
+//! RECORD — so that the swap that follows is only renames.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use globset::GlobSet;
+use rocbuild_venv::install::NewFile;
+use rocbuild_venv::manifest::{self, sha256_file, InstalledFile};
+use rocbuild_venv::{record, txn_fs, walk};
+
+use crate::error::{EngineError, Result};
+use crate::link::{self, Link};
+use crate::plan::Plan;
+use crate::run::{dist_info_dir, globset, walk_park_roots, Built, StagedExtra};
+use crate::step::{Background, RunLog};
+
+/// What staging leaves for the swap.
+pub(crate) struct Staged {
+    pub new: Vec<NewFile>,
+    pub park: Vec<String>,
+    pub installed: Vec<InstalledFile>,
+}
+
+/// The staging of one install, step by step.
+struct Stager<'a> {
+    plan: &'a Plan,
+    built: &'a Built,
+    site: &'a Path,
+    stage: &'a Path,
+    park_set: GlobSet,
+    new: Vec<NewFile>,
+    installed: Vec<InstalledFile>,
+    park: Vec<String>,
+    dropped: Vec<String>,
+    record_set: BTreeMap<String, (String, u64)>,
+}
+
+/// Stage everything of `plan`'s install; `pip` is the Python part's install when it was
+/// started early, in the background.
+pub(crate) fn stage(
+    plan: &Plan,
+    log: &mut RunLog,
+    built: &Built,
+    pip: &mut Option<Background>,
+    extra: &mut StagedExtra,
+) -> Result<Staged> {
+    let site = &plan.install.site;
+    let stage_dir = rocbuild_venv::layout::stage(site);
+    let mut s = Stager {
+        plan,
+        built,
+        site,
+        stage: &stage_dir,
+        park_set: globset(&plan.install.park)?,
+        new: Vec::new(),
+        installed: Vec::new(),
+        park: Vec::new(),
+        dropped: Vec::new(),
+        record_set: BTreeMap::new(),
+    };
+    s.built_libraries()?;
+    let record_rel = match &plan.python_part {
+        Some(_) => s.python_part(log, pip, extra)?,
+        None => s.pips_record()?,
+    };
+    s.wheel_libraries_to_park();
+    s.preload_hook()?;
+    s.record(&record_rel, extra)?;
+    Ok(Staged {
+        new: s.new,
+        park: s.park,
+        installed: s.installed,
+    })
+}
+
+fn installed_file(rel: &str, path: &Path, built_sha256: Option<String>) -> Result<InstalledFile> {
+    let (sha256, size) = sha256_file(path)?;
+    Ok(InstalledFile {
+        path: rel.to_string(),
+        sha256,
+        size,
+        built_sha256,
+        // A rename keeps the mtime: this is the installed file's.
+        mtime_ns: std::fs::metadata(path)
+            .ok()
+            .and_then(|md| manifest::mtime_ns(&md)),
+    })
+}
+
+impl Stager<'_> {
+    /// The rebuilt libraries, with their search paths set in the stage.
+    fn built_libraries(&mut self) -> Result<()> {
+        for (rel, (abs, built_sha)) in self.built {
+            let staged = self.stage.join(rel);
+            txn_fs::copy(abs, &staged).map_err(EngineError::io("stage", abs))?;
+            txn_fs::edited(link::apply(&self.plan.install.link, &staged)).map_err(|n| {
+                EngineError::BadArtifact {
+                    file: abs.display().to_string(),
+                    reason: n.to_string().replace(&staged.display().to_string(), "it"),
+                }
+            })?;
+            let f = installed_file(rel, &staged, Some(built_sha.clone()))?;
+            self.record_set
+                .insert(rel.clone(), (f.sha256.clone(), f.size));
+            self.installed.push(f);
+            self.new.push(NewFile {
+                rel: rel.clone(),
+                staged,
+            });
+        }
+        Ok(())
+    }
+
+    /// The pure-Python part, from pip into the stage; the files of the version it replaces
+    /// are parked. Returns the new RECORD's path.
+    fn python_part(
+        &mut self,
+        log: &mut RunLog,
+        pip: &mut Option<Background>,
+        extra: &mut StagedExtra,
+    ) -> Result<String> {
+        let Some(pp) = &self.plan.python_part else {
+            return self.pips_record();
+        };
+        if let Some(b) = &pp.build {
+            log.note(&format!(
+                "python package: build a wheel of {}",
+                pp.distribution
+            ));
+            log.run("build the Python package", b)?;
+        }
+        match pip.take() {
+            Some(bg) => log.finish(bg)?,
+            None => {
+                log.note(&format!(
+                    "python part: {}=={} (pip, --no-deps)",
+                    pp.distribution, pp.version
+                ));
+                log.run("pip install (python part)", &pp.install)?
+            }
+        };
+        let libs = globset(&self.plan.install.python_libs)?;
+        for (rel, abs) in walk(&pp.target) {
+            if rel.starts_with("bin/") || self.built.contains_key(&rel) {
+                continue;
+            }
+            if self.park_set.is_match(&rel) {
+                self.dropped.push(rel);
+                continue;
+            }
+            if libs.is_match(&rel) {
+                txn_fs::edited(link::apply(&self.plan.install.link, &abs))?;
+                let (sha, size) = sha256_file(&abs)?;
+                self.record_set.insert(rel.clone(), (sha, size));
+            }
+            extra.python_files.push(rel.clone());
+            self.new.push(NewFile { rel, staged: abs });
+        }
+        let di = dist_info_dir(&pp.target, &pp.distribution).ok_or_else(|| EngineError::Usage {
+            option: "python part".into(),
+            reason: format!("pip installed no {}-*.dist-info", pp.distribution),
+            help: Some("check the recipe's [package] distribution name".into()),
+        })?;
+        if let Some(old) = dist_info_dir(self.site, &pp.distribution) {
+            let text =
+                fs_err::read_to_string(self.site.join(&old).join("RECORD")).unwrap_or_default();
+            for (rel, _, _) in record::parse(&text) {
+                if !rel.starts_with("..") && !self.new.iter().any(|n| n.rel == rel) {
+                    self.park.push(rel);
+                }
+            }
+        }
+        Ok(format!("{di}/RECORD"))
+    }
+
+    /// No Python part to install: pip's RECORD of the installed package, copied to the stage
+    /// to be updated. Returns its path.
+    fn pips_record(&mut self) -> Result<String> {
+        let dist = &self.plan.install.distribution;
+        let di = dist_info_dir(self.site, dist).ok_or_else(|| EngineError::Usage {
+            option: "venv".into(),
+            reason: format!("{} has no {dist}-*.dist-info", self.site.display()),
+            help: Some("install the package with pip first".into()),
+        })?;
+        let record_rel = format!("{di}/RECORD");
+        let from = self.site.join(&di).join("RECORD");
+        let to = self.stage.join(&record_rel);
+        txn_fs::copy(&from, &to).map_err(EngineError::io("copy", &from))?;
+        self.new.push(NewFile {
+            rel: record_rel.clone(),
+            staged: to,
+        });
+        Ok(record_rel)
+    }
+
+    /// The wheel's own libraries that the rebuilt ones do not replace.
+    fn wheel_libraries_to_park(&mut self) {
+        for (rel, _) in walk_park_roots(self.site, &self.plan.install.park) {
+            if self.park_set.is_match(&rel)
+                && !self.built.contains_key(&rel)
+                && !self.park.contains(&rel)
+            {
+                self.park.push(rel);
+            }
+        }
+        let new = &self.new;
+        self.park.retain(|p| !new.iter().any(|n| &n.rel == p));
+    }
+
+    /// Windows: the DLL preload hook (not part of the distribution: not in RECORD).
+    fn preload_hook(&mut self) -> Result<()> {
+        let Link::Preload(p) = &self.plan.install.link else {
+            return Ok(());
+        };
+        let staged: Vec<PathBuf> = self.built.keys().map(|rel| self.stage.join(rel)).collect();
+        let dlls = link::preload_order(&staged, &p.dirs)?;
+        for (rel, text) in [
+            (
+                &p.module_rel,
+                link::preload_module(p, &self.plan.recipe, &self.plan.version, &dlls),
+            ),
+            (&p.pth_rel, link::preload_pth(p)),
+        ] {
+            let path = self.stage.join(rel);
+            txn_fs::edited(fs_err::write(&path, text)).map_err(EngineError::io("write", &path))?;
+            self.installed.push(installed_file(rel, &path, None)?);
+            self.new.push(NewFile {
+                rel: rel.clone(),
+                staged: path,
+            });
+        }
+        Ok(())
+    }
+
+    /// RECORD: the parked and dropped files out, the artifacts in with their hashes.
+    fn record(&mut self, record_rel: &str, extra: &mut StagedExtra) -> Result<()> {
+        let record_staged = self
+            .new
+            .iter()
+            .find(|n| n.rel == record_rel)
+            .map(|n| n.staged.clone())
+            .unwrap_or_else(|| self.stage.join(record_rel));
+        let text = fs_err::read_to_string(&record_staged)
+            .map_err(EngineError::io("read", &record_staged))?;
+        let mut removed = self.park.clone();
+        removed.extend(self.dropped.iter().cloned());
+        extra.dropped = std::mem::take(&mut self.dropped);
+        extra.record = Some(record_rel.to_string());
+        txn_fs::write(
+            &record_staged,
+            record::update(&text, &removed, &self.record_set).as_bytes(),
+        )
+        .map_err(EngineError::io("write", &record_staged))
+    }
+}
