@@ -61,13 +61,7 @@ impl DepsReport {
 /// The venv `file` is in (a parent holding `pyvenv.cfg`), for its Python's `Py*` exports.
 fn venv_python(file: &Path) -> Option<PathBuf> {
     let root = file.ancestors().find(|a| a.join("pyvenv.cfg").is_file())?;
-    [
-        root.join("bin/python"),
-        root.join("Scripts/python.exe"),
-        root.join("python.exe"),
-    ]
-    .into_iter()
-    .find(|p| p.exists())
+    rocbuild_probe::platform::any_venv_python(root)
 }
 
 /// Extension modules import the interpreter's `Py*` symbols (`__Py_NoneStruct` on Mach-O);

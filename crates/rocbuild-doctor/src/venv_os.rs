@@ -45,14 +45,15 @@ pub fn os_of_files(site: &Path, names: &[String]) -> Option<Os> {
 /// The venv and its site-packages, for any OS's layout.
 pub fn locate(venv: Option<&Path>) -> Result<(rocbuild_probe::Venv, PathBuf), DoctorError> {
     let v = rocbuild_probe::choose_venv(venv)?;
-    for os in [Os::current(), Os::Linux, Os::Windows] {
-        if let Some(site) = rocbuild_probe::site_packages_of(&v.root, os) {
-            return Ok((v, site));
-        }
+    if let Some(site) = rocbuild_probe::platform::any_site_packages(&v.root, Os::current()) {
+        return Ok((v, site));
     }
     Err(rocbuild_probe::ProbeError::NotAVenv {
         root: v.root.display().to_string(),
-        exe: "a site-packages directory (lib/pythonX.Y/site-packages from pyvenv.cfg, or Lib/site-packages)".into(),
+        exe: format!(
+            "a site-packages directory ({})",
+            rocbuild_probe::platform::SITE_LAYOUTS
+        ),
         chosen_by: v.chosen_by,
     }
     .into())

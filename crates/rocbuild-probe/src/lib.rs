@@ -10,6 +10,7 @@ mod gfx;
 mod gpu;
 mod light;
 mod mkl;
+pub mod platform;
 mod probe_env;
 mod python;
 mod rocblas;
@@ -40,6 +41,7 @@ pub use gpu::{
 };
 pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 pub use mkl::{find_mkl, is_mkl_root};
+pub use platform::{LinkMethod, PlatformRules};
 pub use probe_env::{vars, ProbeEnv};
 pub use python::{
     distribution_version, installed_distributions, normalize_dist, probe_python, python_in_venv,

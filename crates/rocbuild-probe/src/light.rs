@@ -5,56 +5,10 @@ use std::path::{Path, PathBuf};
 
 use crate::Os;
 
-/// site-packages of a venv found on disk, without asking its Python: `Lib/site-packages`
-/// (Windows), else `lib/pythonX.Y/site-packages` for the X.Y its `pyvenv.cfg` names (`version`,
-/// or uv's `version_info`) — the rule Python's own `site` module follows, so it names the
-/// directory `sysconfig` gives even when an older Python left another `lib/python*` behind.
-/// Without a `pyvenv.cfg` (a conda env), the newest `lib/python*/site-packages`.
+/// site-packages of a venv found on disk, without asking its Python (the platform's rule:
+/// [`crate::PlatformRules::site_packages`]).
 pub fn site_packages_of(root: &Path, os: Os) -> Option<PathBuf> {
-    if os == Os::Windows {
-        let p = root.join("Lib").join("site-packages");
-        return p.is_dir().then_some(p);
-    }
-    if let Some((maj, min)) = pyvenv_version(root) {
-        let p = root
-            .join("lib")
-            .join(format!("python{maj}.{min}"))
-            .join("site-packages");
-        // A free-threaded build names its directory python3.13t.
-        let t = root
-            .join("lib")
-            .join(format!("python{maj}.{min}t"))
-            .join("site-packages");
-        return [p, t].into_iter().find(|p| p.is_dir());
-    }
-    let mut found: Vec<(u32, u32, PathBuf)> = std::fs::read_dir(root.join("lib"))
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let (maj, min) = name.strip_prefix("python")?.split_once('.')?;
-            let min = min.trim_end_matches(|c: char| !c.is_ascii_digit());
-            let sp = e.path().join("site-packages");
-            sp.is_dir()
-                .then(|| Some((maj.parse().ok()?, min.parse().ok()?, sp)))
-                .flatten()
-        })
-        .collect();
-    found.sort();
-    found.pop().map(|(_, _, p)| p)
-}
-
-/// The Python version a venv was made with, from its `pyvenv.cfg`.
-fn pyvenv_version(root: &Path) -> Option<(u32, u32)> {
-    let text = std::fs::read_to_string(root.join("pyvenv.cfg")).ok()?;
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once('=')?;
-        if !matches!(k.trim(), "version" | "version_info") {
-            return None;
-        }
-        let mut it = v.trim().split('.');
-        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
-    })
+    os.rules().site_packages(root)
 }
 
 /// The FFmpeg major a build would find now, the way the full probe finds it (pkg-config,

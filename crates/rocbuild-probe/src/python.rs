@@ -7,17 +7,7 @@ use crate::{Installer, Os, ProbeError, Python, Venv};
 /// The interpreter of a venv: `bin/python` or `Scripts\python.exe` (a conda env on Windows
 /// keeps `python.exe` at its root).
 pub fn python_in_venv(root: &Path, os: Os) -> PathBuf {
-    match os {
-        Os::Windows => {
-            let scripts = root.join("Scripts").join("python.exe");
-            if scripts.exists() {
-                scripts
-            } else {
-                root.join("python.exe")
-            }
-        }
-        _ => root.join("bin").join("python"),
-    }
+    os.rules().venv_python(root)
 }
 
 const DESCRIBE: &str = r#"
@@ -115,10 +105,7 @@ pub fn made_by_uv(root: &Path) -> bool {
 
 /// The uv for a uv-made venv: one installed in the venv itself, else the first on PATH.
 fn find_uv(root: &Path, os: Os) -> Option<PathBuf> {
-    let own = match os {
-        Os::Windows => root.join("Scripts").join("uv.exe"),
-        _ => root.join("bin").join("uv"),
-    };
+    let own = os.rules().venv_executable(root, "uv");
     if own.is_file() {
         return Some(own);
     }

