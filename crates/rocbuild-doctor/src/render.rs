@@ -29,6 +29,40 @@ pub fn human(r: &Report) -> String {
         }
     }
     o.push('\n');
+    packages_human(&mut o, r);
+    let unexplained = findings_human(&mut o, r);
+    notes_human(&mut o, r);
+    let errors = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error && f.check != Check::Load)
+        .count()
+        + unexplained;
+    let warnings = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Warning)
+        .count();
+    o.push('\n');
+    if r.packages.is_empty() {
+        o.push_str(
+            "nothing to check: none of the packages doctor knows is installed in this venv\n",
+        );
+    } else if errors + warnings == 0 {
+        o.push_str("all is well\n");
+    } else {
+        let _ = writeln!(
+            o,
+            "{errors} {}, {warnings} {}",
+            if errors == 1 { "error" } else { "errors" },
+            if warnings == 1 { "warning" } else { "warnings" }
+        );
+    }
+    o
+}
+
+/// One line a package: loads, does not load (with each failing step), skipped, absent.
+fn packages_human(o: &mut String, r: &Report) {
     for p in &r.packages {
         let v = p
             .version
@@ -70,7 +104,11 @@ pub fn human(r: &Report) -> String {
             }
         }
     }
+}
 
+/// The problems, numbered in the order to act on them; returns how many load failures no
+/// check explains.
+fn findings_human(o: &mut String, r: &Report) -> usize {
     let todo: Vec<_> = r
         .findings
         .iter()
@@ -121,6 +159,11 @@ pub fn human(r: &Report) -> String {
             f.what
         );
     }
+    unexplained.len()
+}
+
+/// The notes: context, checks that could not run.
+fn notes_human(o: &mut String, r: &Report) {
     let notes: Vec<_> = r
         .findings
         .iter()
@@ -135,33 +178,6 @@ pub fn human(r: &Report) -> String {
             }
         }
     }
-    let errors = r
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Error && f.check != Check::Load)
-        .count()
-        + unexplained.len();
-    let warnings = r
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Warning)
-        .count();
-    o.push('\n');
-    if r.packages.is_empty() {
-        o.push_str(
-            "nothing to check: none of the packages doctor knows is installed in this venv\n",
-        );
-    } else if errors + warnings == 0 {
-        o.push_str("all is well\n");
-    } else {
-        let _ = writeln!(
-            o,
-            "{errors} {}, {warnings} {}",
-            if errors == 1 { "error" } else { "errors" },
-            if warnings == 1 { "warning" } else { "warnings" }
-        );
-    }
-    o
 }
 
 /// The first line of a multi-line exception (TorchCodec's RuntimeError carries whole

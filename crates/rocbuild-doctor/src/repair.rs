@@ -322,205 +322,22 @@ fn plan_package(
     reader: &Reader,
 ) -> Result<PackageRepair, DoctorError> {
     let files = native_libraries(site, subject, os);
-    let mut fixes = Vec::new();
+    let p = Planning {
+        site,
+        os,
+        subject,
+        index,
+        searched,
+        reader,
+        base: Search {
+            executable: python.clone(),
+            preloaded: torch_dlls(site, os),
+            ..Search::default()
+        },
+    };
     let mut refused: Vec<Refusal> = Vec::new();
-    let origin = if os == Os::Macos {
-        "@loader_path"
-    } else {
-        "$ORIGIN"
-    };
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut loads_with_ffmpeg = false;
-    let base = Search {
-        executable: python.clone(),
-        preloaded: torch_dlls(site, os),
-        ..Search::default()
-    };
-    // Pass 1: each file's missing direct needs, and where each one is.
-    let mut firsts = Vec::new();
-    for file in &files {
-        let bin = reader.full(file);
-        let Ok(bin) = bin.as_ref() else { continue };
-        let rel = rel_of(site, file);
-        let l = link(file, &base, reader)?;
-        let me = canon(file);
-        let mut found: Vec<(String, PathBuf)> = Vec::new();
-        let mut nowhere: Vec<String> = Vec::new();
-        for m in &l.missing {
-            let direct = m.needed_by.iter().any(|p| canon(p) == me);
-            if !direct || supplied_on_windows(os, &m.name) {
-                continue; // another file's need: that file is a root too, or not ours
-            }
-            let Some(key) = searchable(bin.format, &m.name) else {
-                refused.push(Refusal {
-                    path: rel.clone(),
-                    kind: "other".into(),
-                    problem: format!("needs {}, a fixed path that no search path changes", m.name),
-                    fix: subject.rebuild_hint(),
-                });
-                continue;
-            };
-            match index.dirs_of(&key).first() {
-                Some(d) => found.push((m.name.clone(), d.clone())),
-                None => nowhere.push(key),
-            }
-        }
-        if !nowhere.is_empty() {
-            let all_ffmpeg = nowhere.iter().all(|n| is_ffmpeg_lib(n));
-            refused.push(Refusal {
-                path: rel.clone(),
-                kind: if all_ffmpeg {
-                    "missing-ffmpeg"
-                } else {
-                    "missing"
-                }
-                .into(),
-                problem: format!(
-                    "needs {}, found nowhere in the venv{}",
-                    nowhere.join(", "),
-                    if searched {
-                        ""
-                    } else {
-                        " or the directories searched"
-                    }
-                ),
-                fix: missing_fix(&nowhere[0], os, subject),
-            });
-            continue;
-        }
-        firsts.push((file.clone(), rel, l, found));
-    }
-    // What the package's own files will find once repaired: a file that needs another of
-    // them (custom_ops needs core) is not blamed for what that one is about to find.
-    let will_find: BTreeMap<PathBuf, BTreeSet<String>> = firsts
-        .iter()
-        .map(|(f, _, _, found)| (canon(f), found.iter().map(|(n, _)| n.clone()).collect()))
-        .collect();
-    // Every directory any of them will search: in the process, a file's dependencies that are
-    // the package's own files find theirs through their own new entries.
-    let mut all_dirs: Vec<PathBuf> = Vec::new();
-    for (_, _, _, found) in &firsts {
-        for (_, d) in found {
-            if !all_dirs.contains(d) {
-                all_dirs.push(d.clone());
-            }
-        }
-    }
-    // Pass 2: with the directories found, would it load?
-    for (file, rel, l, found) in firsts {
-        let bin = reader.full(&file);
-        let Ok(bin) = bin.as_ref() else { continue };
-        let needs_ffmpeg = bin.needed.iter().any(|n| is_ffmpeg_lib(leaf(n)));
-        // With the directories found, would it load? The same check as the loader's, with
-        // them searched first.
-        let mut dirs: Vec<PathBuf> = Vec::new();
-        for (_, d) in &found {
-            if !dirs.contains(d) {
-                dirs.push(d.clone());
-            }
-        }
-        let after = if found.is_empty() {
-            l
-        } else {
-            let mut extra = dirs.clone();
-            extra.extend(all_dirs.iter().filter(|d| !dirs.contains(d)).cloned());
-            link(
-                &file,
-                &Search {
-                    extra_dirs: extra,
-                    ..base.clone()
-                },
-                reader,
-            )?
-        };
-        let still: Vec<String> = after
-            .missing
-            .iter()
-            .filter(|m| !supplied_on_windows(os, &m.name))
-            .filter(|m| {
-                !m.needed_by.iter().any(|p| {
-                    will_find
-                        .get(&canon(p))
-                        .is_some_and(|names| names.contains(&m.name))
-                })
-            })
-            .map(|m| {
-                format!(
-                    "{} (needed by {})",
-                    m.name,
-                    m.needed_by
-                        .first()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default()
-                )
-            })
-            .collect();
-        if !still.is_empty() {
-            refused.push(Refusal {
-                path: rel.clone(),
-                kind: "missing".into(),
-                problem: format!("would still miss {}", still.join(", ")),
-                fix: subject.rebuild_hint(),
-            });
-            continue;
-        }
-        let abi: Vec<String> = after
-            .unresolved
-            .iter()
-            .filter(|u| !rocbuild_native::is_python_c_api(&u.name))
-            .map(|u| u.demangled.clone().unwrap_or_else(|| u.name.clone()))
-            .collect();
-        if !abi.is_empty() {
-            refused.push(Refusal {
-                path: rel.clone(),
-                kind: "abi".into(),
-                problem: format!(
-                    "imports {} that nothing exports{}: built for another version of what it links to",
-                    abi.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
-                    if abi.len() > 3 { format!(" (and {} more)", abi.len() - 3) } else { String::new() }
-                ),
-                fix: subject.rebuild_hint(),
-            });
-            continue;
-        }
-        if needs_ffmpeg {
-            loads_with_ffmpeg = true;
-        }
-        if found.is_empty() {
-            continue;
-        }
-        let file_dir = file.parent().unwrap_or(site);
-        let mut new: Vec<String> = Vec::new();
-        for d in &dirs {
-            let e = entry_for(origin, site, file_dir, d);
-            if !new.contains(&e) {
-                new.push(e);
-            }
-        }
-        let entries = match bin.format {
-            Format::Pe => dirs.iter().map(|d| d.display().to_string()).collect(),
-            Format::Elf => {
-                let mut all = if bin.runpath.is_empty() {
-                    bin.rpath.clone()
-                } else {
-                    bin.runpath.clone()
-                };
-                for e in new {
-                    if !all.contains(&e) {
-                        all.push(e);
-                    }
-                }
-                all
-            }
-            Format::MachO => new.into_iter().filter(|e| !bin.rpath.contains(e)).collect(),
-        };
-        fixes.push(FileFix {
-            path: rel,
-            format: bin.format.to_string(),
-            found,
-            entries,
-        });
-    }
+    let firsts = p.first_pass(&files, &mut refused)?;
+    let (fixes, loads_with_ffmpeg) = p.second_pass(firsts, &mut refused)?;
     // TorchCodec ships one core per FFmpeg major and loads the first that works: the others
     // failing on their FFmpeg is expected once one loads.
     let (alternatives, refused): (Vec<Refusal>, Vec<Refusal>) = refused
@@ -543,6 +360,274 @@ fn plan_package(
         signed: Vec::new(),
         hook: None,
     })
+}
+
+/// What one repair plan looks at.
+struct Planning<'a> {
+    site: &'a Path,
+    os: Os,
+    subject: &'a Subject,
+    index: &'a Index,
+    /// `--search` directories were given.
+    searched: bool,
+    reader: &'a Reader,
+    /// How the package's files are loaded today (after Python and torch).
+    base: Search,
+}
+
+/// A file whose direct needs were all found somewhere in the venv (pass 1's answer).
+struct Found {
+    file: PathBuf,
+    rel: String,
+    linkage: crate::linkage::Linkage,
+    /// Each missing need and the directory that has it.
+    found: Vec<(String, PathBuf)>,
+}
+
+fn canon(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+impl Planning<'_> {
+    /// Pass 1: each file's missing direct needs, and where each one is; a file with a need
+    /// found nowhere (or a fixed path) is refused.
+    fn first_pass(
+        &self,
+        files: &[PathBuf],
+        refused: &mut Vec<Refusal>,
+    ) -> Result<Vec<Found>, DoctorError> {
+        let mut firsts = Vec::new();
+        for file in files {
+            let bin = self.reader.full(file);
+            let Ok(bin) = bin.as_ref() else { continue };
+            let rel = rel_of(self.site, file);
+            let l = link(file, &self.base, self.reader)?;
+            let me = canon(file);
+            let mut found: Vec<(String, PathBuf)> = Vec::new();
+            let mut nowhere: Vec<String> = Vec::new();
+            for m in &l.missing {
+                let direct = m.needed_by.iter().any(|p| canon(p) == me);
+                if !direct || supplied_on_windows(self.os, &m.name) {
+                    continue; // another file's need: that file is a root too, or not ours
+                }
+                let Some(key) = searchable(bin.format, &m.name) else {
+                    refused.push(Refusal {
+                        path: rel.clone(),
+                        kind: "other".into(),
+                        problem: format!(
+                            "needs {}, a fixed path that no search path changes",
+                            m.name
+                        ),
+                        fix: self.subject.rebuild_hint(),
+                    });
+                    continue;
+                };
+                match self.index.dirs_of(&key).first() {
+                    Some(d) => found.push((m.name.clone(), d.clone())),
+                    None => nowhere.push(key),
+                }
+            }
+            if nowhere.is_empty() {
+                firsts.push(Found {
+                    file: file.clone(),
+                    rel,
+                    linkage: l,
+                    found,
+                });
+            } else {
+                refused.push(self.found_nowhere(rel, &nowhere));
+            }
+        }
+        Ok(firsts)
+    }
+
+    fn found_nowhere(&self, rel: String, nowhere: &[String]) -> Refusal {
+        let all_ffmpeg = nowhere.iter().all(|n| is_ffmpeg_lib(n));
+        Refusal {
+            path: rel,
+            kind: if all_ffmpeg {
+                "missing-ffmpeg"
+            } else {
+                "missing"
+            }
+            .into(),
+            problem: format!(
+                "needs {}, found nowhere in the venv{}",
+                nowhere.join(", "),
+                if self.searched {
+                    ""
+                } else {
+                    " or the directories searched"
+                }
+            ),
+            fix: missing_fix(&nowhere[0], self.os, self.subject),
+        }
+    }
+
+    /// Pass 2: with the directories found, would each file load? The fixes for those that
+    /// would, and whether one that needs FFmpeg loads.
+    fn second_pass(
+        &self,
+        firsts: Vec<Found>,
+        refused: &mut Vec<Refusal>,
+    ) -> Result<(Vec<FileFix>, bool), DoctorError> {
+        // What the package's own files will find once repaired: a file that needs another of
+        // them (custom_ops needs core) is not blamed for what that one is about to find.
+        let will_find: BTreeMap<PathBuf, BTreeSet<String>> = firsts
+            .iter()
+            .map(|f| {
+                (
+                    canon(&f.file),
+                    f.found.iter().map(|(n, _)| n.clone()).collect(),
+                )
+            })
+            .collect();
+        // Every directory any of them will search: in the process, a file's dependencies that
+        // are the package's own files find theirs through their own new entries.
+        let mut all_dirs: Vec<PathBuf> = Vec::new();
+        for (_, d) in firsts.iter().flat_map(|f| &f.found) {
+            if !all_dirs.contains(d) {
+                all_dirs.push(d.clone());
+            }
+        }
+        let mut fixes = Vec::new();
+        let mut loads_with_ffmpeg = false;
+        for f in firsts {
+            let bin = self.reader.full(&f.file);
+            let Ok(bin) = bin.as_ref() else { continue };
+            let mut dirs: Vec<PathBuf> = Vec::new();
+            for (_, d) in &f.found {
+                if !dirs.contains(d) {
+                    dirs.push(d.clone());
+                }
+            }
+            let after = if f.found.is_empty() {
+                f.linkage
+            } else {
+                let mut extra = dirs.clone();
+                extra.extend(all_dirs.iter().filter(|d| !dirs.contains(d)).cloned());
+                let search = Search {
+                    extra_dirs: extra,
+                    ..self.base.clone()
+                };
+                link(&f.file, &search, self.reader)?
+            };
+            if let Some(r) = self.would_not_load(&f.rel, &after, &will_find) {
+                refused.push(r);
+                continue;
+            }
+            if bin.needed.iter().any(|n| is_ffmpeg_lib(leaf(n))) {
+                loads_with_ffmpeg = true;
+            }
+            if f.found.is_empty() {
+                continue;
+            }
+            let entries = self.entries(&f.file, bin, &dirs);
+            fixes.push(FileFix {
+                path: f.rel,
+                format: bin.format.to_string(),
+                found: f.found,
+                entries,
+            });
+        }
+        Ok((fixes, loads_with_ffmpeg))
+    }
+
+    /// Why a file would still not load with the directories found: a library still missing,
+    /// or an import nothing exports.
+    fn would_not_load(
+        &self,
+        rel: &str,
+        after: &crate::linkage::Linkage,
+        will_find: &BTreeMap<PathBuf, BTreeSet<String>>,
+    ) -> Option<Refusal> {
+        let still: Vec<String> = after
+            .missing
+            .iter()
+            .filter(|m| !supplied_on_windows(self.os, &m.name))
+            .filter(|m| {
+                !m.needed_by.iter().any(|p| {
+                    will_find
+                        .get(&canon(p))
+                        .is_some_and(|names| names.contains(&m.name))
+                })
+            })
+            .map(|m| {
+                format!(
+                    "{} (needed by {})",
+                    m.name,
+                    m.needed_by
+                        .first()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        if !still.is_empty() {
+            return Some(Refusal {
+                path: rel.to_string(),
+                kind: "missing".into(),
+                problem: format!("would still miss {}", still.join(", ")),
+                fix: self.subject.rebuild_hint(),
+            });
+        }
+        let abi: Vec<String> = after
+            .unresolved
+            .iter()
+            .filter(|u| !rocbuild_native::is_python_c_api(&u.name))
+            .map(|u| u.demangled.clone().unwrap_or_else(|| u.name.clone()))
+            .collect();
+        (!abi.is_empty()).then(|| Refusal {
+            path: rel.to_string(),
+            kind: "abi".into(),
+            problem: format!(
+                "imports {} that nothing exports{}: built for another version of what it links to",
+                abi.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+                if abi.len() > 3 {
+                    format!(" (and {} more)", abi.len() - 3)
+                } else {
+                    String::new()
+                }
+            ),
+            fix: self.subject.rebuild_hint(),
+        })
+    }
+
+    /// The search entries a fixed file gets: its RUNPATH with the new `$ORIGIN/…` entries
+    /// (ELF), the LC_RPATHs to add (`@loader_path/…`, Mach-O), or the directories for the
+    /// preload hook (PE).
+    fn entries(&self, file: &Path, bin: &rocbuild_native::Binary, dirs: &[PathBuf]) -> Vec<String> {
+        let origin = if self.os == Os::Macos {
+            "@loader_path"
+        } else {
+            "$ORIGIN"
+        };
+        let file_dir = file.parent().unwrap_or(self.site);
+        let mut new: Vec<String> = Vec::new();
+        for d in dirs {
+            let e = entry_for(origin, self.site, file_dir, d);
+            if !new.contains(&e) {
+                new.push(e);
+            }
+        }
+        match bin.format {
+            Format::Pe => dirs.iter().map(|d| d.display().to_string()).collect(),
+            Format::Elf => {
+                let mut all = if bin.runpath.is_empty() {
+                    bin.rpath.clone()
+                } else {
+                    bin.runpath.clone()
+                };
+                for e in new {
+                    if !all.contains(&e) {
+                        all.push(e);
+                    }
+                }
+                all
+            }
+            Format::MachO => new.into_iter().filter(|e| !bin.rpath.contains(e)).collect(),
+        }
+    }
 }
 
 /// When `rocbuild repair NAME` would make the package load without a rebuild: it is not

@@ -9,6 +9,42 @@ use crate::plan::{Plan, SourcePlan};
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_header(f)?;
+        self.fmt_backend(f)?;
+        self.fmt_found(f)?;
+        self.fmt_index(f)?;
+        if let Some(p) = &self.prebuilt {
+            writeln!(f, "1. install the wheel {} instead of building", p.file)?;
+            writeln!(f, "      from: {}", p.url)?;
+            writeln!(f, "      sha256: {}", p.sha256)?;
+            writeln!(f, "      unpacked: {}", p.unpacked.display())?;
+            return Ok(());
+        }
+        let mut s = Steps(0);
+        self.fmt_preparation(f, &mut s)?;
+        self.fmt_build(f, &mut s)?;
+        self.fmt_install(f, &mut s)?;
+        if let Some(v) = &self.verify {
+            s.step(f, "verify in a fresh interpreter; roll back on failure")?;
+            write!(f, "{v}")?;
+        }
+        writeln!(f, "log: {}", self.log_dir.display())
+    }
+}
+
+/// The numbered steps of a plan.
+struct Steps(usize);
+
+impl Steps {
+    fn step(&mut self, f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {
+        self.0 += 1;
+        writeln!(f, "{}. {title}", self.0)
+    }
+}
+
+impl Plan {
+    /// What the plan is for: recipe, venv, Python, torch, FFmpeg.
+    fn fmt_header(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
             "plan: {} {} ({})",
@@ -38,6 +74,11 @@ impl fmt::Display for Plan {
         if let Some(m) = self.ffmpeg_major {
             writeln!(f, "  ffmpeg: {m}")?;
         }
+        Ok(())
+    }
+
+    /// The backend chosen, and the ROCm SDK or torch GPU targets behind it.
+    fn fmt_backend(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = &self.backend;
         writeln!(f, "  backend: {} ({})", b.backend, b.reason)?;
         if let Some(r) = &b.rocm {
@@ -88,6 +129,12 @@ impl fmt::Display for Plan {
                 writeln!(f, "  warning: {w}")?;
             }
         }
+        Ok(())
+    }
+
+    /// The system libraries, compiler and CUDA toolkit found.
+    fn fmt_found(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = &self.backend;
         for l in &self.libraries {
             if l.root.as_os_str().is_empty() {
                 writeln!(f, "  {}:    not found: {}", l.name, l.why)?;
@@ -114,6 +161,11 @@ impl fmt::Display for Plan {
                 c.archs_from
             )?;
         }
+        Ok(())
+    }
+
+    /// The package index looked at, and each wheel's verdict.
+    fn fmt_index(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(ix) = &self.index {
             writeln!(f, "  index:  {}", ix.sources.join(", "))?;
             writeln!(f, "    wanted: {}", ix.wanted)?;
@@ -136,20 +188,14 @@ impl fmt::Display for Plan {
                 }
             }
         }
-        if let Some(p) = &self.prebuilt {
-            writeln!(f, "1. install the wheel {} instead of building", p.file)?;
-            writeln!(f, "      from: {}", p.url)?;
-            writeln!(f, "      sha256: {}", p.sha256)?;
-            writeln!(f, "      unpacked: {}", p.unpacked.display())?;
-            return Ok(());
-        }
-        let mut n = 0;
-        let mut step = |f: &mut fmt::Formatter<'_>, title: &str| -> fmt::Result {
-            n += 1;
-            writeln!(f, "{n}. {title}")
-        };
+        Ok(())
+    }
+
+    /// The steps before the build: tools, source, compiler cache, dependencies, HIP
+    /// compatibility header, torch's CMake package.
+    fn fmt_preparation(&self, f: &mut fmt::Formatter<'_>, s: &mut Steps) -> fmt::Result {
         if let Some(t) = &self.tools {
-            step(
+            s.step(
                 f,
                 "install build-only Python requirements and tools (not into the venv)",
             )?;
@@ -160,16 +206,16 @@ impl fmt::Display for Plan {
         }
         match &self.source {
             SourcePlan::Git { .. } => {
-                step(f, "fetch the source (git)")?;
+                s.step(f, "fetch the source (git)")?;
                 git_lines(f, &self.source)?;
             }
             SourcePlan::Local { dir } => {
-                step(f, "use the source directory as it is")?;
+                s.step(f, "use the source directory as it is")?;
                 writeln!(f, "      dir: {}", dir.display())?;
             }
         }
         if let Some(c) = &self.compiler_cache {
-            step(
+            s.step(
                 f,
                 &format!(
                     "compile through {} ({}), for {}",
@@ -187,7 +233,7 @@ impl fmt::Display for Plan {
             }
         }
         for d in &self.dependencies {
-            step(
+            s.step(
                 f,
                 &format!(
                     "build the dependency {} ({}) from source, once, into the cache",
@@ -211,7 +257,7 @@ impl fmt::Display for Plan {
             }
         }
         if let Some(hc) = &self.hip_compat {
-            step(
+            s.step(
                 f,
                 &format!(
                     "write rocbuild's HIP compatibility header {} (force-included into HIP sources)",
@@ -225,7 +271,7 @@ impl fmt::Display for Plan {
         if let Some(tc) = &self.torch_cmake {
             match &tc.contents {
                 Some(text) => {
-                    step(
+                    s.step(
                         f,
                         &format!(
                             "write the lite torch CMake package {}",
@@ -237,29 +283,34 @@ impl fmt::Display for Plan {
                     }
                 }
                 None => {
-                    step(f, "use torch's own CMake package")?;
+                    s.step(f, "use torch's own CMake package")?;
                     writeln!(f, "      Torch_DIR: {}", tc.dir.display())?;
                 }
             }
         }
-        step(
+        Ok(())
+    }
+
+    /// Configure, build, install into the staging prefix, the Python part.
+    fn fmt_build(&self, f: &mut fmt::Formatter<'_>, s: &mut Steps) -> fmt::Result {
+        s.step(
             f,
             "configure (skipped when this build tree is configured with the same inputs)",
         )?;
         write!(f, "{}", self.configure)?;
-        step(f, "build")?;
+        s.step(f, "build")?;
         write!(f, "{}", self.build)?;
-        step(f, "install into the staging prefix")?;
+        s.step(f, "install into the staging prefix")?;
         write!(f, "{}", self.install_prefix)?;
         if let Some(p) = &self.python_part {
             if let Some(b) = &p.build {
-                step(
+                s.step(
                     f,
                     &format!("build the {} wheel from the checkout", p.distribution),
                 )?;
                 write!(f, "{b}")?;
             }
-            step(
+            s.step(
                 f,
                 &format!(
                     "python part: {}=={} replacing {}",
@@ -270,8 +321,13 @@ impl fmt::Display for Plan {
             )?;
             write!(f, "{}", p.install)?;
         }
+        Ok(())
+    }
+
+    /// The install into the venv: where, what, how the files find their libraries.
+    fn fmt_install(&self, f: &mut fmt::Formatter<'_>, s: &mut Steps) -> fmt::Result {
         let i = &self.install;
-        step(
+        s.step(
             f,
             "install into the venv as a transaction (stage, journal, back up, swap)",
         )?;
@@ -321,11 +377,7 @@ impl fmt::Display for Plan {
             i.distribution,
             rocbuild_venv::layout::manifest(&i.site, &self.recipe).display()
         )?;
-        if let Some(v) = &self.verify {
-            step(f, "verify in a fresh interpreter; roll back on failure")?;
-            write!(f, "{v}")?;
-        }
-        writeln!(f, "log: {}", self.log_dir.display())
+        Ok(())
     }
 }
 

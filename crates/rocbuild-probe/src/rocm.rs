@@ -235,40 +235,11 @@ pub fn choose_sdk<'a>(
             s.problems.join("; ")
         ));
     }
-    let mismatch = |sdk: &RocmSdk, warnings: &mut Vec<String>| {
-        if let (Some(rt), Some(m)) = (runtime, major(sdk)) {
-            if !rt.majors().contains(&m) {
-                warnings.push(format!(
-                    "{} is ROCm {m}, but the HIP runtime that will run the code is ROCm {} ({}: {}); code built with one major may not load or may see no GPU under the other. Install a ROCm {}.x SDK (or a driver with a ROCm {m} runtime)",
-                    label(sdk), rt.major, rt.found_by, rt.path.display(), rt.major
-                ));
-            }
-        }
-    };
+    let mismatch =
+        |sdk: &RocmSdk, warnings: &mut Vec<String>| runtime_mismatch(sdk, runtime, warnings);
 
     if let Some(req) = requested {
-        let matching: Vec<&RocmSdk> = sdks
-            .iter()
-            .filter(|s| {
-                s.version
-                    .as_deref()
-                    .is_some_and(|v| version_matches(v, req))
-            })
-            .collect();
-        if matching.is_empty() {
-            return Err(RocmError::VersionNotFound {
-                requested: req.to_string(),
-                found: found_list(sdks),
-            });
-        }
-        let Some(sdk) = newest(matching.iter().copied().filter(|s| s.usable())) else {
-            let s = matching[0];
-            return Err(RocmError::Unusable {
-                version: s.version.clone().unwrap_or_default(),
-                root: s.root.display().to_string(),
-                problems: s.problems.join("; "),
-            });
-        };
+        let sdk = by_version(sdks, req)?;
         notes.push(format!("using {} (--rocm {req})", label(sdk)));
         mismatch(sdk, &mut warnings);
         return Ok(SdkChoice {
@@ -355,22 +326,61 @@ pub fn choose_sdk<'a>(
         }
         (None, Some(s), None) => s,
     };
-    if usable.len() > 1 {
-        let others: Vec<String> = usable
-            .iter()
-            .filter(|s| !std::ptr::eq(**s, sdk))
-            .map(|s| label(s))
-            .collect();
-        notes.push(format!(
-            "also found: {} (choose with --rocm X.Y)",
-            others.join(", ")
-        ));
-    }
+    notes.extend(also_found(&usable, sdk));
     Ok(SdkChoice {
         sdk,
         notes,
         warnings,
     })
+}
+
+/// A warning when `sdk`'s major is not one the HIP runtime that will run the code serves.
+fn runtime_mismatch(sdk: &RocmSdk, runtime: Option<&HipRuntime>, warnings: &mut Vec<String>) {
+    if let (Some(rt), Some(m)) = (runtime, major(sdk)) {
+        if !rt.majors().contains(&m) {
+            warnings.push(format!(
+                "{} is ROCm {m}, but the HIP runtime that will run the code is ROCm {} ({}: {}); code built with one major may not load or may see no GPU under the other. Install a ROCm {}.x SDK (or a driver with a ROCm {m} runtime)",
+                label(sdk), rt.major, rt.found_by, rt.path.display(), rt.major
+            ));
+        }
+    }
+}
+
+/// `--rocm X.Y`: the newest usable SDK of that version, or why there is none.
+fn by_version<'a>(sdks: &'a [RocmSdk], req: &str) -> Result<&'a RocmSdk, RocmError> {
+    let matching: Vec<&RocmSdk> = sdks
+        .iter()
+        .filter(|s| {
+            s.version
+                .as_deref()
+                .is_some_and(|v| version_matches(v, req))
+        })
+        .collect();
+    if matching.is_empty() {
+        return Err(RocmError::VersionNotFound {
+            requested: req.to_string(),
+            found: found_list(sdks),
+        });
+    }
+    newest(matching.iter().copied().filter(|s| s.usable())).ok_or_else(|| {
+        let s = matching[0];
+        RocmError::Unusable {
+            version: s.version.clone().unwrap_or_default(),
+            root: s.root.display().to_string(),
+            problems: s.problems.join("; "),
+        }
+    })
+}
+
+/// The note naming the other usable SDKs, when there are any.
+fn also_found(usable: &[&RocmSdk], chosen: &RocmSdk) -> Option<String> {
+    let others: Vec<String> = usable
+        .iter()
+        .filter(|s| !std::ptr::eq(**s, chosen))
+        .map(|s| label(s))
+        .collect();
+    (!others.is_empty())
+        .then(|| format!("also found: {} (choose with --rocm X.Y)", others.join(", ")))
 }
 
 fn found_list(sdks: &[RocmSdk]) -> String {

@@ -233,14 +233,24 @@ pub(crate) fn inspect(
             .map(|tr| format!("lib/{tr}/{suffix}"))
             .collect()
     };
-
     sdk.bin_dir = first(parts, &["bin"], true);
     sdk.lib_dir = if kind == SdkKind::DebianMultiarch {
         triplets.first().map(|tr| root.join("lib").join(tr))
     } else {
         first(parts, &["lib"], true)
     };
+    find_compilers(&mut sdk, parts, kind, os);
+    find_device_libraries(&mut sdk, parts, &t("amdgcn/bitcode"));
+    read_versions(&mut sdk, parts, &t, dir_version);
+    find_libraries(&mut sdk, parts, os, &triplets);
+    find_cmake_dirs(&mut sdk, parts, &t("cmake"));
+    note_problems(&mut sdk);
+    sdk
+}
 
+/// clang, clang++ (amdclang, Debian's versioned ones) and hipcc.
+fn find_compilers(sdk: &mut RocmSdk, parts: &[PathBuf], kind: SdkKind, os: Os) {
+    let root = parts[0].clone();
     let clang_dirs = ["bin", "lib/llvm/bin", "llvm/bin"];
     let find_exe = |names: &[&str]| -> Option<PathBuf> {
         let rels: Vec<String> = names
@@ -294,7 +304,10 @@ pub(crate) fn inspect(
         ],
         false,
     );
+}
 
+/// The device libraries (`amdgcn/bitcode`) and the GPU targets they hold; clang's version.
+fn find_device_libraries(sdk: &mut RocmSdk, parts: &[PathBuf], triplet_rels: &[String]) {
     let mut dev_rels: Vec<String> = vec![
         "amdgcn/bitcode".into(),
         "lib/llvm/amdgcn/bitcode".into(),
@@ -302,7 +315,7 @@ pub(crate) fn inspect(
         "lib/llvm/lib/clang/*/lib/amdgcn/bitcode".into(),
         "llvm/lib/clang/*/lib/amdgcn/bitcode".into(),
     ];
-    dev_rels.extend(t("amdgcn/bitcode"));
+    dev_rels.extend(triplet_rels.iter().cloned());
     let dev_dir = sdk.device_lib_dir.clone().or_else(|| {
         dev_rels.iter().find_map(|rel| {
             parts
@@ -316,9 +329,10 @@ pub(crate) fn inspect(
     }
     sdk.device_lib_dir = dev_dir;
     sdk.clang_version = clang_version(&sdk);
+}
 
-    read_versions(&mut sdk, parts, &t, dir_version);
-
+/// amd_comgr, rocBLAS (its version and Tensile kernels), hipBLAS.
+fn find_libraries(sdk: &mut RocmSdk, parts: &[PathBuf], os: Os, triplets: &[String]) {
     let lib_rels: Vec<String> = if os == Os::Windows {
         vec!["bin".into(), "lib".into()]
     } else {
@@ -358,9 +372,12 @@ pub(crate) fn inspect(
     if let Some(d) = &sdk.tensile_dir {
         sdk.tensile_archs = tensile_archs(d);
     }
+}
 
+/// The SDK's CMake package directories.
+fn find_cmake_dirs(sdk: &mut RocmSdk, parts: &[PathBuf], triplet_rels: &[String]) {
     let mut cmake_rels = vec!["lib/cmake".to_string(), "lib64/cmake".to_string()];
-    cmake_rels.extend(t("cmake"));
+    cmake_rels.extend(triplet_rels.iter().cloned());
     for rel in cmake_rels {
         for p in parts {
             let d = p.join(&rel);
@@ -369,7 +386,11 @@ pub(crate) fn inspect(
             }
         }
     }
+}
 
+/// What makes the SDK unusable for a HIP build.
+fn note_problems(sdk: &mut RocmSdk) {
+    let root = sdk.parts.first().cloned().unwrap_or_default();
     if sdk.clangxx.is_none() && sdk.hipcc.is_none() {
         sdk.problems.push(format!(
             "no HIP compiler (clang++, amdclang++ or hipcc) under {}",
@@ -382,7 +403,6 @@ pub(crate) fn inspect(
             root.display()
         ));
     }
-    sdk
 }
 
 /// `(N, /usr/lib/llvm-N/lib/clang/<v>/amdgcn/bitcode)` for the newest LLVM N whose resource

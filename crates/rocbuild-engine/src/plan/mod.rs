@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use rocbuild_probe::{Flavor, Machine, Os};
-use rocbuild_recipe::{Recipe, Target};
+use rocbuild_recipe::{Recipe, Resolved, Target};
 use rocbuild_venv::BuildOptions;
 use serde::Serialize;
 
@@ -62,6 +62,24 @@ pub struct Context {
     /// password).
     #[serde(skip)]
     pub compiler_cache: compiler_cache::Request,
+    /// The compilers the user named in the environment (`CC`, `CXX`), read once by the caller:
+    /// the planner reads no environment.
+    #[serde(skip)]
+    pub user_compiler: bool,
+    /// `PATH`, where the wheels' compiler (`g++-14`) is looked for.
+    #[serde(skip)]
+    pub path: Option<std::ffi::OsString>,
+}
+
+impl Context {
+    /// `user_compiler` and `path` from this process's environment.
+    pub fn read_env(mut self) -> Context {
+        self.user_compiler = ["CC", "CXX"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+        self.path = std::env::var_os("PATH");
+        self
+    }
 }
 
 /// Every step of one build, concrete.
@@ -77,6 +95,7 @@ pub struct Plan {
     pub venv: PathBuf,
     pub venv_chosen_by: String,
     pub python: PathBuf,
+    /// torch, only when the build uses it: CTranslate2 does not go stale with a torch upgrade.
     pub torch_version: Option<String>,
     pub torch_git: Option<String>,
     /// The CUDA / HIP version torch was built with (its version.py), when the build uses torch.
@@ -151,51 +170,24 @@ pub fn plan(
         backend.backend.as_str(),
         &opts.defines,
     );
-    let mut features = libraries::used(&libraries);
-    for (name, _) in &dependencies {
-        if !features.contains(name) {
-            features.push(name);
-        }
-    }
-    let resolved = recipe.resolve(&Target {
-        os: os.as_str(),
-        arch: machine.platform.arch.as_str(),
-        flavor: flavor.as_str(),
-        version: &version,
-        backend: backend.backend.as_str(),
-        rocm_version: backend.rocm.as_ref().and_then(|r| r.version.as_deref()),
-        features: &features,
-    });
+    let resolved = resolve(
+        recipe,
+        machine,
+        flavor,
+        &version,
+        &backend,
+        &libraries,
+        &dependencies,
+    );
     let toolset = tools::required(recipe, machine, &backend, &resolved, &opts.defines)?;
-    let (source, patches) = source::plan(recipe, &release, opts, ctx, os, flavor, &resolved)?;
-    // The options as recorded: each patch with the sha256 it was applied with.
-    let mut options = opts.clone();
-    options.patches = patches;
+    let (source, options) =
+        source_and_options(recipe, &release, opts, ctx, (os, flavor), &resolved)?;
     let mut vars = vars::of(
         recipe, &version, machine, ctx, &libraries, &source, &backend,
     );
     let (tools, mut toolset) =
         tools::python_tools(recipe, machine, &backend, &toolset, &vars, &ctx.cache)?;
-    // The wheels' compiler, when the recipe names one, it is on PATH and the user named none.
-    let user_named = ["CC", "CXX"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
-        || opts
-            .defines
-            .iter()
-            .any(|(k, _)| k == "CMAKE_C_COMPILER" || k == "CMAKE_CXX_COMPILER");
-    let compiler = wheel_compiler::check(
-        recipe,
-        machine,
-        backend.backend.as_str(),
-        &toolset.cxx,
-        std::env::var_os("PATH").as_deref(),
-        user_named,
-    );
-    if let Some(a) = compiler.as_ref().and_then(|c| c.chosen()) {
-        toolset.cc = a.cc.clone();
-        toolset.cxx = a.cxx.clone();
-    }
+    let compiler = wheels_compiler(recipe, machine, opts, ctx, &backend, &mut toolset);
     if let Some(t) = &tools {
         vars.insert("tools".into(), t.dir.display().to_string());
     }
@@ -211,7 +203,7 @@ pub fn plan(
             os,
         )
     });
-    let configured = configure::plan(configure::Inputs {
+    let mut configured = configure::plan(configure::Inputs {
         hip_compat: hip_compat.as_ref(),
         recipe,
         machine,
@@ -228,33 +220,13 @@ pub fn plan(
     })?;
     // The compiler cache changes no output: it is in neither the build tree's key nor the
     // fingerprint, only in the commands.
-    let languages: &[&str] = match backend.backend {
-        rocbuild_venv::Backend::Rocm => &["C", "CXX", "HIP"],
-        rocbuild_venv::Backend::Cuda => &["C", "CXX", "CUDA"],
-        _ => &["C", "CXX"],
-    };
-    let compiler_cache = compiler_cache::plan(&ctx.compiler_cache, machine, &ctx.cache, languages)?;
-    let mut configured = configured;
-    if let Some(cc) = &compiler_cache {
-        let commands = std::iter::once((&mut configured.configure, &mut configured.build)).chain(
-            dependencies
-                .iter_mut()
-                .map(|d| (&mut d.configure, &mut d.build)),
-        );
-        for (configure, build) in commands {
-            for (k, v) in cc.defines() {
-                *configure = configure.clone().arg(format!("-D{k}={v}"));
-            }
-            for (k, v) in &cc.env {
-                configure.env.insert(k.clone(), v.clone());
-                build.env.insert(k.clone(), v.clone());
-            }
-        }
-    }
+    let compiler_cache =
+        through_compiler_cache(machine, ctx, &backend, &mut configured, &mut dependencies)?;
     vars.insert("build".into(), configured.build_dir.display().to_string());
     vars.insert("prefix".into(), configured.prefix.display().to_string());
     let prefixes: Vec<PathBuf> = dependencies.iter().map(|d| d.prefix.clone()).collect();
     let install = install::plan(recipe, machine, &resolved, &vars, &backend, &prefixes)?;
+    // The Python part's extension is compiled by the same compiler as the library.
     let python_part = python_part::plan(
         recipe,
         machine,
@@ -264,15 +236,8 @@ pub fn plan(
         &source,
         &configured.build_dir,
         tools.as_ref(),
-    )?;
-    // The Python part's extension is compiled by the same compiler as the library.
-    let python_part = python_part.map(|mut p| {
-        if let (Some(b), Some(a)) = (&mut p.build, compiler.as_ref().and_then(|c| c.chosen())) {
-            b.env.insert("CC".into(), a.cc.display().to_string());
-            b.env.insert("CXX".into(), a.cxx.display().to_string());
-        }
-        p
-    });
+    )?
+    .map(|p| same_compiler(p, compiler.as_ref()));
     let verify = verify::plan(machine, &resolved, &vars)?;
     let fingerprint = fingerprint::of(
         recipe,
@@ -283,7 +248,6 @@ pub fn plan(
         verify.as_ref(),
         torch,
     );
-    // Only when the build uses torch: CTranslate2 does not go stale with a torch upgrade.
     let used_torch = torch.filter(|_| needs.torch);
     Ok(Plan {
         recipe: recipe.name().into(),
@@ -332,6 +296,126 @@ pub fn plan(
     })
 }
 
+/// The source to build, and the options as recorded: each patch with the sha256 it was
+/// applied with.
+fn source_and_options(
+    recipe: &Recipe,
+    release: &rocbuild_recipe::ReleaseInfo,
+    opts: &BuildOptions,
+    ctx: &Context,
+    (os, flavor): (Os, Flavor),
+    resolved: &Resolved,
+) -> Result<(SourcePlan, BuildOptions)> {
+    let (source, patches) = source::plan(recipe, release, opts, ctx, os, flavor, resolved)?;
+    let mut options = opts.clone();
+    options.patches = patches;
+    Ok((source, options))
+}
+
+/// The recipe resolved for this target: OS, arch, flavor, release, backend, ROCm version and
+/// the features (system libraries found, dependencies built) its overlays may test.
+fn resolve(
+    recipe: &Recipe,
+    machine: &Machine,
+    flavor: Flavor,
+    version: &str,
+    backend: &toolchain::BackendPlan,
+    libraries: &[OptionalLibrary],
+    dependencies: &[(&str, &rocbuild_recipe::schema::Dependency)],
+) -> Resolved {
+    let mut features = libraries::used(libraries);
+    for (name, _) in dependencies {
+        if !features.contains(name) {
+            features.push(name);
+        }
+    }
+    recipe.resolve(&Target {
+        os: machine.platform.os.as_str(),
+        arch: machine.platform.arch.as_str(),
+        flavor: flavor.as_str(),
+        version,
+        backend: backend.backend.as_str(),
+        rocm_version: backend.rocm.as_ref().and_then(|r| r.version.as_deref()),
+        features: &features,
+    })
+}
+
+/// The wheels' compiler, when the recipe names one, it is on PATH and the user named none
+/// (`CC`/`CXX` in the environment, `-D CMAKE_C(XX)_COMPILER`): it replaces the toolset's.
+fn wheels_compiler(
+    recipe: &Recipe,
+    machine: &Machine,
+    opts: &BuildOptions,
+    ctx: &Context,
+    backend: &toolchain::BackendPlan,
+    toolset: &mut tools::Toolset,
+) -> Option<wheel_compiler::CompilerParity> {
+    let user_named = ctx.user_compiler
+        || opts
+            .defines
+            .iter()
+            .any(|(k, _)| k == "CMAKE_C_COMPILER" || k == "CMAKE_CXX_COMPILER");
+    let compiler = wheel_compiler::check(
+        recipe,
+        machine,
+        backend.backend.as_str(),
+        &toolset.cxx,
+        ctx.path.as_deref(),
+        user_named,
+    );
+    if let Some(a) = compiler.as_ref().and_then(|c| c.chosen()) {
+        toolset.cc = a.cc.clone();
+        toolset.cxx = a.cxx.clone();
+    }
+    compiler
+}
+
+/// The compiler cache for the build and every dependency's build. It changes no output: it
+/// is in neither the build tree's key nor the fingerprint, only in the commands.
+fn through_compiler_cache(
+    machine: &Machine,
+    ctx: &Context,
+    backend: &toolchain::BackendPlan,
+    configured: &mut configure::Configured,
+    dependencies: &mut [dependency::DependencyPlan],
+) -> Result<Option<compiler_cache::CompilerCache>> {
+    let languages: &[&str] = match backend.backend {
+        rocbuild_venv::Backend::Rocm => &["C", "CXX", "HIP"],
+        rocbuild_venv::Backend::Cuda => &["C", "CXX", "CUDA"],
+        _ => &["C", "CXX"],
+    };
+    let compiler_cache = compiler_cache::plan(&ctx.compiler_cache, machine, &ctx.cache, languages)?;
+    if let Some(cc) = &compiler_cache {
+        let commands = std::iter::once((&mut configured.configure, &mut configured.build)).chain(
+            dependencies
+                .iter_mut()
+                .map(|d| (&mut d.configure, &mut d.build)),
+        );
+        for (configure, build) in commands {
+            for (k, v) in cc.defines() {
+                *configure = configure.clone().arg(format!("-D{k}={v}"));
+            }
+            for (k, v) in &cc.env {
+                configure.env.insert(k.clone(), v.clone());
+                build.env.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Ok(compiler_cache)
+}
+
+/// The Python part's extension compiled by the library's compiler (the wheels' one).
+fn same_compiler(
+    mut p: PythonPart,
+    compiler: Option<&wheel_compiler::CompilerParity>,
+) -> PythonPart {
+    if let (Some(b), Some(a)) = (&mut p.build, compiler.and_then(|c| c.chosen())) {
+        b.env.insert("CC".into(), a.cc.display().to_string());
+        b.env.insert("CXX".into(), a.cxx.display().to_string());
+    }
+    p
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     //! Recipes and contexts for the sub-plans' tests.
@@ -355,6 +439,8 @@ pub(crate) mod testing {
             mirror: None,
             compiler_cache: Default::default(),
             jobs: 2,
+            user_compiler: false,
+            path: None,
         }
     }
 }

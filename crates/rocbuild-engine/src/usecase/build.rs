@@ -207,7 +207,10 @@ fn build_with(
                 .map(|n| n.get())
                 .unwrap_or(2)
         }),
-    };
+        user_compiler: false,
+        path: None,
+    }
+    .read_env();
     let mut plan = plan(req.recipe, &machine, &opts, &ctx)?;
     if !plan.options.index.is_empty() || !plan.options.find_links.is_empty() {
         plan = from_index(plan, &machine, &settings.cache, req.dry_run, reporter)?;
