@@ -8,7 +8,7 @@ use rocbuild_venv::manifest::{
 };
 
 use crate::plan::{Plan, SourcePlan};
-use crate::run::StagedExtra;
+use crate::stage::StagedExtra;
 
 pub(crate) trait FromRun {
     fn from_run(

@@ -4,12 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
 use crate::error::{EngineError, Result};
 
-use crate::stage::Staged;
+use crate::stage::{globset, Built, Staged, StagedExtra};
 use rocbuild_venv::install;
 use rocbuild_venv::manifest::{self, sha256_file, Manifest};
 
@@ -37,23 +36,6 @@ pub struct Outcome {
     /// Installed from this wheel (its URL or path) instead of built.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wheel: Option<String>,
-}
-
-pub(crate) fn globset(patterns: &[String]) -> Result<GlobSet> {
-    let mut b = GlobSetBuilder::new();
-    for p in patterns {
-        let g = Glob::new(p).map_err(|e| EngineError::Usage {
-            option: format!("glob `{p}`"),
-            reason: e.to_string(),
-            help: None,
-        })?;
-        b.add(g);
-    }
-    b.build().map_err(|e| EngineError::Usage {
-        option: "globs".into(),
-        reason: e.to_string(),
-        help: None,
-    })
 }
 
 use rocbuild_venv::walk;
@@ -406,9 +388,6 @@ struct EarlyPip {
     bg: Background,
 }
 
-/// The built artifacts by their path under site-packages, with where they are and their hash.
-pub(crate) type Built = BTreeMap<String, (PathBuf, String)>;
-
 /// What a build leaves: the commit, the artifacts, the build tree's lock (held until the
 /// artifacts are staged) and what the compiler cache did.
 type BuildResult = (
@@ -688,18 +667,6 @@ fn up_to_date(
     })
 }
 
-pub(crate) fn dist_info_dir(site: &Path, dist: &str) -> Option<String> {
-    let want = rocbuild_probe::normalize_dist(dist);
-    let rd = std::fs::read_dir(site).ok()?;
-    rd.flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .find(|n| {
-            n.strip_suffix(".dist-info")
-                .and_then(|s| s.rsplit_once('-'))
-                .is_some_and(|(d, _)| rocbuild_probe::normalize_dist(d) == want)
-        })
-}
-
 fn install_and_verify(
     plan: &Plan,
     log: &mut RunLog,
@@ -861,39 +828,4 @@ pub(crate) fn collect_artifacts(
         out.entry(name).or_insert(real);
     }
     Ok(out)
-}
-
-/// What staging learned beyond the files to place, for the manifest and the backup.
-#[derive(Default)]
-pub(crate) struct StagedExtra {
-    pub dropped: Vec<String>,
-    pub python_files: Vec<String>,
-    pub record: Option<String>,
-    /// The compiler cache the build ran under, with its hits and misses.
-    pub compiler_cache: Option<rocbuild_venv::manifest::CompilerCacheRecord>,
-}
-
-/// Files under the literal directory part of each park glob (`torchcodec/lib*` -> `torchcodec/`).
-pub(crate) fn walk_park_roots(site: &Path, globs: &[String]) -> Vec<(String, PathBuf)> {
-    let mut out = Vec::new();
-    let mut roots: Vec<String> = globs
-        .iter()
-        .map(|g| {
-            g.split('/')
-                .take_while(|p| !p.contains(['*', '?', '[', '{']))
-                .collect::<Vec<_>>()
-                .join("/")
-        })
-        .collect();
-    roots.sort();
-    roots.dedup();
-    for r in roots {
-        if r.is_empty() || r.starts_with("..") {
-            continue;
-        }
-        for (rel, abs) in walk(&site.join(&r)) {
-            out.push((format!("{r}/{rel}"), abs));
-        }
-    }
-    out
 }

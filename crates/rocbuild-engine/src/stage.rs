@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use globset::GlobSet;
+use globset::{Glob, GlobSet, GlobSetBuilder};
 use rocbuild_venv::install::NewFile;
 use rocbuild_venv::manifest::{self, sha256_file, InstalledFile};
 use rocbuild_venv::{record, txn_fs, walk};
@@ -14,7 +14,6 @@ use rocbuild_venv::{record, txn_fs, walk};
 use crate::error::{EngineError, Result};
 use crate::link::{self, Link};
 use crate::plan::Plan;
-use crate::run::{dist_info_dir, globset, walk_park_roots, Built, StagedExtra};
 use crate::step::{Background, RunLog};
 
 /// What staging leaves for the swap.
@@ -256,3 +255,72 @@ impl Stager<'_> {
         .map_err(EngineError::io("write", &record_staged))
     }
 }
+
+/// What staging learned beyond the files to place, for the manifest and the backup.
+#[derive(Default)]
+pub(crate) struct StagedExtra {
+    pub dropped: Vec<String>,
+    pub python_files: Vec<String>,
+    pub record: Option<String>,
+    /// The compiler cache the build ran under, with its hits and misses.
+    pub compiler_cache: Option<rocbuild_venv::manifest::CompilerCacheRecord>,
+}
+
+/// A glob set of `patterns`, or a usage error naming the bad one.
+pub(crate) fn globset(patterns: &[String]) -> Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        let g = Glob::new(p).map_err(|e| EngineError::Usage {
+            option: format!("glob `{p}`"),
+            reason: e.to_string(),
+            help: None,
+        })?;
+        b.add(g);
+    }
+    b.build().map_err(|e| EngineError::Usage {
+        option: "globs".into(),
+        reason: e.to_string(),
+        help: None,
+    })
+}
+
+/// The dist-info directory of `dist` in `site` (its name normalized as pip does).
+pub(crate) fn dist_info_dir(site: &Path, dist: &str) -> Option<String> {
+    let want = rocbuild_probe::normalize_dist(dist);
+    let rd = std::fs::read_dir(site).ok()?;
+    rd.flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| {
+            n.strip_suffix(".dist-info")
+                .and_then(|s| s.rsplit_once('-'))
+                .is_some_and(|(d, _)| rocbuild_probe::normalize_dist(d) == want)
+        })
+}
+
+/// Files under the literal directory part of each park glob (`torchcodec/lib*` -> `torchcodec/`).
+pub(crate) fn walk_park_roots(site: &Path, globs: &[String]) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let mut roots: Vec<String> = globs
+        .iter()
+        .map(|g| {
+            g.split('/')
+                .take_while(|p| !p.contains(['*', '?', '[', '{']))
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+        .collect();
+    roots.sort();
+    roots.dedup();
+    for r in roots {
+        if r.is_empty() || r.starts_with("..") {
+            continue;
+        }
+        for (rel, abs) in walk(&site.join(&r)) {
+            out.push((format!("{r}/{rel}"), abs));
+        }
+    }
+    out
+}
+
+/// The built artifacts by their path under site-packages, with where they are and their hash.
+pub(crate) type Built = BTreeMap<String, (PathBuf, String)>;
