@@ -1,11 +1,7 @@
 //! The manifest of a finished install: made in one place, from the plan's own fields (never
 //! re-derived from an argv or an environment) and what the run learned.
 
-use std::path::PathBuf;
-
-use rocbuild_venv::manifest::{
-    InstalledFile, Manifest, PrebuiltRecord, PythonPartRecord, SdkRecord,
-};
+use rocbuild_venv::manifest::{InstalledFile, Manifest, PrebuiltRecord, PythonPartRecord};
 
 use crate::plan::{Plan, SourcePlan};
 use crate::stage::StagedExtra;
@@ -57,7 +53,7 @@ impl FromRun for Manifest {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
             options: public_options(&plan.options),
-            sdk: sdk_record(plan),
+            sdk: plan.sdk_record(),
             record: staged.record.clone(),
             dropped: staged.dropped.clone(),
             python_part: python_part(plan, staged, previous),
@@ -113,34 +109,6 @@ fn python_part(
     }
 }
 
-/// The SDK as the build saw it: torch's (from the machine) and the toolkit given to CMake.
-pub(crate) fn sdk_record(plan: &Plan) -> SdkRecord {
-    let toolkit: Option<PathBuf> = plan.toolkit.clone();
-    SdkRecord {
-        torch_cuda: plan.torch_cuda.clone(),
-        torch_hip: plan.torch_hip.clone(),
-        toolkit_version: toolkit.as_deref().and_then(rocbuild_probe::toolkit_version),
-        toolkit,
-        backend: Some(plan.backend.backend.as_str().to_string()),
-        rocm_version: plan.backend.rocm.as_ref().and_then(|r| r.version.clone()),
-        gpu_archs: match (&plan.backend.rocm, &plan.backend.torch_gpu) {
-            (Some(r), _) => r.archs.clone(),
-            (None, Some(t)) => t.archs.clone(),
-            (None, None) => Vec::new(),
-        },
-        hip_version: plan
-            .backend
-            .rocm
-            .as_ref()
-            .and_then(|r| r.hip_version.clone()),
-        hip_compat: plan
-            .hip_compat
-            .as_ref()
-            .map(|h| h.names.clone())
-            .unwrap_or_default(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,7 +135,7 @@ mod tests {
             ..BuildOptions::default()
         };
         let plan = crate::plan::plan(&recipe("torchcodec"), &m, &opts, &ctx(Os::Linux)).unwrap();
-        let sdk = sdk_record(&plan);
+        let sdk = plan.sdk_record();
         assert_eq!(sdk.backend.as_deref(), Some("cpu"));
         assert_eq!(sdk.gpu_archs, ["gfx1201"]);
         assert_eq!(sdk.torch_hip.as_deref(), Some("6.4.43482"));

@@ -143,7 +143,7 @@ pub fn fetch_and_check(
     ) {
         return Err(r);
     }
-    let libs: Vec<PathBuf> = crate::run::collect_artifacts(
+    let libs: Vec<PathBuf> = crate::stage::collect_artifacts(
         &unpacked.join(&plan.install.import_dir),
         &plan.install.artifacts,
     )

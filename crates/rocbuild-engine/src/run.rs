@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{EngineError, Result};
 
-use crate::stage::{globset, Built, Staged, StagedExtra};
+use crate::stage::{collect_artifacts, Built, Staged, StagedExtra};
 use rocbuild_venv::install;
 use rocbuild_venv::manifest::{self, sha256_file, Manifest};
 
@@ -37,8 +37,6 @@ pub struct Outcome {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wheel: Option<String>,
 }
-
-use rocbuild_venv::walk;
 
 /// `git apply ARGS PATCH` on the plain tree of `checkout`: None when it applied, else git's
 /// words. GIT_CEILING_DIRECTORIES keeps git from taking a repository around the cache for
@@ -788,44 +786,4 @@ fn verify(
             })
         }
     }
-}
-
-/// The files under the CMake install prefix whose names match `globs`, keyed by the name
-/// they are installed under. A versioned library and its symlinks
-/// (`libctranslate2.so -> .so.4 -> .so.4.8.1`) become one file, named by its SONAME (what
-/// the loader asks for) when the SONAME is among the matched names.
-pub(crate) fn collect_artifacts(
-    prefix: &Path,
-    globs: &[String],
-) -> Result<BTreeMap<String, PathBuf>> {
-    let want = globset(globs)?;
-    let mut groups: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
-    for (rel, abs) in walk(prefix) {
-        let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
-        if !want.is_match(&name) {
-            continue;
-        }
-        let Ok(real) = std::fs::canonicalize(&abs) else {
-            continue; // a dangling symlink
-        };
-        groups.entry(real).or_default().push(name);
-    }
-    let mut out = BTreeMap::new();
-    for (real, names) in groups {
-        let real_name = real
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let soname = rocbuild_native::read_binary(&real)
-            .ok()
-            .and_then(|b| b.soname_or_install_name)
-            .and_then(|s| s.rsplit('/').next().map(str::to_string));
-        let name = match soname {
-            Some(s) if names.contains(&s) => s,
-            _ if names.contains(&real_name) => real_name,
-            _ => names.iter().min().cloned().unwrap_or(real_name),
-        };
-        out.entry(name).or_insert(real);
-    }
-    Ok(out)
 }

@@ -324,3 +324,43 @@ pub(crate) fn walk_park_roots(site: &Path, globs: &[String]) -> Vec<(String, Pat
 
 /// The built artifacts by their path under site-packages, with where they are and their hash.
 pub(crate) type Built = BTreeMap<String, (PathBuf, String)>;
+
+/// The files under the CMake install prefix whose names match `globs`, keyed by the name
+/// they are installed under. A versioned library and its symlinks
+/// (`libctranslate2.so -> .so.4 -> .so.4.8.1`) become one file, named by its SONAME (what
+/// the loader asks for) when the SONAME is among the matched names.
+pub(crate) fn collect_artifacts(
+    prefix: &Path,
+    globs: &[String],
+) -> Result<BTreeMap<String, PathBuf>> {
+    let want = globset(globs)?;
+    let mut groups: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
+    for (rel, abs) in walk(prefix) {
+        let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+        if !want.is_match(&name) {
+            continue;
+        }
+        let Ok(real) = std::fs::canonicalize(&abs) else {
+            continue; // a dangling symlink
+        };
+        groups.entry(real).or_default().push(name);
+    }
+    let mut out = BTreeMap::new();
+    for (real, names) in groups {
+        let real_name = real
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let soname = rocbuild_native::read_binary(&real)
+            .ok()
+            .and_then(|b| b.soname_or_install_name)
+            .and_then(|s| s.rsplit('/').next().map(str::to_string));
+        let name = match soname {
+            Some(s) if names.contains(&s) => s,
+            _ if names.contains(&real_name) => real_name,
+            _ => names.iter().min().cloned().unwrap_or(real_name),
+        };
+        out.entry(name).or_insert(real);
+    }
+    Ok(out)
+}

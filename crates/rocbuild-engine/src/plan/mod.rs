@@ -296,6 +296,37 @@ pub fn plan(
     })
 }
 
+impl Plan {
+    /// The SDK as the build saw it: torch's (from the machine) and the toolkit given to CMake.
+    pub(crate) fn sdk_record(&self) -> rocbuild_venv::manifest::SdkRecord {
+        let plan = self;
+        let toolkit: Option<PathBuf> = plan.toolkit.clone();
+        rocbuild_venv::manifest::SdkRecord {
+            torch_cuda: plan.torch_cuda.clone(),
+            torch_hip: plan.torch_hip.clone(),
+            toolkit_version: toolkit.as_deref().and_then(rocbuild_probe::toolkit_version),
+            toolkit,
+            backend: Some(plan.backend.backend.as_str().to_string()),
+            rocm_version: plan.backend.rocm.as_ref().and_then(|r| r.version.clone()),
+            gpu_archs: match (&plan.backend.rocm, &plan.backend.torch_gpu) {
+                (Some(r), _) => r.archs.clone(),
+                (None, Some(t)) => t.archs.clone(),
+                (None, None) => Vec::new(),
+            },
+            hip_version: plan
+                .backend
+                .rocm
+                .as_ref()
+                .and_then(|r| r.hip_version.clone()),
+            hip_compat: plan
+                .hip_compat
+                .as_ref()
+                .map(|h| h.names.clone())
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// The source to build, and the options as recorded: each patch with the sha256 it was
 /// applied with.
 fn source_and_options(

@@ -81,7 +81,7 @@ pub struct PrebuiltInstall {
 pub fn wanted(plan: &Plan, tags: Option<Tags>) -> Wanted {
     let m = Manifest {
         flavor: plan.flavor.as_str().into(),
-        sdk: crate::from_run::sdk_record(plan),
+        sdk: plan.sdk_record(),
         options: plan.options.clone(),
         defines: plan.defines.clone(),
         torch_version: plan.torch_version.clone(),
