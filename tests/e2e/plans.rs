@@ -62,9 +62,13 @@ pub fn machine(os: &str) -> serde_json::Value {
 }
 
 fn plan_for(os: &str, extra: &[&str]) -> String {
+    plan_of(machine(os), extra)
+}
+
+fn plan_of(machine: serde_json::Value, extra: &[&str]) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("machine.json");
-    std::fs::write(&file, serde_json::to_string_pretty(&machine(os)).unwrap()).unwrap();
+    std::fs::write(&file, serde_json::to_string_pretty(&machine).unwrap()).unwrap();
     let mut args = vec![
         "torchcodec",
         "--dry-run",
@@ -134,6 +138,30 @@ fn windows_rocm_plan_uses_import_libraries_and_backslashes() {
         "{plan}"
     );
     insta::assert_snapshot!("plan_windows_rocm", plan);
+}
+
+/// Host and target are values: the same Windows venv planned from a Linux host (the machine
+/// file names the host's platform) keeps the target's layout, suffixes and preload hook, but
+/// every path under the cache (sources, build tree, tools, logs) is the host's. Planned on
+/// Windows itself (no `host_platform`), the cache paths are Windows paths.
+#[test]
+fn a_windows_venv_planned_from_a_linux_host_keeps_host_paths_for_the_cache() {
+    let mut m = machine("windows");
+    m["host_platform"] = serde_json::json!({"os": "linux", "arch": "x86_64"});
+    let cross = plan_of(m, &["--version", "0.9.1"]);
+    assert!(cross.contains("cache: /cache/git"), "{cross}");
+    assert!(cross.contains("log: /cache/logs"), "{cross}");
+    assert!(
+        cross.contains(r"C:\Users\me\venv\Lib\site-packages\torchcodec"),
+        "{cross}"
+    );
+    assert!(cross.contains("DLL preload hook"), "{cross}");
+    assert!(
+        !cross.contains(r"/cache\"),
+        "a host path with a Windows separator:\n{cross}"
+    );
+    let native = plan_for("windows", &["--version", "0.9.1"]);
+    assert!(native.contains(r"cache: /cache\git"), "{native}");
 }
 
 #[test]

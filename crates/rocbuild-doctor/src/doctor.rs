@@ -132,26 +132,30 @@ pub fn probe(
                 .ok()
         })
         .flatten();
-    Ok(Machine {
-        platform: rocbuild_probe::Platform {
+    Ok(Machine::here(
+        rocbuild_probe::Platform {
             os,
             arch: std::env::consts::ARCH.to_string(),
             distro: None,
             distro_like: Vec::new(),
         },
-        venv,
-        python,
-        torch,
-        ffmpeg,
-        ffmpeg_missing: None,
-        tools: Default::default(),
-        toolkits: Default::default(),
-        rocm_sdks: Vec::new(),
-        hip_runtime: None,
-        gpu: None,
-        cuda_gpu: None,
-        libraries: Default::default(),
-    })
+        rocbuild_probe::HostParts {
+            tools: Default::default(),
+            toolkits: Default::default(),
+            rocm_sdks: Vec::new(),
+            libraries: Default::default(),
+        },
+        rocbuild_probe::TargetParts {
+            venv: venv,
+            python: python,
+            torch: torch,
+            ffmpeg: ffmpeg,
+            ffmpeg_missing: None,
+            hip_runtime: None,
+            gpu: None,
+            cuda_gpu: None,
+        },
+    ))
 }
 
 /// A library missing only from the loader's path, present elsewhere in the venv, needs no
@@ -169,9 +173,10 @@ fn repair_fix(machine: &Machine, subject: &Subject, findings: &mut [Finding]) {
     if !missing || rebuild {
         return;
     }
-    let os = machine.platform.os;
-    let python = Some(machine.python.exe.clone()).filter(|p| p.is_file() && os == Os::current());
-    let site = &machine.python.site_packages;
+    let os = machine.target.platform.os;
+    let python =
+        Some(machine.target.python.exe.clone()).filter(|p| p.is_file() && os == Os::current());
+    let site = &machine.target.python.site_packages;
     let Some(found) = crate::repair::repair_would_fix(site, os, subject, python) else {
         return;
     };
@@ -250,11 +255,11 @@ pub(crate) fn variant_major(file: &str) -> Option<u32> {
 /// What every package's examination in `machine`'s venv shares: Python's runtime, torch's
 /// libraries and what they load.
 fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reader) -> Examiner<'a> {
-    let site = &machine.python.site_packages;
-    let os = machine.platform.os;
-    let torch = machine.torch.as_ref();
+    let site = &machine.target.python.site_packages;
+    let os = machine.target.platform.os;
+    let torch = machine.target.torch.as_ref();
     // A venv for another OS than this host's: its Python cannot run here.
-    let foreign = os != Os::current() || !machine.python.exe.is_file();
+    let foreign = os != Os::current() || !machine.target.python.exe.is_file();
     let torch_libs: Vec<PathBuf> = match torch {
         Some(t) => native_libraries(site, &Subject::torch(), os)
             .into_iter()
@@ -277,10 +282,10 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
         machine,
         opts,
         reader,
-        python: if os == Os::Windows || !machine.python.exe.is_file() {
+        python: if os == Os::Windows || !machine.target.python.exe.is_file() {
             Vec::new()
         } else {
-            linkage::python_runtime(&machine.python.exe, reader)
+            linkage::python_runtime(&machine.target.python.exe, reader)
         },
         torch_libs,
         torch_deps,
@@ -317,9 +322,9 @@ pub fn check_libraries(machine: &Machine, subject: &Subject, libs: &[PathBuf]) -
 }
 
 pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorError> {
-    let site = &machine.python.site_packages;
-    let os = machine.platform.os;
-    let torch = machine.torch.as_ref();
+    let site = &machine.target.python.site_packages;
+    let os = machine.target.platform.os;
+    let torch = machine.target.torch.as_ref();
     let plans: Vec<(Subject, Vec<PathBuf>, Vec<Step>)> = choose(opts, site)?
         .into_iter()
         .map(|s| {
@@ -334,7 +339,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         })
         .collect();
     // A venv for another OS than this host's: its Python cannot run here.
-    let foreign = (os != Os::current() || !machine.python.exe.is_file()).then(|| {
+    let foreign = (os != Os::current() || !machine.target.python.exe.is_file()).then(|| {
         Finding::new(
             Severity::Note,
             Check::Load,
@@ -358,8 +363,9 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             .iter()
             .map(|(s, _, steps)| {
                 let run = opts.load_test && s.present(site) && foreign.is_none();
-                scope
-                    .spawn(move || run.then(|| load_test(&machine.python.exe, steps, opts.timeout)))
+                scope.spawn(move || {
+                    run.then(|| load_test(&machine.target.python.exe, steps, opts.timeout))
+                })
             })
             .collect();
         let ctx = examiner(machine, opts, reader);
@@ -387,9 +393,9 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
     findings.extend(foreign);
     order(&mut findings);
     Ok(Report {
-        venv: machine.venv.root.clone(),
-        chosen_by: machine.venv.chosen_by.clone(),
-        python: machine.python.full_version.clone(),
+        venv: machine.target.venv.root.clone(),
+        chosen_by: machine.target.venv.chosen_by.clone(),
+        python: machine.target.python.full_version.clone(),
         torch: torch.map(|t| TorchSummary {
             version: t.version.clone(),
             flavor: t.flavor.as_str().into(),

@@ -53,7 +53,7 @@ fn searched(os: Os) -> &'static str {
 
 impl Examiner<'_> {
     pub fn examine(&self, subject: &Subject, libs: &[PathBuf]) -> Examined {
-        let site = &self.machine.python.site_packages;
+        let site = &self.machine.target.python.site_packages;
         if !subject.present(site) {
             return Examined {
                 findings: vec![not_installed(subject, site)],
@@ -85,7 +85,7 @@ impl Examiner<'_> {
         if subject.ffmpeg && available.is_empty() {
             findings.extend(self.torch_abi_without_ffmpeg(subject, libs));
         }
-        if let Some(t) = self.machine.torch.as_ref() {
+        if let Some(t) = self.machine.target.torch.as_ref() {
             let needed: Vec<(PathBuf, Vec<String>)> = linkages
                 .iter()
                 .map(|l| (l.path.clone(), l.needed.clone()))
@@ -96,7 +96,7 @@ impl Examiner<'_> {
         findings.extend(checks::stale::check(
             site,
             subject,
-            self.machine.torch.as_ref(),
+            self.machine.target.torch.as_ref(),
         ));
         Examined { findings, inactive }
     }
@@ -150,14 +150,14 @@ impl Examiner<'_> {
                 ),
             }
         }
-        let torch = self.machine.torch.as_ref();
+        let torch = self.machine.target.torch.as_ref();
         for l in &linkages {
             let name = file_name(&l.path);
             findings.extend(checks::missing::check(
                 subject,
                 &name,
                 &l.missing,
-                searched(self.machine.platform.os),
+                searched(self.machine.target.platform.os),
                 &l.format,
             ));
             // A missing library hides every symbol it would have provided: its own finding says
@@ -230,12 +230,12 @@ impl Examiner<'_> {
         subject: &Subject,
         libs: &[PathBuf],
     ) -> (BTreeMap<u32, PathBuf>, Vec<Finding>) {
-        let os = self.machine.platform.os;
-        let site = &self.machine.python.site_packages;
+        let os = self.machine.target.platform.os;
+        let site = &self.machine.target.python.site_packages;
         let dirs = ffmpeg::search_dirs(
             os,
             &subject.dir(site),
-            self.machine.ffmpeg.as_ref().map(|f| f.lib.as_path()),
+            self.machine.target.ffmpeg.as_ref().map(|f| f.lib.as_path()),
             &self.opts.library_path,
             &self.opts.path,
         );
@@ -320,7 +320,7 @@ impl Examiner<'_> {
                 library: path,
             });
         }
-        let os = self.machine.platform.os;
+        let os = self.machine.target.platform.os;
         let needed_runtimes: Vec<(String, u32)> = linkages
             .iter()
             .flat_map(|l| &l.needed)

@@ -67,7 +67,8 @@ impl Subject {
     }
 
     pub fn version(&self, m: &Machine) -> Option<String> {
-        m.python
+        m.target
+            .python
             .distributions
             .get(&normalize_dist(&self.distribution))
             .cloned()

@@ -111,7 +111,6 @@ fn python_part(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::plan::testing::{ctx, recipe};
     use rocbuild_probe::{GpuArchs, Os};
     use rocbuild_testkit::machine::machine;
@@ -120,7 +119,7 @@ mod tests {
     #[test]
     fn the_arch_a_torchcodec_was_built_for_is_recorded() {
         let mut m = machine(Os::Linux);
-        m.gpu = Some(GpuArchs {
+        m.target.gpu = Some(GpuArchs {
             archs: vec!["gfx1201".into()],
             found_by: "--arch".into(),
             torch_arch_list: Some(vec!["gfx1100".into(), "gfx1201".into()]),

@@ -244,11 +244,11 @@ fn watched(machine: &rocbuild_probe::Machine, plan: &Plan, cache: &Path) -> BTre
     out.insert(journal);
     out.insert(rocbuild_venv::layout::txn(site));
     out.insert(rocbuild_venv::manifest::path(site, &plan.recipe));
-    out.insert(machine.venv.root.join("pyvenv.cfg"));
+    out.insert(machine.target.venv.root.join("pyvenv.cfg"));
     // torch rewritten in place (its version, a local rebuild) leaves its directory's mtime.
     out.insert(site.join("torch").join("version.py"));
     out.insert(site.join("torch").join("__init__.py"));
-    if let Ok(exe) = std::fs::canonicalize(&machine.python.exe) {
+    if let Ok(exe) = std::fs::canonicalize(&machine.target.python.exe) {
         out.insert(exe);
     }
     out

@@ -185,7 +185,11 @@ pub fn choose(recipe: &Recipe, machine: &Machine, opts: &BackendOptions) -> Resu
     let recipe_backends = &recipe.backends();
     let needs_hipblas = recipe.raw.needs.hipblas;
     let name = recipe.name();
-    let flavor = machine.torch.as_ref().map_or(Flavor::Cpu, |t| t.flavor);
+    let flavor = machine
+        .target
+        .torch
+        .as_ref()
+        .map_or(Flavor::Cpu, |t| t.flavor);
     let supports = |b: &str| recipe_backends.iter().any(|x| x == b);
     let gpu_asked = opts.rocm.is_some() || !opts.arch.is_empty();
     // A recipe with no GPU code of its own that runs with the venv's torch (TorchCodec): a
@@ -236,13 +240,18 @@ pub fn choose(recipe: &Recipe, machine: &Machine, opts: &BackendOptions) -> Resu
         None if !opts.cuda_arch.is_empty() && supports("cuda") => {
             (Backend::Cuda, "--cuda-arch given".into())
         }
-        None if flavor == Flavor::Rocm && supports("rocm") && !machine.rocm_sdks.is_empty() => (
-            Backend::Rocm,
-            "torch is a ROCm build and a ROCm SDK is installed".into(),
-        ),
+        None if flavor == Flavor::Rocm
+            && supports("rocm")
+            && !machine.host.rocm_sdks.is_empty() =>
+        {
+            (
+                Backend::Rocm,
+                "torch is a ROCm build and a ROCm SDK is installed".into(),
+            )
+        }
         None if flavor == Flavor::Cuda
             && supports("cuda")
-            && machine.toolkits.cuda_home.is_some() =>
+            && machine.host.toolkits.cuda_home.is_some() =>
         {
             (
                 Backend::Cuda,
@@ -263,7 +272,7 @@ pub fn choose(recipe: &Recipe, machine: &Machine, opts: &BackendOptions) -> Resu
                     "torch is a CUDA build but no CUDA toolkit was found"
                 }
                 _ if recipe_backends.len() <= 1 => "the only backend of this recipe",
-                _ if machine.torch.is_none() => {
+                _ if machine.target.torch.is_none() => {
                     "no torch to follow, and no --rocm, --arch or --cuda-arch given"
                 }
                 _ => "torch is a CPU build",
@@ -287,6 +296,7 @@ pub fn choose(recipe: &Recipe, machine: &Machine, opts: &BackendOptions) -> Resu
         .transpose()?;
     let cuda = if backend == Backend::Cuda {
         let home = machine
+            .host
             .toolkits
             .cuda_home
             .clone()
@@ -296,14 +306,18 @@ pub fn choose(recipe: &Recipe, machine: &Machine, opts: &BackendOptions) -> Resu
                 help: "set CUDA_HOME to a CUDA toolkit (with nvcc), or use --backend cpu".into(),
             })?;
         let given: Vec<String> = split_list(&opts.cuda_arch);
-        let detected = machine.cuda_gpu.as_ref().filter(|g| !g.archs.is_empty());
+        let detected = machine
+            .target
+            .cuda_gpu
+            .as_ref()
+            .filter(|g| !g.archs.is_empty());
         let (archs, archs_from) = if !given.is_empty() {
             (given, "--cuda-arch".to_string())
         } else if let Some(g) = detected {
             (g.archs.clone(), g.found_by.clone())
         } else {
             // CTranslate2's own default: the common architectures of the toolkit.
-            let why = match &machine.cuda_gpu {
+            let why = match &machine.target.cuda_gpu {
                 Some(g) => format!("no GPU detected ({})", g.steps.join("; ")),
                 None => "no GPU detection".to_string(),
             };
@@ -335,7 +349,7 @@ fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<T
         (None, true) => "--arch".to_string(),
     };
     let rocm_index = "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/rocm6.4 (or TheRock's index for your GPU family)";
-    let torch = match machine.torch.as_ref() {
+    let torch = match machine.target.torch.as_ref() {
         Some(t) if t.flavor == Flavor::Rocm => t,
         other => {
             let (torch, what) = match other {
@@ -356,7 +370,7 @@ fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<T
                 recipe: recipe.into(),
                 help: format!(
                     "for an AMD GPU, install a ROCm torch into the venv first ({} -m {rocm_index}), then run again with {option}; or drop {option} to build {recipe} for the torch you have",
-                    machine.python.exe.display()
+                    machine.target.python.exe.display()
                 ),
             });
         }
@@ -375,7 +389,7 @@ fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<T
                 help: format!(
                     "drop --rocm (or pass --rocm {}); to run on ROCm {r}, install a torch built for it ({} -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/rocm{r}), then run again",
                     hip_mm.join("."),
-                    machine.python.exe.display()
+                    machine.target.python.exe.display()
                 ),
             });
         }
@@ -385,6 +399,7 @@ fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<T
         ));
     }
     let torch_archs = machine
+        .target
         .gpu
         .as_ref()
         .and_then(|g| g.torch_arch_list.clone())
@@ -395,7 +410,7 @@ fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<T
             "--arch".to_string(),
         )
     } else {
-        match machine.gpu.as_ref().filter(|g| !g.archs.is_empty()) {
+        match machine.target.gpu.as_ref().filter(|g| !g.archs.is_empty()) {
             Some(g) => (rocbuild_probe::named_targets(&g.archs)?, g.found_by.clone()),
             None => (Vec::new(), String::new()),
         }
@@ -435,7 +450,7 @@ fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<T
             help: format!(
                 "{recipe}'s decoders are CPU code and would build, but torch itself cannot run on {}: its GPU kernels fail there (hipErrorInvalidDeviceFunction). Install a torch built for it ({} -m {rocm_index}), or name a GPU torch has code for with --arch",
                 missing.join(", "),
-                machine.python.exe.display()
+                machine.target.python.exe.display()
             ),
         });
     }
@@ -448,6 +463,7 @@ fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<T
         )),
         (None, false) => {
             let steps = machine
+                .target
                 .gpu
                 .as_ref()
                 .map(|g| g.steps.join("; "))
@@ -544,20 +560,21 @@ fn rocm_plan(
     machine: &Machine,
     opts: &BackendOptions,
 ) -> Result<RocmPlan> {
-    let os = machine.platform.os;
+    let os = machine.host.platform.os; // the SDK and its compilers are the host's
     let requested = split_list(&opts.arch);
     let torch_archs = machine
+        .target
         .gpu
         .as_ref()
         .and_then(|g| g.torch_arch_list.as_deref());
     let check = |sdk: &rocbuild_probe::RocmSdk| {
-        let archs = resolve_archs(&requested, machine.gpu.as_ref(), sdk, torch_archs);
+        let archs = resolve_archs(&requested, machine.target.gpu.as_ref(), sdk, torch_archs);
         (archs, sdk_lacks(recipe, needs_hipblas, machine, sdk))
     };
     let choice = match choose_sdk(
-        &machine.rocm_sdks,
+        &machine.host.rocm_sdks,
         opts.rocm.as_deref(),
-        machine.hip_runtime.as_ref(),
+        machine.target.hip_runtime.as_ref(),
         os,
     ) {
         Ok(c) => c,
@@ -565,7 +582,7 @@ fn rocm_plan(
         // run tells whether installing that one is the only way.
         Err(e) => {
             let mut problems: Vec<EngineError> = vec![e.into()];
-            for sdk in machine.rocm_sdks.iter().filter(|s| s.usable()) {
+            for sdk in machine.host.rocm_sdks.iter().filter(|s| s.usable()) {
                 let (archs, lacks) = check(sdk);
                 problems.extend(archs.err().map(EngineError::from));
                 problems.extend(lacks);
@@ -651,6 +668,7 @@ fn rocm_plan(
 /// Every SDK found, one line each, the one used (`chosen`) marked with `*`.
 fn candidate_lines(machine: &Machine, chosen: Option<&Path>) -> Vec<String> {
     machine
+        .host
         .rocm_sdks
         .iter()
         .map(|c| {
@@ -715,7 +733,7 @@ mod tests {
     /// The Linux ROCm torch (HIP 6.4) whose own arch list is `list`.
     fn rocm_torch(list: Option<&[&str]>) -> Machine {
         let mut m = machine(Os::Linux);
-        m.gpu = Some(GpuArchs {
+        m.target.gpu = Some(GpuArchs {
             archs: vec!["gfx1201".into()],
             found_by: "--arch".into(),
             torch_arch_list: list.map(|l| l.iter().map(|s| s.to_string()).collect()),
@@ -797,7 +815,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let mut m = cpu_machine(Os::Linux);
-        if let Some(t) = &mut m.torch {
+        if let Some(t) = &mut m.target.torch {
             t.flavor = Flavor::Cuda;
             t.cuda = Some("13.2".into());
         }
@@ -878,7 +896,7 @@ mod tests {
     fn every_sdk_problem_is_said_in_one_answer() {
         let r = recipe("ctranslate2");
         let mut m = machine(Os::Linux);
-        m.rocm_sdks = vec![sdk("5.2.0", "/usr", &["gfx1010", "gfx1030"], None)];
+        m.host.rocm_sdks = vec![sdk("5.2.0", "/usr", &["gfx1010", "gfx1030"], None)];
         let opts = BackendOptions {
             rocm: Some("6.2".into()),
             ..arch("gfx1100")
@@ -919,7 +937,7 @@ mod tests {
             choose(&r, &m, &arch("gfx1010")),
             Err(EngineError::SdkLacks { .. })
         ));
-        m.rocm_sdks[0].hipblas = Some("0.51.0".into());
+        m.host.rocm_sdks[0].hipblas = Some("0.51.0".into());
         assert!(matches!(
             choose(&r, &m, &arch("gfx1100")),
             Err(EngineError::Arch(_))

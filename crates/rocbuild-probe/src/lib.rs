@@ -116,9 +116,37 @@ pub struct Platform {
     pub distro_like: Vec<String>,
 }
 
-/// Everything the planner knows about the machine.
+/// Everything the planner knows: the machine that builds ([`Host`]) and what the result is
+/// for ([`Target`]), resolved once at the start of a command. Usually both are the same
+/// machine; a Linux host building for a Windows venv is just another target.
+///
+/// `--machine FILE` reads (and `--dry-run --json` writes) the flat form: every field of both,
+/// `platform` being the target's, and `host_platform` the host's when it differs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "MachineFile", into = "MachineFile")]
 pub struct Machine {
+    pub host: Host,
+    pub target: Target,
+}
+
+/// The machine that builds: its OS, tools, SDKs and compilers, the system libraries found.
+/// Host paths (the cache, build trees, tools) follow `host.platform.os`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    pub platform: Platform,
+    pub tools: Tools,
+    pub toolkits: Toolkits,
+    /// Every ROCm/HIP SDK candidate found (probed when a ROCm build is wanted or torch is ROCm).
+    pub rocm_sdks: Vec<RocmSdk>,
+    /// The system libraries the recipe names (`[[needs.library]]`) that were found, by name.
+    pub libraries: std::collections::BTreeMap<String, FoundLibrary>,
+}
+
+/// What the result is for, read from the venv's files: its OS and layout, Python, torch,
+/// FFmpeg, the GPUs and the HIP runtime that will run the code. Install paths follow
+/// `target.platform.os`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
     pub platform: Platform,
     pub venv: Venv,
     pub python: Python,
@@ -126,27 +154,138 @@ pub struct Machine {
     pub ffmpeg: Option<Ffmpeg>,
     /// Why FFmpeg was not found, when it was looked for without `--ffmpeg` and is missing (the
     /// planner names it with every other missing prerequisite, in one message).
-    #[serde(default)]
     pub ffmpeg_missing: Option<String>,
-    pub tools: Tools,
-    #[serde(default)]
-    pub toolkits: Toolkits,
-    /// Every ROCm/HIP SDK candidate found (probed when a ROCm build is wanted or torch is ROCm).
-    #[serde(default)]
-    pub rocm_sdks: Vec<RocmSdk>,
     /// The HIP runtime that will run the built code (driver DLL, torch's own, or the system's).
-    #[serde(default)]
     pub hip_runtime: Option<HipRuntime>,
     /// The GPU architectures detected (None when not probed).
-    #[serde(default)]
     pub gpu: Option<GpuArchs>,
     /// The NVIDIA GPUs' compute capabilities (`8.6`), when a CUDA build may need them (None
     /// when not probed).
-    #[serde(default)]
     pub cuda_gpu: Option<GpuArchs>,
-    /// The system libraries the recipe names (`[[needs.library]]`) that were found, by name.
+}
+
+/// The flat form of a [`Machine`] (`--machine FILE`).
+#[derive(Serialize, Deserialize)]
+struct MachineFile {
+    platform: Platform,
+    /// The host's platform when it is not the target's (a Linux host, a Windows venv).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    host_platform: Option<Platform>,
+    venv: Venv,
+    python: Python,
+    torch: Option<Torch>,
+    ffmpeg: Option<Ffmpeg>,
     #[serde(default)]
+    ffmpeg_missing: Option<String>,
+    tools: Tools,
+    #[serde(default)]
+    toolkits: Toolkits,
+    #[serde(default)]
+    rocm_sdks: Vec<RocmSdk>,
+    #[serde(default)]
+    hip_runtime: Option<HipRuntime>,
+    #[serde(default)]
+    gpu: Option<GpuArchs>,
+    #[serde(default)]
+    cuda_gpu: Option<GpuArchs>,
+    #[serde(default)]
+    libraries: std::collections::BTreeMap<String, FoundLibrary>,
+}
+
+impl From<MachineFile> for Machine {
+    fn from(f: MachineFile) -> Machine {
+        Machine {
+            host: Host {
+                platform: f.host_platform.unwrap_or_else(|| f.platform.clone()),
+                tools: f.tools,
+                toolkits: f.toolkits,
+                rocm_sdks: f.rocm_sdks,
+                libraries: f.libraries,
+            },
+            target: Target {
+                platform: f.platform,
+                venv: f.venv,
+                python: f.python,
+                torch: f.torch,
+                ffmpeg: f.ffmpeg,
+                ffmpeg_missing: f.ffmpeg_missing,
+                hip_runtime: f.hip_runtime,
+                gpu: f.gpu,
+                cuda_gpu: f.cuda_gpu,
+            },
+        }
+    }
+}
+
+impl From<Machine> for MachineFile {
+    fn from(m: Machine) -> MachineFile {
+        let host_platform = (m.host.platform != m.target.platform).then_some(m.host.platform);
+        MachineFile {
+            platform: m.target.platform,
+            host_platform,
+            venv: m.target.venv,
+            python: m.target.python,
+            torch: m.target.torch,
+            ffmpeg: m.target.ffmpeg,
+            ffmpeg_missing: m.target.ffmpeg_missing,
+            tools: m.host.tools,
+            toolkits: m.host.toolkits,
+            rocm_sdks: m.host.rocm_sdks,
+            hip_runtime: m.target.hip_runtime,
+            gpu: m.target.gpu,
+            cuda_gpu: m.target.cuda_gpu,
+            libraries: m.host.libraries,
+        }
+    }
+}
+
+impl Machine {
+    /// Host and target on the same platform (what the probe of this machine gives).
+    #[allow(clippy::too_many_arguments)]
+    pub fn here(platform: Platform, host: HostParts, target: TargetParts) -> Machine {
+        Machine {
+            host: Host {
+                platform: platform.clone(),
+                tools: host.tools,
+                toolkits: host.toolkits,
+                rocm_sdks: host.rocm_sdks,
+                libraries: host.libraries,
+            },
+            target: Target {
+                platform,
+                venv: target.venv,
+                python: target.python,
+                torch: target.torch,
+                ffmpeg: target.ffmpeg,
+                ffmpeg_missing: target.ffmpeg_missing,
+                hip_runtime: target.hip_runtime,
+                gpu: target.gpu,
+                cuda_gpu: target.cuda_gpu,
+            },
+        }
+    }
+}
+
+/// A [`Host`] without its platform (see [`Machine::here`]).
+#[derive(Debug, Clone, Default)]
+pub struct HostParts {
+    pub tools: Tools,
+    pub toolkits: Toolkits,
+    pub rocm_sdks: Vec<RocmSdk>,
     pub libraries: std::collections::BTreeMap<String, FoundLibrary>,
+}
+
+/// A [`Target`] without its platform (see [`Machine::here`]).
+#[derive(Debug, Clone)]
+pub struct TargetParts {
+    pub venv: Venv,
+    pub python: Python,
+    pub torch: Option<Torch>,
+    pub ffmpeg: Option<Ffmpeg>,
+    pub ffmpeg_missing: Option<String>,
+    pub hip_runtime: Option<HipRuntime>,
+    pub gpu: Option<GpuArchs>,
+    pub cuda_gpu: Option<GpuArchs>,
 }
 
 /// The venv and how it was chosen.
@@ -458,21 +597,25 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
             .filter_map(|spec| Some((spec.name.clone(), find_library(spec, &dirs, os)?)))
             .collect()
     };
-    Ok(Machine {
+    Ok(Machine::here(
         platform,
-        libraries,
-        venv,
-        python,
-        torch,
-        ffmpeg,
-        ffmpeg_missing,
-        tools,
-        toolkits,
-        rocm_sdks,
-        hip_runtime,
-        gpu,
-        cuda_gpu,
-    })
+        HostParts {
+            tools,
+            toolkits,
+            rocm_sdks,
+            libraries,
+        },
+        TargetParts {
+            venv,
+            python,
+            torch,
+            ffmpeg,
+            ffmpeg_missing,
+            hip_runtime,
+            gpu,
+            cuda_gpu,
+        },
+    ))
 }
 
 /// One field of /etc/os-release (`ID`, `ID_LIKE`), unquoted.

@@ -17,7 +17,11 @@ fn probe_fills_rocm_fields_only_when_wanted() {
         ..ProbeOptions::default()
     })
     .unwrap();
-    assert!(cpu.rocm_sdks.is_empty() && cpu.hip_runtime.is_none() && cpu.gpu.is_none());
+    assert!(
+        cpu.host.rocm_sdks.is_empty()
+            && cpu.target.hip_runtime.is_none()
+            && cpu.target.gpu.is_none()
+    );
 
     let rocm = probe(&ProbeOptions {
         venv: Some(venv.clone()),
@@ -27,13 +31,14 @@ fn probe_fills_rocm_fields_only_when_wanted() {
     })
     .unwrap();
     let debian = rocm
+        .host
         .rocm_sdks
         .iter()
         .find(|s| s.kind == SdkKind::DebianMultiarch)
         .expect("Debian's ROCm 5.2 (cargo xtask setup installs it)");
     assert!(debian.targets.contains(&"gfx1010".to_string()));
-    assert_eq!(rocm.hip_runtime.as_ref().map(|r| r.major), Some(5));
-    let gpu = rocm.gpu.as_ref().unwrap();
+    assert_eq!(rocm.target.hip_runtime.as_ref().map(|r| r.major), Some(5));
+    let gpu = rocm.target.gpu.as_ref().unwrap();
     assert_eq!(
         (gpu.archs.clone(), gpu.found_by.as_str()),
         (vec!["gfx1010".to_string()], "--arch")
@@ -47,7 +52,7 @@ fn probe_fills_rocm_fields_only_when_wanted() {
         ..ProbeOptions::default()
     })
     .unwrap();
-    let steps = detect.gpu.unwrap().steps;
+    let steps = detect.target.gpu.unwrap().steps;
     assert_eq!(steps[0], "--arch: not given");
     assert!(
         steps.contains(&"torch gcnArchName: skipped (torch is not a ROCm build)".to_string()),
@@ -75,5 +80,5 @@ fn machine_files_without_rocm_fields_still_load() {
         v.as_object_mut().unwrap().remove(k);
     }
     let back: Machine = serde_json::from_value(v).unwrap();
-    assert!(back.rocm_sdks.is_empty() && back.gpu.is_none());
+    assert!(back.host.rocm_sdks.is_empty() && back.target.gpu.is_none());
 }

@@ -38,8 +38,8 @@ pub fn machine(os: Os) -> Machine {
         Os::Macos => ("2.9.1", None, Flavor::Cpu),
         Os::Linux => ("2.9.1+rocm6.4", Some("6.4.43482"), Flavor::Rocm),
     };
-    Machine {
-        platform: Platform {
+    Machine::here(
+        Platform {
             os,
             arch: if os == Os::Macos { "aarch64" } else { "x86_64" }.into(),
             distro: (os == Os::Linux).then(|| "ubuntu".to_string()),
@@ -49,158 +49,162 @@ pub fn machine(os: Os) -> Machine {
                 Vec::new()
             },
         },
-        venv: Venv {
-            root: root.clone(),
-            chosen_by: "$VIRTUAL_ENV".into(),
+        rocbuild_probe::HostParts {
+            tools: Tools {
+                cmake: tool(
+                    if win {
+                        r"C:\Program Files\CMake\bin\cmake.exe"
+                    } else {
+                        "/usr/bin/cmake"
+                    },
+                    Some("cmake version 3.30.0"),
+                ),
+                ninja: tool(
+                    if win {
+                        r"C:\ninja\ninja.exe"
+                    } else {
+                        "/usr/bin/ninja"
+                    },
+                    Some("1.12.1"),
+                ),
+                cc: tool(
+                    if win {
+                        r"C:\VS\bin\cl.exe"
+                    } else {
+                        "/usr/bin/cc"
+                    },
+                    None,
+                ),
+                cxx: tool(
+                    if win {
+                        r"C:\VS\bin\cl.exe"
+                    } else {
+                        "/usr/bin/c++"
+                    },
+                    None,
+                ),
+                pkg_config: tool(
+                    if win {
+                        r"C:\pkgconf\pkg-config.exe"
+                    } else {
+                        "/usr/bin/pkg-config"
+                    },
+                    Some("1.8.1"),
+                ),
+                msvc: None,
+                sccache: None,
+                ccache: None,
+            },
+            toolkits: Toolkits::default(),
+            rocm_sdks: Vec::new(),
+            libraries: [
+                "openblas",
+                "libomp",
+                "hipblas",
+                "hiprand",
+                "rocthrust",
+                "hipcub",
+            ]
+            .iter()
+            .map(|n| {
+                (
+                    n.to_string(),
+                    rocbuild_probe::FoundLibrary {
+                        at: format!("/usr/include/{n}").into(),
+                        include_dir: Some("/usr/include".into()),
+                        lib_dir: None,
+                    },
+                )
+            })
+            .collect(),
         },
-        python: Python {
-            exe: p(
-                &format!("{home}/venv/bin/python"),
-                r"C:\Users\me\venv\Scripts\python.exe",
-            ),
-            version: "3.11".into(),
-            full_version: "3.11.9".into(),
-            site_packages: site.clone(),
-            include: p("/usr/include/python3.11", r"C:\Python311\Include"),
-            ext_suffix: match os {
-                Os::Windows => ".cp311-win_amd64.pyd",
-                Os::Macos => ".cpython-311-darwin.so",
-                Os::Linux => ".cpython-311-x86_64-linux-gnu.so",
-            }
-            .into(),
-            platform: match os {
-                Os::Windows => "win-amd64",
-                Os::Macos => "macosx-14.0-arm64",
-                Os::Linux => "linux-x86_64",
-            }
-            .into(),
-            distributions: BTreeMap::from([
-                ("torch".to_string(), "2.9.1".to_string()),
-                ("numpy".to_string(), "2.4.6".to_string()),
-                ("pyyaml".to_string(), "6.0.3".to_string()),
-            ]),
-            installer: Default::default(),
+        rocbuild_probe::TargetParts {
+            venv: Venv {
+                root: root.clone(),
+                chosen_by: "$VIRTUAL_ENV".into(),
+            },
+            python: Python {
+                exe: p(
+                    &format!("{home}/venv/bin/python"),
+                    r"C:\Users\me\venv\Scripts\python.exe",
+                ),
+                version: "3.11".into(),
+                full_version: "3.11.9".into(),
+                site_packages: site.clone(),
+                include: p("/usr/include/python3.11", r"C:\Python311\Include"),
+                ext_suffix: match os {
+                    Os::Windows => ".cp311-win_amd64.pyd",
+                    Os::Macos => ".cpython-311-darwin.so",
+                    Os::Linux => ".cpython-311-x86_64-linux-gnu.so",
+                }
+                .into(),
+                platform: match os {
+                    Os::Windows => "win-amd64",
+                    Os::Macos => "macosx-14.0-arm64",
+                    Os::Linux => "linux-x86_64",
+                }
+                .into(),
+                distributions: BTreeMap::from([
+                    ("torch".to_string(), "2.9.1".to_string()),
+                    ("numpy".to_string(), "2.4.6".to_string()),
+                    ("pyyaml".to_string(), "6.0.3".to_string()),
+                ]),
+                installer: Default::default(),
+            },
+            torch: Some(Torch {
+                version: torch_v.into(),
+                git_version: Some("abc123".into()),
+                cuda: None,
+                hip: hip.map(str::to_string),
+                flavor,
+                cxx11_abi: (!win).then_some(true),
+                dir: under("torch"),
+                lib: under("torch/lib"),
+                include: under("torch/include"),
+                cmake: under("torch/share/cmake"),
+            }),
+            ffmpeg: Some(Ffmpeg {
+                avutil_version: "59.39.100".into(),
+                major: 7,
+                lib: p(
+                    if os == Os::Macos {
+                        "/opt/homebrew/opt/ffmpeg/lib"
+                    } else {
+                        "/usr/lib/x86_64-linux-gnu"
+                    },
+                    r"C:\ffmpeg\lib",
+                ),
+                include: p(
+                    if os == Os::Macos {
+                        "/opt/homebrew/opt/ffmpeg/include"
+                    } else {
+                        "/usr/include/x86_64-linux-gnu"
+                    },
+                    r"C:\ffmpeg\include",
+                ),
+                pkg_config_path: win.then(|| PathBuf::from(r"C:\ffmpeg\lib\pkgconfig")),
+                found_by: if win {
+                    "--ffmpeg (pkg-config)"
+                } else {
+                    "pkg-config"
+                }
+                .into(),
+                bin: win.then(|| PathBuf::from(r"C:\ffmpeg\bin")),
+            }),
+            ffmpeg_missing: None,
+            hip_runtime: None,
+            gpu: None,
+            cuda_gpu: None,
+            // Every system library the built-in recipes need, installed (the FFmpeg-era image
+            // libraries stay absent: optional, and they would change every TorchCodec plan).
         },
-        torch: Some(Torch {
-            version: torch_v.into(),
-            git_version: Some("abc123".into()),
-            cuda: None,
-            hip: hip.map(str::to_string),
-            flavor,
-            cxx11_abi: (!win).then_some(true),
-            dir: under("torch"),
-            lib: under("torch/lib"),
-            include: under("torch/include"),
-            cmake: under("torch/share/cmake"),
-        }),
-        ffmpeg: Some(Ffmpeg {
-            avutil_version: "59.39.100".into(),
-            major: 7,
-            lib: p(
-                if os == Os::Macos {
-                    "/opt/homebrew/opt/ffmpeg/lib"
-                } else {
-                    "/usr/lib/x86_64-linux-gnu"
-                },
-                r"C:\ffmpeg\lib",
-            ),
-            include: p(
-                if os == Os::Macos {
-                    "/opt/homebrew/opt/ffmpeg/include"
-                } else {
-                    "/usr/include/x86_64-linux-gnu"
-                },
-                r"C:\ffmpeg\include",
-            ),
-            pkg_config_path: win.then(|| PathBuf::from(r"C:\ffmpeg\lib\pkgconfig")),
-            found_by: if win {
-                "--ffmpeg (pkg-config)"
-            } else {
-                "pkg-config"
-            }
-            .into(),
-            bin: win.then(|| PathBuf::from(r"C:\ffmpeg\bin")),
-        }),
-        ffmpeg_missing: None,
-        tools: Tools {
-            cmake: tool(
-                if win {
-                    r"C:\Program Files\CMake\bin\cmake.exe"
-                } else {
-                    "/usr/bin/cmake"
-                },
-                Some("cmake version 3.30.0"),
-            ),
-            ninja: tool(
-                if win {
-                    r"C:\ninja\ninja.exe"
-                } else {
-                    "/usr/bin/ninja"
-                },
-                Some("1.12.1"),
-            ),
-            cc: tool(
-                if win {
-                    r"C:\VS\bin\cl.exe"
-                } else {
-                    "/usr/bin/cc"
-                },
-                None,
-            ),
-            cxx: tool(
-                if win {
-                    r"C:\VS\bin\cl.exe"
-                } else {
-                    "/usr/bin/c++"
-                },
-                None,
-            ),
-            pkg_config: tool(
-                if win {
-                    r"C:\pkgconf\pkg-config.exe"
-                } else {
-                    "/usr/bin/pkg-config"
-                },
-                Some("1.8.1"),
-            ),
-            msvc: None,
-            sccache: None,
-            ccache: None,
-        },
-        toolkits: Toolkits::default(),
-        rocm_sdks: Vec::new(),
-        hip_runtime: None,
-        gpu: None,
-        cuda_gpu: None,
-        // Every system library the built-in recipes need, installed (the FFmpeg-era image
-        // libraries stay absent: optional, and they would change every TorchCodec plan).
-        libraries: [
-            "openblas",
-            "libomp",
-            "hipblas",
-            "hiprand",
-            "rocthrust",
-            "hipcub",
-        ]
-        .iter()
-        .map(|n| {
-            (
-                n.to_string(),
-                rocbuild_probe::FoundLibrary {
-                    at: format!("/usr/include/{n}").into(),
-                    include_dir: Some("/usr/include".into()),
-                    lib_dir: None,
-                },
-            )
-        })
-        .collect(),
-    }
+    )
 }
 
 /// The same machine with a CPU torch (no ROCm, no CUDA).
 pub fn cpu_machine(os: Os) -> Machine {
     let mut m = machine(os);
-    if let Some(t) = &mut m.torch {
+    if let Some(t) = &mut m.target.torch {
         t.version = "2.9.1".into();
         t.hip = None;
         t.cuda = None;

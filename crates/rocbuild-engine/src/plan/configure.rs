@@ -50,8 +50,13 @@ pub struct Configured {
 }
 
 pub fn plan(i: Inputs) -> Result<Configured> {
-    let os = i.machine.platform.os;
-    let flavor = i.machine.torch.as_ref().map_or(Flavor::Cpu, |t| t.flavor);
+    let os = i.machine.target.platform.os;
+    let flavor = i
+        .machine
+        .target
+        .torch
+        .as_ref()
+        .map_or(Flavor::Cpu, |t| t.flavor);
     let mut define: BTreeMap<String, String> = BTreeMap::new();
     for (k, v) in &i.resolved.define {
         define.insert(k.clone(), expand(v, i.vars)?);
@@ -62,6 +67,7 @@ pub fn plan(i: Inputs) -> Result<Configured> {
     }
     if let Some(f) = i
         .machine
+        .target
         .ffmpeg
         .as_ref()
         .and_then(|f| f.pkg_config_path.as_ref())
@@ -75,7 +81,7 @@ pub fn plan(i: Inputs) -> Result<Configured> {
             toolkit = native_toolkit(i.machine, flavor, &mut define, &mut env)?;
         }
     }
-    i.backend.apply(os, &mut define, &mut env);
+    i.backend.apply(i.ctx.host_os, &mut define, &mut env);
     if let Some(hc) = i.hip_compat {
         let flag = super::hip_compat::include_flag(hc);
         let v = compose_user_define(
@@ -103,7 +109,14 @@ pub fn plan(i: Inputs) -> Result<Configured> {
         .entry("CMAKE_CXX_COMPILER".into())
         .or_insert(i.toolset.cxx.display().to_string());
     if os == Os::Windows {
-        if let Some(rc) = i.machine.tools.msvc.as_ref().and_then(|m| m.rc.as_ref()) {
+        if let Some(rc) = i
+            .machine
+            .host
+            .tools
+            .msvc
+            .as_ref()
+            .and_then(|m| m.rc.as_ref())
+        {
             define
                 .entry("CMAKE_RC_COMPILER".into())
                 .or_insert(rc.display().to_string());
@@ -140,14 +153,14 @@ pub fn plan(i: Inputs) -> Result<Configured> {
     };
     let name = i.recipe.name();
     let build_dir = join(
-        os,
+        i.ctx.host_os,
         &i.ctx.cache,
         &[
             "build",
             &format!("{name}-{}-{}", sanitize(i.version), &key[..12]),
         ],
     );
-    let prefix = join(os, &build_dir, &["rocbuild-prefix"]);
+    let prefix = join(i.ctx.host_os, &build_dir, &["rocbuild-prefix"]);
     define.insert("CMAKE_INSTALL_PREFIX".into(), prefix.display().to_string());
     if os == Os::Windows {
         // CMake reads `\` in a -D value as an escape in some contexts: forward slashes only.
@@ -305,7 +318,7 @@ pub fn compose_user_define(name: &str, ours: Option<&str>, user: &str) -> String
 
 /// MSVC's environment (INCLUDE, LIB, PATH) for a Windows build; empty elsewhere.
 pub fn msvc_env(machine: &Machine) -> BTreeMap<String, String> {
-    match (&machine.platform.os, &machine.tools.msvc) {
+    match (&machine.target.platform.os, &machine.host.tools.msvc) {
         (Os::Windows, Some(m)) => {
             let mut env = m.env.clone();
             // setuptools: use the environment as set up instead of looking for MSVC again.
@@ -333,7 +346,7 @@ mod tests {
         let rel = r.releases().into_iter().next().unwrap();
         let resolved = r.resolve(&rocbuild_recipe::Target {
             os: os.as_str(),
-            arch: m.platform.arch.as_str(),
+            arch: m.target.platform.arch.as_str(),
             flavor: "cpu",
             version: &rel.version,
             backend: "cpu",
@@ -456,7 +469,7 @@ mod tests {
         let rel = r.releases().into_iter().next().unwrap();
         let resolved = r.resolve(&rocbuild_recipe::Target {
             os: os.as_str(),
-            arch: m.platform.arch.as_str(),
+            arch: m.target.platform.arch.as_str(),
             flavor: "cpu",
             version: &rel.version,
             backend,

@@ -122,15 +122,15 @@ fn one(
         hash_hex(&refs)
     };
     let dir = join(
-        os,
+        ctx.host_os,
         &ctx.cache,
         &[
             "deps",
             &format!("{}-{}-{}", sanitize(name), sanitize(&tag), &key[..12]),
         ],
     );
-    let build_dir = join(os, &dir, &["build"]);
-    let prefix = join(os, &dir, &["prefix"]);
+    let build_dir = join(ctx.host_os, &dir, &["build"]);
+    let prefix = join(ctx.host_os, &dir, &["prefix"]);
     define.insert("CMAKE_INSTALL_PREFIX".into(), prefix.display().to_string());
     if os == Os::Windows {
         for v in define.values_mut() {
@@ -138,7 +138,7 @@ fn one(
         }
     }
     let checkout = join(
-        os,
+        ctx.host_os,
         &ctx.cache,
         &["src", &format!("dep-{}-{}", sanitize(name), &commit[..12])],
     );
@@ -148,7 +148,7 @@ fn one(
         expected_commit: Some(commit),
         submodules: SubmoduleSel::None,
         mirror: ctx.mirror.clone(),
-        git_cache: join(os, &ctx.cache, &["git"]),
+        git_cache: join(ctx.host_os, &ctx.cache, &["git"]),
         checkout: checkout.clone(),
         patches: Vec::new(),
         shipped: Vec::new(),

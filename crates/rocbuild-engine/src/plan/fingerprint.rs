@@ -56,7 +56,7 @@ mod tests {
                 .fingerprint
         );
         let mut rebuilt = m.clone();
-        rebuilt.torch.as_mut().unwrap().git_version = Some("def456".into());
+        rebuilt.target.torch.as_mut().unwrap().git_version = Some("def456".into());
         assert_ne!(
             base,
             plan(&r, &rebuilt, &BuildOptions::default(), &c)

@@ -40,9 +40,9 @@ pub fn plan(
     backend: &BackendPlan,
     static_prefixes: &[PathBuf],
 ) -> Result<InstallPlan> {
-    let os = machine.platform.os;
+    let os = machine.target.platform.os;
     let raw = &recipe.raw;
-    let site = machine.python.site_packages.clone();
+    let site = machine.target.python.site_packages.clone();
     let dest = join(os, &site, &[&raw.package.import_dir]);
     let expand_all =
         |list: &[String]| -> Result<Vec<String>> { list.iter().map(|a| expand(a, vars)).collect() };
@@ -59,7 +59,7 @@ pub fn plan(
             finds.push(d.clone());
         }
     }
-    let own: Vec<PathBuf> = machine.torch.iter().map(|t| t.lib.clone()).collect();
+    let own: Vec<PathBuf> = machine.target.torch.iter().map(|t| t.lib.clone()).collect();
     let link = Link::plan(
         os,
         recipe.name(),
@@ -97,7 +97,7 @@ mod tests {
         let b = toolchain::choose(&r, &m, &Default::default()).unwrap();
         let resolved = r.resolve(&Target {
             os: os.as_str(),
-            arch: m.platform.arch.as_str(),
+            arch: m.target.platform.arch.as_str(),
             flavor: "cpu",
             version: "0.9.1",
             backend: "cpu",
@@ -105,8 +105,8 @@ mod tests {
             features: &[],
         });
         let mut vars = BTreeMap::new();
-        let t = m.torch.as_ref().unwrap();
-        let f = m.ffmpeg.as_ref().unwrap();
+        let t = m.target.torch.as_ref().unwrap();
+        let f = m.target.ffmpeg.as_ref().unwrap();
         vars.insert("torch.lib".to_string(), t.lib.display().to_string());
         vars.insert("ffmpeg.lib".to_string(), f.lib.display().to_string());
         vars.insert("ffmpeg.major".to_string(), f.major.to_string());

@@ -28,8 +28,8 @@ pub struct OptionalLibrary {
 /// (not used) when the recipe says what a build without it loses (`missing`).
 pub fn found(recipe: &Recipe, machine: &Machine, backend: &str) -> Vec<OptionalLibrary> {
     let mut out = Vec::new();
-    if let (true, Some(root)) = (recipe.uses("mkl"), &machine.toolkits.mkl_root) {
-        let (used, why) = match machine.platform.os {
+    if let (true, Some(root)) = (recipe.uses("mkl"), &machine.host.toolkits.mkl_root) {
+        let (used, why) = match machine.target.platform.os {
             Os::Linux => (
                 true,
                 "Intel oneAPI MKL found: linked statically, with GNU OpenMP".to_string(),
@@ -55,7 +55,7 @@ pub fn found(recipe: &Recipe, machine: &Machine, backend: &str) -> Vec<OptionalL
         l.optional && (l.backends.is_empty() || l.backends.iter().any(|b| b == backend))
     };
     for l in recipe.raw.needs.library.iter().filter(for_backend) {
-        match (machine.libraries.get(&l.name), &l.missing) {
+        match (machine.host.libraries.get(&l.name), &l.missing) {
             (Some(f), _) => out.push(OptionalLibrary {
                 name: l.name.clone(),
                 root: f.at.clone(),
@@ -97,11 +97,11 @@ mod tests {
         let r = recipe("ctranslate2");
         let mut m = cpu_machine(Os::Linux);
         assert!(used(&found(&r, &m, "cpu")).is_empty());
-        m.toolkits.mkl_root = Some(PathBuf::from("/opt/intel/oneapi/mkl/latest"));
+        m.host.toolkits.mkl_root = Some(PathBuf::from("/opt/intel/oneapi/mkl/latest"));
         let l = found(&r, &m, "cpu");
         assert_eq!(used(&l), ["mkl"]);
         let mut w = cpu_machine(Os::Windows);
-        w.toolkits.mkl_root = Some(PathBuf::from(r"C:\oneapi\mkl"));
+        w.host.toolkits.mkl_root = Some(PathBuf::from(r"C:\oneapi\mkl"));
         let l = found(&r, &w, "cpu");
         assert!(
             used(&l).is_empty() && l[0].why.contains("not used on windows"),
@@ -132,7 +132,7 @@ mod tests {
             },
             ..BuildOptions::default()
         };
-        let venv = m.venv.root.clone();
+        let venv = m.target.venv.root.clone();
         let pypi = rocbuild_probe::FoundLibrary {
             at: venv.join("include/oneapi/dnnl/dnnl_common.h"),
             include_dir: Some(venv.join("include")),
@@ -201,7 +201,7 @@ mod tests {
 
         // PyPI's shared oneDNN in the venv: the static one still, and the plan says instead
         // of what.
-        m.libraries.insert("dnnl".into(), pypi.clone());
+        m.host.libraries.insert("dnnl".into(), pypi.clone());
         let with_pypi = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
         assert_eq!(with_pypi.defines, built.defines);
         let l = with_pypi
@@ -228,7 +228,7 @@ mod tests {
 
         // aarch64: no dependency; the venv's oneDNN is used where pip put it, or it is said
         // missing with how to get it.
-        m.platform.arch = "aarch64".into();
+        m.target.platform.arch = "aarch64".into();
         let arm = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
         assert!(arm.dependencies.is_empty());
         assert_eq!(arm.defines["WITH_DNNL"], "ON");
@@ -237,7 +237,7 @@ mod tests {
             venv.join("include").display().to_string()
         );
         assert!(arm.install.finds.contains(&venv.join("lib")));
-        m.libraries.remove("dnnl");
+        m.host.libraries.remove("dnnl");
         let arm_bare = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
         assert_eq!(arm_bare.defines["WITH_DNNL"], "OFF");
         let dnnl = arm_bare

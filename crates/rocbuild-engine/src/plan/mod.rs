@@ -69,6 +69,10 @@ pub struct Context {
     /// `PATH`, where the wheels' compiler (`g++-14`) is looked for.
     #[serde(skip)]
     pub path: Option<std::ffi::OsString>,
+    /// The host's OS: paths under the cache (sources, build trees, tools, logs) are the
+    /// host's, whatever OS the venv is for. Set by [`plan`] from `machine.host`.
+    #[serde(skip)]
+    pub host_os: Os,
 }
 
 impl Context {
@@ -151,10 +155,14 @@ pub fn plan(
     opts: &BuildOptions,
     ctx: &Context,
 ) -> Result<Plan> {
-    let os = machine.platform.os;
+    let ctx = &Context {
+        host_os: machine.host.platform.os,
+        ..ctx.clone()
+    };
+    let os = machine.target.platform.os;
     let needs = &recipe.raw.needs;
     needs::torch(recipe, machine)?;
-    let torch = machine.torch.as_ref();
+    let torch = machine.target.torch.as_ref();
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
     let backend = toolchain::choose(recipe, machine, &opts.backend)?;
     let hip = backend.rocm.as_ref().and_then(|r| r.hip_version.as_deref());
@@ -166,7 +174,7 @@ pub fn plan(
     // Built from source for this target: its library is used whatever the machine has.
     let dependencies = recipe.dependencies(
         os.as_str(),
-        machine.platform.arch.as_str(),
+        machine.target.platform.arch.as_str(),
         backend.backend.as_str(),
         &opts.defines,
     );
@@ -256,15 +264,16 @@ pub fn plan(
         version,
         version_reason,
         os,
-        venv: machine.venv.root.clone(),
-        venv_chosen_by: machine.venv.chosen_by.clone(),
-        python: machine.python.exe.clone(),
+        venv: machine.target.venv.root.clone(),
+        venv_chosen_by: machine.target.venv.chosen_by.clone(),
+        python: machine.target.python.exe.clone(),
         torch_version: used_torch.map(|t| t.version.clone()),
         torch_git: used_torch.and_then(|t| t.git_version.clone()),
         torch_cuda: used_torch.and_then(|t| t.cuda.clone()),
         torch_hip: used_torch.and_then(|t| t.hip.clone()),
         flavor,
         ffmpeg_major: machine
+            .target
             .ffmpeg
             .as_ref()
             .filter(|_| needs.ffmpeg)
@@ -288,7 +297,7 @@ pub fn plan(
         install,
         verify,
         compiler_cache,
-        log_dir: join(os, &ctx.cache, &["logs"]),
+        log_dir: join(ctx.host_os, &ctx.cache, &["logs"]),
         options,
         fingerprint,
         index: None,
@@ -361,8 +370,8 @@ fn resolve(
         }
     }
     recipe.resolve(&Target {
-        os: machine.platform.os.as_str(),
-        arch: machine.platform.arch.as_str(),
+        os: machine.target.platform.os.as_str(),
+        arch: machine.target.platform.arch.as_str(),
         flavor: flavor.as_str(),
         version,
         backend: backend.backend.as_str(),
@@ -472,6 +481,7 @@ pub(crate) mod testing {
             jobs: 2,
             user_compiler: false,
             path: None,
+            host_os: os,
         }
     }
 }

@@ -8,8 +8,8 @@ use crate::error::{EngineError, Result};
 
 /// torch, when the recipe builds against it: checked first, before a release is chosen.
 pub fn torch(recipe: &Recipe, machine: &Machine) -> Result<()> {
-    let py = &machine.python;
-    if recipe.raw.needs.torch && machine.torch.is_none() {
+    let py = &machine.target.python;
+    if recipe.raw.needs.torch && machine.target.torch.is_none() {
         return Err(EngineError::NoTorch {
             site: py.site_packages.display().to_string(),
             recipe: recipe.name().into(),
@@ -23,7 +23,7 @@ pub fn torch(recipe: &Recipe, machine: &Machine) -> Result<()> {
 /// (a wrong `--arch` or `--rocm` is the first thing to say).
 pub fn python(recipe: &Recipe, machine: &Machine) -> Result<()> {
     let needs = &recipe.raw.needs;
-    let py = &machine.python;
+    let py = &machine.target.python;
     let missing: Vec<&str> = needs
         .python
         .iter()
@@ -55,11 +55,11 @@ mod tests {
     fn torch_and_run_time_packages_are_required() {
         let mut m = cpu_machine(Os::Linux);
         assert!(torch(&recipe("torchcodec"), &m).is_ok());
-        m.torch = None;
+        m.target.torch = None;
         let e = torch(&recipe("torchcodec"), &m).unwrap_err();
         assert!(matches!(e, EngineError::NoTorch { .. }), "{e}");
         let mut m = cpu_machine(Os::Linux);
-        m.python.distributions.clear();
+        m.target.python.distributions.clear();
         assert!(python(&recipe("torchcodec"), &m).is_ok());
         match python(&recipe("ctranslate2"), &m) {
             Err(EngineError::MissingPython { command, .. }) => {

@@ -125,7 +125,7 @@ mod tests {
 
     #[test]
     fn a_venv_without_pip_is_served_by_uv_or_the_bundled_pip_or_refused() {
-        let mut py = cpu_machine(Os::Linux).python;
+        let mut py = cpu_machine(Os::Linux).target.python;
         assert_eq!(installer(&py, "x").unwrap(), Pip::Venv);
         let c = install_into(&Pip::Venv, &py, Os::Linux, Path::new("/t"), true);
         assert_eq!(

@@ -344,8 +344,8 @@ pub fn project_page(index: &str, distribution: &str) -> String {
 /// (pip, `--no-deps`, into the transaction's staging directory), the native libraries come
 /// from its unpacked copy; staging, swap, verification and manifest are the build's.
 pub fn install_plan(plan: &Plan, machine: &Machine, chosen: PrebuiltInstall) -> Result<Plan> {
-    let py = &machine.python;
-    let os = machine.platform.os;
+    let py = &machine.target.python;
+    let os = machine.target.platform.os;
     let what = format!("the wheel of {}", plan.recipe);
     let installer = pip::installer(py, &what)?;
     let target = join(os, &py.site_packages, &rocbuild_venv::layout::PIP_TARGET);
@@ -370,7 +370,7 @@ pub fn install_plan(plan: &Plan, machine: &Machine, chosen: PrebuiltInstall) -> 
 
 /// The public version of torch's distribution a wheel must require (`torch==X`): the venv's.
 pub fn torch_dist(machine: &Machine) -> Option<String> {
-    machine.python.distributions.get("torch").cloned()
+    machine.target.python.distributions.get("torch").cloned()
 }
 
 /// Compare a wheel's `Requires-Dist: torch==X` and its rocbuild.json with the venv's torch.
@@ -534,7 +534,7 @@ mod tests {
         use crate::plan::testing::{ctx, recipe};
         use rocbuild_probe::{GpuArchs, Os};
         let mut m = rocbuild_testkit::machine::machine(Os::Linux);
-        m.gpu = Some(GpuArchs {
+        m.target.gpu = Some(GpuArchs {
             archs: vec!["gfx1201".into()],
             found_by: "--arch".into(),
             torch_arch_list: Some(vec!["gfx1100".into(), "gfx1201".into()]),

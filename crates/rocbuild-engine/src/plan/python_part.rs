@@ -42,8 +42,8 @@ pub fn plan(
     build_dir: &Path,
     tools: Option<&ToolsPlan>,
 ) -> Result<Option<PythonPart>> {
-    let os = machine.platform.os;
-    let py = &machine.python;
+    let os = machine.target.platform.os;
+    let py = &machine.target.python;
     let raw = &recipe.raw;
     let version = version.to_string();
     let dist = rocbuild_probe::normalize_dist(&raw.package.distribution);
@@ -126,8 +126,12 @@ mod tests {
             .expect("not installed: pip fetches it");
         assert_eq!(pp.replaces, None);
         assert!(pp.install.args.contains(&"torchcodec==0.9.1".to_string()));
-        assert_eq!(pp.target, m.python.site_packages.join(".rocbuild/txn/pip"));
-        m.python
+        assert_eq!(
+            pp.target,
+            m.target.python.site_packages.join(".rocbuild/txn/pip")
+        );
+        m.target
+            .python
             .distributions
             .insert("torchcodec".into(), "0.9.1".into());
         assert!(
@@ -135,7 +139,8 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-        m.python
+        m.target
+            .python
             .distributions
             .insert("torchcodec".into(), "0.8.0".into());
         let pp = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
@@ -177,8 +182,8 @@ mod tests {
     fn a_venv_without_pip_is_planned_with_uv_or_refused_before_anything_is_fetched() {
         let r = recipe("torchcodec");
         let mut m = cpu_machine(Os::Linux);
-        m.python.installer.pip = false;
-        m.python.installer.uv_venv = true;
+        m.target.python.installer.pip = false;
+        m.target.python.installer.uv_venv = true;
         let src = SourcePlan::Local {
             dir: PathBuf::from("/src"),
         };
@@ -188,15 +193,16 @@ mod tests {
             matches!(&e, crate::error::EngineError::NoPip { what, .. } if what == "the Python part of torchcodec"),
             "{e}"
         );
-        m.python.installer.uv = Some(PathBuf::from("/usr/local/bin/uv"));
+        m.target.python.installer.uv = Some(PathBuf::from("/usr/local/bin/uv"));
         let pp = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
             .unwrap()
             .unwrap();
         assert_eq!(pp.install.program, PathBuf::from("/usr/local/bin/uv"));
         assert!(pp.install.args.contains(&"torchcodec==0.9.1".to_string()));
         // Installed already at that version: nothing to install, no pip needed.
-        m.python.installer.uv = None;
-        m.python
+        m.target.python.installer.uv = None;
+        m.target
+            .python
             .distributions
             .insert("torchcodec".into(), "0.9.1".into());
         assert!(

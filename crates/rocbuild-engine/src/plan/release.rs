@@ -22,12 +22,12 @@ pub struct Against<'a> {
 impl<'a> Against<'a> {
     pub fn of(recipe: &Recipe, machine: &'a Machine, hip: Option<&'a str>) -> Self {
         Against {
-            torch: machine.torch.as_ref().map(|t| t.version.as_str()),
+            torch: machine.target.torch.as_ref().map(|t| t.version.as_str()),
             ffmpeg: recipe
                 .raw
                 .needs
                 .ffmpeg
-                .then(|| machine.ffmpeg.as_ref().map(|f| f.major))
+                .then(|| machine.target.ffmpeg.as_ref().map(|f| f.major))
                 .flatten(),
             hip,
         }

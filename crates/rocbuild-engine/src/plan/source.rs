@@ -66,7 +66,7 @@ impl ShippedFile {
     }
 }
 
-fn shipped(release: &ReleaseInfo, recipe: &Recipe, ctx: &Context, os: Os) -> Vec<ShippedFile> {
+fn shipped(release: &ReleaseInfo, recipe: &Recipe, ctx: &Context) -> Vec<ShippedFile> {
     release
         .patches
         .iter()
@@ -85,7 +85,7 @@ fn shipped(release: &ReleaseInfo, recipe: &Recipe, ctx: &Context, os: Os) -> Vec
             ShippedFile {
                 name: p.name.clone(),
                 why: p.why.clone(),
-                path: join(os, &ctx.cache, &["patches", &file]),
+                path: join(ctx.host_os, &ctx.cache, &["patches", &file]),
                 sha256: sha,
                 text: p.diff.clone(),
             }
@@ -106,7 +106,7 @@ pub fn plan(
     let patches = read_patches(&opts.patches)?;
     // A user's --rev is their own source: the recipe's fixes are for the release's commit.
     let ours = match (&source, &opts.rev) {
-        (SourcePlan::Git { .. }, None) => shipped(release, recipe, ctx, os),
+        (SourcePlan::Git { .. }, None) => shipped(release, recipe, ctx),
         _ => Vec::new(),
     };
     if let SourcePlan::Git {
@@ -221,8 +221,12 @@ fn unpatched(
                 None => sanitize(reference.trim_start_matches("refs/tags/")),
             };
             SourcePlan::Git {
-                checkout: join(os, &ctx.cache, &["src", &format!("{name}-{label}")]),
-                git_cache: join(os, &ctx.cache, &["git"]),
+                checkout: join(
+                    ctx.host_os,
+                    &ctx.cache,
+                    &["src", &format!("{name}-{label}")],
+                ),
+                git_cache: join(ctx.host_os, &ctx.cache, &["git"]),
                 url,
                 reference,
                 expected_commit,

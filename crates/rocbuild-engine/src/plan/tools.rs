@@ -100,18 +100,18 @@ pub fn required(
         Some(r) => (r.clang.clone(), r.clangxx.clone()),
         None => (
             tool(
-                &machine.tools.cc,
+                &machine.host.tools.cc,
                 Prerequisite::CCompiler,
                 "none found ($CC, cc, gcc, clang on PATH)",
             ),
             tool(
-                &machine.tools.cxx,
+                &machine.host.tools.cxx,
                 Prerequisite::CxxCompiler,
                 "none found ($CXX, c++, g++, clang++ on PATH)",
             ),
         ),
     };
-    let ffmpeg = machine.ffmpeg.as_ref();
+    let ffmpeg = machine.target.ffmpeg.as_ref();
     if needs.ffmpeg {
         let via_pkg_config = match ffmpeg {
             Some(f) => f.pkg_config_path.is_none() && f.found_by == "pkg-config",
@@ -119,13 +119,14 @@ pub fn required(
         };
         if via_pkg_config {
             tool(
-                &machine.tools.pkg_config,
+                &machine.host.tools.pkg_config,
                 Prerequisite::PkgConfig,
                 "not on PATH (FFmpeg is found through it)",
             );
         }
         if ffmpeg.is_none() {
             let why = machine
+                .target
                 .ffmpeg_missing
                 .clone()
                 .unwrap_or_else(|| "no FFmpeg was found".into());
@@ -145,7 +146,7 @@ pub fn required(
             } else {
                 "them"
             },
-            install_command_with(&machine.platform, &kinds, &packages)
+            install_command_with(&machine.target.platform, &kinds, &packages)
         );
         if kinds.contains(&Prerequisite::FfmpegDev) {
             help.push_str("; or pass --ffmpeg DIR naming an FFmpeg build (its include/ and lib/)");
@@ -172,7 +173,7 @@ pub fn required(
             help,
         });
     }
-    if let (Os::Windows, true, Some(f)) = (machine.platform.os, needs.ffmpeg, ffmpeg) {
+    if let (Os::Windows, true, Some(f)) = (machine.target.platform.os, needs.ffmpeg, ffmpeg) {
         // The libraries load FFmpeg's DLLs at run time: a static build (or one without its
         // bin/ directory) links but can never load (torchcodec issues 912, 1108, 1289).
         if f.bin.is_none() {
@@ -182,8 +183,8 @@ pub fn required(
         }
     }
     Ok(Found {
-        cmake: usable(&machine.tools.cmake, "cmake", MIN_CMAKE),
-        ninja: usable(&machine.tools.ninja, "ninja", MIN_NINJA),
+        cmake: usable(&machine.host.tools.cmake, "cmake", MIN_CMAKE),
+        ninja: usable(&machine.host.tools.ninja, "ninja", MIN_NINJA),
         cc,
         cxx,
     })
@@ -236,7 +237,7 @@ pub fn missing_libraries(
     let family = if amd_repo {
         Some("rocm-repo")
     } else {
-        package_family(&machine.platform)
+        package_family(&machine.target.platform)
     };
     recipe
         .raw
@@ -246,7 +247,7 @@ pub fn missing_libraries(
         .filter(|l| !l.optional)
         .filter(|l| l.backends.is_empty() || l.backends.iter().any(|x| x == b))
         .filter(|l| l.when.iter().all(|(k, v)| holds(v, value(k))))
-        .filter(|l| !machine.libraries.contains_key(&l.name))
+        .filter(|l| !machine.host.libraries.contains_key(&l.name))
         .map(|l| {
             let what: Vec<String> = l
                 .headers
@@ -291,8 +292,8 @@ pub fn python_tools(
     vars: &std::collections::BTreeMap<String, String>,
     cache: &Path,
 ) -> Result<(Option<ToolsPlan>, Toolset)> {
-    let os = machine.platform.os;
-    let py = &machine.python;
+    let os = machine.target.platform.os;
+    let py = &machine.target.python;
     let mut reqs: Vec<String> = recipe
         .raw
         .needs
@@ -305,6 +306,7 @@ pub fn python_tools(
     // system CMake is replaced for this build by CMake from PyPI, in the build-only tools.
     let old_cmake = backend.rocm.as_ref().is_some_and(|r| r.multiarch)
         && machine
+            .host
             .tools
             .cmake
             .as_ref()
@@ -328,14 +330,18 @@ pub fn python_tools(
         why.push(format!("{e}: Ninja from PyPI"));
         system.push(Prerequisite::Ninja);
     }
-    let fallback = (!system.is_empty()).then(|| install_command(&machine.platform, &system));
+    let fallback = (!system.is_empty()).then(|| install_command(&machine.target.platform, &system));
     let tools = if reqs.is_empty() {
         None
     } else {
         let pip = super::pip::installer(py, &format!("the build tools {}", reqs.join(" ")))?;
         let mut key: Vec<&str> = reqs.iter().map(String::as_str).collect();
         key.push(&py.version);
-        let dir = join(os, cache, &["tools", &hash_hex(&key)[..16]]);
+        let dir = join(
+            machine.host.platform.os,
+            cache,
+            &["tools", &hash_hex(&key)[..16]],
+        );
         let install = super::pip::install_into(&pip, py, os, &dir, false)
             .arg("--quiet")
             .args(reqs.clone());
@@ -408,9 +414,10 @@ mod tests {
                 .ninja,
             Ok(PathBuf::from("/usr/bin/ninja"))
         );
-        m.tools = Default::default();
-        m.ffmpeg = None;
-        m.ffmpeg_missing = Some("pkg-config is not installed, so FFmpeg cannot be found".into());
+        m.host.tools = Default::default();
+        m.target.ffmpeg = None;
+        m.target.ffmpeg_missing =
+            Some("pkg-config is not installed, so FFmpeg cannot be found".into());
         let e = required(&r, &m, &b, &Default::default(), &[]).unwrap_err();
         let help = miette::Diagnostic::help(&e)
             .map(|h| h.to_string())
@@ -436,8 +443,8 @@ mod tests {
         );
         assert!(help.contains("--ffmpeg DIR"), "{help}");
         // Fedora: its package manager and names.
-        m.platform.distro = Some("fedora".into());
-        m.platform.distro_like.clear();
+        m.target.platform.distro = Some("fedora".into());
+        m.target.platform.distro_like.clear();
         let help =
             miette::Diagnostic::help(&required(&r, &m, &b, &Default::default(), &[]).unwrap_err())
                 .map(|h| h.to_string())
@@ -462,8 +469,8 @@ mod tests {
         let t = t.unwrap();
         assert!(t.why.is_empty(), "{:?}", t.why);
         // No cmake, a Ninja 1.8: both from PyPI, into the tools area, and run from there.
-        m.tools.cmake = None;
-        m.tools.ninja.as_mut().unwrap().version = Some("1.8.2".into());
+        m.host.tools.cmake = None;
+        m.host.tools.ninja.as_mut().unwrap().version = Some("1.8.2".into());
         let found = required(&r, &m, &b, &Default::default(), &[]).unwrap();
         let (t, ts) = python_tools(&r, &m, &b, &found, &vars, cache).unwrap();
         let t = t.unwrap();
@@ -480,7 +487,7 @@ mod tests {
         assert!(t.why[1].contains("is 1.8, older than 1.10"), "{:?}", t.why);
         // Windows: the same, with .exe.
         let mut w = cpu_machine(Os::Windows);
-        w.tools.ninja = None;
+        w.host.tools.ninja = None;
         let b = cpu_backend(&r, &w);
         let found = required(&r, &w, &b, &Default::default(), &[]).unwrap();
         let (_, ts) = python_tools(&r, &w, &b, &found, &vars, Path::new(r"C:\cache")).unwrap();
@@ -497,7 +504,7 @@ mod tests {
         let mut m = cpu_machine(Os::Windows);
         let b = cpu_backend(&r, &m);
         assert!(required(&r, &m, &b, &Default::default(), &[]).is_ok());
-        if let Some(f) = &mut m.ffmpeg {
+        if let Some(f) = &mut m.target.ffmpeg {
             f.bin = None;
         }
         assert!(matches!(

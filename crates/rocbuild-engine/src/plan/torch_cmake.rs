@@ -32,8 +32,12 @@ pub fn plan(
     resolved: &Resolved,
     cache: &Path,
 ) -> Option<TorchCmakePlan> {
-    let os = machine.platform.os;
-    let t = machine.torch.as_ref().filter(|_| recipe.raw.needs.torch)?;
+    let os = machine.target.platform.os;
+    let t = machine
+        .target
+        .torch
+        .as_ref()
+        .filter(|_| recipe.raw.needs.torch)?;
     let mode = opts
         .torch_cmake
         .or(resolved.torch_cmake)
@@ -46,7 +50,11 @@ pub fn plan(
         },
         TorchCmake::Lite => {
             let contents = torch_lite::lite_config(os, t);
-            let dir = join(os, cache, &["torch-lite", &hash_hex(&[&contents])[..16]]);
+            let dir = join(
+                machine.host.platform.os,
+                cache,
+                &["torch-lite", &hash_hex(&[&contents])[..16]],
+            );
             TorchCmakePlan {
                 mode,
                 dir,
@@ -64,7 +72,7 @@ pub fn native_toolkit(
     define: &mut BTreeMap<String, String>,
     env: &mut BTreeMap<String, String>,
 ) -> Result<Option<PathBuf>> {
-    let tk = &machine.toolkits;
+    let tk = &machine.host.toolkits;
     match flavor {
         Flavor::Cpu => Ok(None),
         Flavor::Cuda => {
@@ -89,7 +97,7 @@ pub fn native_toolkit(
             let clang = tk
                 .hip_clang_path
                 .clone()
-                .unwrap_or_else(|| join(machine.platform.os, root, &["lib", "llvm", "bin"]));
+                .unwrap_or_else(|| join(machine.target.platform.os, root, &["lib", "llvm", "bin"]));
             env.insert("HIP_CLANG_PATH".into(), clang.display().to_string());
             define.insert("CMAKE_PREFIX_PATH".into(), r);
             Ok(Some(root.clone()))
@@ -123,7 +131,7 @@ mod tests {
             Path::new("/cache"),
         )
         .unwrap();
-        assert_eq!(p.dir, m.torch.unwrap().cmake.join("Torch"));
+        assert_eq!(p.dir, m.target.torch.unwrap().cmake.join("Torch"));
         // A recipe that does not use torch has no torch CMake package.
         assert!(plan(
             &recipe("ctranslate2"),
@@ -143,7 +151,7 @@ mod tests {
             native_toolkit(&m, Flavor::Rocm, &mut d, &mut e),
             Err(EngineError::NoValue { .. })
         ));
-        m.toolkits.rocm_path = Some(PathBuf::from("/opt/rocm-6.4.3"));
+        m.host.toolkits.rocm_path = Some(PathBuf::from("/opt/rocm-6.4.3"));
         let tk = native_toolkit(&m, Flavor::Rocm, &mut d, &mut e).unwrap();
         assert_eq!(tk, Some(PathBuf::from("/opt/rocm-6.4.3")));
         assert_eq!(e["HIP_CLANG_PATH"], "/opt/rocm-6.4.3/lib/llvm/bin");

@@ -32,10 +32,10 @@ pub fn of(
     source: &SourcePlan,
     backend: &BackendPlan,
 ) -> BTreeMap<String, String> {
-    let os = machine.platform.os;
-    let torch = machine.torch.as_ref();
+    let os = machine.target.platform.os;
+    let torch = machine.target.torch.as_ref();
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
-    let py = &machine.python;
+    let py = &machine.target.python;
     let mut vars = base(recipe.name(), version, os, flavor);
     let mut set = |k: &str, v: String| {
         vars.insert(k.to_string(), v);
@@ -63,19 +63,19 @@ pub fn of(
         set("torch.include", t.include.display().to_string());
         set("torch.cmake", t.cmake.display().to_string());
     }
-    if let Some(f) = &machine.ffmpeg {
+    if let Some(f) = &machine.target.ffmpeg {
         set("ffmpeg.major", f.major.to_string());
         set("ffmpeg.version", f.avutil_version.clone());
         set("ffmpeg.lib", f.lib.display().to_string());
         set("ffmpeg.include", f.include.display().to_string());
     }
-    if let Some(c) = &machine.toolkits.cuda_home {
+    if let Some(c) = &machine.host.toolkits.cuda_home {
         set("cuda.home", c.display().to_string());
     }
-    if let Some(r) = &machine.toolkits.rocm_path {
+    if let Some(r) = &machine.host.toolkits.rocm_path {
         set("rocm.path", r.display().to_string());
     }
-    if let Some(f) = &machine.ffmpeg {
+    if let Some(f) = &machine.target.ffmpeg {
         let runtime = f.bin.as_ref().unwrap_or(&f.lib);
         set("ffmpeg.runtime", runtime.display().to_string());
     }
@@ -124,7 +124,7 @@ mod tests {
         assert_eq!(v["ffmpeg.runtime"], "/opt/homebrew/opt/ffmpeg/lib");
         assert_eq!(v["jobs"], "2");
         assert_eq!(expand("{source}/x", &v).unwrap(), "/src/x");
-        m.ffmpeg = None;
+        m.target.ffmpeg = None;
         let v = of(&r, "0.9.1", &m, &ctx(Os::Macos), &[], &src, &b);
         match expand("{ffmpeg.lib}", &v) {
             Err(EngineError::NoValue { variable, why, .. }) => {

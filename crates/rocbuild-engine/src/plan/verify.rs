@@ -19,7 +19,8 @@ pub fn plan(
     let Some(snippet) = &resolved.verify else {
         return Ok(None);
     };
-    let mut c = Command::new(&machine.python.exe).args(["-c".to_string(), expand(snippet, vars)?]);
+    let mut c =
+        Command::new(&machine.target.python.exe).args(["-c".to_string(), expand(snippet, vars)?]);
     c.env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
     c.env.insert("PYTHONNOUSERSITE".into(), "1".into());
     c.env_remove = vec!["LD_LIBRARY_PATH".into(), "PYTHONPATH".into()];

@@ -95,10 +95,10 @@ pub fn check(
     if !w.backends.is_empty() && !w.backends.iter().any(|b| b.get_ref() == backend) {
         return None;
     }
-    let wheels = w.on(machine.platform.os.as_str())?;
+    let wheels = w.on(machine.target.platform.os.as_str())?;
     // Only the compiler the probe ran `--version` of (not an SDK's clang, not a
     // CMAKE_CXX_COMPILER of the user's).
-    let tool = machine.tools.cxx.as_ref().filter(|t| t.path == cxx)?;
+    let tool = machine.host.tools.cxx.as_ref().filter(|t| t.path == cxx)?;
     let (family, version) = rocbuild_probe::compiler_of(tool.version.as_deref()?)?;
     if is(wheels, family, &version) {
         return None;
@@ -150,7 +150,7 @@ mod tests {
 
     fn with_cxx(os: Os, version: &str) -> Machine {
         let mut m = cpu_machine(os);
-        m.tools.cxx = Some(Tool {
+        m.host.tools.cxx = Some(Tool {
             path: PathBuf::from("/usr/bin/c++"),
             version: Some(version.into()),
         });

@@ -84,7 +84,7 @@ fn from_index(
     reporter: &mut dyn Reporter,
 ) -> Result<Plan> {
     // The venv's wheel tags; a `--machine` plan has no Python to ask.
-    let tags = rocbuild_venv::wheel::Tags::of_python(&machine.python.exe).ok();
+    let tags = rocbuild_venv::wheel::Tags::of_python(&machine.target.python.exe).ok();
     let mut index = crate::prebuilt::look(&plan, tags)?;
     let mut chosen = None;
     if !dry_run {
@@ -175,13 +175,13 @@ fn build_with(
     // The lock and the install name the same site-packages, or nothing is done.
     if let Some(l) = &layout {
         let same = std::fs::canonicalize(&l.site).ok()
-            == std::fs::canonicalize(&machine.python.site_packages).ok();
+            == std::fs::canonicalize(&machine.target.python.site_packages).ok();
         if !same {
             return Err(EngineError::Usage {
                 option: "venv".into(),
                 reason: format!(
                     "its Python installs into {}, but its pyvenv.cfg names {}",
-                    machine.python.site_packages.display(),
+                    machine.target.python.site_packages.display(),
                     l.site.display()
                 ),
                 help: Some(
@@ -194,8 +194,8 @@ fn build_with(
     if req.verbosity != Verbosity::Quiet && !req.dry_run {
         reporter.note(&format!(
             "venv: {} (from {})",
-            machine.venv.root.display(),
-            machine.venv.chosen_by
+            machine.target.venv.root.display(),
+            machine.target.venv.chosen_by
         ));
     }
     let ctx = Context {
@@ -209,6 +209,7 @@ fn build_with(
         }),
         user_compiler: false,
         path: None,
+        host_os: machine.host.platform.os,
     }
     .read_env();
     let mut plan = plan(req.recipe, &machine, &opts, &ctx)?;

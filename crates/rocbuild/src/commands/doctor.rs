@@ -88,14 +88,14 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
         .as_deref()
         .map(crate::commands::build::machine_file)
         .transpose()?
-        .map(|m| m.platform.os);
+        .map(|m| m.target.platform.os);
     let machine = match rocbuild_doctor::probe(a.venv.as_deref(), wants_ffmpeg, forced) {
         Ok(m) => m,
         Err(e) => return fail(e, a.json),
     };
     // This host's environment says where this host's loader looks, not another OS's.
-    let here = machine.platform.os == rocbuild_probe::Os::current();
-    let library_var = machine.platform.os.rules().library_search_var();
+    let here = machine.target.platform.os == rocbuild_probe::Os::current();
+    let library_var = machine.target.platform.os.rules().library_search_var();
     let split_env_paths = |v: &str| {
         if here {
             split_env_paths(v)
