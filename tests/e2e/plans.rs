@@ -183,3 +183,34 @@ fn native_torch_cmake_on_rocm_without_a_rocm_root_is_refused() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("needs a ROCm root"), "{}", out.stderr);
 }
+
+/// The plan as data (`--dry-run --json`) for each fixture machine, pinned: a change of
+/// structure (Host/Target, the platform rules) must leave every plan the same.
+#[test]
+fn json_plans_of_the_fixture_machines_are_pinned() {
+    for os in ["linux", "macos", "windows"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("machine.json");
+        std::fs::write(&file, serde_json::to_string_pretty(&machine(os)).unwrap()).unwrap();
+        let out = rocbuild(
+            &[
+                "torchcodec",
+                "--dry-run",
+                "--json",
+                "--machine",
+                file.to_str().unwrap(),
+                "--cache",
+                "/cache",
+                "--jobs",
+                "8",
+                "--version",
+                "0.9.1",
+            ],
+            &[],
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        let text = redact(&serde_json::to_string_pretty(&v).unwrap(), tmp.path());
+        insta::assert_snapshot!(format!("json_plan_{os}"), text);
+    }
+}
