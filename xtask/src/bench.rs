@@ -182,7 +182,47 @@ pub fn bench(args: &[String]) -> Result<()> {
         return Ok(());
     }
 
-    // Fixtures, all outside any timed region.
+    let (tmp, w, git_url) = fixtures(exe)?;
+    let root = w.root.clone();
+    let r = reference_world(&w)?;
+    let full = full_builds(&w, &r, &git_url)?;
+    let noop = noop_reruns(&w, &r)?;
+    let (status, real_full) = real_torch(&w, &real)?;
+    let t = results(&full, &noop, real_full.as_ref(), status.as_ref());
+    let breakdown = breakdown(full.parts.clone(), t.a_median, t.b_median);
+    let table = &t.table;
+    println!("\n{table}\n{breakdown}");
+    println!(
+        "ratio of the medians: {:.3}×; total bench time {:.0} s",
+        t.ratio_of_medians,
+        started.elapsed().as_secs_f64()
+    );
+    let md = benchmarks_md(&t, &breakdown, &full, &noop);
+    let path = ws.join("BENCHMARKS.md");
+    // The sections other runs own (fuzzing, the reader benchmarks): carried over.
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut md = md.trim_end().to_string();
+    for s in sections(&old) {
+        md.push_str("\n\n");
+        md.push_str(s.trim_end());
+    }
+    md.push('\n');
+    std::fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("xtask: bench: wrote {}", path.display());
+    crate::bench_readers::run_sections(&w.exe, &real, &root, &readers, &path)?;
+    if std::env::var_os("XTASK_BENCH_KEEP").is_some() {
+        println!(
+            "xtask: bench: XTASK_BENCH_KEEP: keeping {}",
+            tmp.keep().display()
+        );
+    }
+    Ok(())
+}
+
+/// The fixture world in a temp dir (outside any timed region): the git repository, the wheel
+/// of the Python part, the recipe. Returns the temp dir (kept alive by the caller), the world
+/// and the repository's URL.
+fn fixtures(exe: PathBuf) -> Result<(tempfile::TempDir, World, PathBuf)> {
     let tmp = tempfile::Builder::new()
         .prefix("rocbuild-bench-")
         .tempdir()
@@ -207,8 +247,20 @@ pub fn bench(args: &[String]) -> Result<()> {
         wheels,
     };
 
-    // The reference world: its plan gives the bare commands, its first real run gives the
-    // checkout and the lite TorchConfig.cmake they use, and it is what the no-op reruns hit.
+    Ok((tmp, w, git_url))
+}
+
+/// The reference world: its plan gives the bare commands, its first real run gives the
+/// checkout and the lite TorchConfig.cmake they use, and it is what the no-op reruns hit.
+struct Reference {
+    venv: PathBuf,
+    cache: PathBuf,
+    plan: Value,
+    build_dir: String,
+}
+
+fn reference_world(w: &World) -> Result<Reference> {
+    let root = &w.root;
     println!(
         "xtask: bench: venvs with the fake torch ({} + 1)",
         FULL_ITERATIONS
@@ -254,15 +306,32 @@ pub fn bench(args: &[String]) -> Result<()> {
             ));
         }
     }
+    Ok(Reference {
+        venv: ref_venv,
+        cache: ref_cache,
+        plan,
+        build_dir,
+    })
+}
+
+/// (a)'s times: A and B per pair, and the other steps A does, each timed alone.
+struct FullBuilds {
+    a: Vec<f64>,
+    b: Vec<f64>,
+    parts: Vec<(&'static str, Vec<f64>)>,
+}
+
+/// (a) full build, alternated: A = rocbuild from nothing, B = bare cmake configure + build.
+/// After each pair, outside both timings, the other steps A does are timed alone, with the
+/// plan's commands where it has them: where A's extra time goes.
+fn full_builds(w: &World, r: &Reference, git_url: &Path) -> Result<FullBuilds> {
+    let (root, plan, build_dir) = (&w.root, &r.plan, &r.build_dir);
     let venvs: Vec<PathBuf> = (0..FULL_ITERATIONS)
         .map(|i| w.venv(&format!("venv-{i}")))
         .collect();
 
-    // (a) full build, alternated: A = rocbuild from nothing, B = bare cmake configure + build.
-    // After each pair, outside both timings, the other steps A does are timed alone, with the
-    // plan's commands where it has them: where A's extra time goes.
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    let mut parts: Vec<(&str, Vec<f64>)> = [
+    let mut parts: Vec<(&'static str, Vec<f64>)> = [
         "git clone --recurse-submodules",
         "cmake --install (staging prefix)",
         "pip install (python part)",
@@ -275,8 +344,8 @@ pub fn bench(args: &[String]) -> Result<()> {
         let cache = root.join(format!("cache-{i}"));
         let ta = timed(&mut w.rocbuild(venv, &cache, &[]))?.as_secs_f64();
         let bare = root.join(format!("bare-{i}"));
-        let mut configure = plan_command(&plan["configure"], &build_dir, bare.to_str().unwrap())?;
-        let mut build = plan_command(&plan["build"], &build_dir, bare.to_str().unwrap())?;
+        let mut configure = plan_command(&plan["configure"], build_dir, bare.to_str().unwrap())?;
+        let mut build = plan_command(&plan["build"], build_dir, bare.to_str().unwrap())?;
         let t = Instant::now();
         run_capture(&mut configure)?;
         run_capture(&mut build)?;
@@ -295,7 +364,7 @@ pub fn bench(args: &[String]) -> Result<()> {
             "--branch",
             "v1.0.0",
         ])
-        .arg(&git_url)
+        .arg(git_url)
         .arg(&clone);
         parts[0].1.push(timed(&mut c)?.as_secs_f64());
         parts[1].1.push(
@@ -328,7 +397,12 @@ pub fn bench(args: &[String]) -> Result<()> {
         let _ = std::fs::remove_dir_all(&bare);
     }
 
-    // (b) no-op rerun of the reference world.
+    Ok(FullBuilds { a, b, parts })
+}
+
+/// (b) no-op reruns of the reference world.
+fn noop_reruns(w: &World, r: &Reference) -> Result<Vec<f64>> {
+    let (ref_venv, ref_cache) = (&r.venv, &r.cache);
     let mut noop = Vec::new();
     let mut noop_out = String::new();
     for _ in 0..NOOP_ITERATIONS {
@@ -340,10 +414,21 @@ pub fn bench(args: &[String]) -> Result<()> {
     }
     println!("xtask: bench: no-op rerun says: {noop_out}");
 
-    // (c) status on a venv with the real PyPI torch.
-    // (a′) the full build again, of a project that compiles against the real torch's headers.
+    Ok(noop)
+}
+
+/// (c) status on a venv with the real PyPI torch, and (a′) the full build again, of a project
+/// that compiles against the real torch's headers; skipped without that venv.
+fn real_torch(
+    w: &World,
+    real: &Path,
+) -> Result<(
+    Option<crate::bench_status::StatusBench>,
+    Option<crate::bench_status::RealFull>,
+)> {
+    let root = &w.root;
     let (status, real_full) = if real.join("bin/python").exists() {
-        let (r, f) = crate::bench_status::bench(&w.exe, &real, &root)?;
+        let (r, f) = crate::bench_status::bench(&w.exe, real, root)?;
         println!(
             "xtask: bench: status says: {} (torch {})",
             r.status_out, r.torch
@@ -357,8 +442,29 @@ pub fn bench(args: &[String]) -> Result<()> {
         (None, None)
     };
 
-    let ratios: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
-    let (sa, sb, sr, sn) = (stats(&a), stats(&b), stats(&ratios), stats(&noop));
+    Ok((status, real_full))
+}
+
+/// The results table, and the raw lines of (a′) and (c).
+struct Table {
+    table: String,
+    real_full_md: String,
+    status_md: String,
+    ratios: Vec<f64>,
+    ratio_of_medians: f64,
+    a_median: f64,
+    b_median: f64,
+}
+
+fn results(
+    full: &FullBuilds,
+    noop: &[f64],
+    real_full: Option<&crate::bench_status::RealFull>,
+    status: Option<&crate::bench_status::StatusBench>,
+) -> Table {
+    let (a, b) = (&full.a, &full.b);
+    let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    let (sa, sb, sr, sn) = (stats(a), stats(b), stats(&ratios), stats(noop));
     let ratio_of_medians = sa.median / sb.median;
     let verdict = |ok: bool| if ok { "meets target" } else { "MISSES target" };
 
@@ -378,7 +484,7 @@ pub fn bench(args: &[String]) -> Result<()> {
         sr.max,
         verdict(sr.median <= FULL_TARGET)
     );
-    let real_full_md = match &real_full {
+    let real_full_md = match real_full {
         Some(f) => {
             use crate::bench_status::FULL_ITERATIONS as N;
             let (fa, fb) = (stats(&f.rocbuild), stats(&f.bare));
@@ -439,7 +545,7 @@ pub fn bench(args: &[String]) -> Result<()> {
         sn.max,
         verdict(sn.median <= NOOP_TARGET)
     );
-    let status_md = match &status {
+    let status_md = match status {
         Some(r) => {
             use crate::bench_status::{ITERATIONS, TARGET_MS};
             let (sa, sb) = (stats(&r.status), stats(&r.baseline));
@@ -473,6 +579,19 @@ pub fn bench(args: &[String]) -> Result<()> {
         }
         None => "- (c) skipped: no venv with the real torch\n".to_string(),
     };
+    Table {
+        table,
+        real_full_md,
+        status_md,
+        ratios,
+        ratio_of_medians,
+        a_median: sa.median,
+        b_median: sb.median,
+    }
+}
+
+/// Where A's extra time goes: each step A does besides B, timed alone.
+fn breakdown(mut parts: Vec<(&'static str, Vec<f64>)>, a_median: f64, b_median: f64) -> String {
     parts.retain(|(_, v)| !v.is_empty());
     let parts_sum: f64 = parts.iter().map(|(_, v)| stats(v).median).sum();
     let mut breakdown = String::new();
@@ -490,16 +609,18 @@ pub fn bench(args: &[String]) -> Result<()> {
     let _ = writeln!(
         breakdown,
         "| A − B − sum: the rest (probing, writing TorchConfig, RUNPATHs, manifest, process start) | {:+.2} s | |",
-        sa.median - sb.median - parts_sum
+        a_median - b_median - parts_sum
     );
-    println!("\n{table}\n{breakdown}");
-    println!(
-        "ratio of the medians: {ratio_of_medians:.3}×; total bench time {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
+    breakdown
+}
 
+/// BENCHMARKS.md's own part (the sections other runs own are carried over by the caller).
+fn benchmarks_md(t: &Table, breakdown: &str, full: &FullBuilds, noop: &[f64]) -> String {
+    let (table, real_full_md, status_md) = (&t.table, &t.real_full_md, &t.status_md);
+    let ratio_of_medians = t.ratio_of_medians;
+    let (a, b, ratios) = (&full.a, &full.b, &t.ratios);
     let machine = Machine::probe();
-    let md = format!(
+    format!(
         "# Benchmarks\n\n\
          Written by `cargo xtask bench` (xtask/src/bench.rs); the whole file is replaced on every run.\n\n\
          - date: {date}\n\
@@ -571,34 +692,15 @@ pub fn bench(args: &[String]) -> Result<()> {
         gcc = machine.gcc,
         ninja = machine.ninja,
         python = machine.python,
-        la = list(&a, " s"),
-        lb = list(&b, " s"),
+        la = list(a, " s"),
+        lb = list(b, " s"),
         lr = ratios.iter().map(|r| format!("{r:.3}×")).collect::<Vec<_>>().join(", "),
-        ln = list(&noop, " s"),
+        ln = list(noop, " s"),
         status_n = crate::bench_status::ITERATIONS,
         real_full_n = crate::bench_status::FULL_ITERATIONS,
         real_units = crate::bench_status::UNITS,
         status_target = crate::bench_status::TARGET_MS,
-    );
-    let path = ws.join("BENCHMARKS.md");
-    // The sections other runs own (fuzzing, the reader benchmarks): carried over.
-    let old = std::fs::read_to_string(&path).unwrap_or_default();
-    let mut md = md.trim_end().to_string();
-    for s in sections(&old) {
-        md.push_str("\n\n");
-        md.push_str(s.trim_end());
-    }
-    md.push('\n');
-    std::fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    println!("xtask: bench: wrote {}", path.display());
-    crate::bench_readers::run_sections(&w.exe, &real, &root, &readers, &path)?;
-    if std::env::var_os("XTASK_BENCH_KEEP").is_some() {
-        println!(
-            "xtask: bench: XTASK_BENCH_KEEP: keeping {}",
-            tmp.keep().display()
-        );
-    }
-    Ok(())
+    )
 }
 
 pub(crate) struct Machine {

@@ -466,37 +466,37 @@ struct Ct2Compared {
     b_backends: String,
 }
 
-/// Outputs then alternated timing of every configuration; `a` and `b` start each side's
-/// Python (directly, or inside a chroot), `script` and `model` are paths as that Python sees
-/// them.
-fn ct2_compare(
-    tag: &str,
+/// What CTranslate2 says it runs with (`CT2_VERBOSE=1`): its backends and CPU ISA.
+fn ct2_backends(v: &dyn Fn() -> Command, model: &str) -> Result<String> {
+    let o = v()
+        .args([
+            "-c",
+            "import ctranslate2 as c; c.Translator(__import__('sys').argv[1], compute_type='int8')",
+        ])
+        .arg(model)
+        .env("CT2_VERBOSE", "1")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&o.stderr).into_owned();
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split("[info]").nth(1))
+        .filter(|l| l.contains("backend") || l.contains("ISA"))
+        .map(|l| l.trim().trim_start_matches("- ").to_string())
+        .collect::<Vec<_>>()
+        .join("; "))
+}
+
+/// Where outputs part: the same inputs with CTranslate2's kernels forced to each ISA this CPU
+/// runs (CT2_FORCE_CPU_ISA); only the kernels of the ISAs that differ are compiled differently
+/// (the generic ones are plain C++, AVX's have no FMA, AVX2's are built with -mfma, where the
+/// compiler chooses which multiply-adds it fuses).
+fn ct2_outputs_by_isa(
     a: &dyn Fn() -> Command,
     b: &dyn Fn() -> Command,
     script: &str,
     model: &str,
-) -> Result<Ct2Compared> {
-    let backends = |v: &dyn Fn() -> Command| -> Result<String> {
-        let o = v()
-            .args(["-c", "import ctranslate2 as c; c.Translator(__import__('sys').argv[1], compute_type='int8')"])
-            .arg(model)
-            .env("CT2_VERBOSE", "1")
-            .output()
-            .map_err(|e| e.to_string())?;
-        let text = String::from_utf8_lossy(&o.stderr).into_owned();
-        Ok(text
-            .lines()
-            .filter_map(|l| l.split("[info]").nth(1))
-            .filter(|l| l.contains("backend") || l.contains("ISA"))
-            .map(|l| l.trim().trim_start_matches("- ").to_string())
-            .collect::<Vec<_>>()
-            .join("; "))
-    };
-    let (a_backends, b_backends) = (backends(&a)?, backends(&b)?);
-    // Where outputs part: the same inputs with CTranslate2's kernels forced to each ISA this
-    // CPU runs (CT2_FORCE_CPU_ISA); only the kernels of the ISAs that differ are compiled
-    // differently (the generic ones are plain C++, AVX's have no FMA, AVX2's are built with
-    // -mfma, where the compiler chooses which multiply-adds it fuses).
+) -> Result<String> {
     let mut by_isa = String::new();
     for compute in ["int8", "float32"] {
         let mut cells = Vec::new();
@@ -509,7 +509,7 @@ fn ct2_compare(
                         .env("CT2_FORCE_CPU_ISA", isa),
                 )
             };
-            let (oa, ob) = (out(&a)?, out(&b)?);
+            let (oa, ob) = (out(a)?, out(b)?);
             cells.push(format!(
                 "{isa}: {}",
                 if oa["digest"] == ob["digest"] {
@@ -524,6 +524,21 @@ fn ct2_compare(
             cells.join("; ")
         ));
     }
+    Ok(by_isa)
+}
+
+/// Outputs then alternated timing of every configuration; `a` and `b` start each side's
+/// Python (directly, or inside a chroot), `script` and `model` are paths as that Python sees
+/// them.
+fn ct2_compare(
+    tag: &str,
+    a: &dyn Fn() -> Command,
+    b: &dyn Fn() -> Command,
+    script: &str,
+    model: &str,
+) -> Result<Ct2Compared> {
+    let (a_backends, b_backends) = (ct2_backends(a, model)?, ct2_backends(b, model)?);
+    let by_isa = ct2_outputs_by_isa(a, b, script, model)?;
     // One run of the script with these arguments (MODE "0": outputs only; "serve": a worker).
     let v_args = |v: &dyn Fn() -> Command, compute: &str, beam: &str, threads: &str, mode: &str| {
         let mut c = v();

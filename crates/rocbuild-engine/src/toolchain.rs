@@ -294,49 +294,53 @@ pub fn choose(recipe: &Recipe, machine: &Machine, opts: &BackendOptions) -> Resu
     let rocm = (backend == Backend::Rocm)
         .then(|| rocm_plan(recipe, needs_hipblas, machine, opts))
         .transpose()?;
-    let cuda = if backend == Backend::Cuda {
-        let home = machine
-            .host
-            .toolkits
-            .cuda_home
-            .clone()
-            .ok_or_else(|| EngineError::NoValue {
-                variable: "cuda.home".into(),
-                why: "the cuda backend needs a CUDA toolkit and none was found".into(),
-                help: "set CUDA_HOME to a CUDA toolkit (with nvcc), or use --backend cpu".into(),
-            })?;
-        let given: Vec<String> = split_list(&opts.cuda_arch);
-        let detected = machine
-            .target
-            .cuda_gpu
-            .as_ref()
-            .filter(|g| !g.archs.is_empty());
-        let (archs, archs_from) = if !given.is_empty() {
-            (given, "--cuda-arch".to_string())
-        } else if let Some(g) = detected {
-            (g.archs.clone(), g.found_by.clone())
-        } else {
-            // CTranslate2's own default: the common architectures of the toolkit.
-            let why = match &machine.target.cuda_gpu {
-                Some(g) => format!("no GPU detected ({})", g.steps.join("; ")),
-                None => "no GPU detection".to_string(),
-            };
-            (vec!["Common".into()], why)
-        };
-        Some(CudaPlan {
-            home,
-            archs,
-            archs_from,
-        })
-    } else {
-        None
-    };
+    let cuda = (backend == Backend::Cuda)
+        .then(|| cuda_plan(machine, opts))
+        .transpose()?;
     Ok(BackendPlan {
         backend,
         reason,
         rocm,
         cuda,
         torch_gpu: None,
+    })
+}
+
+/// The CUDA toolkit to build with and the GPU architectures: `--cuda-arch`, else the GPUs
+/// detected, else the toolkit's common ones (CTranslate2's own default).
+fn cuda_plan(machine: &Machine, opts: &BackendOptions) -> Result<CudaPlan> {
+    let home = machine
+        .host
+        .toolkits
+        .cuda_home
+        .clone()
+        .ok_or_else(|| EngineError::NoValue {
+            variable: "cuda.home".into(),
+            why: "the cuda backend needs a CUDA toolkit and none was found".into(),
+            help: "set CUDA_HOME to a CUDA toolkit (with nvcc), or use --backend cpu".into(),
+        })?;
+    let given: Vec<String> = split_list(&opts.cuda_arch);
+    let detected = machine
+        .target
+        .cuda_gpu
+        .as_ref()
+        .filter(|g| !g.archs.is_empty());
+    let (archs, archs_from) = if !given.is_empty() {
+        (given, "--cuda-arch".to_string())
+    } else if let Some(g) = detected {
+        (g.archs.clone(), g.found_by.clone())
+    } else {
+        // CTranslate2's own default: the common architectures of the toolkit.
+        let why = match &machine.target.cuda_gpu {
+            Some(g) => format!("no GPU detected ({})", g.steps.join("; ")),
+            None => "no GPU detection".to_string(),
+        };
+        (vec!["Common".into()], why)
+    };
+    Ok(CudaPlan {
+        home,
+        archs,
+        archs_from,
     })
 }
 

@@ -49,14 +49,12 @@ pub struct Configured {
     pub install_prefix: Command,
 }
 
-pub fn plan(i: Inputs) -> Result<Configured> {
-    let os = i.machine.target.platform.os;
-    let flavor = i
-        .machine
-        .target
-        .torch
-        .as_ref()
-        .map_or(Flavor::Cpu, |t| t.flavor);
+/// The recipe's defines and environment with their templates expanded, and FFmpeg's
+/// pkg-config directory when `--ffmpeg` gave one.
+#[allow(clippy::type_complexity)]
+fn recipe_defines_and_env(
+    i: &Inputs,
+) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>)> {
     let mut define: BTreeMap<String, String> = BTreeMap::new();
     for (k, v) in &i.resolved.define {
         define.insert(k.clone(), expand(v, i.vars)?);
@@ -65,15 +63,22 @@ pub fn plan(i: Inputs) -> Result<Configured> {
     for (k, v) in &i.resolved.env {
         env.insert(k.clone(), expand(v, i.vars)?);
     }
-    if let Some(f) = i
-        .machine
-        .target
-        .ffmpeg
-        .as_ref()
-        .and_then(|f| f.pkg_config_path.as_ref())
-    {
+    let ffmpeg = i.machine.target.ffmpeg.as_ref();
+    if let Some(f) = ffmpeg.and_then(|f| f.pkg_config_path.as_ref()) {
         env.insert("PKG_CONFIG_PATH".into(), f.display().to_string());
     }
+    Ok((define, env))
+}
+
+pub fn plan(i: Inputs) -> Result<Configured> {
+    let os = i.machine.target.platform.os;
+    let flavor = i
+        .machine
+        .target
+        .torch
+        .as_ref()
+        .map_or(Flavor::Cpu, |t| t.flavor);
+    let (mut define, mut env) = recipe_defines_and_env(&i)?;
     let mut toolkit = None;
     if let Some(tc) = i.torch_cmake {
         define.insert("Torch_DIR".into(), tc.dir.display().to_string());

@@ -155,10 +155,7 @@ pub fn plan(
     opts: &BuildOptions,
     ctx: &Context,
 ) -> Result<Plan> {
-    let ctx = &Context {
-        host_os: machine.host.platform.os,
-        ..ctx.clone()
-    };
+    debug_assert_eq!(ctx.host_os, machine.host.platform.os, "Context::host_os");
     let os = machine.target.platform.os;
     let needs = &recipe.raw.needs;
     needs::torch(recipe, machine)?;
@@ -196,21 +193,15 @@ pub fn plan(
     let (tools, mut toolset) =
         tools::python_tools(recipe, machine, &backend, &toolset, &vars, &ctx.cache)?;
     let compiler = wheels_compiler(recipe, machine, opts, ctx, &backend, &mut toolset);
-    if let Some(t) = &tools {
-        vars.insert("tools".into(), t.dir.display().to_string());
-    }
+    vars.extend(
+        tools
+            .iter()
+            .map(|t| ("tools".into(), t.dir.display().to_string())),
+    );
     let mut dependencies = dependency::plan(&dependencies, &toolset, &vars, ctx, os)?;
     dependency::provide(&dependencies, os, &mut libraries, &mut vars);
     let torch_cmake = torch_cmake::plan(recipe, machine, opts, &resolved, &ctx.cache);
-    let hip_compat = backend.rocm.as_ref().and_then(|r| {
-        hip_compat::plan(
-            &resolved.hip_compat,
-            r.hip_version.as_deref(),
-            r.version.as_deref(),
-            &ctx.cache,
-            os,
-        )
-    });
+    let hip_compat = hip_compat_of(&backend, &resolved, ctx);
     let mut configured = configure::plan(configure::Inputs {
         hip_compat: hip_compat.as_ref(),
         recipe,
@@ -334,6 +325,24 @@ impl Plan {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// rocbuild's HIP compatibility header, when the ROCm build needs one (written under the
+/// host's cache).
+fn hip_compat_of(
+    backend: &BackendPlan,
+    resolved: &Resolved,
+    ctx: &Context,
+) -> Option<hip_compat::HipCompatPlan> {
+    backend.rocm.as_ref().and_then(|r| {
+        hip_compat::plan(
+            &resolved.hip_compat,
+            r.hip_version.as_deref(),
+            r.version.as_deref(),
+            &ctx.cache,
+            ctx.host_os,
+        )
+    })
 }
 
 /// The source to build, and the options as recorded: each patch with the sha256 it was
