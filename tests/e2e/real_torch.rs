@@ -94,34 +94,7 @@ fn realext_world(root: &Path) -> (PathBuf, PathBuf) {
 /// The PyPI wheel of torchcodec 0.17.0 for the real venv's Python, kept beside that venv
 /// (`<venv>/../wheels`); fetched from PyPI by the venv's pip the first time.
 pub(crate) fn pypi_torchcodec_wheel(real: &Path) -> PathBuf {
-    let dir = real.parent().unwrap().join("wheels");
-    let find = || {
-        std::fs::read_dir(&dir).ok().and_then(|rd| {
-            rd.flatten().map(|e| e.path()).find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("torchcodec-0.17.0-")
-            })
-        })
-    };
-    if let Some(w) = find() {
-        return w;
-    }
-    std::fs::create_dir_all(&dir).unwrap();
-    run(Command::new(real.join("bin/python"))
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--no-deps",
-            "--only-binary=:all:",
-            "torchcodec==0.17.0",
-            "-d",
-        ])
-        .arg(&dir));
-    find().expect("pip downloaded the torchcodec wheel")
+    pypi_wheel(real, "torchcodec", "0.17.0")
 }
 
 /// A venv of its own on the real venv's Python whose site-packages links to everything of the

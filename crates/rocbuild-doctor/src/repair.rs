@@ -810,17 +810,7 @@ fn apply(
         return Err(e);
     }
     let previous = manifest::read_checked(site, &p.name).ok().flatten();
-    let package = repaired_package(&p.name);
-    let holds = previous.as_ref().is_some_and(|m| ownership::holds(site, m));
-    let swapped = install::swap(
-        site,
-        &p.name,
-        created,
-        &new,
-        &[],
-        (!holds).then_some(&package),
-    )
-    .map_err(venv_err)?;
+    let swapped = swap_in(site, &p.name, created, &new, previous.as_ref())?;
     if let Err(reason) = verify(site, os, p, python) {
         swapped.roll_back().map_err(venv_err)?;
         return Err(DoctorError::RepairVerify {
@@ -870,11 +860,7 @@ fn apply(
         kind: Kind::Repair,
         search_added,
         recipe_fixes: Vec::new(),
-        ownership: Some(ownership::Ownership {
-            distribution: package.distribution.clone(),
-            roots: package.roots.clone(),
-            held: BTreeMap::new(),
-        }),
+        ownership: Some(repaired_ownership(&p.name)),
         ..Manifest::default()
     };
     swapped.commit(&m, None).map_err(venv_err)?;
@@ -887,6 +873,31 @@ fn repaired_package(name: &str) -> ownership::Package {
         distribution: name.to_string(),
         roots: Vec::new(),
     }
+}
+
+/// The ownership record of a repair (`held` is filled in at the commit).
+fn repaired_ownership(name: &str) -> ownership::Ownership {
+    let package = repaired_package(name);
+    ownership::Ownership {
+        distribution: package.distribution,
+        roots: package.roots,
+        held: BTreeMap::new(),
+    }
+}
+
+/// Swap a repair's staged files in. rocbuild takes the package over (its files as they are
+/// become the baseline `restore` gives back) unless its earlier repair still holds it.
+fn swap_in(
+    site: &Path,
+    name: &str,
+    created: bool,
+    new: &[NewFile],
+    previous: Option<&Manifest>,
+) -> Result<install::Swapped, DoctorError> {
+    let package = repaired_package(name);
+    let holds = previous.is_some_and(|m| ownership::holds(site, m));
+    install::swap(site, name, created, new, &[], (!holds).then_some(&package))
+        .map_err(DoctorError::from)
 }
 
 /// Windows: no DLL holds a search path, so nothing is edited; the preload hook rocbuild's
@@ -944,20 +955,8 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
             staged: path,
         });
     }
-    let package = repaired_package(&p.name);
-    let holds = manifest::read_checked(site, &p.name)
-        .ok()
-        .flatten()
-        .is_some_and(|m| ownership::holds(site, &m));
-    let swapped = install::swap(
-        site,
-        &p.name,
-        created,
-        &new,
-        &[],
-        (!holds).then_some(&package),
-    )
-    .map_err(venv_err)?;
+    let previous = manifest::read_checked(site, &p.name).ok().flatten();
+    let swapped = swap_in(site, &p.name, created, &new, previous.as_ref())?;
     // The check: with the hook's directories added (as `add_dll_directory` does), every fixed
     // file finds what it needs by Windows' rules.
     let reader = Reader::default();
@@ -1003,11 +1002,7 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
         kind: Kind::Repair,
         search_added,
         recipe_fixes: Vec::new(),
-        ownership: Some(ownership::Ownership {
-            distribution: package.distribution.clone(),
-            roots: package.roots.clone(),
-            held: BTreeMap::new(),
-        }),
+        ownership: Some(repaired_ownership(&p.name)),
         ..Manifest::default()
     };
     swapped.commit(&m, None).map_err(venv_err)?;

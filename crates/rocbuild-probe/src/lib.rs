@@ -241,28 +241,24 @@ impl From<Machine> for MachineFile {
 
 impl Machine {
     /// Host and target on the same platform (what the probe of this machine gives).
-    #[allow(clippy::too_many_arguments)]
     pub fn here(platform: Platform, host: HostParts, target: TargetParts) -> Machine {
-        Machine {
-            host: Host {
-                platform: platform.clone(),
-                tools: host.tools,
-                toolkits: host.toolkits,
-                rocm_sdks: host.rocm_sdks,
-                libraries: host.libraries,
-            },
-            target: Target {
-                platform,
-                venv: target.venv,
-                python: target.python,
-                torch: target.torch,
-                ffmpeg: target.ffmpeg,
-                ffmpeg_missing: target.ffmpeg_missing,
-                hip_runtime: target.hip_runtime,
-                gpu: target.gpu,
-                cuda_gpu: target.cuda_gpu,
-            },
+        MachineFile {
+            platform,
+            host_platform: None,
+            venv: target.venv,
+            python: target.python,
+            torch: target.torch,
+            ffmpeg: target.ffmpeg,
+            ffmpeg_missing: target.ffmpeg_missing,
+            tools: host.tools,
+            toolkits: host.toolkits,
+            rocm_sdks: host.rocm_sdks,
+            hip_runtime: target.hip_runtime,
+            gpu: target.gpu,
+            cuda_gpu: target.cuda_gpu,
+            libraries: host.libraries,
         }
+        .into()
     }
 }
 
