@@ -23,9 +23,10 @@ use regex::Regex;
 /// What a secret is replaced with.
 pub const MASK: &str = "****";
 
-/// Secrets shorter than this are not registered for free-text replacement (a one- or
-/// two-character password would garble every line); their URLs are still redacted.
-const MIN_REGISTERED: usize = 3;
+/// Secrets shorter than this are not registered for free-text replacement (a short value of
+/// a `*_KEY` variable would garble every line it happens to appear in); their URLs and the
+/// variables themselves are still redacted.
+const MIN_REGISTERED: usize = 6;
 
 fn url_userinfo() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
