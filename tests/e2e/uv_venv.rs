@@ -93,3 +93,58 @@ fn a_uv_venv_without_uv_on_path_gets_the_python_part_from_the_bundled_pip() {
     let out = w.cmd(&["fakecodec", "-q"], &[("PATH", &path)]);
     assert_installed_and_clean(&w, &out, "pip");
 }
+
+/// Which venv rocbuild acts on when nothing names one (issue 30): `pip install rocbuild` put
+/// the binary into the user's venv, so that venv — but never a tool installer's private
+/// environment (`uv tool install`, `uvx`, `pipx`), which holds rocbuild alone: then `./.venv`.
+/// The real binary is copied into real venvs laid out as each installer lays them out.
+#[test]
+fn with_no_venv_named_rocbuild_acts_on_the_venv_it_is_installed_in_but_not_a_tool_env() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // The user's project, with its own ./.venv (the last resort).
+    let project = root.join("project");
+    make_venv(&project.join(".venv"));
+    let installed_in = |venv: &std::path::Path| -> String {
+        let bin = venv.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let exe = bin.join("rocbuild");
+        std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), &exe).unwrap();
+        let out = Command::new(&exe)
+            .args(["status", "--json"])
+            .current_dir(&project)
+            .env_remove("VIRTUAL_ENV")
+            .env_remove("CONDA_PREFIX")
+            .env_remove("UV_TOOL_DIR")
+            .env_remove("PIPX_HOME")
+            .env("ROCBUILD_CACHE", root.join("cache"))
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        v["site"].as_str().unwrap_or_default().to_string()
+    };
+    // pip install rocbuild into the user's venv: that venv.
+    let users = root.join("users-venv");
+    make_venv(&users);
+    assert!(installed_in(&users).starts_with(users.to_str().unwrap()));
+    // uv tool install / uvx / pipx: their environment is skipped, ./.venv is used.
+    for tool_env in [
+        root.join("home/.local/share/uv/tools/rocbuild"),
+        root.join("home/.cache/uv/archive-v0/Xyz123"),
+        root.join("home/.local/share/pipx/venvs/rocbuild"),
+    ] {
+        make_venv(&tool_env);
+        let site = installed_in(&tool_env);
+        assert!(
+            site.starts_with(project.join(".venv").to_str().unwrap()),
+            "{} chose {site}",
+            tool_env.display()
+        );
+    }
+}

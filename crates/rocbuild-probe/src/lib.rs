@@ -422,7 +422,7 @@ pub struct Toolkits {
 
 #[derive(Debug, Error, miette::Diagnostic)]
 pub enum ProbeError {
-    #[error("no venv found: --venv not given, $VIRTUAL_ENV and $CONDA_PREFIX unset, and ./.venv does not exist")]
+    #[error("no venv found: --venv not given, $VIRTUAL_ENV and $CONDA_PREFIX unset, rocbuild not installed in a venv, and ./.venv does not exist")]
     #[diagnostic(
         code(rocbuild::probe::no_venv),
         help("pass --venv PATH, or activate the venv first (source .venv/bin/activate)")
@@ -485,6 +485,17 @@ pub fn choose_venv(explicit: Option<&Path>) -> Result<Venv, ProbeError> {
             });
         }
     }
+    // `pip install rocbuild` put the binary into the user's venv: that venv. Not the private
+    // environment of a tool installer (`uv tool`, `uvx`, `pipx`), which holds only rocbuild.
+    if let Some(root) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| venv_of_executable(&exe))
+    {
+        return Ok(Venv {
+            root,
+            chosen_by: "the venv rocbuild is installed in".into(),
+        });
+    }
     let local = Path::new(".venv");
     if local.is_dir() {
         return Ok(Venv {
@@ -493,6 +504,38 @@ pub fn choose_venv(explicit: Option<&Path>) -> Result<Venv, ProbeError> {
         });
     }
     Err(ProbeError::NoVenv)
+}
+
+/// The venv an executable was installed into (`<venv>/bin/rocbuild`, `<venv>\Scripts\
+/// rocbuild.exe`, a `pyvenv.cfg` beside them), unless it is a tool installer's own
+/// environment: `uv tool install` (`…/uv/tools/NAME`), `uvx` (uv's cache, `…/archive-v0/…`),
+/// `pipx` (`…/pipx/venvs/NAME`). Those hold rocbuild alone, never the user's torch.
+pub fn venv_of_executable(exe: &Path) -> Option<PathBuf> {
+    let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
+    let dir = exe.parent()?;
+    let name = dir.file_name()?.to_string_lossy().to_ascii_lowercase();
+    if name != "bin" && name != "scripts" {
+        return None;
+    }
+    let root = dir.parent()?;
+    if !root.join("pyvenv.cfg").is_file() || is_tool_environment(root) {
+        return None;
+    }
+    Some(root.to_path_buf())
+}
+
+/// Is `root` a tool installer's private environment (uv tool, uvx, pipx)?
+pub fn is_tool_environment(root: &Path) -> bool {
+    let parts: Vec<String> = root
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_ascii_lowercase())
+        .collect();
+    let has = |a: &str, b: &str| parts.windows(2).any(|w| w[0] == a && w[1] == b);
+    has("uv", "tools")
+        || has("pipx", "venvs")
+        || parts.iter().any(|p| p.starts_with("archive-v"))
+        || std::env::var_os("UV_TOOL_DIR").is_some_and(|d| root.starts_with(d))
+        || std::env::var_os("PIPX_HOME").is_some_and(|d| root.starts_with(d))
 }
 
 fn absolute(p: &Path) -> PathBuf {
