@@ -49,6 +49,7 @@ pub use python::{
 pub use rocblas::{rocblas_tensile_dir, rocblas_version, tensile_candidates};
 pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
+pub use rocm_version::{natural_key, sort_naturally, NaturalPart};
 pub use runtime::{
     driver_runtime_majors, find_hip_runtime, runtime_major_from_name, HipRuntime, RuntimeFile,
 };

@@ -142,7 +142,7 @@ pub(crate) fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
         .map(|e| e.path())
         .filter(|p| p.is_dir())
         .collect();
-    v.sort();
+    crate::rocm_version::sort_naturally(&mut v);
     v
 }
 
@@ -186,8 +186,9 @@ fn first(parts: &[PathBuf], rels: &[&str], want_dir: bool) -> Option<PathBuf> {
         parts.iter().find_map(|part| {
             let mut hits = expand(part, rel);
             hits.retain(|p| if want_dir { p.is_dir() } else { p.is_file() });
-            // Highest version first for globs like `lib/llvm/lib/clang/*`, `libamd_comgr.so.*`.
-            hits.sort();
+            // Highest version last for globs like `lib/llvm/lib/clang/*`, `libamd_comgr.so.*`:
+            // by value (clang/20 after clang/9), not as text.
+            crate::rocm_version::sort_naturally(&mut hits);
             hits.pop()
         })
     })
@@ -415,7 +416,7 @@ fn debian_resource_bitcode(usr: &Path) -> Option<(u32, PathBuf)> {
     llvms.sort();
     llvms.into_iter().rev().find_map(|(n, d)| {
         let mut dirs = expand(&d, "lib/clang/*/amdgcn/bitcode");
-        dirs.sort();
+        crate::rocm_version::sort_naturally(&mut dirs);
         dirs.into_iter()
             .rev()
             .find(|b| !bitcode_targets(b).is_empty())

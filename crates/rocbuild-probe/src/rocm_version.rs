@@ -163,3 +163,81 @@ pub(crate) fn dist_version(site: &Path, normalized: &str) -> Option<String> {
         Some(from_metadata.unwrap_or_else(|| version.to_string()))
     })
 }
+
+/// A sort key that orders names the way versions order: digit runs by value, the rest as
+/// text (`clang/9` < `clang/10`, `+rocm7.0` < `+rocm10.0`, `libamd_comgr.so.2` <
+/// `libamd_comgr.so.10`). Every "newest" choice among names sorts by it, never by string.
+pub fn natural_key(s: &str) -> Vec<NaturalPart> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        let digits = c.is_ascii_digit();
+        let end = rest
+            .find(|x: char| x.is_ascii_digit() != digits)
+            .unwrap_or(rest.len());
+        let (run, tail) = rest.split_at(end);
+        out.push(if digits {
+            let trimmed = run.trim_start_matches('0');
+            // By length first, then digit by digit: any number of digits, no overflow.
+            NaturalPart::Number(trimmed.len(), trimmed.to_string())
+        } else {
+            NaturalPart::Text(run.to_string())
+        });
+        rest = tail;
+    }
+    out
+}
+
+/// One run of a [`natural_key`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NaturalPart {
+    Number(usize, String),
+    Text(String),
+}
+
+/// Sort paths by [`natural_key`] of their text, so the last is the newest.
+pub fn sort_naturally(paths: &mut [PathBuf]) {
+    paths.sort_by_cached_key(|p| natural_key(&p.to_string_lossy()));
+}
+
+#[cfg(test)]
+mod natural {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn versions_in_names_sort_by_value() {
+        let mut v: Vec<PathBuf> = [
+            "lib/clang/9",
+            "lib/clang/10",
+            "lib/clang/19",
+            "lib/clang/20",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        v.reverse();
+        sort_naturally(&mut v);
+        assert_eq!(v.last().unwrap(), &PathBuf::from("lib/clang/20"));
+        assert!(natural_key("2.9.1+rocm10.0") > natural_key("2.9.1+rocm7.0"));
+        assert!(natural_key("libamd_comgr.so.10") > natural_key("libamd_comgr.so.2"));
+    }
+
+    proptest! {
+        /// Any two versions (dotted numbers, an optional `+rocmX.Y` local tag, under any name
+        /// prefix) sort as their numbers do, and as `version_key` says.
+        #[test]
+        fn names_sort_as_their_versions(
+            a in proptest::collection::vec(0u32..2000, 1..5),
+            b in proptest::collection::vec(0u32..2000, 1..5),
+            prefix in "[a-z_/]{0,8}",
+        ) {
+            let fmt = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(".");
+            let (sa, sb) = (format!("{prefix}{}", fmt(&a)), format!("{prefix}{}", fmt(&b)));
+            prop_assert_eq!(natural_key(&sa).cmp(&natural_key(&sb)), a.cmp(&b), "{} vs {}", sa, sb);
+            prop_assert_eq!(crate::version_key(&fmt(&a)).cmp(&crate::version_key(&fmt(&b))), a.cmp(&b));
+            let (ta, tb) = (format!("2.9.1+rocm{}", fmt(&a)), format!("2.9.1+rocm{}", fmt(&b)));
+            prop_assert_eq!(natural_key(&ta).cmp(&natural_key(&tb)), a.cmp(&b));
+        }
+    }
+}
