@@ -170,3 +170,33 @@ fn publish_uploads_the_wheel_to_a_real_index_and_pip_gets_it_back() {
     assert!(again.stderr.contains("did not take"), "{}", again.stderr);
     assert!(again.stderr.contains("already exists"), "{}", again.stderr);
 }
+
+/// Publishing to an open index (pypiserver with no authentication, devpi's open indexes) needs
+/// no credentials at all (issue 30): with no `TWINE_*` variable, no userinfo and no
+/// `~/.pypirc`, the upload goes through; twine is never left to ask for a username.
+#[test]
+fn publish_to_an_open_index_needs_no_credentials() {
+    let w = World::new(DECODE_WAV);
+    ok(&w.build(&[]));
+    let packages = w.tmp.path().join("index-packages");
+    let index = Index::start(w.tmp.path(), &packages);
+    let index_wheels = pypi_wheels("index", &["pypiserver", "twine"]);
+    let links = format!("{} {}", w.wheels.display(), index_wheels.display());
+    let home = w.tmp.path().join("home-without-pypirc");
+    std::fs::create_dir_all(&home).unwrap();
+    let home_s = home.display().to_string();
+    let out = w.cmd(
+        &["publish", "fakecodec", "--index", &index.url],
+        &[
+            ("PIP_FIND_LINKS", links.as_str()),
+            ("HOME", home_s.as_str()),
+        ],
+    );
+    ok(&out);
+    assert!(
+        std::fs::read_dir(&packages).unwrap().count() > 0,
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+}

@@ -92,6 +92,7 @@ pub fn publish(
     upload
         .env
         .insert("PYTHONPATH".into(), tools.display().to_string());
+    upload.env.extend(anonymous_credentials(index));
     reporter.note(&format!("upload {} -> {index}", built.path.display()));
     run(&upload, "upload the wheel").map_err(|e| match e {
         EngineError::Step { tail, .. } => EngineError::Publish {
@@ -106,6 +107,25 @@ pub fn publish(
         version: built.version,
         index: index.into(),
     })
+}
+
+/// An open index (pypiserver without authentication, a devpi index open to all) takes any
+/// credentials, but twine in non-interactive mode refuses to upload without a username. When
+/// the user configured none — no `TWINE_USERNAME`/`TWINE_PASSWORD`, no userinfo in the URL,
+/// the index a URL rather than a `~/.pypirc` section — placeholders go: an index that does
+/// want credentials answers 401/403, and the error says where credentials are looked up.
+fn anonymous_credentials(index: &str) -> Vec<(String, String)> {
+    let configured = ["TWINE_USERNAME", "TWINE_PASSWORD"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    let is_url = index.contains("://");
+    if configured || !is_url || rocbuild_secret::credentials(index).is_some() {
+        return Vec::new();
+    }
+    vec![
+        ("TWINE_USERNAME".into(), "anonymous".into()),
+        ("TWINE_PASSWORD".into(), "anonymous".into()),
+    ]
 }
 
 /// Run `cmd` to the end; its output is the error's when it fails.
