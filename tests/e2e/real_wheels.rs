@@ -1143,3 +1143,47 @@ fn doctor_reports_the_abi_break_behind_a_missing_ffmpeg() {
         human.stdout
     );
 }
+
+/// `bundle` of a package in a Windows venv finds the MSVC runtime the venv already holds
+/// (issue 30): the real `msvc-runtime` wheel installs its DLLs as wheel data into the venv's
+/// root and `Scripts\`, and the real CTranslate2 DLL needs them; no `--search` is given.
+#[test]
+fn bundle_finds_the_msvc_runtime_a_windows_venv_holds() {
+    let (Some(ct2), Some(rt)) = (
+        upstream::wheel(&upstream::CTRANSLATE2_WINDOWS),
+        upstream::wheel(&upstream::MSVC_RUNTIME),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (venv, site) = windows_venv(tmp.path(), &ct2);
+    // pip's install of the runtime wheel: `.data/data/X` goes to the venv's root.
+    let unpacked = tmp.path().join("rt");
+    upstream::unpack(&rt, &unpacked);
+    let data = unpacked.join("msvc_runtime-14.51.36231.data/data");
+    for (rel, from) in rocbuild_venv::walk(&data) {
+        let to = venv.join(&rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from, to).unwrap();
+    }
+    let dll = site.join("ctranslate2/ctranslate2.dll");
+    let out = rocbuild_in(
+        tmp.path(),
+        &[
+            "bundle",
+            s(&dll),
+            "--into",
+            s(&tmp.path().join("app")),
+            "--json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let held = tree(&tmp.path().join("app"))
+        .into_keys()
+        .collect::<Vec<_>>();
+    assert!(
+        held.iter()
+            .any(|k| k.to_ascii_lowercase().ends_with("msvcp140.dll")),
+        "{held:?}"
+    );
+}

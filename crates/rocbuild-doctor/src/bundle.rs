@@ -120,6 +120,26 @@ fn destination(file: &Path, name: &str, loader_dest: Option<&Path>) -> PathBuf {
 }
 
 /// Work out the set, refuse if anything is missing, then copy.
+/// Where a venv that holds the files keeps DLLs installed as wheel data (the `msvc-runtime`
+/// wheel puts MSVCP140/VCRUNTIME140 into the venv's root and its `Scripts`): searched after
+/// `--search`, so a venv's own MSVC runtime is found with no option.
+fn venv_runtime_dirs(files: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for f in files {
+        let f = linkage::absolute(f);
+        let Some(root) = f.ancestors().find(|a| a.join("pyvenv.cfg").is_file()) else {
+            continue;
+        };
+        let scripts = root.join(rocbuild_probe::Os::Windows.rules().scripts_dir());
+        for d in [root.to_path_buf(), scripts] {
+            if d.is_dir() && !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
 pub fn bundle(
     files: &[PathBuf],
     into: &Path,
@@ -128,8 +148,14 @@ pub fn bundle(
     let reader = Reader::leaked();
     // Absolute once, at the edge: the same layout for a relative and an absolute spelling.
     let into = &linkage::absolute(into);
+    let mut extra_dirs: Vec<PathBuf> = search_dirs.iter().map(|d| linkage::absolute(d)).collect();
+    for d in venv_runtime_dirs(files) {
+        if !extra_dirs.contains(&d) {
+            extra_dirs.push(d);
+        }
+    }
     let search = Search {
-        extra_dirs: search_dirs.iter().map(|d| linkage::absolute(d)).collect(),
+        extra_dirs,
         ..Default::default()
     };
     // source path -> destination (relative), in load order; roots first.
