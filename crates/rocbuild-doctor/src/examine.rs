@@ -167,39 +167,28 @@ impl Examiner<'_> {
                 let m = m.name.to_ascii_lowercase();
                 m.contains("torch") || m.contains("c10")
             });
-            if !l.missing.is_empty() && !torch_missing {
-                let own: Vec<_> = l
-                    .unresolved
-                    .iter()
-                    .filter(|u| u.importer == l.path && checks::abi::is_torch_symbol(u))
-                    .cloned()
-                    .collect();
-                findings.extend(checks::abi::check(
-                    subject,
-                    torch.map(|t| t.version.as_str()),
-                    &name,
-                    &own,
-                ));
+            if !l.missing.is_empty() && torch_missing {
+                continue;
             }
-            if l.missing.is_empty() {
-                // Without the venv's Python to read (a venv of another OS), the
-                // interpreter's `Py*` symbols cannot be checked: they are not reported.
-                let own: Vec<_> = l
-                    .unresolved
-                    .iter()
-                    .filter(|u| u.importer == l.path)
-                    .filter(|u| {
-                        !self.python.is_empty() || !rocbuild_native::is_python_c_api(&u.name)
-                    })
-                    .cloned()
-                    .collect();
-                findings.extend(checks::abi::check(
-                    subject,
-                    torch.map(|t| t.version.as_str()),
-                    &name,
-                    &own,
-                ));
-            }
+            let only_torch = !l.missing.is_empty();
+            // Without the venv's Python to read (a venv of another OS), the interpreter's
+            // `Py*` symbols cannot be checked: they are not reported.
+            let own: Vec<_> = l
+                .unresolved
+                .iter()
+                .filter(|u| u.importer == l.path)
+                .filter(|u| match only_torch {
+                    true => checks::abi::is_torch_symbol(u),
+                    false => !self.python.is_empty() || !rocbuild_native::is_python_c_api(&u.name),
+                })
+                .cloned()
+                .collect();
+            findings.extend(checks::abi::check(
+                subject,
+                torch.map(|t| t.version.as_str()),
+                &name,
+                &own,
+            ));
         }
         (linkages, findings)
     }

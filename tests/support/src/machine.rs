@@ -49,75 +49,7 @@ pub fn machine(os: Os) -> Machine {
                 Vec::new()
             },
         },
-        rocbuild_probe::HostParts {
-            tools: Tools {
-                cmake: tool(
-                    if win {
-                        r"C:\Program Files\CMake\bin\cmake.exe"
-                    } else {
-                        "/usr/bin/cmake"
-                    },
-                    Some("cmake version 3.30.0"),
-                ),
-                ninja: tool(
-                    if win {
-                        r"C:\ninja\ninja.exe"
-                    } else {
-                        "/usr/bin/ninja"
-                    },
-                    Some("1.12.1"),
-                ),
-                cc: tool(
-                    if win {
-                        r"C:\VS\bin\cl.exe"
-                    } else {
-                        "/usr/bin/cc"
-                    },
-                    None,
-                ),
-                cxx: tool(
-                    if win {
-                        r"C:\VS\bin\cl.exe"
-                    } else {
-                        "/usr/bin/c++"
-                    },
-                    None,
-                ),
-                pkg_config: tool(
-                    if win {
-                        r"C:\pkgconf\pkg-config.exe"
-                    } else {
-                        "/usr/bin/pkg-config"
-                    },
-                    Some("1.8.1"),
-                ),
-                msvc: None,
-                sccache: None,
-                ccache: None,
-            },
-            toolkits: Toolkits::default(),
-            rocm_sdks: Vec::new(),
-            libraries: [
-                "openblas",
-                "libomp",
-                "hipblas",
-                "hiprand",
-                "rocthrust",
-                "hipcub",
-            ]
-            .iter()
-            .map(|n| {
-                (
-                    n.to_string(),
-                    rocbuild_probe::FoundLibrary {
-                        at: format!("/usr/include/{n}").into(),
-                        include_dir: Some("/usr/include".into()),
-                        lib_dir: None,
-                    },
-                )
-            })
-            .collect(),
-        },
+        host_parts(os),
         rocbuild_probe::TargetParts {
             venv: Venv {
                 root: root.clone(),
@@ -199,6 +131,80 @@ pub fn machine(os: Os) -> Machine {
             // libraries stay absent: optional, and they would change every TorchCodec plan).
         },
     )
+}
+
+/// The build tools, toolkits and system libraries of the fixture machine of `os`.
+fn host_parts(os: Os) -> rocbuild_probe::HostParts {
+    let win = os == Os::Windows;
+    rocbuild_probe::HostParts {
+        tools: Tools {
+            cmake: tool(
+                if win {
+                    r"C:\Program Files\CMake\bin\cmake.exe"
+                } else {
+                    "/usr/bin/cmake"
+                },
+                Some("cmake version 3.30.0"),
+            ),
+            ninja: tool(
+                if win {
+                    r"C:\ninja\ninja.exe"
+                } else {
+                    "/usr/bin/ninja"
+                },
+                Some("1.12.1"),
+            ),
+            cc: tool(
+                if win {
+                    r"C:\VS\bin\cl.exe"
+                } else {
+                    "/usr/bin/cc"
+                },
+                None,
+            ),
+            cxx: tool(
+                if win {
+                    r"C:\VS\bin\cl.exe"
+                } else {
+                    "/usr/bin/c++"
+                },
+                None,
+            ),
+            pkg_config: tool(
+                if win {
+                    r"C:\pkgconf\pkg-config.exe"
+                } else {
+                    "/usr/bin/pkg-config"
+                },
+                Some("1.8.1"),
+            ),
+            msvc: None,
+            sccache: None,
+            ccache: None,
+        },
+        toolkits: Toolkits::default(),
+        rocm_sdks: Vec::new(),
+        libraries: [
+            "openblas",
+            "libomp",
+            "hipblas",
+            "hiprand",
+            "rocthrust",
+            "hipcub",
+        ]
+        .iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                rocbuild_probe::FoundLibrary {
+                    at: format!("/usr/include/{n}").into(),
+                    include_dir: Some("/usr/include".into()),
+                    lib_dir: None,
+                },
+            )
+        })
+        .collect(),
+    }
 }
 
 /// The same machine with a CPU torch (no ROCm, no CUDA).
