@@ -60,37 +60,7 @@ pub fn locate(venv: Option<&Path>) -> Result<(rocbuild_probe::Venv, PathBuf), Do
 }
 
 /// The Python of a venv for another OS, described from its files (its interpreter cannot run
-/// here): the version from `pyvenv.cfg` or the `lib/pythonX.Y` directory, the distributions
-/// from the dist-info directories.
+/// here): see [`rocbuild_probe::cross::python_from_files`].
 pub fn python_from_files(root: &Path, site: &Path, os: Os) -> Python {
-    let cfg = std::fs::read_to_string(root.join("pyvenv.cfg")).unwrap_or_default();
-    let full_version = cfg
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .find(|(k, _)| matches!(k.trim(), "version" | "version_info"))
-        .map(|(_, v)| v.trim().to_string())
-        .or_else(|| {
-            site.parent()?
-                .file_name()?
-                .to_string_lossy()
-                .strip_prefix("python")
-                .map(str::to_string)
-        })
-        .unwrap_or_default();
-    let version = full_version
-        .split('.')
-        .take(2)
-        .collect::<Vec<_>>()
-        .join(".");
-    Python {
-        exe: rocbuild_probe::python_in_venv(root, os),
-        version,
-        full_version,
-        site_packages: site.to_path_buf(),
-        include: PathBuf::new(),
-        ext_suffix: String::new(),
-        platform: os.as_str().to_string(),
-        distributions: rocbuild_probe::installed_distributions(site),
-        installer: Default::default(),
-    }
+    rocbuild_probe::cross::python_from_files(root, site, os, None)
 }

@@ -184,6 +184,17 @@ pub enum EngineError {
     )]
     StaticFfmpeg { dir: String },
 
+    #[error("cannot build {recipe} for the Windows venv {venv} from this {host} host: {what}")]
+    #[diagnostic(code(rocbuild::plan::cross_windows))]
+    CrossWindows {
+        recipe: String,
+        venv: String,
+        host: String,
+        what: String,
+        #[help]
+        help: String,
+    },
+
     #[error("{recipe}'s HIP build links {part}, and {sdk} has none")]
     #[diagnostic(
         code(rocbuild::plan::sdk_lacks),

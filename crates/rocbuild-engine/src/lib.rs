@@ -5,6 +5,7 @@ pub mod cache_lock;
 pub mod clean;
 mod command;
 mod compiler_cache_run;
+mod cross_prepare;
 mod error;
 mod from_run;
 pub mod interrupt;

@@ -262,7 +262,8 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     let likely_noop = previous
         .as_ref()
         .is_some_and(|m| m.fingerprint == plan.fingerprint);
-    let torch_check = if plan.torch_version.is_some() && !likely_noop {
+    // (A Windows venv's Python runs under Wine here: its verification imports torch anyway.)
+    let torch_check = if plan.torch_version.is_some() && !likely_noop && plan.cross.is_none() {
         Some(start_torch_import(plan)?)
     } else {
         None
@@ -456,6 +457,9 @@ fn fetch_and_build(
         }
     }
 
+    if let Some(c) = &plan.cross {
+        crate::cross_prepare::prepare(c, log)?;
+    }
     if let Some(hc) = &plan.hip_compat {
         if fs_err::read_to_string(&hc.path).ok().as_deref() != Some(hc.contents.as_str()) {
             if let Some(dir) = hc.path.parent() {

@@ -78,7 +78,7 @@ pub use elf::{exports_cxx11_abi, read_elf, ElfInfo};
 pub use exports::{symbol_hash, ExportIndex};
 pub use macho::add_macho_rpaths;
 pub use offload::{offload_targets, OffloadEntry, MAX_DECOMPRESSED};
-pub use pe::runtime_dll_names;
+pub use pe::{pe_file_version, pe_machine, runtime_dll_names};
 pub use read::{
     format_of, parse_binary, parse_binary_with, read_binary, read_binary_with, ReadOptions,
     MAX_FILE_SIZE,

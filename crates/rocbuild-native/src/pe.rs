@@ -341,3 +341,25 @@ mod runtime_names_tests {
         );
     }
 }
+
+/// The file version of a PE image's version resource (its `VS_FIXEDFILEINFO`: major, minor,
+/// build, revision), found by the structure's signature; None without one.
+pub fn pe_file_version(bytes: &[u8]) -> Option<[u16; 4]> {
+    const SIGNATURE: [u8; 4] = 0xFEEF_04BDu32.to_le_bytes();
+    let at = bytes.windows(4).position(|w| w == SIGNATURE)?;
+    let word = |o: usize| -> Option<u32> {
+        let b = bytes.get(at + o..at + o + 4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let (ms, ls) = (word(8)?, word(12)?);
+    let hi = |v: u32| u16::try_from(v >> 16).unwrap_or(0);
+    let lo = |v: u32| u16::try_from(v & 0xFFFF).unwrap_or(0);
+    Some([hi(ms), lo(ms), hi(ls), lo(ls)])
+}
+
+/// The machine field of a PE image's COFF header (`0x8664` x64, `0xAA64` arm64).
+pub fn pe_machine(bytes: &[u8]) -> Option<u16> {
+    goblin::pe::header::Header::parse(bytes)
+        .ok()
+        .map(|h| h.coff_header.machine)
+}

@@ -4,6 +4,7 @@
 //! `--machine FILE` write one by hand, which is how a Windows or macOS plan is made on Linux.
 
 mod cheader;
+pub mod cross;
 mod cuda_gpu;
 mod ffmpeg;
 mod gfx;
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use cheader::c_define;
+pub use cross::CrossWindows;
 pub use cuda_gpu::{detect_cuda_gpu, parse_compute_caps};
 pub use ffmpeg::{find_ffmpeg, probe_ffmpeg, soname_major_to_ffmpeg};
 pub use gfx::{
@@ -141,6 +143,9 @@ pub struct Host {
     pub rocm_sdks: Vec<RocmSdk>,
     /// The system libraries the recipe names (`[[needs.library]]`) that were found, by name.
     pub libraries: std::collections::BTreeMap<String, FoundLibrary>,
+    /// The tools that build for and run a Windows venv from another OS (a Windows target on
+    /// a Linux host); None when host and target are the same OS.
+    pub cross: Option<CrossWindows>,
 }
 
 /// What the result is for, read from the venv's files: its OS and layout, Python, torch,
@@ -191,6 +196,8 @@ struct MachineFile {
     cuda_gpu: Option<GpuArchs>,
     #[serde(default)]
     libraries: std::collections::BTreeMap<String, FoundLibrary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cross: Option<CrossWindows>,
 }
 
 impl From<MachineFile> for Machine {
@@ -202,6 +209,7 @@ impl From<MachineFile> for Machine {
                 toolkits: f.toolkits,
                 rocm_sdks: f.rocm_sdks,
                 libraries: f.libraries,
+                cross: f.cross,
             },
             target: Target {
                 platform: f.platform,
@@ -236,6 +244,7 @@ impl From<Machine> for MachineFile {
             gpu: m.target.gpu,
             cuda_gpu: m.target.cuda_gpu,
             libraries: m.host.libraries,
+            cross: m.host.cross,
         }
     }
 }
@@ -258,6 +267,7 @@ impl Machine {
             gpu: target.gpu,
             cuda_gpu: target.cuda_gpu,
             libraries: host.libraries,
+            cross: None,
         }
         .into()
     }
@@ -310,6 +320,22 @@ pub struct Installer {
     /// `/usr/share/python-wheels`).
     #[serde(default)]
     pub bundled_pip: Option<PathBuf>,
+    /// A venv of another OS than the host's: the host Python whose pip installs for it
+    /// (`--target` with the venv's platform tags).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostPip>,
+}
+
+/// The host's pip, installing wheels for a venv of another OS.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostPip {
+    /// The host's `pythonX.Y` of the venv's version when there is one (CMake may run it at
+    /// configure time), else its `python3`.
+    pub python: PathBuf,
+    /// Whether `python` is the venv's minor version.
+    pub same_version: bool,
+    /// `--platform win_amd64 --python-version 3.11 --implementation cp --abi cp311`.
+    pub tags: Vec<String>,
 }
 
 impl Default for Installer {
@@ -320,6 +346,7 @@ impl Default for Installer {
             uv_venv: false,
             uv: None,
             bundled_pip: None,
+            host: None,
         }
     }
 }
@@ -341,6 +368,13 @@ pub struct Python {
     /// What can install packages for this Python (a `uv venv` has no pip).
     #[serde(default)]
     pub installer: Installer,
+    /// Windows: the `pythonXY.dll` the venv runs (an extension links against it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dll: Option<PathBuf>,
+    /// Windows: the base install's `libs` directory when it holds `pythonXY.lib` (an
+    /// embeddable Python has none: rocbuild makes the import library from the DLL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub libs: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -439,6 +473,14 @@ pub enum ProbeError {
     #[error("the venv's Python {exe} failed to describe itself: {reason}")]
     #[diagnostic(code(rocbuild::probe::python), help("run `{exe} -c 'import sysconfig'` to see the problem; recreate the venv if its Python is broken"))]
     Python { exe: String, reason: String },
+    #[error("{root} is a Windows venv, but its Python cannot be described from its files: {reason}")]
+    #[diagnostic(code(rocbuild::probe::windows_python))]
+    WindowsPython {
+        root: String,
+        reason: String,
+        #[help]
+        help: String,
+    },
     #[error("FFmpeg not usable: {reason}")]
     #[diagnostic(code(rocbuild::probe::ffmpeg))]
     Ffmpeg {
@@ -468,6 +510,10 @@ pub struct ProbeOptions {
     pub want_cuda_gpu: bool,
     /// System libraries to look for (the recipe's `[[needs.library]]`).
     pub libraries: Vec<LibrarySpec>,
+    /// `--winsysroot DIR`: the MSVC + Windows SDK for a Windows venv built from another OS.
+    pub winsysroot: Option<PathBuf>,
+    /// `--python-headers DIR`: a Windows Python's headers when its install has none.
+    pub python_headers: Option<PathBuf>,
 }
 
 /// Pick the venv: `--venv`, then `$VIRTUAL_ENV`, then `$CONDA_PREFIX`, then `./.venv`.
@@ -550,21 +596,31 @@ fn absolute(p: &Path) -> PathBuf {
 /// torch's CMake package). GPU detection, which may import torch in a child Python, runs only
 /// for a wanted ROCm build without `--arch`: a no-op rerun of a CPU recipe starts no process.
 pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
-    let os = Os::current();
+    let host_os = Os::current();
     let venv = choose_venv(opts.venv.as_deref())?;
-    let python = probe_python(&venv, os)?;
+    let os = cross::venv_os(&venv.root, host_os);
+    let (python, mut tools, cross) = if os == host_os {
+        (probe_python(&venv, os)?, probe_tools(), None)
+    } else {
+        probe_cross(&venv, opts)?
+    };
     let torch = probe_torch(&python.site_packages);
-    let tools = probe_tools();
     // FFmpeg not found is a missing prerequisite the planner reports with the others; a
-    // `--ffmpeg DIR` that is wrong, or an FFmpeg rocbuild cannot use, is an error here.
+    // `--ffmpeg DIR` that is wrong, or an FFmpeg rocbuild cannot use, is an error here. For
+    // a venv of another OS, only `--ffmpeg DIR` (the host's pkg-config knows the host's).
     let (ffmpeg, ffmpeg_missing) = if opts.want_ffmpeg {
-        match find_ffmpeg(opts.ffmpeg_dir.as_deref(), tools.pkg_config.as_ref())? {
+        let pkg_config = tools.pkg_config.as_ref().filter(|_| cross.is_none());
+        match find_ffmpeg(opts.ffmpeg_dir.as_deref(), pkg_config)? {
             Ok(f) => (Some(f), None),
+            Err(_) if cross.is_some() => (None, Some(format!("a {} venv's FFmpeg is given with --ffmpeg DIR (a shared build: include/, lib/*.lib, bin/*.dll; `rocbuild ffmpeg` fetches one)", os.as_str()))),
             Err(why) => (None, Some(why)),
         }
     } else {
         (None, None)
     };
+    if cross.is_some() {
+        tools.pkg_config = None;
+    }
     let torch_is_rocm = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Rocm);
     let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || !opts.arch.is_empty() || torch_is_rocm
     {
@@ -620,13 +676,26 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let torch_is_cuda = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Cuda);
     let cuda_gpu = (opts.want_cuda_gpu && (torch_is_cuda || toolkits.cuda_home.is_some()))
         .then(|| detect_cuda_gpu(&ProbeEnv::from_process(), os));
-    let platform = Platform {
-        os,
+    let host_platform = Platform {
+        os: host_os,
         arch: std::env::consts::ARCH.to_string(),
         distro: os_release("ID"),
         distro_like: os_release("ID_LIKE")
             .map(|l| l.split_whitespace().map(str::to_string).collect())
             .unwrap_or_default(),
+    };
+    let platform = if os == host_os {
+        host_platform.clone()
+    } else {
+        Platform {
+            os,
+            arch: match python.platform.as_str() {
+                "win-arm64" => "aarch64".into(),
+                _ => "x86_64".into(),
+            },
+            distro: None,
+            distro_like: Vec::new(),
+        }
     };
     let libraries = if opts.libraries.is_empty() {
         Default::default()
@@ -637,7 +706,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
             .filter_map(|spec| Some((spec.name.clone(), find_library(spec, &dirs, os)?)))
             .collect()
     };
-    Ok(Machine::here(
+    let mut machine = Machine::here(
         platform,
         HostParts {
             tools,
@@ -655,7 +724,41 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
             gpu,
             cuda_gpu,
         },
-    ))
+    );
+    machine.host.platform = host_platform;
+    machine.host.cross = cross;
+    Ok(machine)
+}
+
+/// A venv of another OS than the host's: its Python from its files, and the host's tools
+/// for that OS (clang-cl, lld-link, … as the C and C++ compilers).
+fn probe_cross(
+    venv: &Venv,
+    opts: &ProbeOptions,
+) -> Result<(Python, Tools, Option<CrossWindows>), ProbeError> {
+    let site = Os::Windows
+        .rules()
+        .site_packages(&venv.root)
+        .unwrap_or_else(|| venv.root.join("Lib").join("site-packages"));
+    let mut python = cross::python_from_files(
+        &venv.root,
+        &site,
+        Os::Windows,
+        opts.python_headers.as_deref(),
+    );
+    cross::check_windows_python(&venv.root, &python)?;
+    python.installer.host = cross::host_pip(&python);
+    let path = std::env::var_os("PATH");
+    let cross = cross::cross_windows(path.as_deref(), opts.winsysroot.as_deref());
+    let mut tools = probe_tools();
+    let cl = cross.clang_cl.clone().map(|path| Tool {
+        version: Some(format!("clang-cl (LLVM {})", cross.llvm)),
+        path,
+    });
+    tools.cc = cl.clone();
+    tools.cxx = cl;
+    tools.msvc = None;
+    Ok((python, tools, Some(cross)))
 }
 
 /// One field of /etc/os-release (`ID`, `ID_LIKE`), unquoted.

@@ -81,6 +81,7 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
         uv_venv,
         uv: uv_venv.then(|| find_uv(&venv.root, os)).flatten(),
         bundled_pip: d.bundled_pip,
+        host: None,
     };
     Ok(Python {
         installer,
@@ -92,6 +93,8 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
         include: d.include,
         ext_suffix: d.ext_suffix,
         platform: d.platform,
+        dll: None,
+        libs: None,
     })
 }
 

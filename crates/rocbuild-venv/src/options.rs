@@ -83,6 +83,12 @@ pub struct BuildOptions {
     /// `--ffmpeg DIR` (or the FFmpeg `rocbuild ffmpeg` fetched).
     #[serde(default)]
     pub ffmpeg_dir: Option<PathBuf>,
+    /// `--winsysroot DIR`: the MSVC + Windows SDK a Windows venv is built with from Linux.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub winsysroot: Option<PathBuf>,
+    /// `--python-headers DIR`: a Windows Python's headers when its install has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_headers: Option<PathBuf>,
     /// `--backend`, `--rocm`, `--arch`, `--cuda-arch`.
     #[serde(flatten)]
     pub backend: BackendOptions,

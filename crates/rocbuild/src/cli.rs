@@ -383,9 +383,19 @@ pub struct BuildArgs {
     /// Extra CMake define, KEY=VALUE (repeatable; wins over the recipe).
     #[arg(short = 'D', long = "define", value_name = "KEY=VALUE")]
     pub defines: Vec<String>,
-    /// Root of the FFmpeg to build against (holding include/ and lib/).
+    /// Root of the FFmpeg to build against (holding include/ and lib/; for Windows a shared
+    /// build: include/, lib/*.lib, bin/*.dll).
     #[arg(long, value_name = "DIR")]
     pub ffmpeg: Option<PathBuf>,
+    /// For a Windows venv built from Linux: the MSVC CRT + Windows SDK (VC/Tools/MSVC/<v> and
+    /// Windows Kits/10, as a Visual Studio install or `xwin splat` lays them out; also
+    /// ROCBUILD_WINSYSROOT).
+    #[arg(long, value_name = "DIR")]
+    pub winsysroot: Option<PathBuf>,
+    /// For a Windows venv whose Python install has no include/ (the embeddable
+    /// distribution): that Python's headers (Python.h, a Windows pyconfig.h).
+    #[arg(long, value_name = "DIR")]
+    pub python_headers: Option<PathBuf>,
     /// Compute backend [default: from the torch flavor and the SDKs installed].
     #[arg(long, value_enum, value_name = "BACKEND")]
     pub backend: Option<BackendArg>,

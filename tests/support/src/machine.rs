@@ -76,6 +76,8 @@ pub fn machine(os: Os) -> Machine {
                     Os::Linux => "linux-x86_64",
                 }
                 .into(),
+                dll: None,
+                libs: None,
                 distributions: BTreeMap::from([
                     ("torch".to_string(), "2.9.1".to_string()),
                     ("numpy".to_string(), "2.4.6".to_string()),

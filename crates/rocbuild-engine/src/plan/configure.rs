@@ -35,6 +35,8 @@ pub struct Inputs<'a> {
     pub toolset: &'a Toolset,
     /// The compatibility header to force-include into HIP sources.
     pub hip_compat: Option<&'a super::hip_compat::HipCompatPlan>,
+    /// A Windows venv built from another OS.
+    pub cross: Option<&'a super::cross::CrossPlan>,
 }
 
 pub struct Configured {
@@ -129,6 +131,9 @@ pub fn plan(i: Inputs) -> Result<Configured> {
         for (k, v) in msvc_env(i.machine) {
             env.entry(k).or_insert(v);
         }
+    }
+    if let Some(c) = i.cross {
+        super::cross::defines(c, i.machine, &mut define);
     }
     for (k, v) in &i.opts.defines {
         refuse_dropping(k, define.get(k).map(String::as_str), v, &i)?;

@@ -11,6 +11,7 @@
 
 pub mod compiler_cache;
 mod configure;
+pub mod cross;
 pub mod dependency;
 mod fingerprint;
 pub mod hip_compat;
@@ -69,6 +70,9 @@ pub struct Context {
     /// `PATH`, where the wheels' compiler (`g++-14`) is looked for.
     #[serde(skip)]
     pub path: Option<std::ffi::OsString>,
+    /// `ROCBUILD_WINE_TIMEOUT`: seconds a verification under Wine may take.
+    #[serde(skip)]
+    pub wine_timeout: Option<u64>,
     /// The host's OS: paths under the cache (sources, build trees, tools, logs) are the
     /// host's, whatever OS the venv is for. Set by [`plan`] from `machine.host`.
     #[serde(skip)]
@@ -82,6 +86,9 @@ impl Context {
             .iter()
             .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
         self.path = std::env::var_os("PATH");
+        self.wine_timeout = std::env::var("ROCBUILD_WINE_TIMEOUT")
+            .ok()
+            .and_then(|v| v.trim().parse().ok());
         self
     }
 }
@@ -147,6 +154,10 @@ pub struct Plan {
     /// The wheel installed instead of a build (chosen and checked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prebuilt: Option<prebuilt::PrebuiltInstall>,
+    /// A Windows venv built from another OS: the toolchain file, the Python import library,
+    /// Wine for the verification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross: Option<cross::CrossPlan>,
 }
 
 pub fn plan(
@@ -167,6 +178,7 @@ pub fn plan(
         release::choose(recipe, release::Against::of(recipe, machine, hip), opts)?;
     let version = release.version.clone();
     needs::python(recipe, machine)?;
+    let cross = cross::plan(recipe.name(), machine, ctx)?;
     let mut libraries = libraries::found(recipe, machine, backend.backend.as_str());
     // Built from source for this target: its library is used whatever the machine has.
     let dependencies = recipe.dependencies(
@@ -216,6 +228,7 @@ pub fn plan(
         torch_cmake: torch_cmake.as_ref(),
         cmake: &toolset.cmake,
         toolset: &toolset,
+        cross: cross.as_ref(),
     })?;
     // The compiler cache changes no output: it is in neither the build tree's key nor the
     // fingerprint, only in the commands.
@@ -237,7 +250,11 @@ pub fn plan(
         tools.as_ref(),
     )?
     .map(|p| same_compiler(p, compiler.as_ref()));
-    let verify = verify::plan(machine, &resolved, &vars)?;
+    // A Windows venv's Python runs under Wine here; without Wine the install stays unverified.
+    let verify = verify::plan(machine, &resolved, &vars)?.and_then(|v| match &cross {
+        Some(c) => c.runner.as_ref().map(|r| r.wrap(&v)),
+        None => Some(v),
+    });
     let fingerprint = fingerprint::of(
         recipe,
         &version,
@@ -293,6 +310,7 @@ pub fn plan(
         fingerprint,
         index: None,
         prebuilt: None,
+        cross,
     })
 }
 
@@ -491,6 +509,7 @@ pub(crate) mod testing {
             user_compiler: false,
             path: None,
             host_os: os,
+            wine_timeout: None,
         }
     }
 }

@@ -22,11 +22,21 @@ pub enum Pip {
     Uv(PathBuf),
     /// The Python's bundled pip wheel on `PYTHONPATH`: `python -m pip`.
     Bundled(PathBuf),
+    /// The host's Python for a venv of another OS (whose Python cannot run here): `python -m
+    /// pip`, with the venv's platform tags when what it installs is for the venv (`tags`),
+    /// without for the host's own build tools.
+    Host { python: PathBuf, tags: Vec<String> },
 }
 
 /// What can install packages into `py`'s venv; `what` names it for the error.
 pub fn installer(py: &Python, what: &str) -> Result<Pip> {
     let i = &py.installer;
+    if let Some(h) = &i.host {
+        return Ok(Pip::Host {
+            python: h.python.clone(),
+            tags: h.tags.clone(),
+        });
+    }
     if i.pip {
         return Ok(Pip::Venv);
     }
@@ -34,6 +44,18 @@ pub fn installer(py: &Python, what: &str) -> Result<Pip> {
         return Ok(Pip::Uv(uv.clone()));
     }
     bundled(py, what)
+}
+
+/// What installs the build's own tools (cmake, ninja, pybind11 …, run by the host): the
+/// venv's installer, or for a venv of another OS the host's pip without the venv's tags.
+pub fn tools_installer(py: &Python, what: &str) -> Result<Pip> {
+    match installer(py, what)? {
+        Pip::Host { python, .. } => Ok(Pip::Host {
+            python,
+            tags: Vec::new(),
+        }),
+        other => Ok(other),
+    }
 }
 
 /// What can build a wheel with `py` (`pip wheel`: uv has no such command, so the venv's pip or
@@ -74,6 +96,18 @@ pub fn command(pip: &Pip, py: &Python, os: Os, subcommand: &str) -> Command {
         Pip::Uv(uv) => Command::new(uv)
             .args(["pip", subcommand, "--python"])
             .arg(py.exe.display().to_string()),
+        Pip::Host { python, tags } => {
+            let mut c = Command::new(python)
+                .args(["-m", "pip", subcommand])
+                .args(["--disable-pip-version-check", "--no-input"]);
+            if subcommand == "install" {
+                c = c.arg("--no-compile");
+                if !tags.is_empty() {
+                    c = c.args(tags.iter().cloned()).arg("--only-binary=:all:");
+                }
+            }
+            c
+        }
         Pip::Venv | Pip::Bundled(_) => {
             let mut c = Command::new(&py.exe)
                 .args(["-m", "pip", subcommand])

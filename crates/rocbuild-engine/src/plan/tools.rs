@@ -146,7 +146,7 @@ pub fn required(
             } else {
                 "them"
             },
-            install_command_with(&machine.target.platform, &kinds, &packages)
+            install_command_with(&machine.host.platform, &kinds, &packages)
         );
         if kinds.contains(&Prerequisite::FfmpegDev) {
             help.push_str("; or pass --ffmpeg DIR naming an FFmpeg build (its include/ and lib/)");
@@ -292,7 +292,8 @@ pub fn python_tools(
     vars: &std::collections::BTreeMap<String, String>,
     cache: &Path,
 ) -> Result<(Option<ToolsPlan>, Toolset)> {
-    let os = machine.target.platform.os;
+    // The tools run on the host (a Windows venv built from Linux gets Linux's cmake).
+    let os = machine.host.platform.os;
     let py = &machine.target.python;
     let mut reqs: Vec<String> = recipe
         .raw
@@ -330,11 +331,11 @@ pub fn python_tools(
         why.push(format!("{e}: Ninja from PyPI"));
         system.push(Prerequisite::Ninja);
     }
-    let fallback = (!system.is_empty()).then(|| install_command(&machine.target.platform, &system));
+    let fallback = (!system.is_empty()).then(|| install_command(&machine.host.platform, &system));
     let tools = if reqs.is_empty() {
         None
     } else {
-        let pip = super::pip::installer(py, &format!("the build tools {}", reqs.join(" ")))?;
+        let pip = super::pip::tools_installer(py, &format!("the build tools {}", reqs.join(" ")))?;
         let mut key: Vec<&str> = reqs.iter().map(String::as_str).collect();
         key.push(&py.version);
         let dir = join(

@@ -48,6 +48,8 @@ fn probe_options(recipe: &Recipe, opts: &BuildOptions, venv: Option<PathBuf>) ->
     ProbeOptions {
         venv,
         ffmpeg_dir: opts.ffmpeg_dir.clone(),
+        winsysroot: opts.winsysroot.clone(),
+        python_headers: opts.python_headers.clone(),
         want_ffmpeg: recipe.raw.needs.ffmpeg,
         // A recipe with a rocm backend may pick it (ROCm torch + SDK): look for SDKs and
         // GPUs unless another backend was asked for.
@@ -210,6 +212,7 @@ fn build_with(
         user_compiler: false,
         path: None,
         host_os: machine.host.platform.os,
+        wine_timeout: None,
     }
     .read_env();
     let mut plan = plan(req.recipe, &machine, &opts, &ctx)?;

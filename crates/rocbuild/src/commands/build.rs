@@ -36,6 +36,8 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
         }),
         defines: parse_defines(&a.defines)?,
         ffmpeg_dir: a.ffmpeg.clone(),
+        winsysroot: a.winsysroot.clone(),
+        python_headers: a.python_headers.clone(),
         patches: a
             .patch
             .iter()

@@ -1,0 +1,250 @@
+//! A Windows venv built from another OS (`Host.cross`): everything that differs from a native
+//! build, in one place. The CMake toolchain file rocbuild writes (clang-cl + lld-link + LLVM's
+//! lib/rc/mt, the MSVC + SDK `/winsysroot`), the Python the configure may run (the host's
+//! Python of the venv's version) and the target Python's headers and import library (made
+//! from `pythonXY.dll` when its install has none), and Wine as the runner of the venv's
+//! `python.exe` for the verification. Staging, the transaction, the manifest, the DLL preload
+//! hook and the wheel are the same code as for a native Windows run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rocbuild_probe::{CrossWindows, Machine};
+use serde::Serialize;
+
+use super::Context;
+use crate::command::Command;
+use crate::error::{EngineError, Result};
+use crate::paths::{hash_hex, join};
+
+/// What a cross build adds to the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct CrossPlan {
+    /// The CMake toolchain file (written before the configure) and its contents.
+    pub toolchain_file: PathBuf,
+    #[serde(skip)]
+    pub toolchain: String,
+    /// `pythonXY.lib`, made from the DLL's exports when the Python install has none.
+    pub python_lib: PathBuf,
+    pub make_python_lib: Option<ImportLib>,
+    /// Runs the venv's `python.exe` (the verification); None: no Wine here, the install is
+    /// kept unverified.
+    pub runner: Option<Runner>,
+    /// The host Python that stands in for the venv's at configure time.
+    pub host_python: PathBuf,
+}
+
+/// An import library made from a DLL's exports (`.def`, then `llvm-dlltool`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportLib {
+    pub dll: PathBuf,
+    pub def: PathBuf,
+    pub dlltool: PathBuf,
+}
+
+impl ImportLib {
+    /// The `llvm-dlltool` command that turns the `.def` into `lib`.
+    pub fn command(&self, lib: &Path) -> Command {
+        Command::new(&self.dlltool).args([
+            "-m".to_string(),
+            "i386:x86-64".into(),
+            "-d".into(),
+            self.def.display().to_string(),
+            "-l".into(),
+            lib.display().to_string(),
+        ])
+    }
+}
+
+/// Wine, with the settings a Windows Python needs under it and a time limit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Runner {
+    pub wine: PathBuf,
+    pub timeout_secs: u64,
+}
+
+/// Seconds a verification under Wine may take (`import torch` alone takes 25–35 s on two busy
+/// cores); `ROCBUILD_WINE_TIMEOUT` overrides, read by the caller.
+pub const WINE_TIMEOUT_SECS: u64 = 600;
+
+impl Runner {
+    /// `cmd` (the venv's `python.exe …`) run under Wine: `timeout` stops a hung Wine, and
+    /// `wineserver -k` then ends what it left; the MSVC runtime the venv ships is preferred to
+    /// Wine's own, no debugger starts on a crash, no Mono/Gecko prompt.
+    pub fn wrap(&self, cmd: &Command) -> Command {
+        let script = "timeout -k 10 \"$0\" \"$@\"; rc=$?; if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo \"rocbuild: Wine did not finish within $0 s: stopped\" >&2; wineserver -k 2>/dev/null; fi; exit $rc";
+        let mut c = Command::new("sh")
+            .args(["-c".to_string(), script.into(), self.timeout_secs.to_string()])
+            .arg(self.wine.display().to_string())
+            .arg(cmd.program.display().to_string())
+            .args(cmd.args.iter().cloned());
+        c.env = cmd.env.clone();
+        c.env_remove = cmd.env_remove.clone();
+        c.cwd = cmd.cwd.clone();
+        for (k, v) in wine_env() {
+            c.env.entry(k.into()).or_insert(v.into());
+        }
+        c
+    }
+}
+
+/// The environment a Windows Python needs under Wine.
+pub fn wine_env() -> [(&'static str, &'static str); 3] {
+    [
+        ("WINEDEBUG", "-all"),
+        (
+            "WINEDLLOVERRIDES",
+            "vcruntime140,vcruntime140_1,msvcp140,msvcp140_1,msvcp140_2,msvcp140_atomic_wait=n,b;winedbg.exe=d;mscoree,mshtml=",
+        ),
+        ("KMP_AFFINITY", "disabled"),
+    ]
+}
+
+/// The cross plan for `machine`, or None when host and target are the same OS. Refuses, with
+/// every missing piece named, a build that cannot work: LLVM tools, the sysroot, the Python
+/// headers, a host Python of the venv's version.
+pub fn plan(recipe: &str, machine: &Machine, ctx: &Context) -> Result<Option<CrossPlan>> {
+    let Some(cross) = &machine.host.cross else {
+        return Ok(None);
+    };
+    let py = &machine.target.python;
+    let problems = problems(cross, machine);
+    if !problems.is_empty() {
+        return Err(EngineError::CrossWindows {
+            recipe: recipe.into(),
+            venv: machine.target.venv.root.display().to_string(),
+            host: machine.host.platform.os.as_str().into(),
+            what: problems.iter().map(|(w, _)| w.as_str()).collect::<Vec<_>>().join("; "),
+            help: problems.iter().map(|(_, h)| h.as_str()).collect::<Vec<_>>().join("; "),
+        });
+    }
+    let host_os = ctx.host_os;
+    let nodot = py.version.replace('.', "");
+    let dll = py.dll.clone().unwrap_or_default();
+    let dll_key = std::fs::metadata(&dll).map(|m| m.len().to_string()).unwrap_or_default();
+    let (python_lib, make_python_lib) = match &py.libs {
+        Some(libs) => (libs.join(format!("python{nodot}.lib")), None),
+        None => {
+            let dir = join(
+                host_os,
+                &ctx.cache,
+                &["cross", &format!("python{nodot}-{}", &hash_hex(&[&dll.display().to_string(), &dll_key])[..12])],
+            );
+            (
+                join(host_os, &dir, &[&format!("python{nodot}.lib")]),
+                Some(ImportLib {
+                    def: join(host_os, &dir, &[&format!("python{nodot}.def")]),
+                    dll,
+                    dlltool: cross.llvm_dlltool.clone().unwrap_or_default(),
+                }),
+            )
+        }
+    };
+    let toolchain = toolchain_file(cross);
+    let toolchain_file = join(
+        host_os,
+        &ctx.cache,
+        &["cross", &format!("windows-{}.cmake", &hash_hex(&[&toolchain])[..12])],
+    );
+    let host_python = py.installer.host.as_ref().map(|h| h.python.clone()).unwrap_or_default();
+    Ok(Some(CrossPlan {
+        toolchain_file,
+        toolchain,
+        python_lib,
+        make_python_lib,
+        runner: cross.wine.clone().map(|wine| Runner {
+            wine,
+            timeout_secs: ctx.wine_timeout.unwrap_or(WINE_TIMEOUT_SECS),
+        }),
+        host_python,
+    }))
+}
+
+/// Every reason the cross build cannot work, each with how to fix it.
+fn problems(cross: &CrossWindows, machine: &Machine) -> Vec<(String, String)> {
+    let py = &machine.target.python;
+    let mut out = Vec::new();
+    let missing = cross.missing();
+    if !missing.is_empty() {
+        out.push((
+            format!("no {} on PATH", missing.join(", ")),
+            "install one LLVM's tools (Debian/Ubuntu: apt-get install clang-19 lld-19 llvm-19)".into(),
+        ));
+    }
+    if let Some(p) = cross.sysroot_problem() {
+        out.push((p, rocbuild_probe::cross::SYSROOT_HELP.into()));
+    }
+    if let Some(p) = rocbuild_probe::cross::headers_problem(py) {
+        out.push((
+            p,
+            format!("pass --python-headers DIR naming Python {}'s headers for Windows (Include/ of its source or of a full Windows install, with the Windows pyconfig.h), or use a venv made from a full Python install (pyvenv.cfg's home with include/ and libs/)", py.version),
+        ));
+    }
+    match &py.installer.host {
+        Some(h) if h.same_version => {}
+        _ => out.push((
+            format!("no Python {} on this host: CMake runs the venv's Python at configure time, and a Windows python.exe cannot run here", py.version),
+            format!("install Python {v} on this host (python{v} on PATH: uv python install {v}, pyenv, or your distribution)", v = py.version),
+        )),
+    }
+    out
+}
+
+/// The toolchain file: Windows on x86_64, clang-cl for C and C++, lld-link, llvm-lib,
+/// llvm-rc, llvm-mt (or no manifest), and the sysroot for every compile and link.
+fn toolchain_file(c: &CrossWindows) -> String {
+    let p = |t: &Option<PathBuf>| t.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+    let root = c
+        .winsysroot
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let mut s = format!(
+        "# Written by rocbuild: MSVC-ABI binaries for Windows x64 from this host, with LLVM {llvm}'s\n\
+         # clang-cl and lld-link against the MSVC CRT + Windows SDK in {root}.\n\
+         set(CMAKE_SYSTEM_NAME Windows)\n\
+         set(CMAKE_SYSTEM_PROCESSOR AMD64)\n\
+         set(CMAKE_C_COMPILER \"{cl}\")\n\
+         set(CMAKE_CXX_COMPILER \"{cl}\")\n\
+         set(CMAKE_LINKER \"{link}\")\n\
+         set(CMAKE_AR \"{lib}\")\n\
+         set(CMAKE_RC_COMPILER \"{rc}\")\n\
+         set(ROCBUILD_WINSYSROOT \"{root}\")\n\
+         set(CMAKE_C_FLAGS_INIT \"--target=x86_64-pc-windows-msvc /winsysroot${{ROCBUILD_WINSYSROOT}}\")\n\
+         set(CMAKE_CXX_FLAGS_INIT \"--target=x86_64-pc-windows-msvc /winsysroot${{ROCBUILD_WINSYSROOT}} /EHsc\")\n\
+         set(CMAKE_RC_FLAGS_INIT \"/I${{ROCBUILD_WINSYSROOT}}/Windows\\ Kits/10/Include\")\n\
+         foreach(kind EXE SHARED MODULE)\n  set(CMAKE_${{kind}}_LINKER_FLAGS_INIT \"/winsysroot:${{ROCBUILD_WINSYSROOT}}{manifest}\")\nendforeach()\n\
+         set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)\n",
+        llvm = c.llvm,
+        cl = p(&c.clang_cl),
+        link = p(&c.lld_link),
+        lib = p(&c.llvm_lib),
+        rc = p(&c.llvm_rc),
+        manifest = if c.llvm_mt.is_some() { "" } else { " /manifest:no" },
+    );
+    if let Some(mt) = &c.llvm_mt {
+        s.push_str(&format!("set(CMAKE_MT \"{}\")\n", mt.display()));
+    }
+    s
+}
+
+/// The defines a cross build adds or changes: the toolchain file; the venv's Python replaced,
+/// wherever a define names it, by the host Python of its version; the target Python's headers
+/// and import library for FindPython (both prefixes: `Python3_` and pybind11's `Python_`).
+pub fn defines(c: &CrossPlan, machine: &Machine, define: &mut BTreeMap<String, String>) {
+    let py = &machine.target.python;
+    let target_exe = py.exe.display().to_string();
+    for v in define.values_mut() {
+        if *v == target_exe {
+            *v = c.host_python.display().to_string();
+        }
+    }
+    define.insert("CMAKE_TOOLCHAIN_FILE".into(), c.toolchain_file.display().to_string());
+    for prefix in ["Python3", "Python"] {
+        define.insert(format!("{prefix}_INCLUDE_DIR"), py.include.display().to_string());
+        define.insert(format!("{prefix}_LIBRARY"), c.python_lib.display().to_string());
+        define
+            .entry(format!("{prefix}_EXECUTABLE"))
+            .or_insert(c.host_python.display().to_string());
+    }
+}

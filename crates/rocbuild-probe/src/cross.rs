@@ -1,0 +1,427 @@
+//! A venv for another OS than the host's, read from its files, and the host tools that build
+//! and run code for it. The one place where "the host is not the target" is decided:
+//! [`venv_os`] says which OS a venv is for, [`python_from_files`] describes its Python without
+//! running it (version from `pyvenv.cfg` or `pythonXY.dll`, headers and import library from
+//! the base install or `--python-headers`), and [`cross_windows`] finds the LLVM tools, the
+//! MSVC + Windows SDK sysroot and Wine that build and run Windows binaries on Linux.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{HostPip, Installer, Os, ProbeError, Python};
+
+/// The host tools that build for (and run) a Windows venv from another OS: clang-cl and
+/// lld-link with LLVM's librarian, resource compiler and manifest tool, all of one LLVM
+/// version; the MSVC CRT + Windows SDK in the layout `/winsysroot` takes; Wine to run the
+/// venv's Python for the verification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrossWindows {
+    /// The LLVM major the tools belong to (`19`), or `""` for unversioned names.
+    pub llvm: String,
+    pub clang_cl: Option<PathBuf>,
+    pub lld_link: Option<PathBuf>,
+    pub llvm_lib: Option<PathBuf>,
+    pub llvm_rc: Option<PathBuf>,
+    pub llvm_mt: Option<PathBuf>,
+    pub llvm_dlltool: Option<PathBuf>,
+    pub llvm_readobj: Option<PathBuf>,
+    /// `--winsysroot DIR` or `$ROCBUILD_WINSYSROOT`: `VC/Tools/MSVC/<v>` and `Windows Kits/10`.
+    pub winsysroot: Option<PathBuf>,
+    /// Where the sysroot came from (`--winsysroot`, `$ROCBUILD_WINSYSROOT`).
+    pub winsysroot_from: Option<String>,
+    /// `$ROCBUILD_WINE` or `wine` on PATH: runs the venv's `python.exe`.
+    pub wine: Option<PathBuf>,
+}
+
+/// The LLVM tools a Windows build needs, by their LLVM names.
+pub const CROSS_TOOLS: [&str; 7] = [
+    "clang-cl",
+    "lld-link",
+    "llvm-lib",
+    "llvm-rc",
+    "llvm-mt",
+    "llvm-dlltool",
+    "llvm-readobj",
+];
+
+/// The OS a venv is for, from its layout: a venv with `Lib/site-packages` and a `python.exe`
+/// (at its root, or in `Scripts`) and no `bin/python` is a Windows venv whatever the host.
+pub fn venv_os(root: &Path, host: Os) -> Os {
+    if host == Os::Windows {
+        return host;
+    }
+    let rules = Os::Windows.rules();
+    let windows = rules.site_packages(root).is_some()
+        && rules.venv_python(root).is_file()
+        && !host.rules().venv_python(root).exists();
+    if windows {
+        Os::Windows
+    } else {
+        host
+    }
+}
+
+/// The host tools for a Windows target: the newest LLVM whose `clang-cl-N` and `lld-link-N`
+/// are both on `path` (unversioned names last), the sysroot from `--winsysroot` or
+/// `$ROCBUILD_WINSYSROOT`, and Wine.
+pub fn cross_windows(path: Option<&std::ffi::OsStr>, winsysroot: Option<&Path>) -> CrossWindows {
+    let dirs: Vec<PathBuf> = path.map(|p| std::env::split_paths(p).collect()).unwrap_or_default();
+    let find = |name: &str| -> Option<PathBuf> {
+        dirs.iter().map(|d| d.join(name)).find(|p| p.is_file())
+    };
+    let mut majors: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let v = n.strip_prefix("clang-cl-")?;
+            v.chars().all(|c| c.is_ascii_digit()).then(|| v.to_string())
+        })
+        .filter(|v| find(&format!("lld-link-{v}")).is_some())
+        .collect();
+    majors.sort_by_key(|v| crate::natural_key(v));
+    majors.dedup();
+    let llvm = majors.pop().unwrap_or_default();
+    let tool = |name: &str| {
+        let versioned = (!llvm.is_empty()).then(|| find(&format!("{name}-{llvm}")));
+        versioned.flatten().or_else(|| find(name))
+    };
+    let (winsysroot, winsysroot_from) = match winsysroot {
+        Some(d) => (Some(d.to_path_buf()), Some("--winsysroot".to_string())),
+        None => match std::env::var_os("ROCBUILD_WINSYSROOT").filter(|v| !v.is_empty()) {
+            Some(d) => (Some(PathBuf::from(d)), Some("$ROCBUILD_WINSYSROOT".into())),
+            None => (None, None),
+        },
+    };
+    let wine = std::env::var_os("ROCBUILD_WINE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| find("wine"));
+    CrossWindows {
+        clang_cl: tool("clang-cl"),
+        lld_link: tool("lld-link"),
+        llvm_lib: tool("llvm-lib"),
+        llvm_rc: tool("llvm-rc"),
+        llvm_mt: tool("llvm-mt"),
+        llvm_dlltool: tool("llvm-dlltool"),
+        llvm_readobj: tool("llvm-readobj"),
+        llvm,
+        winsysroot,
+        winsysroot_from,
+        wine,
+    }
+}
+
+impl CrossWindows {
+    /// The tools of [`CROSS_TOOLS`] that were not found (`llvm-mt` is optional: without it
+    /// no manifest is embedded).
+    pub fn missing(&self) -> Vec<&'static str> {
+        let have = [
+            &self.clang_cl,
+            &self.lld_link,
+            &self.llvm_lib,
+            &self.llvm_rc,
+            &self.llvm_mt,
+            &self.llvm_dlltool,
+            &self.llvm_readobj,
+        ];
+        CROSS_TOOLS
+            .iter()
+            .zip(have)
+            .filter(|(n, p)| p.is_none() && **n != "llvm-mt")
+            .map(|(n, _)| *n)
+            .collect()
+    }
+
+    /// What is wrong with the sysroot, if anything: absent, or not the layout `/winsysroot`
+    /// takes (`VC/Tools/MSVC/<v>/include` and `Windows Kits/10/Include/<v>/ucrt`).
+    pub fn sysroot_problem(&self) -> Option<String> {
+        let Some(d) = &self.winsysroot else {
+            return Some("no MSVC + Windows SDK sysroot: neither --winsysroot DIR nor $ROCBUILD_WINSYSROOT is set".into());
+        };
+        let has = |parts: &[&str], leaf: &str| {
+            std::fs::read_dir(parts.iter().fold(d.clone(), |p, s| p.join(s)))
+                .ok()
+                .is_some_and(|rd| rd.flatten().any(|e| e.path().join(leaf).is_dir()))
+        };
+        let vc = has(&["VC", "Tools", "MSVC"], "include");
+        let sdk = has(&["Windows Kits", "10", "Include"], "ucrt");
+        match (vc, sdk) {
+            (true, true) => None,
+            _ => Some(format!(
+                "{} ({}) is not an MSVC + Windows SDK sysroot: it lacks {}",
+                d.display(),
+                self.winsysroot_from.as_deref().unwrap_or("given"),
+                [
+                    (!vc).then_some("VC/Tools/MSVC/<version>/include"),
+                    (!sdk).then_some("Windows Kits/10/Include/<version>/ucrt"),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" and ")
+            )),
+        }
+    }
+}
+
+/// How to get a sysroot, for the errors that lack one.
+pub const SYSROOT_HELP: &str = "pass --winsysroot DIR (or set ROCBUILD_WINSYSROOT) naming a directory that holds VC/Tools/MSVC/<version> and Windows Kits/10: a Visual Studio or Build Tools install copied from Windows, or the output of `xwin splat --use-winsysroot-style` (https://github.com/Jake-Shadle/xwin), which downloads Microsoft's CRT and SDK after you accept their licence";
+
+/// The Python of a venv for `os` described from its files (its interpreter cannot run here):
+/// for Windows, the version from `pyvenv.cfg` or `pythonXY.dll` (its name and file version),
+/// the headers from the base install's `include` or `headers` (`--python-headers`), the DLL
+/// and the import library directory (`libs`) when the base install has one; for another OS,
+/// the version from `pyvenv.cfg` or `lib/pythonX.Y`.
+pub fn python_from_files(
+    root: &Path,
+    site: &Path,
+    os: Os,
+    headers: Option<&Path>,
+) -> Python {
+    let cfg = std::fs::read_to_string(root.join("pyvenv.cfg")).unwrap_or_default();
+    let cfg_version = cfg_value(&cfg, &["version", "version_info"]);
+    let base = (os == Os::Windows).then(|| windows_base(root, &cfg)).flatten();
+    let dll = base.as_deref().and_then(python_dll);
+    let full_version = cfg_version
+        .filter(|v| v.split('.').count() >= 3)
+        .or_else(|| dll.as_deref().and_then(dll_version))
+        .or_else(|| {
+            site.parent()?
+                .file_name()?
+                .to_string_lossy()
+                .strip_prefix("python")
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    let version = full_version
+        .split('.')
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(".");
+    let machine = (os == Os::Windows)
+        .then(|| windows_machine(&os.rules().venv_python(root)))
+        .flatten();
+    let include = headers
+        .map(Path::to_path_buf)
+        .or_else(|| base.as_ref().map(|b| b.join("include")))
+        .unwrap_or_default();
+    let nodot = version.replace('.', "");
+    let (ext_suffix, platform) = match (os, machine.as_deref()) {
+        (Os::Windows, Some(m)) => (
+            format!(".cp{nodot}-win_{m}.pyd"),
+            format!("win-{m}"),
+        ),
+        (os, _) => (String::new(), os.as_str().to_string()),
+    };
+    Python {
+        exe: os.rules().venv_python(root),
+        version,
+        full_version,
+        site_packages: site.to_path_buf(),
+        include,
+        ext_suffix,
+        platform,
+        distributions: crate::installed_distributions(site),
+        installer: Installer {
+            pip: false,
+            ..Installer::default()
+        },
+        libs: base
+            .as_ref()
+            .map(|b| b.join("libs"))
+            .filter(|l| l.join(format!("python{nodot}.lib")).is_file()),
+        dll,
+    }
+}
+
+/// Why a Windows Python's headers cannot build an extension, if they cannot: no `Python.h`, or
+/// headers of another Python version (`patchlevel.h`).
+pub fn headers_problem(py: &Python) -> Option<String> {
+    let inc = &py.include;
+    let Ok(patch) = std::fs::read_to_string(inc.join("patchlevel.h")) else {
+        return Some(if inc.as_os_str().is_empty() || !inc.join("Python.h").is_file() {
+            format!(
+                "no Python headers for the venv's Python {}: {} has no Python.h (an embeddable Python has none)",
+                py.full_version,
+                if inc.as_os_str().is_empty() { "the base install".into() } else { inc.display().to_string() }
+            )
+        } else {
+            format!("{} has Python.h but no patchlevel.h", inc.display())
+        });
+    };
+    let major = crate::c_define(&patch, "PY_MAJOR_VERSION").unwrap_or_default();
+    let minor = crate::c_define(&patch, "PY_MINOR_VERSION").unwrap_or_default();
+    let theirs = format!("{major}.{minor}");
+    if theirs != py.version {
+        return Some(format!(
+            "the headers in {} are Python {theirs}'s, the venv's Python is {}",
+            inc.display(),
+            py.version
+        ));
+    }
+    if !inc.join("pyconfig.h").is_file() {
+        return Some(format!("{} has no pyconfig.h", inc.display()));
+    }
+    None
+}
+
+fn cfg_value(cfg: &str, keys: &[&str]) -> Option<String> {
+    cfg.lines()
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| keys.contains(&k.trim()))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+/// The directory of the Python a Windows venv runs: the venv itself when it holds
+/// `pythonXY.dll` (an embeddable or full install used directly), else `pyvenv.cfg`'s `home`
+/// as this host sees it (`C:\…` under WSL's `/mnt/c`, Wine's `Z:\…` as `/…`).
+fn windows_base(root: &Path, cfg: &str) -> Option<PathBuf> {
+    if python_dll(root).is_some() {
+        return Some(root.to_path_buf());
+    }
+    let home = cfg_value(cfg, &["home"])?;
+    host_view_of_windows_path(&home)
+        .into_iter()
+        .find(|p| python_dll(p).is_some())
+}
+
+/// Where a Windows path may be on this host: as written, Wine's drive `Z:` as `/`, WSL's
+/// `/mnt/<drive>`.
+pub fn host_view_of_windows_path(p: &str) -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::from(p)];
+    let b = p.as_bytes();
+    if b.len() >= 2 && b[1] == b':' && b[0].is_ascii_alphabetic() {
+        let rest = p[2..].replace('\\', "/");
+        let drive = (b[0] as char).to_ascii_lowercase();
+        if drive == 'z' {
+            out.push(PathBuf::from(if rest.is_empty() { "/".into() } else { rest.clone() }));
+        }
+        out.push(PathBuf::from(format!("/mnt/{drive}{rest}")));
+    }
+    out
+}
+
+/// `pythonXY.dll` in `dir` (not the stable-ABI `python3.dll`).
+fn python_dll(dir: &Path) -> Option<PathBuf> {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            let l = n.to_ascii_lowercase();
+            l.strip_prefix("python")
+                .and_then(|r| r.strip_suffix(".dll"))
+                .is_some_and(|d| d.len() >= 3 && d.chars().all(|c| c.is_ascii_digit()))
+        })
+        .collect();
+    found.sort_by_key(|n| crate::natural_key(n));
+    found.pop().map(|n| dir.join(n))
+}
+
+/// `3.13.5` from `python313.dll`: the major and minor from its name, the micro from its file
+/// version (CPython's third field is micro × 1000 + release level × 10 + serial).
+fn dll_version(dll: &Path) -> Option<String> {
+    let name = dll.file_stem()?.to_string_lossy().to_ascii_lowercase();
+    let digits = name.strip_prefix("python")?;
+    let (major, minor) = digits.split_at(1);
+    let micro = std::fs::read(dll)
+        .ok()
+        .and_then(|b| rocbuild_native::pe_file_version(&b))
+        .filter(|v| v[0].to_string() == major && v[1].to_string() == minor)
+        .map(|v| format!(".{}", v[2] / 1000))
+        .unwrap_or_default();
+    Some(format!("{major}.{minor}{micro}"))
+}
+
+/// `amd64` / `arm64` from the machine field of an executable's PE header.
+fn windows_machine(exe: &Path) -> Option<String> {
+    let bytes = std::fs::read(exe).ok()?;
+    match rocbuild_native::pe_machine(&bytes)? {
+        0x8664 => Some("amd64".into()),
+        0xAA64 => Some("arm64".into()),
+        _ => None,
+    }
+}
+
+/// The host Python whose pip installs wheels for `py` (a Windows venv): `pythonX.Y` of its
+/// version on PATH, else `python3`; None when the host has neither.
+pub fn host_pip(py: &Python) -> Option<HostPip> {
+    let same = which::which(format!("python{}", py.version)).ok();
+    let same_version = same.is_some();
+    let python = same.or_else(|| which::which("python3").ok())?;
+    let nodot = py.version.replace('.', "");
+    let platform = py.platform.replace('-', "_");
+    Some(HostPip {
+        python,
+        same_version,
+        tags: vec![
+            "--platform".into(),
+            platform,
+            "--python-version".into(),
+            py.version.clone(),
+            "--implementation".into(),
+            "cp".into(),
+            "--abi".into(),
+            format!("cp{nodot}"),
+        ],
+    })
+}
+
+/// A venv for `os` that cannot run here, or whose Python does not describe itself: the error
+/// [`python_from_files`] does not raise itself (a Windows venv without `pythonXY.dll`).
+pub fn check_windows_python(root: &Path, py: &Python) -> Result<(), ProbeError> {
+    if py.dll.is_some() {
+        return Ok(());
+    }
+    Err(ProbeError::WindowsPython {
+        root: root.display().to_string(),
+        reason: "neither the venv nor its pyvenv.cfg `home` holds a pythonXY.dll".into(),
+        help: "point --venv at a Windows venv whose base Python is reachable from this host (pyvenv.cfg's home, under /mnt/<drive> or Wine's Z:), or at a Windows Python directory itself (python.exe, pythonXY.dll, Lib\\site-packages)".into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_paths_as_this_host_sees_them() {
+        let v = host_view_of_windows_path(r"Z:\opt\py");
+        assert!(v.contains(&PathBuf::from("/opt/py")));
+        let v = host_view_of_windows_path(r"C:\Users\a\Python313");
+        assert!(v.contains(&PathBuf::from("/mnt/c/Users/a/Python313")));
+        assert_eq!(host_view_of_windows_path("/x").len(), 1);
+    }
+
+    #[test]
+    fn a_windows_layout_is_a_windows_venv_on_linux() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        assert_eq!(venv_os(r, Os::Linux), Os::Linux);
+        std::fs::create_dir_all(r.join("Lib/site-packages")).unwrap();
+        std::fs::write(r.join("python.exe"), b"MZ").unwrap();
+        assert_eq!(venv_os(r, Os::Linux), Os::Windows);
+        std::fs::create_dir_all(r.join("bin")).unwrap();
+        std::fs::write(r.join("bin/python"), b"").unwrap();
+        assert_eq!(venv_os(r, Os::Linux), Os::Linux, "a Linux venv that also holds a python.exe");
+    }
+
+    #[test]
+    fn the_newest_llvm_with_both_clang_cl_and_lld_link_is_chosen() {
+        let d = tempfile::tempdir().unwrap();
+        for n in ["clang-cl-15", "lld-link-15", "clang-cl-19", "lld-link-19", "clang-cl-20", "llvm-lib-19", "wine"] {
+            std::fs::write(d.path().join(n), b"").unwrap();
+        }
+        let c = cross_windows(Some(d.path().as_os_str()), Some(Path::new("/nowhere")));
+        assert_eq!(c.llvm, "19", "clang-cl-20 has no lld-link-20");
+        assert_eq!(c.clang_cl, Some(d.path().join("clang-cl-19")));
+        assert_eq!(c.llvm_lib, Some(d.path().join("llvm-lib-19")));
+        assert_eq!(c.missing(), ["llvm-rc", "llvm-dlltool", "llvm-readobj"]);
+        assert!(c.sysroot_problem().unwrap().contains("lacks VC/Tools/MSVC"));
+        assert_eq!(c.winsysroot_from.as_deref(), Some("--winsysroot"));
+    }
+}
