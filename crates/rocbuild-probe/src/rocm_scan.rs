@@ -5,6 +5,10 @@
 //! `_rocm_sdk_core` / `_rocm_sdk_devel` / `_rocm_sdk_libraries_*`, and Debian's multiarch `/usr`
 //! (`/usr/lib/<triplet>/amdgcn/bitcode`, CMake files under `/usr/lib/<triplet>/cmake`).
 //! Each lookup therefore searches a list of relative paths in every part of the SDK.
+//!
+//! Debian's HIP is built for one LLVM among possibly several installed (`clang-15` and
+//! `clang-19` side by side): its compiler is that LLVM's clang, read from hipcc's own lookup,
+//! the hipcc package's dependencies, or the device libraries (`debian_hip_llvm`).
 
 use std::path::{Path, PathBuf};
 
@@ -268,28 +272,14 @@ fn find_compilers(sdk: &mut RocmSdk, parts: &[PathBuf], kind: SdkKind, os: Os) {
             false,
         )
     };
-    // Debian from ROCm 6 on (sid, trixie+): the device libraries live in the resource
-    // directory of the LLVM that HIP is built for (`/usr/lib/llvm-21/lib/clang/21/amdgcn/
-    // bitcode`); that LLVM's clang is the compiler. The newest such LLVM wins.
-    let debian_llvm = (kind == SdkKind::DebianMultiarch)
-        .then(|| debian_resource_bitcode(&root))
-        .flatten();
-    if let Some((n, dir)) = &debian_llvm {
-        sdk.clang = Some(root.join(format!("bin/clang-{n}")))
-            .filter(|p| p.exists())
-            .or_else(|| Some(root.join(format!("lib/llvm-{n}/bin/clang"))).filter(|p| p.exists()));
-        sdk.clangxx = Some(root.join(format!("bin/clang++-{n}")))
-            .filter(|p| p.exists())
-            .or_else(|| {
-                Some(root.join(format!("lib/llvm-{n}/bin/clang++"))).filter(|p| p.exists())
-            });
-        sdk.device_lib_dir = Some(dir.clone());
-    } else if kind == SdkKind::DebianMultiarch {
-        // Debian's HIP is built for one versioned LLVM (clang++-15 for ROCm 5.2); a plain
-        // `clang++` may be another major. Newest versioned first, the plain name last.
-        sdk.clang = newest_versioned(&root.join("bin"), "clang-").or_else(|| find_exe(&["clang"]));
-        sdk.clangxx =
-            newest_versioned(&root.join("bin"), "clang++-").or_else(|| find_exe(&["clang++"]));
+    if kind == SdkKind::DebianMultiarch {
+        if !debian_compilers(sdk, &root) {
+            // Nothing in the SDK says which LLVM it is built for (step 5 of `debian_hip_llvm`):
+            // the newest versioned clang, then the plain name.
+            let bin = root.join("bin");
+            sdk.clang = newest_versioned(&bin, "clang-").or_else(|| find_exe(&["clang"]));
+            sdk.clangxx = newest_versioned(&bin, "clang++-").or_else(|| find_exe(&["clang++"]));
+        }
     } else {
         sdk.clang = find_exe(&["amdclang", "clang"]);
         sdk.clangxx = find_exe(&["amdclang++", "clang++"]);
@@ -305,6 +295,184 @@ fn find_compilers(sdk: &mut RocmSdk, parts: &[PathBuf], kind: SdkKind, os: Os) {
         ],
         false,
     );
+}
+
+/// Debian's clang and clang++ for HIP: those of the one LLVM the SDK is built for
+/// (`debian_hip_llvm`), never simply the newest LLVM installed beside it. False when nothing
+/// in the SDK names that LLVM.
+fn debian_compilers(sdk: &mut RocmSdk, usr: &Path) -> bool {
+    let resource = debian_resource_bitcode(usr);
+    let Some((n, why)) = debian_hip_llvm(usr, &resource) else {
+        return false;
+    };
+    let versioned = |name: &str| {
+        [
+            usr.join(format!("bin/{name}-{n}")),
+            usr.join(format!("lib/llvm-{n}/bin/{name}")),
+        ]
+        .into_iter()
+        .find(|p| p.is_file())
+    };
+    sdk.clang = versioned("clang");
+    sdk.clangxx = versioned("clang++");
+    if let Some((_, dir)) = resource.iter().find(|(m, _)| *m == n) {
+        sdk.device_lib_dir = Some(dir.clone());
+    }
+    if sdk.clangxx.is_none() {
+        sdk.problems.push(format!(
+            "this SDK's HIP is built for LLVM {n} ({why}), whose clang++ is not installed (no bin/clang++-{n} or lib/llvm-{n}/bin/clang++ under {}): install clang-{n}",
+            usr.display()
+        ));
+    }
+    true
+}
+
+/// The LLVM major Debian's HIP is built for, and how that is known. Read from files only, the
+/// most authoritative first:
+/// 1. hipcc's own lookup: the versioned compiler its files run (`clang++-15` in ROCm 5's
+///    `hipcc.pl` / `hipconfig.pl`, `lib/llvm-21/bin` in the C++ `hipcc` of ROCm 6 on);
+/// 2. the `hipcc` package's dependencies in dpkg's status (`clang-15`, `llvm-21`);
+/// 3. the LLVM whose resource directory holds the device libraries (ROCm 6 on), the newest
+///    when several do;
+/// 4. the LLVM that built the multiarch device libraries (their bitcode's producer,
+///    `LLVM15.0.5`: ROCm 5).
+///
+/// A source naming several majors says nothing. Without any (5.), the caller falls back to the
+/// newest versioned clang.
+fn debian_hip_llvm(usr: &Path, resource: &[(u32, PathBuf)]) -> Option<(u32, String)> {
+    hipcc_llvm(usr)
+        .or_else(|| dpkg_hipcc_llvm(&usr.parent()?.join("var/lib/dpkg/status")))
+        .or_else(|| {
+            let (n, dir) = resource.last()?;
+            Some((*n, format!("the device libraries are in {}", dir.display())))
+        })
+        .or_else(|| {
+            triplet_dirs(&[usr.to_path_buf()])
+                .iter()
+                .map(|tr| usr.join("lib").join(tr).join("amdgcn/bitcode"))
+                .find_map(|d| bitcode_llvm(&d))
+        })
+}
+
+/// The one value in `found`, when all agree.
+fn only<T: PartialEq + Copy>(found: &[T]) -> Option<T> {
+    let first = *found.first()?;
+    found.iter().all(|x| *x == first).then_some(first)
+}
+
+/// Step 1 of `debian_hip_llvm`: the LLVM major hipcc's files name (`clang++-15`,
+/// `clang-15`, `llvm-21/`), and the file that names it.
+fn hipcc_llvm(usr: &Path) -> Option<(u32, String)> {
+    let mut found: Vec<(u32, PathBuf)> = Vec::new();
+    for rel in [
+        "bin/hipcc",
+        "bin/hipcc.pl",
+        "bin/hipcc.bin",
+        "bin/hipconfig",
+        "bin/hipconfig.pl",
+    ] {
+        let path = usr.join(rel);
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        for n in versioned_llvm_names(&bytes) {
+            found.push((n, path.clone()));
+        }
+    }
+    let n = only(&found.iter().map(|(n, _)| *n).collect::<Vec<_>>())?;
+    Some((n, format!("hipcc's lookup in {}", found[0].1.display())))
+}
+
+/// The majors in `clang-N`, `clang++-N` (not after a letter: `libclang-15`) and `llvm-N/` in
+/// a script or binary.
+fn versioned_llvm_names(bytes: &[u8]) -> Vec<u32> {
+    let mut v = Vec::new();
+    for (needle, after) in [
+        (&b"clang++-"[..], None),
+        (&b"clang-"[..], None),
+        (&b"llvm-"[..], Some(b'/')),
+    ] {
+        let mut i = 0;
+        while let Some(at) = find_bytes(&bytes[i..], needle).map(|k| k + i) {
+            i = at + needle.len();
+            if at > 0 && bytes[at - 1].is_ascii_alphanumeric() {
+                continue;
+            }
+            let digits = bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+            let next = bytes.get(i + digits).copied();
+            let ends = match after {
+                Some(c) => next == Some(c),
+                None => next.is_none_or(|b| !b.is_ascii_alphanumeric() && b != b'.'),
+            };
+            if (1..=3).contains(&digits) && ends {
+                if let Ok(n) = std::str::from_utf8(&bytes[i..i + digits])
+                    .unwrap_or("")
+                    .parse()
+                {
+                    v.push(n);
+                }
+            }
+        }
+    }
+    v
+}
+
+fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Step 2 of `debian_hip_llvm`: the `clang-N` / `llvm-N` an installed `hipcc` package depends on.
+fn dpkg_hipcc_llvm(status: &Path) -> Option<(u32, String)> {
+    let text = std::fs::read_to_string(status).ok()?;
+    let stanza = text.split("\n\n").find(|st| {
+        st.lines().any(|l| l.trim_end() == "Package: hipcc")
+            && st
+                .lines()
+                .any(|l| l.starts_with("Status:") && l.trim_end().ends_with(" installed"))
+    })?;
+    let depends = stanza.lines().find_map(|l| l.strip_prefix("Depends:"))?;
+    let majors: Vec<u32> = depends
+        .split([',', '|'])
+        .filter_map(|d| {
+            let name = d.split_whitespace().next()?;
+            let (pkg, n) = name.rsplit_once('-')?;
+            ["clang", "llvm"].contains(&pkg).then(|| n.parse().ok())?
+        })
+        .collect();
+    Some((
+        only(&majors)?,
+        format!("the hipcc package depends on it ({})", status.display()),
+    ))
+}
+
+/// Step 4 of `debian_hip_llvm`: the LLVM major that wrote the device libraries in `dir`.
+fn bitcode_llvm(dir: &Path) -> Option<(u32, String)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "bc"))
+        .collect();
+    // ocml.bc first (every release has it), then by name.
+    files.sort_by_key(|p| (file_name(p) != "ocml.bc", p.clone()));
+    files.iter().take(3).find_map(|f| {
+        let mut head = Vec::with_capacity(512);
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(std::fs::File::open(f).ok()?, 512),
+            &mut head,
+        )
+        .ok()?;
+        let producer = bitcode::producer(&head)?;
+        let n = producer.strip_prefix("LLVM")?;
+        let major = n.split('.').next()?.parse().ok()?;
+        Some((
+            major,
+            format!(
+                "the device libraries were written by {producer} ({})",
+                f.display()
+            ),
+        ))
+    })
 }
 
 /// The device libraries (`amdgcn/bitcode`) and the GPU targets they hold; clang's version.
@@ -329,7 +497,7 @@ fn find_device_libraries(sdk: &mut RocmSdk, parts: &[PathBuf], triplet_rels: &[S
         sdk.targets = bitcode_targets(d);
     }
     sdk.device_lib_dir = dev_dir;
-    sdk.clang_version = clang_version(&sdk);
+    sdk.clang_version = clang_version(sdk);
 }
 
 /// amd_comgr, rocBLAS (its version and Tensile kernels), hipBLAS.
@@ -406,26 +574,30 @@ fn note_problems(sdk: &mut RocmSdk) {
     }
 }
 
-/// `(N, /usr/lib/llvm-N/lib/clang/<v>/amdgcn/bitcode)` for the newest LLVM N whose resource
-/// directory holds device libraries.
-fn debian_resource_bitcode(usr: &Path) -> Option<(u32, PathBuf)> {
+/// `(N, /usr/lib/llvm-N/lib/clang/<v>/amdgcn/bitcode)` for every LLVM N whose resource
+/// directory holds device libraries (Debian from ROCm 6 on), lowest N first.
+fn debian_resource_bitcode(usr: &Path) -> Vec<(u32, PathBuf)> {
     let mut llvms: Vec<(u32, PathBuf)> = sorted_dirs(&usr.join("lib"))
         .into_iter()
         .filter_map(|d| Some((file_name(&d).strip_prefix("llvm-")?.parse().ok()?, d)))
         .collect();
     llvms.sort();
-    llvms.into_iter().rev().find_map(|(n, d)| {
-        let mut dirs = expand(&d, "lib/clang/*/amdgcn/bitcode");
-        crate::rocm_version::sort_naturally(&mut dirs);
-        dirs.into_iter()
-            .rev()
-            .find(|b| !bitcode_targets(b).is_empty())
-            .map(|b| (n, b))
-    })
+    llvms
+        .into_iter()
+        .filter_map(|(n, d)| {
+            let mut dirs = expand(&d, "lib/clang/*/amdgcn/bitcode");
+            crate::rocm_version::sort_naturally(&mut dirs);
+            dirs.into_iter()
+                .rev()
+                .find(|b| !bitcode_targets(b).is_empty())
+                .map(|b| (n, b))
+        })
+        .collect()
 }
 
 /// The clang version: the resource directory holding the device libraries (`clang/21/…`,
-/// `clang/19/lib/…`), else the compiler's versioned name (`clang++-15`).
+/// `clang/19/lib/…`), else the compiler's versioned name (`clang++-15`) or its LLVM's
+/// directory (`llvm-15/bin/clang++`).
 fn clang_version(sdk: &RocmSdk) -> Option<String> {
     if let Some(d) = &sdk.device_lib_dir {
         let comps: Vec<String> = d
@@ -438,10 +610,17 @@ fn clang_version(sdk: &RocmSdk) -> Option<String> {
             }
         }
     }
-    let name = file_name(sdk.clangxx.as_deref()?);
+    let clangxx = sdk.clangxx.as_deref()?;
+    let name = file_name(clangxx);
     name.rsplit_once('-')
         .map(|(_, v)| v.trim_end_matches(".exe").to_string())
         .filter(|v| !version_key_of(v).is_empty())
+        .or_else(|| {
+            let llvm = file_name(clangxx.parent()?.parent()?);
+            llvm.strip_prefix("llvm-")
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .map(str::to_string)
+        })
 }
 
 fn version_key_of(v: &str) -> Vec<u32> {
@@ -516,7 +695,7 @@ fn debian_multiarch(env: &ProbeEnv) -> Option<RocmSdk> {
     let has_bitcode = triplet_dirs(std::slice::from_ref(&usr))
         .iter()
         .any(|tr| usr.join("lib").join(tr).join("amdgcn/bitcode").is_dir())
-        || debian_resource_bitcode(&usr).is_some();
+        || !debian_resource_bitcode(&usr).is_empty();
     if !has_bitcode && !usr.join("include/hip/hip_version.h").is_file() {
         return None;
     }
@@ -561,4 +740,238 @@ fn the_rock(site: &Path, os: Os) -> Option<RocmSdk> {
         ));
     }
     Some(sdk)
+}
+
+/// Just enough of LLVM's bitstream format to read a bitcode file's identification block
+/// (<https://llvm.org/docs/BitCodeFormat.html>): the producer string (`LLVM15.0.5`) that
+/// opens every bitcode file written since LLVM 4.
+mod bitcode {
+    /// An abbreviation operand.
+    #[derive(Clone, Copy)]
+    enum Op {
+        Literal(u64),
+        Fixed(u32),
+        Vbr(u32),
+        Array,
+        Char6,
+        Blob,
+    }
+
+    struct Bits<'a> {
+        data: &'a [u8],
+        pos: usize,
+    }
+
+    impl Bits<'_> {
+        fn fixed(&mut self, width: u32) -> Option<u64> {
+            if width > 64 {
+                return None;
+            }
+            let mut v = 0u64;
+            for i in 0..width {
+                let byte = *self.data.get(self.pos / 8)?;
+                v |= u64::from((byte >> (self.pos % 8)) & 1) << i;
+                self.pos += 1;
+            }
+            Some(v)
+        }
+
+        fn vbr(&mut self, width: u32) -> Option<u64> {
+            if !(2..=32).contains(&width) {
+                return None;
+            }
+            let high = 1u64 << (width - 1);
+            let (mut v, mut shift) = (0u64, 0u32);
+            loop {
+                let chunk = self.fixed(width)?;
+                v |= (chunk & (high - 1)).checked_shl(shift)?;
+                if chunk & high == 0 {
+                    return Some(v);
+                }
+                shift += width - 1;
+                if shift >= 64 {
+                    return None;
+                }
+            }
+        }
+
+        fn align32(&mut self) {
+            self.pos = self.pos.div_ceil(32) * 32;
+        }
+
+        fn scalar(&mut self, op: Op) -> Option<u64> {
+            match op {
+                Op::Literal(v) => Some(v),
+                Op::Fixed(w) => self.fixed(w),
+                Op::Vbr(w) => self.vbr(w),
+                Op::Char6 => {
+                    let c = self.fixed(6)? as u8;
+                    Some(u64::from(match c {
+                        0..=25 => b'a' + c,
+                        26..=51 => b'A' + c - 26,
+                        52..=61 => b'0' + c - 52,
+                        62 => b'.',
+                        _ => b'_',
+                    }))
+                }
+                Op::Array | Op::Blob => None,
+            }
+        }
+    }
+
+    fn define_abbrev(r: &mut Bits) -> Option<Vec<Op>> {
+        let n = r.vbr(5)?;
+        let mut ops = Vec::new();
+        for _ in 0..n.min(64) {
+            ops.push(if r.fixed(1)? == 1 {
+                Op::Literal(r.vbr(8)?)
+            } else {
+                match r.fixed(3)? {
+                    1 => Op::Fixed(r.vbr(5)? as u32),
+                    2 => Op::Vbr(r.vbr(5)? as u32),
+                    3 => Op::Array,
+                    4 => Op::Char6,
+                    5 => Op::Blob,
+                    _ => return None,
+                }
+            });
+        }
+        Some(ops)
+    }
+
+    /// An abbreviated record's values, its code first.
+    fn abbreviated(r: &mut Bits, ops: &[Op]) -> Option<Vec<u64>> {
+        let mut v = Vec::new();
+        let mut i = 0;
+        while i < ops.len() {
+            match ops[i] {
+                Op::Array => {
+                    let elem = *ops.get(i + 1)?;
+                    for _ in 0..r.vbr(6)?.min(4096) {
+                        v.push(r.scalar(elem)?);
+                    }
+                    i += 1;
+                }
+                Op::Blob => {
+                    let len = r.vbr(6)? as usize;
+                    r.align32();
+                    for _ in 0..len.min(4096) {
+                        v.push(r.fixed(8)?);
+                    }
+                    r.align32();
+                }
+                op => v.push(r.scalar(op)?),
+            }
+            i += 1;
+        }
+        Some(v)
+    }
+
+    /// The producer named by the identification block at the start of `bytes` (the file's
+    /// first few dozen bytes are enough), also behind the wrapper header Apple's tools write.
+    pub(super) fn producer(bytes: &[u8]) -> Option<String> {
+        let mut data = bytes;
+        if data.starts_with(&[0xDE, 0xC0, 0x17, 0x0B]) {
+            let offset = u32::from_le_bytes(data.get(8..12)?.try_into().ok()?);
+            data = data.get(offset as usize..)?;
+        }
+        let mut r = Bits {
+            data: data.strip_prefix(b"BC\xC0\xDE")?,
+            pos: 0,
+        };
+        // At the top level (abbreviation width 2): ENTER_SUBBLOCK (1) IDENTIFICATION_BLOCK (13).
+        if r.fixed(2)? != 1 || r.vbr(8)? != 13 {
+            return None;
+        }
+        let width = r.vbr(4)? as u32;
+        r.align32();
+        r.fixed(32)?;
+        let mut abbrevs: Vec<Vec<Op>> = Vec::new();
+        let record = loop {
+            match r.fixed(width)? {
+                2 => abbrevs.push(define_abbrev(&mut r)?),
+                3 => {
+                    let code = r.vbr(6)?;
+                    let n = r.vbr(6)?.min(4096);
+                    let mut v = vec![code];
+                    for _ in 0..n {
+                        v.push(r.vbr(6)?);
+                    }
+                    if code == 1 {
+                        break v;
+                    }
+                }
+                // END_BLOCK without a STRING record, or a nested block: none here.
+                0 | 1 => return None,
+                id => {
+                    let v = abbreviated(&mut r, abbrevs.get(id as usize - 4)?)?;
+                    if v.first() == Some(&1) {
+                        break v;
+                    }
+                }
+            }
+        };
+        let text: String = record[1..]
+            .iter()
+            .map(|&c| u8::try_from(c).ok().filter(u8::is_ascii).map(char::from))
+            .collect::<Option<_>>()?;
+        Some(text)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::producer;
+
+        /// The first 32 bytes of Debian 12's `ocml.bc` (rocm-device-libs 5.2.3, LLVM 15) and of
+        /// a file Debian's clang-19 wrote: the identification block and the module block's start.
+        const LLVM15_HEAD: [u8; 32] = [
+            0x42, 0x43, 0xc0, 0xde, 0x35, 0x14, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x62, 0x0c,
+            0x30, 0x24, 0x4a, 0x59, 0xbe, 0x66, 0x9d, 0xfb, 0xb4, 0x9f, 0x0b, 0x51, 0x80, 0x4c,
+            0x01, 0x00, 0x00, 0x00,
+        ];
+        const LLVM19_HEAD: [u8; 32] = [
+            0x42, 0x43, 0xc0, 0xde, 0x35, 0x14, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x62, 0x0c,
+            0x30, 0x24, 0x4a, 0x59, 0xbe, 0x66, 0xdd, 0xfb, 0xb5, 0xbf, 0x0b, 0x51, 0x80, 0x4c,
+            0x01, 0x00, 0x00, 0x00,
+        ];
+
+        #[test]
+        fn producer_of_real_llvm_15_and_19_bitcode() {
+            assert_eq!(producer(&LLVM15_HEAD).as_deref(), Some("LLVM15.0.5"));
+            assert_eq!(producer(&LLVM19_HEAD).as_deref(), Some("LLVM19.1.7"));
+        }
+
+        #[test]
+        fn producer_behind_the_wrapper_header() {
+            let mut wrapped = vec![0xDE, 0xC0, 0x17, 0x0B, 0, 0, 0, 0, 20, 0, 0, 0, 32, 0, 0, 0];
+            wrapped.extend([0; 4]);
+            wrapped.extend(LLVM15_HEAD);
+            assert_eq!(producer(&wrapped).as_deref(), Some("LLVM15.0.5"));
+        }
+
+        #[test]
+        fn not_bitcode_or_cut_short_says_nothing() {
+            assert_eq!(producer(b""), None);
+            assert_eq!(producer(b"\x7fELF\x02\x01\x01"), None);
+            assert_eq!(producer(&LLVM15_HEAD[..20]), None);
+            // A bitcode file from before LLVM 4 opens with the module block, not this one.
+            assert_eq!(producer(b"BC\xc0\xde\x21\x0c\x00\x00"), None);
+        }
+
+        /// Whatever the bytes, the reader ends without panicking.
+        #[test]
+        fn arbitrary_bytes_after_the_magic_never_panic() {
+            let mut x: u32 = 0x1234_5678;
+            for len in 0..400 {
+                let mut b = b"BC\xc0\xde".to_vec();
+                for _ in 0..len % 97 {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    b.push(x as u8);
+                }
+                let _ = producer(&b);
+            }
+        }
+    }
 }
