@@ -33,3 +33,4 @@ mod signals;
 mod status;
 mod uv_venv;
 mod wheel;
+mod windows;

@@ -21,7 +21,12 @@ pub fn prepare(c: &CrossPlan, log: &mut RunLog) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut def = format!("LIBRARY {name}\nEXPORTS\n");
-    for e in binary.exports.iter().map(|e| e.name.as_str()).filter(|n| !n.is_empty()) {
+    for e in binary
+        .exports
+        .iter()
+        .map(|e| e.name.as_str())
+        .filter(|n| !n.is_empty())
+    {
         def.push_str(e);
         def.push('\n');
     }
@@ -32,7 +37,10 @@ pub fn prepare(c: &CrossPlan, log: &mut RunLog) -> Result<()> {
         make.dll.display(),
         binary.exports.len()
     ));
-    log.run("make the Python import library", &make.command(&c.python_lib))?;
+    log.run(
+        "make the Python import library",
+        &make.command(&c.python_lib),
+    )?;
     Ok(())
 }
 

@@ -215,7 +215,19 @@ impl Stager<'_> {
             return Ok(());
         };
         let staged: Vec<PathBuf> = self.built.keys().map(|rel| self.stage.join(rel)).collect();
-        let dlls = link::preload_order(&staged, &p.dirs)?;
+        let mut dlls = link::preload_order(&staged, &p.dirs)?;
+        let mut p = p.clone();
+        if self.plan.cross.is_some() {
+            // A Windows venv on this Unix host: its Python (under Wine) sees `/` as `Z:\`.
+            let wine = |v: &mut Vec<PathBuf>| {
+                for x in v.iter_mut() {
+                    *x = rocbuild_probe::cross::wine_path(x);
+                }
+            };
+            wine(&mut p.dirs);
+            wine(&mut dlls);
+        }
+        let p = &p;
         for (rel, text) in [
             (
                 &p.module_rel,

@@ -66,10 +66,11 @@ pub fn venv_os(root: &Path, host: Os) -> Os {
 /// are both on `path` (unversioned names last), the sysroot from `--winsysroot` or
 /// `$ROCBUILD_WINSYSROOT`, and Wine.
 pub fn cross_windows(path: Option<&std::ffi::OsStr>, winsysroot: Option<&Path>) -> CrossWindows {
-    let dirs: Vec<PathBuf> = path.map(|p| std::env::split_paths(p).collect()).unwrap_or_default();
-    let find = |name: &str| -> Option<PathBuf> {
-        dirs.iter().map(|d| d.join(name)).find(|p| p.is_file())
-    };
+    let dirs: Vec<PathBuf> = path
+        .map(|p| std::env::split_paths(p).collect())
+        .unwrap_or_default();
+    let find =
+        |name: &str| -> Option<PathBuf> { dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()) };
     let mut majors: Vec<String> = dirs
         .iter()
         .filter_map(|d| std::fs::read_dir(d).ok())
@@ -176,15 +177,12 @@ pub const SYSROOT_HELP: &str = "pass --winsysroot DIR (or set ROCBUILD_WINSYSROO
 /// the headers from the base install's `include` or `headers` (`--python-headers`), the DLL
 /// and the import library directory (`libs`) when the base install has one; for another OS,
 /// the version from `pyvenv.cfg` or `lib/pythonX.Y`.
-pub fn python_from_files(
-    root: &Path,
-    site: &Path,
-    os: Os,
-    headers: Option<&Path>,
-) -> Python {
+pub fn python_from_files(root: &Path, site: &Path, os: Os, headers: Option<&Path>) -> Python {
     let cfg = std::fs::read_to_string(root.join("pyvenv.cfg")).unwrap_or_default();
     let cfg_version = cfg_value(&cfg, &["version", "version_info"]);
-    let base = (os == Os::Windows).then(|| windows_base(root, &cfg)).flatten();
+    let base = (os == Os::Windows)
+        .then(|| windows_base(root, &cfg))
+        .flatten();
     let dll = base.as_deref().and_then(python_dll);
     let full_version = cfg_version
         .filter(|v| v.split('.').count() >= 3)
@@ -211,10 +209,7 @@ pub fn python_from_files(
         .unwrap_or_default();
     let nodot = version.replace('.', "");
     let (ext_suffix, platform) = match (os, machine.as_deref()) {
-        (Os::Windows, Some(m)) => (
-            format!(".cp{nodot}-win_{m}.pyd"),
-            format!("win-{m}"),
-        ),
+        (Os::Windows, Some(m)) => (format!(".cp{nodot}-win_{m}.pyd"), format!("win-{m}")),
         (os, _) => (String::new(), os.as_str().to_string()),
     };
     Python {
@@ -243,15 +238,17 @@ pub fn python_from_files(
 pub fn headers_problem(py: &Python) -> Option<String> {
     let inc = &py.include;
     let Ok(patch) = std::fs::read_to_string(inc.join("patchlevel.h")) else {
-        return Some(if inc.as_os_str().is_empty() || !inc.join("Python.h").is_file() {
-            format!(
+        return Some(
+            if inc.as_os_str().is_empty() || !inc.join("Python.h").is_file() {
+                format!(
                 "no Python headers for the venv's Python {}: {} has no Python.h (an embeddable Python has none)",
                 py.full_version,
                 if inc.as_os_str().is_empty() { "the base install".into() } else { inc.display().to_string() }
             )
-        } else {
-            format!("{} has Python.h but no patchlevel.h", inc.display())
-        });
+            } else {
+                format!("{} has Python.h but no patchlevel.h", inc.display())
+            },
+        );
     };
     let major = crate::c_define(&patch, "PY_MAJOR_VERSION").unwrap_or_default();
     let minor = crate::c_define(&patch, "PY_MINOR_VERSION").unwrap_or_default();
@@ -298,11 +295,26 @@ pub fn host_view_of_windows_path(p: &str) -> Vec<PathBuf> {
         let rest = p[2..].replace('\\', "/");
         let drive = (b[0] as char).to_ascii_lowercase();
         if drive == 'z' {
-            out.push(PathBuf::from(if rest.is_empty() { "/".into() } else { rest.clone() }));
+            out.push(PathBuf::from(if rest.is_empty() {
+                "/".into()
+            } else {
+                rest.clone()
+            }));
         }
         out.push(PathBuf::from(format!("/mnt/{drive}{rest}")));
     }
     out
+}
+
+/// A path of this Unix host as a Windows program under Wine sees it (`/a/b` -> `Z:\a\b`);
+/// any other path unchanged.
+pub fn wine_path(p: &Path) -> PathBuf {
+    let s = p.display().to_string();
+    if s.starts_with('/') {
+        PathBuf::from(format!("Z:{}", s.replace('/', "\\")))
+    } else {
+        p.to_path_buf()
+    }
 }
 
 /// `pythonXY.dll` in `dir` (not the stable-ABI `python3.dll`).
@@ -407,13 +419,25 @@ mod tests {
         assert_eq!(venv_os(r, Os::Linux), Os::Windows);
         std::fs::create_dir_all(r.join("bin")).unwrap();
         std::fs::write(r.join("bin/python"), b"").unwrap();
-        assert_eq!(venv_os(r, Os::Linux), Os::Linux, "a Linux venv that also holds a python.exe");
+        assert_eq!(
+            venv_os(r, Os::Linux),
+            Os::Linux,
+            "a Linux venv that also holds a python.exe"
+        );
     }
 
     #[test]
     fn the_newest_llvm_with_both_clang_cl_and_lld_link_is_chosen() {
         let d = tempfile::tempdir().unwrap();
-        for n in ["clang-cl-15", "lld-link-15", "clang-cl-19", "lld-link-19", "clang-cl-20", "llvm-lib-19", "wine"] {
+        for n in [
+            "clang-cl-15",
+            "lld-link-15",
+            "clang-cl-19",
+            "lld-link-19",
+            "clang-cl-20",
+            "llvm-lib-19",
+            "wine",
+        ] {
             std::fs::write(d.path().join(n), b"").unwrap();
         }
         let c = cross_windows(Some(d.path().as_os_str()), Some(Path::new("/nowhere")));

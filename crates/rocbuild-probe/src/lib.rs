@@ -250,6 +250,16 @@ impl From<Machine> for MachineFile {
 }
 
 impl Machine {
+    /// The OS whose separator joins paths to the venv's files as this process opens them: the
+    /// target's, except for a venv of another OS built here (a Windows venv on a Linux disk).
+    pub fn venv_path_os(&self) -> Os {
+        if self.host.cross.is_some() {
+            self.host.platform.os
+        } else {
+            self.target.platform.os
+        }
+    }
+
     /// Host and target on the same platform (what the probe of this machine gives).
     pub fn here(platform: Platform, host: HostParts, target: TargetParts) -> Machine {
         MachineFile {
@@ -473,7 +483,9 @@ pub enum ProbeError {
     #[error("the venv's Python {exe} failed to describe itself: {reason}")]
     #[diagnostic(code(rocbuild::probe::python), help("run `{exe} -c 'import sysconfig'` to see the problem; recreate the venv if its Python is broken"))]
     Python { exe: String, reason: String },
-    #[error("{root} is a Windows venv, but its Python cannot be described from its files: {reason}")]
+    #[error(
+        "{root} is a Windows venv, but its Python cannot be described from its files: {reason}"
+    )]
     #[diagnostic(code(rocbuild::probe::windows_python))]
     WindowsPython {
         root: String,

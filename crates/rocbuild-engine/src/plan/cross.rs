@@ -74,7 +74,11 @@ impl Runner {
     pub fn wrap(&self, cmd: &Command) -> Command {
         let script = "timeout -k 10 \"$0\" \"$@\"; rc=$?; if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo \"rocbuild: Wine did not finish within $0 s: stopped\" >&2; wineserver -k 2>/dev/null; fi; exit $rc";
         let mut c = Command::new("sh")
-            .args(["-c".to_string(), script.into(), self.timeout_secs.to_string()])
+            .args([
+                "-c".to_string(),
+                script.into(),
+                self.timeout_secs.to_string(),
+            ])
             .arg(self.wine.display().to_string())
             .arg(cmd.program.display().to_string())
             .args(cmd.args.iter().cloned());
@@ -114,21 +118,37 @@ pub fn plan(recipe: &str, machine: &Machine, ctx: &Context) -> Result<Option<Cro
             recipe: recipe.into(),
             venv: machine.target.venv.root.display().to_string(),
             host: machine.host.platform.os.as_str().into(),
-            what: problems.iter().map(|(w, _)| w.as_str()).collect::<Vec<_>>().join("; "),
-            help: problems.iter().map(|(_, h)| h.as_str()).collect::<Vec<_>>().join("; "),
+            what: problems
+                .iter()
+                .map(|(w, _)| w.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+            help: problems
+                .iter()
+                .map(|(_, h)| h.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
         });
     }
     let host_os = ctx.host_os;
     let nodot = py.version.replace('.', "");
     let dll = py.dll.clone().unwrap_or_default();
-    let dll_key = std::fs::metadata(&dll).map(|m| m.len().to_string()).unwrap_or_default();
+    let dll_key = std::fs::metadata(&dll)
+        .map(|m| m.len().to_string())
+        .unwrap_or_default();
     let (python_lib, make_python_lib) = match &py.libs {
         Some(libs) => (libs.join(format!("python{nodot}.lib")), None),
         None => {
             let dir = join(
                 host_os,
                 &ctx.cache,
-                &["cross", &format!("python{nodot}-{}", &hash_hex(&[&dll.display().to_string(), &dll_key])[..12])],
+                &[
+                    "cross",
+                    &format!(
+                        "python{nodot}-{}",
+                        &hash_hex(&[&dll.display().to_string(), &dll_key])[..12]
+                    ),
+                ],
             );
             (
                 join(host_os, &dir, &[&format!("python{nodot}.lib")]),
@@ -144,9 +164,17 @@ pub fn plan(recipe: &str, machine: &Machine, ctx: &Context) -> Result<Option<Cro
     let toolchain_file = join(
         host_os,
         &ctx.cache,
-        &["cross", &format!("windows-{}.cmake", &hash_hex(&[&toolchain])[..12])],
+        &[
+            "cross",
+            &format!("windows-{}.cmake", &hash_hex(&[&toolchain])[..12]),
+        ],
     );
-    let host_python = py.installer.host.as_ref().map(|h| h.python.clone()).unwrap_or_default();
+    let host_python = py
+        .installer
+        .host
+        .as_ref()
+        .map(|h| h.python.clone())
+        .unwrap_or_default();
     Ok(Some(CrossPlan {
         toolchain_file,
         toolchain,
@@ -168,7 +196,8 @@ fn problems(cross: &CrossWindows, machine: &Machine) -> Vec<(String, String)> {
     if !missing.is_empty() {
         out.push((
             format!("no {} on PATH", missing.join(", ")),
-            "install one LLVM's tools (Debian/Ubuntu: apt-get install clang-19 lld-19 llvm-19)".into(),
+            "install one LLVM's tools (Debian/Ubuntu: apt-get install clang-19 lld-19 llvm-19)"
+                .into(),
         ));
     }
     if let Some(p) = cross.sysroot_problem() {
@@ -193,7 +222,11 @@ fn problems(cross: &CrossWindows, machine: &Machine) -> Vec<(String, String)> {
 /// The toolchain file: Windows on x86_64, clang-cl for C and C++, lld-link, llvm-lib,
 /// llvm-rc, llvm-mt (or no manifest), and the sysroot for every compile and link.
 fn toolchain_file(c: &CrossWindows) -> String {
-    let p = |t: &Option<PathBuf>| t.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+    let p = |t: &Option<PathBuf>| {
+        t.as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    };
     let root = c
         .winsysroot
         .as_ref()
@@ -239,10 +272,19 @@ pub fn defines(c: &CrossPlan, machine: &Machine, define: &mut BTreeMap<String, S
             *v = c.host_python.display().to_string();
         }
     }
-    define.insert("CMAKE_TOOLCHAIN_FILE".into(), c.toolchain_file.display().to_string());
+    define.insert(
+        "CMAKE_TOOLCHAIN_FILE".into(),
+        c.toolchain_file.display().to_string(),
+    );
     for prefix in ["Python3", "Python"] {
-        define.insert(format!("{prefix}_INCLUDE_DIR"), py.include.display().to_string());
-        define.insert(format!("{prefix}_LIBRARY"), c.python_lib.display().to_string());
+        define.insert(
+            format!("{prefix}_INCLUDE_DIR"),
+            py.include.display().to_string(),
+        );
+        define.insert(
+            format!("{prefix}_LIBRARY"),
+            c.python_lib.display().to_string(),
+        );
         define
             .entry(format!("{prefix}_EXECUTABLE"))
             .or_insert(c.host_python.display().to_string());

@@ -43,7 +43,7 @@ pub fn plan(
     let os = machine.target.platform.os;
     let raw = &recipe.raw;
     let site = machine.target.python.site_packages.clone();
-    let dest = join(os, &site, &[&raw.package.import_dir]);
+    let dest = join(machine.venv_path_os(), &site, &[&raw.package.import_dir]);
     let expand_all =
         |list: &[String]| -> Result<Vec<String>> { list.iter().map(|a| expand(a, vars)).collect() };
     let mut finds: Vec<PathBuf> = expand_all(&resolved.finds)?

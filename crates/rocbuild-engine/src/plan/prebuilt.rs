@@ -348,7 +348,11 @@ pub fn install_plan(plan: &Plan, machine: &Machine, chosen: PrebuiltInstall) -> 
     let os = machine.target.platform.os;
     let what = format!("the wheel of {}", plan.recipe);
     let installer = pip::installer(py, &what)?;
-    let target = join(os, &py.site_packages, &rocbuild_venv::layout::PIP_TARGET);
+    let target = join(
+        machine.venv_path_os(),
+        &py.site_packages,
+        &rocbuild_venv::layout::PIP_TARGET,
+    );
     let version = wheel_name(&chosen.file).map_or(plan.version.clone(), |w| w.version.to_string());
     let install = pip::install_into(&installer, py, os, &target, true)
         .arg(chosen.wheel.display().to_string());

@@ -55,7 +55,11 @@ pub fn plan(
         PythonFrom::Pypi if installed.as_deref() == Some(version.as_str()) => None,
         PythonFrom::Pypi => {
             let pip = pip::installer(py, &what)?;
-            let target = join(os, &py.site_packages, &rocbuild_venv::layout::PIP_TARGET);
+            let target = join(
+                machine.venv_path_os(),
+                &py.site_packages,
+                &rocbuild_venv::layout::PIP_TARGET,
+            );
             Some(PythonPart {
                 distribution: raw.package.distribution.clone(),
                 version: version.clone(),
@@ -88,7 +92,11 @@ pub fn plan(
                 pip::prepend_python_path(&mut build, os, &t.dir);
             }
             build.env.extend(msvc_env(machine));
-            let target = join(os, &py.site_packages, &rocbuild_venv::layout::PIP_TARGET);
+            let target = join(
+                machine.venv_path_os(),
+                &py.site_packages,
+                &rocbuild_venv::layout::PIP_TARGET,
+            );
             let install = pip::install_into(&pip, py, os, &target, true)
                 .args(["--no-index", "--find-links"])
                 .arg(wheel_dir.display().to_string())

@@ -117,7 +117,9 @@ pub fn required(
             Some(f) => f.pkg_config_path.is_none() && f.found_by == "pkg-config",
             None => true,
         };
-        if via_pkg_config {
+        // A Windows venv built from another OS gets its FFmpeg from --ffmpeg DIR only.
+        let cross = machine.host.cross.is_some();
+        if via_pkg_config && !cross {
             tool(
                 &machine.host.tools.pkg_config,
                 Prerequisite::PkgConfig,
@@ -137,19 +139,31 @@ pub fn required(
         }
     }
     if !missing.is_empty() || !libraries.is_empty() {
-        let kinds: Vec<Prerequisite> = missing.iter().map(|(p, _)| *p).collect();
+        let kinds: Vec<Prerequisite> = missing
+            .iter()
+            .map(|(p, _)| *p)
+            .filter(|p| machine.host.cross.is_none() || *p != Prerequisite::FfmpegDev)
+            .collect();
         let packages: Vec<String> = libraries.iter().map(|l| l.package.clone()).collect();
-        let mut help = format!(
-            "install {} with one command: {}",
-            if kinds.len() + packages.len() == 1 {
-                "it"
+        let mut help = if kinds.is_empty() && packages.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "install {} with one command: {}; ",
+                if kinds.len() + packages.len() == 1 {
+                    "it"
+                } else {
+                    "them"
+                },
+                install_command_with(&machine.host.platform, &kinds, &packages)
+            )
+        };
+        if missing.iter().any(|(p, _)| *p == Prerequisite::FfmpegDev) {
+            help.push_str(if machine.host.cross.is_some() {
+                "pass --ffmpeg DIR naming a shared FFmpeg build for Windows (include/, lib/*.lib, bin/*.dll)"
             } else {
-                "them"
-            },
-            install_command_with(&machine.host.platform, &kinds, &packages)
-        );
-        if kinds.contains(&Prerequisite::FfmpegDev) {
-            help.push_str("; or pass --ffmpeg DIR naming an FFmpeg build (its include/ and lib/)");
+                "or pass --ffmpeg DIR naming an FFmpeg build (its include/ and lib/)"
+            });
         }
         help.push_str(
             ". cmake and ninja are not needed: rocbuild fetches them from PyPI into its tools area",
