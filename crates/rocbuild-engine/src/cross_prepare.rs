@@ -44,6 +44,18 @@ pub fn prepare(c: &CrossPlan, log: &mut RunLog) -> Result<()> {
     Ok(())
 }
 
+/// The pkg-config files of an FFmpeg that has none.
+pub fn write_pc_files(pc: &crate::plan::ffmpeg_pc::FfmpegPc, log: &mut RunLog) -> Result<()> {
+    for (name, text) in &pc.files {
+        write_if_changed(&pc.dir.join(name), text)?;
+    }
+    log.note(&format!(
+        "pkg-config files for the FFmpeg given -> {}",
+        pc.dir.display()
+    ));
+    Ok(())
+}
+
 fn write_if_changed(path: &std::path::Path, text: &str) -> Result<()> {
     if fs_err::read_to_string(path).ok().as_deref() == Some(text) {
         return Ok(());

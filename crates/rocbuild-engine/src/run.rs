@@ -460,6 +460,9 @@ fn fetch_and_build(
     if let Some(c) = &plan.cross {
         crate::cross_prepare::prepare(c, log)?;
     }
+    if let Some(pc) = &plan.ffmpeg_pc {
+        crate::cross_prepare::write_pc_files(pc, log)?;
+    }
     if let Some(hc) = &plan.hip_compat {
         if fs_err::read_to_string(&hc.path).ok().as_deref() != Some(hc.contents.as_str()) {
             if let Some(dir) = hc.path.parent() {

@@ -611,7 +611,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let host_os = Os::current();
     let venv = choose_venv(opts.venv.as_deref())?;
     let os = cross::venv_os(&venv.root, host_os);
-    let (python, mut tools, cross) = if os == host_os {
+    let (python, tools, cross) = if os == host_os {
         (probe_python(&venv, os)?, probe_tools(), None)
     } else {
         probe_cross(&venv, opts)?
@@ -630,9 +630,6 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     } else {
         (None, None)
     };
-    if cross.is_some() {
-        tools.pkg_config = None;
-    }
     let torch_is_rocm = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Rocm);
     let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || !opts.arch.is_empty() || torch_is_rocm
     {

@@ -37,6 +37,8 @@ pub struct Inputs<'a> {
     pub hip_compat: Option<&'a super::hip_compat::HipCompatPlan>,
     /// A Windows venv built from another OS.
     pub cross: Option<&'a super::cross::CrossPlan>,
+    /// pkg-config files rocbuild writes for an FFmpeg that has none.
+    pub ffmpeg_pc: Option<&'a super::ffmpeg_pc::FfmpegPc>,
 }
 
 pub struct Configured {
@@ -65,9 +67,20 @@ fn recipe_defines_and_env(
     for (k, v) in &i.resolved.env {
         env.insert(k.clone(), expand(v, i.vars)?);
     }
+    // The FFmpeg given is the only one pkg-config may see for a Windows venv built here
+    // (LIBDIR replaces the host's own directories); a native build adds it in front.
+    let var = if i.cross.is_some() {
+        "PKG_CONFIG_LIBDIR"
+    } else {
+        "PKG_CONFIG_PATH"
+    };
     let ffmpeg = i.machine.target.ffmpeg.as_ref();
-    if let Some(f) = ffmpeg.and_then(|f| f.pkg_config_path.as_ref()) {
-        env.insert("PKG_CONFIG_PATH".into(), f.display().to_string());
+    let pc_dir = i
+        .ffmpeg_pc
+        .map(|p| &p.dir)
+        .or_else(|| ffmpeg.and_then(|f| f.pkg_config_path.as_ref()));
+    if let Some(d) = pc_dir {
+        env.insert(var.into(), d.display().to_string());
     }
     Ok((define, env))
 }

@@ -13,6 +13,7 @@ pub mod compiler_cache;
 mod configure;
 pub mod cross;
 pub mod dependency;
+pub mod ffmpeg_pc;
 mod fingerprint;
 pub mod hip_compat;
 mod install;
@@ -154,6 +155,9 @@ pub struct Plan {
     /// The wheel installed instead of a build (chosen and checked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prebuilt: Option<prebuilt::PrebuiltInstall>,
+    /// pkg-config files rocbuild writes for an `--ffmpeg DIR` that has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ffmpeg_pc: Option<ffmpeg_pc::FfmpegPc>,
     /// A Windows venv built from another OS: the toolchain file, the Python import library,
     /// Wine for the verification.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,6 +218,12 @@ pub fn plan(
     dependency::provide(&dependencies, os, &mut libraries, &mut vars);
     let torch_cmake = torch_cmake::plan(recipe, machine, opts, &resolved, &ctx.cache);
     let hip_compat = hip_compat_of(&backend, &resolved, ctx);
+    let ffmpeg_pc = machine
+        .target
+        .ffmpeg
+        .as_ref()
+        .filter(|_| needs.ffmpeg)
+        .and_then(|f| ffmpeg_pc::plan(f, &ctx.cache, ctx.host_os));
     let mut configured = configure::plan(configure::Inputs {
         hip_compat: hip_compat.as_ref(),
         recipe,
@@ -229,6 +239,7 @@ pub fn plan(
         cmake: &toolset.cmake,
         toolset: &toolset,
         cross: cross.as_ref(),
+        ffmpeg_pc: ffmpeg_pc.as_ref(),
     })?;
     // The compiler cache changes no output: it is in neither the build tree's key nor the
     // fingerprint, only in the commands.
@@ -310,6 +321,7 @@ pub fn plan(
         fingerprint,
         index: None,
         prebuilt: None,
+        ffmpeg_pc,
         cross,
     })
 }

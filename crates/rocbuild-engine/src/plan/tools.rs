@@ -113,19 +113,14 @@ pub fn required(
     };
     let ffmpeg = machine.target.ffmpeg.as_ref();
     if needs.ffmpeg {
-        let via_pkg_config = match ffmpeg {
-            Some(f) => f.pkg_config_path.is_none() && f.found_by == "pkg-config",
-            None => true,
-        };
-        // A Windows venv built from another OS gets its FFmpeg from --ffmpeg DIR only.
-        let cross = machine.host.cross.is_some();
-        if via_pkg_config && !cross {
-            tool(
-                &machine.host.tools.pkg_config,
-                Prerequisite::PkgConfig,
-                "not on PATH (FFmpeg is found through it)",
-            );
-        }
+        // The recipe's CMake finds FFmpeg through pkg-config (rocbuild writes .pc files for
+        // an --ffmpeg DIR that has none); for a Windows venv built from another OS only the
+        // --ffmpeg DIR given is seen.
+        tool(
+            &machine.host.tools.pkg_config,
+            Prerequisite::PkgConfig,
+            "not on PATH (FFmpeg is found through it)",
+        );
         if ffmpeg.is_none() {
             let why = machine
                 .target
