@@ -140,26 +140,26 @@ pub fn required(
             .filter(|p| machine.host.cross.is_none() || *p != Prerequisite::FfmpegDev)
             .collect();
         let packages: Vec<String> = libraries.iter().map(|l| l.package.clone()).collect();
-        let mut help = if kinds.is_empty() && packages.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "install {} with one command: {}; ",
+        let mut parts: Vec<String> = Vec::new();
+        if !(kinds.is_empty() && packages.is_empty()) {
+            parts.push(format!(
+                "install {} with one command: {}",
                 if kinds.len() + packages.len() == 1 {
                     "it"
                 } else {
                     "them"
                 },
                 install_command_with(&machine.host.platform, &kinds, &packages)
-            )
-        };
+            ));
+        }
         if missing.iter().any(|(p, _)| *p == Prerequisite::FfmpegDev) {
-            help.push_str(if machine.host.cross.is_some() {
-                "pass --ffmpeg DIR naming a shared FFmpeg build for Windows (include/, lib/*.lib, bin/*.dll)"
+            parts.push(if machine.host.cross.is_some() {
+                "pass --ffmpeg DIR naming a shared FFmpeg build for Windows (include/, lib/*.lib, bin/*.dll)".into()
             } else {
-                "or pass --ffmpeg DIR naming an FFmpeg build (its include/ and lib/)"
+                "or pass --ffmpeg DIR naming an FFmpeg build (its include/ and lib/)".into()
             });
         }
+        let mut help = parts.join("; ");
         help.push_str(
             ". cmake and ninja are not needed: rocbuild fetches them from PyPI into its tools area",
         );
