@@ -10,7 +10,7 @@ use crate::error::DoctorError;
 use crate::examine::Examiner;
 use crate::finding::{order, Breaks, Check, Finding, Severity};
 use crate::linkage::{self, Reader};
-use crate::loadtest::{load_test, LoadReport, Step};
+use crate::loadtest::{load_test_with, LoadReport, Step};
 use crate::package::{native_libraries, Subject};
 use crate::symptom;
 
@@ -274,7 +274,7 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
         &linkage::Search {
             extra_dirs: opts.library_path.clone(),
             preloaded: torch_libs.clone(),
-            executable: None,
+            executable: crate::examine::application(machine),
         },
         reader,
     );
@@ -338,8 +338,13 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             (s, libs, steps)
         })
         .collect();
+    // A Windows venv on another host runs under Wine when there is one.
+    let wine = (os == Os::Windows && Os::current() != Os::Windows && opts.load_test)
+        .then(rocbuild_probe::cross::find_wine)
+        .flatten()
+        .filter(|_| machine.target.python.exe.is_file());
     // A venv for another OS than this host's: its Python cannot run here.
-    let foreign = (os != Os::current() || !machine.target.python.exe.is_file()).then(|| {
+    let foreign = (wine.is_none() && (os != Os::current() || !machine.target.python.exe.is_file())).then(|| {
         Finding::new(
             Severity::Note,
             Check::Load,
@@ -363,8 +368,11 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             .iter()
             .map(|(s, _, steps)| {
                 let run = opts.load_test && s.present(site) && foreign.is_none();
+                let wine = wine.as_deref();
                 scope.spawn(move || {
-                    run.then(|| load_test(&machine.target.python.exe, steps, opts.timeout))
+                    run.then(|| {
+                        load_test_with(&machine.target.python.exe, steps, opts.timeout, wine)
+                    })
                 })
             })
             .collect();
@@ -375,6 +383,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             let load = handle.join().unwrap_or(None);
             if let Some(r) = &load {
                 symptom::reconcile(&mut examined.findings, r);
+                findings.extend(symptom::under_wine(&subject.name, r));
             }
             findings.extend(examined.findings);
             let verdict = symptom::judge(&subject.name, libs, examined.inactive, load.as_ref());

@@ -209,7 +209,7 @@ impl Examiner<'_> {
         Search {
             extra_dirs: self.opts.library_path.clone(),
             preloaded,
-            executable: None,
+            executable: application(self.machine),
         }
     }
 
@@ -349,5 +349,20 @@ fn not_installed(subject: &Subject, site: &Path) -> Finding {
             subject.distribution
         ),
         None => format!("pip install {}", subject.distribution),
+    })
+}
+
+/// Windows: the program whose directory the loader searches first (the application
+/// directory): the `python.exe` beside `pythonXY.dll` (a venv's `Scripts\python.exe` is a
+/// launcher that starts its base install's), where the MSVC runtime of the Python
+/// distribution sits. None on other OSes.
+pub fn application(machine: &rocbuild_probe::Machine) -> Option<std::path::PathBuf> {
+    let py = &machine.target.python;
+    (machine.target.platform.os == Os::Windows).then(|| {
+        py.dll
+            .as_ref()
+            .and_then(|d| d.parent())
+            .map(|d| d.join("python.exe"))
+            .unwrap_or_else(|| py.exe.clone())
     })
 }

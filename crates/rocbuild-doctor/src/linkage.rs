@@ -193,9 +193,9 @@ pub fn context(format: Option<Format>, search: &Search) -> SearchContext {
         }
     }
     ctx.preloaded = search.preloaded.clone();
-    if format != Some(Format::Pe) {
-        ctx.executable_path = search.executable.clone();
-    }
+    // Windows searches the application directory (the `python.exe` that started the process)
+    // too: a Python distribution keeps its MSVC runtime and pythonXY.dll there.
+    ctx.executable_path = search.executable.clone();
     ctx
 }
 

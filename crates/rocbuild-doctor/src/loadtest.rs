@@ -53,6 +53,10 @@ pub struct LoadReport {
     /// The child did not finish normally: killed after the timeout, crashed (signal, access
     /// violation), or could not start. Steps after the one in progress did not run.
     pub aborted: Option<String>,
+    /// Run under Wine (a Windows venv on another host): Wine's own words about what it could
+    /// not do (`unimplemented function c10.dll.??0MessageLogger…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wine: Option<Vec<String>>,
 }
 
 impl LoadReport {
@@ -65,11 +69,11 @@ impl LoadReport {
 }
 
 const CHILD: &str = r#"
-import ctypes, importlib, json, sys
+import ctypes, importlib, json, os, sys
 def emit(**kw):
     sys.stdout.write(json.dumps(kw) + "\n")
     sys.stdout.flush()
-for i, step in enumerate(json.loads(sys.argv[1])):
+for i, step in enumerate(json.loads(os.environ["ROCBUILD_LOAD_STEPS"])):
     emit(begin=i)
     try:
         if step["kind"] == "import":
@@ -92,11 +96,41 @@ struct Line {
 
 /// Run `steps` in a fresh `python -I` and report each one's outcome.
 pub fn load_test(python: &Path, steps: &[Step], timeout: Duration) -> LoadReport {
-    let spec = serde_json::to_string(steps).unwrap_or_default();
-    let mut cmd = Command::new(python);
+    load_test_with(python, steps, timeout, None)
+}
+
+/// [`load_test`], the venv's `python.exe` run under `wine` when given (paths given to the
+/// child as Wine sees them; a timeout also ends what Wine left running).
+pub fn load_test_with(
+    python: &Path,
+    steps: &[Step],
+    timeout: Duration,
+    wine: Option<&Path>,
+) -> LoadReport {
+    let steps_seen: Vec<Step> = match wine {
+        Some(_) => steps
+            .iter()
+            .map(|s| match s {
+                Step::Cdll(p) => Step::Cdll(rocbuild_probe::cross::wine_path(p)),
+                other => other.clone(),
+            })
+            .collect(),
+        None => steps.to_vec(),
+    };
+    let spec = serde_json::to_string(&steps_seen).unwrap_or_default();
+    let mut cmd = match wine {
+        Some(w) => {
+            let mut c = Command::new(w);
+            c.arg(python).envs(rocbuild_probe::cross::WINE_ENV);
+            c
+        }
+        None => Command::new(python),
+    };
     // -B: no `__pycache__` written into the venv by the imports (-I ignores PYTHON* variables).
+    // The steps go through the environment: a long JSON argument does not survive the
+    // quoting of a Windows command line (Wine builds one from the arguments).
     cmd.args(["-I", "-B", "-c", CHILD])
-        .arg(spec)
+        .env("ROCBUILD_LOAD_STEPS", spec)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -106,6 +140,7 @@ pub fn load_test(python: &Path, steps: &[Step], timeout: Duration) -> LoadReport
             return LoadReport {
                 steps: Vec::new(),
                 aborted: Some(format!("cannot start {}: {e}", python.display())),
+                wine: None,
             }
         }
     };
@@ -137,6 +172,9 @@ pub fn load_test(python: &Path, steps: &[Step], timeout: Duration) -> LoadReport
             Ok(None) if start.elapsed() >= timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
+                if wine.is_some() {
+                    let _ = Command::new("wineserver").arg("-k").status();
+                }
                 break Err(format!(
                     "killed after {} s without finishing",
                     timeout.as_secs()
@@ -186,6 +224,13 @@ pub fn load_test(python: &Path, steps: &[Step], timeout: Duration) -> LoadReport
     LoadReport {
         steps: results,
         aborted,
+        wine: wine.map(|_| {
+            stderr
+                .lines()
+                .filter(|l| l.contains("unimplemented function") || l.starts_with("wine:"))
+                .map(|l| l.trim().to_string())
+                .collect()
+        }),
     }
 }
 

@@ -134,8 +134,12 @@ pub fn reconcile(findings: &mut [Finding], load: &LoadReport) {
         })
         .collect();
     for f in findings.iter_mut() {
+        // Wine binds an import nothing exports to a stub that aborts only when called: a
+        // library with an ABI break loads there, which disproves nothing.
+        let wine_stub = load.wine.is_some() && f.check == Check::Abi;
         let disproved = f.severity != Severity::Note
             && matches!(f.check, Check::Missing | Check::Abi)
+            && !wine_stub
             && f.library.as_ref().is_some_and(|l| loaded.contains(l));
         if disproved {
             f.severity = Severity::Note;
@@ -150,6 +154,45 @@ pub fn reconcile(findings: &mut [Finding], load: &LoadReport) {
             f.fix = String::new();
         }
     }
+}
+
+/// A load test run under Wine that failed: what Wine said, and what Windows itself does, which
+/// Wine does not show (a missing export fails the load there, `WinError 127`).
+pub fn under_wine(subject: &str, load: &LoadReport) -> Option<Finding> {
+    let words = load.wine.as_ref()?;
+    if load.ok() {
+        return None;
+    }
+    // `wine: Call from 0000… to unimplemented function torch_cpu.dll.?def@Library@…, aborting`
+    let stubs: Vec<String> = words
+        .iter()
+        .filter_map(|w| {
+            let f = w.split("unimplemented function ").nth(1)?;
+            let f = f.trim_end_matches(", aborting").trim();
+            let (dll, sym) = f.split_once(".dll.")?;
+            let shown = rocbuild_native::demangle(sym).unwrap_or_else(|| sym.to_string());
+            Some(format!("{dll}.dll: {shown}  [{sym}]"))
+        })
+        .collect();
+    let f = Finding::new(
+        Severity::Note,
+        Check::Load,
+        subject,
+        if stubs.is_empty() {
+            format!("{subject}'s load test ran under Wine, and failed there")
+        } else {
+            format!(
+                "under Wine, {subject} died calling an export that does not exist ({}); Windows itself refuses to load such a library: [WinError 127] The specified procedure could not be found",
+                stubs.join("; ")
+            )
+        },
+    )
+    .details(words.iter().cloned());
+    Some(if stubs.is_empty() {
+        f.why("Wine is not Windows (no GPU, no real ROCm DLLs, no KnownDLLs or SxS); a DLL that Wine does not find is missing on Windows too")
+    } else {
+        f.why("Wine binds an import that no DLL exports to a stub that aborts when it is called, so there the failure comes late (an abort, or [WinError 317] from Python); Windows checks every import at load. The missing exports are the ABI errors above")
+    })
 }
 
 #[cfg(test)]
@@ -187,6 +230,7 @@ mod tests {
         let load = LoadReport {
             steps: vec![cdll("/s/pkg/liba.so", true), cdll("/s/pkg/libb.so", false)],
             aborted: None,
+            wine: None,
         };
         reconcile(&mut findings, &load);
         assert_eq!(findings[0].severity, Severity::Note);

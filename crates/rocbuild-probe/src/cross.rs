@@ -306,6 +306,26 @@ pub fn host_view_of_windows_path(p: &str) -> Vec<PathBuf> {
     out
 }
 
+/// The environment a Windows Python needs under Wine: no debug noise, the MSVC runtime the
+/// venv ships before Wine's own (`n,b`), no debugger on a crash, no Mono/Gecko prompts, and
+/// libiomp5 without CPU pinning.
+pub const WINE_ENV: [(&str, &str); 3] = [
+    ("WINEDEBUG", "-all"),
+    (
+        "WINEDLLOVERRIDES",
+        "vcruntime140,vcruntime140_1,msvcp140,msvcp140_1,msvcp140_2,msvcp140_atomic_wait=n,b;winedbg.exe=d;mscoree,mshtml=",
+    ),
+    ("KMP_AFFINITY", "disabled"),
+];
+
+/// Wine, when this host has it: `$ROCBUILD_WINE`, else `wine` on PATH.
+pub fn find_wine() -> Option<PathBuf> {
+    std::env::var_os("ROCBUILD_WINE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| which::which("wine").ok())
+}
+
 /// A path of this Unix host as a Windows program under Wine sees it (`/a/b` -> `Z:\a\b`);
 /// any other path unchanged.
 pub fn wine_path(p: &Path) -> PathBuf {

@@ -85,24 +85,13 @@ impl Runner {
         c.env = cmd.env.clone();
         c.env_remove = cmd.env_remove.clone();
         c.cwd = cmd.cwd.clone();
-        for (k, v) in wine_env() {
+        for (k, v) in rocbuild_probe::cross::WINE_ENV {
             c.env.entry(k.into()).or_insert(v.into());
         }
         c
     }
 }
 
-/// The environment a Windows Python needs under Wine.
-pub fn wine_env() -> [(&'static str, &'static str); 3] {
-    [
-        ("WINEDEBUG", "-all"),
-        (
-            "WINEDLLOVERRIDES",
-            "vcruntime140,vcruntime140_1,msvcp140,msvcp140_1,msvcp140_2,msvcp140_atomic_wait=n,b;winedbg.exe=d;mscoree,mshtml=",
-        ),
-        ("KMP_AFFINITY", "disabled"),
-    ]
-}
 
 /// The cross plan for `machine`, or None when host and target are the same OS. Refuses, with
 /// every missing piece named, a build that cannot work: LLVM tools, the sysroot, the Python
