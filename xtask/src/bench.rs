@@ -370,7 +370,7 @@ fn full_builds(w: &World, r: &Reference, git_url: &Path) -> Result<FullBuilds> {
         parts[1].1.push(
             timed(&mut plan_command(
                 &plan["install_prefix"],
-                &build_dir,
+                build_dir,
                 bare.to_str().unwrap(),
             )?)?
             .as_secs_f64(),
@@ -387,7 +387,7 @@ fn full_builds(w: &World, r: &Reference, git_url: &Path) -> Result<FullBuilds> {
         }
         if plan["verify"].is_object() {
             parts[3].1.push(
-                timed(&mut plan_command(&plan["verify"], &build_dir, &build_dir)?)?.as_secs_f64(),
+                timed(&mut plan_command(&plan["verify"], build_dir, build_dir)?)?.as_secs_f64(),
             );
         }
         let _ = std::fs::remove_dir_all(&clone);
@@ -406,7 +406,7 @@ fn noop_reruns(w: &World, r: &Reference) -> Result<Vec<f64>> {
     let mut noop = Vec::new();
     let mut noop_out = String::new();
     for _ in 0..NOOP_ITERATIONS {
-        let mut c = w.rocbuild(&ref_venv, &ref_cache, &[]);
+        let mut c = w.rocbuild(ref_venv, ref_cache, &[]);
         let t = Instant::now();
         let out = run_capture(&mut c)?;
         noop.push(t.elapsed().as_secs_f64());

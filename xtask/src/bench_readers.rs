@@ -105,6 +105,7 @@ fn verdict(ok: bool) -> &'static str {
 
 /// Rows `A`, `B`, `A/B` of one alternated pair of series (seconds), with the target on A/B
 /// (`ratio_target`) and/or on A's median (`a_target`, seconds).
+#[allow(clippy::too_many_arguments)]
 fn pair_rows(
     table: &mut String,
     label: &str,

@@ -11,6 +11,7 @@ mod chroots;
 mod fuzz;
 mod setup;
 mod util;
+mod windows;
 
 use std::process::ExitCode;
 
@@ -20,10 +21,14 @@ usage: cargo xtask <command>
 commands:
   test [ARGS...]  install what the tests need (apt packages, a venv with the real PyPI torch
                   in cache/venvs/torch-real, Debian sid chroots with ROCm 6.4 and 7.2 under
-                  /var/cache/rocbuild-test/chroots or $ROCBUILD_TEST_CHROOTS), then run
+                  /var/cache/rocbuild-test/chroots or $ROCBUILD_TEST_CHROOTS, the Windows
+                  world in cache/windows), then run
                   `cargo test --workspace ARGS...`
   setup           only the set-up part of `test`
   chroots [NAME]  only the ROCm chroots of the set-up (sid-rocm6.4, experimental-rocm7.2)
+  windows         only the Windows world of the set-up (cache/windows: MSVC sysroot, Windows
+                  CPython 3.13 + headers, FFmpeg DLLs, torch wheels unpacked, a Wine prefix);
+                  prints its world.json
   bench [--only d,e,f]
                   benchmarks: rocbuild vs bare cmake (a), no-op rerun (b), status on the
                   real torch (c), deps vs ldd and the Windows DLLs (d), doctor vs a bare
@@ -66,6 +71,7 @@ fn main() -> ExitCode {
         Some("test") => setup::setup().and_then(|p| setup::run_tests(&p, &args[1..])),
         Some("setup") => setup::setup().map(|_| ExitCode::SUCCESS),
         Some("chroots") => chroots::setup(setup::is_root(), &args[1..]).map(|_| ExitCode::SUCCESS),
+        Some("windows") => windows::main().map(|_| ExitCode::SUCCESS),
         Some("bench") => bench::bench(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("fuzz") => fuzz::fuzz(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("soak") => soak(&args[1..]),

