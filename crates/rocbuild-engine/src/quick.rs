@@ -190,6 +190,7 @@ pub fn check(cache: &Path, key: &str) -> Option<(PathBuf, Outcome)> {
             log: r.log,
             compiler_cache: None,
             wheel: None,
+            unverified: None,
         },
     ))
 }

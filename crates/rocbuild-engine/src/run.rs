@@ -36,6 +36,9 @@ pub struct Outcome {
     /// Installed from this wheel (its URL or path) instead of built.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wheel: Option<String>,
+    /// The verification could not run here: why (the install is kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<String>,
 }
 
 /// `git apply ARGS PATCH` on the plain tree of `checkout`: None when it applied, else git's
@@ -320,6 +323,7 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
             log: log.path.clone(),
             compiler_cache: cache_record,
             wheel: None,
+            unverified: m.unverified.clone(),
         });
     }
 
@@ -366,6 +370,7 @@ fn run_prebuilt(
             log: log.path.clone(),
             compiler_cache: None,
             wheel: Some(p.url.clone()),
+            unverified: m.unverified.clone(),
         });
     }
     let mut out = install_and_verify(
@@ -756,6 +761,7 @@ fn install_and_verify(
         log: log.path.clone(),
         compiler_cache: cache_record,
         wheel: None,
+        unverified: plan.unverified.clone(),
     })
 }
 

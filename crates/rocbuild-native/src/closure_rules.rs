@@ -347,6 +347,17 @@ pub fn is_windows_system_dll(name: &str) -> bool {
             .any(|l| !l.starts_with('#') && l == lower)
 }
 
+/// The Python interpreter's own DLL (`python311.dll`, `python3.dll`, a debug `python311_d.dll`):
+/// the process has it before any extension loads.
+pub fn is_python_dll(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower
+        .strip_prefix("python")
+        .and_then(|r| r.strip_suffix(".dll"))
+        .map(|r| r.trim_end_matches("_d"))
+        .is_some_and(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()))
+}
+
 /// The Visual C++ runtime (`MSVCP140.dll`, `VCRUNTIME140.dll`, `VCRUNTIME140_1.dll`, …):
 /// installed by the VC++ redistributable, not by Windows: a frozen app must ship it.
 pub fn is_msvc_runtime(name: &str) -> bool {

@@ -71,7 +71,7 @@ pub use closure::{
     closure, closure_with, ld_so_cache, parse_ld_so_cache, Closure, Dependency, FileSystem,
     MissingDependency, Provider, RealFs, RpathTried, SearchContext,
 };
-pub use closure_rules::{is_msvc_runtime, is_windows_system_dll};
+pub use closure_rules::{is_msvc_runtime, is_python_dll, is_windows_system_dll};
 pub use codesign::{adhoc_sign, adhoc_sign_bytes, signature_problems, Signer};
 pub use demangle::demangle;
 pub use elf::{exports_cxx11_abi, read_elf, ElfInfo};

@@ -97,10 +97,11 @@ pub fn cross_windows(path: Option<&std::ffi::OsStr>, winsysroot: Option<&Path>) 
             None => (None, None),
         },
     };
-    let wine = std::env::var_os("ROCBUILD_WINE")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| find("wine"));
+    let wine = match std::env::var_os("ROCBUILD_WINE").filter(|v| !v.is_empty()) {
+        Some(v) if v == "none" => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => find("wine"),
+    };
     CrossWindows {
         clang_cl: tool("clang-cl"),
         lld_link: tool("lld-link"),
@@ -318,12 +319,13 @@ pub const WINE_ENV: [(&str, &str); 3] = [
     ("KMP_AFFINITY", "disabled"),
 ];
 
-/// Wine, when this host has it: `$ROCBUILD_WINE`, else `wine` on PATH.
+/// Wine, when this host has it: `$ROCBUILD_WINE` (`none`: never), else `wine` on PATH.
 pub fn find_wine() -> Option<PathBuf> {
-    std::env::var_os("ROCBUILD_WINE")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| which::which("wine").ok())
+    match std::env::var_os("ROCBUILD_WINE").filter(|v| !v.is_empty()) {
+        Some(v) if v == "none" => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => which::which("wine").ok(),
+    }
 }
 
 /// A path of this Unix host as a Windows program under Wine sees it (`/a/b` -> `Z:\a\b`);

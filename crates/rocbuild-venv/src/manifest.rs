@@ -183,6 +183,10 @@ pub struct Manifest {
     /// still holds it decides what `restore` gives back (see [`crate::ownership`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ownership: Option<crate::ownership::Ownership>,
+    /// Why the recipe's verification did not run (a Windows venv built on a host without
+    /// Wine): the install is kept, and `status` says it was never proven to load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<String>,
 }
 
 pub fn dir(site: &Path) -> PathBuf {

@@ -47,6 +47,9 @@ pub struct RecipeStatus {
     pub manifest: PathBuf,
     /// Files that were hashed because their size or mtime changed (the rest were not read).
     pub hashed: usize,
+    /// Installed but never proven to load (no Wine on the host that built it): why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<String>,
 }
 
 impl RecipeStatus {
@@ -119,5 +122,6 @@ fn one(site: &Path, m: &Manifest, now: &Now) -> RecipeStatus {
         missing: s.missing,
         manifest: manifest::path(site, &m.recipe),
         hashed: s.hashed,
+        unverified: m.unverified.clone(),
     }
 }

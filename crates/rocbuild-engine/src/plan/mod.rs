@@ -155,6 +155,10 @@ pub struct Plan {
     /// The wheel installed instead of a build (chosen and checked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prebuilt: Option<prebuilt::PrebuiltInstall>,
+    /// The recipe has a verification that cannot run on this host (a Windows venv, no Wine):
+    /// why. The install is kept and marked unverified.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<String>,
     /// pkg-config files rocbuild writes for an `--ffmpeg DIR` that has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ffmpeg_pc: Option<ffmpeg_pc::FfmpegPc>,
@@ -262,7 +266,15 @@ pub fn plan(
     )?
     .map(|p| same_compiler(p, compiler.as_ref()));
     // A Windows venv's Python runs under Wine here; without Wine the install stays unverified.
-    let verify = verify::plan(machine, &resolved, &vars)?.and_then(|v| match &cross {
+    let verify = verify::plan(machine, &resolved, &vars)?;
+    let unverified = match (&verify, &cross) {
+        (Some(_), Some(c)) if c.runner.is_none() => Some(format!(
+            "the venv's Python is a Windows program and this {} host has no Wine to run it (install wine, or set ROCBUILD_WINE): built and installed, not loaded",
+            ctx.host_os.as_str()
+        )),
+        _ => None,
+    };
+    let verify = verify.and_then(|v| match &cross {
         Some(c) => c.runner.as_ref().map(|r| r.wrap(&v)),
         None => Some(v),
     });
@@ -321,6 +333,7 @@ pub fn plan(
         fingerprint,
         index: None,
         prebuilt: None,
+        unverified,
         ffmpeg_pc,
         cross,
     })

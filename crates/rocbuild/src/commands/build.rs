@@ -160,6 +160,9 @@ pub fn print_outcome(
         if let Some(last) = outcome.verify_output.last() {
             outln!("  verified: {last}");
         }
+        if let Some(why) = &outcome.unverified {
+            outln!("  NOT verified: {why}");
+        }
     }
     if let Some(c) = outcome.compiler_cache.as_ref().filter(|_| outcome.changed) {
         match (c.hits, c.misses) {

@@ -43,6 +43,9 @@ fn print_status(root: &Path, st: &VenvStatus, busy: Option<&str>) {
     }
     for r in &st.recipes {
         outln!("{} {}: {}", r.recipe, r.version, r.state.as_str());
+        if let Some(why) = &r.unverified {
+            outln!("  unverified: {why}");
+        }
         for why in &r.reasons {
             outln!("  stale: {why}");
         }
