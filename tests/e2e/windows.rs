@@ -365,3 +365,66 @@ fn a_windows_build_without_sysroot_or_headers_names_both_ways_to_give_them() {
     }
     assert_eq!(tree_state(&venv), before);
 }
+
+/// The real TorchCodec's sources, when this machine has them (`$ROCBUILD_TEST_MIRROR`, a git
+/// mirror `cargo xtask test` passes on when `cache/mirror` holds meta-pytorch/torchcodec; CI
+/// reaches no GitHub, so there it says SKIPPED).
+fn torchcodec_mirror() -> Option<PathBuf> {
+    let m = PathBuf::from(std::env::var_os("ROCBUILD_TEST_MIRROR")?);
+    m.join("github.com/meta-pytorch/torchcodec.git")
+        .is_dir()
+        .then_some(m)
+        .or_else(|| {
+            eprintln!("SKIPPED: no torchcodec mirror under $ROCBUILD_TEST_MIRROR");
+            None
+        })
+}
+
+/// The seed case fixed: over the real torchcodec 0.10.0 wheel (broken on torch 2.15, FFmpeg's
+/// DLLs copied beside it), the real TorchCodec 0.15.0 is built for the Windows venv from Linux,
+/// verified by rocbuild under Wine (audio and video decoded, FFmpeg found only through the
+/// preload hook: not on PATH, not beside the new libraries' loader), and doctor then exits 0.
+#[test]
+fn the_real_torchcodec_is_rebuilt_for_the_windows_venv_and_decodes_under_wine() {
+    let Some(w) = world() else { return };
+    let Some(mirror) = torchcodec_mirror() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = windows_venv(&w, tmp.path());
+    let site = venv.join("Lib").join("site-packages");
+    unpack(&w.wheel("torchcodec==0.10.0"), &site);
+    let mut e = env(&w);
+    e.push(("ROCBUILD_MIRROR", mirror.display().to_string()));
+    e.push(("PIP_NO_INDEX", "1".into()));
+    e.push(("PIP_FIND_LINKS", w.wheels.display().to_string()));
+    let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = rocbuild(
+        &[
+            "torchcodec",
+            "--version",
+            "0.15.0",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            tmp.path().join("cache").to_str().unwrap(),
+            "--winsysroot",
+            w.sysroot.to_str().unwrap(),
+            "--python-headers",
+            w.headers.to_str().unwrap(),
+            "--ffmpeg",
+            w.ffmpeg.to_str().unwrap(),
+        ],
+        &e,
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    eprintln!("{}", out.stdout);
+    assert!(
+        out.stdout.contains("decoded 16000 samples and a 3x16x32 video frame; FFmpeg 7"),
+        "{}",
+        out.stdout
+    );
+    for lib in ["libtorchcodec_core7.dll", "libtorchcodec_custom_ops7.dll", "libtorchcodec_pybind_ops7.pyd"] {
+        assert!(site.join("torchcodec").join(lib).is_file(), "{lib}");
+    }
+    let doc = rocbuild(&["doctor", "torchcodec", "--venv", venv.to_str().unwrap()], &e);
+    assert_eq!(doc.code, 0, "{}\n{}", doc.stdout, doc.stderr);
+}

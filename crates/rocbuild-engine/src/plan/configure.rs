@@ -400,6 +400,8 @@ mod tests {
             cmake: &ts.cmake,
             toolset: &ts,
             hip_compat: None,
+            cross: None,
+            ffmpeg_pc: None,
         })
         .unwrap()
     }
@@ -522,6 +524,8 @@ mod tests {
             cmake: &ts.cmake,
             toolset: &ts,
             hip_compat: None,
+            cross: None,
+            ffmpeg_pc: None,
         })
     }
 

@@ -452,9 +452,9 @@ mod tests {
             "{help}"
         );
         assert!(help.contains("--ffmpeg DIR"), "{help}");
-        // Fedora: its package manager and names.
-        m.target.platform.distro = Some("fedora".into());
-        m.target.platform.distro_like.clear();
+        // Fedora: its package manager and names (the host's: it installs the tools).
+        m.host.platform.distro = Some("fedora".into());
+        m.host.platform.distro_like.clear();
         let help =
             miette::Diagnostic::help(&required(&r, &m, &b, &Default::default(), &[]).unwrap_err())
                 .map(|h| h.to_string())
