@@ -97,6 +97,8 @@ pub fn cross_windows(path: Option<&std::ffi::OsStr>, winsysroot: Option<&Path>) 
             None => (None, None),
         },
     };
+    // The compilers run in the build tree: an absolute path, whatever the caller's directory.
+    let winsysroot = winsysroot.map(|d| std::path::absolute(&d).unwrap_or(d));
     let wine = match std::env::var_os("ROCBUILD_WINE").filter(|v| !v.is_empty()) {
         Some(v) if v == "none" => None,
         Some(v) => Some(PathBuf::from(v)),
@@ -205,7 +207,7 @@ pub fn python_from_files(root: &Path, site: &Path, os: Os, headers: Option<&Path
         .then(|| windows_machine(&os.rules().venv_python(root)))
         .flatten();
     let include = headers
-        .map(Path::to_path_buf)
+        .map(|h| std::path::absolute(h).unwrap_or_else(|_| h.to_path_buf()))
         .or_else(|| base.as_ref().map(|b| b.join("include")))
         .unwrap_or_default();
     let nodot = version.replace('.', "");

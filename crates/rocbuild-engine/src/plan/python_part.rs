@@ -72,6 +72,21 @@ pub fn plan(
         }
         // A wheel built from the checkout against the libraries just built: always installed,
         // whatever version pip had (its native extension was built for other libraries).
+        PythonFrom::Source if machine.host.cross.is_some() => {
+            return Err(crate::error::EngineError::CrossWindows {
+                recipe: recipe.name().into(),
+                venv: machine.target.venv.root.display().to_string(),
+                host: machine.host.platform.os.as_str().into(),
+                what: format!(
+                    "its Python part is a wheel built from the checkout by setuptools, which compiles with this host's compiler for this host (it cannot drive clang-cl for {}'s Python)",
+                    machine.target.platform.os.as_str()
+                ),
+                help: format!(
+                    "build {} on Windows itself (rocbuild uses MSVC there); from Linux, only recipes whose Python part comes from the index (such as torchcodec) build for Windows so far",
+                    recipe.name()
+                ),
+            });
+        }
         PythonFrom::Source => {
             let dir = resolved.python_dir.clone().unwrap_or_else(|| ".".into());
             let dir = match expand(&dir, vars)?.as_str() {
