@@ -182,7 +182,11 @@ pub fn bundle(
         }
         // The interpreter's own DLL comes with the app's Python (PyInstaller ships it): never
         // copied, never missing.
-        for m in l.missing.iter().filter(|m| !rocbuild_native::is_python_dll(&m.name)) {
+        for m in l
+            .missing
+            .iter()
+            .filter(|m| !rocbuild_native::is_python_dll(&m.name))
+        {
             let by: Vec<String> = m
                 .needed_by
                 .iter()

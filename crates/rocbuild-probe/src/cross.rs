@@ -450,6 +450,51 @@ mod tests {
         );
     }
 
+    /// A venv made on Windows from a full install: `Scripts\python.exe` (the launcher), its
+    /// base install named by pyvenv.cfg's `home` as Wine writes it (`Z:\…`), which holds the
+    /// DLL, `include/` and `libs/pythonXY.lib`.
+    #[test]
+    fn a_windows_venv_finds_its_base_install_through_pyvenv_home() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("Python311");
+        std::fs::create_dir_all(base.join("include")).unwrap();
+        std::fs::create_dir_all(base.join("libs")).unwrap();
+        std::fs::write(base.join("python311.dll"), b"MZ").unwrap();
+        std::fs::write(base.join("python3.dll"), b"MZ").unwrap();
+        std::fs::write(base.join("libs/python311.lib"), b"!<arch>").unwrap();
+        let venv = d.path().join("venv");
+        std::fs::create_dir_all(venv.join("Scripts")).unwrap();
+        std::fs::create_dir_all(venv.join("Lib/site-packages")).unwrap();
+        std::fs::write(venv.join("Scripts/python.exe"), b"MZ").unwrap();
+        let home = format!("Z:{}", base.display().to_string().replace('/', "\\"));
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            format!("home = {home}\ninclude-system-site-packages = false\nversion = 3.11.9\n"),
+        )
+        .unwrap();
+        let site = venv.join("Lib/site-packages");
+        let py = python_from_files(&venv, &site, Os::Windows, None);
+        assert_eq!(
+            (py.version.as_str(), py.full_version.as_str()),
+            ("3.11", "3.11.9")
+        );
+        assert_eq!(py.dll, Some(base.join("python311.dll")));
+        assert_eq!(py.include, base.join("include"));
+        assert_eq!(py.libs, Some(base.join("libs")));
+        assert_eq!(py.exe, venv.join("Scripts/python.exe"));
+        assert!(check_windows_python(&venv, &py).is_ok());
+        // No Python.h there: the headers are named as missing, with the version.
+        assert!(headers_problem(&py).unwrap().contains("3.11.9"));
+        // An unreachable home: the error says where a pythonXY.dll was looked for.
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            "home = C:\\Nowhere\nversion = 3.11.9\n",
+        )
+        .unwrap();
+        let py = python_from_files(&venv, &site, Os::Windows, None);
+        assert!(check_windows_python(&venv, &py).is_err());
+    }
+
     #[test]
     fn the_newest_llvm_with_both_clang_cl_and_lld_link_is_chosen() {
         let d = tempfile::tempdir().unwrap();

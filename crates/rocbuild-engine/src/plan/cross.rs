@@ -92,7 +92,6 @@ impl Runner {
     }
 }
 
-
 /// The cross plan for `machine`, or None when host and target are the same OS. Refuses, with
 /// every missing piece named, a build that cannot work: LLVM tools, the sysroot, the Python
 /// headers, a host Python of the venv's version.

@@ -111,7 +111,11 @@ mod tests {
         let p = plan(&f, Path::new("/cache"), rocbuild_probe::Os::Linux).unwrap();
         let names: Vec<&str> = p.files.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["libavutil.pc", "libavcodec.pc"]);
-        assert!(p.files[1].1.contains("Version: 61.19.101"), "{}", p.files[1].1);
+        assert!(
+            p.files[1].1.contains("Version: 61.19.101"),
+            "{}",
+            p.files[1].1
+        );
         assert!(p.files[1].1.contains("-lavcodec"));
         let via_pc = Ffmpeg {
             found_by: "pkg-config".into(),
