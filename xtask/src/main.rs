@@ -27,7 +27,7 @@ commands:
   setup           only the set-up part of `test`
   chroots [NAME]  only the ROCm chroots of the set-up (sid-rocm6.4, experimental-rocm7.2)
   windows         only the Windows world of the set-up (cache/windows: MSVC sysroot, Windows
-                  CPython 3.13 + headers, FFmpeg DLLs, torch wheels unpacked, a Wine prefix);
+                  CPython 3.11 + headers, FFmpeg DLLs, torch wheels unpacked, a Wine prefix);
                   prints its world.json
   bench [--only d,e,f]
                   benchmarks: rocbuild vs bare cmake (a), no-op rerun (b), status on the

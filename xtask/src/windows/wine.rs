@@ -232,18 +232,18 @@ pub fn make_prefix(ctx: &Ctx, tmp: &Path) -> Result<Value> {
             system32.display()
         ));
     }
-    let shim = super::ucrt::install(ctx, &wine, tmp)?;
     let version = crate::util::first_line(&wine.wine.display().to_string(), &["--version"]);
     Ok(json!({
         "wine_version": version,
         "boot_secs": round1(f.elapsed.as_secs_f64()),
-        "ucrtbase_shim": shim,
     }))
 }
 
-/// Remove the prefix if Wine has changed since it was made (a new Wine updates an old prefix
-/// on its first run, putting its builtin ucrtbase.dll back over the shim) or if the shim is
-/// gone; the next step makes it anew.
+/// Remove the prefix if Wine has changed since it was made: a new Wine would update it on the
+/// first program a test runs (`wineboot -u`, inside that program's timeout), and the recorded
+/// `wine_version` would no longer be true. A prefix from an earlier xtask that still holds its
+/// ucrtbase shim (`ucrtwine.dll` beside it) goes too: the prefix is Wine's own. The next step
+/// makes it anew.
 pub fn drop_if_stale(ctx: &Ctx) -> Result<()> {
     let prefix = ctx.out("wineprefix");
     if !prefix.exists() {
@@ -254,19 +254,20 @@ pub fn drop_if_stale(ctx: &Ctx) -> Result<()> {
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         .and_then(|v| v["wine_version"].as_str().map(String::from));
     let current = crate::util::first_line(&ctx.wine.wine.display().to_string(), &["--version"]);
-    let system32 = prefix.join("drive_c/windows/system32");
-    let shim = std::fs::read(system32.join("ucrtbase.dll")).unwrap_or_default();
-    let shim_ok = shim
-        .get(0x40..0x50)
-        .is_some_and(|m| m != b"Wine builtin DLL")
-        && system32.join("ucrtwine.dll").is_file();
-    if recorded.as_deref() == Some(current.as_str()) && shim_ok {
+    let old_shim = prefix
+        .join("drive_c/windows/system32/ucrtwine.dll")
+        .exists();
+    if recorded.as_deref() == Some(current.as_str()) && !old_shim {
         return Ok(());
     }
     println!(
-        "xtask: windows: wineprefix: made with {} (now {current}), ucrtbase shim {}: making it anew",
+        "xtask: windows: wineprefix: made with {} (now {current}){}: making it anew",
         recorded.as_deref().unwrap_or("an unknown Wine"),
-        if shim_ok { "in place" } else { "missing" }
+        if old_shim {
+            ", with an earlier xtask's ucrtbase shim"
+        } else {
+            ""
+        }
     );
     super::remove_any(&prefix)
 }
