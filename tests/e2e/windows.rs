@@ -35,7 +35,11 @@ impl World {
     /// `python311.dll`'s name for this world's Python.
     pub fn python_dll(&self) -> String {
         let mut v = self.python_version.split('.');
-        format!("python{}{}.dll", v.next().unwrap_or("3"), v.next().unwrap_or(""))
+        format!(
+            "python{}{}.dll",
+            v.next().unwrap_or("3"),
+            v.next().unwrap_or("")
+        )
     }
 }
 
@@ -80,7 +84,11 @@ pub(crate) fn windows_venv(w: &World, dir: &Path) -> PathBuf {
 
 /// Unpack a wheel into `site` as pip would leave its files (tests only need the files).
 pub(crate) fn unpack(wheel: &Path, site: &Path) {
-    run(Command::new("unzip").args(["-q", "-o"]).arg(wheel).arg("-d").arg(site));
+    run(Command::new("unzip")
+        .args(["-q", "-o"])
+        .arg(wheel)
+        .arg("-d")
+        .arg(site));
 }
 
 /// `python.exe -c CODE` under Wine in the world's prefix, with a timeout; (exit code, output).
@@ -98,11 +106,18 @@ pub(crate) fn wine_python(w: &World, python: &Path, code: &str, overrides: &str)
         .unwrap();
     let code = out.status.code().unwrap_or(-1);
     if code == 124 {
-        let _ = Command::new("wineserver").arg("-k").env("WINEPREFIX", &w.wineprefix).status();
+        let _ = Command::new("wineserver")
+            .arg("-k")
+            .env("WINEPREFIX", &w.wineprefix)
+            .status();
     }
     (
         code,
-        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
     )
 }
 
@@ -223,17 +238,32 @@ fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine(
     let no_wine: Vec<(&str, &str)> = no_wine.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let out = rocbuild(&args, &no_wine);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("NOT verified: the venv's Python is a Windows program"), "{}", out.stdout);
-    assert!(!out.stdout.contains("verified under Windows Python"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("NOT verified: the venv's Python is a Windows program"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("verified under Windows Python"),
+        "{}",
+        out.stdout
+    );
     let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &no_wine);
-    assert!(st.stdout.contains("unverified: the venv's Python is a Windows program"), "{}", st.stdout);
+    assert!(
+        st.stdout
+            .contains("unverified: the venv's Python is a Windows program"),
+        "{}",
+        st.stdout
+    );
 
     let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let out = rocbuild(&args, &e);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     eprintln!("{}\n{}", out.stdout, out.stderr);
     assert!(
-        out.stdout.contains("verified under Windows Python: answer 42"),
+        out.stdout
+            .contains("verified under Windows Python: answer 42"),
         "{}",
         out.stdout
     );
@@ -243,12 +273,26 @@ fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine(
     let site = venv.join("Lib").join("site-packages");
     let ops = rocbuild_native::read_binary(&site.join("winext/libwinext_ops.dll")).unwrap();
     let needed: Vec<String> = ops.needed.iter().map(|n| n.to_ascii_lowercase()).collect();
-    assert!(needed.contains(&"vcruntime140.dll".to_string()), "{needed:?}");
+    assert!(
+        needed.contains(&"vcruntime140.dll".to_string()),
+        "{needed:?}"
+    );
     assert!(needed.contains(&"c10.dll".to_string()), "{needed:?}");
-    assert!(!needed.iter().any(|n| n.contains("libstdc++") || n.contains("msvcrt.dll")), "{needed:?}");
+    assert!(
+        !needed
+            .iter()
+            .any(|n| n.contains("libstdc++") || n.contains("msvcrt.dll")),
+        "{needed:?}"
+    );
     let module = site.join("winext/_winext.pyd");
     let m = rocbuild_native::read_binary(&module).unwrap();
-    assert!(m.needed.iter().any(|n| n.eq_ignore_ascii_case(&w.python_dll())), "{:?}", m.needed);
+    assert!(
+        m.needed
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(&w.python_dll())),
+        "{:?}",
+        m.needed
+    );
     assert!(site.join("_rocbuild_preload_winext.pth").is_file());
 }
 
@@ -269,17 +313,26 @@ fn doctor_names_the_abi_break_of_torchcodec_0_10_on_torch_2_15_and_its_load_unde
     }
     let e = env(&w);
     let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let out = rocbuild(&["doctor", "torchcodec", "--venv", venv.to_str().unwrap()], &e);
+    let out = rocbuild(
+        &["doctor", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &e,
+    );
     let text = format!("{}{}", out.stdout, out.stderr);
     assert_eq!(out.code, 4, "{text}");
-    assert!(text.contains(&format!("Python {}", w.python_version)), "{text}");
+    assert!(
+        text.contains(&format!("Python {}", w.python_version)),
+        "{text}"
+    );
     assert!(
         text.contains("c10::MessageLogger::MessageLogger(char const *, int, int, bool)"),
         "{text}"
     );
     assert!(!text.contains("VCRUNTIME140.dll not found"), "{text}");
     assert!(!text.contains("AVICAP32"), "{text}");
-    assert!(text.contains("under Wine, torchcodec died calling an export that does not exist"), "{text}");
+    assert!(
+        text.contains("under Wine, torchcodec died calling an export that does not exist"),
+        "{text}"
+    );
     assert!(text.contains("[WinError 127]"), "{text}");
 }
 
@@ -301,7 +354,15 @@ fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine()
         .find(|p| p.extension().is_some_and(|x| x == "pyd"))
         .unwrap();
     let into = tmp.path().join("bundle");
-    let out = rocbuild(&["bundle", ext.to_str().unwrap(), "--into", into.to_str().unwrap()], &[]);
+    let out = rocbuild(
+        &[
+            "bundle",
+            ext.to_str().unwrap(),
+            "--into",
+            into.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let held: Vec<String> = std::fs::read_dir(into.join("ctranslate2"))
         .unwrap()
@@ -317,7 +378,10 @@ fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine()
     run(Command::new("cp").arg("-a").arg(&w.python).arg(&app));
     for e in std::fs::read_dir(&app).unwrap().flatten() {
         let n = e.file_name().to_string_lossy().to_ascii_lowercase();
-        if n.starts_with("msvcp140") || n.starts_with("concrt") || n.starts_with("vcruntime140_threads") {
+        if n.starts_with("msvcp140")
+            || n.starts_with("concrt")
+            || n.starts_with("vcruntime140_threads")
+        {
             std::fs::remove_file(e.path()).unwrap();
         }
     }
@@ -330,11 +394,18 @@ fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine()
         .arg(&app_site));
     for e in std::fs::read_dir(&w.site_template).unwrap().flatten() {
         let n = e.file_name().to_string_lossy().to_string();
-        if n.starts_with("numpy") || n.starts_with("yaml") || n.starts_with("_yaml") || n.starts_with("PyYAML") {
+        if n.starts_with("numpy")
+            || n.starts_with("yaml")
+            || n.starts_with("_yaml")
+            || n.starts_with("PyYAML")
+        {
             run(Command::new("cp").arg("-a").arg(e.path()).arg(&app_site));
         }
     }
-    for f in std::fs::read_dir(into.join("ctranslate2")).unwrap().flatten() {
+    for f in std::fs::read_dir(into.join("ctranslate2"))
+        .unwrap()
+        .flatten()
+    {
         std::fs::copy(f.path(), app_site.join("ctranslate2").join(f.file_name())).unwrap();
     }
     let code = "import ctranslate2; print('ctranslate2', ctranslate2.__version__, sorted(ctranslate2.get_supported_compute_types('cpu')))";
@@ -343,7 +414,10 @@ fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine()
     assert!(text.contains("ctranslate2 4.8.1"), "{text}");
     std::fs::remove_file(app_site.join("ctranslate2").join("MSVCP140.dll")).unwrap();
     let (rc, text) = wine_python(&w, &app.join("python.exe"), code, NATIVE_ONLY);
-    assert_ne!(rc, 0, "without the bundled MSVCP140 the import must fail: {text}");
+    assert_ne!(
+        rc, 0,
+        "without the bundled MSVCP140 the import must fail: {text}"
+    );
 }
 
 /// A Windows venv built from Linux without an MSVC sysroot or Python headers: refused before
@@ -355,12 +429,24 @@ fn a_windows_build_without_sysroot_or_headers_names_both_ways_to_give_them() {
     let venv = windows_venv(&w, tmp.path());
     let before = tree_state(&venv);
     let out = rocbuild(
-        &["torchcodec", "--venv", venv.to_str().unwrap(), "--cache", tmp.path().join("c").to_str().unwrap()],
+        &[
+            "torchcodec",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            tmp.path().join("c").to_str().unwrap(),
+        ],
         &[("ROCBUILD_WINSYSROOT", "")],
     );
     let text = format!("{}{}", out.stdout, out.stderr);
     assert_eq!(out.code, 1, "{text}");
-    for needle in ["--winsysroot", "ROCBUILD_WINSYSROOT", "xwin", "--python-headers", "Python.h"] {
+    for needle in [
+        "--winsysroot",
+        "ROCBUILD_WINSYSROOT",
+        "xwin",
+        "--python-headers",
+        "Python.h",
+    ] {
         assert!(text.contains(needle), "{needle}: {text}");
     }
     assert_eq!(tree_state(&venv), before);
@@ -387,7 +473,9 @@ fn torchcodec_mirror() -> Option<PathBuf> {
 #[test]
 fn the_real_torchcodec_is_rebuilt_for_the_windows_venv_and_decodes_under_wine() {
     let Some(w) = world() else { return };
-    let Some(mirror) = torchcodec_mirror() else { return };
+    let Some(mirror) = torchcodec_mirror() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let venv = windows_venv(&w, tmp.path());
     let site = venv.join("Lib").join("site-packages");
@@ -418,13 +506,69 @@ fn the_real_torchcodec_is_rebuilt_for_the_windows_venv_and_decodes_under_wine() 
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     eprintln!("{}", out.stdout);
     assert!(
-        out.stdout.contains("decoded 16000 samples and a 3x16x32 video frame; FFmpeg 7"),
+        out.stdout
+            .contains("decoded 16000 samples and a 3x16x32 video frame; FFmpeg 7"),
         "{}",
         out.stdout
     );
-    for lib in ["libtorchcodec_core7.dll", "libtorchcodec_custom_ops7.dll", "libtorchcodec_pybind_ops7.pyd"] {
+    for lib in [
+        "libtorchcodec_core7.dll",
+        "libtorchcodec_custom_ops7.dll",
+        "libtorchcodec_pybind_ops7.pyd",
+    ] {
         assert!(site.join("torchcodec").join(lib).is_file(), "{lib}");
     }
-    let doc = rocbuild(&["doctor", "torchcodec", "--venv", venv.to_str().unwrap()], &e);
+    let doc = rocbuild(
+        &["doctor", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &e,
+    );
     assert_eq!(doc.code, 0, "{}\n{}", doc.stdout, doc.stderr);
+}
+
+/// `repair` on a Windows venv whose real PyPI torchcodec 0.15.0 cannot find FFmpeg (not on
+/// PATH, not beside it): before, `import torchcodec` fails under Wine as users see it on
+/// Windows; `repair --search` writes the DLL preload hook (paths as Wine sees them) and a fresh
+/// Python then decodes audio; `restore` takes it away again.
+#[test]
+fn repair_makes_the_real_windows_torchcodec_find_ffmpeg_under_wine() {
+    let Some(w) = world() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = windows_venv(&w, tmp.path());
+    let site = venv.join("Lib").join("site-packages");
+    unpack(&w.wheel("torchcodec==0.15.0"), &site);
+    let python = venv.join("python.exe");
+    let decode = "import math, os, struct, tempfile, wave\nimport torch\nfrom torchcodec.decoders import AudioDecoder\np = os.path.join(tempfile.mkdtemp(), 't.wav')\nw = wave.open(p, 'wb'); w.setnchannels(1); w.setsampwidth(2); w.setframerate(8000)\nw.writeframes(b''.join(struct.pack('<h', int(9000 * math.sin(i / 3))) for i in range(8000))); w.close()\nprint('decoded', AudioDecoder(p).get_all_samples().data.shape[1])";
+    let wine_env = "vcruntime140,vcruntime140_1,msvcp140,msvcp140_1,msvcp140_2,msvcp140_atomic_wait=n,b;winedbg.exe=d;mscoree,mshtml=";
+    let (rc, text) = wine_python(&w, &python, decode, wine_env);
+    assert_ne!(rc, 0, "{text}");
+    assert!(
+        text.contains("libtorchcodec_core7.dll (or one of its dependencies)"),
+        "{text}"
+    );
+    let e = env(&w);
+    let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let bin = w.ffmpeg.join("bin");
+    let out = rocbuild(
+        &[
+            "repair",
+            "torchcodec",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--search",
+            bin.to_str().unwrap(),
+        ],
+        &e,
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let hook = std::fs::read_to_string(site.join("_rocbuild_preload_torchcodec.py")).unwrap();
+    assert!(hook.contains("Z:\\\\"), "{hook}");
+    let (rc, text) = wine_python(&w, &python, decode, wine_env);
+    assert_eq!(rc, 0, "{text}");
+    assert!(text.contains("decoded 8000"), "{text}");
+    let out = rocbuild(
+        &["restore", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &e,
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!site.join("_rocbuild_preload_torchcodec.py").exists());
 }

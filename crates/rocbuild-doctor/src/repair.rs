@@ -541,7 +541,7 @@ impl Planning<'_> {
         after: &crate::linkage::Linkage,
         will_find: &BTreeMap<PathBuf, BTreeSet<String>>,
     ) -> Option<Refusal> {
-        let still: Vec<String> = after
+        let missing: Vec<_> = after
             .missing
             .iter()
             .filter(|m| !supplied_on_windows(self.os, &m.name))
@@ -552,6 +552,13 @@ impl Planning<'_> {
                         .is_some_and(|names| names.contains(&m.name))
                 })
             })
+            .collect();
+        // Only FFmpeg libraries of another major, through the package's own core of that major
+        // (a Windows pybind_ops DLL imports its core): another variant, not a refusal.
+        let only_ffmpeg =
+            !missing.is_empty() && missing.iter().all(|m| is_ffmpeg_lib(leaf(&m.name)));
+        let still: Vec<String> = missing
+            .iter()
             .map(|m| {
                 format!(
                     "{} (needed by {})",
@@ -566,7 +573,12 @@ impl Planning<'_> {
         if !still.is_empty() {
             return Some(Refusal {
                 path: rel.to_string(),
-                kind: "missing".into(),
+                kind: if only_ffmpeg {
+                    "missing-ffmpeg"
+                } else {
+                    "missing"
+                }
+                .into(),
                 problem: format!("would still miss {}", still.join(", ")),
                 fix: self.subject.rebuild_hint(),
             });
@@ -934,6 +946,13 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
     let dlls = link::preload_order(&files, &pre.dirs).map_err(|e| DoctorError::Hook {
         reason: e.to_string(),
     })?;
+    // The hook's text: a Windows venv on this Unix host runs under Wine, which sees `/` as
+    // `Z:\` (the checks below read the host's paths).
+    let (mut shown, mut shown_dlls) = (pre.clone(), dlls.clone());
+    if Os::current() != Os::Windows {
+        rocbuild_probe::cross::wine_paths(&mut shown.dirs);
+        rocbuild_probe::cross::wine_paths(&mut shown_dlls);
+    }
     let version = p.version.clone().unwrap_or_default();
     let created = install::begin(site).map_err(venv_err)?;
     let stage = rocbuild_venv::layout::stage(site);
@@ -941,7 +960,7 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
     for (rel, text) in [
         (
             &pre.module_rel,
-            link::preload_module(&pre, &p.name, &version, &dlls),
+            link::preload_module(&shown, &p.name, &version, &shown_dlls),
         ),
         (&pre.pth_rel, link::preload_pth(&pre)),
     ] {

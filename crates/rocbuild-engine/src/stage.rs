@@ -219,13 +219,8 @@ impl Stager<'_> {
         let mut p = p.clone();
         if self.plan.cross.is_some() {
             // A Windows venv on this Unix host: its Python (under Wine) sees `/` as `Z:\`.
-            let wine = |v: &mut Vec<PathBuf>| {
-                for x in v.iter_mut() {
-                    *x = rocbuild_probe::cross::wine_path(x);
-                }
-            };
-            wine(&mut p.dirs);
-            wine(&mut dlls);
+            rocbuild_probe::cross::wine_paths(&mut p.dirs);
+            rocbuild_probe::cross::wine_paths(&mut dlls);
         }
         let p = &p;
         for (rel, text) in [

@@ -341,6 +341,14 @@ pub fn wine_path(p: &Path) -> PathBuf {
     }
 }
 
+/// Every path of `v` as Wine sees it ([`wine_path`]): what a DLL preload hook written on this
+/// Unix host for a Windows venv here must name.
+pub fn wine_paths(v: &mut [PathBuf]) {
+    for p in v.iter_mut() {
+        *p = wine_path(p);
+    }
+}
+
 /// `pythonXY.dll` in `dir` (not the stable-ABI `python3.dll`).
 fn python_dll(dir: &Path) -> Option<PathBuf> {
     let mut found: Vec<String> = std::fs::read_dir(dir)
