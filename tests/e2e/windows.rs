@@ -220,6 +220,7 @@ fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine(
     e.push(("PIP_NO_INDEX", "1".into()));
     e.push(("PIP_FIND_LINKS", wheels.display().to_string()));
     e.push(("ROCBUILD_WINSYSROOT", w.sysroot.display().to_string()));
+    let cache = root.join("cache");
     let args = [
         "winext",
         "--recipes",
@@ -227,7 +228,7 @@ fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine(
         "--venv",
         venv.to_str().unwrap(),
         "--cache",
-        root.join("cache").to_str().unwrap(),
+        cache.to_str().unwrap(),
         "--python-headers",
         w.headers.to_str().unwrap(),
         "--ffmpeg",
@@ -542,7 +543,7 @@ fn repair_makes_the_real_windows_torchcodec_find_ffmpeg_under_wine() {
     let (rc, text) = wine_python(&w, &python, decode, wine_env);
     assert_ne!(rc, 0, "{text}");
     assert!(
-        text.contains("libtorchcodec_core7.dll (or one of its dependencies)"),
+        text.contains("libtorchcodec_core7.dll' (or one of its dependencies)"),
         "{text}"
     );
     let e = env(&w);

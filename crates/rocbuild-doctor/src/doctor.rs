@@ -324,6 +324,7 @@ pub fn check_libraries(machine: &Machine, subject: &Subject, libs: &[PathBuf]) -
 pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorError> {
     let site = &machine.target.python.site_packages;
     let os = machine.target.platform.os;
+    let opts = &with_preload_dirs(opts, site, os);
     let torch = machine.target.torch.as_ref();
     let plans: Vec<(Subject, Vec<PathBuf>, Vec<Step>)> = choose(opts, site)?
         .into_iter()
@@ -413,6 +414,35 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         packages,
         findings,
     })
+}
+
+/// Windows: the directories rocbuild's DLL preload hooks in the venv add when their package
+/// is imported (`_rocbuild_preload_*.py`), searched as `add_dll_directory` directories are; a
+/// hook written for Wine names them as `Z:\…`, read back as this host's paths.
+fn with_preload_dirs(opts: &DoctorOptions, site: &Path, os: Os) -> DoctorOptions {
+    let mut opts = opts.clone();
+    if os != Os::Windows {
+        return opts;
+    }
+    let Ok(rd) = std::fs::read_dir(site) else {
+        return opts;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("_rocbuild_preload_") && name.ends_with(".py")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        for d in rocbuild_link::preload_dirs_in(&text) {
+            let seen = rocbuild_probe::cross::host_view_of_windows_path(&d);
+            if let Some(p) = seen.iter().find(|p| p.is_dir()).or(seen.first()) {
+                if !opts.library_path.contains(p) {
+                    opts.library_path.push(p.clone());
+                }
+            }
+        }
+    }
+    opts
 }
 
 #[cfg(test)]

@@ -39,11 +39,15 @@ fn breaks_in(message: &str) -> Option<Breaks> {
         "Could not find module",
         "[WinError 126]",
     ];
-    const ABI: [&str; 4] = [
+    // Under Wine a missing export is a stub that aborts when called: Python then shows
+    // [WinError 317] (Windows itself says 127 at load).
+    const ABI: [&str; 6] = [
         "undefined symbol",
         "Symbol not found",
         "[WinError 127]",
         "specified procedure could not be found",
+        "[WinError 317]",
+        "unimplemented function",
     ];
     if ABI.iter().any(|p| message.contains(p)) {
         Some(Breaks::Abi)

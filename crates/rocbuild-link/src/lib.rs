@@ -226,6 +226,18 @@ if os.name == "nt":
     )
 }
 
+/// The directories a preload module written by [`preload_module`] adds (its `DIRS`), as
+/// written there.
+pub fn preload_dirs_in(module_text: &str) -> Vec<String> {
+    module_text
+        .lines()
+        .skip_while(|l| !l.starts_with("DIRS = ["))
+        .skip(1)
+        .take_while(|l| !l.starts_with(']'))
+        .filter_map(|l| serde_json::from_str::<String>(l.trim().trim_end_matches(',')).ok())
+        .collect()
+}
+
 /// The `.pth` line: site.py executes lines that start with `import`.
 pub fn preload_pth(p: &Preload) -> String {
     format!("import {}\n", p.module)
@@ -385,6 +397,28 @@ mod tests {
             runpath_entries(&dest, &site, &finds),
             ["$ORIGIN", "$ORIGIN/../../.."]
         );
+    }
+
+    #[test]
+    fn the_dirs_of_a_written_hook_read_back() {
+        let p = Preload {
+            module: "_rocbuild_preload_x".into(),
+            module_rel: "_rocbuild_preload_x.py".into(),
+            pth_rel: "_rocbuild_preload_x.pth".into(),
+            trigger: "x".into(),
+            dirs: vec![
+                PathBuf::from(r"Z:\ffmpeg\bin"),
+                PathBuf::from(r"C:\hip\bin"),
+            ],
+        };
+        let text = preload_module(
+            &p,
+            "x",
+            "1.0",
+            &[PathBuf::from(r"Z:\ffmpeg\bin\avutil-59.dll")],
+        );
+        assert_eq!(preload_dirs_in(&text), [r"Z:\ffmpeg\bin", r"C:\hip\bin"]);
+        assert!(preload_dirs_in("import os\n").is_empty());
     }
 
     #[test]

@@ -24,6 +24,9 @@ const SINGLE: &[&str] = &[
     "av==15.1.0",
     MSVC_RUNTIME,
     SYSROOT_WHEEL,
+    // A build tool TorchCodec's recipe installs with the host's pip (the tests run offline
+    // from this directory).
+    "pybind11==3.1.0",
 ];
 
 /// numpy < 2, which imports under Wine 8 (numpy 2.x calls C99 complex functions at import,

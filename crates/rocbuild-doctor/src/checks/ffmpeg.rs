@@ -79,7 +79,9 @@ pub fn search_dirs(
         Os::Windows => {
             // Users copy FFmpeg's DLLs next to the core library; TorchCodec also adds the
             // directory of `ffmpeg.exe` found on PATH.
+            // rocbuild's DLL preload hook adds its directories (`library_path` here).
             dirs.push(package_dir.to_path_buf());
+            dirs.extend(library_path.iter().cloned());
             dirs.extend(ffmpeg_lib.map(Path::to_path_buf));
             dirs.extend(path.iter().cloned());
         }
