@@ -907,15 +907,19 @@ fn repairs_the_real_windows_torchcodec_with_the_preload_hook() {
         std::fs::read_to_string(site.join("_rocbuild_preload_torchcodec.pth")).unwrap(),
         "import _rocbuild_preload_torchcodec\n"
     );
+    // The venv is a Windows one on this Linux host: its Python runs under Wine, which sees
+    // `/` as `Z:\` (the plan above keeps the host's path).
+    let seen = serde_json::to_string(&format!("Z:{}", ffmpeg.display().to_string().replace('/', "\\")))
+        .unwrap();
     assert!(
-        module.contains(&format!("DIRS = [\n    \"{}\",\n]", ffmpeg.display())),
+        module.contains(&format!("DIRS = [\n    {seen},\n]")),
         "{module}"
     );
     assert!(module.contains("os.add_dll_directory(d)"), "{module}");
     assert!(module.contains("if name == \"torchcodec\""), "{module}");
     let pos = |n: &str| {
         module
-            .find(&format!("{}\"", ffmpeg.join(n).display()))
+            .find(&format!("{}\"", n))
             .unwrap_or_else(|| panic!("{n} not preloaded:\n{module}"))
     };
     let codec = imports
