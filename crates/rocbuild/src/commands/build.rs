@@ -35,9 +35,11 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
             TorchCmakeArg::Lite => TorchCmake::Lite,
         }),
         defines: parse_defines(&a.defines)?,
-        ffmpeg_dir: a.ffmpeg.clone(),
-        winsysroot: a.winsysroot.clone(),
-        python_headers: a.python_headers.clone(),
+        // Absolute: recorded for `rebuild`, and handed to CMake, which refuses relative
+        // include directories.
+        ffmpeg_dir: a.ffmpeg.as_deref().map(absolute),
+        winsysroot: a.winsysroot.as_deref().map(absolute),
+        python_headers: a.python_headers.as_deref().map(absolute),
         patches: a
             .patch
             .iter()
@@ -183,4 +185,8 @@ pub fn print_outcome(
     if verbosity == Verbosity::Verbose {
         outln!("  log:      {}", outcome.log.display());
     }
+}
+
+fn absolute(p: &std::path::Path) -> std::path::PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
