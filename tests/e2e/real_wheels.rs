@@ -909,8 +909,11 @@ fn repairs_the_real_windows_torchcodec_with_the_preload_hook() {
     );
     // The venv is a Windows one on this Linux host: its Python runs under Wine, which sees
     // `/` as `Z:\` (the plan above keeps the host's path).
-    let seen = serde_json::to_string(&format!("Z:{}", ffmpeg.display().to_string().replace('/', "\\")))
-        .unwrap();
+    let seen = serde_json::to_string(&format!(
+        "Z:{}",
+        ffmpeg.display().to_string().replace('/', "\\")
+    ))
+    .unwrap();
     assert!(
         module.contains(&format!("DIRS = [\n    {seen},\n]")),
         "{module}"

@@ -340,7 +340,9 @@ fn doctor_names_the_abi_break_of_torchcodec_0_10_on_torch_2_15_and_its_load_unde
 /// `bundle` of the real CTranslate2 Windows wheel's extension: the folder holds its DLLs and the
 /// venv's own MSVC runtime, never the interpreter's DLL, and a fresh embeddable Python holding
 /// only that folder imports ctranslate2 under Wine with the MSVC runtime native-only. Without
-/// the bundled MSVCP140 the same import fails (Wine's own runtime is not used).
+/// the bundled MSVCP140 the same import fails (Wine's own runtime is not used). The
+/// `--format pyinstaller` list, laid out as PyInstaller does (each source into its dest dir),
+/// imports the same way.
 #[test]
 fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine() {
     let Some(w) = world() else { return };
@@ -365,17 +367,85 @@ fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine()
         &[],
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let held: Vec<String> = std::fs::read_dir(into.join("ctranslate2"))
+    let held: Vec<(PathBuf, String)> = std::fs::read_dir(into.join("ctranslate2"))
         .unwrap()
         .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_ascii_lowercase())
+        .map(|e| (e.path(), "ctranslate2".to_string()))
         .collect();
-    assert!(held.contains(&"msvcp140.dll".to_string()), "{held:?}");
-    assert!(held.contains(&"ctranslate2.dll".to_string()), "{held:?}");
-    assert!(!held.iter().any(|n| n.starts_with("python")), "{held:?}");
-    // A fresh app: the embeddable Python (no MSVC runtime of the world's), ctranslate2's Python
-    // files and numpy, then only the bundle's DLLs.
-    let app = tmp.path().join("app");
+    let names: Vec<String> = held
+        .iter()
+        .map(|(p, _)| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_ascii_lowercase()
+        })
+        .collect();
+    assert!(names.contains(&"msvcp140.dll".to_string()), "{names:?}");
+    assert!(names.contains(&"ctranslate2.dll".to_string()), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("python")), "{names:?}");
+    let code = "import ctranslate2; print('ctranslate2', ctranslate2.__version__, sorted(ctranslate2.get_supported_compute_types('cpu')))";
+    let app = fresh_app(&w, tmp.path(), "app", &held);
+    let (rc, text) = wine_python(&w, &app.join("python.exe"), code, NATIVE_ONLY);
+    assert_eq!(rc, 0, "{text}");
+    assert!(text.contains("ctranslate2 4.8.1"), "{text}");
+    let site_of = |app: &Path| app.join("Lib").join("site-packages").join("ctranslate2");
+    std::fs::remove_file(site_of(&app).join("MSVCP140.dll")).unwrap();
+    let (rc, text) = wine_python(&w, &app.join("python.exe"), code, NATIVE_ONLY);
+    assert_ne!(
+        rc, 0,
+        "without the bundled MSVCP140 the import must fail: {text}"
+    );
+
+    // The PyInstaller form: `(source, dest_dir)` pairs, a Python literal.
+    let out = rocbuild(
+        &[
+            "bundle",
+            ext.to_str().unwrap(),
+            "--into",
+            tmp.path().join("b2").to_str().unwrap(),
+            "--format",
+            "pyinstaller",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let mut py = Command::new("python3")
+        .args([
+            "-c",
+            "import ast, json, sys; print(json.dumps(ast.literal_eval(sys.stdin.read())))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    py.stdin
+        .take()
+        .unwrap()
+        .write_all(out.stdout.as_bytes())
+        .unwrap();
+    let parsed = py.wait_with_output().unwrap();
+    let pairs: Vec<(PathBuf, String)> =
+        serde_json::from_slice::<Vec<(String, String)>>(&parsed.stdout)
+            .unwrap()
+            .into_iter()
+            .map(|(s, d)| (PathBuf::from(s), d))
+            .collect();
+    assert!(
+        pairs.iter().any(|(s, _)| s.ends_with("ctranslate2.dll")),
+        "{pairs:?}"
+    );
+    let app2 = fresh_app(&w, tmp.path(), "app2", &pairs);
+    let (rc, text) = wine_python(&w, &app2.join("python.exe"), code, NATIVE_ONLY);
+    assert_eq!(rc, 0, "{text}");
+}
+
+/// A fresh app: the embeddable Python without the world's MSVC runtime, ctranslate2's Python
+/// files and numpy/yaml in its site-packages, then `files` (source, dest dir under
+/// site-packages) as the app's only native libraries.
+fn fresh_app(w: &World, dir: &Path, name: &str, files: &[(PathBuf, String)]) -> PathBuf {
+    let app = dir.join(name);
     run(Command::new("cp").arg("-a").arg(&w.python).arg(&app));
     for e in std::fs::read_dir(&app).unwrap().flatten() {
         let n = e.file_name().to_string_lossy().to_ascii_lowercase();
@@ -403,22 +473,12 @@ fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine()
             run(Command::new("cp").arg("-a").arg(e.path()).arg(&app_site));
         }
     }
-    for f in std::fs::read_dir(into.join("ctranslate2"))
-        .unwrap()
-        .flatten()
-    {
-        std::fs::copy(f.path(), app_site.join("ctranslate2").join(f.file_name())).unwrap();
+    for (src, dest) in files {
+        let d = app_site.join(dest);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::copy(src, d.join(src.file_name().unwrap())).unwrap();
     }
-    let code = "import ctranslate2; print('ctranslate2', ctranslate2.__version__, sorted(ctranslate2.get_supported_compute_types('cpu')))";
-    let (rc, text) = wine_python(&w, &app.join("python.exe"), code, NATIVE_ONLY);
-    assert_eq!(rc, 0, "{text}");
-    assert!(text.contains("ctranslate2 4.8.1"), "{text}");
-    std::fs::remove_file(app_site.join("ctranslate2").join("MSVCP140.dll")).unwrap();
-    let (rc, text) = wine_python(&w, &app.join("python.exe"), code, NATIVE_ONLY);
-    assert_ne!(
-        rc, 0,
-        "without the bundled MSVCP140 the import must fail: {text}"
-    );
+    app
 }
 
 /// A Windows venv built from Linux without an MSVC sysroot or Python headers: refused before
