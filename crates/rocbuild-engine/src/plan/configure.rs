@@ -145,13 +145,14 @@ pub fn plan(i: Inputs) -> Result<Configured> {
             env.entry(k).or_insert(v);
         }
     }
-    if let Some(c) = i.cross {
-        super::cross::defines(c, i.machine, &mut define);
-    }
     for (k, v) in &i.opts.defines {
         refuse_dropping(k, define.get(k).map(String::as_str), v, &i)?;
         let composed = compose_user_define(k, define.get(k).map(String::as_str), v);
         define.insert(k.clone(), composed);
+    }
+    // Last: the target and sysroot flags go in front of every flags variable set so far.
+    if let Some(c) = i.cross {
+        super::cross::defines(c, i.machine, &mut define);
     }
     let src = i.source.dir();
     let cmake_src = match expand(&i.resolved.cmake_source, i.vars)?.as_str() {

@@ -32,6 +32,11 @@ pub struct CrossPlan {
     pub runner: Option<Runner>,
     /// The host Python that stands in for the venv's at configure time.
     pub host_python: PathBuf,
+    /// What every compile and link needs (the target, the sysroot): in the toolchain file's
+    /// `*_FLAGS_INIT`, and in front of any `CMAKE_*_FLAGS` the recipe or the user sets (a set
+    /// value replaces the INIT one).
+    pub compile_flags: String,
+    pub link_flags: String,
 }
 
 /// An import library made from a DLL's exports (`.def`, then `llvm-dlltool`).
@@ -148,7 +153,8 @@ pub fn plan(recipe: &str, machine: &Machine, ctx: &Context) -> Result<Option<Cro
             )
         }
     };
-    let toolchain = toolchain_file(cross);
+    let (compile_flags, link_flags) = flags(cross);
+    let toolchain = toolchain_file(cross, &compile_flags, &link_flags);
     let toolchain_file = join(
         host_os,
         &ctx.cache,
@@ -173,7 +179,27 @@ pub fn plan(recipe: &str, machine: &Machine, ctx: &Context) -> Result<Option<Cro
             timeout_secs: ctx.wine_timeout.unwrap_or(WINE_TIMEOUT_SECS),
         }),
         host_python,
+        compile_flags,
+        link_flags,
     }))
+}
+
+/// The compile and link flags of the target and the sysroot.
+fn flags(c: &CrossWindows) -> (String, String) {
+    let root = c
+        .winsysroot
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let manifest = if c.llvm_mt.is_some() {
+        ""
+    } else {
+        " /manifest:no"
+    };
+    (
+        format!("--target=x86_64-pc-windows-msvc /winsysroot{root}"),
+        format!("/winsysroot:{root}{manifest}"),
+    )
 }
 
 /// Every reason the cross build cannot work, each with how to fix it.
@@ -209,39 +235,31 @@ fn problems(cross: &CrossWindows, machine: &Machine) -> Vec<(String, String)> {
 
 /// The toolchain file: Windows on x86_64, clang-cl for C and C++, lld-link, llvm-lib,
 /// llvm-rc, llvm-mt (or no manifest), and the sysroot for every compile and link.
-fn toolchain_file(c: &CrossWindows) -> String {
+fn toolchain_file(c: &CrossWindows, compile: &str, link: &str) -> String {
     let p = |t: &Option<PathBuf>| {
         t.as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_default()
     };
-    let root = c
-        .winsysroot
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
     let mut s = format!(
         "# Written by rocbuild: MSVC-ABI binaries for Windows x64 from this host, with LLVM {llvm}'s\n\
-         # clang-cl and lld-link against the MSVC CRT + Windows SDK in {root}.\n\
+         # clang-cl and lld-link against the MSVC CRT + Windows SDK of /winsysroot.\n\
          set(CMAKE_SYSTEM_NAME Windows)\n\
          set(CMAKE_SYSTEM_PROCESSOR AMD64)\n\
          set(CMAKE_C_COMPILER \"{cl}\")\n\
          set(CMAKE_CXX_COMPILER \"{cl}\")\n\
-         set(CMAKE_LINKER \"{link}\")\n\
+         set(CMAKE_LINKER \"{lld}\")\n\
          set(CMAKE_AR \"{lib}\")\n\
          set(CMAKE_RC_COMPILER \"{rc}\")\n\
-         set(ROCBUILD_WINSYSROOT \"{root}\")\n\
-         set(CMAKE_C_FLAGS_INIT \"--target=x86_64-pc-windows-msvc /winsysroot${{ROCBUILD_WINSYSROOT}}\")\n\
-         set(CMAKE_CXX_FLAGS_INIT \"--target=x86_64-pc-windows-msvc /winsysroot${{ROCBUILD_WINSYSROOT}} /EHsc\")\n\
-         set(CMAKE_RC_FLAGS_INIT \"/I${{ROCBUILD_WINSYSROOT}}/Windows\\ Kits/10/Include\")\n\
-         foreach(kind EXE SHARED MODULE)\n  set(CMAKE_${{kind}}_LINKER_FLAGS_INIT \"/winsysroot:${{ROCBUILD_WINSYSROOT}}{manifest}\")\nendforeach()\n\
+         set(CMAKE_C_FLAGS_INIT \"{compile}\")\n\
+         set(CMAKE_CXX_FLAGS_INIT \"{compile} /EHsc\")\n\
+         foreach(kind EXE SHARED MODULE)\n  set(CMAKE_${{kind}}_LINKER_FLAGS_INIT \"{link}\")\nendforeach()\n\
          set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)\n",
         llvm = c.llvm,
         cl = p(&c.clang_cl),
-        link = p(&c.lld_link),
+        lld = p(&c.lld_link),
         lib = p(&c.llvm_lib),
         rc = p(&c.llvm_rc),
-        manifest = if c.llvm_mt.is_some() { "" } else { " /manifest:no" },
     );
     if let Some(mt) = &c.llvm_mt {
         s.push_str(&format!("set(CMAKE_MT \"{}\")\n", mt.display()));
@@ -264,6 +282,19 @@ pub fn defines(c: &CrossPlan, machine: &Machine, define: &mut BTreeMap<String, S
         "CMAKE_TOOLCHAIN_FILE".into(),
         c.toolchain_file.display().to_string(),
     );
+    // A flags variable set on the command line replaces the toolchain's INIT value: the
+    // target and the sysroot go in front of it.
+    for (var, ours) in [
+        ("CMAKE_C_FLAGS", c.compile_flags.clone()),
+        ("CMAKE_CXX_FLAGS", format!("{} /EHsc", c.compile_flags)),
+        ("CMAKE_EXE_LINKER_FLAGS", c.link_flags.clone()),
+        ("CMAKE_SHARED_LINKER_FLAGS", c.link_flags.clone()),
+        ("CMAKE_MODULE_LINKER_FLAGS", c.link_flags.clone()),
+    ] {
+        if let Some(v) = define.get_mut(var) {
+            *v = super::configure::compose_user_define(var, Some(&ours), v);
+        }
+    }
     for prefix in ["Python3", "Python"] {
         define.insert(
             format!("{prefix}_INCLUDE_DIR"),
@@ -276,5 +307,75 @@ pub fn defines(c: &CrossPlan, machine: &Machine, define: &mut BTreeMap<String, S
         define
             .entry(format!("{prefix}_EXECUTABLE"))
             .or_insert(c.host_python.display().to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocbuild_probe::Os;
+    use rocbuild_testkit::machine::cpu_machine;
+
+    fn plan_of() -> CrossPlan {
+        CrossPlan {
+            toolchain_file: "/c/windows.cmake".into(),
+            toolchain: String::new(),
+            python_lib: "/c/python311.lib".into(),
+            make_python_lib: None,
+            runner: None,
+            host_python: "/usr/bin/python3.11".into(),
+            compile_flags: "--target=x86_64-pc-windows-msvc /winsysroot/sys".into(),
+            link_flags: "/winsysroot:/sys".into(),
+        }
+    }
+
+    /// A flags variable the recipe or the user sets replaces the toolchain's INIT value in
+    /// CMake: the target and the sysroot must stay in front of it; the venv's python.exe,
+    /// which cannot run here, becomes the host's Python.
+    #[test]
+    fn flags_keep_the_sysroot_and_the_configure_python_is_the_hosts() {
+        let m = cpu_machine(Os::Windows);
+        let c = plan_of();
+        let mut d = BTreeMap::from([
+            ("CMAKE_C_FLAGS".to_string(), "/FIintrin.h".to_string()),
+            (
+                "CMAKE_SHARED_LINKER_FLAGS".to_string(),
+                "/DEBUG".to_string(),
+            ),
+            (
+                "Python3_EXECUTABLE".to_string(),
+                m.target.python.exe.display().to_string(),
+            ),
+        ]);
+        defines(&c, &m, &mut d);
+        assert_eq!(
+            d["CMAKE_C_FLAGS"],
+            "--target=x86_64-pc-windows-msvc /winsysroot/sys /FIintrin.h"
+        );
+        assert_eq!(d["CMAKE_SHARED_LINKER_FLAGS"], "/winsysroot:/sys /DEBUG");
+        assert!(
+            !d.contains_key("CMAKE_CXX_FLAGS"),
+            "the toolchain's INIT serves it"
+        );
+        assert_eq!(d["Python3_EXECUTABLE"], "/usr/bin/python3.11");
+        assert_eq!(d["Python_LIBRARY"], "/c/python311.lib");
+        assert_eq!(d["CMAKE_TOOLCHAIN_FILE"], "/c/windows.cmake");
+    }
+
+    #[test]
+    fn wine_wraps_the_command_with_a_time_limit_and_its_settings() {
+        let r = Runner {
+            wine: "/usr/bin/wine".into(),
+            timeout_secs: 42,
+        };
+        let c = r.wrap(&Command::new("/v/python.exe").args(["-c".to_string(), "1".into()]));
+        assert_eq!(c.program, PathBuf::from("sh"));
+        assert_eq!(
+            &c.args[2..],
+            ["42", "/usr/bin/wine", "/v/python.exe", "-c", "1"]
+        );
+        assert!(c.args[1].contains("wineserver -k"));
+        assert_eq!(c.env["WINEDEBUG"], "-all");
+        assert!(c.env["WINEDLLOVERRIDES"].contains("msvcp140"));
     }
 }
