@@ -79,9 +79,9 @@ pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, Do
     // The Python runtime of each venv, read once however many of its files are asked about.
     let mut pythons: HashMap<PathBuf, Vec<PathBuf>> = HashMap::new();
     for python in files.iter().filter_map(|f| venv_python(f)) {
-        if !pythons.contains_key(&python) {
-            let runtime = linkage::python_runtime(&python, reader);
-            pythons.insert(python, runtime);
+        if let std::collections::hash_map::Entry::Vacant(e) = pythons.entry(python) {
+            let runtime = linkage::python_runtime(e.key(), reader);
+            e.insert(runtime);
         }
     }
     // Every root on every core; the reader is shared, so a library in many closures is still

@@ -110,6 +110,19 @@ fn python_part(
     }
 }
 
+/// The options as the manifest keeps them, for `rebuild`: URLs without userinfo (a rebuild
+/// gets credentials from git's credential helpers, or the user passes the URL again).
+fn public_options(o: &rocbuild_venv::BuildOptions) -> rocbuild_venv::BuildOptions {
+    let mut o = o.clone();
+    o.source = o.source.as_deref().map(rocbuild_secret::strip_userinfo);
+    o.index = o
+        .index
+        .iter()
+        .map(|u| rocbuild_secret::strip_userinfo(u))
+        .collect();
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use crate::plan::testing::{ctx, recipe};
@@ -154,17 +167,4 @@ mod tests {
             "rocm6.4.gfx1201"
         );
     }
-}
-
-/// The options as the manifest keeps them, for `rebuild`: URLs without userinfo (a rebuild
-/// gets credentials from git's credential helpers, or the user passes the URL again).
-fn public_options(o: &rocbuild_venv::BuildOptions) -> rocbuild_venv::BuildOptions {
-    let mut o = o.clone();
-    o.source = o.source.as_deref().map(rocbuild_secret::strip_userinfo);
-    o.index = o
-        .index
-        .iter()
-        .map(|u| rocbuild_secret::strip_userinfo(u))
-        .collect();
-    o
 }

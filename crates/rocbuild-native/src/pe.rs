@@ -322,26 +322,6 @@ fn dll_strings(data: &[u8]) -> Vec<String> {
     out
 }
 
-#[cfg(test)]
-mod runtime_names_tests {
-    use super::dll_strings;
-
-    #[test]
-    fn finds_narrow_and_wide_dll_names_at_string_starts() {
-        let mut data =
-            b"\0\0cublas64_12.dll\0libs are here\0\"memkind\".dll\0x6;6self.dll\0".to_vec();
-        for c in "nvcuda.dll".bytes() {
-            data.extend([c, 0]);
-        }
-        data.extend([0, 0]);
-        data.extend(b"not a dll.dll\0MKL_DEF.2.DLL\0");
-        assert_eq!(
-            dll_strings(&data),
-            ["cublas64_12.dll", "MKL_DEF.2.DLL", "nvcuda.dll"]
-        );
-    }
-}
-
 /// The file version of a PE image's version resource (its `VS_FIXEDFILEINFO`: major, minor,
 /// build, revision), found by the structure's signature; None without one.
 pub fn pe_file_version(bytes: &[u8]) -> Option<[u16; 4]> {
@@ -362,4 +342,24 @@ pub fn pe_machine(bytes: &[u8]) -> Option<u16> {
     goblin::pe::header::Header::parse(bytes)
         .ok()
         .map(|h| h.coff_header.machine)
+}
+
+#[cfg(test)]
+mod runtime_names_tests {
+    use super::dll_strings;
+
+    #[test]
+    fn finds_narrow_and_wide_dll_names_at_string_starts() {
+        let mut data =
+            b"\0\0cublas64_12.dll\0libs are here\0\"memkind\".dll\0x6;6self.dll\0".to_vec();
+        for c in "nvcuda.dll".bytes() {
+            data.extend([c, 0]);
+        }
+        data.extend([0, 0]);
+        data.extend(b"not a dll.dll\0MKL_DEF.2.DLL\0");
+        assert_eq!(
+            dll_strings(&data),
+            ["cublas64_12.dll", "MKL_DEF.2.DLL", "nvcuda.dll"]
+        );
+    }
 }

@@ -124,6 +124,7 @@ pub struct Swapped {
     baseline: Option<PathBuf>,
 }
 
+#[allow(clippy::unnecessary_to_owned)] // owned: the closure must not borrow `p`
 fn io(action: &str, p: &Path) -> impl FnOnce(std::io::Error) -> VenvError {
     VenvError::io(action, p.to_path_buf())
 }
