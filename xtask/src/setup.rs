@@ -44,6 +44,10 @@ const APT_PACKAGES: &[&str] = &[
     "llvm-15",
     // By hand and in the CTranslate2 plan's CPU backend: WITH_OPENBLAS needs its headers.
     "libopenblas-dev",
+    // TorchCodec 0.16's image decoders (the recipe's optional jpeg and png): present, so a
+    // run says the same on every machine.
+    "libjpeg-dev",
+    "libpng-dev",
     // The Debian sid / experimental chroots with ROCm 6.4 and 7.2 (chroots.rs).
     "mmdebstrap",
     // The Windows world (windows.rs): clang-cl, lld-link and the llvm tools for MSVC-ABI

@@ -450,6 +450,11 @@ fn fetch_and_build(
             fs_err::write(&ok, "").map_err(EngineError::io("write", &ok))?;
         }
     }
+    // The optional libraries, in or out and why (the plan shows them too).
+    for l in &plan.libraries {
+        let state = if l.used { "in" } else { "out" };
+        log.note(&format!("optional {}: {state}: {}", l.name, l.why));
+    }
     let (_src, commit) = source(&plan.source, &plan.recipe_file, log)?;
     interrupt::check("the fetch")?;
     if let Some(tc) = &plan.torch_cmake {
