@@ -10,6 +10,7 @@ mod bench_status;
 mod chroots;
 mod fuzz;
 mod setup;
+mod upstream;
 mod util;
 mod windows;
 
@@ -29,6 +30,10 @@ commands:
   windows         only the Windows world of the set-up (cache/windows: MSVC sysroot, Windows
                   CPython 3.11 + headers, FFmpeg DLLs, torch wheels unpacked, a Wine prefix);
                   prints its world.json
+  upstream [--mirror DIR]
+                  the releases each recipe's git source has tagged that the recipe does not
+                  know yet (git ls-remote of $ROCBUILD_MIRROR's copy or the network); exit 1
+                  when a recipe is behind
   bench [--only d,e,f]
                   benchmarks: rocbuild vs bare cmake (a), no-op rerun (b), status on the
                   real torch (c), deps vs ldd and the Windows DLLs (d), doctor vs a bare
@@ -72,6 +77,7 @@ fn main() -> ExitCode {
         Some("setup") => setup::setup().map(|_| ExitCode::SUCCESS),
         Some("chroots") => chroots::setup(setup::is_root(), &args[1..]).map(|_| ExitCode::SUCCESS),
         Some("windows") => windows::main().map(|_| ExitCode::SUCCESS),
+        Some("upstream") => upstream::upstream(&args[1..]),
         Some("bench") => bench::bench(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("fuzz") => fuzz::fuzz(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("soak") => soak(&args[1..]),
