@@ -189,3 +189,26 @@ pub fn pip_install(venv: &std::path::Path, wheels: &std::path::Path, spec: &str)
         spec,
     ]));
 }
+
+/// `bundle --format pyinstaller` output read by Python itself (`ast.literal_eval`): the
+/// `(source, dest_dir)` pairs; panics, naming the text, when it is not a Python literal.
+pub fn pyinstaller_pairs(literal: &str) -> Vec<(String, String)> {
+    use std::io::Write as _;
+    let mut py = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import ast, json, sys; print(json.dumps(ast.literal_eval(sys.stdin.read())))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    py.stdin
+        .take()
+        .unwrap()
+        .write_all(literal.as_bytes())
+        .unwrap();
+    let read = py.wait_with_output().unwrap();
+    assert!(read.status.success(), "not a Python literal:\n{literal}");
+    serde_json::from_slice(&read.stdout).unwrap()
+}

@@ -594,29 +594,8 @@ fn bundle_prints_the_pyinstaller_binaries_list() {
     assert_eq!(rel.code, 0, "{}\n{}", rel.stdout, rel.stderr);
     assert_eq!(rel.stdout, abs.stdout);
 
-    // Python reads the literal; print it back as JSON.
-    let mut py = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import ast, json, sys; print(json.dumps(ast.literal_eval(sys.stdin.read())))",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    py.stdin
-        .take()
-        .unwrap()
-        .write_all(abs.stdout.as_bytes())
-        .unwrap();
-    let read = py.wait_with_output().unwrap();
-    assert!(
-        read.status.success(),
-        "not a Python literal:\n{}",
-        abs.stdout
-    );
-    let list: Vec<(String, String)> = serde_json::from_slice(&read.stdout).unwrap();
+    // Python reads the literal.
+    let list = pyinstaller_pairs(&abs.stdout);
 
     // Each (source, dest_dir) is a file of the bundle, at dest_dir/<name>, with the source's
     // bytes (names compared as Windows does, without case: the bundle holds `MSVCP140.dll`

@@ -410,28 +410,10 @@ fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine()
         &[],
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let mut py = Command::new("python3")
-        .args([
-            "-c",
-            "import ast, json, sys; print(json.dumps(ast.literal_eval(sys.stdin.read())))",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    py.stdin
-        .take()
-        .unwrap()
-        .write_all(out.stdout.as_bytes())
-        .unwrap();
-    let parsed = py.wait_with_output().unwrap();
-    let pairs: Vec<(PathBuf, String)> =
-        serde_json::from_slice::<Vec<(String, String)>>(&parsed.stdout)
-            .unwrap()
-            .into_iter()
-            .map(|(s, d)| (PathBuf::from(s), d))
-            .collect();
+    let pairs: Vec<(PathBuf, String)> = pyinstaller_pairs(&out.stdout)
+        .into_iter()
+        .map(|(s, d)| (PathBuf::from(s), d))
+        .collect();
     assert!(
         pairs.iter().any(|(s, _)| s.ends_with("ctranslate2.dll")),
         "{pairs:?}"

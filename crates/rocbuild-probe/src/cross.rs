@@ -99,11 +99,7 @@ pub fn cross_windows(path: Option<&std::ffi::OsStr>, winsysroot: Option<&Path>) 
     };
     // The compilers run in the build tree: an absolute path, whatever the caller's directory.
     let winsysroot = winsysroot.map(|d| std::path::absolute(&d).unwrap_or(d));
-    let wine = match std::env::var_os("ROCBUILD_WINE").filter(|v| !v.is_empty()) {
-        Some(v) if v == "none" => None,
-        Some(v) => Some(PathBuf::from(v)),
-        None => find("wine"),
-    };
+    let wine = wine_with(find);
     CrossWindows {
         clang_cl: tool("clang-cl"),
         lld_link: tool("lld-link"),
@@ -323,10 +319,15 @@ pub const WINE_ENV: [(&str, &str); 3] = [
 
 /// Wine, when this host has it: `$ROCBUILD_WINE` (`none`: never), else `wine` on PATH.
 pub fn find_wine() -> Option<PathBuf> {
+    wine_with(|n| which::which(n).ok())
+}
+
+/// [`find_wine`], looking programs up with `find`.
+fn wine_with(find: impl Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
     match std::env::var_os("ROCBUILD_WINE").filter(|v| !v.is_empty()) {
         Some(v) if v == "none" => None,
         Some(v) => Some(PathBuf::from(v)),
-        None => which::which("wine").ok(),
+        None => find("wine"),
     }
 }
 

@@ -184,6 +184,25 @@ pub fn plan(recipe: &str, machine: &Machine, ctx: &Context) -> Result<Option<Cro
     }))
 }
 
+/// The verification as it runs here: a Windows venv's Python under Wine; without Wine, none,
+/// and why the install stays unverified.
+pub fn verification(
+    verify: Option<Command>,
+    cross: Option<&CrossPlan>,
+    host_os: rocbuild_probe::Os,
+) -> (Option<Command>, Option<String>) {
+    match (verify, cross) {
+        (Some(v), Some(c)) => match &c.runner {
+            Some(r) => (Some(r.wrap(&v)), None),
+            None => (None, Some(format!(
+                "the venv's Python is a Windows program and this {} host has no Wine to run it (install wine, or set ROCBUILD_WINE): built and installed, not loaded",
+                host_os.as_str()
+            ))),
+        },
+        (v, _) => (v, None),
+    }
+}
+
 /// The compile and link flags of the target and the sysroot.
 fn flags(c: &CrossWindows) -> (String, String) {
     let root = c

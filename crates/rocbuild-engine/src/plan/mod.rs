@@ -213,21 +213,15 @@ pub fn plan(
     let (tools, mut toolset) =
         tools::python_tools(recipe, machine, &backend, &toolset, &vars, &ctx.cache)?;
     let compiler = wheels_compiler(recipe, machine, opts, ctx, &backend, &mut toolset);
-    vars.extend(
-        tools
-            .iter()
-            .map(|t| ("tools".into(), t.dir.display().to_string())),
-    );
+    if let Some(t) = &tools {
+        vars.insert("tools".into(), t.dir.display().to_string());
+    }
     let mut dependencies = dependency::plan(&dependencies, &toolset, &vars, ctx, os)?;
     dependency::provide(&dependencies, os, &mut libraries, &mut vars);
     let torch_cmake = torch_cmake::plan(recipe, machine, opts, &resolved, &ctx.cache);
     let hip_compat = hip_compat_of(&backend, &resolved, ctx);
-    let ffmpeg_pc = machine
-        .target
-        .ffmpeg
-        .as_ref()
-        .filter(|_| needs.ffmpeg)
-        .and_then(|f| ffmpeg_pc::plan(f, &ctx.cache, ctx.host_os));
+    let ffmpeg = machine.target.ffmpeg.as_ref().filter(|_| needs.ffmpeg);
+    let ffmpeg_pc = ffmpeg.and_then(|f| ffmpeg_pc::plan(f, &ctx.cache, ctx.host_os));
     let mut configured = configure::plan(configure::Inputs {
         hip_compat: hip_compat.as_ref(),
         recipe,
@@ -245,8 +239,6 @@ pub fn plan(
         cross: cross.as_ref(),
         ffmpeg_pc: ffmpeg_pc.as_ref(),
     })?;
-    // The compiler cache changes no output: it is in neither the build tree's key nor the
-    // fingerprint, only in the commands.
     let compiler_cache =
         through_compiler_cache(machine, ctx, &backend, &mut configured, &mut dependencies)?;
     vars.insert("build".into(), configured.build_dir.display().to_string());
@@ -265,19 +257,11 @@ pub fn plan(
         tools.as_ref(),
     )?
     .map(|p| same_compiler(p, compiler.as_ref()));
-    // A Windows venv's Python runs under Wine here; without Wine the install stays unverified.
-    let verify = verify::plan(machine, &resolved, &vars)?;
-    let unverified = match (&verify, &cross) {
-        (Some(_), Some(c)) if c.runner.is_none() => Some(format!(
-            "the venv's Python is a Windows program and this {} host has no Wine to run it (install wine, or set ROCBUILD_WINE): built and installed, not loaded",
-            ctx.host_os.as_str()
-        )),
-        _ => None,
-    };
-    let verify = verify.and_then(|v| match &cross {
-        Some(c) => c.runner.as_ref().map(|r| r.wrap(&v)),
-        None => Some(v),
-    });
+    let (verify, unverified) = cross::verification(
+        verify::plan(machine, &resolved, &vars)?,
+        cross.as_ref(),
+        ctx.host_os,
+    );
     let fingerprint = fingerprint::of(
         recipe,
         &version,
@@ -303,12 +287,7 @@ pub fn plan(
         torch_cuda: used_torch.and_then(|t| t.cuda.clone()),
         torch_hip: used_torch.and_then(|t| t.hip.clone()),
         flavor,
-        ffmpeg_major: machine
-            .target
-            .ffmpeg
-            .as_ref()
-            .filter(|_| needs.ffmpeg)
-            .map(|f| f.major),
+        ffmpeg_major: ffmpeg.map(|f| f.major),
         backend,
         libraries,
         dependencies,
