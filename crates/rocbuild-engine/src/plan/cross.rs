@@ -77,7 +77,9 @@ impl Runner {
     /// `wineserver -k` then ends what it left; the MSVC runtime the venv ships is preferred to
     /// Wine's own, no debugger starts on a crash, no Mono/Gecko prompt.
     pub fn wrap(&self, cmd: &Command) -> Command {
-        let script = "timeout -k 10 \"$0\" \"$@\"; rc=$?; if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo \"rocbuild: Wine did not finish within $0 s: stopped\" >&2; wineserver -k 2>/dev/null; fi; exit $rc";
+        // --foreground: timeout stays in rocbuild's child process group (it would make its
+        // own otherwise), so a Ctrl-C that stops the group stops Wine's python.exe too.
+        let script = "timeout --foreground -k 10 \"$0\" \"$@\"; rc=$?; if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo \"rocbuild: Wine did not finish within $0 s: stopped\" >&2; wineserver -k 2>/dev/null; fi; exit $rc";
         let mut c = Command::new("sh")
             .args([
                 "-c".to_string(),
