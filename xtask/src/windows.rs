@@ -1,5 +1,5 @@
 //! The "Windows world" of the tests: what it takes to build MSVC-ABI binaries for a Windows venv
-//! on Debian 12 and to load them under Wine (facts: /work/shared/WINDOWS.md), made from package
+//! on Debian 12 and to load them under Wine (the team's WINDOWS.md notes), made from package
 //! registries (PyPI, deb.debian.org) into `<workspace>/cache/windows/`:
 //!
 //! - `wheels/`: the cp311 win_amd64 wheels (torch, numpy 1.26, torchcodec, ctranslate2, pyyaml,
