@@ -23,6 +23,7 @@ mod patch;
 mod plans;
 mod plans_gpu;
 mod publish;
+mod python_extension;
 mod real_torch;
 mod real_wheels;
 mod repair;

@@ -310,6 +310,21 @@ impl Plan {
                 )?;
                 write!(f, "{b}")?;
             }
+            if let Some(x) = &p.extension {
+                s.step(
+                    f,
+                    &format!(
+                        "compile {} with rocbuild's CMake project ({}), make the {} wheel ({}-{}-{})",
+                        x.module,
+                        x.project_dir.display(),
+                        p.distribution,
+                        x.tags.python,
+                        x.tags.abi,
+                        x.tags.platform
+                    ),
+                )?;
+                write!(f, "{}{}{}", x.configure, x.build, x.install)?;
+            }
             s.step(
                 f,
                 &format!(

@@ -275,7 +275,7 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     // transaction's staging area while CMake works (the transaction is abandoned, the venv
     // untouched, if the build fails).
     let early = match &plan.python_part {
-        Some(pp) if pp.build.is_none() => {
+        Some(pp) if pp.build.is_none() && pp.extension.is_none() => {
             let created = install::begin(site)?;
             log.note(&format!(
                 "python part: {}=={} (pip, --no-deps, beside the build)",

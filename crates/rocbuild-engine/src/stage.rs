@@ -75,6 +75,57 @@ pub(crate) fn stage(
     })
 }
 
+/// `[python] from = "extension"`: rocbuild's CMake project compiles the module and installs
+/// it beside the package's Python files; that tree becomes the wheel pip installs.
+fn python_extension(
+    log: &mut RunLog,
+    x: &crate::plan::python_ext::ExtensionBuild,
+    dist: &str,
+    version: &str,
+) -> Result<()> {
+    log.note(&format!(
+        "python package: compile {} with rocbuild's CMake project, the library's toolchain",
+        x.module
+    ));
+    let lists = x.project_dir.join("CMakeLists.txt");
+    fs_err::create_dir_all(&x.project_dir).map_err(EngineError::io("create", &x.project_dir))?;
+    fs_err::write(&lists, &x.cmakelists).map_err(EngineError::io("write", &lists))?;
+    log.run("configure the Python extension", &x.configure)?;
+    log.run("build the Python extension", &x.build)?;
+    if x.root.exists() {
+        fs_err::remove_dir_all(&x.root).map_err(EngineError::io("clean", &x.root))?;
+    }
+    log.run("install the Python extension", &x.install)?;
+    let files = rocbuild_venv::walk(&x.root);
+    let di = format!("{}-{version}.dist-info", x.name);
+    let generated = vec![
+        (format!("{di}/METADATA"), x.metadata.clone().into_bytes()),
+        (
+            format!("{di}/WHEEL"),
+            rocbuild_venv::wheel::wheel_file(&x.tags).into_bytes(),
+        ),
+    ];
+    let wheel = rocbuild_venv::wheel::write_wheel(
+        &x.wheel_dir,
+        &x.name,
+        version,
+        &x.tags,
+        &files,
+        &generated,
+    )
+    .map_err(|e| EngineError::Usage {
+        option: "python part".into(),
+        reason: format!("the wheel of {dist} could not be written: {e}"),
+        help: None,
+    })?;
+    log.note(&format!(
+        "python package: {} ({} files)",
+        wheel.display(),
+        files.len() + generated.len() + 1
+    ));
+    Ok(())
+}
+
 fn installed_file(rel: &str, path: &Path, built_sha256: Option<String>) -> Result<InstalledFile> {
     let (sha256, size) = sha256_file(path)?;
     Ok(InstalledFile {
@@ -130,6 +181,9 @@ impl Stager<'_> {
                 pp.distribution
             ));
             log.run("build the Python package", b)?;
+        }
+        if let Some(x) = &pp.extension {
+            python_extension(log, x, &pp.distribution, &pp.version)?;
         }
         match pip.take() {
             Some(bg) => log.finish(bg)?,

@@ -112,9 +112,22 @@ pub struct Resolved {
     pub python_from: PythonFrom,
     pub python_dir: Option<String>,
     pub python_env: BTreeMap<String, String>,
+    /// `[python.extension]`, templates unexpanded.
+    pub python_extension: Option<PythonExtension>,
     pub submodules: SubmoduleSel,
     /// `[build] hip-compat`: rocbuild's compatibility definitions the recipe asks for.
     pub hip_compat: Vec<String>,
+}
+
+/// `[python.extension]` after overlays (a later table replaces an earlier one whole).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PythonExtension {
+    pub module: String,
+    pub sources: Vec<String>,
+    pub package: String,
+    pub include: Vec<String>,
+    pub link: Vec<String>,
+    pub cxx_standard: u32,
 }
 
 /// Which submodules to check out.
@@ -357,6 +370,17 @@ impl Resolved {
             }
             for (k, v) in &p.env {
                 self.python_env.insert(k.clone(), v.get_ref().clone());
+            }
+            if let Some(e) = &p.extension {
+                let all = |v: &[schema::Text]| v.iter().map(|t| t.get_ref().clone()).collect();
+                self.python_extension = Some(PythonExtension {
+                    module: e.module.get_ref().clone(),
+                    sources: all(&e.sources),
+                    package: e.package.get_ref().clone(),
+                    include: all(&e.include),
+                    link: all(&e.link),
+                    cxx_standard: e.cxx_standard.unwrap_or(17),
+                });
             }
         }
         if let Some(v) = &o.verify {

@@ -197,6 +197,23 @@ impl Checker<'_> {
                 self.key_in(b, crate::BACKEND_NAMES, "backend")?;
             }
         }
+        let extension_named = raw.python.extension.is_some()
+            || raw
+                .os
+                .values()
+                .any(|o| o.python.as_ref().is_some_and(|p| p.extension.is_some()));
+        let extension_used = raw.python.from == Some(crate::PythonFrom::Extension)
+            || raw.os.values().any(|o| {
+                o.python.as_ref().and_then(|p| p.from) == Some(crate::PythonFrom::Extension)
+            });
+        if extension_used && !extension_named {
+            return Err(self.err(
+                0..0,
+                "`from = \"extension\"` needs a `[python.extension]` table",
+                "",
+                Some("say which module rocbuild compiles: module, sources, package (docs/recipes.md)".into()),
+            ));
+        }
         if raw.python.from == Some(crate::PythonFrom::Source) && raw.python.dir.is_none() {
             return Err(self.err(
                 0..0,
@@ -361,6 +378,48 @@ impl Checker<'_> {
             for t in p.env.values().chain(p.dir.iter()) {
                 self.template(t)?;
             }
+            if let Some(e) = &p.extension {
+                self.extension(e)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `[python.extension]`: a dotted module name with a package, sources, templates.
+    fn extension(&self, e: &crate::schema::Extension) -> Result<(), RecipeError> {
+        let m = e.module.get_ref();
+        let ident = |p: &str| {
+            !p.is_empty()
+                && !p.starts_with(|c: char| c.is_ascii_digit())
+                && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        if !m.contains('.') || !m.split('.').all(ident) {
+            return Err(self.err(
+                e.module.span(),
+                format!("`module = \"{m}\"` is not a dotted module name inside a package"),
+                "not package.module",
+                Some(
+                    "name the module as Python imports it, such as module = \"ctranslate2._ext\""
+                        .into(),
+                ),
+            ));
+        }
+        if e.sources.is_empty() {
+            return Err(self.err(
+                e.module.span(),
+                "`[python.extension]` has no `sources`",
+                "no sources",
+                Some("list the module's C++ files as globs relative to the checkout, such as sources = [\"python/cpp/*.cc\"]".into()),
+            ));
+        }
+        for t in e
+            .sources
+            .iter()
+            .chain(&e.include)
+            .chain(&e.link)
+            .chain([&e.package])
+        {
+            self.template(t)?;
         }
         Ok(())
     }

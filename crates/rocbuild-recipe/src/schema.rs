@@ -388,6 +388,32 @@ pub enum PythonFrom {
     /// A wheel built from a directory of the checkout after the CMake install (its native
     /// extension links the libraries just built).
     Source,
+    /// A wheel rocbuild assembles itself: the checkout's pure-Python package plus the native
+    /// module compiled by a small CMake project rocbuild writes (pybind11), with the same
+    /// toolchain as the library. For when the package's own build cannot target this venv
+    /// (setuptools on Linux cannot compile for a Windows venv). `[python.extension]` says what.
+    Extension,
+}
+
+/// `[python.extension]`: the native module of a `from = "extension"` Python part.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Extension {
+    /// The module's dotted name (`ctranslate2._ext`): its package is where it is installed.
+    pub module: Text,
+    /// Its C++ sources: CMake globs relative to the checkout (`python/cpp/*.cc`).
+    pub sources: Vec<Text>,
+    /// The pure-Python package, a directory of the checkout copied whole (`python/ctranslate2`).
+    pub package: Text,
+    /// Include directories (templates: `{prefix}/include`).
+    #[serde(default)]
+    pub include: Vec<Text>,
+    /// Libraries linked, by name, found in `{prefix}/lib` (`ctranslate2`).
+    #[serde(default)]
+    pub link: Vec<Text>,
+    /// The C++ standard (default 17).
+    #[serde(default)]
+    pub cxx_standard: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -399,6 +425,8 @@ pub struct Python {
     /// Environment of the wheel build (`CTRANSLATE2_ROOT = "{prefix}"`).
     #[serde(default)]
     pub env: BTreeMap<String, Text>,
+    /// For `from = "extension"`: the native module rocbuild compiles.
+    pub extension: Option<Extension>,
 }
 
 /// The tables an overlay may change. Maps merge key by key, lists append, scalars replace.

@@ -416,19 +416,30 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
             }))
             .unwrap_or_default(),
         ),
-        (
-            format!("{di}/WHEEL"),
-            format!(
-                "Wheel-Version: 1.0\nGenerator: rocbuild {}\nRoot-Is-Purelib: false\nTag: {}-{}-{}\n",
-                env!("CARGO_PKG_VERSION"),
-                tags.python,
-                tags.abi,
-                tags.platform
-            )
-            .into_bytes(),
-        ),
+        (format!("{di}/WHEEL"), wheel_file(tags).into_bytes()),
     ];
 
+    let path = write_wheel(out, &name, &version, tags, &files, &generated)?;
+    Ok(Built {
+        path,
+        version,
+        requires_torch,
+        files: files.len() + generated.len() + 1,
+    })
+}
+
+/// Write `{name}-{version}-{tags}.whl` into `out`: the `files` (path in the wheel, file on
+/// disk), then the `generated` ones (path, bytes; the dist-info's METADATA and WHEEL among
+/// them), then RECORD with every file's hash. Written to a `.partial` file renamed at the end.
+pub fn write_wheel(
+    out: &Path,
+    name: &str,
+    version: &str,
+    tags: &Tags,
+    files: &[(String, PathBuf)],
+    generated: &[(String, Vec<u8>)],
+) -> Result<PathBuf> {
+    let di = format!("{name}-{version}.dist-info");
     fs_err::create_dir_all(out).map_err(VenvError::io("create", out))?;
     let path = out.join(format!(
         "{name}-{version}-{}-{}-{}.whl",
@@ -461,11 +472,11 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
             ));
             Ok(())
         };
-    for (rel, p) in &files {
+    for (rel, p) in files {
         let bytes = fs_err::read(p).map_err(VenvError::io("read", p))?;
         add(&mut z, rel, &bytes, file_mode(p))?;
     }
-    for (rel, bytes) in &generated {
+    for (rel, bytes) in generated {
         add(&mut z, rel, bytes, 0o644)?;
     }
     record_out.push_str(&format!("{di}/RECORD,,\n"));
@@ -477,12 +488,18 @@ pub fn build_wheel(site: &Path, recipe: &str, tags: &Tags, out: &Path) -> Result
         .map_err(VenvError::io("write", &tmp))?;
     z.finish().map_err(zerr)?;
     fs_err::rename(&tmp, &path).map_err(VenvError::io("write", &path))?;
-    Ok(Built {
-        path,
-        version,
-        requires_torch,
-        files: files.len() + generated.len() + 1,
-    })
+    Ok(path)
+}
+
+/// The WHEEL file of a platform wheel made by rocbuild.
+pub fn wheel_file(tags: &Tags) -> String {
+    format!(
+        "Wheel-Version: 1.0\nGenerator: rocbuild {}\nRoot-Is-Purelib: false\nTag: {}-{}-{}\n",
+        env!("CARGO_PKG_VERSION"),
+        tags.python,
+        tags.abi,
+        tags.platform
+    )
 }
 
 #[cfg(unix)]

@@ -21,6 +21,7 @@ mod libraries;
 mod needs;
 pub(crate) mod pip;
 pub mod prebuilt;
+pub mod python_ext;
 mod python_part;
 mod release;
 mod source;
@@ -254,6 +255,7 @@ pub fn plan(
         &vars,
         &source,
         &configured.build_dir,
+        &configured.configure,
         tools.as_ref(),
     )?
     .map(|p| same_compiler(p, compiler.as_ref()));

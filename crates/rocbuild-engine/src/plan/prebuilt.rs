@@ -365,6 +365,7 @@ pub fn install_plan(plan: &Plan, machine: &Machine, chosen: PrebuiltInstall) -> 
             .cloned(),
         version,
         build: None,
+        extension: None,
         install,
         target,
     });

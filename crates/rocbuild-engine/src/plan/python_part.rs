@@ -26,6 +26,9 @@ pub struct PythonPart {
     pub replaces: Option<String>,
     /// For a package built from the checkout: `pip wheel` into the build tree.
     pub build: Option<Command>,
+    /// For `from = "extension"`: rocbuild's build of the module and the wheel it assembles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extension: Option<super::python_ext::ExtensionBuild>,
     /// `pip install --target` into the transaction's staging directory.
     pub install: Command,
     pub target: PathBuf,
@@ -40,6 +43,7 @@ pub fn plan(
     vars: &BTreeMap<String, String>,
     source: &SourcePlan,
     build_dir: &Path,
+    library_configure: &Command,
     tools: Option<&ToolsPlan>,
 ) -> Result<Option<PythonPart>> {
     let os = machine.target.platform.os;
@@ -65,6 +69,7 @@ pub fn plan(
                 version: version.clone(),
                 replaces: installed.clone(),
                 build: None,
+                extension: None,
                 install: pip::install_into(&pip, py, os, &target, true)
                     .arg(format!("{}=={version}", raw.package.distribution)),
                 target,
@@ -82,7 +87,7 @@ pub fn plan(
                     machine.target.platform.os.as_str()
                 ),
                 help: format!(
-                    "build {} on Windows itself (rocbuild uses MSVC there); from Linux, only recipes whose Python part comes from the index (such as torchcodec) build for Windows so far",
+                    "build {} on Windows itself (rocbuild uses MSVC there), or give the recipe a Python part rocbuild compiles with the same toolchain: `[python] from = \"extension\"` and a `[python.extension]` table (docs/recipes.md)",
                     recipe.name()
                 ),
             });
@@ -121,6 +126,46 @@ pub fn plan(
                 version: version.clone(),
                 replaces: installed.clone(),
                 build: Some(build),
+                extension: None,
+                install,
+                target,
+            })
+        }
+        PythonFrom::Extension => {
+            let Some(ext) = &resolved.python_extension else {
+                return Err(crate::error::EngineError::Usage {
+                    option: "recipe".into(),
+                    reason: format!("{} says `[python] from = \"extension\"` but has no `[python.extension]` for {}", recipe.name(), os.as_str()),
+                    help: Some("add the table: module, sources, package (docs/recipes.md)".into()),
+                });
+            };
+            let x = super::python_ext::plan(super::python_ext::Inputs {
+                recipe,
+                machine,
+                version: &version,
+                ext,
+                vars,
+                source,
+                build_dir,
+                library_configure,
+                tools,
+            })?;
+            let pip = pip::installer(py, &what)?;
+            let target = join(
+                machine.venv_path_os(),
+                &py.site_packages,
+                &rocbuild_venv::layout::PIP_TARGET,
+            );
+            let install = pip::install_into(&pip, py, os, &target, true)
+                .args(["--no-index", "--find-links"])
+                .arg(x.wheel_dir.display().to_string())
+                .arg(format!("{}=={version}", raw.package.distribution));
+            Some(PythonPart {
+                distribution: raw.package.distribution.clone(),
+                version: version.clone(),
+                replaces: installed.clone(),
+                build: None,
+                extension: Some(x),
                 install,
                 target,
             })
@@ -144,9 +189,19 @@ mod tests {
         };
         let res = Resolved::default();
         let vars = BTreeMap::new();
-        let pp = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
-            .unwrap()
-            .expect("not installed: pip fetches it");
+        let pp = plan(
+            &r,
+            &m,
+            "0.9.1",
+            &res,
+            &vars,
+            &src,
+            Path::new("/b"),
+            &Command::new("cmake"),
+            None,
+        )
+        .unwrap()
+        .expect("not installed: pip fetches it");
         assert_eq!(pp.replaces, None);
         assert!(pp.install.args.contains(&"torchcodec==0.9.1".to_string()));
         assert_eq!(
@@ -157,18 +212,36 @@ mod tests {
             .python
             .distributions
             .insert("torchcodec".into(), "0.9.1".into());
-        assert!(
-            plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
-                .unwrap()
-                .is_none()
-        );
+        assert!(plan(
+            &r,
+            &m,
+            "0.9.1",
+            &res,
+            &vars,
+            &src,
+            Path::new("/b"),
+            &Command::new("cmake"),
+            None
+        )
+        .unwrap()
+        .is_none());
         m.target
             .python
             .distributions
             .insert("torchcodec".into(), "0.8.0".into());
-        let pp = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
-            .unwrap()
-            .unwrap();
+        let pp = plan(
+            &r,
+            &m,
+            "0.9.1",
+            &res,
+            &vars,
+            &src,
+            Path::new("/b"),
+            &Command::new("cmake"),
+            None,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(pp.replaces.as_deref(), Some("0.8.0"));
     }
 
@@ -192,6 +265,7 @@ mod tests {
             &BTreeMap::new(),
             &src,
             Path::new("/b"),
+            &Command::new("cmake"),
             None,
         )
         .unwrap()
@@ -211,15 +285,36 @@ mod tests {
             dir: PathBuf::from("/src"),
         };
         let (res, vars) = (Resolved::default(), BTreeMap::new());
-        let e = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None).unwrap_err();
+        let e = plan(
+            &r,
+            &m,
+            "0.9.1",
+            &res,
+            &vars,
+            &src,
+            Path::new("/b"),
+            &Command::new("cmake"),
+            None,
+        )
+        .unwrap_err();
         assert!(
             matches!(&e, crate::error::EngineError::NoPip { what, .. } if what == "the Python part of torchcodec"),
             "{e}"
         );
         m.target.python.installer.uv = Some(PathBuf::from("/usr/local/bin/uv"));
-        let pp = plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
-            .unwrap()
-            .unwrap();
+        let pp = plan(
+            &r,
+            &m,
+            "0.9.1",
+            &res,
+            &vars,
+            &src,
+            Path::new("/b"),
+            &Command::new("cmake"),
+            None,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(pp.install.program, PathBuf::from("/usr/local/bin/uv"));
         assert!(pp.install.args.contains(&"torchcodec==0.9.1".to_string()));
         // Installed already at that version: nothing to install, no pip needed.
@@ -228,10 +323,18 @@ mod tests {
             .python
             .distributions
             .insert("torchcodec".into(), "0.9.1".into());
-        assert!(
-            plan(&r, &m, "0.9.1", &res, &vars, &src, Path::new("/b"), None)
-                .unwrap()
-                .is_none()
-        );
+        assert!(plan(
+            &r,
+            &m,
+            "0.9.1",
+            &res,
+            &vars,
+            &src,
+            Path::new("/b"),
+            &Command::new("cmake"),
+            None
+        )
+        .unwrap()
+        .is_none());
     }
 }
