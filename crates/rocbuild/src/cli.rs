@@ -88,11 +88,20 @@ pub enum Command {
     /// Make an installed prebuilt package load without rebuilding it, when what stops it is
     /// that its libraries cannot find theirs (RUNPATH / LC_RPATH + ad-hoc signature).
     Repair(RepairArgs),
+    /// Print the shell completion script for SHELL (bash: `rocbuild completions bash >
+    /// ~/.local/share/bash-completion/completions/rocbuild`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print rocbuild's man page (roff: `rocbuild man > rocbuild.1; man ./rocbuild.1`).
+    Man,
 }
 
 #[derive(Debug, Args)]
 pub struct VenvArg {
-    /// The venv [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then ./.venv].
+    /// The venv [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then the venv rocbuild is
+    /// installed in (never uv's or pipx's own tool environment), then ./.venv].
     #[arg(long, value_name = "PATH")]
     pub venv: Option<PathBuf>,
 }
@@ -282,7 +291,8 @@ pub struct RepairArgs {
     /// Packages to repair, by their directory under site-packages [default: torchcodec and ctranslate2, when installed].
     #[arg(value_name = "PKG")]
     pub packages: Vec<String>,
-    /// The venv [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then ./.venv].
+    /// The venv [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then the venv rocbuild is
+    /// installed in (never uv's or pipx's own tool environment), then ./.venv].
     #[arg(long, value_name = "PATH")]
     pub venv: Option<PathBuf>,
     /// More directories a needed library may be in: Homebrew's lib, an FFmpeg's lib, an SDK's lib (repeatable).
@@ -351,7 +361,8 @@ pub struct BuildArgs {
     /// The recipe to build (see `rocbuild recipes`).
     #[arg(required = true)]
     pub recipe: Option<String>,
-    /// The venv to install into [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then ./.venv].
+    /// The venv to install into [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then the venv
+    /// rocbuild is installed in (never uv's or pipx's own tool environment), then ./.venv].
     #[arg(long, value_name = "PATH")]
     pub venv: Option<PathBuf>,
     /// Release to build [default: the newest one compatible with the installed torch].

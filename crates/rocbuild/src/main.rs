@@ -5,6 +5,7 @@ mod cli;
 #[macro_use]
 mod out;
 mod commands;
+mod reference;
 mod settings;
 
 use std::process::ExitCode;
@@ -284,6 +285,14 @@ fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Some(Command::Deps(a)) => doctor::deps(&a),
         Some(Command::Bundle(a)) => doctor::bundle(&a),
         Some(Command::Repair(a)) => doctor::repair(&a),
+        Some(Command::Completions { shell }) => {
+            reference::completions(shell, &mut std::io::stdout()).into_diagnostic()?;
+            Ok(ExitStatus::Success)
+        }
+        Some(Command::Man) => {
+            reference::man(&mut std::io::stdout()).into_diagnostic()?;
+            Ok(ExitStatus::Success)
+        }
         None => build::build(&load_recipes(g)?, &cli.build, g),
     }
 }
