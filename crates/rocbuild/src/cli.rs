@@ -88,13 +88,19 @@ pub enum Command {
     /// Make an installed prebuilt package load without rebuilding it, when what stops it is
     /// that its libraries cannot find theirs (RUNPATH / LC_RPATH + ad-hoc signature).
     Repair(RepairArgs),
-    /// Print the shell completion script for SHELL (bash: `rocbuild completions bash >
-    /// ~/.local/share/bash-completion/completions/rocbuild`).
+    /// Print the shell completion script for SHELL.
+    ///
+    /// bash: `rocbuild completions bash > ~/.local/share/bash-completion/completions/rocbuild`;
+    /// zsh: into a directory of your `fpath` as `_rocbuild`; fish:
+    /// `~/.config/fish/completions/rocbuild.fish`; PowerShell: add `rocbuild completions
+    /// powershell | Out-String | Invoke-Expression` to your profile.
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print rocbuild's man page (roff: `rocbuild man > rocbuild.1; man ./rocbuild.1`).
+    /// Print rocbuild's man page (roff).
+    ///
+    /// `rocbuild man > rocbuild.1 && man ./rocbuild.1`
     Man,
 }
 
