@@ -24,6 +24,7 @@ mod plans;
 mod plans_gpu;
 mod publish;
 mod python_extension;
+mod python_wheel;
 mod real_torch;
 mod real_wheels;
 mod repair;

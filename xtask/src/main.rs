@@ -9,6 +9,7 @@ mod bench_readers;
 mod bench_status;
 mod chroots;
 mod fuzz;
+mod release;
 mod setup;
 mod upstream;
 mod util;
@@ -34,6 +35,8 @@ commands:
                   the releases each recipe's git source has tagged that the recipe does not
                   know yet (git ls-remote of $ROCBUILD_MIRROR's copy or the network); exit 1
                   when a recipe is behind
+  wheel           rocbuild's own manylinux wheel (maturin --zig, checked by auditwheel) in
+                  cache/dist, and the release workflow linted with actionlint; part of `test`
   bench [--only d,e,f]
                   benchmarks: rocbuild vs bare cmake (a), no-op rerun (b), status on the
                   real torch (c), deps vs ldd and the Windows DLLs (d), doctor vs a bare
@@ -78,6 +81,10 @@ fn main() -> ExitCode {
         Some("chroots") => chroots::setup(setup::is_root(), &args[1..]).map(|_| ExitCode::SUCCESS),
         Some("windows") => windows::main().map(|_| ExitCode::SUCCESS),
         Some("upstream") => upstream::upstream(&args[1..]),
+        Some("wheel") => release::prepare().map(|w| {
+            println!("{}", w.display());
+            ExitCode::SUCCESS
+        }),
         Some("bench") => bench::bench(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("fuzz") => fuzz::fuzz(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("soak") => soak(&args[1..]),

@@ -69,6 +69,8 @@ pub struct Prepared {
     pub venv: PathBuf,
     pub chroots: Vec<(&'static str, crate::chroots::Outcome)>,
     pub windows: crate::chroots::Outcome,
+    /// rocbuild's own manylinux wheel (`pip install rocbuild`).
+    pub py_wheel: PathBuf,
 }
 
 /// Set everything up.
@@ -79,10 +81,12 @@ pub fn setup() -> Result<Prepared> {
     let venv = torch_venv()?;
     let chroots = crate::chroots::setup(is_root(), &[])?;
     let windows = crate::windows::outcome(&venv.join("bin/python"));
+    let py_wheel = crate::release::prepare()?;
     Ok(Prepared {
         venv,
         chroots,
         windows,
+        py_wheel,
     })
 }
 
@@ -178,7 +182,8 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     cmd.current_dir(workspace_root())
         .args(["test", "--workspace"])
         .args(extra)
-        .env("ROCBUILD_TEST_TORCH_VENV", &p.venv);
+        .env("ROCBUILD_TEST_TORCH_VENV", &p.venv)
+        .env("ROCBUILD_TEST_PY_WHEEL", &p.py_wheel);
     let windows = [("ROCBUILD_TEST_WINDOWS", &p.windows)];
     for (var, outcome) in p.chroots.iter().map(|(v, o)| (*v, o)).chain(windows) {
         match outcome {
