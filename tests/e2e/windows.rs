@@ -615,3 +615,101 @@ fn repair_makes_the_real_windows_torchcodec_find_ffmpeg_under_wine() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(!site.join("_rocbuild_preload_torchcodec.py").exists());
 }
+
+/// A venv with PyPI's `intel-openmp` installed as pip does on Windows: its data files into
+/// the venv's `Library\`, its dist-info into site-packages.
+fn install_intel_openmp(w: &World, venv: &Path) {
+    let tmp = tempfile::tempdir().unwrap();
+    unpack(&w.wheel("intel-openmp==2026.2.0"), tmp.path());
+    for e in std::fs::read_dir(tmp.path()).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".data") {
+            run(Command::new("cp")
+                .arg("-r")
+                .arg(format!("{}/data/.", e.path().display()))
+                .arg(venv));
+        } else {
+            run(Command::new("cp")
+                .arg("-r")
+                .arg(e.path())
+                .arg(venv.join("Lib/site-packages")));
+        }
+    }
+}
+
+/// CTranslate2 4.8.1 for a Windows venv, from Linux: the C++ library with Intel's OpenMP and
+/// oneDNN (built from source for Windows, statically), its Python module compiled by
+/// rocbuild's own CMake project (`[python] from = "extension"`), installed over PyPI's
+/// ctranslate2 wheel, and verified by rocbuild under Wine: a random-weights model generates,
+/// and the Generator is destroyed (the Ruy / no-OpenMP build hangs there) so python.exe exits.
+/// Needs the CTranslate2 and oneDNN sources as git mirrors (local only: about 20 minutes on
+/// two cores, oneDNN being 15 of them).
+#[test]
+fn the_real_ctranslate2_is_built_for_the_windows_venv_and_generates_under_wine() {
+    let Some(w) = world() else { return };
+    let Some(mirror) = std::env::var_os("ROCBUILD_TEST_MIRROR")
+        .map(PathBuf::from)
+        .filter(|m| {
+            m.join("github.com/OpenNMT/CTranslate2.git").is_dir()
+                && m.join("github.com/uxlfoundation/oneDNN.git").is_dir()
+        })
+    else {
+        eprintln!("SKIPPED: no CTranslate2 + oneDNN mirror under $ROCBUILD_TEST_MIRROR");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = windows_venv(&w, tmp.path());
+    let site = venv.join("Lib").join("site-packages");
+    unpack(&w.wheel("ctranslate2==4.8.1"), &site);
+    install_intel_openmp(&w, &venv);
+    let mut e = env(&w);
+    e.push(("ROCBUILD_MIRROR", mirror.display().to_string()));
+    e.push(("PIP_NO_INDEX", "1".into()));
+    e.push(("PIP_FIND_LINKS", w.wheels.display().to_string()));
+    let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let cache = std::env::var("ROCBUILD_TEST_CT2_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| tmp.path().join("cache"));
+    let out = rocbuild(
+        &[
+            "ctranslate2",
+            "--version",
+            "4.8.1",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+            "--winsysroot",
+            w.sysroot.to_str().unwrap(),
+            "--python-headers",
+            w.headers.to_str().unwrap(),
+        ],
+        &e,
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    eprintln!("{}", out.stdout);
+    assert!(
+        out.stdout.contains("ctranslate2 4.8.1 generated t1 t2"),
+        "{}",
+        out.stdout
+    );
+    let dll = site.join("ctranslate2/ctranslate2.dll");
+    let imports = rocbuild_native::read_binary(&dll).unwrap().needed;
+    assert!(
+        imports
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case("libiomp5md.dll")),
+        "{imports:?}"
+    );
+    assert!(
+        !imports
+            .iter()
+            .any(|n| n.to_ascii_lowercase().starts_with("dnnl")),
+        "oneDNN is linked statically: {imports:?}"
+    );
+    assert!(site.join("ctranslate2/_ext.cp311-win_amd64.pyd").is_file());
+    // PyPI's copies of what the build replaces are gone (its libiomp5md.dll is the venv's now).
+    assert!(!site.join("ctranslate2/cudnn64_9.dll").exists());
+    let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &e);
+    assert_eq!(st.code, 0, "{}\n{}", st.stdout, st.stderr);
+}

@@ -8,6 +8,13 @@ use crate::step::RunLog;
 pub fn prepare(c: &CrossPlan, log: &mut RunLog) -> Result<()> {
     write_if_changed(&c.toolchain_file, &c.toolchain)?;
     log.note(&format!("toolchain file -> {}", c.toolchain_file.display()));
+    if let Some((link, sdk)) = &c.sdk_include_link {
+        if std::fs::read_link(link).ok().as_ref() != Some(sdk) {
+            let _ = std::fs::remove_file(link);
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(sdk, link).map_err(EngineError::io("link", link))?;
+        }
+    }
     let Some(make) = &c.make_python_lib else {
         return Ok(());
     };

@@ -58,6 +58,11 @@ pub fn search_dirs(platform: &Platform, sdks: &[RocmSdk], venv: Option<&Path>) -
     if let Some(v) = venv {
         d.include.push(v.join("include"));
         d.lib.push(v.join("lib"));
+        // On Windows their data goes under `Library\` (intel-openmp, mkl-static, as conda).
+        if platform.os == Os::Windows {
+            d.include.push(v.join("Library").join("include"));
+            d.lib.push(v.join("Library").join("lib"));
+        }
     }
     for v in ["CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"] {
         d.include.extend(env_dirs(v));

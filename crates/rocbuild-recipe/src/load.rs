@@ -301,6 +301,12 @@ impl Checker<'_> {
         for v in d.define.values() {
             self.template(v)?;
         }
+        for (os, o) in &d.os {
+            self.key_in(os, OS_NAMES, "operating system")?;
+            for v in o.define.values() {
+                self.template(v)?;
+            }
+        }
         Ok(())
     }
 

@@ -92,6 +92,17 @@ pub struct Dependency {
     /// build another value: `{ WITH_DNNL = "ON" }`.
     #[serde(default)]
     pub when: BTreeMap<String, String>,
+    /// `[dependency.NAME.os.windows.define]`: defines added (or replaced) for one OS.
+    #[serde(default)]
+    pub os: BTreeMap<Text, DependencyOs>,
+}
+
+/// `[dependency.NAME.os.<os>]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DependencyOs {
+    #[serde(default)]
+    pub define: BTreeMap<String, Text>,
 }
 
 /// `[wheel-compiler]`: `linux = "gcc 14"` (a family — gcc, clang, apple-clang, msvc — and a

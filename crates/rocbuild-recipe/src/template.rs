@@ -160,13 +160,14 @@ pub fn is_known(name: &str) -> bool {
     VARIABLES.iter().any(|(n, _)| *n == name) || library_variable(name).is_some()
 }
 
-/// `lib.NAME.include` / `lib.NAME.dir`: where an optional `[[needs.library]]` NAME was found
-/// (the include directory its first header is in, the directory of its library), set when it
-/// is used (`[with.NAME]`).
+/// `lib.NAME.include` / `lib.NAME.dir` / `lib.NAME.bin`: where a `[[needs.library]]` NAME was
+/// found (the include directory its first header is in, the directory of its library, and the
+/// `bin` beside that, where Windows keeps DLLs); an optional one only when it is used
+/// (`[with.NAME]`).
 pub fn library_variable(name: &str) -> Option<(&str, &str)> {
     let rest = name.strip_prefix("lib.")?;
     let (lib, what) = rest.rsplit_once('.')?;
-    (!lib.is_empty() && matches!(what, "include" | "dir")).then_some((lib, what))
+    (!lib.is_empty() && matches!(what, "include" | "dir" | "bin")).then_some((lib, what))
 }
 
 #[cfg(test)]

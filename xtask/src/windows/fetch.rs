@@ -27,7 +27,13 @@ const SINGLE: &[&str] = &[
     // A build tool TorchCodec's recipe installs with the host's pip (the tests run offline
     // from this directory).
     "pybind11==3.1.0",
+    // Intel's OpenMP runtime (Library/lib/libiomp5md.lib, Library/bin/libiomp5md.dll):
+    // CTranslate2's threads on Windows.
+    INTEL_OPENMP,
 ];
+
+/// What `pip install intel-openmp` puts into a Windows venv's `Library\`.
+pub const INTEL_OPENMP: &str = "intel-openmp==2026.2.0";
 
 /// numpy < 2, which imports under Wine 8 (numpy 2.x calls C99 complex functions at import,
 /// and Wine 8's ucrtbase aborts in them); 1.26.4 is the last 1.x and has cp311 wheels.
@@ -173,6 +179,7 @@ fn dist_matches(file: &str, norm: &str, version: Option<&str>) -> bool {
         let tags_ok = [
             format!("{PY_TAG}-{PY_TAG}-win_amd64.whl"),
             "abi3-win_amd64.whl".into(),
+            "none-win_amd64.whl".into(),
             "none-any.whl".into(),
         ]
         .iter()

@@ -37,6 +37,9 @@ pub struct CrossPlan {
     /// value replaces the INIT one).
     pub compile_flags: String,
     pub link_flags: String,
+    /// A link with no space in its path to the SDK's `Include/<version>` (`Windows Kits` has
+    /// one, and CMake's llvm-rc step splits `/I` paths at spaces): (link, SDK directory).
+    pub sdk_include_link: Option<(PathBuf, PathBuf)>,
 }
 
 /// An import library made from a DLL's exports (`.def`, then `llvm-dlltool`).
@@ -156,7 +159,22 @@ pub fn plan(recipe: &str, machine: &Machine, ctx: &Context) -> Result<Option<Cro
         }
     };
     let (compile_flags, link_flags) = flags(cross);
-    let toolchain = toolchain_file(cross, &compile_flags, &link_flags);
+    let sdk_include_link = sdk_include(cross).map(|sdk| {
+        let link = join(
+            host_os,
+            &ctx.cache,
+            &[
+                "cross",
+                &format!(
+                    "winsdk-include-{}",
+                    &hash_hex(&[&sdk.display().to_string()])[..12]
+                ),
+            ],
+        );
+        (link, sdk)
+    });
+    let rc = sdk_include_link.as_ref().map(|(l, _)| l.as_path());
+    let toolchain = toolchain_file(cross, &compile_flags, &link_flags, rc);
     let toolchain_file = join(
         host_os,
         &ctx.cache,
@@ -183,7 +201,20 @@ pub fn plan(recipe: &str, machine: &Machine, ctx: &Context) -> Result<Option<Cro
         host_python,
         compile_flags,
         link_flags,
+        sdk_include_link,
     }))
+}
+
+/// The newest `Windows Kits/10/Include/<version>` of the sysroot.
+fn sdk_include(c: &CrossWindows) -> Option<PathBuf> {
+    let dir = c.winsysroot.as_ref()?.join("Windows Kits/10/Include");
+    std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.path().join("um").is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .max_by(|a, b| rocbuild_probe::natural_key(a).cmp(&rocbuild_probe::natural_key(b)))
+        .map(|v| dir.join(v))
 }
 
 /// The verification as it runs here: a Windows venv's Python under Wine; without Wine, none,
@@ -256,7 +287,7 @@ fn problems(cross: &CrossWindows, machine: &Machine) -> Vec<(String, String)> {
 
 /// The toolchain file: Windows on x86_64, clang-cl for C and C++, lld-link, llvm-lib,
 /// llvm-rc, llvm-mt (or no manifest), and the sysroot for every compile and link.
-fn toolchain_file(c: &CrossWindows, compile: &str, link: &str) -> String {
+fn toolchain_file(c: &CrossWindows, compile: &str, link: &str, rc: Option<&Path>) -> String {
     let p = |t: &Option<PathBuf>| {
         t.as_ref()
             .map(|p| p.display().to_string())
@@ -284,6 +315,13 @@ fn toolchain_file(c: &CrossWindows, compile: &str, link: &str) -> String {
     );
     if let Some(mt) = &c.llvm_mt {
         s.push_str(&format!("set(CMAKE_MT \"{}\")\n", mt.display()));
+    }
+    // Resource scripts (`version.rc`) include winver.h: the SDK's um/ and shared/.
+    if let Some(l) = rc {
+        s.push_str(&format!(
+            "set(CMAKE_RC_FLAGS_INIT \"/I{0}/um /I{0}/shared\")\n",
+            l.display()
+        ));
     }
     s
 }
@@ -347,7 +385,39 @@ mod tests {
             host_python: "/usr/bin/python3.11".into(),
             compile_flags: "--target=x86_64-pc-windows-msvc /winsysroot/sys".into(),
             link_flags: "/winsysroot:/sys".into(),
+            sdk_include_link: None,
         }
+    }
+
+    /// Resource scripts include winver.h from the newest SDK; its path goes through a link with
+    /// no space (CMake's llvm-rc step splits `/I` values at spaces: "Windows Kits").
+    #[test]
+    fn resource_scripts_find_the_newest_sdk_through_a_path_without_spaces() {
+        let t = tempfile::tempdir().unwrap();
+        let inc = t.path().join("Windows Kits/10/Include");
+        for v in ["10.0.9600.0", "10.0.26100.0", "10.0.22621.0"] {
+            std::fs::create_dir_all(inc.join(v).join("um")).unwrap();
+        }
+        std::fs::create_dir_all(inc.join("10.0.99999.0")).unwrap(); // no um/: not an SDK
+        let c = CrossWindows {
+            llvm: "19".into(),
+            clang_cl: None,
+            lld_link: None,
+            llvm_lib: None,
+            llvm_rc: None,
+            llvm_mt: None,
+            llvm_dlltool: None,
+            llvm_readobj: None,
+            winsysroot: Some(t.path().to_path_buf()),
+            winsysroot_from: None,
+            wine: None,
+        };
+        assert_eq!(sdk_include(&c), Some(inc.join("10.0.26100.0")));
+        let text = toolchain_file(&c, "", "", Some(Path::new("/cache/cross/winsdk-include-1")));
+        assert!(
+            text.contains("set(CMAKE_RC_FLAGS_INIT \"/I/cache/cross/winsdk-include-1/um /I/cache/cross/winsdk-include-1/shared\")"),
+            "{text}"
+        );
     }
 
     /// A flags variable the recipe or the user sets replaces the toolchain's INIT value in

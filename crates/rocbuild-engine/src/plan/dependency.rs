@@ -67,15 +67,19 @@ impl DependencyPlan {
 
 /// The commands that build each dependency the recipe has for this target, with the package
 /// build's compilers, cmake and ninja. `vars` expands templates in their defines.
+/// A Windows venv built from another OS: the dependency gets the package's cross toolchain.
+pub type Cross<'a> = Option<(&'a super::cross::CrossPlan, &'a rocbuild_probe::Machine)>;
+
 pub fn plan(
     deps: &[(&str, &Dependency)],
     toolset: &Toolset,
     vars: &BTreeMap<String, String>,
     ctx: &Context,
     os: Os,
+    cross: Cross,
 ) -> Result<Vec<DependencyPlan>> {
     deps.iter()
-        .map(|(name, d)| one(name, d, toolset, vars, ctx, os))
+        .map(|(name, d)| one(name, d, toolset, vars, ctx, os, cross))
         .collect()
 }
 
@@ -86,12 +90,20 @@ fn one(
     vars: &BTreeMap<String, String>,
     ctx: &Context,
     os: Os,
+    cross: Cross,
 ) -> Result<DependencyPlan> {
     let url = expand(d.git.get_ref(), vars)?;
     let tag = expand(d.tag.get_ref(), vars)?;
     let commit = d.commit.get_ref().to_ascii_lowercase();
     let mut define: BTreeMap<String, String> = BTreeMap::new();
     for (k, v) in &d.define {
+        define.insert(k.clone(), expand(v.get_ref(), vars)?);
+    }
+    for (k, v) in
+        d.os.iter()
+            .filter(|(o, _)| o.get_ref() == os.as_str())
+            .flat_map(|(_, o)| &o.define)
+    {
         define.insert(k.clone(), expand(v.get_ref(), vars)?);
     }
     // Linked into the package's shared library: static, position-independent, in `lib/`.
@@ -102,11 +114,17 @@ fn one(
     ] {
         define.entry(k.into()).or_insert(v.into());
     }
-    define.insert("CMAKE_C_COMPILER".into(), toolset.cc.display().to_string());
-    define.insert(
-        "CMAKE_CXX_COMPILER".into(),
-        toolset.cxx.display().to_string(),
-    );
+    match cross {
+        // The toolchain file names the compilers; the target and sysroot flags go in front.
+        Some((c, machine)) => super::cross::defines(c, machine, &mut define),
+        None => {
+            define.insert("CMAKE_C_COMPILER".into(), toolset.cc.display().to_string());
+            define.insert(
+                "CMAKE_CXX_COMPILER".into(),
+                toolset.cxx.display().to_string(),
+            );
+        }
+    }
     define.insert(
         "CMAKE_MAKE_PROGRAM".into(),
         toolset.ninja.display().to_string(),
@@ -254,7 +272,7 @@ mod tests {
         let mut c = ctx(Os::Linux);
         c.cache = cache.path().to_path_buf();
         let vars = BTreeMap::new();
-        let p = |cxx: &str| plan(&deps, &toolset(cxx), &vars, &c, Os::Linux).unwrap();
+        let p = |cxx: &str| plan(&deps, &toolset(cxx), &vars, &c, Os::Linux, None).unwrap();
         let (a, b, other) = (
             p("/usr/bin/g++-14"),
             p("/usr/bin/g++-14"),
@@ -272,6 +290,7 @@ mod tests {
             &vars,
             &c,
             Os::Linux,
+            None,
         )
         .unwrap();
         assert_ne!(a[0].key, changed[0].key);

@@ -217,8 +217,16 @@ pub fn plan(
     if let Some(t) = &tools {
         vars.insert("tools".into(), t.dir.display().to_string());
     }
-    let mut dependencies = dependency::plan(&dependencies, &toolset, &vars, ctx, os)?;
-    dependency::provide(&dependencies, os, &mut libraries, &mut vars);
+    let mut dependencies = dependency::plan(
+        &dependencies,
+        &toolset,
+        &vars,
+        ctx,
+        os,
+        cross.as_ref().map(|c| (c, machine)),
+    )?;
+    // Paths on this disk (a Windows venv built here keeps its files on this host).
+    dependency::provide(&dependencies, ctx.host_os, &mut libraries, &mut vars);
     let torch_cmake = torch_cmake::plan(recipe, machine, opts, &resolved, &ctx.cache);
     let hip_compat = hip_compat_of(&backend, &resolved, ctx);
     let ffmpeg = machine.target.ffmpeg.as_ref().filter(|_| needs.ffmpeg);

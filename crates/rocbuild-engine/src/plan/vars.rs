@@ -41,6 +41,19 @@ pub fn of(
         vars.insert(k.to_string(), v);
     };
     set("jobs", ctx.jobs.max(1).to_string());
+    // Every `[[needs.library]]` found: where (a required one too: its overlays may point a
+    // CMake variable at it). `bin`: the directory beside `lib` where Windows keeps the DLLs.
+    for (name, f) in &machine.host.libraries {
+        if let Some(d) = &f.include_dir {
+            set(&format!("lib.{name}.include"), d.display().to_string());
+        }
+        if let Some(d) = &f.lib_dir {
+            set(&format!("lib.{name}.dir"), d.display().to_string());
+            if let Some(bin) = d.parent().map(|p| p.join("bin")) {
+                set(&format!("lib.{name}.bin"), bin.display().to_string());
+            }
+        }
+    }
     for l in libraries.iter().filter(|l| l.used) {
         set(&format!("{}.root", l.name), l.root.display().to_string());
         if let Some(d) = &l.include_dir {
