@@ -205,6 +205,17 @@ fn host_parts(os: Os) -> rocbuild_probe::HostParts {
                 },
             )
         })
+        // Windows: `pip install intel-openmp` in the venv (CTranslate2's OpenMP there).
+        .chain(win.then(|| {
+            (
+                "iomp5".to_string(),
+                rocbuild_probe::FoundLibrary {
+                    at: r"C:\venv\Library\lib\libiomp5md.lib".into(),
+                    include_dir: None,
+                    lib_dir: Some(r"C:\venv\Library\lib".into()),
+                },
+            )
+        }))
         .collect(),
     }
 }

@@ -27,6 +27,9 @@ const SINGLE: &[&str] = &[
     // A build tool TorchCodec's recipe installs with the host's pip (the tests run offline
     // from this directory).
     "pybind11==3.1.0",
+    // CTranslate2's recipe installs its build requirements (setuptools + wheel + pybind11)
+    // for the checkout's setup.py on other OSes.
+    "wheel==0.45.1", // 0.46 and later need packaging too
     // Intel's OpenMP runtime (Library/lib/libiomp5md.lib, Library/bin/libiomp5md.dll):
     // CTranslate2's threads on Windows.
     INTEL_OPENMP,

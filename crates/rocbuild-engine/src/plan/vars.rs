@@ -49,8 +49,11 @@ pub fn of(
         }
         if let Some(d) = &f.lib_dir {
             set(&format!("lib.{name}.dir"), d.display().to_string());
-            if let Some(bin) = d.parent().map(|p| p.join("bin")) {
-                set(&format!("lib.{name}.bin"), bin.display().to_string());
+            // Either separator: a Windows venv's path may be read on another OS.
+            let text = d.display().to_string();
+            if let Some((parent, _)) = text.trim_end_matches(['/', '\\']).rsplit_once(['/', '\\']) {
+                let sep = if text.contains('\\') && !text.contains('/') { '\\' } else { '/' };
+                set(&format!("lib.{name}.bin"), format!("{parent}{sep}bin"));
             }
         }
     }
