@@ -63,3 +63,56 @@ fn version_alone_is_rocbuilds_own_and_with_a_recipe_picks_the_release() {
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("--version"), "{}", out.stderr);
 }
+
+/// Every `$ rocbuild …` line of the README and the guides is a command line rocbuild accepts
+/// (its real parser: subcommands, flags, values), so a guide naming a flag that does not
+/// exist, or no longer does, fails the build.
+#[test]
+fn every_command_in_the_readme_and_the_guides_is_one_rocbuild_accepts() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut docs = vec![root.join("README.md")];
+    let guides = root.join("docs/guides");
+    let mut names: Vec<_> = std::fs::read_dir(&guides)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    docs.extend(names);
+    let mut checked = 0;
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).unwrap();
+        for line in text.lines() {
+            let Some(cmd) = line.trim().strip_prefix("$ ") else {
+                continue;
+            };
+            // `VAR=value rocbuild …`: the variables are the shell's.
+            let words: Vec<&str> = cmd
+                .split_whitespace()
+                .skip_while(|w| w.contains('=') && !w.starts_with('-'))
+                .collect();
+            if words.first() != Some(&"rocbuild") {
+                continue;
+            }
+            let out = rocbuild(&words[1..], &[("ROCBUILD_TEST_PARSE_ONLY", "1")]);
+            assert_eq!(
+                out.code,
+                0,
+                "{}: `{cmd}` is not a command line rocbuild accepts:\n{}",
+                doc.display(),
+                out.stderr
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 15,
+        "only {checked} command lines found in the guides"
+    );
+    // And a wrong one is caught.
+    let bad = rocbuild(
+        &["torchcodec", "--arhc", "gfx1201"],
+        &[("ROCBUILD_TEST_PARSE_ONLY", "1")],
+    );
+    assert_ne!(bad.code, 0);
+}

@@ -66,7 +66,7 @@ pub enum Breaks {
     Abi,
 }
 
-/// The overall answer of `doctor`, `deps` and `repair`, one exit code each (README "Exit
+/// The overall answer of `doctor`, `deps` and `repair`, one exit code each (docs/manual.md "Exit
 /// status"): 0, 1, 3, 4, 5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -17,7 +17,7 @@ use rocbuild_recipe::RecipeSet;
 
 use cli::{Cli, Command, FfmpegArgs, Global};
 
-/// How a run ended, the one place exit codes are decided (README: "Exit status").
+/// How a run ended, the one place exit codes are decided (docs/manual.md: "Exit status").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitStatus {
     /// 0: done, or all is well.
@@ -82,6 +82,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return command_line_error(e),
     };
+    if settings::test_hook(settings::ROCBUILD_TEST_PARSE_ONLY) == Some(1) {
+        return ExitCode::SUCCESS;
+    }
     let json = wants_json(&cli);
     if let Some(n) = settings::test_hook(settings::ROCBUILD_TEST_KILL_AFTER_STEP) {
         rocbuild_venv::txn_fs::arm_kill(n);

@@ -13,6 +13,9 @@ pub const ROCBUILD_MIRROR: &str = "ROCBUILD_MIRROR";
 /// TEST ONLY: SIGKILL the process right after the N-th filesystem step of an install, so the
 /// crash-safety test can stop a real run at every step. Never set it otherwise.
 pub const ROCBUILD_TEST_KILL_AFTER_STEP: &str = "ROCBUILD_TEST_KILL_AFTER_STEP";
+/// Tests: `1` stops after the command line is parsed (exit 0), so the documentation's command
+/// lines are checked against the real parser.
+pub const ROCBUILD_TEST_PARSE_ONLY: &str = "ROCBUILD_TEST_PARSE_ONLY";
 /// The GPU architectures (`gfx1010;gfx1030`, `;`, `,` or space separated) for `doctor`'s GPU
 /// check when `--gpu-arch` is not given; the same variable torch's own build reads.
 pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
