@@ -24,6 +24,13 @@ pub fn machine(os: &str) -> serde_json::Value {
         ["openblas", "libomp", "hipblas", "hiprand", "rocthrust", "hipcub"]
             .iter()
             .map(|n| (n.to_string(), serde_json::json!({"at": p(&format!("/usr/include/{n}"), &format!(r"C:\SDK\include\{n}"))})))
+            .chain(win.then(|| {
+                // `pip install intel-openmp` in the venv: CTranslate2's OpenMP on Windows.
+                ("iomp5".to_string(), serde_json::json!({
+                    "at": r"C:\Users\me\venv\Library\lib\libiomp5md.lib",
+                    "lib_dir": r"C:\Users\me\venv\Library\lib",
+                }))
+            }))
             .collect();
     serde_json::json!({
         "libraries": libraries,

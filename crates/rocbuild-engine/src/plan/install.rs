@@ -48,6 +48,8 @@ pub fn plan(
         |list: &[String]| -> Result<Vec<String>> { list.iter().map(|a| expand(a, vars)).collect() };
     let mut finds: Vec<PathBuf> = expand_all(&resolved.finds)?
         .into_iter()
+        // A library the recipe declares but this build does not need, and the machine lacks.
+        .filter(|f| !f.is_empty())
         .map(PathBuf::from)
         // A dependency built into the cache is linked statically: nothing at run time looks
         // there (and the cache may be cleaned at will).

@@ -52,7 +52,11 @@ pub fn of(
             // Either separator: a Windows venv's path may be read on another OS.
             let text = d.display().to_string();
             if let Some((parent, _)) = text.trim_end_matches(['/', '\\']).rsplit_once(['/', '\\']) {
-                let sep = if text.contains('\\') && !text.contains('/') { '\\' } else { '/' };
+                let sep = if text.contains('\\') && !text.contains('/') {
+                    '\\'
+                } else {
+                    '/'
+                };
                 set(&format!("lib.{name}.bin"), format!("{parent}{sep}bin"));
             }
         }
@@ -94,6 +98,13 @@ pub fn of(
     if let Some(f) = &machine.target.ffmpeg {
         let runtime = f.bin.as_ref().unwrap_or(&f.lib);
         set("ffmpeg.runtime", runtime.display().to_string());
+    }
+    // A declared library not found: its overlays apply only where it is needed, and then the
+    // prerequisite check has refused the build already; elsewhere its paths are empty.
+    for l in &recipe.raw.needs.library {
+        for what in ["include", "dir", "bin"] {
+            vars.entry(format!("lib.{}.{what}", l.name)).or_default();
+        }
     }
     backend.vars(&mut vars);
     vars
