@@ -1027,3 +1027,203 @@ mod tests {
         );
     }
 }
+
+/// Seconds the network check before a run may take.
+pub const REACH_SECS: u64 = 3;
+
+/// Before anything is installed or started: a source that must come over the network from a
+/// host this machine cannot reach fails at once (name resolution and a TCP connection, each
+/// within [`REACH_SECS`]), saying what works offline. Nothing is checked when the source needs
+/// no network: a local path, a mirror holding the repository, the release already in the
+/// cache, or a proxy configured (the connection would go through it).
+pub fn preflight(source: &crate::plan::SourcePlan) -> Result<()> {
+    let crate::plan::SourcePlan::Git {
+        url,
+        reference,
+        expected_commit,
+        mirror,
+        git_cache,
+        checkout,
+        ..
+    } = source
+    else {
+        return Ok(());
+    };
+    let in_mirror = mirror
+        .as_deref()
+        .and_then(|m| mirror_path(m, url))
+        .is_some_and(|p| p.exists());
+    let proxied = ["https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "ALL_PROXY", "all_proxy"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
+    if local_repo(url).is_some() || in_mirror || proxied || checkout.join(".git").exists() {
+        return Ok(());
+    }
+    if in_cache(git_cache, url, expected_commit.as_deref().unwrap_or(reference)) {
+        return Ok(());
+    }
+    let Some((host, port)) = host_port(url) else {
+        return Ok(());
+    };
+    let Err(why) = reach(&host, port) else {
+        return Ok(());
+    };
+    let cached = cached_tags(git_cache, url);
+    let offline = if cached.is_empty() {
+        "none is in rocbuild's cache yet".to_string()
+    } else {
+        format!(
+            "these tags are in rocbuild's cache (pick one with --version): {}",
+            last(&cached, 8).join(", ")
+        )
+    };
+    Err(EngineError::Source {
+        url: rocbuild_secret::strip_userinfo(url),
+        reason: format!("{host}:{port} cannot be reached from this machine ({why})"),
+        help: format!(
+            "nothing was installed or changed. Offline, rocbuild builds from a git mirror (ROCBUILD_MIRROR=DIR holding DIR/{}), from a checkout (--source DIR), or a release it fetched before; {offline}",
+            mirror_tail(url)
+        ),
+    })
+}
+
+/// `HOST/OWNER/REPO.git` of a URL, as a mirror holds it.
+fn mirror_tail(url: &str) -> String {
+    mirror_path(Path::new(""), url)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "HOST/OWNER/REPO.git".into())
+}
+
+/// The cache clone of `url`, if there is one.
+fn cached_clone(git_cache: &Path, url: &str) -> Option<Repository> {
+    let tail: String = url
+        .rsplit(['/', '\\', ':'])
+        .find(|s| !s.is_empty())
+        .unwrap_or("repo")
+        .trim_end_matches(".git")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .collect();
+    let dir = git_cache.join(format!(
+        "{tail}-{}.git",
+        &hash_hex(&[&rocbuild_secret::strip_userinfo(url)])[..12]
+    ));
+    Repository::open_bare(&dir).ok()
+}
+
+/// Whether the cache clone of `url` holds `reference` (a commit or a tag).
+fn in_cache(git_cache: &Path, url: &str, reference: &str) -> bool {
+    cached_clone(git_cache, url).is_some_and(|r| resolve(&r, reference).is_some())
+}
+
+/// The tags of the cache clone of `url`.
+fn cached_tags(git_cache: &Path, url: &str) -> Vec<String> {
+    cached_clone(git_cache, url)
+        .and_then(|r| r.tag_names(None).ok().map(|t| t.iter().flatten().map(str::to_string).collect()))
+        .unwrap_or_default()
+}
+
+/// The host and port a git URL connects to (`https://`, `http://`, `ssh://`, `git://`,
+/// `git@host:path`).
+fn host_port(url: &str) -> Option<(String, u16)> {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (s, r),
+        None if url.contains('@') && url.contains(':') => ("ssh", url),
+        None => return None,
+    };
+    let authority = rest.split(['/', ':']).next()?;
+    let host = authority.rsplit('@').next()?.to_string();
+    let explicit = rest
+        .split('/')
+        .next()
+        .and_then(|a| a.rsplit_once(':'))
+        .and_then(|(_, p)| p.parse().ok());
+    let port = explicit.unwrap_or(match scheme {
+        "http" => 80,
+        "ssh" | "git+ssh" => 22,
+        "git" => 9418,
+        _ => 443,
+    });
+    (!host.is_empty()).then_some((host, port))
+}
+
+/// Resolve `host` and connect to it, each within [`REACH_SECS`].
+fn reach(host: &str, port: u16) -> std::result::Result<(), String> {
+    use std::net::ToSocketAddrs;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let name = format!("{host}:{port}");
+    std::thread::spawn(move || {
+        let _ = tx.send(name.to_socket_addrs().map(|a| a.collect::<Vec<_>>()));
+    });
+    let limit = std::time::Duration::from_secs(REACH_SECS);
+    let addrs = match rx.recv_timeout(limit) {
+        Ok(Ok(a)) if !a.is_empty() => a,
+        Ok(Ok(_)) => return Err(format!("{host} has no address")),
+        Ok(Err(e)) => return Err(format!("cannot resolve {host}: {e}")),
+        Err(_) => return Err(format!("resolving {host} took over {REACH_SECS} s")),
+    };
+    let mut last = String::new();
+    for a in addrs.iter().take(2) {
+        match std::net::TcpStream::connect_timeout(a, limit) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = format!("connecting to {a}: {e}"),
+        }
+    }
+    Err(last)
+}
+
+#[cfg(test)]
+mod preflight_tests {
+    use super::*;
+
+    #[test]
+    fn hosts_and_ports_of_git_urls() {
+        assert_eq!(host_port("https://github.com/a/b"), Some(("github.com".into(), 443)));
+        assert_eq!(host_port("https://tok@git.corp:8443/a/b.git"), Some(("git.corp".into(), 8443)));
+        assert_eq!(host_port("http://h/a"), Some(("h".into(), 80)));
+        assert_eq!(host_port("git@github.com:a/b.git"), Some(("github.com".into(), 22)));
+        assert_eq!(host_port("ssh://git@h/a"), Some(("h".into(), 22)));
+        assert_eq!(host_port("/srv/repos/a.git"), None);
+    }
+
+    /// A host that does not resolve fails within the limit, naming what works offline.
+    #[test]
+    fn an_unreachable_source_fails_fast_and_says_what_works_offline() {
+        let t = tempfile::tempdir().unwrap();
+        let source = crate::plan::SourcePlan::Git {
+            url: "https://unreachable.invalid/owner/repo".into(),
+            reference: "refs/tags/v1.0".into(),
+            expected_commit: None,
+            submodules: rocbuild_recipe::SubmoduleSel::None,
+            mirror: None,
+            git_cache: t.path().join("git"),
+            checkout: t.path().join("src/repo"),
+            patches: Vec::new(),
+            shipped: Vec::new(),
+        };
+        let started = std::time::Instant::now();
+        // A release fetched before: its tag is in the cache clone.
+        let dir = t.path().join("git");
+        std::fs::create_dir_all(&dir).unwrap();
+        let tail = format!("repo-{}.git", &hash_hex(&["https://unreachable.invalid/owner/repo"])[..12]);
+        let r = Repository::init_bare(dir.join(tail)).unwrap();
+        let sig = git2::Signature::now("t", "t@t").unwrap();
+        let tree = r.find_tree(r.treebuilder(None).unwrap().write().unwrap()).unwrap();
+        let c = r.commit(None, &sig, &sig, "x", &tree, &[]).unwrap();
+        r.tag_lightweight("v0.15.0", &r.find_object(c, None).unwrap(), false).unwrap();
+        let e = preflight(&source).unwrap_err();
+        assert!(started.elapsed().as_secs() <= REACH_SECS + 1);
+        let help = miette::Diagnostic::help(&e).unwrap().to_string();
+        assert!(e.to_string().contains("unreachable.invalid:443 cannot be reached"), "{e}");
+        assert!(help.contains("ROCBUILD_MIRROR=DIR holding DIR/unreachable.invalid/owner/repo.git"), "{help}");
+        assert!(help.contains("--source DIR") && help.contains("(pick one with --version): v0.15.0"), "{help}");
+        // A mirror holding the repository: nothing to check.
+        std::fs::create_dir_all(t.path().join("m/unreachable.invalid/owner/repo.git")).unwrap();
+        let crate::plan::SourcePlan::Git { url, reference, git_cache, checkout, .. } = source else { unreachable!() };
+        let mirrored = crate::plan::SourcePlan::Git {
+            url, reference, expected_commit: None, submodules: rocbuild_recipe::SubmoduleSel::None,
+            mirror: Some(t.path().join("m")), git_cache, checkout, patches: Vec::new(), shipped: Vec::new(),
+        };
+        assert!(preflight(&mirrored).is_ok());
+    }
+}
