@@ -91,6 +91,10 @@ pub const CASES: &[(&str, &str)] = &[
     ),
     ("unreachable_source", "A source that cannot be reached"),
     (
+        "rev_that_is_no_release",
+        "`--rev` naming no release's tag, without `--version`",
+    ),
+    (
         "mirror_without_the_release",
         "A `ROCBUILD_MIRROR` that does not hold the release",
     ),
@@ -851,11 +855,34 @@ fn unreachable_source() {
     // At once, before any tool or pip install: what works offline instead.
     assert!(said(&err, "example.invalid:443 cannot be reached"), "{err}");
     assert!(
-        said(&err, "ROCBUILD_MIRROR=DIR holding DIR/example.invalid/acme/fakecodec.git"),
+        said(
+            &err,
+            "ROCBUILD_MIRROR=DIR holding DIR/example.invalid/acme/fakecodec.git"
+        ),
         "{err}"
     );
     assert!(said(&err, "--source DIR"), "{err}");
-    assert!(!s.cache.join("tools").exists(), "no build tool was installed");
+    assert!(
+        !s.cache.join("tools").exists(),
+        "no build tool was installed"
+    );
+}
+
+/// `--rev` without `--version`: the release is the one whose tag it names; a branch or a
+/// commit names none, and rocbuild refuses before fetching anything (it would otherwise build
+/// that source with the newest release's options and Python part).
+#[test]
+fn rev_that_is_no_release() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let err = check("rev_that_is_no_release", &s, 2, || {
+        s.rocbuild(&["fakecodec", "--rev", "main"], &[])
+    });
+    assert!(
+        said(&err, "main is not the tag of a release of fakecodec"),
+        "{err}"
+    );
+    assert!(said(&err, "add --version"), "{err}");
+    assert!(!s.cache.join("git").exists(), "nothing was fetched");
 }
 
 #[test]

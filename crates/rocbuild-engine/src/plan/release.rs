@@ -95,11 +95,16 @@ pub fn choose(
         ..against
     };
     let all = recipe.releases();
-    if let Some(v) = &opts.version {
+    let asked = match (&opts.version, &opts.rev) {
+        (Some(v), _) => Some((v.clone(), "--version".to_string())),
+        (None, Some(rev)) => Some(release_of_rev(recipe, &all, rev)?),
+        (None, None) => None,
+    };
+    if let Some((v, why)) = &asked {
         let r = recipe.release(v)?;
         let misfits = against.misfits(&r);
         if misfits.is_empty() {
-            return Ok((r, "--version".into()));
+            return Ok((r, why.clone()));
         }
         if opts.force {
             return Ok((r, format!("--version (forced: {})", misfits.join("; "))));
@@ -149,10 +154,78 @@ pub fn choose(
     }
 }
 
+/// `--rev` without `--version`: the release whose tag it names (its CMake options, its Python
+/// part and its checks go with that source). Another revision is refused before anything is
+/// fetched: rocbuild cannot tell which release's options fit it.
+fn release_of_rev(recipe: &Recipe, all: &[ReleaseInfo], rev: &str) -> Result<(String, String)> {
+    let name = rev.trim_start_matches("refs/tags/");
+    let template = recipe.raw.source.tag.get_ref();
+    if let Some(r) = all
+        .iter()
+        .find(|r| template.replace("{version}", &r.version) == name)
+    {
+        return Ok((r.version.clone(), format!("--rev {rev} is its tag")));
+    }
+    let newest = all.first().map(|r| r.version.clone()).unwrap_or_default();
+    Err(EngineError::Usage {
+        option: format!("--rev {rev}"),
+        reason: format!(
+            "{rev} is not the tag of a release of {} ({}), so rocbuild cannot tell which release's build options, Python part and checks fit that source",
+            recipe.name(),
+            all.iter()
+                .take(4)
+                .map(|r| template.replace("{version}", &r.version))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        help: Some(format!(
+            "add --version with the release that source belongs to (such as --version {newest} for a revision after {}); nothing was fetched",
+            template.replace("{version}", &newest)
+        )),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::plan::testing::recipe;
+
+    /// `--rev v0.15.0` without `--version` builds release 0.15.0 (not the newest, whose
+    /// options and Python part belong to another source); a revision that is no release's tag
+    /// is refused, saying which --version to add.
+    #[test]
+    fn the_release_follows_the_tag_rev_names() {
+        let r = recipe("torchcodec");
+        let with_rev = |rev: &str| BuildOptions {
+            rev: Some(rev.into()),
+            ..BuildOptions::default()
+        };
+        let (rel, why) = choose(&r, Against::default(), &with_rev("v0.15.0")).unwrap();
+        assert_eq!(
+            (rel.version.as_str(), why.as_str()),
+            ("0.15.0", "--rev v0.15.0 is its tag")
+        );
+        let (rel, _) = choose(&r, Against::default(), &with_rev("refs/tags/v0.16.0")).unwrap();
+        assert_eq!(rel.version, "0.16.0");
+        let e = choose(&r, Against::default(), &with_rev("main")).unwrap_err();
+        let help = miette::Diagnostic::help(&e).unwrap().to_string();
+        assert!(
+            e.to_string()
+                .contains("main is not the tag of a release of torchcodec"),
+            "{e}"
+        );
+        assert!(help.contains("add --version"), "{help}");
+        // --version still decides when both are given.
+        let both = BuildOptions {
+            version: Some("0.15.0".into()),
+            rev: Some("main".into()),
+            ..BuildOptions::default()
+        };
+        assert_eq!(
+            choose(&r, Against::default(), &both).unwrap().0.version,
+            "0.15.0"
+        );
+    }
 
     fn torch(v: &str) -> Against<'_> {
         Against {
