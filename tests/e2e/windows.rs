@@ -533,6 +533,8 @@ fn the_real_torchcodec_is_rebuilt_for_the_windows_venv_and_decodes_under_wine() 
             "torchcodec",
             "--version",
             "0.15.0",
+            // PyPI's 0.15.0 Windows wheel (stable ABI, CPU) would load too: build it anyway.
+            "--no-binary",
             "--venv",
             venv.to_str().unwrap(),
             "--cache",

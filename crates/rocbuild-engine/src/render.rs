@@ -74,6 +74,17 @@ impl Plan {
         if let Some(m) = self.ffmpeg_major {
             writeln!(f, "  ffmpeg: {m}")?;
         }
+        if let Some(s) = &self.stock {
+            match (&s.pip, self.options.no_binary) {
+                (Some(pip), false) => writeln!(
+                    f,
+                    "  stock wheel: works here, no build needed: `{pip}` ({}); a run builds only with --no-binary",
+                    s.why
+                )?,
+                (Some(_), true) => writeln!(f, "  stock wheel: would work ({}); built anyway (--no-binary)", s.why)?,
+                (None, _) => writeln!(f, "  stock wheel: a build is needed: {}", s.why)?,
+            }
+        }
         Ok(())
     }
 

@@ -1053,13 +1053,24 @@ pub fn preflight(source: &crate::plan::SourcePlan) -> Result<()> {
         .as_deref()
         .and_then(|m| mirror_path(m, url))
         .is_some_and(|p| p.exists());
-    let proxied = ["https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "ALL_PROXY", "all_proxy"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
+    let proxied = [
+        "https_proxy",
+        "HTTPS_PROXY",
+        "http_proxy",
+        "HTTP_PROXY",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
     if local_repo(url).is_some() || in_mirror || proxied || checkout.join(".git").exists() {
         return Ok(());
     }
-    if in_cache(git_cache, url, expected_commit.as_deref().unwrap_or(reference)) {
+    if in_cache(
+        git_cache,
+        url,
+        expected_commit.as_deref().unwrap_or(reference),
+    ) {
         return Ok(());
     }
     let Some((host, port)) = host_port(url) else {
@@ -1119,7 +1130,11 @@ fn in_cache(git_cache: &Path, url: &str, reference: &str) -> bool {
 /// The tags of the cache clone of `url`.
 fn cached_tags(git_cache: &Path, url: &str) -> Vec<String> {
     cached_clone(git_cache, url)
-        .and_then(|r| r.tag_names(None).ok().map(|t| t.iter().flatten().map(str::to_string).collect()))
+        .and_then(|r| {
+            r.tag_names(None)
+                .ok()
+                .map(|t| t.iter().flatten().map(str::to_string).collect())
+        })
         .unwrap_or_default()
 }
 
@@ -1178,10 +1193,19 @@ mod preflight_tests {
 
     #[test]
     fn hosts_and_ports_of_git_urls() {
-        assert_eq!(host_port("https://github.com/a/b"), Some(("github.com".into(), 443)));
-        assert_eq!(host_port("https://tok@git.corp:8443/a/b.git"), Some(("git.corp".into(), 8443)));
+        assert_eq!(
+            host_port("https://github.com/a/b"),
+            Some(("github.com".into(), 443))
+        );
+        assert_eq!(
+            host_port("https://tok@git.corp:8443/a/b.git"),
+            Some(("git.corp".into(), 8443))
+        );
         assert_eq!(host_port("http://h/a"), Some(("h".into(), 80)));
-        assert_eq!(host_port("git@github.com:a/b.git"), Some(("github.com".into(), 22)));
+        assert_eq!(
+            host_port("git@github.com:a/b.git"),
+            Some(("github.com".into(), 22))
+        );
         assert_eq!(host_port("ssh://git@h/a"), Some(("h".into(), 22)));
         assert_eq!(host_port("/srv/repos/a.git"), None);
     }
@@ -1205,24 +1229,56 @@ mod preflight_tests {
         // A release fetched before: its tag is in the cache clone.
         let dir = t.path().join("git");
         std::fs::create_dir_all(&dir).unwrap();
-        let tail = format!("repo-{}.git", &hash_hex(&["https://unreachable.invalid/owner/repo"])[..12]);
+        let tail = format!(
+            "repo-{}.git",
+            &hash_hex(&["https://unreachable.invalid/owner/repo"])[..12]
+        );
         let r = Repository::init_bare(dir.join(tail)).unwrap();
         let sig = git2::Signature::now("t", "t@t").unwrap();
-        let tree = r.find_tree(r.treebuilder(None).unwrap().write().unwrap()).unwrap();
+        let tree = r
+            .find_tree(r.treebuilder(None).unwrap().write().unwrap())
+            .unwrap();
         let c = r.commit(None, &sig, &sig, "x", &tree, &[]).unwrap();
-        r.tag_lightweight("v0.15.0", &r.find_object(c, None).unwrap(), false).unwrap();
+        r.tag_lightweight("v0.15.0", &r.find_object(c, None).unwrap(), false)
+            .unwrap();
         let e = preflight(&source).unwrap_err();
         assert!(started.elapsed().as_secs() <= REACH_SECS + 1);
         let help = miette::Diagnostic::help(&e).unwrap().to_string();
-        assert!(e.to_string().contains("unreachable.invalid:443 cannot be reached"), "{e}");
-        assert!(help.contains("ROCBUILD_MIRROR=DIR holding DIR/unreachable.invalid/owner/repo.git"), "{help}");
-        assert!(help.contains("--source DIR") && help.contains("(pick one with --version): v0.15.0"), "{help}");
+        assert!(
+            e.to_string()
+                .contains("unreachable.invalid:443 cannot be reached"),
+            "{e}"
+        );
+        assert!(
+            help.contains("ROCBUILD_MIRROR=DIR holding DIR/unreachable.invalid/owner/repo.git"),
+            "{help}"
+        );
+        assert!(
+            help.contains("--source DIR") && help.contains("(pick one with --version): v0.15.0"),
+            "{help}"
+        );
         // A mirror holding the repository: nothing to check.
         std::fs::create_dir_all(t.path().join("m/unreachable.invalid/owner/repo.git")).unwrap();
-        let crate::plan::SourcePlan::Git { url, reference, git_cache, checkout, .. } = source else { unreachable!() };
+        let crate::plan::SourcePlan::Git {
+            url,
+            reference,
+            git_cache,
+            checkout,
+            ..
+        } = source
+        else {
+            unreachable!()
+        };
         let mirrored = crate::plan::SourcePlan::Git {
-            url, reference, expected_commit: None, submodules: rocbuild_recipe::SubmoduleSel::None,
-            mirror: Some(t.path().join("m")), git_cache, checkout, patches: Vec::new(), shipped: Vec::new(),
+            url,
+            reference,
+            expected_commit: None,
+            submodules: rocbuild_recipe::SubmoduleSel::None,
+            mirror: Some(t.path().join("m")),
+            git_cache,
+            checkout,
+            patches: Vec::new(),
+            shipped: Vec::new(),
         };
         assert!(preflight(&mirrored).is_ok());
     }

@@ -413,7 +413,8 @@ pub fn hip_compatible(release: &ReleaseInfo, version: &str) -> bool {
         .is_none_or(|spec| in_range(spec, version))
 }
 
-fn in_range(spec: &str, version: &str) -> bool {
+/// Whether `version` is in the PEP 440 `spec` (false when either does not parse).
+pub fn in_range(spec: &str, version: &str) -> bool {
     let (Ok(spec), Ok(v)) = (
         VersionSpecifiers::from_str(spec),
         Version::from_str(version),

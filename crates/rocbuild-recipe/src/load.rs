@@ -235,6 +235,18 @@ impl Checker<'_> {
             self.key_in(key, &valid, "platform (`<os>-<arch>`)")?;
             self.overlay_body(overlay)?;
         }
+        for w in &raw.stock_wheel {
+            for o in &w.os {
+                self.key_in(o, OS_NAMES, "operating system")?;
+            }
+            for f in &w.flavors {
+                self.key_in(f, &["cpu", "cuda", "rocm"], "torch flavour")?;
+            }
+            self.specifier(&w.versions)?;
+            if let Some(c) = &w.cuda {
+                self.specifier(c)?;
+            }
+        }
         for (key, d) in &raw.dependency {
             self.dependency(raw, key, d, &backends)?;
         }

@@ -61,6 +61,29 @@ pub struct RawRecipe {
     /// named `dnnl`.
     #[serde(default)]
     pub dependency: BTreeMap<Text, Dependency>,
+    /// `[[stock-wheel]]`: what the package's own wheels on the index run on. When the venv
+    /// fits one, rocbuild says the stock wheel works (with its `pip install` line) and builds
+    /// only when asked (`--no-binary`); when none fits, the plan says why a build is needed.
+    #[serde(default)]
+    pub stock_wheel: Vec<StockWheel>,
+}
+
+/// One kind of the index's wheels: for these OSes and releases, the torch flavours they load
+/// with (and the CUDA major a CUDA build links), and what the wheels are, said to the user.
+/// The torch range and the FFmpeg majors are the release's own (`[[release]]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct StockWheel {
+    pub os: Vec<Text>,
+    /// Releases (a PEP 440 specifier) whose wheels are like this.
+    pub versions: Text,
+    /// torch flavours they load with: cpu, cuda, rocm.
+    pub flavors: Vec<Text>,
+    /// For a CUDA torch: its CUDA version (a specifier such as ">=13,<14").
+    #[serde(default)]
+    pub cuda: Option<Text>,
+    /// What these wheels are (`CUDA 13 builds: they link libtorch_cuda and libcudart.so.13`).
+    pub says: String,
 }
 
 /// `[dependency.NAME]`: a CMake project built from source once per configuration into

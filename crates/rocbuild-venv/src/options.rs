@@ -65,6 +65,9 @@ pub struct BuildOptions {
     /// `--force`: build a release outside its torch range.
     #[serde(default)]
     pub force: bool,
+    /// `--no-binary`: build even when the index's own wheel would work here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_binary: bool,
     /// `--source`: a local directory (built as is unless `rev` is given) or a git URL.
     #[serde(default)]
     pub source: Option<String>,

@@ -377,6 +377,10 @@ pub struct BuildArgs {
     /// Build a release even though the installed torch is outside its range.
     #[arg(long)]
     pub force: bool,
+    /// Build even when the index's own wheel of the release would load and work here (without
+    /// it, rocbuild says so with the `pip install` line and builds nothing).
+    #[arg(long)]
+    pub no_binary: bool,
     /// Build another checkout: a local directory (as it is, unless --rev) or a git URL.
     #[arg(long, value_name = "PATH|URL")]
     pub source: Option<String>,

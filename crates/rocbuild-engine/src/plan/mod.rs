@@ -25,6 +25,7 @@ pub mod python_ext;
 mod python_part;
 mod release;
 mod source;
+pub mod stock;
 mod tools;
 mod torch_cmake;
 mod torch_lite;
@@ -167,6 +168,9 @@ pub struct Plan {
     /// Wine for the verification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cross: Option<cross::CrossPlan>,
+    /// Whether the index's own wheel of this release would load and work here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stock: Option<stock::StockVerdict>,
 }
 
 pub fn plan(
@@ -186,6 +190,7 @@ pub fn plan(
     let (release, version_reason) =
         release::choose(recipe, release::Against::of(recipe, machine, hip), opts)?;
     let version = release.version.clone();
+    let stock = stock::judge(recipe, machine, &release, backend.backend.as_str());
     needs::python(recipe, machine)?;
     let cross = cross::plan(recipe.name(), machine, ctx)?;
     let mut libraries = libraries::found(recipe, machine, backend.backend.as_str());
@@ -325,6 +330,7 @@ pub fn plan(
         unverified,
         ffmpeg_pc,
         cross,
+        stock,
     })
 }
 

@@ -39,6 +39,8 @@ pub enum Built {
         dest: PathBuf,
         outcome: Outcome,
     },
+    /// The index's own wheel works here: nothing built (`--no-binary` builds anyway).
+    StockWorks(Box<Plan>),
 }
 
 /// What the probe must look at for this recipe and these options.
@@ -236,6 +238,10 @@ fn build_with(
     }
     if req.dry_run {
         return Ok(Built::Planned(Box::new(plan)));
+    }
+    let stock_works = plan.stock.as_ref().is_some_and(|s| s.works);
+    if stock_works && take_lock && !opts.no_binary && plan.prebuilt.is_none() {
+        return Ok(Built::StockWorks(Box::new(plan)));
     }
     let outcome = run(&plan, req.verbosity)?;
     if let Some(k) = &quick_key {

@@ -27,6 +27,7 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
     Ok(BuildOptions {
         version: a.release.clone(),
         force: a.force,
+        no_binary: a.no_binary,
         source: a.source.clone(),
         rev: a.rev.clone(),
         jobs: a.jobs,
@@ -116,6 +117,10 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
         }
         Built::Ran { plan, outcome } => (plan.install.dest.clone(), outcome),
         Built::Unchanged { dest, outcome } => (dest, outcome),
+        Built::StockWorks(plan) => {
+            print_stock(&plan, a.json)?;
+            return Ok(ExitStatus::Success);
+        }
     };
     if a.json {
         outln!(
@@ -126,6 +131,31 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
     }
     print_outcome(&dest, &outcome, recipe.raw.source.git.get_ref(), verbosity);
     Ok(ExitStatus::Success)
+}
+
+/// The index's own wheel works here: say so, with the line that installs it, and build
+/// nothing.
+fn print_stock(plan: &rocbuild_engine::Plan, json: bool) -> Result<()> {
+    let Some(s) = &plan.stock else {
+        return Ok(());
+    };
+    if json {
+        outln!("{}", serde_json::to_string_pretty(s).into_diagnostic()?);
+        return Ok(());
+    }
+    outln!(
+        "{} {}: no build needed: {}",
+        plan.recipe,
+        plan.version,
+        s.why
+    );
+    if let Some(pip) = &s.pip {
+        let python = plan.python.display().to_string();
+        let pip = pip.strip_prefix("pip ").unwrap_or(pip);
+        outln!("  install it:    {python} -m pip {pip}");
+    }
+    outln!("  build anyway:  rocbuild {} --no-binary", plan.recipe);
+    Ok(())
 }
 
 /// What a build did, for the user.

@@ -122,7 +122,8 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
                     .unwrap_or_default();
                 super::build::print_outcome(&dest, &outcome, &source, crate::verbosity(g));
             }
-            Ok(usecase::Built::Planned(_)) => {}
+            // (A rebuild never stops at the stock wheel: the user built this package before.)
+            Ok(usecase::Built::Planned(_) | usecase::Built::StockWorks(_)) => {}
             Err(e) => {
                 errln!("{:?}", miette::Report::new(e));
                 failed += 1;

@@ -1,0 +1,162 @@
+//! Is a rebuild needed at all? The recipe's `[[stock-wheel]]` data says what the package's
+//! own wheels on the index run on; the release's torch range and FFmpeg majors are its
+//! `[[release]]`'s. Judged from the probe's facts, no network.
+
+use rocbuild_probe::Machine;
+use rocbuild_recipe::{in_range, Recipe, ReleaseInfo};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StockVerdict {
+    /// The stock wheel of this release loads and works here.
+    pub works: bool,
+    /// Why, in one line.
+    pub why: String,
+    /// `pip install DIST==VERSION` (when it works).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pip: Option<String>,
+}
+
+/// None when the recipe says nothing about its stock wheels.
+pub fn judge(
+    recipe: &Recipe,
+    machine: &Machine,
+    release: &ReleaseInfo,
+    backend: &str,
+) -> Option<StockVerdict> {
+    let raw = &recipe.raw;
+    if raw.stock_wheel.is_empty() {
+        return None;
+    }
+    let os = machine.target.platform.os.as_str();
+    let version = &release.version;
+    let no = |why: String| {
+        Some(StockVerdict {
+            works: false,
+            why,
+            pip: None,
+        })
+    };
+    let Some(w) = raw.stock_wheel.iter().find(|w| {
+        w.os.iter().any(|o| o.get_ref() == os) && in_range(w.versions.get_ref(), version)
+    }) else {
+        return no(format!(
+            "the index has no {} {version} wheel for {os} that rocbuild knows of",
+            raw.package.distribution
+        ));
+    };
+    let torch = machine.target.torch.as_ref();
+    let flavor = torch.map_or("cpu", |t| t.flavor.as_str());
+    if !w.flavors.iter().any(|f| f.get_ref() == flavor) {
+        return no(format!(
+            "the index's {os} wheels ({}) do not load with a {flavor} torch",
+            w.says
+        ));
+    }
+    if backend != "cpu" && !w.flavors.iter().any(|f| f.get_ref() == backend) {
+        return no(format!(
+            "a {backend} build was asked for, and the index's {os} wheels are not one ({})",
+            w.says
+        ));
+    }
+    if let (Some(spec), Some(t)) = (&w.cuda, torch.filter(|t| t.flavor.as_str() == "cuda")) {
+        let cuda = t.cuda.as_deref().unwrap_or("");
+        if !in_range(spec.get_ref(), cuda) {
+            return no(format!(
+                "this torch is built for CUDA {cuda}, and the index's {os} wheels are {}",
+                w.says
+            ));
+        }
+    }
+    if let Some(t) = torch {
+        if !in_range(&release.torch, public(&t.version)) {
+            return no(format!(
+                "{} {version} supports torch {}, and this one is {}",
+                raw.package.distribution, release.torch, t.version
+            ));
+        }
+    }
+    if let (Some(spec), Some(f)) = (&release.ffmpeg, &machine.target.ffmpeg) {
+        if !in_range(spec, &f.major.to_string()) {
+            return no(format!(
+                "its wheels carry FFmpeg {spec} cores, and FFmpeg here is {}",
+                f.major
+            ));
+        }
+    }
+    Some(StockVerdict {
+        works: true,
+        why: format!(
+            "the index's {os} wheel of {} {version} loads with this torch{} ({})",
+            raw.package.distribution,
+            torch.map(|t| format!(" {}", t.version)).unwrap_or_default(),
+            w.says
+        ),
+        pip: Some(format!(
+            "pip install {}=={version}",
+            raw.package.distribution
+        )),
+    })
+}
+
+/// `2.15.0+cu132` → `2.15.0`.
+fn public(v: &str) -> &str {
+    v.split('+').next().unwrap_or(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testing::recipe;
+    use rocbuild_probe::{Flavor, Os};
+    use rocbuild_testkit::machine::machine;
+
+    fn release(r: &Recipe, v: &str) -> ReleaseInfo {
+        r.release(v).unwrap()
+    }
+
+    /// TorchCodec 0.12+ on Linux: the index's wheels are CUDA 13 builds on torch's stable ABI;
+    /// they work on a CUDA 13 torch >= 2.11, not on a ROCm or CPU torch, not for 0.10.
+    #[test]
+    fn the_stock_torchcodec_wheel_is_judged_from_the_probe() {
+        let r = recipe("torchcodec");
+        let mut m = machine(Os::Linux);
+        let t = m.target.torch.as_mut().unwrap();
+        t.version = "2.15.0+cu132".into();
+        t.flavor = Flavor::Cuda;
+        t.cuda = Some("13.2".into());
+        t.hip = None;
+        let v = judge(&r, &m, &release(&r, "0.16.0"), "cpu").unwrap();
+        assert!(v.works, "{v:?}");
+        assert_eq!(v.pip.as_deref(), Some("pip install torchcodec==0.16.0"));
+        // CUDA 12 torch.
+        m.target.torch.as_mut().unwrap().cuda = Some("12.8".into());
+        let v = judge(&r, &m, &release(&r, "0.16.0"), "cpu").unwrap();
+        assert!(!v.works && v.why.contains("CUDA 12.8"), "{v:?}");
+        // A ROCm torch.
+        let t = m.target.torch.as_mut().unwrap();
+        t.flavor = Flavor::Rocm;
+        t.cuda = None;
+        let v = judge(&r, &m, &release(&r, "0.16.0"), "cpu").unwrap();
+        assert!(
+            !v.works && v.why.contains("do not load with a rocm torch"),
+            "{v:?}"
+        );
+        // Windows: CPU wheels on the stable ABI, any flavour.
+        let mut w = machine(Os::Windows);
+        w.target.torch.as_mut().unwrap().version = "2.15.0+rocm7.2".into();
+        w.target.torch.as_mut().unwrap().flavor = Flavor::Rocm;
+        assert!(judge(&r, &w, &release(&r, "0.16.0"), "cpu").unwrap().works);
+        // Before the stable ABI there is no such promise.
+        let v = judge(&r, &w, &release(&r, "0.10.0"), "cpu").unwrap();
+        assert!(!v.works, "{v:?}");
+        // A recipe without the data: no verdict.
+        assert!(judge(
+            &recipe("ctranslate2"),
+            &m,
+            &release(&recipe("ctranslate2"), "4.8.1"),
+            "cpu"
+        )
+        .is_none());
+    }
+}
