@@ -517,3 +517,56 @@ fn restore_after_pip_overwrote_and_a_rebuild_gives_pips_torchcodec_back() {
         String::from_utf8_lossy(&import.stderr)
     );
 }
+
+/// PyPI's torch (a CUDA 13 build) with TorchCodec 0.12+: the index's own wheel loads with it
+/// (stable ABI, CUDA 13), so `rocbuild torchcodec` says so with the pip line and builds nothing
+/// (nothing fetched, the venv untouched); `--dry-run --no-binary` plans the build anyway.
+#[test]
+fn no_build_when_the_stock_wheel_works_with_the_real_torch() {
+    let venv = real_torch_venv();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let site_before = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .flatten()
+        .count();
+    let args = [
+        "torchcodec",
+        "--venv",
+        venv.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+    ];
+    let out = rocbuild(&args, &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("no build needed"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("-m pip install torchcodec=="),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("rocbuild torchcodec --no-binary"),
+        "{}",
+        out.stdout
+    );
+    assert!(!cache.join("git").exists() && !cache.join("tools").exists());
+    assert_eq!(
+        std::fs::read_dir(venv.join("lib"))
+            .unwrap()
+            .flatten()
+            .count(),
+        site_before
+    );
+    let mut plan_args = args.to_vec();
+    plan_args.extend(["--dry-run", "--no-binary"]);
+    let plan = rocbuild(&plan_args, &[]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(
+        plan.stdout.contains("stock wheel: would work")
+            && plan.stdout.contains("built anyway (--no-binary)"),
+        "{}",
+        plan.stdout
+    );
+    assert!(plan.stdout.contains("fetch the source"), "{}", plan.stdout);
+}

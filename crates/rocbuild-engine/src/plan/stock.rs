@@ -40,9 +40,16 @@ pub fn judge(
     let Some(w) = raw.stock_wheel.iter().find(|w| {
         w.os.iter().any(|o| o.get_ref() == os) && in_range(w.versions.get_ref(), version)
     }) else {
+        let known: Vec<String> = raw
+            .stock_wheel
+            .iter()
+            .filter(|w| w.os.iter().any(|o| o.get_ref() == os))
+            .map(|w| w.versions.get_ref().clone())
+            .collect();
         return no(format!(
-            "the index has no {} {version} wheel for {os} that rocbuild knows of",
-            raw.package.distribution
+            "the recipe knows nothing of the index's {} {version} wheels for {os} (its stock-wheel data covers {})",
+            raw.package.distribution,
+            if known.is_empty() { "no release there".to_string() } else { known.join(", ") }
         ));
     };
     let torch = machine.target.torch.as_ref();
