@@ -335,6 +335,13 @@ fn doctor_names_the_abi_break_of_torchcodec_0_10_on_torch_2_15_and_its_load_unde
         "{text}"
     );
     assert!(text.contains("[WinError 127]"), "{text}");
+    // The first fix: the index's own wheel of the newest release (stable ABI, a CPU build)
+    // loads with this torch; rebuilding is the other.
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("run `pip install torchcodec==0.16.0` (the index's own wheel loads with this torch), or `rocbuild torchcodec`"),
+        "{text}"
+    );
 }
 
 /// `bundle` of the real CTranslate2 Windows wheel's extension: the folder holds its DLLs and the

@@ -20,6 +20,9 @@ pub struct Subject {
     pub ffmpeg: bool,
     /// Built against torch (its flavor must match torch's).
     pub torch: bool,
+    /// `pip install NAME==X` when the index's own wheel of the release a rebuild would build
+    /// loads with this torch (the recipe's stock-wheel data): the first fix to offer.
+    pub stock_pip: Option<String>,
 }
 
 impl Subject {
@@ -31,6 +34,7 @@ impl Subject {
             recipe: None,
             ffmpeg: false,
             torch: true,
+            stock_pip: None,
         }
     }
 
@@ -45,6 +49,7 @@ impl Subject {
                 recipe: Some("torchcodec".into()),
                 ffmpeg: true,
                 torch: true,
+                stock_pip: None,
             },
             Subject {
                 name: "ctranslate2".into(),
@@ -53,6 +58,7 @@ impl Subject {
                 recipe: Some("ctranslate2".into()),
                 ffmpeg: false,
                 torch: false,
+                stock_pip: None,
             },
         ]
     }
@@ -76,12 +82,15 @@ impl Subject {
 
     /// What to tell the user to rebuild it.
     pub fn rebuild_hint(&self) -> String {
-        match &self.recipe {
-            Some(r) => format!("run `rocbuild {r}`"),
-            None if self.name == "torch" => {
+        match (&self.recipe, &self.stock_pip) {
+            (Some(r), Some(pip)) => format!(
+                "run `{pip}` (the index's own wheel loads with this torch), or `rocbuild {r}`"
+            ),
+            (Some(r), None) => format!("run `rocbuild {r}`"),
+            (None, _) if self.name == "torch" => {
                 "reinstall torch (`pip install --force-reinstall torch==VERSION`)".into()
             }
-            None => format!(
+            (None, _) => format!(
                 "install a build of {} made for this torch, or rebuild it from source",
                 self.name
             ),

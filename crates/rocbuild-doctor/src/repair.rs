@@ -684,6 +684,7 @@ fn subject_for(name: &str) -> Subject {
             recipe: None,
             ffmpeg: false,
             torch: false,
+            stock_pip: None,
         })
 }
 

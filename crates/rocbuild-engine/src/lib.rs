@@ -27,7 +27,7 @@ pub use command::Command;
 pub use error::{EngineError, Result};
 pub use link::runpath_entries;
 pub use paths::{hash_hex, join};
-pub use plan::{compiler_cache, plan, prebuilt as index, Context, Plan, SourcePlan};
+pub use plan::{compiler_cache, plan, prebuilt as index, stock, Context, Plan, SourcePlan};
 pub use rocbuild_venv::{Backend, BackendOptions, BuildOptions};
 pub use run::{run, Outcome};
 pub use step::Verbosity;

@@ -106,6 +106,25 @@ pub fn judge(
     })
 }
 
+/// For `doctor`: the verdict on the release a build would choose here (the newest default one
+/// whose torch and FFmpeg ranges hold), when the recipe has stock-wheel data.
+pub fn for_machine(recipe: &Recipe, machine: &Machine) -> Option<StockVerdict> {
+    let torch = machine
+        .target
+        .torch
+        .as_ref()
+        .map(|t| public(&t.version).to_string());
+    let ffmpeg = machine.target.ffmpeg.as_ref().map(|f| f.major);
+    let release = recipe.releases().into_iter().find(|r| {
+        r.default
+            && torch
+                .as_deref()
+                .is_none_or(|t| rocbuild_recipe::torch_compatible(r, t))
+            && ffmpeg.is_none_or(|m| rocbuild_recipe::ffmpeg_compatible(r, m))
+    })?;
+    judge(recipe, machine, &release, "cpu")
+}
+
 /// `2.15.0+cu132` → `2.15.0`.
 fn public(v: &str) -> &str {
     v.split('+').next().unwrap_or(v)

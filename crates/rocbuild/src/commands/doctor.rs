@@ -76,6 +76,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
                 recipe: Some(name.clone()),
                 ffmpeg: r.raw.needs.ffmpeg,
                 torch: r.raw.needs.torch,
+                stock_pip: None,
                 name,
             });
         }
@@ -93,6 +94,15 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
         Ok(m) => m,
         Err(e) => return fail(e, a.json),
     };
+    // The same advice as a build: the index's own wheel first, when it would load here.
+    for s in &mut candidates {
+        let verdict = s
+            .recipe
+            .as_deref()
+            .and_then(|r| recipes.get(r).ok())
+            .and_then(|r| rocbuild_engine::stock::for_machine(r, &machine));
+        s.stock_pip = verdict.filter(|v| v.works).and_then(|v| v.pip);
+    }
     // This host's environment says where this host's loader looks, not another OS's.
     let here = machine.target.platform.os == rocbuild_probe::Os::current();
     let library_var = machine.target.platform.os.rules().library_search_var();
