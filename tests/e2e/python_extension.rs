@@ -41,6 +41,9 @@ package = "python/faketrans"
 include = ["{{prefix}}/include"]
 link = ["faketrans"]
 
+[python.extension.console-scripts]
+faketrans-cli = "faketrans:translate"
+
 [install]
 python-libs = ["faketrans/_ext*"]
 
@@ -165,6 +168,12 @@ fn the_extension_is_compiled_by_rocbuilds_project_and_installed_as_a_wheel() {
         "{files:?}"
     );
     assert!(meta.contains("Requires-Dist: pip\n"), "{meta}");
+    assert!(
+        files.contains(&"faketrans-4.8.1.dist-info/entry_points.txt".to_string()),
+        "{files:?}"
+    );
+    let eps = std::fs::read_to_string(site.join("faketrans-4.8.1.dist-info/entry_points.txt")).unwrap();
+    assert_eq!(eps, "[console_scripts]\nfaketrans-cli = faketrans:translate\n");
     assert!(site.join("faketrans-4.8.1.dist-info/RECORD").is_file());
     let record = std::fs::read_to_string(site.join("faketrans-4.8.1.dist-info/RECORD")).unwrap();
     assert!(record.contains("faketrans/libfaketrans.so"), "{record}");

@@ -667,7 +667,18 @@ fn the_real_ctranslate2_is_built_for_the_windows_venv_and_generates_under_wine()
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let venv = windows_venv(&w, tmp.path());
+    // With a kept cache (ROCBUILD_TEST_CT2_CACHE, for reruns by hand) the venv keeps its path
+    // too: oneDNN's build is keyed by its inputs, the venv's libiomp5md.lib among them.
+    let venv_parent = match std::env::var_os("ROCBUILD_TEST_CT2_CACHE") {
+        Some(c) => {
+            let d = PathBuf::from(c).join("test-venv");
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            d
+        }
+        None => tmp.path().to_path_buf(),
+    };
+    let venv = windows_venv(&w, &venv_parent);
     let site = venv.join("Lib").join("site-packages");
     unpack(&w.wheel("ctranslate2==4.8.1"), &site);
     install_intel_openmp(&w, &venv);
@@ -721,4 +732,43 @@ fn the_real_ctranslate2_is_built_for_the_windows_venv_and_generates_under_wine()
     assert!(!site.join("ctranslate2/cudnn64_9.dll").exists());
     let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &e);
     assert_eq!(st.code, 0, "{}\n{}", st.stdout, st.stderr);
+
+    // bundle of the build: its DLLs, Intel's OpenMP runtime from the venv's Library\bin
+    // (found where the preload hook points), the MSVC runtime; a fresh embeddable Python
+    // holding only those imports it and runs on the CPU under Wine.
+    let ext = site.join("ctranslate2/_ext.cp311-win_amd64.pyd");
+    let into = tmp.path().join("bundle");
+    let out = rocbuild(
+        &[
+            "bundle",
+            ext.to_str().unwrap(),
+            "--into",
+            into.to_str().unwrap(),
+        ],
+        &e,
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let held: Vec<(PathBuf, String)> = std::fs::read_dir(into.join("ctranslate2"))
+        .unwrap()
+        .flatten()
+        .map(|e| (e.path(), "ctranslate2".to_string()))
+        .collect();
+    let names: Vec<String> = held
+        .iter()
+        .map(|(p, _)| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_ascii_lowercase()
+        })
+        .collect();
+    for want in ["ctranslate2.dll", "libiomp5md.dll", "msvcp140.dll"] {
+        assert!(names.contains(&want.to_string()), "{want}: {names:?}");
+    }
+    assert!(!names.iter().any(|n| n.starts_with("python")), "{names:?}");
+    let code = "import ctranslate2; print('ctranslate2', ctranslate2.__version__, sorted(ctranslate2.get_supported_compute_types('cpu')))";
+    let app = fresh_app(&w, tmp.path(), "app", &held);
+    let (rc, text) = wine_python(&w, &app.join("python.exe"), code, NATIVE_ONLY);
+    assert_eq!(rc, 0, "{text}");
+    assert!(text.contains("ctranslate2 4.8.1"), "{text}");
 }

@@ -98,13 +98,16 @@ fn python_extension(
     log.run("install the Python extension", &x.install)?;
     let files = rocbuild_venv::walk(&x.root);
     let di = format!("{}-{version}.dist-info", x.name);
-    let generated = vec![
+    let mut generated = vec![
         (format!("{di}/METADATA"), x.metadata.clone().into_bytes()),
         (
             format!("{di}/WHEEL"),
             rocbuild_venv::wheel::wheel_file(&x.tags).into_bytes(),
         ),
     ];
+    for (file, text) in &x.dist_info {
+        generated.push((format!("{di}/{file}"), text.clone().into_bytes()));
+    }
     let wheel = rocbuild_venv::wheel::write_wheel(
         &x.wheel_dir,
         &x.name,

@@ -128,6 +128,7 @@ pub struct PythonExtension {
     pub include: Vec<String>,
     pub link: Vec<String>,
     pub cxx_standard: u32,
+    pub console_scripts: BTreeMap<String, String>,
 }
 
 /// Which submodules to check out.
@@ -380,6 +381,11 @@ impl Resolved {
                     include: all(&e.include),
                     link: all(&e.link),
                     cxx_standard: e.cxx_standard.unwrap_or(17),
+                    console_scripts: e
+                        .console_scripts
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.get_ref().clone()))
+                        .collect(),
                 });
             }
         }

@@ -448,6 +448,10 @@ pub struct Extension {
     /// The C++ standard (default 17).
     #[serde(default)]
     pub cxx_standard: Option<u32>,
+    /// The package's console scripts, as its own build declares them (name = "module:func"):
+    /// written to the wheel's `entry_points.txt`.
+    #[serde(default)]
+    pub console_scripts: BTreeMap<String, Text>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -40,6 +40,9 @@ pub struct ExtensionBuild {
     pub name: String,
     pub metadata: String,
     pub tags: Tags,
+    /// The dist-info's other files: `top_level.txt`, and `entry_points.txt` when the package
+    /// has console scripts.
+    pub dist_info: Vec<(String, String)>,
 }
 
 /// What the extension's plan needs from the library's.
@@ -106,8 +109,23 @@ pub fn plan(i: Inputs) -> Result<ExtensionBuild> {
         wheel_dir: dir("wheel"),
         metadata: metadata(i.recipe, i.version),
         tags: tags(&py.version, &py.ext_suffix, &py.platform, os),
+        dist_info: dist_info(i.ext),
         name,
     })
+}
+
+/// `top_level.txt` and, with console scripts, `entry_points.txt`.
+fn dist_info(ext: &PythonExtension) -> Vec<(String, String)> {
+    let top = ext.module.split('.').next().unwrap_or_default();
+    let mut out = vec![("top_level.txt".to_string(), format!("{top}\n"))];
+    if !ext.console_scripts.is_empty() {
+        let mut t = String::from("[console_scripts]\n");
+        for (name, target) in &ext.console_scripts {
+            t += &format!("{name} = {target}\n");
+        }
+        out.push(("entry_points.txt".into(), t));
+    }
+    out
 }
 
 /// The library configure's toolchain: its `CMAKE_*` and `Python*` defines.
@@ -248,6 +266,10 @@ mod tests {
             include: vec!["{prefix}/include".into()],
             link: vec!["core-lib".into()],
             cxx_standard: 20,
+            console_scripts: BTreeMap::from([(
+                "pkg-tool".to_string(),
+                "pkg.tool:main".to_string(),
+            )]),
         }
     }
 
@@ -275,6 +297,19 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("set(CMAKE_CXX_STANDARD 20)"), "{t}");
+    }
+
+    #[test]
+    fn the_console_scripts_go_to_entry_points_txt() {
+        let d = dist_info(&ext());
+        assert_eq!(d[0], ("top_level.txt".to_string(), "pkg\n".to_string()));
+        assert_eq!(
+            d[1],
+            (
+                "entry_points.txt".to_string(),
+                "[console_scripts]\npkg-tool = pkg.tool:main\n".to_string()
+            )
+        );
     }
 
     #[test]
