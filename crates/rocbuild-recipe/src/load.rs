@@ -200,23 +200,7 @@ impl Checker<'_> {
                 self.key_in(b, crate::BACKEND_NAMES, "backend")?;
             }
         }
-        let extension_named = raw.python.extension.is_some()
-            || raw
-                .os
-                .values()
-                .any(|o| o.python.as_ref().is_some_and(|p| p.extension.is_some()));
-        let extension_used = raw.python.from == Some(crate::PythonFrom::Extension)
-            || raw.os.values().any(|o| {
-                o.python.as_ref().and_then(|p| p.from) == Some(crate::PythonFrom::Extension)
-            });
-        if extension_used && !extension_named {
-            return Err(self.err(
-                0..0,
-                "`from = \"extension\"` needs a `[python.extension]` table",
-                "",
-                Some("say which module rocbuild compiles: module, sources, package (docs/recipes.md)".into()),
-            ));
-        }
+        self.extension_declared(raw)?;
         if raw.python.from == Some(crate::PythonFrom::Source) && raw.python.dir.is_none() {
             return Err(self.err(
                 0..0,
@@ -235,18 +219,7 @@ impl Checker<'_> {
             self.key_in(key, &valid, "platform (`<os>-<arch>`)")?;
             self.overlay_body(overlay)?;
         }
-        for w in &raw.stock_wheel {
-            for o in &w.os {
-                self.key_in(o, OS_NAMES, "operating system")?;
-            }
-            for f in &w.flavors {
-                self.key_in(f, &["cpu", "cuda", "rocm"], "torch flavour")?;
-            }
-            self.specifier(&w.versions)?;
-            if let Some(c) = &w.cuda {
-                self.specifier(c)?;
-            }
-        }
+        self.stock_wheels(raw)?;
         for (key, d) in &raw.dependency {
             self.dependency(raw, key, d, &backends)?;
         }
@@ -402,6 +375,41 @@ impl Checker<'_> {
             if let Some(e) = &p.extension {
                 self.extension(e)?;
             }
+        }
+        Ok(())
+    }
+
+    /// `[[stock-wheel]]`: known OSes and flavours, specifiers that parse.
+    fn stock_wheels(&self, raw: &RawRecipe) -> Result<(), RecipeError> {
+        for w in &raw.stock_wheel {
+            for o in &w.os {
+                self.key_in(o, OS_NAMES, "operating system")?;
+            }
+            for f in &w.flavors {
+                self.key_in(f, &["cpu", "cuda", "rocm"], "torch flavour")?;
+            }
+            self.specifier(&w.versions)?;
+            if let Some(c) = &w.cuda {
+                self.specifier(c)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `from = "extension"` (in `[python]` or an OS's) needs a `[python.extension]`.
+    fn extension_declared(&self, raw: &RawRecipe) -> Result<(), RecipeError> {
+        let pythons = || {
+            std::iter::once(&raw.python).chain(raw.os.values().filter_map(|o| o.python.as_ref()))
+        };
+        let named = pythons().any(|p| p.extension.is_some());
+        let used = pythons().any(|p| p.from == Some(crate::PythonFrom::Extension));
+        if used && !named {
+            return Err(self.err(
+                0..0,
+                "`from = \"extension\"` needs a `[python.extension]` table",
+                "",
+                Some("say which module rocbuild compiles: module, sources, package (docs/manual.md, Recipes)".into()),
+            ));
         }
         Ok(())
     }

@@ -210,6 +210,7 @@ fn one(
 /// The libraries the dependencies stand for: each one's entry in `libraries` (found on the
 /// machine, or listed as missing) becomes the dependency's prefix, used, and the template
 /// variables `{lib.NAME.include}` / `{lib.NAME.dir}` point there.
+/// `os` is the host's: the prefixes are paths on this disk (a Windows venv built here too).
 pub fn provide(
     deps: &[DependencyPlan],
     os: Os,

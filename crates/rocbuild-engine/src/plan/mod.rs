@@ -181,7 +181,6 @@ pub fn plan(
 ) -> Result<Plan> {
     debug_assert_eq!(ctx.host_os, machine.host.platform.os, "Context::host_os");
     let os = machine.target.platform.os;
-    let needs = &recipe.raw.needs;
     needs::torch(recipe, machine)?;
     let torch = machine.target.torch.as_ref();
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
@@ -201,40 +200,23 @@ pub fn plan(
         backend.backend.as_str(),
         &opts.defines,
     );
-    let resolved = resolve(
-        recipe,
-        machine,
-        flavor,
-        &version,
-        &backend,
-        &libraries,
-        &dependencies,
-    );
+    let features = (&libraries[..], &dependencies[..]);
+    let resolved = resolve(recipe, machine, flavor, &version, &backend, features);
     let toolset = tools::required(recipe, machine, &backend, &resolved, &opts.defines)?;
     let (source, options) =
         source_and_options(recipe, &release, opts, ctx, (os, flavor), &resolved)?;
     let mut vars = vars::of(
         recipe, &version, machine, ctx, &libraries, &source, &backend,
     );
-    let (tools, mut toolset) =
-        tools::python_tools(recipe, machine, &backend, &toolset, &vars, &ctx.cache)?;
-    let compiler = wheels_compiler(recipe, machine, opts, ctx, &backend, &mut toolset);
-    if let Some(t) = &tools {
-        vars.insert("tools".into(), t.dir.display().to_string());
-    }
-    let mut dependencies = dependency::plan(
-        &dependencies,
-        &toolset,
-        &vars,
-        ctx,
-        os,
-        cross.as_ref().map(|c| (c, machine)),
-    )?;
-    // Paths on this disk (a Windows venv built here keeps its files on this host).
+    let (tools, toolset, compiler) =
+        tools_and_compiler(recipe, machine, opts, ctx, &backend, toolset, &mut vars)?;
+    let cross_of = cross.as_ref().map(|c| (c, machine));
+    let mut dependencies = dependency::plan(&dependencies, &toolset, &vars, ctx, os, cross_of)?;
     dependency::provide(&dependencies, ctx.host_os, &mut libraries, &mut vars);
     let torch_cmake = torch_cmake::plan(recipe, machine, opts, &resolved, &ctx.cache);
     let hip_compat = hip_compat_of(&backend, &resolved, ctx);
-    let ffmpeg = machine.target.ffmpeg.as_ref().filter(|_| needs.ffmpeg);
+    let needs_ffmpeg = recipe.raw.needs.ffmpeg;
+    let ffmpeg = machine.target.ffmpeg.as_ref().filter(|_| needs_ffmpeg);
     let ffmpeg_pc = ffmpeg.and_then(|f| ffmpeg_pc::plan(f, &ctx.cache, ctx.host_os));
     let mut configured = configure::plan(configure::Inputs {
         hip_compat: hip_compat.as_ref(),
@@ -286,7 +268,7 @@ pub fn plan(
         verify.as_ref(),
         torch,
     );
-    let used_torch = torch.filter(|_| needs.torch);
+    let used_torch = torch.filter(|_| recipe.raw.needs.torch);
     Ok(Plan {
         recipe: recipe.name().into(),
         recipe_file: recipe.file.clone(),
@@ -407,8 +389,10 @@ fn resolve(
     flavor: Flavor,
     version: &str,
     backend: &toolchain::BackendPlan,
-    libraries: &[OptionalLibrary],
-    dependencies: &[(&str, &rocbuild_recipe::schema::Dependency)],
+    (libraries, dependencies): (
+        &[OptionalLibrary],
+        &[(&str, &rocbuild_recipe::schema::Dependency)],
+    ),
 ) -> Resolved {
     let mut features = libraries::used(libraries);
     for (name, _) in dependencies {
@@ -425,6 +409,29 @@ fn resolve(
         rocm_version: backend.rocm.as_ref().and_then(|r| r.version.as_deref()),
         features: &features,
     })
+}
+
+/// The build tools from PyPI (`{tools}` set), and the wheels' compiler in the toolset.
+fn tools_and_compiler(
+    recipe: &Recipe,
+    machine: &Machine,
+    opts: &BuildOptions,
+    ctx: &Context,
+    backend: &toolchain::BackendPlan,
+    toolset: tools::Found,
+    vars: &mut BTreeMap<String, String>,
+) -> Result<(
+    Option<tools::ToolsPlan>,
+    tools::Toolset,
+    Option<wheel_compiler::CompilerParity>,
+)> {
+    let (tools, mut toolset) =
+        tools::python_tools(recipe, machine, backend, &toolset, vars, &ctx.cache)?;
+    let compiler = wheels_compiler(recipe, machine, opts, ctx, backend, &mut toolset);
+    if let Some(t) = &tools {
+        vars.insert("tools".into(), t.dir.display().to_string());
+    }
+    Ok((tools, toolset, compiler))
 }
 
 /// The wheels' compiler, when the recipe names one, it is on PATH and the user named none
