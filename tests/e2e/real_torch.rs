@@ -570,3 +570,101 @@ fn no_build_when_the_stock_wheel_works_with_the_real_torch() {
     );
     assert!(plan.stdout.contains("fetch the source"), "{}", plan.stdout);
 }
+
+/// A real PNG of `w`×`h` RGB pixels `px(x, y)`, written with zlib (the format, no library).
+fn png_bytes(w: u32, h: u32, px: impl Fn(u32, u32) -> [u8; 3]) -> Vec<u8> {
+    let py = "import sys, zlib, struct\n\
+              w, h = int(sys.argv[1]), int(sys.argv[2])\n\
+              raw = sys.stdin.buffer.read()\n\
+              rows = b''.join(b'\\x00' + raw[y*w*3:(y+1)*w*3] for y in range(h))\n\
+              def chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)\n\
+              sys.stdout.buffer.write(b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(rows)) + chunk(b'IEND', b''))";
+    let mut raw = Vec::new();
+    for y in 0..h {
+        for x in 0..w {
+            raw.extend(px(x, y));
+        }
+    }
+    let mut child = Command::new("python3")
+        .args(["-c", py, &w.to_string(), &h.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&raw).unwrap();
+    child.wait_with_output().unwrap().stdout
+}
+
+/// TorchCodec 0.16 builds its image decoders: with Debian's libjpeg-turbo and libpng found,
+/// `decode_jpeg` and `decode_png` of the rebuilt package decode a real JPEG (made by cjpeg
+/// from a PPM) and a real PNG to the pixels they hold. Needs the TorchCodec source as a git
+/// mirror (local only: about 3 minutes).
+#[test]
+fn the_real_torchcodec_0_16_decodes_a_real_jpeg_and_png() {
+    let Some(mirror) = std::env::var_os("ROCBUILD_TEST_MIRROR")
+        .map(PathBuf::from)
+        .filter(|m| m.join("github.com/meta-pytorch/torchcodec.git").is_dir())
+    else {
+        eprintln!("SKIPPED: no torchcodec mirror under $ROCBUILD_TEST_MIRROR");
+        return;
+    };
+    let real = real_torch_venv();
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    venv_over(&real, &venv);
+    let (w, h) = (32u32, 16u32);
+    let px = |x: u32, y: u32| [(x * 8) as u8, (y * 16) as u8, 200];
+    let png = tmp.path().join("img.png");
+    std::fs::write(&png, png_bytes(w, h, px)).unwrap();
+    let ppm = tmp.path().join("img.ppm");
+    let mut data = format!("P6\n{w} {h}\n255\n").into_bytes();
+    for y in 0..h {
+        for x in 0..w {
+            data.extend(px(x, y));
+        }
+    }
+    std::fs::write(&ppm, data).unwrap();
+    let jpg = tmp.path().join("img.jpg");
+    run(Command::new("cjpeg")
+        .args(["-quality", "95", "-outfile"])
+        .arg(&jpg)
+        .arg(&ppm));
+    let out = rocbuild(
+        &[
+            "torchcodec",
+            "--version",
+            "0.16.0",
+            "--no-binary",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            tmp.path().join("cache").to_str().unwrap(),
+        ],
+        &[("ROCBUILD_MIRROR", mirror.to_str().unwrap())],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let code = format!(
+        "import torch\n\
+         from torchcodec.decoders import decode_jpeg, decode_png\n\
+         p = decode_png({png:?}); j = decode_jpeg({jpg:?})\n\
+         want = torch.tensor([[[x * 8 for x in range({w})] for y in range({h})], [[y * 16 for x in range({w})] for y in range({h})], [[200] * {w} for y in range({h})]], dtype=torch.uint8)\n\
+         assert p.shape == (3, {h}, {w}) and torch.equal(p, want), p\n\
+         err = (j.int() - want.int()).abs().float().mean().item()\n\
+         assert j.shape == (3, {h}, {w}) and err < 4, err\n\
+         print('png exact, jpeg mean error', round(err, 2))",
+        png = png.display().to_string(),
+        jpg = jpg.display().to_string(),
+    );
+    let o = Command::new(venv.join("bin/python"))
+        .args(["-c", &code])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{text}");
+    assert!(text.contains("png exact, jpeg mean error"), "{text}");
+}

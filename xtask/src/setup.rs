@@ -48,6 +48,8 @@ const APT_PACKAGES: &[&str] = &[
     // run says the same on every machine.
     "libjpeg-dev",
     "libpng-dev",
+    // cjpeg: the real JPEG the TorchCodec 0.16 image test decodes.
+    "libjpeg-turbo-progs",
     // The Debian sid / experimental chroots with ROCm 6.4 and 7.2 (chroots.rs).
     "mmdebstrap",
     // The Windows world (windows.rs): clang-cl, lld-link and the llvm tools for MSVC-ABI

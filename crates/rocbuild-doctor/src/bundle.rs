@@ -121,8 +121,9 @@ fn destination(file: &Path, name: &str, loader_dest: Option<&Path>) -> PathBuf {
 
 /// Work out the set, refuse if anything is missing, then copy.
 /// Where a venv that holds the files keeps DLLs installed as wheel data (the `msvc-runtime`
-/// wheel puts MSVCP140/VCRUNTIME140 into the venv's root and its `Scripts`): searched after
-/// `--search`, so a venv's own MSVC runtime is found with no option.
+/// wheel puts MSVCP140/VCRUNTIME140 into the venv's root and its `Scripts`), and the
+/// directories its DLL preload hooks add: searched after `--search`, so they are found with no
+/// option.
 fn venv_runtime_dirs(files: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for f in files {
@@ -136,7 +137,10 @@ fn venv_runtime_dirs(files: &[PathBuf]) -> Vec<PathBuf> {
             continue;
         };
         let scripts = root.join(rocbuild_probe::Os::Windows.rules().scripts_dir());
-        for d in [root.to_path_buf(), scripts] {
+        // And the directories rocbuild's DLL preload hooks there add (an SDK's, Intel's
+        // OpenMP runtime in the venv's Library\bin): the package finds its DLLs there.
+        let hooks = crate::doctor::preload_hook_dirs(&root.join("Lib").join("site-packages"));
+        for d in [root.to_path_buf(), scripts].into_iter().chain(hooks) {
             if d.is_dir() && !out.contains(&d) {
                 out.push(d);
             }
@@ -330,6 +334,27 @@ pub fn human(r: &BundleReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Windows venv's DLL preload hook (as written for Wine, `Z:\…`) names a directory
+    /// outside the package (Intel's OpenMP in the venv's Library\bin): bundle searches it.
+    #[test]
+    fn the_directories_of_the_venvs_preload_hooks_are_searched() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("venv");
+        let site = root.join("Lib").join("site-packages");
+        let lib_bin = root.join("Library").join("bin");
+        std::fs::create_dir_all(site.join("pkg")).unwrap();
+        std::fs::create_dir_all(&lib_bin).unwrap();
+        std::fs::write(root.join("python.exe"), "").unwrap();
+        let wine = format!("Z:{}", lib_bin.display().to_string().replace('/', "\\"));
+        let hook = format!(
+            "import os\nDIRS = [\n    {},\n]\n",
+            serde_json::to_string(&wine).unwrap()
+        );
+        std::fs::write(site.join("_rocbuild_preload_pkg.py"), hook).unwrap();
+        let dirs = venv_runtime_dirs(&[site.join("pkg").join("m.pyd")]);
+        assert!(dirs.contains(&lib_bin), "{dirs:?}");
+    }
 
     #[test]
     fn pyinstaller_list_is_a_python_literal_with_dest_dirs() {

@@ -417,15 +417,26 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
 }
 
 /// Windows: the directories rocbuild's DLL preload hooks in the venv add when their package
-/// is imported (`_rocbuild_preload_*.py`), searched as `add_dll_directory` directories are; a
-/// hook written for Wine names them as `Z:\…`, read back as this host's paths.
+/// is imported, searched as `add_dll_directory` directories are.
 fn with_preload_dirs(opts: &DoctorOptions, site: &Path, os: Os) -> DoctorOptions {
     let mut opts = opts.clone();
     if os != Os::Windows {
         return opts;
     }
+    for p in preload_hook_dirs(site) {
+        if !opts.library_path.contains(&p) {
+            opts.library_path.push(p);
+        }
+    }
+    opts
+}
+
+/// The directories the DLL preload hooks (`_rocbuild_preload_*.py`) in `site` add; a hook
+/// written for Wine names them as `Z:\…`, read back as this host's paths.
+pub fn preload_hook_dirs(site: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
     let Ok(rd) = std::fs::read_dir(site) else {
-        return opts;
+        return out;
     };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -436,13 +447,13 @@ fn with_preload_dirs(opts: &DoctorOptions, site: &Path, os: Os) -> DoctorOptions
         for d in rocbuild_link::preload_dirs_in(&text) {
             let seen = rocbuild_probe::cross::host_view_of_windows_path(&d);
             if let Some(p) = seen.iter().find(|p| p.is_dir()).or(seen.first()) {
-                if !opts.library_path.contains(p) {
-                    opts.library_path.push(p.clone());
+                if !out.contains(p) {
+                    out.push(p.clone());
                 }
             }
         }
     }
-    opts
+    out
 }
 
 #[cfg(test)]
