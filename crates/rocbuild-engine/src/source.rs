@@ -30,7 +30,9 @@ pub fn mirror_path(mirror: &Path, url: &str) -> Option<PathBuf> {
     Some(p)
 }
 
-fn cache_repo(git_cache: &Path, url: &str) -> Result<Repository> {
+/// The cache clone's directory of `url`: keyed by the URL without credentials (one clone
+/// whatever token reaches it).
+fn cache_dir(git_cache: &Path, url: &str) -> PathBuf {
     let tail: String = url
         .rsplit(['/', '\\', ':'])
         .find(|s| !s.is_empty())
@@ -39,11 +41,14 @@ fn cache_repo(git_cache: &Path, url: &str) -> Result<Repository> {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         .collect();
-    // Keyed by the URL without credentials: one clone whatever token reaches it.
-    let dir = git_cache.join(format!(
+    git_cache.join(format!(
         "{tail}-{}.git",
         &hash_hex(&[&rocbuild_secret::strip_userinfo(url)])[..12]
-    ));
+    ))
+}
+
+fn cache_repo(git_cache: &Path, url: &str) -> Result<Repository> {
+    let dir = cache_dir(git_cache, url);
     let open = Repository::open_bare(&dir);
     match open {
         Ok(r) => Ok(r),
@@ -1107,19 +1112,7 @@ fn mirror_tail(url: &str) -> String {
 
 /// The cache clone of `url`, if there is one.
 fn cached_clone(git_cache: &Path, url: &str) -> Option<Repository> {
-    let tail: String = url
-        .rsplit(['/', '\\', ':'])
-        .find(|s| !s.is_empty())
-        .unwrap_or("repo")
-        .trim_end_matches(".git")
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        .collect();
-    let dir = git_cache.join(format!(
-        "{tail}-{}.git",
-        &hash_hex(&[&rocbuild_secret::strip_userinfo(url)])[..12]
-    ));
-    Repository::open_bare(&dir).ok()
+    Repository::open_bare(cache_dir(git_cache, url)).ok()
 }
 
 /// Whether the cache clone of `url` holds `reference` (a commit or a tag).
