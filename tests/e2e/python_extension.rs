@@ -172,8 +172,12 @@ fn the_extension_is_compiled_by_rocbuilds_project_and_installed_as_a_wheel() {
         files.contains(&"faketrans-4.8.1.dist-info/entry_points.txt".to_string()),
         "{files:?}"
     );
-    let eps = std::fs::read_to_string(site.join("faketrans-4.8.1.dist-info/entry_points.txt")).unwrap();
-    assert_eq!(eps, "[console_scripts]\nfaketrans-cli = faketrans:translate\n");
+    let eps =
+        std::fs::read_to_string(site.join("faketrans-4.8.1.dist-info/entry_points.txt")).unwrap();
+    assert_eq!(
+        eps,
+        "[console_scripts]\nfaketrans-cli = faketrans:translate\n"
+    );
     assert!(site.join("faketrans-4.8.1.dist-info/RECORD").is_file());
     let record = std::fs::read_to_string(site.join("faketrans-4.8.1.dist-info/RECORD")).unwrap();
     assert!(record.contains("faketrans/libfaketrans.so"), "{record}");
