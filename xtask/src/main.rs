@@ -25,7 +25,7 @@ commands:
                   in cache/venvs/torch-real, Debian sid chroots with ROCm 6.4 and 7.2 under
                   /var/cache/rocbuild-test/chroots or $ROCBUILD_TEST_CHROOTS, the Windows
                   world in cache/windows), then run
-                  `cargo test --workspace ARGS...`
+                  `cargo test --workspace --no-fail-fast ARGS...`
   setup           only the set-up part of `test`
   chroots [NAME]  only the ROCm chroots of the set-up (sid-rocm6.4, experimental-rocm7.2)
   windows         only the Windows world of the set-up (cache/windows: MSVC sysroot, Windows

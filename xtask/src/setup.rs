@@ -182,7 +182,7 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     println!("xtask: cargo test --workspace {}", extra.join(" "));
     let mut cmd = Command::new(cargo());
     cmd.current_dir(workspace_root())
-        .args(["test", "--workspace"])
+        .args(["test", "--workspace", "--no-fail-fast"])
         .args(extra)
         .env("ROCBUILD_TEST_TORCH_VENV", &p.venv)
         .env("ROCBUILD_TEST_PY_WHEEL", &p.py_wheel);

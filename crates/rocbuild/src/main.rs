@@ -289,11 +289,15 @@ fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Some(Command::Bundle(a)) => doctor::bundle(&a),
         Some(Command::Repair(a)) => doctor::repair(&a),
         Some(Command::Completions { shell }) => {
-            reference::completions(shell, &mut std::io::stdout()).into_diagnostic()?;
+            let mut text = Vec::new();
+            reference::completions(shell, &mut text).into_diagnostic()?;
+            crate::out::stdout_raw(&String::from_utf8_lossy(&text));
             Ok(ExitStatus::Success)
         }
         Some(Command::Man) => {
-            reference::man(&mut std::io::stdout()).into_diagnostic()?;
+            let mut text = Vec::new();
+            reference::man(&mut text).into_diagnostic()?;
+            crate::out::stdout_raw(&String::from_utf8_lossy(&text));
             Ok(ExitStatus::Success)
         }
         None => build::build(&load_recipes(g)?, &cli.build, g),
