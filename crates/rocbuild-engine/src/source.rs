@@ -1136,23 +1136,26 @@ fn cached_tags(git_cache: &Path, url: &str) -> Vec<String> {
 fn host_port(url: &str) -> Option<(String, u16)> {
     let (scheme, rest) = match url.split_once("://") {
         Some((s, r)) => (s, r),
-        None if url.contains('@') && url.contains(':') => ("ssh", url),
+        None if url.contains('@') && url.contains(':') => ("scp", url),
         None => return None,
     };
-    let authority = rest.split(['/', ':']).next()?;
-    let host = authority.rsplit('@').next()?.to_string();
-    let explicit = rest
-        .split('/')
-        .next()
-        .and_then(|a| a.rsplit_once(':'))
-        .and_then(|(_, p)| p.parse().ok());
+    // `user:password@host:port/path`, or scp-like `git@host:path` (no port there).
+    let authority = match scheme {
+        "scp" => rest.split(':').next()?,
+        _ => rest.split('/').next()?,
+    };
+    let host_port = authority.rsplit('@').next()?;
+    let (host, explicit) = match host_port.rsplit_once(':') {
+        Some((h, p)) if scheme != "scp" => (h, p.parse().ok()),
+        _ => (host_port, None),
+    };
     let port = explicit.unwrap_or(match scheme {
         "http" => 80,
-        "ssh" | "git+ssh" => 22,
+        "ssh" | "git+ssh" | "scp" => 22,
         "git" => 9418,
         _ => 443,
     });
-    (!host.is_empty()).then_some((host, port))
+    (!host.is_empty()).then(|| (host.to_string(), port))
 }
 
 /// Resolve `host` and connect to it, each within [`REACH_SECS`].
@@ -1201,6 +1204,11 @@ mod preflight_tests {
         );
         assert_eq!(host_port("ssh://git@h/a"), Some(("h".into(), 22)));
         assert_eq!(host_port("/srv/repos/a.git"), None);
+        // A password in the URL is not the host.
+        assert_eq!(
+            host_port("http://bob:s3cret@127.0.0.1:8080/fakecodec.git"),
+            Some(("127.0.0.1".into(), 8080))
+        );
     }
 
     /// A host that does not resolve fails within the limit, naming what works offline.
