@@ -374,20 +374,7 @@ fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine()
         &[],
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let held: Vec<(PathBuf, String)> = std::fs::read_dir(into.join("ctranslate2"))
-        .unwrap()
-        .flatten()
-        .map(|e| (e.path(), "ctranslate2".to_string()))
-        .collect();
-    let names: Vec<String> = held
-        .iter()
-        .map(|(p, _)| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .to_ascii_lowercase()
-        })
-        .collect();
+    let (held, names) = bundled_ctranslate2(&into);
     assert!(names.contains(&"msvcp140.dll".to_string()), "{names:?}");
     assert!(names.contains(&"ctranslate2.dll".to_string()), "{names:?}");
     assert!(!names.iter().any(|n| n.starts_with("python")), "{names:?}");
@@ -433,6 +420,26 @@ fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine()
 /// A fresh app: the embeddable Python without the world's MSVC runtime, ctranslate2's Python
 /// files and numpy/yaml in its site-packages, then `files` (source, dest dir under
 /// site-packages) as the app's only native libraries.
+/// What a bundle holds in its `ctranslate2` folder: (file, its dest dir in an app's
+/// site-packages), and the file names in lower case.
+fn bundled_ctranslate2(into: &Path) -> (Vec<(PathBuf, String)>, Vec<String>) {
+    let held: Vec<(PathBuf, String)> = std::fs::read_dir(into.join("ctranslate2"))
+        .unwrap()
+        .flatten()
+        .map(|e| (e.path(), "ctranslate2".to_string()))
+        .collect();
+    let names = held
+        .iter()
+        .map(|(p, _)| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_ascii_lowercase()
+        })
+        .collect();
+    (held, names)
+}
+
 fn fresh_app(w: &World, dir: &Path, name: &str, files: &[(PathBuf, String)]) -> PathBuf {
     let app = dir.join(name);
     run(Command::new("cp").arg("-a").arg(&w.python).arg(&app));
@@ -748,20 +755,7 @@ fn the_real_ctranslate2_is_built_for_the_windows_venv_and_generates_under_wine()
         &e,
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let held: Vec<(PathBuf, String)> = std::fs::read_dir(into.join("ctranslate2"))
-        .unwrap()
-        .flatten()
-        .map(|e| (e.path(), "ctranslate2".to_string()))
-        .collect();
-    let names: Vec<String> = held
-        .iter()
-        .map(|(p, _)| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .to_ascii_lowercase()
-        })
-        .collect();
+    let (held, names) = bundled_ctranslate2(&into);
     for want in ["ctranslate2.dll", "libiomp5md.dll", "msvcp140.dll"] {
         assert!(names.contains(&want.to_string()), "{want}: {names:?}");
     }

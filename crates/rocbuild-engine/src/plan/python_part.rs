@@ -87,7 +87,7 @@ pub fn plan(
                     machine.target.platform.os.as_str()
                 ),
                 help: format!(
-                    "build {} on Windows itself (rocbuild uses MSVC there), or give the recipe a Python part rocbuild compiles with the same toolchain: `[python] from = \"extension\"` and a `[python.extension]` table (docs/recipes.md)",
+                    "build {} on Windows itself (rocbuild uses MSVC there), or give the recipe a Python part rocbuild compiles with the same toolchain: `[python] from = \"extension\"` and a `[python.extension]` table (docs/manual.md, Recipes)",
                     recipe.name()
                 ),
             });
@@ -100,7 +100,6 @@ pub fn plan(
             };
             let wheel_dir = join(os, build_dir, &["rocbuild-wheel"]);
             let builder = pip::wheel_builder(py, &what)?;
-            let pip = pip::installer(py, &what)?;
             let mut build = pip::command(&builder, py, os, "wheel")
                 .args(["--no-deps", "--no-build-isolation", "--wheel-dir"])
                 .arg(wheel_dir.display().to_string())
@@ -112,31 +111,16 @@ pub fn plan(
                 pip::prepend_python_path(&mut build, os, &t.dir);
             }
             build.env.extend(msvc_env(machine));
-            let target = join(
-                machine.venv_path_os(),
-                &py.site_packages,
-                &rocbuild_venv::layout::PIP_TARGET,
-            );
-            let install = pip::install_into(&pip, py, os, &target, true)
-                .args(["--no-index", "--find-links"])
-                .arg(wheel_dir.display().to_string())
-                .arg(format!("{}=={version}", raw.package.distribution));
-            Some(PythonPart {
-                distribution: raw.package.distribution.clone(),
-                version: version.clone(),
-                replaces: installed.clone(),
-                build: Some(build),
-                extension: None,
-                install,
-                target,
-            })
+            let mut part = from_wheel_dir(recipe, machine, &version, &wheel_dir, &what)?;
+            part.build = Some(build);
+            Some(part)
         }
         PythonFrom::Extension => {
             let Some(ext) = &resolved.python_extension else {
                 return Err(crate::error::EngineError::Usage {
                     option: "recipe".into(),
                     reason: format!("{} says `[python] from = \"extension\"` but has no `[python.extension]` for {}", recipe.name(), os.as_str()),
-                    help: Some("add the table: module, sources, package (docs/recipes.md)".into()),
+                    help: Some("add the table: module, sources, package (docs/manual.md, Recipes)".into()),
                 });
             };
             let x = super::python_ext::plan(super::python_ext::Inputs {
@@ -150,26 +134,45 @@ pub fn plan(
                 library_configure,
                 tools,
             })?;
-            let pip = pip::installer(py, &what)?;
-            let target = join(
-                machine.venv_path_os(),
-                &py.site_packages,
-                &rocbuild_venv::layout::PIP_TARGET,
-            );
-            let install = pip::install_into(&pip, py, os, &target, true)
-                .args(["--no-index", "--find-links"])
-                .arg(x.wheel_dir.display().to_string())
-                .arg(format!("{}=={version}", raw.package.distribution));
-            Some(PythonPart {
-                distribution: raw.package.distribution.clone(),
-                version: version.clone(),
-                replaces: installed.clone(),
-                build: None,
-                extension: Some(x),
-                install,
-                target,
-            })
+            let mut part = from_wheel_dir(recipe, machine, &version, &x.wheel_dir, &what)?;
+            part.extension = Some(x);
+            Some(part)
         }
+    })
+}
+
+/// A Python part pip installs from the wheel a step of this run puts in `wheel_dir` (built
+/// from the checkout, or assembled by rocbuild), into the transaction's stage.
+fn from_wheel_dir(
+    recipe: &Recipe,
+    machine: &Machine,
+    version: &str,
+    wheel_dir: &Path,
+    what: &str,
+) -> Result<PythonPart> {
+    let py = &machine.target.python;
+    let dist = &recipe.raw.package.distribution;
+    let pip = pip::installer(py, what)?;
+    let target = join(
+        machine.venv_path_os(),
+        &py.site_packages,
+        &rocbuild_venv::layout::PIP_TARGET,
+    );
+    let install = pip::install_into(&pip, py, machine.target.platform.os, &target, true)
+        .args(["--no-index", "--find-links"])
+        .arg(wheel_dir.display().to_string())
+        .arg(format!("{dist}=={version}"));
+    Ok(PythonPart {
+        distribution: dist.clone(),
+        version: version.to_string(),
+        replaces: py
+            .distributions
+            .get(&rocbuild_probe::normalize_dist(dist))
+            .cloned(),
+        build: None,
+        extension: None,
+        install,
+        target,
     })
 }
 

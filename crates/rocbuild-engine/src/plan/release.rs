@@ -160,10 +160,15 @@ pub fn choose(
 fn release_of_rev(recipe: &Recipe, all: &[ReleaseInfo], rev: &str) -> Result<(String, String)> {
     let name = rev.trim_start_matches("refs/tags/");
     let template = recipe.raw.source.tag.get_ref();
-    if let Some(r) = all
-        .iter()
-        .find(|r| template.replace("{version}", &r.version) == name)
-    {
+    // The tag a release is fetched at, by the same template expansion as the source plan's.
+    let tag_of = |v: &str| {
+        let vars = std::collections::BTreeMap::from([
+            ("name".to_string(), recipe.name().to_string()),
+            ("version".to_string(), v.to_string()),
+        ]);
+        super::vars::expand(template, &vars).unwrap_or_else(|_| template.clone())
+    };
+    if let Some(r) = all.iter().find(|r| tag_of(&r.version) == name) {
         return Ok((r.version.clone(), format!("--rev {rev} is its tag")));
     }
     let newest = all.first().map(|r| r.version.clone()).unwrap_or_default();
@@ -174,13 +179,13 @@ fn release_of_rev(recipe: &Recipe, all: &[ReleaseInfo], rev: &str) -> Result<(St
             recipe.name(),
             all.iter()
                 .take(4)
-                .map(|r| template.replace("{version}", &r.version))
+                .map(|r| tag_of(&r.version))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
         help: Some(format!(
             "add --version with the release that source belongs to (such as --version {newest} for a revision after {}); nothing was fetched",
-            template.replace("{version}", &newest)
+            tag_of(&newest)
         )),
     })
 }
