@@ -237,4 +237,24 @@ fn a_windows_venv_gets_the_extension_compiled_with_clang_cl_and_verified_under_w
     ] {
         assert!(site.join(f).is_file(), "{f} not installed");
     }
+    // `rocbuild wheel` of the install: tagged for the venv's Python, read from its files (its
+    // python.exe cannot run here).
+    let dist = root.join("dist");
+    let out = rocbuild(
+        &[
+            "wheel",
+            "faketrans",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--out",
+            dist.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.trim().ends_with("-cp311-cp311-win_amd64.whl"),
+        "{}",
+        out.stdout
+    );
 }

@@ -239,8 +239,8 @@ fn metadata(recipe: &Recipe, version: &str) -> String {
 }
 
 /// The wheel tags of the venv's Python, from what the probe read (no subprocess: the venv's
-/// Python may be a Windows program on this host). `t` in the suffix is a free-threaded build.
-fn tags(version: &str, ext_suffix: &str, platform: &str, os: Os) -> Tags {
+/// Python may be a Windows program on this host). See [`tags_of_venv`]. `t` in the suffix is a free-threaded build.
+pub fn tags(version: &str, ext_suffix: &str, platform: &str, os: Os) -> Tags {
     let nodot = version.replace('.', "");
     let abiflags = if ext_suffix.contains(&format!("{nodot}t")) {
         "t"
@@ -252,6 +252,19 @@ fn tags(version: &str, ext_suffix: &str, platform: &str, os: Os) -> Tags {
         (_, p) => p,
     };
     Tags::new(version, abiflags, platform)
+}
+
+/// The wheel tags of the venv at `root`: asked of its Python when it runs on this host, read
+/// from its files when the venv is another OS's (a Windows venv on Linux).
+pub fn tags_of_venv(root: &std::path::Path, site: &std::path::Path) -> Result<Tags> {
+    let host = Os::current();
+    let os = rocbuild_probe::cross::venv_os(root, host);
+    if os == host {
+        let py = rocbuild_probe::python_in_venv(root, host);
+        return Ok(Tags::of_python(&py)?);
+    }
+    let py = rocbuild_probe::cross::python_from_files(root, site, os, None);
+    Ok(tags(&py.version, &py.ext_suffix, &py.platform, os))
 }
 
 #[cfg(test)]

@@ -88,7 +88,11 @@ fn from_index(
     reporter: &mut dyn Reporter,
 ) -> Result<Plan> {
     // The venv's wheel tags; a `--machine` plan has no Python to ask.
-    let tags = rocbuild_venv::wheel::Tags::of_python(&machine.target.python.exe).ok();
+    let tags = crate::plan::python_ext::tags_of_venv(
+        &machine.target.venv.root,
+        &machine.target.python.site_packages,
+    )
+    .ok();
     let mut index = crate::prebuilt::look(&plan, tags)?;
     let mut chosen = None;
     if !dry_run {

@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rocbuild_probe::Os;
 use rocbuild_recipe::RecipeSet;
 use rocbuild_venv::install;
 use rocbuild_venv::lock::VenvLock;
@@ -169,8 +168,7 @@ pub fn wheel(
 ) -> Result<rocbuild_venv::wheel::Built> {
     let layout = locate(venv)?;
     let _lock = lock_and_recover(&layout, false, reporter)?;
-    let py = rocbuild_probe::python_in_venv(&layout.root, Os::current());
-    let tags = rocbuild_venv::wheel::Tags::of_python(&py)?;
+    let tags = crate::plan::python_ext::tags_of_venv(&layout.root, &layout.site)?;
     let out = std::path::absolute(out).map_err(EngineError::io("resolve", out))?;
     Ok(rocbuild_venv::wheel::build_wheel(
         &layout.site,
