@@ -7,14 +7,14 @@ use crate::common::*;
 use rocbuild_testkit::native::*;
 
 /// A venv with the fake torch 2.9.1 whose `libc10.so` is the C++ v2 (no `c10::foo(int)`).
-struct Venv {
-    tmp: tempfile::TempDir,
-    venv: PathBuf,
+pub(crate) struct Venv {
+    pub tmp: tempfile::TempDir,
+    pub venv: PathBuf,
     site: PathBuf,
 }
 
 impl Venv {
-    fn new() -> Venv {
+    pub fn new() -> Venv {
         let tmp = tempfile::tempdir().unwrap();
         let venv = tmp.path().join("venv");
         let site = make_venv(&venv);
@@ -23,13 +23,13 @@ impl Venv {
         Venv { tmp, venv, site }
     }
 
-    fn root(&self) -> &Path {
+    pub fn root(&self) -> &Path {
         self.tmp.path()
     }
 
     /// A torchcodec whose core (for FFmpeg 5, which Debian 12 has) is `ext.cpp` linked
     /// against v1 (`use_foo`) or v2, plus `extra` link arguments.
-    fn torchcodec(&self, use_foo: bool, extra: &[&str]) {
+    pub fn torchcodec(&self, use_foo: bool, extra: &[&str]) {
         let c10 = if use_foo {
             let v1 = self.root().join("torch-v1");
             torch_like_c10(&v1, true);

@@ -14,6 +14,7 @@ mod doctor;
 mod ffmpeg_download;
 mod fixture_build;
 mod fresh_machine;
+mod guides;
 mod hip_build;
 mod index;
 mod locks;

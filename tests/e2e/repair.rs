@@ -98,16 +98,12 @@ pub(crate) fn objdump_rpaths(file: &Path) -> Vec<String> {
     out
 }
 
-/// TorchCodec 0.16.0's real macOS wheel in a macOS-shaped venv, repaired from this Linux
-/// host: its libraries have no LC_RPATH, so nothing finds torch's libraries or Homebrew's
-/// FFmpeg. torch/lib and Homebrew's lib hold stub dylibs exporting what the wheel imports.
-#[test]
-fn repairs_the_real_macos_torchcodec_without_lc_rpath() {
-    let Some(wheel) = upstream::wheel(&upstream::TORCHCODEC_MACOS_NO_RPATH) else {
-        return;
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let venv = tmp.path().join("venv");
+/// The real macOS TorchCodec 0.16.0 wheel in a macOS-shaped venv under `root`, with torch's
+/// libraries and Homebrew's FFmpeg 7 as stub dylibs exporting what the wheel imports: (venv,
+/// Homebrew's lib). None (said) when the wheel cannot be had.
+pub(crate) fn macos_torchcodec_venv(root: &Path) -> Option<(PathBuf, PathBuf)> {
+    let wheel = upstream::wheel(&upstream::TORCHCODEC_MACOS_NO_RPATH)?;
+    let venv = root.join("venv");
     let site = venv.join("lib/python3.12/site-packages");
     std::fs::create_dir_all(venv.join("bin")).unwrap();
     std::fs::write(
@@ -116,16 +112,10 @@ fn repairs_the_real_macos_torchcodec_without_lc_rpath() {
     )
     .unwrap();
     upstream::unpack(&wheel, &site);
-    let pip_bytes = tree(&site);
     let tc = site.join("torchcodec");
-    let core = tc.join("libtorchcodec_core7.dylib");
-    assert!(
-        objdump_rpaths(&core).is_empty(),
-        "the fixture has no LC_RPATH"
-    );
 
     // torch's libraries and Homebrew's FFmpeg 7, as stubs exporting what is imported.
-    let brew = tmp.path().join("opt/homebrew/lib");
+    let brew = root.join("opt/homebrew/lib");
     for (leaf, syms) in rpath_imports(&tc) {
         if leaf.starts_with("libtorchcodec") {
             continue;
@@ -152,6 +142,27 @@ fn repairs_the_real_macos_torchcodec_without_lc_rpath() {
         };
         stub_dylib(&dir, &leaf, &syms);
     }
+
+    Some((venv, brew))
+}
+
+/// TorchCodec 0.16.0's real macOS wheel in a macOS-shaped venv, repaired from this Linux
+/// host: its libraries have no LC_RPATH, so nothing finds torch's libraries or Homebrew's
+/// FFmpeg. torch/lib and Homebrew's lib hold stub dylibs exporting what the wheel imports.
+#[test]
+fn repairs_the_real_macos_torchcodec_without_lc_rpath() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((venv, brew)) = macos_torchcodec_venv(tmp.path()) else {
+        return;
+    };
+    let site = venv.join("lib/python3.12/site-packages");
+    let tc = site.join("torchcodec");
+    let core = tc.join("libtorchcodec_core7.dylib");
+    let pip_bytes = tree(&site);
+    assert!(
+        objdump_rpaths(&core).is_empty(),
+        "the fixture has no LC_RPATH"
+    );
 
     let staged = tree(&site);
 

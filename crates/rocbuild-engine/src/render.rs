@@ -148,13 +148,13 @@ impl Plan {
         let b = &self.backend;
         for l in &self.libraries {
             if l.root.as_os_str().is_empty() {
-                writeln!(f, "  {}:    not found: {}", l.name, l.why)?;
+                writeln!(f, "  {:<8}not found: {}", format!("{}:", l.name), l.why)?;
                 continue;
             }
             writeln!(
                 f,
-                "  {}:    {} ({}{})",
-                l.name,
+                "  {:<8}{} ({}{})",
+                format!("{}:", l.name),
                 l.root.display(),
                 if l.used { "used: " } else { "" },
                 l.why

@@ -195,7 +195,7 @@ mod tests {
         assert!(
             text.contains("build the dependency dnnl (v3.1.1) from source, once, into the cache")
                 && text.contains("expect commit: ")
-                && text.contains("  dnnl:    /cache/deps/dnnl-v3.1.1-"),
+                && text.contains("  dnnl:   /cache/deps/dnnl-v3.1.1-"),
             "{text}"
         );
 

@@ -84,10 +84,10 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
         &settings,
         &mut Stderr,
         &mut |r, why| {
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
+            // A scheduled run's log says when, as people read time (UTC, to the second).
+            let stamp = jiff::Timestamp::now()
+                .round(jiff::Unit::Second)
+                .unwrap_or_else(|_| jiff::Timestamp::now());
             let why = if why.is_empty() {
                 String::new()
             } else {
