@@ -589,7 +589,7 @@ fn an_arch_the_real_sdk_cannot_compile_for_is_refused_before_building() {
 /// there already, and their absence is said before anything is built.
 #[test]
 fn missing_run_time_requirements_are_named_with_the_command_that_installs_them() {
-    let err = refused(&["--backend", "cpu", "--dry-run"]);
+    let err = refused(&["--backend", "cpu", "--dry-run", "--no-binary"]);
     assert!(err.contains("ctranslate2 needs numpy, pyyaml"), "{err}");
     assert!(err.contains("-m pip install numpy pyyaml"), "{err}");
 }

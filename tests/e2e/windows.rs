@@ -702,6 +702,7 @@ fn the_real_ctranslate2_is_built_for_the_windows_venv_and_generates_under_wine()
             "ctranslate2",
             "--version",
             "4.8.1",
+            "--no-binary",
             "--venv",
             venv.to_str().unwrap(),
             "--cache",

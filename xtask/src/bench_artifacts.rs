@@ -664,7 +664,14 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
         exe,
         &root.join("rocbuild-cache"),
         &a,
-        &["ctranslate2", "--version", CT2_VERSION, "--backend", "cpu"],
+        &[
+            "ctranslate2",
+            "--version",
+            CT2_VERSION,
+            "--backend",
+            "cpu",
+            "--no-binary",
+        ],
     )?;
     let model = root.join("ct2-model");
     if !model.join("model.bin").exists() {
@@ -692,7 +699,7 @@ pub fn ctranslate2_section(exe: &Path, ws: &Path) -> Result<String> {
         "## Built artifacts: CTranslate2 {CT2_VERSION} CPU, rocbuild's build vs PyPI's wheel (issue 15, target 1)\n\n\
          {table}\n\
          {}.\n\n\
-         **(g)** A: `rocbuild ctranslate2 --version {CT2_VERSION} --backend cpu` in a venv holding \
+         **(g)** A: `rocbuild ctranslate2 --version {CT2_VERSION} --backend cpu --no-binary` in a venv holding \
          oneAPI MKL (`pip install {}`), which the recipe uses when found ([with.mkl]: \
          `WITH_MKL=ON`, linked statically with GNU OpenMP), and PyPI's shared oneDNN 3.1 \
          (`pip install {ONEDNN}`), which it does not use on Linux x86-64: there it builds \
@@ -816,6 +823,7 @@ fn ct2_gcc14(exe: &Path, model: &Path, script_file: &Path) -> Result<String> {
             CT2_VERSION,
             "--backend",
             "cpu",
+            "--no-binary",
         ])
         .args([
             "--venv",
@@ -858,7 +866,7 @@ fn ct2_gcc14(exe: &Path, model: &Path, script_file: &Path) -> Result<String> {
     )?;
     Ok(format!(
         "{title}{}\n{}.\n\n\
-         A: `rocbuild ctranslate2 --version {CT2_VERSION} --backend cpu` run inside a Debian 13 \
+         A: `rocbuild ctranslate2 --version {CT2_VERSION} --backend cpu --no-binary` run inside a Debian 13 \
          chroot (`{}`; mmdebstrap, cached with the test chroots), in a venv there with the same \
          PyPI packages (oneDNN built from source by the recipe there too, with GCC 14); B: the same wheel, in a venv of the chroot's Python. Same model, \
          inputs and timing as above. GEMM backends: A: {}. B: {}.\n\n\

@@ -388,6 +388,9 @@ impl Checker<'_> {
             for f in &w.flavors {
                 self.key_in(f, &["cpu", "cuda", "rocm"], "torch flavour")?;
             }
+            for b in &w.backends {
+                self.key_in(b, &["cpu", "cuda", "rocm"], "backend")?;
+            }
             self.specifier(&w.versions)?;
             if let Some(c) = &w.cuda {
                 self.specifier(c)?;

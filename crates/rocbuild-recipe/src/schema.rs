@@ -77,8 +77,14 @@ pub struct StockWheel {
     pub os: Vec<Text>,
     /// Releases (a PEP 440 specifier) whose wheels are like this.
     pub versions: Text,
-    /// torch flavours they load with: cpu, cuda, rocm.
+    /// torch flavours they load with: cpu, cuda, rocm. Empty: they do not link torch, so
+    /// its flavour does not matter.
+    #[serde(default)]
     pub flavors: Vec<Text>,
+    /// The builds they are (cpu, cuda, rocm), for a package whose backend is not torch's:
+    /// the stock wheel stands for a build of one of these only. Empty: as `flavors`.
+    #[serde(default)]
+    pub backends: Vec<Text>,
     /// For a CUDA torch: its CUDA version (a specifier such as ">=13,<14").
     #[serde(default)]
     pub cuda: Option<Text>,

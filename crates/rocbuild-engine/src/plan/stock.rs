@@ -53,18 +53,8 @@ pub fn judge(
         ));
     };
     let torch = machine.target.torch.as_ref();
-    let flavor = torch.map_or("cpu", |t| t.flavor.as_str());
-    if !w.flavors.iter().any(|f| f.get_ref() == flavor) {
-        return no(format!(
-            "the index's {os} wheels ({}) do not load with a {flavor} torch",
-            w.says
-        ));
-    }
-    if backend != "cpu" && !w.flavors.iter().any(|f| f.get_ref() == backend) {
-        return no(format!(
-            "a {backend} build was asked for, and the index's {os} wheels are not one ({})",
-            w.says
-        ));
+    if let Some(why) = kind_mismatch(w, torch, backend, os) {
+        return no(why);
     }
     if let (Some(spec), Some(t)) = (&w.cuda, torch.filter(|t| t.flavor.as_str() == "cuda")) {
         let cuda = t.cuda.as_deref().unwrap_or("");
@@ -93,12 +83,19 @@ pub fn judge(
     }
     Some(StockVerdict {
         works: true,
-        why: format!(
-            "the index's {os} wheel of {} {version} loads with this torch{} ({})",
-            raw.package.distribution,
-            torch.map(|t| format!(" {}", t.version)).unwrap_or_default(),
-            w.says
-        ),
+        why: if w.flavors.is_empty() {
+            format!(
+                "the index's {os} wheel of {} {version} is a {backend} build like the one asked for ({})",
+                raw.package.distribution, w.says
+            )
+        } else {
+            format!(
+                "the index's {os} wheel of {} {version} loads with this torch{} ({})",
+                raw.package.distribution,
+                torch.map(|t| format!(" {}", t.version)).unwrap_or_default(),
+                w.says
+            )
+        },
         pip: Some(format!(
             "pip install {}=={version}",
             raw.package.distribution
@@ -106,8 +103,39 @@ pub fn judge(
     })
 }
 
+/// Why wheels of this kind are not the build asked for: another torch flavour, another backend.
+fn kind_mismatch(
+    w: &rocbuild_recipe::schema::StockWheel,
+    torch: Option<&rocbuild_probe::Torch>,
+    backend: &str,
+    os: &str,
+) -> Option<String> {
+    let has =
+        |list: &[rocbuild_recipe::schema::Text], v: &str| list.iter().any(|x| x.get_ref() == v);
+    let flavor = torch.map_or("cpu", |t| t.flavor.as_str());
+    if !w.flavors.is_empty() && !has(&w.flavors, flavor) {
+        return Some(format!(
+            "the index's {os} wheels ({}) do not load with a {flavor} torch",
+            w.says
+        ));
+    }
+    let builds = if w.backends.is_empty() {
+        &w.flavors
+    } else {
+        &w.backends
+    };
+    let asked = backend != "cpu" || !w.backends.is_empty();
+    (asked && !has(builds, backend)).then(|| {
+        format!(
+            "a {backend} build was asked for, and the index's {os} wheels are not one ({})",
+            w.says
+        )
+    })
+}
+
 /// For `doctor`: the verdict on the release a build would choose here (the newest default one
-/// whose torch and FFmpeg ranges hold), when the recipe has stock-wheel data.
+/// whose torch and FFmpeg ranges hold), for the backend of this torch's flavour, when the
+/// recipe has stock-wheel data.
 pub fn for_machine(recipe: &Recipe, machine: &Machine) -> Option<StockVerdict> {
     let torch = machine
         .target
@@ -122,7 +150,13 @@ pub fn for_machine(recipe: &Recipe, machine: &Machine) -> Option<StockVerdict> {
                 .is_none_or(|t| rocbuild_recipe::torch_compatible(r, t))
             && ffmpeg.is_none_or(|m| rocbuild_recipe::ffmpeg_compatible(r, m))
     })?;
-    judge(recipe, machine, &release, "cpu")
+    // The build a user of this torch wants: a ROCm torch's user a ROCm build, and so on.
+    let backend = machine
+        .target
+        .torch
+        .as_ref()
+        .map_or("cpu", |t| t.flavor.as_str());
+    judge(recipe, machine, &release, backend)
 }
 
 /// `2.15.0+cu132` → `2.15.0`.
@@ -139,6 +173,40 @@ mod tests {
 
     fn release(r: &Recipe, v: &str) -> ReleaseInfo {
         r.release(v).unwrap()
+    }
+
+    /// CTranslate2 does not link torch: its index wheels are judged by the build asked for,
+    /// whatever the torch (a ROCm one here): CPU and CUDA work, ROCm needs a build.
+    #[test]
+    fn the_stock_ctranslate2_wheel_is_judged_by_the_backend() {
+        let r = recipe("ctranslate2");
+        let mut m = machine(Os::Linux);
+        m.target.torch.as_mut().unwrap().flavor = Flavor::Rocm;
+        let rel = release(&r, "4.8.1");
+        let cpu = judge(&r, &m, &rel, "cpu").unwrap();
+        assert!(cpu.works, "{cpu:?}");
+        assert_eq!(cpu.pip.as_deref(), Some("pip install ctranslate2==4.8.1"));
+        assert!(
+            cpu.why.contains("is a cpu build like the one asked for"),
+            "{cpu:?}"
+        );
+        assert!(judge(&r, &m, &rel, "cuda").unwrap().works);
+        let rocm = judge(&r, &m, &rel, "rocm").unwrap();
+        assert!(
+            !rocm.works && rocm.why.contains("a rocm build was asked for"),
+            "{rocm:?}"
+        );
+        // doctor asks for the build of the torch's flavour: a ROCm torch's user is not told
+        // to install the CPU/CUDA wheel.
+        assert!(!for_machine(&r, &m).unwrap().works);
+        m.target.torch.as_mut().unwrap().flavor = Flavor::Cpu;
+        assert!(for_machine(&r, &m).unwrap().works);
+        // No torch at all: the same.
+        m.target.torch = None;
+        assert!(judge(&r, &m, &rel, "cpu").unwrap().works);
+        // macOS: CPU builds only.
+        let mac = machine(Os::Macos);
+        assert!(!judge(&r, &mac, &rel, "cuda").unwrap().works);
     }
 
     /// TorchCodec 0.12+ on Linux: the index's wheels are CUDA 13 builds on torch's stable ABI;
@@ -177,12 +245,8 @@ mod tests {
         let v = judge(&r, &w, &release(&r, "0.10.0"), "cpu").unwrap();
         assert!(!v.works, "{v:?}");
         // A recipe without the data: no verdict.
-        assert!(judge(
-            &recipe("ctranslate2"),
-            &m,
-            &release(&recipe("ctranslate2"), "4.8.1"),
-            "cpu"
-        )
-        .is_none());
+        let mut bare = recipe("ctranslate2");
+        bare.raw.stock_wheel.clear();
+        assert!(judge(&bare, &m, &release(&bare, "4.8.1"), "cpu").is_none());
     }
 }
