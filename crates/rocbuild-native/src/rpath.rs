@@ -4,8 +4,11 @@ use crate::{read_elf, NativeError};
 
 /// Set DT_RUNPATH of the ELF file at `path` to `entries` (replacing RPATH/RUNPATH).
 ///
-/// Pure Rust first (arwen, as rattler-build does); `patchelf` when that fails. The result is
-/// read back: success means the loader will really see these entries.
+/// When the new value fits where the old one is, it is written there and nothing else of the
+/// file changes (two fields: the string, and the tag when it was DT_RPATH): a library packed
+/// with GPU code or a kernel-pack reference is edited in exactly those bytes. Otherwise pure
+/// Rust (arwen, as rattler-build does), `patchelf` when that fails. The result is read back:
+/// success means the loader will really see these entries.
 pub fn set_runpath(path: &Path, entries: &[String]) -> Result<(), NativeError> {
     let joined = entries.join(":");
     let err = |reason: String| NativeError::Edit {
@@ -15,7 +18,11 @@ pub fn set_runpath(path: &Path, entries: &[String]) -> Result<(), NativeError> {
     // A file cut short or damaged is said as such by the reader, before either editor
     // tries (and fails with its own less telling words).
     read_elf(path)?;
-    let first = with_arwen(path, &joined);
+    let bytes = fs_err::read(path).map_err(|e| err(e.to_string()))?;
+    let first = match in_place(&bytes, &joined) {
+        Some(edited) => write_beside(path, &edited),
+        None => with_arwen(path, &joined),
+    };
     if let Err(reason) = first {
         let patchelf = which::which("patchelf").map_err(|_| {
             err(format!(
@@ -51,14 +58,100 @@ fn with_arwen(path: &Path, runpath: &str) -> Result<(), String> {
     elf.set_runpath(runpath).map_err(|e| format!("{e:?}"))?;
     let mut out = Vec::with_capacity(bytes.len() + 4096);
     elf.write(&mut out).map_err(|e| format!("{e:?}"))?;
-    // Write beside, then rename: a failure never leaves a half-written library.
+    write_beside(path, &out)
+}
+
+/// Write beside, then rename: a failure never leaves a half-written library.
+fn write_beside(path: &Path, out: &[u8]) -> Result<(), String> {
     let tmp = path.with_extension("rocbuild-tmp");
-    fs_err::write(&tmp, &out).map_err(|e| e.to_string())?;
+    fs_err::write(&tmp, out).map_err(|e| e.to_string())?;
     let perms = fs_err::metadata(path)
         .map_err(|e| e.to_string())?
         .permissions();
     fs_err::set_permissions(&tmp, perms).map_err(|e| e.to_string())?;
     fs_err::rename(&tmp, path).map_err(|e| e.to_string())
+}
+
+const DT_RPATH: u64 = 15;
+const DT_RUNPATH: u64 = 29;
+
+/// The file with its one RPATH/RUNPATH string overwritten by `value` (NUL-padded) and the tag
+/// made DT_RUNPATH, when `value` fits in the old string and no other name shares its bytes;
+/// None otherwise (64-bit little-endian ELF only: every platform rocbuild edits).
+fn in_place(bytes: &[u8], value: &str) -> Option<Vec<u8>> {
+    use goblin::elf::{program_header::PT_DYNAMIC, Elf};
+    let elf = Elf::parse(bytes).ok()?;
+    if !elf.is_64 || !elf.little_endian {
+        return None;
+    }
+    let dynamic = elf.dynamic.as_ref()?;
+    let paths: Vec<(usize, u64)> = dynamic
+        .dyns
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.d_tag == DT_RPATH || d.d_tag == DT_RUNPATH)
+        .map(|(i, d)| (i, d.d_val))
+        .collect();
+    let [(index, name)] = paths[..] else {
+        return None;
+    };
+    let strtab = vaddr_to_offset(&elf, dynamic.info.strtab as u64)?;
+    let start = usize::try_from(strtab.checked_add(name)?).ok()?;
+    let old_len = bytes.get(start..)?.iter().position(|&b| b == 0)?;
+    if value.len() > old_len || value.as_bytes().contains(&0) {
+        return None;
+    }
+    // Another name pointing into the old string (a linker's tail merging) would change too.
+    let ours = name..name + old_len as u64;
+    let shares = |off: u64| off != name && ours.contains(&off);
+    let others = dynamic
+        .dyns
+        .iter()
+        .filter(|d| matches!(d.d_tag, 1 | 14)) // DT_NEEDED, DT_SONAME
+        .map(|d| d.d_val)
+        .chain(elf.dynsyms.iter().map(|s| s.st_name as u64));
+    if others.into_iter().any(shares) || versions_share(&elf, &shares) {
+        return None;
+    }
+    let dyn_at = elf
+        .program_headers
+        .iter()
+        .find(|p| p.p_type == PT_DYNAMIC)?
+        .p_offset;
+    let tag_at = usize::try_from(dyn_at).ok()?.checked_add(index * 16)?;
+    let mut out = bytes.to_vec();
+    out.get_mut(tag_at..tag_at + 8)?
+        .copy_from_slice(&DT_RUNPATH.to_le_bytes());
+    let slot = out.get_mut(start..start + old_len)?;
+    slot.fill(0);
+    slot[..value.len()].copy_from_slice(value.as_bytes());
+    Some(out)
+}
+
+/// A version requirement's or definition's name inside the old string.
+fn versions_share(elf: &goblin::elf::Elf, shares: &dyn Fn(u64) -> bool) -> bool {
+    let mut names = Vec::new();
+    for v in elf.verneed.iter() {
+        for n in v.iter() {
+            names.push(n.vn_file as u64);
+            names.extend(n.iter().map(|a| a.vna_name as u64));
+        }
+    }
+    for v in elf.verdef.iter() {
+        for d in v.iter() {
+            names.extend(d.iter().map(|a| a.vda_name as u64));
+        }
+    }
+    names.into_iter().any(shares)
+}
+
+/// The file offset of a virtual address, through the PT_LOAD segment holding it.
+fn vaddr_to_offset(elf: &goblin::elf::Elf, vaddr: u64) -> Option<u64> {
+    elf.program_headers
+        .iter()
+        .filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD)
+        .find(|p| (p.p_vaddr..p.p_vaddr + p.p_filesz).contains(&vaddr))
+        .map(|p| vaddr - p.p_vaddr + p.p_offset)
 }
 
 fn tracing_fallback(reason: &str) {
