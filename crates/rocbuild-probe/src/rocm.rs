@@ -167,11 +167,33 @@ pub enum RocmError {
     },
 }
 
-/// Numeric components of a version ("6.2.4" -> [6, 2, 4]); non-numeric parts end it.
+/// Numeric components of a version ("6.2.4" -> [6, 2, 4]): the leading digits of each part; a
+/// part with anything after its digits (TheRock's `0a20251124`, `0rc1`) is the last one.
 pub fn version_key(v: &str) -> Vec<u32> {
-    v.split(['.', '-', '+'])
-        .map_while(|p| p.parse::<u32>().ok())
-        .collect()
+    let mut out = Vec::new();
+    for part in v.split(['.', '-', '+']) {
+        let digits = part.bytes().take_while(u8::is_ascii_digit).count();
+        let Ok(n) = part[..digits].parse::<u32>() else {
+            break;
+        };
+        out.push(n);
+        if digits < part.len() {
+            break;
+        }
+    }
+    out
+}
+
+/// How two ROCm versions order: as PEP 440 versions when both are (TheRock's `7.10.0a20251124`
+/// nightly before its `7.10.0rc1` before `7.10.0`, and `10.0.0` after `7.15.0`), else by their
+/// numbers ([`version_key`]). Never as strings.
+pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::str::FromStr;
+    let pep = |v: &str| pep440_rs::Version::from_str(v.trim()).ok();
+    match (pep(a), pep(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        _ => version_key(a).cmp(&version_key(b)),
+    }
 }
 
 /// `--rocm 6.2` matches 6.2, 6.2.0 and 6.2.4, not 6.20 or 6.3.
@@ -199,7 +221,10 @@ fn newest<'a>(sdks: impl Iterator<Item = &'a RocmSdk>) -> Option<&'a RocmSdk> {
     let v: Vec<&RocmSdk> = sdks.collect();
     v.into_iter()
         .rev()
-        .max_by_key(|s| s.version.as_deref().map(version_key).unwrap_or_default())
+        .max_by(|a, b| match (&a.version, &b.version) {
+            (Some(x), Some(y)) => version_cmp(x, y),
+            (x, y) => x.is_some().cmp(&y.is_some()),
+        })
 }
 
 /// The environment variable a user sets to name their SDK, most conventional first per OS.

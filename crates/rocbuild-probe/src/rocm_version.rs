@@ -240,4 +240,62 @@ mod natural {
             prop_assert_eq!(natural_key(&ta).cmp(&natural_key(&tb)), a.cmp(&b));
         }
     }
+
+    /// A ROCm version as TheRock writes them: release numbers, then a nightly `aYYYYMMDD`, a
+    /// candidate `rcN`, a `.devN`, or nothing (the release).
+    fn rocm_version() -> impl Strategy<Value = (Vec<u32>, u32, u32, String)> {
+        (
+            proptest::collection::vec(0u32..20, 3..4),
+            0u32..4,
+            20250101u32..20261231,
+        )
+            .prop_map(|(nums, kind, n)| {
+                let base = nums
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(".");
+                let text = match kind {
+                    0 => format!("{base}.dev{}", n % 3),
+                    1 => format!("{base}a{n}"),
+                    2 => format!("{base}rc{}", n % 5),
+                    _ => base,
+                };
+                // dev < a < rc < release, then the number within the kind.
+                let within = match kind {
+                    0 => n % 3,
+                    1 => n,
+                    2 => n % 5,
+                    _ => 0,
+                };
+                (nums, kind, within, text)
+            })
+    }
+
+    proptest! {
+        /// ROCm versions (`10.0.0` and `7.15.0a20260630` and `7.2.1rc2` alike) order by their
+        /// numbers, then dev < nightly < candidate < release; `version_key` has the numbers.
+        #[test]
+        fn rocm_versions_order_by_number_then_kind(a in rocm_version(), b in rocm_version()) {
+            let want = (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2));
+            prop_assert_eq!(crate::rocm::version_cmp(&a.3, &b.3), want, "{} vs {}", a.3, b.3);
+            prop_assert_eq!(crate::version_key(&a.3), a.0.clone(), "{}", a.3);
+        }
+    }
+
+    #[test]
+    fn the_rock_versions_are_never_compared_as_strings() {
+        use crate::rocm::version_cmp;
+        use std::cmp::Ordering::*;
+        assert_eq!(version_cmp("10.0.0", "7.15.0a20260630"), Greater);
+        assert_eq!(version_cmp("7.10.0a20251124", "7.9.0"), Greater);
+        assert_eq!(version_cmp("7.10.0a20251124", "7.10.0"), Less);
+        assert_eq!(
+            version_cmp("10.1.0a20260811+bkc.20260814", "10.0.0"),
+            Greater
+        );
+        // Not PEP 440 (a HIP patch with a git hash): by the numbers.
+        assert_eq!(version_cmp("6.4.43482-0f2d60242", "6.10.1"), Less);
+        assert_eq!(crate::version_key("7.10.1a20251124"), [7, 10, 1]);
+    }
 }
