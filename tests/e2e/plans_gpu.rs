@@ -6,7 +6,10 @@
 use std::path::Path;
 
 use rocbuild_probe::{discover_sdks, find_hip_runtime, Os, ProbeEnv};
-use rocbuild_testkit::rocm::{fake_opt_rocm, fake_the_rock, fake_windows_hip_sdk, FakeSdk};
+use rocbuild_testkit::rocm::{
+    fake_opt_rocm, fake_the_rock, fake_the_rock_multi_arch, fake_the_rock_multi_arch_expanded,
+    fake_windows_hip_sdk, FakeSdk,
+};
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -455,4 +458,67 @@ fn torchcodec_arch_on_a_cpu_or_cuda_torch_is_answered() {
     let out = plan(&m, tmp.path(), &["torchcodec", "--arch", "gfx1201"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stderr.contains("CUDA 13.2 build"), "{}", out.stderr);
+}
+
+/// TheRock's current multi-arch wheels in a Linux venv (ROCm 7.15 nightly, one device package,
+/// gfx1100): the SDK is found in the venv with the wheels' full version, a build for gfx1100
+/// goes ahead, and one for gfx1201 (which the compiler can target, but no kernels are
+/// installed for) is warned about before anything is built, with the exact pip line.
+#[test]
+fn linux_the_rock_multi_arch_names_the_missing_device_package() {
+    let tmp = tempfile::tempdir().unwrap();
+    let site = tmp.path().join("venv/lib/python3.12/site-packages");
+    fake_the_rock_multi_arch_expanded(&site, false, "7.15.0a20260630", &["gfx1100"]);
+    let env = ProbeEnv::rooted(tmp.path());
+    let (sdks, rt) = sdks(&env, Os::Linux, Some(&site));
+    let mut m = machine("linux");
+    m["python"]["site_packages"] = json!(site);
+    m["rocm_sdks"] = sdks;
+    m["hip_runtime"] = rt;
+    let ok_plan = ok(plan(&m, tmp.path(), &["ctranslate2", "--arch", "gfx1100"]));
+    assert!(ok_plan.contains("7.15.0a20260630"), "{ok_plan}");
+    assert!(
+        ok_plan.contains("_rocm_sdk_devel/lib/llvm/bin/amdclang++"),
+        "{ok_plan}"
+    );
+    assert!(!ok_plan.contains("kernels for"), "{ok_plan}");
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2", "--arch", "gfx1201"]));
+    assert!(
+        p.contains("has no kernels for gfx1201 in rocBLAS, hipBLASLt, kernel packs"),
+        "{p}"
+    );
+    assert!(
+        p.contains("pip install rocm-sdk-device-gfx1201==7.15.0a20260630"),
+        "{p}"
+    );
+}
+
+/// The devel wheel installed but never expanded (no `rocm-sdk init` yet): the SDK cannot
+/// compile, and the answer is the one command that expands it.
+#[test]
+fn the_rock_without_its_devel_expanded_names_rocm_sdk_init() {
+    let tmp = tempfile::tempdir().unwrap();
+    let site = tmp.path().join("venv/lib/python3.12/site-packages");
+    fake_the_rock_multi_arch(&site, false, "10.0.0", &["gfx1201"]);
+    let env = ProbeEnv::rooted(tmp.path());
+    let found = discover_sdks(&env, Os::Linux, Some(&site));
+    let rock = found
+        .iter()
+        .find(|s| s.root.starts_with(&site))
+        .expect("TheRock's SDK in the venv");
+    assert_eq!(rock.version.as_deref(), Some("10.0.0"));
+    let problems = rock.problems.join("\n");
+    assert!(
+        problems.contains("installed but not expanded"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains(&format!("{}/venv/bin/rocm-sdk init", tmp.path().display())),
+        "{problems}"
+    );
+    let r = rock.the_rock.as_ref().unwrap();
+    assert_eq!(
+        (r.scheme.as_str(), r.devices.clone()),
+        ("multi-arch", vec!["gfx1201".to_string()])
+    );
 }

@@ -629,6 +629,21 @@ fn rocm_plan(
     notes.extend(archs.notes.iter().cloned());
     let mut warnings = choice.warnings.clone();
     warnings.extend(archs.warnings.iter().cloned());
+    // Kernels are loaded at run time, not linked: a build for a GPU the SDK's math libraries
+    // have none for succeeds and then fails at the first GEMM. Said before anything is built.
+    let used: &[&str] = if needs_hipblas {
+        &["rocBLAS", "hipBLASLt"]
+    } else {
+        &[]
+    };
+    if needs_hipblas {
+        warnings.extend(
+            archs
+                .archs
+                .iter()
+                .filter_map(|a| rocbuild_probe::kernels::missing_for(sdk, a, used)),
+        );
+    }
     let bin = sdk
         .bin_dir
         .clone()

@@ -9,6 +9,7 @@ mod cuda_gpu;
 mod ffmpeg;
 mod gfx;
 mod gpu;
+pub mod kernels;
 mod light;
 mod mkl;
 pub mod platform;

@@ -85,6 +85,12 @@ pub struct RocmSdk {
     /// The rocBLAS Tensile library directory, when there is one.
     #[serde(default)]
     pub tensile_dir: Option<PathBuf>,
+    /// The kernels its math libraries load at run time, per library, with their GPUs.
+    #[serde(default)]
+    pub kernels: Vec<crate::kernels::KernelSet>,
+    /// TheRock's Python packages: how they are split and which GPUs' device packages are in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub the_rock: Option<TheRockPackages>,
     /// The amd_comgr library (a missing one gives a misleading "no ROCm-capable device").
     pub amd_comgr: Option<PathBuf>,
     /// Directories holding CMake package configs (`lib/cmake`, `/usr/lib/<triplet>/cmake`).
@@ -165,6 +171,22 @@ pub enum RocmError {
         root: String,
         problems: String,
     },
+}
+
+/// TheRock's wheels in a venv (its packaging: `build_tools/packaging/python/templates/`, the
+/// `_dist_info.py` package table, `docs/packaging/python_packaging.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TheRockPackages {
+    /// The `rocm-sdk-core` wheel's version (`7.14.0`, `7.15.0a20260630`, `10.1.0`).
+    pub version: String,
+    /// How the libraries are packaged: `multi-arch` (`rocm-sdk-libraries` plus one
+    /// `rocm-sdk-device-gfxNNNN` per GPU), `per-family` (`rocm-sdk-libraries-gfx120X-all`), or
+    /// `custom` (AMD's Windows release bundles, `_rocm_sdk_libraries_custom`).
+    pub scheme: String,
+    /// The library distribution (`rocm-sdk-libraries`, `rocm-sdk-libraries-gfx120X-all`).
+    pub libraries: Option<String>,
+    /// GPUs whose device package is installed (multi-arch).
+    pub devices: Vec<String>,
 }
 
 /// Numeric components of a version ("6.2.4" -> [6, 2, 4]): the leading digits of each part; a

@@ -176,6 +176,8 @@ pub(crate) fn empty(root: PathBuf, kind: SdkKind) -> RocmSdk {
         clang_version: None,
         tensile_archs: Vec::new(),
         tensile_dir: None,
+        kernels: Vec::new(),
+        the_rock: None,
         amd_comgr: None,
         cmake_dirs: Vec::new(),
         bin_dir: None,
@@ -541,6 +543,17 @@ fn find_libraries(sdk: &mut RocmSdk, parts: &[PathBuf], os: Os, triplets: &[Stri
     if let Some(d) = &sdk.tensile_dir {
         sdk.tensile_archs = tensile_archs(d);
     }
+    sdk.kernels = crate::kernels::kernel_sets(parts, os == Os::Windows);
+    // Debian keeps rocBLAS's kernels in a versioned directory the generic scan does not see.
+    if let Some(d) = &sdk.tensile_dir {
+        if !sdk.kernels.iter().any(|k| &k.dir == d) {
+            sdk.kernels.push(crate::kernels::KernelSet {
+                library: "rocBLAS".into(),
+                dir: d.clone(),
+                archs: sdk.tensile_archs.clone(),
+            });
+        }
+    }
 }
 
 /// The SDK's CMake package directories.
@@ -722,24 +735,96 @@ fn the_rock(site: &Path, os: Os) -> Option<RocmSdk> {
     let version =
         dist_version(site, "rocm_sdk_core").or_else(|| dist_version(site, "rocm_sdk_devel"));
     let mut sdk = inspect(&parts, SdkKind::TheRockPip, os, None);
-    // The wheel's version is the release; it beats a directory name but not `.info/version`.
+    // The wheel's version (`7.15.0a20260630`) says more than `.info/version` (`7.15.0`, the
+    // release numbers only): it wins when it is that release, or when nothing else says one.
     if let Some(v) = version {
-        if sdk
-            .version_source
-            .as_deref()
-            .is_none_or(|s| !s.starts_with(".info"))
-        {
+        let info_agrees = sdk.version.as_deref().is_none_or(|i| {
+            !sdk.version_source
+                .as_deref()
+                .is_some_and(|s| s.starts_with(".info"))
+                || crate::version_key(i) == crate::version_key(&v)
+        });
+        if info_agrees {
             sdk.version = Some(v);
             sdk.version_source = Some("rocm-sdk-core dist-info".into());
         }
     }
+    sdk.the_rock = Some(the_rock_packages(
+        site,
+        sdk.version.clone().unwrap_or_default(),
+    ));
     if !devel.is_dir() {
-        sdk.problems.push(format!(
-            "rocm-sdk-devel is not installed in {} (compilers and headers live there): pip install rocm-sdk-devel, then rocm-sdk init",
-            site.display()
-        ));
+        let installed = dist_version(site, "rocm_sdk_devel").is_some();
+        let rocm_sdk = site_bin(site, os).join(if os == Os::Windows {
+            "rocm-sdk.exe"
+        } else {
+            "rocm-sdk"
+        });
+        sdk.problems.push(if installed {
+            format!(
+                "rocm-sdk-devel is installed but not expanded in {} (compilers and headers come from it): run `{} init` once",
+                site.display(),
+                rocm_sdk.display()
+            )
+        } else {
+            format!(
+                "rocm-sdk-devel is not installed in {} (compilers and headers live there): pip install rocm-sdk-devel=={}, then rocm-sdk init",
+                site.display(),
+                sdk.version.as_deref().unwrap_or("<the rocm-sdk-core version>")
+            )
+        });
     }
     Some(sdk)
+}
+
+/// The venv's scripts directory, from its site-packages (`lib/pythonX.Y/site-packages` →
+/// `bin`, `Lib/site-packages` → `Scripts`).
+fn site_bin(site: &Path, os: Os) -> PathBuf {
+    let up = if os == Os::Windows { 2 } else { 3 };
+    let venv = site.ancestors().nth(up).unwrap_or(site);
+    venv.join(if os == Os::Windows { "Scripts" } else { "bin" })
+}
+
+/// How TheRock's wheels in `site` are split, from their dist-info directories (names are
+/// normalized there: `rocm_sdk_libraries_gfx120x_all-7.2.0.dist-info`) and the libraries'
+/// import directories (`_rocm_sdk_libraries_gfx120X_all`, case kept).
+fn the_rock_packages(site: &Path, version: String) -> crate::rocm::TheRockPackages {
+    let mut devices = Vec::new();
+    let mut libraries = None;
+    for d in sorted_dirs(site) {
+        let name = file_name(&d);
+        let Some(dist) = name
+            .strip_suffix(".dist-info")
+            .and_then(|n| n.rsplit_once('-'))
+        else {
+            continue;
+        };
+        if let Some(gfx) = dist.0.strip_prefix("rocm_sdk_device_") {
+            devices.push(gfx.to_string());
+        } else if dist.0.starts_with("rocm_sdk_libraries") {
+            libraries = Some(dist.0.replace('_', "-"));
+        }
+    }
+    // The family's spelling as the import directory keeps it (gfx120X, not gfx120x).
+    let family_dir = sorted_dirs(site)
+        .into_iter()
+        .map(|d| file_name(&d))
+        .find(|n| n.starts_with("_rocm_sdk_libraries_"));
+    let scheme = match (&libraries, &family_dir) {
+        (_, Some(n)) if n == "_rocm_sdk_libraries_custom" => "custom",
+        (_, Some(_)) => "per-family",
+        _ => "multi-arch",
+    };
+    if scheme == "per-family" {
+        libraries = family_dir.map(|n| n.trim_start_matches('_').replace('_', "-"));
+    }
+    devices.sort_by_cached_key(|d| crate::natural_key(d));
+    crate::rocm::TheRockPackages {
+        version,
+        scheme: scheme.into(),
+        libraries,
+        devices,
+    }
 }
 
 /// Just enough of LLVM's bitstream format to read a bitcode file's identification block

@@ -249,6 +249,174 @@ pub fn fake_the_rock(site: &Path, windows: bool, sdk: &FakeSdk) -> PathBuf {
 
 /// Debian's multiarch packages under `<fs_root>/usr`: `hipcc` and versioned clang in
 /// `usr/bin`, bitcode in `usr/lib/<triplet>/amdgcn/bitcode`, CMake files in
+/// TheRock's current multi-arch wheels installed in `site`, as its packaging lays them out
+/// (ROCm/TheRock `build_tools/packaging/python/templates/` and `_dist_info.py`'s package
+/// table; `docs/packaging/python_packaging.md` "Kpack-split packaging"; the kpack format of
+/// rocm-kpack's `docs/runtime_api.md`):
+/// - `rocm-sdk-core` → `_rocm_sdk_core/`: `.info/version` (`X.Y.Z` only), the compilers in
+///   `lib/llvm/bin` (`.exe` on Windows), the device libraries in `lib/llvm/amdgcn/bitcode`,
+///   HIP's headers, `share/therock/dist_info.json` (the build's target list), the HIP runtime
+///   (`lib/libamdhip64.so.7`; Windows `bin/amdhip64_7.dll`);
+/// - `rocm-sdk-libraries` → `_rocm_sdk_libraries/`: the host libraries (rocBLAS, hipBLAS,
+///   hipBLASLt, MIOpen) with no per-GPU files;
+/// - one `rocm-sdk-device-gfxNNNN` per GPU, with no directory of its own: it adds that GPU's
+///   files into `_rocm_sdk_libraries/` (`.kpack/blas_lib_gfxNNNN.kpack`, the Tensile files
+///   of rocBLAS and hipBLASLt, `share/miopen/db/gfxNNNN.kdb`);
+/// - `rocm` (the meta package, with `rocm_sdk/_dist_info.py`); `rocm-sdk-devel` (not
+///   expanded: `_rocm_sdk_devel/` appears at `rocm-sdk init`).
+///
+/// `version` is the wheels' (`7.15.0a20260630`); `devices` the GPUs with a device package.
+pub fn fake_the_rock_multi_arch(site: &Path, windows: bool, version: &str, devices: &[&str]) {
+    the_rock_multi_arch_wheels(site, windows, version, devices);
+}
+
+/// [`fake_the_rock_multi_arch`] after `rocm-sdk init`: `_rocm_sdk_devel/` expanded from the
+/// devel wheel's tarball, a whole ROCm prefix (compilers, headers, CMake packages) whose files
+/// that the runtime wheels also hold are hard links to them (TheRock's `rocm_sdk/_devel.py`).
+pub fn fake_the_rock_multi_arch_expanded(
+    site: &Path,
+    windows: bool,
+    version: &str,
+    devices: &[&str],
+) -> PathBuf {
+    the_rock_multi_arch_wheels(site, windows, version, devices);
+    let devel = site.join("_rocm_sdk_devel");
+    let x = if windows { ".exe" } else { "" };
+    for b in ["clang", "clang++", "amdclang", "amdclang++"] {
+        exe(&devel.join(format!("lib/llvm/bin/{b}{x}")));
+    }
+    exe(&devel.join(format!("bin/hipcc{x}")));
+    hip_version_h(&devel, &release_of(version));
+    hipblas_h(&devel, (3, 1, 0));
+    bitcode(
+        &devel.join("lib/llvm/amdgcn/bitcode"),
+        &[
+            "gfx1030", "gfx1100", "gfx1101", "gfx1151", "gfx1200", "gfx1201",
+        ],
+    );
+    touch(&devel.join("lib/cmake/hip/hip-config.cmake"));
+    devel
+}
+
+fn the_rock_multi_arch_wheels(site: &Path, windows: bool, version: &str, devices: &[&str]) {
+    let core = site.join("_rocm_sdk_core");
+    let libs = site.join("_rocm_sdk_libraries");
+    let release = release_of(version);
+    let x = if windows { ".exe" } else { "" };
+    let libdir = if windows { "bin" } else { "lib" };
+    std::fs::create_dir_all(core.join(".info")).unwrap();
+    std::fs::write(core.join(".info/version"), format!("{release}\n")).unwrap();
+    for b in ["clang", "clang++", "amdclang", "amdclang++"] {
+        exe(&core.join(format!("lib/llvm/bin/{b}{x}")));
+    }
+    exe(&core.join(format!("bin/hipcc{x}")));
+    hip_version_h(&core, &release);
+    let all = [
+        "gfx1030", "gfx1100", "gfx1101", "gfx1151", "gfx1200", "gfx1201",
+    ];
+    bitcode(&core.join("lib/llvm/amdgcn/bitcode"), &all);
+    touch(&core.join("share/therock/dist_info.json"));
+    std::fs::write(
+        core.join("share/therock/dist_info.json"),
+        format!("{{\"dist_amdgpu_targets\": \"{}\"}}", all.join(";")),
+    )
+    .unwrap();
+    if windows {
+        for d in ["amdhip64_7.dll", "amd_comgr0701.dll", "hiprtc0701.dll"] {
+            touch(&core.join("bin").join(d));
+        }
+        for d in [
+            "rocblas.dll",
+            "hipblas.dll",
+            "libhipblaslt.dll",
+            "MIOpen.dll",
+        ] {
+            touch(&libs.join("bin").join(d));
+        }
+    } else {
+        for l in [
+            "libamdhip64.so.7",
+            "libamd_comgr.so.3",
+            "librocm_kpack.so.1",
+        ] {
+            touch(&core.join("lib").join(l));
+        }
+        for l in [
+            "librocblas.so.5",
+            "libhipblas.so.3",
+            "libhipblaslt.so.1",
+            "libMIOpen.so.1",
+        ] {
+            touch(&libs.join("lib").join(l));
+        }
+    }
+    hipblas_h(&core, (3, 1, 0));
+    touch(&libs.join(format!("{libdir}/rocblas/library/TensileManifest.txt")));
+    touch(&libs.join(format!(
+        "{libdir}/hipblaslt/library/hipblasltExtOpLibrary.dat"
+    )));
+    std::fs::create_dir_all(libs.join(".kpack")).unwrap();
+    for d in devices {
+        tensile(&libs.join(format!("{libdir}/rocblas/library")), &[d]);
+        touch(&libs.join(format!(
+            "{libdir}/hipblaslt/library/{d}/TensileLibrary_lazy_{d}.dat"
+        )));
+        touch(&libs.join(format!("share/miopen/db/{d}.kdb")));
+        // A kernel pack's 16-byte header: magic, format version, TOC offset.
+        let mut pack = b"KPAK".to_vec();
+        pack.extend(1u32.to_le_bytes());
+        pack.extend(64u64.to_le_bytes());
+        std::fs::write(libs.join(format!(".kpack/blas_lib_{d}.kpack")), pack).unwrap();
+    }
+    let mut dists: Vec<String> = [
+        "rocm",
+        "rocm_sdk_core",
+        "rocm_sdk_libraries",
+        "rocm_sdk_devel",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    dists.extend(devices.iter().map(|d| format!("rocm_sdk_device_{d}")));
+    for dist in dists {
+        let di = site.join(format!("{dist}-{version}.dist-info"));
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            format!(
+                "Metadata-Version: 2.1\nName: {}\nVersion: {version}\n",
+                dist.replace('_', "-")
+            ),
+        )
+        .unwrap();
+    }
+    // The generated version file: the template's placeholder first, the real value last.
+    let sdk_py = site.join("rocm_sdk/_dist_info.py");
+    touch(&sdk_py);
+    std::fs::write(
+        sdk_py,
+        format!("__version__ = \"DEFAULT\"\n# ...\n__version__ = '{version}'\n"),
+    )
+    .unwrap();
+}
+
+/// `7.15.0a20260630` → `7.15.0`: what `.info/version` holds.
+pub fn release_of(version: &str) -> String {
+    let mut out = Vec::new();
+    for part in version.split('.') {
+        let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+        if digits.is_empty() {
+            break;
+        }
+        let done = digits.len() < part.len();
+        out.push(digits);
+        if done || out.len() == 3 {
+            break;
+        }
+    }
+    out.join(".")
+}
+
 /// `usr/lib/<triplet>/cmake`, the version in `usr/lib/<triplet>/cmake/hip/hip-config-version.cmake`.
 pub fn fake_debian_rocm(fs_root: &Path, version: &str, targets: &[&str]) -> PathBuf {
     let usr = fs_root.join("usr");
