@@ -531,3 +531,38 @@ fn a_venv_without_any_known_package_has_nothing_to_check() {
     );
     assert!(out.stdout.contains("nothing to check"), "{}", out.stdout);
 }
+
+/// TheRock's multi-arch packages in the venv with a device package for another GPU only: the
+/// library has code for the GPU, but the math libraries have no kernels for it. doctor names
+/// which kernel files are missing and the device package that brings them; once it is
+/// installed, nothing is said.
+#[test]
+fn the_venvs_rocm_packages_without_kernels_for_the_gpu_name_the_device_package() {
+    let v = Venv::new();
+    let lib = hip_library(&v.root().join("build/libctranslate2.so.4"), "gfx1030", &[]);
+    install_fake_ctranslate2(&v.site, "4.8.1", &[&lib]);
+    let version = "7.15.0a20260630";
+    rocbuild_testkit::rocm::fake_the_rock_multi_arch(&v.site, false, version, &["gfx1100"]);
+    let out = v.doctor(&["ctranslate2", "--gpu-arch", "gfx1030", "--no-load"]);
+    assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("has no kernels for gfx1030 in rocBLAS, hipBLASLt, MIOpen, kernel packs"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains(&format!("pip install rocm-sdk-device-gfx1030=={version}")),
+        "{}",
+        out.stdout
+    );
+    rocbuild_testkit::rocm::fake_the_rock_multi_arch(
+        &v.site,
+        false,
+        version,
+        &["gfx1100", "gfx1030"],
+    );
+    let out = v.doctor(&["ctranslate2", "--gpu-arch", "gfx1030", "--no-load"]);
+    assert!(!out.stdout.contains("has no kernels for"), "{}", out.stdout);
+}

@@ -522,3 +522,34 @@ fn the_rock_without_its_devel_expanded_names_rocm_sdk_init() {
         ("multi-arch", vec!["gfx1201".to_string()])
     );
 }
+
+/// TheRock's multi-arch wheels in a Windows venv: the DLLs are in `_rocm_sdk_core\bin` and
+/// `_rocm_sdk_libraries\bin` (not the `_rocm_sdk_libraries_custom\bin` upstream CTranslate2's
+/// `__init__.py` adds), and the preload hook adds both.
+#[test]
+fn windows_the_rock_multi_arch_dlls_are_preloaded_from_core_and_libraries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let site = tmp.path().join("venv/Lib/site-packages");
+    fake_the_rock_multi_arch_expanded(&site, true, "7.15.0", &["gfx1201"]);
+    let env = ProbeEnv::rooted(tmp.path());
+    touch(&env.system32.join("amdhip64_7.dll"));
+    let (sdks, rt) = sdks(&env, Os::Windows, Some(&site));
+    let mut m = machine("windows");
+    m["python"]["site_packages"] = json!(site);
+    m["torch"] = Value::Null;
+    m["ffmpeg"] = Value::Null;
+    m["rocm_sdks"] = sdks;
+    m["hip_runtime"] = rt;
+    m["tools"]["msvc"] = msvc();
+    let p = ok(plan(&m, tmp.path(), &["ctranslate2", "--arch", "gfx1201"]));
+    for part in ["_rocm_sdk_core", "_rocm_sdk_libraries"] {
+        assert!(
+            p.contains(&format!(
+                "add_dll_directory + preload the DLLs needed from: [TMP]/venv/Lib/site-packages/{part}\\bin"
+            )),
+            "{part}: {p}"
+        );
+    }
+    assert!(!p.contains("_rocm_sdk_libraries_custom"), "{p}");
+    assert!(!p.contains("has no kernels for"), "{p}");
+}

@@ -250,6 +250,27 @@ impl Examiner<'_> {
         (available, findings)
     }
 
+    /// For the GPU asked about: what TheRock's SDK in this venv has no kernels for, when the
+    /// package runs on a HIP runtime (one sentence each, with the fix).
+    fn kernel_gaps(&self, hip: &[PathBuf]) -> Vec<String> {
+        let (Some(archs), false) = (self.opts.gpu_arch.as_deref(), hip.is_empty()) else {
+            return Vec::new();
+        };
+        let site = &self.machine.target.python.site_packages;
+        let os = self.machine.target.platform.os;
+        let env = rocbuild_probe::ProbeEnv::from_process();
+        rocbuild_probe::discover_sdks(&env, os, Some(site))
+            .into_iter()
+            .filter(|s| s.root.starts_with(site))
+            .flat_map(|sdk| {
+                archs
+                    .iter()
+                    .filter_map(|a| rocbuild_probe::kernels::missing_for(&sdk, a, &[]))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     fn gpu(&self, subject: &Subject, linkages: &[Linkage]) -> Vec<Finding> {
         let bins: Vec<(PathBuf, Vec<String>)> = linkages
             .iter()
@@ -316,9 +337,11 @@ impl Examiner<'_> {
             .filter(|n| checks::gpu::is_hip_runtime(n))
             .filter_map(|n| Some((n.clone(), rocbuild_probe::runtime_major_from_name(n, os)?)))
             .collect();
+        let kernel_gaps = self.kernel_gaps(&hip);
         checks::gpu::check(
             subject,
             &checks::gpu::GpuFacts {
+                kernel_gaps: &kernel_gaps,
                 binaries: &bins,
                 gpu: self.opts.gpu_arch.as_deref(),
                 hip_runtimes: &hip,

@@ -46,6 +46,9 @@ pub struct GpuFacts<'a> {
     /// Windows: the majors of the driver's HIP runtimes in System32 (empty: no AMD driver).
     /// `None` elsewhere.
     pub driver_majors: Option<&'a [u32]>,
+    /// What the venv's ROCm (TheRock's packages) has no kernels for, for the GPU asked about:
+    /// one sentence each, ending with the fix.
+    pub kernel_gaps: &'a [String],
 }
 
 #[derive(Debug, Clone)]
@@ -160,8 +163,23 @@ pub fn check(subject: &Subject, f: &GpuFacts) -> Vec<Finding> {
         );
     }
     out.extend(rocblas(subject, f));
+    out.extend(kernel_gaps(subject, f));
     out.extend(driver(subject, f));
     out
+}
+
+/// Kernels the venv's ROCm packages lack for this GPU: the first GEMM or convolution fails
+/// ("no kernels for this GPU"), whatever the package itself was built for.
+fn kernel_gaps(subject: &Subject, f: &GpuFacts) -> Vec<Finding> {
+    f.kernel_gaps
+        .iter()
+        .map(|gap| {
+            let (what, fix) = gap.split_once(": ").unwrap_or((gap.as_str(), ""));
+            Finding::new(Severity::Error, Check::Gpu, &subject.name, what.to_string())
+                .why("the math libraries load a GPU's kernels at run time from these files; without them the first BLAS call or convolution on this GPU fails")
+                .fix(fix.to_string())
+        })
+        .collect()
 }
 
 /// rocBLAS reads its GEMM kernels (Tensile) from `rocblas/library` at the first BLAS call; a GPU
