@@ -900,6 +900,8 @@ mod tests {
             rocblas: false,
             tensile_archs: Vec::new(),
             tensile_dir: None,
+            kernels: Vec::new(),
+            the_rock: None,
             amd_comgr: None,
             cmake_dirs: Vec::new(),
             bin_dir: None,
