@@ -34,6 +34,7 @@ mod schedule;
 mod secrets;
 mod signals;
 mod status;
+mod the_rock;
 mod uv_venv;
 mod wheel;
 mod windows;

@@ -153,6 +153,7 @@ pub fn bundle(
     files: &[PathBuf],
     into: &Path,
     search_dirs: &[PathBuf],
+    gpu_archs: &[String],
 ) -> Result<BundleReport, DoctorError> {
     let reader = Reader::leaked();
     // Absolute once, at the edge: the same layout for a relative and an absolute spelling.
@@ -240,6 +241,17 @@ pub fn bundle(
                 }
             ),
         });
+    }
+    // The GPU kernels the bundled ROCm libraries load by path, beside them as they expect.
+    for lib in order.clone() {
+        let (kernels, lacking) = crate::bundle_kernels::kernel_files(&lib, &plan[&lib], gpu_archs);
+        warnings.extend(lacking);
+        for k in kernels {
+            if !plan.contains_key(&k.from) {
+                plan.insert(k.from.clone(), k.to);
+                order.push(k.from);
+            }
+        }
     }
     let mut copied = Vec::new();
     for from in order {

@@ -12,6 +12,7 @@
 //! everything else reads bytes.
 
 mod bundle;
+mod bundle_kernels;
 pub mod checks;
 mod deps;
 mod doctor;

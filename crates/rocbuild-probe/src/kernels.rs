@@ -94,6 +94,13 @@ pub fn is_kpack(path: &Path) -> bool {
         && &magic == b"KPAK"
 }
 
+/// Every `gfxNNN…` in `name`, in order.
+pub fn gfx_names_in(name: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    gfx_names(name, &mut v);
+    v
+}
+
 /// Push every `gfxNNN…` in `name` (hex digits, 3 or more; `gfx90a`, `gfx1201`) not yet in `v`.
 fn gfx_names(name: &str, v: &mut Vec<String>) {
     let mut rest = name;

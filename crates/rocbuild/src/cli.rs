@@ -326,6 +326,10 @@ pub struct BundleArgs {
     /// More directories the loader searches (repeatable).
     #[arg(long = "search", value_name = "DIR")]
     pub search: Vec<PathBuf>,
+    /// The GPUs the app runs on (`gfx1201`, repeatable or `;`-separated): the ROCm libraries'
+    /// kernel packs and kernel files are copied for these only (default: every one present).
+    #[arg(long = "gpu-arch", value_name = "GFX")]
+    pub gpu_arch: Vec<String>,
     /// Print what was copied as JSON on stdout (the same as `--format json`).
     #[arg(long)]
     pub json: bool,

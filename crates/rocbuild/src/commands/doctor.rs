@@ -140,10 +140,11 @@ pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
 }
 
 pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
-    let report = match rocbuild_doctor::bundle(&a.files, &a.into, &a.search) {
-        Ok(r) => r,
-        Err(e) => return fail(e, a.json()),
-    };
+    let report =
+        match rocbuild_doctor::bundle(&a.files, &a.into, &a.search, &split_archs(&a.gpu_arch)) {
+            Ok(r) => r,
+            Err(e) => return fail(e, a.json()),
+        };
     let text = if a.format == crate::cli::BundleFormat::Pyinstaller {
         rocbuild_doctor::text::bundle_pyinstaller(&report)
     } else {
@@ -181,4 +182,16 @@ fn print_out<T: serde::Serialize>(json: bool, value: &T, text: String) -> Result
     };
     crate::out::stdout_raw(&text);
     Ok(())
+}
+
+/// `--gpu-arch gfx1100 --gpu-arch "gfx1201;gfx1030"` → each arch once.
+fn split_archs(given: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for a in given.iter().flat_map(|g| g.split([';', ','])) {
+        let a = a.trim().to_string();
+        if !a.is_empty() && !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    out
 }

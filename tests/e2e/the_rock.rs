@@ -1,0 +1,179 @@
+//! TheRock's multi-arch packages in a venv, with real ELF libraries: `bundle` copies the
+//! kernel packs a library's `.rocm_kpack_ref` section points to and rocBLAS's Tensile files,
+//! for the GPUs asked for and only those, at the same place relative to the library (where
+//! the library looks for them), and says which GPU has none.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+use rocbuild_testkit::rocm::fake_the_rock_multi_arch;
+
+/// The reference TheRock's splitter writes into a library (rocm-kpack's kpack_transform):
+/// a MessagePack map with the search paths relative to the library's directory.
+fn kpack_ref(dir: &Path) -> PathBuf {
+    let v = rmpv::Value::Map(vec![
+        (
+            "kpack_search_paths".into(),
+            rmpv::Value::Array(vec!["../.kpack/blas_lib_@GFXARCH@.kpack".into()]),
+        ),
+        ("kernel_name".into(), "lib/librocblas.so.5".into()),
+    ]);
+    let mut bytes = Vec::new();
+    rmpv::encode::write_value(&mut bytes, &v).unwrap();
+    let p = dir.join("kpack_ref.bin");
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn run(c: &mut Command) {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{c:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A venv with TheRock 7.15.0 for gfx1100 and gfx1201, whose rocBLAS is a real library with a
+/// kernel-pack reference, and an app library that links it: (site, the app library).
+fn venv_with_app(root: &Path) -> (PathBuf, PathBuf) {
+    let site = root.join("venv/lib/python3.12/site-packages");
+    fake_the_rock_multi_arch(&site, false, "7.15.0", &["gfx1100", "gfx1201"]);
+    let lib_dir = site.join("_rocm_sdk_libraries/lib");
+    let src = root.join("rocblas.c");
+    std::fs::write(
+        &src,
+        "int rocblas_create_handle(void **h) { *h = 0; return 0; }\n",
+    )
+    .unwrap();
+    let rocblas = lib_dir.join("librocblas.so.5");
+    run(Command::new("cc")
+        .args(["-shared", "-fPIC", "-Wl,-soname,librocblas.so.5", "-o"])
+        .arg(&rocblas)
+        .arg(&src));
+    run(Command::new("objcopy")
+        .arg(format!(
+            "--add-section=.rocm_kpack_ref={}",
+            kpack_ref(root).display()
+        ))
+        .arg(&rocblas));
+    let app_src = root.join("app.c");
+    std::fs::write(
+        &app_src,
+        "int rocblas_create_handle(void **h);\nint app(void) { void *h; return rocblas_create_handle(&h); }\n",
+    )
+    .unwrap();
+    let app = site.join("myapp/libapp.so");
+    std::fs::create_dir_all(app.parent().unwrap()).unwrap();
+    run(Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&app)
+        .arg(&app_src)
+        .arg(format!("-L{}", lib_dir.display()))
+        .arg("-l:librocblas.so.5")
+        .arg("-Wl,-rpath,$ORIGIN/../_rocm_sdk_libraries/lib"));
+    (site, app)
+}
+
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = walk(dir)
+        .into_iter()
+        .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn bundle_copies_the_kernel_packs_and_tensile_files_of_the_gpus_asked_for_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_site, app) = venv_with_app(tmp.path());
+    let into = tmp.path().join("dist");
+    let out = rocbuild(
+        &[
+            "bundle",
+            app.to_str().unwrap(),
+            "--into",
+            into.to_str().unwrap(),
+            "--gpu-arch",
+            "gfx1201",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let got = files_under(&into);
+    for want in [
+        "_rocm_sdk_libraries/lib/librocblas.so.5",
+        "_rocm_sdk_libraries/.kpack/blas_lib_gfx1201.kpack",
+        "_rocm_sdk_libraries/lib/rocblas/library/TensileLibrary_lazy_gfx1201.dat",
+        "_rocm_sdk_libraries/lib/rocblas/library/Kernels.so-000-gfx1201.hsaco",
+        "_rocm_sdk_libraries/lib/rocblas/library/TensileManifest.txt",
+        "myapp/libapp.so",
+    ] {
+        assert!(
+            got.iter().any(|g| g == want),
+            "{want} not bundled: {got:#?}"
+        );
+    }
+    assert!(!got.iter().any(|g| g.contains("gfx1100")), "{got:#?}");
+    // The archive is the one the library's reference names, relative to where it now is.
+    let packed =
+        std::fs::read(into.join("_rocm_sdk_libraries/.kpack/blas_lib_gfx1201.kpack")).unwrap();
+    assert!(packed.starts_with(b"KPAK"));
+
+    // No GPU named: every pack there is.
+    let all = tmp.path().join("all");
+    let out = rocbuild(
+        &[
+            "bundle",
+            app.to_str().unwrap(),
+            "--into",
+            all.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = files_under(&all);
+    assert!(
+        got.iter().any(|g| g.ends_with("blas_lib_gfx1100.kpack")),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter().any(|g| g.ends_with("blas_lib_gfx1201.kpack")),
+        "{got:#?}"
+    );
+
+    // A GPU with no device package: said, with the package that brings it.
+    let none = tmp.path().join("none");
+    let out = rocbuild(
+        &[
+            "bundle",
+            app.to_str().unwrap(),
+            "--into",
+            none.to_str().unwrap(),
+            "--gpu-arch",
+            "gfx1030",
+        ],
+        &[],
+    );
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(text.contains("has no kernel pack for gfx1030"), "{text}");
+    assert!(
+        text.contains("pip install rocm-sdk-device-gfx1030"),
+        "{text}"
+    );
+}
