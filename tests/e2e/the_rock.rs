@@ -177,3 +177,106 @@ fn bundle_copies_the_kernel_packs_and_tensile_files_of_the_gpus_asked_for_only()
         "{text}"
     );
 }
+
+/// A real PE DLL (mingw-w64) exporting `exports` and importing `imports` from `deps`.
+fn pe(out: &Path, exports: &[&str], deps: &[(&Path, &str)]) {
+    let mut c = String::new();
+    for (_, sym) in deps {
+        c.push_str(&format!(
+            "__declspec(dllimport) void {sym}(void);\n__declspec(dllexport) void uses_{sym}(void) {{ {sym}(); }}\n"
+        ));
+    }
+    for s in exports {
+        c.push_str(&format!("__declspec(dllexport) void {s}(void) {{}}\n"));
+    }
+    let src = out.with_extension("c");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    std::fs::write(&src, c).unwrap();
+    run(Command::new("x86_64-w64-mingw32-gcc")
+        .args(["-shared", "-nostdlib", "-o"])
+        .arg(out)
+        .arg(&src)
+        .args(deps.iter().map(|(p, _)| p))
+        .args(["-e", "0"]));
+    std::fs::remove_file(src).unwrap();
+}
+
+/// A Windows venv (files only) holding TheRock's packages in `libraries_dir` and a
+/// CTranslate2 whose DLL imports rocBLAS: the venv.
+fn windows_venv_with_ctranslate2(root: &Path, libraries_dir: &str) -> PathBuf {
+    let venv = root.join("venv");
+    let site = venv.join("Lib/site-packages");
+    std::fs::create_dir_all(venv.join("Scripts")).unwrap();
+    std::fs::write(venv.join("Scripts/python.exe"), b"MZ").unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        "home = C:\\Python312\nversion = 3.12.7\n",
+    )
+    .unwrap();
+    fake_the_rock_multi_arch(&site, true, "7.15.0", &["gfx1201"]);
+    let libs = site.join(libraries_dir);
+    if libraries_dir != "_rocm_sdk_libraries" {
+        std::fs::rename(site.join("_rocm_sdk_libraries"), &libs).unwrap();
+    }
+    let rocblas = libs.join("bin/rocblas.dll");
+    pe(&rocblas, &["rocblas_create_handle"], &[]);
+    pe(
+        &site.join("ctranslate2/ctranslate2.dll"),
+        &["ct2_entry"],
+        &[(&rocblas, "rocblas_create_handle")],
+    );
+    std::fs::write(site.join("ctranslate2/__init__.py"), "").unwrap();
+    let di = site.join("ctranslate2-4.8.1.dist-info");
+    std::fs::create_dir_all(&di).unwrap();
+    std::fs::write(
+        di.join("METADATA"),
+        "Metadata-Version: 2.1\nName: ctranslate2\nVersion: 4.8.1\n",
+    )
+    .unwrap();
+    venv
+}
+
+/// Upstream CTranslate2's `__init__.py` on Windows adds `_rocm_sdk_libraries_custom\bin`
+/// (AMD's 7.2 bundle) in the same `try` as `_rocm_sdk_core\bin`: with TheRock's multi-arch
+/// packages that directory does not exist, so rocBLAS (in `_rocm_sdk_libraries\bin`) is found
+/// nowhere. doctor says exactly that, read from the files; with AMD's bundle layout the same
+/// DLL is found through the directories the package adds, and nothing is said.
+#[test]
+fn doctor_knows_the_dll_directories_upstream_ctranslate2_adds_on_windows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = windows_venv_with_ctranslate2(&tmp.path().join("multi"), "_rocm_sdk_libraries");
+    let out = rocbuild(
+        &[
+            "doctor",
+            "--venv",
+            venv.to_str().unwrap(),
+            "ctranslate2",
+            "--no-load",
+        ],
+        &[],
+    );
+    assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    for want in [
+        "ctranslate2's __init__.py adds _rocm_sdk_libraries_custom/bin with os.add_dll_directory, which this venv does not have, so it stops there",
+        "the ROCm libraries here are in: _rocm_sdk_libraries\\bin",
+        "rocblas.dll",
+        "rocbuild repair ctranslate2",
+    ] {
+        assert!(out.stdout.contains(want), "{want}:\n{}", out.stdout);
+    }
+
+    let venv =
+        windows_venv_with_ctranslate2(&tmp.path().join("custom"), "_rocm_sdk_libraries_custom");
+    let out = rocbuild(
+        &[
+            "doctor",
+            "--venv",
+            venv.to_str().unwrap(),
+            "ctranslate2",
+            "--no-load",
+        ],
+        &[],
+    );
+    assert!(!out.stdout.contains("stops there"), "{}", out.stdout);
+    assert!(!out.stdout.contains("rocblas.dll"), "{}", out.stdout);
+}

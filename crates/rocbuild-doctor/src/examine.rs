@@ -81,7 +81,9 @@ impl Examiner<'_> {
         let live: Vec<PathBuf> = libs.iter().filter(|p| !is_inactive(p)).cloned().collect();
 
         let (linkages, linked) = self.link(subject, &live);
+        let missing_found = linked.iter().any(|f| f.check == Check::Missing);
         findings.extend(linked);
+        findings.extend(self.dll_dirs(subject, missing_found));
         if subject.ffmpeg && available.is_empty() {
             findings.extend(self.torch_abi_without_ffmpeg(subject, libs));
         }
@@ -199,7 +201,59 @@ impl Examiner<'_> {
     /// what they found through their RUNPATHs; and the package's own
     /// (its loader loads them in order: TorchCodec's custom_ops NEEDs the core by a bare name
     /// no RUNPATH could find, and the core is already loaded by then).
+    /// Windows: what the package's own `__init__.py` adds with `os.add_dll_directory`, and
+    /// the finding when a directory it names is missing and stops the rest (a `try` around
+    /// them all), when that leaves a library unfound.
+    fn dll_dirs(&self, subject: &Subject, missing_found: bool) -> Vec<Finding> {
+        let site = &self.machine.target.python.site_packages;
+        let Some(d) = subject.dll_dirs.as_ref().filter(|_| self.windows()) else {
+            return Vec::new();
+        };
+        let (added, Some((stopped_at, rest))) = d.added(site) else {
+            return Vec::new();
+        };
+        if !missing_found {
+            return Vec::new();
+        }
+        let others: Vec<String> = std::fs::read_dir(site)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("_rocm_sdk_libraries") && site.join(n).join("bin").is_dir())
+            .map(|n| format!("{n}\\bin"))
+            .collect();
+        let shown =
+            |v: &[PathBuf]| -> Vec<String> { v.iter().map(|p| p.display().to_string()).collect() };
+        vec![Finding::new(
+            Severity::Error,
+            Check::Missing,
+            &subject.name,
+            format!("{}'s __init__.py adds {} with os.add_dll_directory, which this venv does not have, so it stops there", subject.name, stopped_at),
+        )
+        .details(
+            std::iter::once(format!("added: {}", shown(&added).join(", ")))
+                .chain((!rest.is_empty()).then(|| format!("not added after it: {}", rest.join(", "))))
+                .chain((!others.is_empty()).then(|| format!("the ROCm libraries here are in: {}", others.join(", ")))),
+        )
+        .why("upstream adds its DLL directories inside one try that swallows the error of a missing one: the ROCm library DLLs are then found nowhere (WinError 126)")
+        .fix(format!(
+            "run `rocbuild repair {}` (a preload hook adds the directories this venv has), or `rocbuild {}`",
+            subject.name,
+            subject.recipe.as_deref().unwrap_or(&subject.name)
+        ))]
+    }
+
+    fn windows(&self) -> bool {
+        self.machine.target.platform.os == Os::Windows
+    }
+
     fn search(&self, subject: &Subject, live: &[PathBuf]) -> Search {
+        let mut extra_dirs = self.opts.library_path.clone();
+        if let Some(d) = subject.dll_dirs.as_ref().filter(|_| self.windows()) {
+            let site = &self.machine.target.python.site_packages;
+            extra_dirs.extend(d.added(site).0);
+        }
         let mut preloaded = self.python.clone();
         preloaded.extend(self.torch_libs.iter().cloned());
         if subject.name != "torch" {
@@ -207,7 +261,7 @@ impl Examiner<'_> {
         }
         preloaded.extend(live.iter().cloned());
         Search {
-            extra_dirs: self.opts.library_path.clone(),
+            extra_dirs,
             preloaded,
             executable: application(self.machine),
         }

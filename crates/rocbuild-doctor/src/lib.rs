@@ -39,7 +39,7 @@ pub use linkage::{
     context, describe, link, python_runtime, Found, Linkage, Missing, Reader, Search, Unresolved,
 };
 pub use loadtest::{load_test, LoadReport, Step, StepResult};
-pub use package::{is_native_name, native_libraries, Subject};
+pub use package::{is_native_name, native_libraries, DllDirs, Subject};
 pub use provider::{classify, site_packages_of, Source};
 pub use render::human;
 pub use repair::{repair, FileFix, Outcome, PackageRepair, Refusal, RepairOptions, RepairReport};

@@ -23,6 +23,34 @@ pub struct Subject {
     /// `pip install NAME==X` when the index's own wheel of the release a rebuild would build
     /// loads with this torch (the recipe's stock-wheel data): the first fix to offer.
     pub stock_pip: Option<String>,
+    /// Windows: the directories the package's own `__init__.py` adds with
+    /// `os.add_dll_directory` (the recipe's `[package.windows-dll-dirs]`).
+    pub dll_dirs: Option<DllDirs>,
+}
+
+/// Directories a package adds with `os.add_dll_directory`, relative to site-packages, in
+/// order; `in_one_try`: inside one `try`, so the first missing one stops the rest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DllDirs {
+    pub dirs: Vec<String>,
+    pub in_one_try: bool,
+}
+
+impl DllDirs {
+    /// The directories really added in `site`, and the first missing one that stopped the
+    /// rest (with what it stopped), when it did.
+    pub fn added(&self, site: &Path) -> (Vec<PathBuf>, Option<(String, Vec<String>)>) {
+        let mut added = Vec::new();
+        for (i, d) in self.dirs.iter().enumerate() {
+            let p = site.join(d);
+            if p.is_dir() {
+                added.push(p);
+            } else if self.in_one_try {
+                return (added, Some((d.clone(), self.dirs[i + 1..].to_vec())));
+            }
+        }
+        (added, None)
+    }
 }
 
 impl Subject {
@@ -35,6 +63,7 @@ impl Subject {
             ffmpeg: false,
             torch: true,
             stock_pip: None,
+            dll_dirs: None,
         }
     }
 
@@ -50,6 +79,7 @@ impl Subject {
                 ffmpeg: true,
                 torch: true,
                 stock_pip: None,
+                dll_dirs: None,
             },
             Subject {
                 name: "ctranslate2".into(),
@@ -59,6 +89,7 @@ impl Subject {
                 ffmpeg: false,
                 torch: false,
                 stock_pip: None,
+                dll_dirs: None,
             },
         ]
     }

@@ -685,6 +685,7 @@ fn subject_for(name: &str) -> Subject {
             ffmpeg: false,
             torch: false,
             stock_pip: None,
+            dll_dirs: None,
         })
 }
 

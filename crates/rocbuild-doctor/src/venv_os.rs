@@ -28,6 +28,7 @@ pub fn os_of_files(site: &Path, names: &[String]) -> Option<Os> {
                 ffmpeg: false,
                 torch: false,
                 stock_pip: None,
+                dll_dirs: None,
             };
             for f in native_libraries(site, &s, os) {
                 if let Some(format) = rocbuild_native::format_of(&f) {

@@ -164,6 +164,7 @@ pub fn fetch_and_check(
         ffmpeg: plan.ffmpeg_major.is_some(),
         torch: plan.torch_version.is_some(),
         stock_pip: None,
+        dll_dirs: None,
     };
     if let Some(f) = rocbuild_doctor::check_libraries(machine, &subject, &libs)
         .into_iter()

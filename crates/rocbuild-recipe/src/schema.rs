@@ -217,6 +217,21 @@ pub struct Package {
     /// fallback when nothing better is installed. Empty: no backend choice (CPU code only).
     #[serde(default)]
     pub backends: Vec<Text>,
+    /// Windows: the directories upstream's `__init__.py` adds with `os.add_dll_directory`
+    /// before loading its DLLs, so that doctor searches what the package really searches.
+    #[serde(default)]
+    pub windows_dll_dirs: Option<WindowsDllDirs>,
+}
+
+/// `[package.windows-dll-dirs]`: directories relative to site-packages, in the order the
+/// package adds them; `in-one-try`: they are added inside one `try` that swallows a missing
+/// directory, so the first missing one stops the rest from being added.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct WindowsDllDirs {
+    pub dirs: Vec<String>,
+    #[serde(default)]
+    pub in_one_try: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -59,6 +59,18 @@ fn gpu_arch(a: &DoctorArgs) -> Option<Vec<String>> {
     (!archs.is_empty()).then_some(archs)
 }
 
+/// The recipe's `[package.windows-dll-dirs]`, for doctor.
+fn dll_dirs(r: &rocbuild_recipe::Recipe) -> Option<rocbuild_doctor::DllDirs> {
+    r.raw
+        .package
+        .windows_dll_dirs
+        .as_ref()
+        .map(|d| rocbuild_doctor::DllDirs {
+            dirs: d.dirs.clone(),
+            in_one_try: d.in_one_try,
+        })
+}
+
 pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
     let mut candidates = Subject::known();
     for r in recipes.iter() {
@@ -69,6 +81,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
             s.recipe = Some(name);
             s.ffmpeg = r.raw.needs.ffmpeg;
             s.torch = r.raw.needs.torch;
+            s.dll_dirs = dll_dirs(r);
         } else {
             candidates.push(Subject {
                 import_dir: r.raw.package.import_dir.clone(),
@@ -77,6 +90,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
                 ffmpeg: r.raw.needs.ffmpeg,
                 torch: r.raw.needs.torch,
                 stock_pip: None,
+                dll_dirs: dll_dirs(r),
                 name,
             });
         }
