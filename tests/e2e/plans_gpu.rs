@@ -521,6 +521,21 @@ fn the_rock_without_its_devel_expanded_names_rocm_sdk_init() {
         (r.scheme.as_str(), r.devices.clone()),
         ("multi-arch", vec!["gfx1201".to_string()])
     );
+    // What `rocm-sdk targets` prints, read from the same file.
+    assert_eq!(r.build_targets.len(), 6, "{:?}", r.build_targets);
+    // A GPU the build has a device package for, not installed: the pip line. One it was not
+    // built for: no package to install, said so.
+    let gap = rocbuild_probe::kernels::missing_for(rock, "gfx1100", &[]).unwrap();
+    assert!(
+        gap.contains("pip install rocm-sdk-device-gfx1100==10.0.0"),
+        "{gap}"
+    );
+    let gap = rocbuild_probe::kernels::missing_for(rock, "gfx1010", &[]).unwrap();
+    assert!(
+        gap.contains("there is no rocm-sdk-device-gfx1010 of it"),
+        "{gap}"
+    );
+    assert!(rocbuild_probe::kernels::missing_for(rock, "gfx1201", &[]).is_none());
 }
 
 /// TheRock's multi-arch wheels in a Windows venv: the DLLs are in `_rocm_sdk_core\bin` and

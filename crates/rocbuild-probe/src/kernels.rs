@@ -162,6 +162,17 @@ pub fn missing_for(sdk: &crate::RocmSdk, arch: &str, libraries: &[&str]) -> Opti
 fn kernel_fix(sdk: &crate::RocmSdk, arch: &str, lacks: &[&KernelSet]) -> String {
     let processor = arch.split(':').next().unwrap_or(arch);
     match &sdk.the_rock {
+        Some(r)
+            if r.scheme == "multi-arch"
+                && !r.build_targets.is_empty()
+                && !r.build_targets.iter().any(|t| t == processor) =>
+        {
+            format!(
+                "this TheRock build ({}) was made for {} only: there is no rocm-sdk-device-{processor} of it; use a TheRock release built for {processor}",
+                r.version,
+                r.build_targets.join(", ")
+            )
+        }
         Some(r) if r.scheme == "multi-arch" => format!(
             "pip install rocm-sdk-device-{processor}=={} (or the extra rocm[device-{processor}]; a multi-arch torch's own extra is torch[device-{processor}])",
             r.version

@@ -187,6 +187,11 @@ pub struct TheRockPackages {
     pub libraries: Option<String>,
     /// GPUs whose device package is installed (multi-arch).
     pub devices: Vec<String>,
+    /// The GPUs this build of TheRock was made for, from `_rocm_sdk_core/share/therock/
+    /// dist_info.json` (what `rocm-sdk targets` prints): a GPU outside it has no device
+    /// package to install.
+    #[serde(default)]
+    pub build_targets: Vec<String>,
 }
 
 /// Numeric components of a version ("6.2.4" -> [6, 2, 4]): the leading digits of each part; a

@@ -785,6 +785,21 @@ fn site_bin(site: &Path, os: Os) -> PathBuf {
     venv.join(if os == Os::Windows { "Scripts" } else { "bin" })
 }
 
+/// `dist_amdgpu_targets` of TheRock's `share/therock/dist_info.json` (`gfx1100;gfx1201`),
+/// the list `rocm-sdk targets` prints; read from the file, so that a venv of another OS and one
+/// whose Python cannot run here are read the same way, and no code of the venv runs.
+fn build_targets(site: &Path) -> Vec<String> {
+    let file = site.join("_rocm_sdk_core/share/therock/dist_info.json");
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return Vec::new();
+    };
+    serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("dist_amdgpu_targets")?.as_str().map(str::to_string))
+        .map(|t| crate::split_list(&t))
+        .unwrap_or_default()
+}
+
 /// How TheRock's wheels in `site` are split, from their dist-info directories (names are
 /// normalized there: `rocm_sdk_libraries_gfx120x_all-7.2.0.dist-info`) and the libraries'
 /// import directories (`_rocm_sdk_libraries_gfx120X_all`, case kept).
@@ -824,6 +839,7 @@ fn the_rock_packages(site: &Path, version: String) -> crate::rocm::TheRockPackag
         scheme: scheme.into(),
         libraries,
         devices,
+        build_targets: build_targets(site),
     }
 }
 
