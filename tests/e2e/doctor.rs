@@ -566,3 +566,69 @@ fn the_venvs_rocm_packages_without_kernels_for_the_gpu_name_the_device_package()
     let out = v.doctor(&["ctranslate2", "--gpu-arch", "gfx1030", "--no-load"]);
     assert!(!out.stdout.contains("has no kernels for"), "{}", out.stdout);
 }
+
+/// A package that loads one of several libraries, picked at run time (`[package]
+/// loads-one-of`, bitsandbytes' one library per backend): the one that cannot load here (its
+/// Intel runtime is not installed) is expected when another loads; without the recipe saying
+/// so, it is an error.
+#[test]
+fn a_library_of_which_the_package_loads_another_is_not_an_error() {
+    let v = Venv::new();
+    let pkg = v.site.join("fakebnb");
+    let build = v.root().join("build");
+    let src = build.join("f.c");
+    std::fs::create_dir_all(&build).unwrap();
+    std::fs::write(&src, "int f(void) { return 1; }\n").unwrap();
+    let sycl = build.join("libsycl.so.9");
+    shared_library("cc", &src, &sycl, &["-Wl,-soname,libsycl.so.9"]);
+    shared_library("cc", &src, &pkg.join("libfakebnb_cpu.so"), &[]);
+    let uses = build.join("uses.c");
+    std::fs::write(&uses, "int f(void);\nint g(void) { return f(); }\n").unwrap();
+    shared_library(
+        "cc",
+        &uses,
+        &pkg.join("libfakebnb_xpu.so"),
+        &[sycl.to_str().unwrap()],
+    );
+    std::fs::write(pkg.join("__init__.py"), "").unwrap();
+    let di = v.site.join("fakebnb-1.0.0.dist-info");
+    std::fs::create_dir_all(&di).unwrap();
+    std::fs::write(
+        di.join("METADATA"),
+        "Metadata-Version: 2.1\nName: fakebnb\nVersion: 1.0.0\n",
+    )
+    .unwrap();
+    let recipes = v.root().join("recipes");
+    std::fs::create_dir_all(&recipes).unwrap();
+    let recipe = |one_of: &str| {
+        format!(
+            "[package]\nname = \"fakebnb\"\ndistribution = \"fakebnb\"\nimport-dir = \"fakebnb\"\n{one_of}\n\
+             [source]\ngit = \"https://example.invalid/fakebnb\"\ntag = \"v{{version}}\"\n\n\
+             [[release]]\nversion = \"1.0.0\"\ntorch = \">=0\"\n\n[install]\nartifacts = [\"libfakebnb_*\"]\n"
+        )
+    };
+    std::fs::write(recipes.join("fakebnb.toml"), recipe("")).unwrap();
+    let run = || {
+        v.doctor(&[
+            "--recipes",
+            recipes.to_str().unwrap(),
+            "fakebnb",
+            "--no-load",
+        ])
+    };
+    let out = run();
+    assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("libsycl.so.9"), "{}", out.stdout);
+    std::fs::write(
+        recipes.join("fakebnb.toml"),
+        recipe("loads-one-of = [\"libfakebnb_*\"]"),
+    )
+    .unwrap();
+    let out = run();
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        !out.stdout.contains("libsycl.so.9 not found"),
+        "{}",
+        out.stdout
+    );
+}

@@ -73,12 +73,14 @@ impl Examiner<'_> {
             subject.ffmpeg
                 && variant_major(&file_name(p)).is_some_and(|m| !available.contains_key(&m))
         };
-        let inactive: Vec<String> = libs
+        let mut inactive: Vec<String> = libs
             .iter()
             .filter(|p| is_inactive(p))
             .map(|p| file_name(p))
             .collect();
         let live: Vec<PathBuf> = libs.iter().filter(|p| !is_inactive(p)).cloned().collect();
+        let (live, unchosen) = self.one_of(subject, live);
+        inactive.extend(unchosen);
 
         let (linkages, linked) = self.link(subject, &live);
         let missing_found = linked.iter().any(|f| f.check == Check::Missing);
@@ -125,6 +127,43 @@ impl Examiner<'_> {
             .into_iter()
             .filter(|f| f.check == Check::Abi)
             .collect()
+    }
+
+    /// Of the libraries the package picks one of at run time (`loads_one_of`), those that cannot
+    /// load here, when another one can: set aside like an absent FFmpeg major's cores.
+    fn one_of(&self, subject: &Subject, live: Vec<PathBuf>) -> (Vec<PathBuf>, Vec<String>) {
+        let Ok(globs) = subject
+            .loads_one_of
+            .iter()
+            .try_fold(globset::GlobSetBuilder::new(), |mut b, g| {
+                b.add(globset::Glob::new(g)?);
+                Ok::<_, globset::Error>(b)
+            })
+            .and_then(|b| b.build())
+        else {
+            return (live, Vec::new());
+        };
+        if subject.loads_one_of.is_empty() {
+            return (live, Vec::new());
+        }
+        let search = self.search(subject, &live);
+        let loads = |p: &PathBuf| {
+            linkage::link_group(std::slice::from_ref(p), &search, self.reader)
+                .into_iter()
+                .all(|r| r.is_ok_and(|l| l.missing.is_empty()))
+        };
+        let (alternatives, rest): (Vec<PathBuf>, Vec<PathBuf>) =
+            live.into_iter().partition(|p| globs.is_match(file_name(p)));
+        let (usable, not_here): (Vec<PathBuf>, Vec<PathBuf>) =
+            alternatives.into_iter().partition(|p| loads(p));
+        if usable.is_empty() {
+            let mut all = rest;
+            all.extend(not_here);
+            return (all, Vec::new());
+        }
+        let mut live = rest;
+        live.extend(usable);
+        (live, not_here.iter().map(|p| file_name(p)).collect())
     }
 
     /// The linkage of `live` (loaded together, after Python and torch) and what it shows: files

@@ -26,6 +26,10 @@ pub struct Subject {
     /// Windows: the directories the package's own `__init__.py` adds with
     /// `os.add_dll_directory` (the recipe's `[package.windows-dll-dirs]`).
     pub dll_dirs: Option<DllDirs>,
+    /// File-name globs of libraries of which the package loads one, chosen at run time
+    /// (bitsandbytes' `libbitsandbytes_{cpu,cuda130,rocm64,xpu}`): those that cannot load here
+    /// are expected, as long as one of them can.
+    pub loads_one_of: Vec<String>,
 }
 
 /// Directories a package adds with `os.add_dll_directory`, relative to site-packages, in
@@ -64,6 +68,7 @@ impl Subject {
             torch: true,
             stock_pip: None,
             dll_dirs: None,
+            loads_one_of: Vec::new(),
         }
     }
 
@@ -80,6 +85,7 @@ impl Subject {
                 torch: true,
                 stock_pip: None,
                 dll_dirs: None,
+                loads_one_of: Vec::new(),
             },
             Subject {
                 name: "ctranslate2".into(),
@@ -90,6 +96,7 @@ impl Subject {
                 torch: false,
                 stock_pip: None,
                 dll_dirs: None,
+                loads_one_of: Vec::new(),
             },
         ]
     }

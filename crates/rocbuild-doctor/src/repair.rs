@@ -686,6 +686,7 @@ fn subject_for(name: &str) -> Subject {
             torch: false,
             stock_pip: None,
             dll_dirs: None,
+            loads_one_of: Vec::new(),
         })
 }
 

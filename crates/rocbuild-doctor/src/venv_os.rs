@@ -29,6 +29,7 @@ pub fn os_of_files(site: &Path, names: &[String]) -> Option<Os> {
                 torch: false,
                 stock_pip: None,
                 dll_dirs: None,
+                loads_one_of: Vec::new(),
             };
             for f in native_libraries(site, &s, os) {
                 if let Some(format) = rocbuild_native::format_of(&f) {

@@ -165,6 +165,7 @@ pub fn fetch_and_check(
         torch: plan.torch_version.is_some(),
         stock_pip: None,
         dll_dirs: None,
+        loads_one_of: Vec::new(),
     };
     if let Some(f) = rocbuild_doctor::check_libraries(machine, &subject, &libs)
         .into_iter()

@@ -358,7 +358,14 @@ impl Plan {
             "install into the venv as a transaction (stage, journal, back up, swap)",
         )?;
         writeln!(f, "      into: {}", i.dest.display())?;
-        writeln!(f, "      artifacts: {}", i.artifacts.join(", "))?;
+        let from = match i.artifacts_in {
+            rocbuild_recipe::schema::ArtifactsIn::Prefix => "",
+            rocbuild_recipe::schema::ArtifactsIn::Build => " (from the build tree)",
+            rocbuild_recipe::schema::ArtifactsIn::Source => {
+                " (from the checkout, where the build writes them)"
+            }
+        };
+        writeln!(f, "      artifacts: {}{from}", i.artifacts.join(", "))?;
         for d in &i.finds {
             writeln!(f, "      must find: {}", d.display())?;
         }

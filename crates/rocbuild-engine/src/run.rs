@@ -332,6 +332,17 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     install_and_verify(plan, &mut log, commit, built, previous, early, cache_record)
 }
 
+/// Where the build left its artifacts: the install prefix, the build tree or the checkout
+/// (`[install] artifacts-in`).
+fn artifacts_root(plan: &Plan) -> PathBuf {
+    use rocbuild_recipe::schema::ArtifactsIn;
+    match plan.install.artifacts_in {
+        ArtifactsIn::Prefix => plan.prefix.clone(),
+        ArtifactsIn::Build => plan.build_dir.clone(),
+        ArtifactsIn::Source => plan.source.dir().to_path_buf(),
+    }
+}
+
 /// Install the wheel the plan chose instead of building: its libraries (unpacked under the
 /// cache) are the artifacts, the wheel itself the Python part; then the build's staging, swap,
 /// verification and manifest. Nothing is fetched, configured or compiled.
@@ -509,11 +520,12 @@ fn fetch_and_build(
     log.run("install into the staging prefix", &plan.install_prefix)?;
 
     // Artifacts.
-    let artifacts = collect_artifacts(&plan.prefix, &plan.install.artifacts)?;
+    let from = artifacts_root(plan);
+    let artifacts = collect_artifacts(&from, &plan.install.artifacts)?;
     if artifacts.is_empty() {
         return Err(EngineError::NoArtifacts {
             globs: plan.install.artifacts.join(", "),
-            prefix: plan.prefix.display().to_string(),
+            prefix: from.display().to_string(),
         });
     }
     let import = &plan.install.import_dir;

@@ -49,17 +49,9 @@ pub fn is_flags_variable(name: &str) -> bool {
     name.starts_with("CMAKE_") && (name.ends_with("_FLAGS") || name.contains("_FLAGS_"))
 }
 
-/// Recipes compiled into the binary, so an installed `rocbuild` works anywhere.
-pub const BUILTIN: &[(&str, &str)] = &[
-    (
-        "torchcodec",
-        include_str!("../../../recipes/torchcodec.toml"),
-    ),
-    (
-        "ctranslate2",
-        include_str!("../../../recipes/ctranslate2.toml"),
-    ),
-];
+/// Recipes compiled into the binary, so an installed `rocbuild` works anywhere: every
+/// `recipes/*.toml` (build.rs), sorted by name.
+pub const BUILTIN: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 
 /// A validated recipe and the text it came from.
 #[derive(Debug, Clone)]
@@ -105,6 +97,8 @@ pub struct Resolved {
     pub define: BTreeMap<String, String>,
     pub env: BTreeMap<String, String>,
     pub artifacts: Vec<String>,
+    /// `[install] artifacts-in`: the last table that says wins.
+    pub artifacts_in: schema::ArtifactsIn,
     pub finds: Vec<String>,
     pub park: Vec<String>,
     pub python_libs: Vec<String>,
@@ -342,6 +336,9 @@ impl Resolved {
         if let Some(i) = &o.install {
             self.artifacts
                 .extend(i.artifacts.iter().map(|t| t.get_ref().clone()));
+            if let Some(a) = i.artifacts_in {
+                self.artifacts_in = a;
+            }
             self.finds
                 .extend(i.finds.iter().map(|t| t.get_ref().clone()));
             self.park.extend(i.park.iter().map(|t| t.get_ref().clone()));
@@ -602,7 +599,10 @@ MKL_ROOT = "{mkl.root}"
         assert_eq!(set.get("x").unwrap().name(), "x");
         assert_eq!(set.get("torchcodec").unwrap().name(), "torchcodec");
         let names: Vec<&str> = set.iter().map(Recipe::name).collect();
-        assert_eq!(names, ["ctranslate2", "torchcodec", "x"]);
+        let mut want: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).chain(["x"]).collect();
+        want.sort();
+        assert_eq!(names, want);
+        assert!(names.contains(&"ctranslate2") && names.contains(&"torchcodec"));
         let skipped: Vec<&str> = set.skipped().collect();
         assert_eq!(skipped.len(), 1);
         let at = format!("{}:20:1:", dir.join("y.toml").display());

@@ -221,6 +221,11 @@ pub struct Package {
     /// before loading its DLLs, so that doctor searches what the package really searches.
     #[serde(default)]
     pub windows_dll_dirs: Option<WindowsDllDirs>,
+    /// File-name globs of native libraries of which the package loads one, picked at run
+    /// time by what the machine has (bitsandbytes: one per backend): doctor expects the
+    /// others not to load here, as long as one does.
+    #[serde(default)]
+    pub loads_one_of: Vec<String>,
 }
 
 /// `[package.windows-dll-dirs]`: directories relative to site-packages, in the order the
@@ -410,9 +415,15 @@ pub struct Build {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Install {
-    /// File-name globs matched anywhere under the CMake install prefix.
+    /// File-name globs matched anywhere under the CMake install prefix (or where
+    /// `artifacts-in` says).
     #[serde(default)]
     pub artifacts: Vec<Text>,
+    /// Where the build leaves the artifacts: `prefix` (the CMake install prefix, the default),
+    /// `build` (the build tree: a project without install rules), `source` (the checkout: a
+    /// project whose CMake writes its library into its own Python package directory).
+    #[serde(default)]
+    pub artifacts_in: Option<ArtifactsIn>,
     /// Directories the artifacts must find at run time (RUNPATH / @rpath / DLL preload).
     #[serde(default)]
     pub finds: Vec<Text>,
@@ -424,6 +435,16 @@ pub struct Install {
     /// the artifacts and `finds` too (CTranslate2's `_ext` next to `libctranslate2`).
     #[serde(default)]
     pub python_libs: Vec<Text>,
+}
+
+/// `[install] artifacts-in`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArtifactsIn {
+    #[default]
+    Prefix,
+    Build,
+    Source,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

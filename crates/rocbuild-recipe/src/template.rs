@@ -36,6 +36,14 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("torch.lib", "torch's library directory"),
     ("torch.include", "torch's header directory"),
     ("torch.cmake", "torch's CMake prefix path (share/cmake)"),
+    (
+        "torch.hip",
+        "the HIP version a ROCm torch was built with (6.4.43482)",
+    ),
+    (
+        "torch.hip-short",
+        "its major and minor run together (64), as per-ROCm library names use them",
+    ),
     ("ffmpeg.major", "FFmpeg major version (libavutil 58 -> 6)"),
     ("ffmpeg.version", "FFmpeg's libavutil version"),
     ("ffmpeg.lib", "FFmpeg's library directory"),

@@ -21,6 +21,8 @@ pub struct InstallPlan {
     pub dest: PathBuf,
     pub distribution: String,
     pub artifacts: Vec<String>,
+    /// Where the artifacts are looked for after the build (`[install] artifacts-in`).
+    pub artifacts_in: rocbuild_recipe::schema::ArtifactsIn,
     /// How the installed native files find their dependencies (RUNPATH, @rpath, preload).
     pub link: Link,
     /// Globs relative to site-packages of the wheel's files to park.
@@ -77,6 +79,7 @@ pub fn plan(
         dest,
         distribution: raw.package.distribution.clone(),
         artifacts: expand_all(&resolved.artifacts)?,
+        artifacts_in: resolved.artifacts_in,
         link,
         park: expand_all(&resolved.park)?,
         python_libs: expand_all(&resolved.python_libs)?,

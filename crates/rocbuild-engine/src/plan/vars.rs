@@ -82,6 +82,15 @@ pub fn of(
         set("torch.lib", t.lib.display().to_string());
         set("torch.include", t.include.display().to_string());
         set("torch.cmake", t.cmake.display().to_string());
+        // The HIP a ROCm torch was built with (`6.4.43482`) and its major and minor run
+        // together (`64`), as packages name per-ROCm libraries (`libbitsandbytes_rocm64.so`).
+        if let Some(h) = &t.hip {
+            set("torch.hip", h.clone());
+            let mut n = h.split('.');
+            if let (Some(a), Some(b)) = (n.next(), n.next()) {
+                set("torch.hip-short", format!("{a}{b}"));
+            }
+        }
     }
     if let Some(f) = &machine.target.ffmpeg {
         set("ffmpeg.major", f.major.to_string());

@@ -24,6 +24,9 @@ pub fn plan(
     c.env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
     c.env.insert("PYTHONNOUSERSITE".into(), "1".into());
     c.env_remove = vec!["LD_LIBRARY_PATH".into(), "PYTHONPATH".into()];
+    // `python -c` puts the working directory first on sys.path: run in the venv's root, never
+    // where the user happens to be (a stray `msvcrt.py` or `numpy/` there would be imported).
+    c.cwd = Some(machine.target.venv.root.clone());
     Ok(Some(c))
 }
 
@@ -48,5 +51,6 @@ mod tests {
         assert_eq!(c.args, ["-c", "import torchcodec"]);
         assert_eq!(c.env["PYTHONDONTWRITEBYTECODE"], "1");
         assert!(c.env_remove.contains(&"LD_LIBRARY_PATH".to_string()));
+        assert_eq!(c.cwd.as_ref(), Some(&m.target.venv.root));
     }
 }

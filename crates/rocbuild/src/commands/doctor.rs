@@ -82,6 +82,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
             s.ffmpeg = r.raw.needs.ffmpeg;
             s.torch = r.raw.needs.torch;
             s.dll_dirs = dll_dirs(r);
+            s.loads_one_of = r.raw.package.loads_one_of.clone();
         } else {
             candidates.push(Subject {
                 import_dir: r.raw.package.import_dir.clone(),
@@ -91,6 +92,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
                 torch: r.raw.needs.torch,
                 stock_pip: None,
                 dll_dirs: dll_dirs(r),
+                loads_one_of: r.raw.package.loads_one_of.clone(),
                 name,
             });
         }
