@@ -27,7 +27,7 @@ pub struct Subject {
     /// `os.add_dll_directory` (the recipe's `[package.windows-dll-dirs]`).
     pub dll_dirs: Option<DllDirs>,
     /// File-name globs of libraries of which the package loads one, chosen at run time
-    /// (bitsandbytes' `libbitsandbytes_{cpu,cuda130,rocm64,xpu}`): those that cannot load here
+    /// (one per backend: `libfoo_cpu.so`, `libfoo_cuda130.so`, `libfoo_rocm64.so`): those that cannot load here
     /// are expected, as long as one of them can.
     pub loads_one_of: Vec<String>,
 }

@@ -222,7 +222,7 @@ pub struct Package {
     #[serde(default)]
     pub windows_dll_dirs: Option<WindowsDllDirs>,
     /// File-name globs of native libraries of which the package loads one, picked at run
-    /// time by what the machine has (bitsandbytes: one per backend): doctor expects the
+    /// time by what the machine has (one per backend): doctor expects the
     /// others not to load here, as long as one does.
     #[serde(default)]
     pub loads_one_of: Vec<String>,

@@ -83,7 +83,7 @@ pub fn of(
         set("torch.include", t.include.display().to_string());
         set("torch.cmake", t.cmake.display().to_string());
         // The HIP a ROCm torch was built with (`6.4.43482`) and its major and minor run
-        // together (`64`), as packages name per-ROCm libraries (`libbitsandbytes_rocm64.so`).
+        // together (`64`), as packages name per-ROCm libraries (`libfoo_rocm64.so`).
         if let Some(h) = &t.hip {
             set("torch.hip", h.clone());
             let mut n = h.split('.');
