@@ -28,6 +28,7 @@ mod python_extension;
 mod python_wheel;
 mod real_torch;
 mod real_wheels;
+mod recipes_real;
 mod repair;
 mod restore;
 mod schedule;
