@@ -71,18 +71,33 @@ pub fn check(recipe_file: &Path, mirror: Option<&Path>) -> Result<Missing> {
     let recipe = rocbuild_recipe::parse(&recipe_file.display().to_string(), &text)
         .map_err(|e| format!("{}: {e}", recipe_file.display()))?;
     let raw = &recipe.raw;
-    let url = raw.source.git.get_ref().clone();
-    let template = raw.source.tag.get_ref().clone();
     let known: Vec<Version> = raw
         .releases
         .iter()
         .filter_map(|r| Version::from_str(r.version.get_ref()).ok())
         .collect();
-    let source = match mirror.and_then(|m| mirrored(m, &url)) {
-        Some(p) => p.display().to_string(),
-        None => url.clone(),
+    let (source, tags, template) = match (&raw.source.git, &raw.source.sdist) {
+        (Some(git), _) => {
+            let url = git.get_ref().clone();
+            let template = raw
+                .source
+                .tag
+                .as_ref()
+                .map(|t| t.get_ref().clone())
+                .unwrap_or_else(|| "v{version}".into());
+            let source = match mirror.and_then(|m| mirrored(m, &url)) {
+                Some(p) => p.display().to_string(),
+                None => url.clone(),
+            };
+            let tags = ls_remote_tags(&source)?;
+            (source, tags, template)
+        }
+        (None, Some(project)) => {
+            let (source, versions) = sdist_versions(project.get_ref(), mirror)?;
+            (source, versions, "{version}".to_string())
+        }
+        (None, None) => return Err(format!("{}: no [source]", recipe_file.display())),
     };
-    let tags = ls_remote_tags(&source)?;
     let (versions, older) = unknown_versions(&tags, &template, &known);
     Ok(Missing {
         recipe: recipe.name().to_string(),
@@ -90,6 +105,42 @@ pub fn check(recipe_file: &Path, mirror: Option<&Path>) -> Result<Missing> {
         versions,
         older,
     })
+}
+
+/// The releases of a PyPI project: the sdists in the mirror's `pypi/` when it has that
+/// directory, else the index's JSON API (`curl`).
+fn sdist_versions(project: &str, mirror: Option<&Path>) -> Result<(String, Vec<String>)> {
+    let normalized: String = project.to_ascii_lowercase().replace(['-', '.'], "_");
+    if let Some(dir) = mirror.map(|m| m.join("pypi")).filter(|d| d.is_dir()) {
+        let versions = std::fs::read_dir(&dir)
+            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .flatten()
+            .filter_map(|e| {
+                let n = e.file_name().to_string_lossy().to_ascii_lowercase();
+                let rest = n.strip_prefix(&format!("{normalized}-"))?;
+                rest.strip_suffix(".tar.gz").map(str::to_string)
+            })
+            .collect();
+        return Ok((dir.display().to_string(), versions));
+    }
+    let url = format!("https://pypi.org/pypi/{project}/json");
+    let out = Command::new("curl")
+        .args(["-fsSL", "--max-time", "30", &url])
+        .output()
+        .map_err(|e| format!("cannot run curl: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{url}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("{url}: {e}"))?;
+    let versions = v["releases"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    Ok((url, versions))
 }
 
 /// `https://HOST/OWNER/REPO` in a mirror: `DIR/HOST/OWNER/REPO.git` (as rocbuild reads it).

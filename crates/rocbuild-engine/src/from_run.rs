@@ -37,6 +37,14 @@ impl FromRun for Manifest {
                 (Some(p), _) => rocbuild_secret::strip_userinfo(&p.url),
                 (None, SourcePlan::Git { url, .. }) => rocbuild_secret::strip_userinfo(url),
                 (None, SourcePlan::Local { dir }) => dir.display().to_string(),
+                (
+                    None,
+                    SourcePlan::Sdist {
+                        project, version, ..
+                    },
+                ) => {
+                    format!("https://pypi.org/project/{project}/{version}/")
+                }
             }),
             source_commit: commit,
             torch_version: plan.torch_version.clone(),
@@ -66,7 +74,9 @@ impl FromRun for Manifest {
                 crate::plan::SourcePlan::Git { shipped, .. } => {
                     shipped.iter().map(|p| p.record()).collect()
                 }
-                crate::plan::SourcePlan::Local { .. } => Vec::new(),
+                crate::plan::SourcePlan::Local { .. } | crate::plan::SourcePlan::Sdist { .. } => {
+                    Vec::new()
+                }
             },
             prebuilt: plan.prebuilt.as_ref().map(|p| PrebuiltRecord {
                 url: rocbuild_secret::strip_userinfo(&p.url),

@@ -17,6 +17,7 @@ mod quick;
 mod render;
 mod run;
 pub mod schedule;
+mod sdist;
 pub mod source;
 mod stage;
 mod step;

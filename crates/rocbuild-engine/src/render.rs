@@ -224,6 +224,23 @@ impl Plan {
                 s.step(f, "use the source directory as it is")?;
                 writeln!(f, "      dir: {}", dir.display())?;
             }
+            SourcePlan::Sdist {
+                project,
+                version,
+                sha256,
+                index,
+                offline,
+                unpacked,
+                ..
+            } => {
+                s.step(f, "fetch the source (the release's sdist)")?;
+                writeln!(f, "      sdist: {project} {version} from {index}")?;
+                writeln!(f, "      sha256: {sha256}")?;
+                for d in offline {
+                    writeln!(f, "      offline, first: {}", d.display())?;
+                }
+                writeln!(f, "      unpacked: {}", unpacked.display())?;
+            }
         }
         if let Some(c) = &self.compiler_cache {
             s.step(

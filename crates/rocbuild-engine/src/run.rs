@@ -164,6 +164,7 @@ fn source(
     log: &mut RunLog,
 ) -> Result<(PathBuf, Option<String>)> {
     match source {
+        SourcePlan::Sdist { .. } => crate::sdist::prepare(source, log),
         SourcePlan::Local { dir } => {
             if !dir.join("CMakeLists.txt").exists() && !dir.is_dir() {
                 return Err(EngineError::Usage {
@@ -521,20 +522,27 @@ fn fetch_and_build(
 
     // Artifacts.
     let from = artifacts_root(plan);
-    let artifacts = collect_artifacts(&from, &plan.install.artifacts)?;
+    let import = &plan.install.import_dir;
+    let artifacts: BTreeMap<String, PathBuf> = match plan.install.layout {
+        rocbuild_recipe::schema::ArtifactLayout::Flat => {
+            collect_artifacts(&from, &plan.install.artifacts)?
+                .into_iter()
+                .map(|(name, abs)| (format!("{import}/{name}"), abs))
+                .collect()
+        }
+        rocbuild_recipe::schema::ArtifactLayout::Site => {
+            crate::stage::collect_site_artifacts(&from, import, &plan.install.artifacts)?
+        }
+    };
     if artifacts.is_empty() {
         return Err(EngineError::NoArtifacts {
             globs: plan.install.artifacts.join(", "),
             prefix: from.display().to_string(),
         });
     }
-    let import = &plan.install.import_dir;
     let mut built: Built = BTreeMap::new();
-    for (name, abs) in &artifacts {
-        built.insert(
-            format!("{import}/{name}"),
-            (abs.clone(), sha256_file(abs)?.0),
-        );
+    for (key, abs) in &artifacts {
+        built.insert(key.clone(), (abs.clone(), sha256_file(abs)?.0));
     }
     Ok((commit, built, build_lock, cache_record))
 }

@@ -389,6 +389,28 @@ pub(crate) fn walk_park_roots(site: &Path, globs: &[String]) -> Vec<(String, Pat
 /// The built artifacts by their path under site-packages, with where they are and their hash.
 pub(crate) type Built = BTreeMap<String, (PathBuf, String)>;
 
+/// `[install] layout = "site"`: the files under `root/<import_dir>` whose names match `globs`,
+/// keyed by their path under `root` (site-packages' shape), each name its own file (a
+/// library's symlinks are copies in a wheel, and the package may load any of its names).
+pub(crate) fn collect_site_artifacts(
+    root: &Path,
+    import_dir: &str,
+    globs: &[String],
+) -> Result<BTreeMap<String, PathBuf>> {
+    let want = globset(globs)?;
+    let mut out = BTreeMap::new();
+    for (rel, abs) in walk(&root.join(import_dir)) {
+        let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+        if !want.is_match(&name) {
+            continue;
+        }
+        if let Ok(real) = std::fs::canonicalize(&abs) {
+            out.insert(format!("{import_dir}/{rel}"), real);
+        }
+    }
+    Ok(out)
+}
+
 /// The files under the CMake install prefix whose names match `globs`, keyed by the name
 /// they are installed under. A versioned library and its symlinks
 /// (`libctranslate2.so -> .so.4 -> .so.4.8.1`) become one file, named by its SONAME (what

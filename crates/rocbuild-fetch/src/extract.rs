@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::{io, FetchError};
 
 /// Why an entry name would escape the target directory, if it would.
-fn unsafe_reason(name: &str) -> Option<&'static str> {
+pub(crate) fn unsafe_reason(name: &str) -> Option<&'static str> {
     if name.contains('\0') {
         return Some("a NUL byte in the name");
     }

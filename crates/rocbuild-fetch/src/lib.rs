@@ -10,6 +10,7 @@
 mod download;
 mod extract;
 mod ffmpeg;
+mod sdist;
 
 use thiserror::Error;
 
@@ -19,6 +20,7 @@ pub use ffmpeg::{
     fetch_shared_ffmpeg, find_ffmpeg_shared, FfmpegPin, FfmpegPins, FfmpegRequest, FfmpegShared,
     BUILTIN_FFMPEG_PINS,
 };
+pub use sdist::{extract_sdist, find_offline, index_url, sdist_file_name};
 
 #[derive(Debug, Error, miette::Diagnostic)]
 pub enum FetchError {
@@ -49,6 +51,20 @@ pub enum FetchError {
         expected: String,
         actual: String,
     },
+    #[error("{archive} is not a readable .tar.gz archive: {reason}")]
+    #[diagnostic(
+        code(rocbuild::fetch::bad_archive),
+        help(
+            "download it again (remove the file from the cache's sdists/ or your sdist directory)"
+        )
+    )]
+    BadArchive { archive: String, reason: String },
+    #[error("{url} has no {what}")]
+    #[diagnostic(
+        code(rocbuild::fetch::not_on_index),
+        help("check the name and the version; offline, put the file in a directory of sdists ($ROCBUILD_SDISTS)")
+    )]
+    NotOnIndex { what: String, url: String },
     #[error("{archive} is not a readable zip archive: {reason}")]
     #[diagnostic(
         code(rocbuild::fetch::bad_zip),

@@ -755,11 +755,7 @@ fn the_rock(site: &Path, os: Os) -> Option<RocmSdk> {
     ));
     if !devel.is_dir() {
         let installed = dist_version(site, "rocm_sdk_devel").is_some();
-        let rocm_sdk = site_bin(site, os).join(if os == Os::Windows {
-            "rocm-sdk.exe"
-        } else {
-            "rocm-sdk"
-        });
+        let rocm_sdk = rocm_sdk_script(site, os);
         sdk.problems.push(if installed {
             format!(
                 "rocm-sdk-devel is installed but not expanded in {} (compilers and headers come from it): run `{} init` once",
@@ -777,12 +773,15 @@ fn the_rock(site: &Path, os: Os) -> Option<RocmSdk> {
     Some(sdk)
 }
 
-/// The venv's scripts directory, from its site-packages (`lib/pythonX.Y/site-packages` →
-/// `bin`, `Lib/site-packages` → `Scripts`).
-fn site_bin(site: &Path, os: Os) -> PathBuf {
-    let up = if os == Os::Windows { 2 } else { 3 };
-    let venv = site.ancestors().nth(up).unwrap_or(site);
-    venv.join(if os == Os::Windows { "Scripts" } else { "bin" })
+/// The venv's `rocm-sdk` console script, from its site-packages: the venv is the ancestor
+/// whose site-packages it is.
+fn rocm_sdk_script(site: &Path, os: Os) -> PathBuf {
+    let rules = os.rules();
+    let venv = site
+        .ancestors()
+        .find(|a| rules.site_packages(a).is_some_and(|s| s == site))
+        .unwrap_or(site);
+    rules.venv_executable(venv, "rocm-sdk")
 }
 
 /// `dist_amdgpu_targets` of TheRock's `share/therock/dist_info.json` (`gfx1100;gfx1201`),

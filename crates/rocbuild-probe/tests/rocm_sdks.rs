@@ -328,6 +328,25 @@ fn the_rock_on_windows_and_without_devel() {
     );
 
     std::fs::remove_dir_all(site.join("_rocm_sdk_devel")).unwrap();
+    // The devel wheel is installed (its dist-info), not expanded: `rocm-sdk init` expands it.
+    let sdks = discover_sdks(&env, Os::Windows, Some(&site));
+    assert!(
+        sdks[0]
+            .problems
+            .iter()
+            .any(|p| p.contains("installed but not expanded")
+                && p.contains("venv/Scripts/rocm-sdk.exe init")),
+        "{:?}",
+        sdks[0].problems
+    );
+    for e in std::fs::read_dir(&site).unwrap().flatten() {
+        if e.file_name()
+            .to_string_lossy()
+            .starts_with("rocm_sdk_devel-")
+        {
+            std::fs::remove_dir_all(e.path()).unwrap();
+        }
+    }
     let sdks = discover_sdks(&env, Os::Windows, Some(&site));
     assert_eq!(sdks[0].root, site.join("_rocm_sdk_core"));
     assert!(

@@ -70,6 +70,8 @@ pub struct ReleaseInfo {
     pub version: String,
     pub torch: String,
     pub commit: Option<String>,
+    /// The sdist's sha256 (an sdist source).
+    pub sha256: Option<String>,
     pub note: Option<String>,
     pub default: bool,
     /// FFmpeg majors it builds against (PEP 440 specifier), if the recipe says.
@@ -99,6 +101,8 @@ pub struct Resolved {
     pub artifacts: Vec<String>,
     /// `[install] artifacts-in`: the last table that says wins.
     pub artifacts_in: schema::ArtifactsIn,
+    /// `[install] layout`: the last table that says wins.
+    pub artifact_layout: schema::ArtifactLayout,
     pub finds: Vec<String>,
     pub park: Vec<String>,
     pub python_libs: Vec<String>,
@@ -152,6 +156,7 @@ impl Recipe {
                 version: r.version.get_ref().clone(),
                 torch: r.torch.get_ref().clone(),
                 commit: r.commit.as_ref().map(|c| c.get_ref().clone()),
+                sha256: r.sha256.as_ref().map(|c| c.get_ref().clone()),
                 note: r.note.clone(),
                 default: r.default,
                 ffmpeg: r.ffmpeg.as_ref().map(|t| t.get_ref().clone()),
@@ -338,6 +343,9 @@ impl Resolved {
                 .extend(i.artifacts.iter().map(|t| t.get_ref().clone()));
             if let Some(a) = i.artifacts_in {
                 self.artifacts_in = a;
+            }
+            if let Some(l) = i.layout {
+                self.artifact_layout = l;
             }
             self.finds
                 .extend(i.finds.iter().map(|t| t.get_ref().clone()));

@@ -126,8 +126,13 @@ impl Checker<'_> {
                 }
             }
         }
-        self.template(&raw.source.git)?;
-        self.template(&raw.source.tag)?;
+        self.source_kind(raw)?;
+        for t in [&raw.source.git, &raw.source.tag, &raw.source.sdist]
+            .into_iter()
+            .flatten()
+        {
+            self.template(t)?;
+        }
         for t in &raw.needs.python_build {
             self.template(t)?;
         }
@@ -377,6 +382,45 @@ impl Checker<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `[source]`: a git repository with its tag, or a PyPI sdist whose releases are pinned by
+    /// their sha256.
+    fn source_kind(&self, raw: &RawRecipe) -> Result<(), RecipeError> {
+        let s = &raw.source;
+        let bad = |msg: &str, help: &str| {
+            Err(self.err(0..0, msg.to_string(), "", Some(help.to_string())))
+        };
+        match (&s.git, &s.tag, &s.sdist) {
+            (Some(_), Some(_), None) => Ok(()),
+            (Some(_), None, None) => bad(
+                "`[source] git` needs a `tag` template",
+                "add tag = \"v{version}\"",
+            ),
+            (None, None, Some(_)) => {
+                let unpinned: Vec<&str> = raw
+                    .releases
+                    .iter()
+                    .filter(|r| r.sha256.is_none())
+                    .map(|r| r.version.get_ref().as_str())
+                    .collect();
+                match unpinned.first() {
+                    None => Ok(()),
+                    Some(v) => bad(
+                        &format!("release {v} of an sdist source has no `sha256`"),
+                        "pin each release's sdist: sha256 = \"<the sha256 the index lists for it>\"",
+                    ),
+                }
+            }
+            (None, _, None) => bad(
+                "`[source]` names no source",
+                "give git = URL with tag = TEMPLATE, or sdist = PYPI-PROJECT",
+            ),
+            _ => bad(
+                "`[source]` names both a git repository and an sdist",
+                "keep one of them",
+            ),
+        }
     }
 
     /// `[[stock-wheel]]`: known OSes and flavours, specifiers that parse.

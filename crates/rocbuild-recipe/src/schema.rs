@@ -242,9 +242,18 @@ pub struct WindowsDllDirs {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Source {
-    pub git: Text,
+    /// A git repository (with `tag`), or
+    #[serde(default)]
+    pub git: Option<Text>,
     /// Tag template, such as `v{version}`.
-    pub tag: Text,
+    #[serde(default)]
+    pub tag: Option<Text>,
+    /// a PyPI project whose source distribution holds the whole source (`llama-cpp-python`
+    /// carries llama.cpp's): each release's sdist, pinned by its `[[release]] sha256`, from
+    /// the index, or offline from a directory of sdists (`$ROCBUILD_SDISTS`, or `pypi/` under
+    /// `$ROCBUILD_MIRROR`).
+    #[serde(default)]
+    pub sdist: Option<Text>,
     /// `true`: every submodule, recursively; a list: only these paths (and their own
     /// submodules); overlays may add paths (`[backend.cuda.source] submodules = [...]`).
     #[serde(default)]
@@ -281,6 +290,9 @@ pub struct Release {
     /// Expected commit of the tag; a tag that moved is refused.
     #[serde(default)]
     pub commit: Option<Text>,
+    /// sha256 of the release's sdist (`[source] sdist`): another file is refused.
+    #[serde(default)]
+    pub sha256: Option<Text>,
     #[serde(default)]
     pub note: Option<String>,
     /// `false`: never picked as the default version (known broken, or no tag upstream).
@@ -424,6 +436,12 @@ pub struct Install {
     /// project whose CMake writes its library into its own Python package directory).
     #[serde(default)]
     pub artifacts_in: Option<ArtifactsIn>,
+    /// `site`: that root is laid out as site-packages (a scikit-build-core project installed
+    /// with its platlib there): each artifact keeps its path under it (`pkg/lib/libx.so`) and
+    /// every name it has (`libx.so` and `libx.so.0` alike). Default `flat`: into the import
+    /// directory, one file per library under its SONAME.
+    #[serde(default)]
+    pub layout: Option<ArtifactLayout>,
     /// Directories the artifacts must find at run time (RUNPATH / @rpath / DLL preload).
     #[serde(default)]
     pub finds: Vec<Text>,
@@ -435,6 +453,15 @@ pub struct Install {
     /// the artifacts and `finds` too (CTranslate2's `_ext` next to `libctranslate2`).
     #[serde(default)]
     pub python_libs: Vec<Text>,
+}
+
+/// `[install] layout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArtifactLayout {
+    #[default]
+    Flat,
+    Site,
 }
 
 /// `[install] artifacts-in`.
@@ -523,4 +550,16 @@ pub struct Overlay {
     pub python: Option<Python>,
     #[serde(default)]
     pub source: Option<SourceOverlay>,
+}
+
+impl Source {
+    /// Where the source is, as said to the user: the git URL template, or the sdist's project
+    /// page.
+    pub fn origin(&self) -> String {
+        match (&self.git, &self.sdist) {
+            (Some(g), _) => g.get_ref().clone(),
+            (None, Some(p)) => format!("https://pypi.org/project/{}/", p.get_ref()),
+            (None, None) => String::new(),
+        }
+    }
 }

@@ -23,6 +23,8 @@ pub struct InstallPlan {
     pub artifacts: Vec<String>,
     /// Where the artifacts are looked for after the build (`[install] artifacts-in`).
     pub artifacts_in: rocbuild_recipe::schema::ArtifactsIn,
+    /// How the artifacts are laid out there (`[install] layout`).
+    pub layout: rocbuild_recipe::schema::ArtifactLayout,
     /// How the installed native files find their dependencies (RUNPATH, @rpath, preload).
     pub link: Link,
     /// Globs relative to site-packages of the wheel's files to park.
@@ -80,6 +82,7 @@ pub fn plan(
         distribution: raw.package.distribution.clone(),
         artifacts: expand_all(&resolved.artifacts)?,
         artifacts_in: resolved.artifacts_in,
+        layout: resolved.artifact_layout,
         link,
         park: expand_all(&resolved.park)?,
         python_libs: expand_all(&resolved.python_libs)?,

@@ -159,7 +159,16 @@ pub fn choose(
 /// fetched: rocbuild cannot tell which release's options fit it.
 fn release_of_rev(recipe: &Recipe, all: &[ReleaseInfo], rev: &str) -> Result<(String, String)> {
     let name = rev.trim_start_matches("refs/tags/");
-    let template = recipe.raw.source.tag.get_ref();
+    let Some(template) = recipe.raw.source.tag.as_ref().map(|t| t.get_ref()) else {
+        return Err(EngineError::Usage {
+            option: format!("--rev {rev}"),
+            reason: format!(
+                "{} is built from a PyPI sdist, which has no revisions",
+                recipe.name()
+            ),
+            help: Some("pick the release with --version".into()),
+        });
+    };
     // The tag a release is fetched at, by the same template expansion as the source plan's.
     let tag_of = |v: &str| {
         let vars = std::collections::BTreeMap::from([

@@ -36,6 +36,20 @@ pub enum SourcePlan {
     },
     /// A directory built as it is (`--source DIR` without `--rev`).
     Local { dir: PathBuf },
+    /// A release's source distribution from the package index (`[source] sdist`), pinned by
+    /// its sha256, unpacked into the cache.
+    Sdist {
+        project: String,
+        version: String,
+        sha256: String,
+        /// The index (`https://pypi.org`), asked through its JSON API.
+        index: String,
+        /// Directories of sdists looked in first, offline (`$ROCBUILD_SDISTS`, `<mirror>/pypi`).
+        offline: Vec<PathBuf>,
+        /// Where downloads are kept (by file name, checked by sha256).
+        downloads: PathBuf,
+        unpacked: PathBuf,
+    },
 }
 
 impl SourcePlan {
@@ -43,6 +57,7 @@ impl SourcePlan {
         match self {
             SourcePlan::Git { checkout, .. } => checkout,
             SourcePlan::Local { dir } => dir,
+            SourcePlan::Sdist { unpacked, .. } => unpacked,
         }
     }
 }
@@ -123,6 +138,13 @@ pub fn plan(
         return Ok((source, patches));
     }
     match &mut source {
+        SourcePlan::Sdist { project, .. } => {
+            return Err(EngineError::Usage {
+                option: "--patch".into(),
+                reason: format!("{} is built from its sdist ({project}), which rocbuild does not patch", recipe.name()),
+                help: Some("build a git checkout of it with --source URL --rev REV, and patch that".into()),
+            })
+        }
         SourcePlan::Local { dir } => {
             return Err(EngineError::Usage {
                 option: "--patch".into(),
@@ -199,16 +221,24 @@ fn unpatched(
         (Some(s), None) if !looks_like_url(s) => SourcePlan::Local {
             dir: PathBuf::from(s),
         },
+        (None, rev) if raw.source.sdist.is_some() => sdist(recipe, release, rev.as_deref(), ctx)?,
         (src, rev) => {
             let vars = base(name, version, os, flavor);
-            let url = match src {
-                Some(s) => s.clone(),
-                None => expand(raw.source.git.get_ref(), &vars)?,
+            let url = match (src, &raw.source.git) {
+                (Some(s), _) => s.clone(),
+                (None, Some(g)) => expand(g.get_ref(), &vars)?,
+                (None, None) => unreachable!("a recipe without git has an sdist (checked at load)"),
             };
+            let tag = raw
+                .source
+                .tag
+                .as_ref()
+                .map(|t| t.get_ref().as_str())
+                .unwrap_or("v{version}");
             let (reference, expected_commit) = match rev {
                 Some(r) => (r.clone(), None),
                 None => (
-                    format!("refs/tags/{}", expand(raw.source.tag.get_ref(), &vars)?),
+                    format!("refs/tags/{}", expand(tag, &vars)?),
                     if src.is_none() {
                         release.commit.clone()
                     } else {
@@ -236,6 +266,68 @@ fn unpatched(
                 shipped: Vec::new(),
             }
         }
+    })
+}
+
+/// The release's sdist: pinned by the recipe's sha256, looked for offline first.
+fn sdist(
+    recipe: &Recipe,
+    release: &ReleaseInfo,
+    rev: Option<&str>,
+    ctx: &Context,
+) -> Result<SourcePlan> {
+    let project = recipe
+        .raw
+        .source
+        .sdist
+        .as_ref()
+        .map(|p| p.get_ref().clone())
+        .unwrap_or_default();
+    if let Some(r) = rev {
+        return Err(EngineError::Usage {
+            option: format!("--rev {r}"),
+            reason: format!(
+                "{} is built from its PyPI sdist ({project}), which has no revisions",
+                recipe.name()
+            ),
+            help: Some(
+                "pick the release with --version, or build a git checkout: --source URL --rev REV"
+                    .into(),
+            ),
+        });
+    }
+    let sha256 = release.sha256.clone().unwrap_or_default();
+    let mut offline: Vec<PathBuf> = std::env::var_os("ROCBUILD_SDISTS")
+        .filter(|v| !v.is_empty())
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    if let Some(m) = &ctx.mirror {
+        offline.push(m.join("pypi"));
+    }
+    let index = std::env::var("ROCBUILD_SDIST_INDEX")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "https://pypi.org".into());
+    Ok(SourcePlan::Sdist {
+        unpacked: join(
+            ctx.host_os,
+            &ctx.cache,
+            &[
+                "src",
+                &format!(
+                    "{}-{}-{}",
+                    recipe.name(),
+                    sanitize(&release.version),
+                    &sha256[..12.min(sha256.len())]
+                ),
+            ],
+        ),
+        downloads: join(ctx.host_os, &ctx.cache, &["sdists"]),
+        project,
+        version: release.version.clone(),
+        sha256,
+        index,
+        offline,
     })
 }
 

@@ -129,7 +129,7 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
         );
         return Ok(ExitStatus::Success);
     }
-    print_outcome(&dest, &outcome, recipe.raw.source.git.get_ref(), verbosity);
+    print_outcome(&dest, &outcome, &recipe.raw.source.origin(), verbosity);
     Ok(ExitStatus::Success)
 }
 

@@ -106,7 +106,7 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
             Ok(usecase::Built::Ran { plan, outcome }) => {
                 let source = recipes
                     .get(&r.recipe)
-                    .map(|x| x.raw.source.git.get_ref().to_string())
+                    .map(|x| x.raw.source.origin())
                     .unwrap_or_default();
                 super::build::print_outcome(
                     &plan.install.dest,
@@ -118,7 +118,7 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
             Ok(usecase::Built::Unchanged { dest, outcome }) => {
                 let source = recipes
                     .get(&r.recipe)
-                    .map(|x| x.raw.source.git.get_ref().to_string())
+                    .map(|x| x.raw.source.origin())
                     .unwrap_or_default();
                 super::build::print_outcome(&dest, &outcome, &source, crate::verbosity(g));
             }
