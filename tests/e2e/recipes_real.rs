@@ -95,3 +95,132 @@ fn bitsandbytes_cpu_is_built_from_its_tag_and_quantizes() {
     assert_eq!(restore.code, 0, "{}", restore.stderr);
     assert!(!site.join("bitsandbytes").exists());
 }
+
+/// The repository's cache directory (kept between runs: downloads and build trees).
+fn repo_cache(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../cache")
+        .join(name)
+}
+
+/// llama-cpp-python 0.3.36 from its PyPI sdist (pinned by sha256; the sdist carries llama.cpp),
+/// built for this CPU by the TOML-only recipe through the generic sdist source: installed as
+/// the wheel lays it out (`llama_cpp/lib/libllama.so` and its versioned names), loaded by the
+/// package, and it generates tokens from a tiny random-weight model this test writes with the
+/// `gguf` package. Then status, doctor, wheel and restore work with no code of their own for it.
+/// Runs in CI: PyPI is reachable there; the sdist and the build tree are kept in `cache/llama`.
+#[test]
+fn llama_cpp_python_cpu_is_built_from_its_sdist_and_generates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    let py = |args: &[&str]| {
+        let out = Command::new(venv.join("bin/python"))
+            .args(args)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let ok = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    py(&[
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+        "typing-extensions",
+        "numpy",
+        "diskcache",
+        "jinja2",
+        "gguf",
+    ]);
+    let v = venv.to_str().unwrap();
+    let cache = repo_cache("llama");
+    let out = rocbuild(
+        &[
+            "llama-cpp-python",
+            "--venv",
+            v,
+            "--cache",
+            cache.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("verified: llama_cpp 0.3.36"),
+        "{}",
+        out.stdout
+    );
+    let lib = venv
+        .join("lib")
+        .read_dir()
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let site = lib.join("site-packages");
+    for name in [
+        "libllama.so",
+        "libllama.so.0",
+        "libggml.so.0",
+        "libggml-cpu.so.0",
+    ] {
+        assert!(site.join("llama_cpp/lib").join(name).is_file(), "{name}");
+    }
+
+    let model = tmp.path().join("tiny.gguf");
+    let writer =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixture/llama/tiny_llama_gguf.py");
+    py(&[writer.to_str().unwrap(), model.to_str().unwrap()]);
+    let generated = py(&[
+        "-c",
+        "import sys, llama_cpp\n\
+         llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, verbose=False, seed=1)\n\
+         out = llm('abc', max_tokens=8, temperature=0.0)\n\
+         print(out['usage']['completion_tokens'], repr(out['choices'][0]['text']))",
+        model.to_str().unwrap(),
+    ]);
+    assert!(generated.starts_with("8 '"), "{generated}");
+
+    let status = rocbuild(&["status", "--venv", v], &[]);
+    assert!(
+        status.stdout.contains("llama-cpp-python 0.3.36: fresh"),
+        "{}",
+        status.stdout
+    );
+    let doctor = rocbuild(&["doctor", "--venv", v, "llama-cpp-python"], &[]);
+    assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
+    let dist = tmp.path().join("dist");
+    let wheel = rocbuild(
+        &[
+            "wheel",
+            "llama-cpp-python",
+            "--venv",
+            v,
+            "--out",
+            dist.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(wheel.code, 0, "{}\n{}", wheel.stdout, wheel.stderr);
+    assert!(
+        wheel.stdout.contains("llama_cpp_python-0.3.36+cpu"),
+        "{}",
+        wheel.stdout
+    );
+    let restore = rocbuild(&["restore", "llama-cpp-python", "--venv", v], &[]);
+    assert_eq!(restore.code, 0, "{}", restore.stderr);
+    assert!(!site.join("llama_cpp").exists());
+}

@@ -20,7 +20,7 @@ pub use ffmpeg::{
     fetch_shared_ffmpeg, find_ffmpeg_shared, FfmpegPin, FfmpegPins, FfmpegRequest, FfmpegShared,
     BUILTIN_FFMPEG_PINS,
 };
-pub use sdist::{extract_sdist, find_offline, index_url, sdist_file_name};
+pub use sdist::{extract_sdist, find_offline, sdist_file_name};
 
 #[derive(Debug, Error, miette::Diagnostic)]
 pub enum FetchError {

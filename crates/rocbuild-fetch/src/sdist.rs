@@ -1,6 +1,5 @@
-//! A release's source distribution from a Python package index, pinned by its sha256: where
-//! the index has it (PyPI's JSON API, `/pypi/<project>/<version>/json`), or a file already in a
-//! directory of sdists (offline), then unpacked safely.
+//! A release's source distribution, pinned by its sha256: a file already in a directory of
+//! sdists (offline), and the safe unpacking of one.
 
 use std::path::{Path, PathBuf};
 
@@ -55,46 +54,6 @@ pub fn find_offline(
         }
     }
     Ok(None)
-}
-
-/// The URL of the sdist of `project` `version` on `index` (`https://pypi.org`), from its JSON
-/// API, checked against the `sha256` the recipe pins before anything is downloaded.
-pub fn index_url(
-    index: &str,
-    project: &str,
-    version: &str,
-    sha256: &str,
-) -> Result<String, FetchError> {
-    let api = format!(
-        "{}/pypi/{project}/{version}/json",
-        index.trim_end_matches('/')
-    );
-    let text = crate::get_text(&api)?.ok_or_else(|| FetchError::NotOnIndex {
-        what: format!("{project} {version}"),
-        url: api.clone(),
-    })?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| FetchError::NotOnIndex {
-        what: format!("{project} {version} ({e})"),
-        url: api.clone(),
-    })?;
-    let files = v["urls"].as_array().cloned().unwrap_or_default();
-    let sdist = files
-        .iter()
-        .find(|f| f["packagetype"] == "sdist")
-        .ok_or_else(|| FetchError::NotOnIndex {
-            what: format!("an sdist of {project} {version}"),
-            url: api.clone(),
-        })?;
-    let listed = sdist["digests"]["sha256"].as_str().unwrap_or_default();
-    let url = sdist["url"].as_str().unwrap_or_default().to_string();
-    if !listed.eq_ignore_ascii_case(sha256) {
-        return Err(FetchError::ChecksumMismatch {
-            url,
-            expected: sha256.to_string(),
-            actual: listed.to_string(),
-        });
-    }
-    Ok(url)
 }
 
 /// Unpack the `.tar.gz` at `archive` into `target` (replaced as a whole), without its single

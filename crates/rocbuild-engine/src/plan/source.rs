@@ -42,7 +42,7 @@ pub enum SourcePlan {
         project: String,
         version: String,
         sha256: String,
-        /// The index (`https://pypi.org`), asked through its JSON API.
+        /// The index's simple API root (`https://pypi.org/simple`).
         index: String,
         /// Directories of sdists looked in first, offline (`$ROCBUILD_SDISTS`, `<mirror>/pypi`).
         offline: Vec<PathBuf>,
@@ -304,10 +304,11 @@ fn sdist(
     if let Some(m) = &ctx.mirror {
         offline.push(m.join("pypi"));
     }
-    let index = std::env::var("ROCBUILD_SDIST_INDEX")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "https://pypi.org".into());
+    // The index's simple API root: rocbuild's own setting, else pip's, else PyPI.
+    let index = ["ROCBUILD_SDIST_INDEX", "PIP_INDEX_URL"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "https://pypi.org/simple".into());
     Ok(SourcePlan::Sdist {
         unpacked: join(
             ctx.host_os,
