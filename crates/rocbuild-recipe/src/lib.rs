@@ -867,3 +867,51 @@ MKL_ROOT = "{mkl.root}"
         assert!(help.is_some_and(|h| h.contains("syncwarp")));
     }
 }
+
+/// docs/recipes.md, the recipe authors' guide, names every field a recipe may hold: a field
+/// added to the schema without a word there fails here.
+#[cfg(test)]
+mod guide {
+    #[test]
+    fn the_guide_names_every_recipe_field() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let schema = std::fs::read_to_string(root.join("src/schema.rs")).unwrap();
+        let guide = std::fs::read_to_string(root.join("../../docs/recipes.md")).unwrap();
+        // The fields of every struct the TOML is read into (kebab-case keys).
+        let mut missing = Vec::new();
+        let mut in_toml_struct = false;
+        for line in schema.lines() {
+            if line.starts_with("#[serde(deny_unknown_fields") {
+                in_toml_struct = true;
+            } else if line.starts_with('}') {
+                in_toml_struct = false;
+            }
+            let Some(field) = line
+                .strip_prefix("    pub ")
+                .and_then(|l| l.split_once(':'))
+            else {
+                continue;
+            };
+            if !in_toml_struct {
+                continue;
+            }
+            let key = match field.0 {
+                "releases" => "release".to_string(),
+                f => f.replace('_', "-"),
+            };
+            let named = [
+                format!("`{key}`"),
+                format!("{key} ="),
+                format!("[{key}"),
+                format!(".{key}]"),
+            ];
+            if !named.iter().any(|n| guide.contains(n.as_str())) {
+                missing.push(key);
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "docs/recipes.md does not name: {missing:?}"
+        );
+    }
+}
