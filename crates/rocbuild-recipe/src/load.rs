@@ -71,7 +71,7 @@ fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> RecipeError {
         });
     } else if message.starts_with("invalid type") {
         help = Some(
-            "check the value's type against the recipe reference in docs/manual.md (Recipes)"
+            "check the value's type against the recipe reference in docs/recipes.md"
                 .into(),
         );
     } else if message.starts_with("missing field") {
@@ -455,7 +455,7 @@ impl Checker<'_> {
                 0..0,
                 "`from = \"extension\"` needs a `[python.extension]` table",
                 "",
-                Some("say which module rocbuild compiles: module, sources, package (docs/manual.md, Recipes)".into()),
+                Some("say which module rocbuild compiles: module, sources, package (docs/recipes.md)".into()),
             ));
         }
         Ok(())

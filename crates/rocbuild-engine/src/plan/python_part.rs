@@ -87,7 +87,7 @@ pub fn plan(
                     machine.target.platform.os.as_str()
                 ),
                 help: format!(
-                    "build {} on Windows itself (rocbuild uses MSVC there), or give the recipe a Python part rocbuild compiles with the same toolchain: `[python] from = \"extension\"` and a `[python.extension]` table (docs/manual.md, Recipes)",
+                    "build {} on Windows itself (rocbuild uses MSVC there), or give the recipe a Python part rocbuild compiles with the same toolchain: `[python] from = \"extension\"` and a `[python.extension]` table (docs/recipes.md)",
                     recipe.name()
                 ),
             });
@@ -120,7 +120,7 @@ pub fn plan(
                 return Err(crate::error::EngineError::Usage {
                     option: "recipe".into(),
                     reason: format!("{} says `[python] from = \"extension\"` but has no `[python.extension]` for {}", recipe.name(), os.as_str()),
-                    help: Some("add the table: module, sources, package (docs/manual.md, Recipes)".into()),
+                    help: Some("add the table: module, sources, package (docs/recipes.md)".into()),
                 });
             };
             let x = super::python_ext::plan(super::python_ext::Inputs {
