@@ -70,10 +70,8 @@ fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> RecipeError {
             None => format!("valid keys here: {}", valid.join(", ")),
         });
     } else if message.starts_with("invalid type") {
-        help = Some(
-            "check the value's type against the recipe reference in docs/recipes.md"
-                .into(),
-        );
+        help =
+            Some("check the value's type against the recipe reference in docs/recipes.md".into());
     } else if message.starts_with("missing field") {
         help = Some("add the missing key to this table".into());
     } else if e.span().is_some() {

@@ -15,6 +15,14 @@ pub struct Wheel {
     pub platform: &'static str,
 }
 
+/// bitsandbytes 0.50.1 for Linux x86-64 (its CPU, CUDA and XPU libraries, none for ROCm): the
+/// Python part of the recipe's ROCm build in a chroot with no network.
+pub const BITSANDBYTES_LINUX: Wheel = Wheel {
+    name: "bitsandbytes",
+    version: "0.50.1",
+    platform: "manylinux_2_24_x86_64",
+};
+
 /// TorchCodec 0.16.0 for macOS arm64: its core, custom_ops and pybind libraries carry no
 /// LC_RPATH at all (0.15 and 0.17 have Homebrew's `/opt/homebrew/opt/ffmpeg/lib`).
 pub const TORCHCODEC_MACOS_NO_RPATH: Wheel = Wheel {
