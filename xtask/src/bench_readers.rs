@@ -23,7 +23,8 @@ use crate::util::{run_capture, Result};
 /// (a), (b) and (c) share the fixture worlds of the full run, which `--only` does not make.
 /// (g) and (h) compare rocbuild's CTranslate2 and TorchCodec builds with PyPI's wheels
 /// (bench_artifacts.rs).
-pub const SECTIONS: &[&str] = &["d", "e", "f", "g", "h"];
+/// (i) measures the TOML-only recipes (bench_recipes.rs).
+pub const SECTIONS: &[&str] = &["d", "e", "f", "g", "h", "i"];
 
 /// `--only d,e,f` (or `--only=d,e,f`): the sections to run; `None`: all of them.
 pub fn only(args: &[String]) -> Result<Option<BTreeSet<String>>> {
@@ -499,6 +500,10 @@ pub fn run_sections(
             "g" => (
                 crate::bench_artifacts::CT2_SECTION,
                 crate::bench_artifacts::ctranslate2_section(exe, &ws)?,
+            ),
+            "i" => (
+                crate::bench_recipes::SECTION,
+                crate::bench_recipes::section(exe, real, &ws)?,
             ),
             "h" if has_real => (
                 crate::bench_artifacts::TC_SECTION,

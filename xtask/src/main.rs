@@ -6,6 +6,7 @@ mod bench_artifacts;
 mod bench_closure;
 mod bench_doctor;
 mod bench_readers;
+mod bench_recipes;
 mod bench_status;
 mod chroots;
 mod fuzz;
