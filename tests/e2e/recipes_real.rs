@@ -202,6 +202,46 @@ fn llama_cpp_python_cpu_is_built_from_its_sdist_and_generates() {
     );
     let doctor = rocbuild(&["doctor", "--venv", v, "llama-cpp-python"], &[]);
     assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
+    // The plan as data, and bundle: the features every recipe gets.
+    let plan = rocbuild(
+        &[
+            "llama-cpp-python",
+            "--venv",
+            v,
+            "--cache",
+            cache.to_str().unwrap(),
+            "--dry-run",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let p: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    assert_eq!(p["source"]["Sdist"]["project"], "llama-cpp-python");
+    assert_eq!(p["install"]["layout"], "site");
+    let frozen = tmp.path().join("frozen");
+    let bundle = rocbuild(
+        &[
+            "bundle",
+            site.join("llama_cpp/lib/libllama.so").to_str().unwrap(),
+            "--into",
+            frozen.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(bundle.code, 0, "{}\n{}", bundle.stdout, bundle.stderr);
+    for name in [
+        "libllama.so",
+        "libggml.so.0",
+        "libggml-base.so.0",
+        "libggml-cpu.so.0",
+    ] {
+        assert!(
+            frozen.join("llama_cpp/lib").join(name).is_file(),
+            "{name}: {}",
+            bundle.stdout
+        );
+    }
     let dist = tmp.path().join("dist");
     let wheel = rocbuild(
         &[
