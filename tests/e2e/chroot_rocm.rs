@@ -805,3 +805,57 @@ fn sid_rocm_6_4_builds_bitsandbytes_for_gfx1010_and_gfx1030_from_the_toml_recipe
         show(&doctor)
     );
 }
+
+/// llama-cpp-python's TOML recipe for ROCm in Debian sid's real ROCm 6.4: its prerequisites
+/// (hipBLAS, rocBLAS) are found, and the plan builds ggml-hip with the SDK's clang for exactly
+/// gfx1010 and gfx1030, from the sdist, before anything is fetched (the build itself is long:
+/// BENCHMARKS.md and the issue notes say where it was run).
+#[test]
+fn sid_rocm_6_4_plans_llama_cpp_python_for_gfx1010_and_gfx1030() {
+    let Some(root) = chroot("ROCBUILD_TEST_CHROOT_ROCM64", "sid-rocm6.4") else {
+        return;
+    };
+    let (work, inner, venv) = ct2_scene(&root, "rocbuild-e2e-llama-");
+    let site = chroot_site(&work.path().join("venv"));
+    for (name, v) in [
+        ("typing_extensions", "4.12.2"),
+        ("diskcache", "5.6.3"),
+        ("Jinja2", "3.1.4"),
+    ] {
+        let di = site.join(format!("{name}-{v}.dist-info"));
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n"),
+        )
+        .unwrap();
+    }
+    let plan = in_chroot(
+        &root,
+        &[],
+        &[
+            &format!("{inner}/rocbuild"),
+            "llama-cpp-python",
+            "--venv",
+            &venv,
+            "--cache",
+            &format!("{inner}/cache"),
+            "--arch",
+            "gfx1010;gfx1030",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(plan.code, 0, "{}", show(&plan));
+    for want in [
+        "backend: rocm",
+        "'-DGGML_HIP=ON'",
+        "'-DCMAKE_HIP_ARCHITECTURES=gfx1010;gfx1030'",
+        "sdist: llama-cpp-python 0.3.36",
+    ] {
+        assert!(plan.stdout.contains(want), "{want}: {}", show(&plan));
+    }
+    assert!(
+        !work.path().join("cache/sdists").exists(),
+        "nothing is fetched by a plan"
+    );
+}
