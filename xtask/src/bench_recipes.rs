@@ -151,7 +151,7 @@ fn team(
         )?;
         let _ = std::fs::remove_dir_all(&cache);
     }
-    let rate = hit_rate(&out[1].1).unwrap_or(0.0);
+    let rate = crate::bench_status::hit_rate(&out[1].1).unwrap_or(0.0);
     println!(
         "xtask: bench: (i′) {recipe}: A cold {:.1} s, B {:.1} s, ratio {:.3}, B hits {:.0}%",
         out[0].0,
@@ -160,22 +160,6 @@ fn team(
         rate * 100.0
     );
     Ok((out[0].0, out[1].0, rate))
-}
-
-/// B's hit rate from the run's `compiler cache: … N hits, M misses` line.
-fn hit_rate(stdout: &str) -> Option<f64> {
-    let line = stdout.lines().find(|l| l.contains("compiler cache:"))?;
-    let num = |w: &str| -> Option<f64> {
-        line.split(w)
-            .next()?
-            .split_whitespace()
-            .last()?
-            .trim_start_matches(':')
-            .parse()
-            .ok()
-    };
-    let (h, m) = (num(" hits")?, num(" misses")?);
-    (h + m > 0.0).then(|| h / (h + m))
 }
 
 fn median(xs: &[f64]) -> f64 {

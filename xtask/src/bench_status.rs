@@ -319,7 +319,7 @@ fn which(program: &str) -> bool {
 }
 
 /// B's hit rate from the run's `compiler cache: … N hits, M misses` line.
-fn hit_rate(stdout: &str) -> Option<f64> {
+pub(crate) fn hit_rate(stdout: &str) -> Option<f64> {
     let line = stdout.lines().find(|l| l.contains("compiler cache:"))?;
     let num = |w: &str| -> Option<f64> {
         line.split(w)
