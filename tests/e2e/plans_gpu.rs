@@ -568,3 +568,43 @@ fn windows_the_rock_multi_arch_dlls_are_preloaded_from_core_and_libraries() {
     assert!(!p.contains("_rocm_sdk_libraries_custom"), "{p}");
     assert!(!p.contains("has no kernels for"), "{p}");
 }
+
+/// bitsandbytes' TOML recipe for a ROCm torch (HIP 6.4) and an SDK with hipBLASLt: HIP for
+/// exactly the archs asked for, and the library named as the package will ask for it
+/// (`libbitsandbytes_rocm64.so`, torch's HIP, not the SDK's 7.2).
+#[test]
+fn bitsandbytes_rocm_library_is_named_after_torchs_hip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = ProbeEnv::rooted(tmp.path());
+    let sdk = FakeSdk {
+        targets: &["gfx1010", "gfx1030", "gfx1100"],
+        ..FakeSdk::default()
+    };
+    fake_opt_rocm(tmp.path(), "rocm-7.2.0", &sdk);
+    let (sdks, rt) = sdks(&env, Os::Linux, None);
+    let mut m = machine("linux");
+    m["rocm_sdks"] = sdks;
+    m["hip_runtime"] = rt;
+    for (n, at) in [
+        ("hipblaslt", "/opt/rocm-7.2.0/include/hipblaslt"),
+        ("hiprand", "/usr/include/hiprand"),
+    ] {
+        m["libraries"][n] = json!({ "at": at });
+    }
+    m["python"]["distributions"]["packaging"] = json!("25.0");
+    m["python"]["distributions"]["numpy"] = json!("2.4.6");
+    let p = ok(plan(
+        &m,
+        tmp.path(),
+        &["bitsandbytes", "--arch", "gfx1010;gfx1030"],
+    ));
+    for want in [
+        "'-DCOMPUTE_BACKEND=hip'",
+        "'-DBNB_ROCM_ARCH=gfx1010;gfx1030'",
+        "'-DCMAKE_HIP_ARCHITECTURES=gfx1010;gfx1030'",
+        "'-DROCM_VERSION=64'",
+        "artifacts: libbitsandbytes_rocm64.so (from the checkout, where the build writes them)",
+    ] {
+        assert!(p.contains(want), "{want}: {p}");
+    }
+}

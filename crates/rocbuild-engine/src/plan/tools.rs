@@ -139,7 +139,7 @@ pub fn required(
             .map(|(p, _)| *p)
             .filter(|p| machine.host.cross.is_none() || *p != Prerequisite::FfmpegDev)
             .collect();
-        let packages: Vec<String> = libraries.iter().map(|l| l.package.clone()).collect();
+        let packages: Vec<String> = libraries.iter().filter_map(|l| l.package.clone()).collect();
         let mut parts: Vec<String> = Vec::new();
         if !(kinds.is_empty() && packages.is_empty()) {
             parts.push(format!(
@@ -150,6 +150,13 @@ pub fn required(
                     "them"
                 },
                 install_command_with(&machine.host.platform, &kinds, &packages)
+            ));
+        }
+        // A library this distribution does not package: said as such, not as a package name.
+        for l in libraries.iter().filter(|l| l.package.is_none()) {
+            parts.push(format!(
+                "{}: this distribution has no package for it that the recipe knows; install it from AMD's ROCm repository, or use an SDK that has it (--rocm)",
+                l.describe
             ));
         }
         if missing.iter().any(|(p, _)| *p == Prerequisite::FfmpegDev) {
@@ -205,8 +212,8 @@ pub struct MissingLibrary {
     pub describe: String,
     /// What was looked for, and why it is needed.
     pub detail: String,
-    /// Its package here (or its name, where no package is known).
-    pub package: String,
+    /// Its package in this machine's distribution, where the recipe knows one.
+    pub package: Option<String>,
 }
 
 /// The recipe's `[[needs.library]]` this build needs (its backend, and its `when` defines as
@@ -279,8 +286,7 @@ pub fn missing_libraries(
                 .map(|p| match &clang {
                     Some(v) => p.replace("{clang}", v),
                     None => p.replace("-{clang}", "").replace("{clang}", ""),
-                })
-                .unwrap_or_else(|| l.describe.clone());
+                });
             MissingLibrary {
                 describe: l.describe.clone(),
                 detail,
