@@ -194,6 +194,13 @@ fn llama_cpp_python_cpu_is_built_from_its_sdist_and_generates() {
     ]);
     assert!(generated.starts_with("8 '"), "{generated}");
 
+    every_feature_applies(&tmp, &venv, &site, &cache);
+}
+
+/// status, doctor, the plan as data, bundle, wheel and restore on the llama-cpp-python just
+/// installed in `venv`: the features every recipe gets, with no code of their own for it.
+fn every_feature_applies(tmp: &tempfile::TempDir, venv: &Path, site: &Path, cache: &Path) {
+    let v = venv.to_str().unwrap();
     let status = rocbuild(&["status", "--venv", v], &[]);
     assert!(
         status.stdout.contains("llama-cpp-python 0.3.36: fresh"),
