@@ -264,6 +264,17 @@ fn repairs_the_real_macos_torchcodec_without_lc_rpath() {
         brew.join("libavutil.59.dylib").display().to_string()
     );
 
+    repaired_is_recorded_then_restored(&venv, &brew, &site, &pip_bytes);
+}
+
+/// After a repair: the manifest says it is one, status sees it fresh, a second run has nothing
+/// to do, and restore puts back pip's bytes, every file.
+fn repaired_is_recorded_then_restored(
+    venv: &Path,
+    brew: &Path,
+    site: &Path,
+    pip_bytes: &BTreeMap<String, Vec<u8>>,
+) {
     // The manifest says it is a repair; status sees it; a second run has nothing to do.
     let m: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(site.join(".rocbuild/torchcodec.json")).unwrap(),
@@ -303,7 +314,7 @@ fn repairs_the_real_macos_torchcodec_without_lc_rpath() {
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let now = tree(&site);
-    for (rel, bytes) in &pip_bytes {
+    for (rel, bytes) in pip_bytes {
         assert_eq!(now.get(rel), Some(bytes), "{rel} differs after restore");
     }
     assert!(!site.join(".rocbuild/torchcodec.json").exists());

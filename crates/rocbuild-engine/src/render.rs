@@ -234,6 +234,7 @@ impl Plan {
                 ..
             } => {
                 s.step(f, "fetch the source (the release's sdist)")?;
+                let index = rocbuild_secret::strip_userinfo(index);
                 writeln!(f, "      sdist: {project} {version} from {index}")?;
                 writeln!(f, "      sha256: {sha256}")?;
                 for d in offline {

@@ -45,7 +45,10 @@ fn download(
             .into());
         }
     }
-    log.note(&format!("sdist: {}", file.url));
+    log.note(&format!(
+        "sdist: {}",
+        rocbuild_secret::strip_userinfo(&file.url)
+    ));
     Ok(rocbuild_fetch::download_verified(
         &file.url, sha256, downloads,
     )?)

@@ -42,7 +42,9 @@ pub enum SourcePlan {
         project: String,
         version: String,
         sha256: String,
-        /// The index's simple API root (`https://pypi.org/simple`).
+        /// The index's simple API root (`https://pypi.org/simple`); a password in it (from
+        /// `$PIP_INDEX_URL`) is used, never shown or stored: the plan as data has it stripped.
+        #[serde(serialize_with = "without_userinfo")]
         index: String,
         /// Directories of sdists looked in first, offline (`$ROCBUILD_SDISTS`, `<mirror>/pypi`).
         offline: Vec<PathBuf>,
@@ -50,6 +52,10 @@ pub enum SourcePlan {
         downloads: PathBuf,
         unpacked: PathBuf,
     },
+}
+
+fn without_userinfo<S: serde::Serializer>(url: &str, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&rocbuild_secret::strip_userinfo(url))
 }
 
 impl SourcePlan {
@@ -336,6 +342,23 @@ fn sdist(
 mod tests {
     use super::*;
     use crate::plan::testing::{ctx, recipe};
+
+    /// A password in `$PIP_INDEX_URL` is used for the download, never put in the plan as data.
+    #[test]
+    fn an_sdist_plan_as_data_holds_no_index_password() {
+        let p = SourcePlan::Sdist {
+            project: "x".into(),
+            version: "1".into(),
+            sha256: "0".repeat(64),
+            index: "https://bob:s3cr3tTOKEN@index.example/simple".into(),
+            offline: Vec::new(),
+            downloads: "/c/sdists".into(),
+            unpacked: "/c/src/x".into(),
+        };
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(!json.contains("s3cr3tTOKEN"), "{json}");
+        assert!(json.contains("index.example/simple"), "{json}");
+    }
 
     fn release(r: &Recipe) -> ReleaseInfo {
         r.releases()
