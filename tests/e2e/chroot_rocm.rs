@@ -152,10 +152,22 @@ fn chroot(var: &str, name: &str) -> Option<PathBuf> {
 /// `cmd...` run inside `root` as root, with /proc, /dev and /sys of the host mounted in a
 /// private mount namespace (gone when the command ends; parallel tests do not interfere).
 fn in_chroot(root: &Path, env: &[(&str, &str)], cmd: &[&str]) -> Out {
+    in_chroot_with(root, &[], env, cmd)
+}
+
+/// [`in_chroot`] with host files bind-mounted over files of the chroot (`(host, inner)`), in
+/// the command's own mount namespace: the chroot itself is never changed.
+fn in_chroot_with(root: &Path, binds: &[(&Path, &str)], env: &[(&str, &str)], cmd: &[&str]) -> Out {
     let mut script = String::from(
-        "set -e; r=\"$1\"; shift; mount -t proc proc \"$r/proc\"; mount --rbind /dev \"$r/dev\"; mount --rbind /sys \"$r/sys\"; exec chroot \"$r\" \"$@\"",
+        "set -e; r=\"$1\"; shift; mount -t proc proc \"$r/proc\"; mount --rbind /dev \"$r/dev\"; mount --rbind /sys \"$r/sys\"; ",
     );
-    script.push('\n');
+    for (host, inner) in binds {
+        script.push_str(&format!(
+            "mount --bind '{}' \"$r\"'{inner}'; ",
+            host.display()
+        ));
+    }
+    script.push_str("exec chroot \"$r\" \"$@\"\n");
     let mut c = Command::new("unshare");
     c.args([
         "--mount",
@@ -794,4 +806,145 @@ fn sid_rocm_6_4_plans_llama_cpp_python_for_gfx1010_and_gfx1030() {
         !work.path().join("cache/sdists").exists(),
         "nothing is fetched by a plan"
     );
+}
+
+/// llama-cpp-python's TOML recipe built for real with HIP in sid's ROCm 6.4 for gfx1010 and
+/// gfx1030, from its sdist (offline, from `cache/llama/sdists`): verified by importing the
+/// package; doctor reads code objects for exactly those archs from `libggml-hip.so`; and a
+/// newer HIP (the SDK's `hip_version.h` one patch release on, bind-mounted over the real one
+/// for that command only) makes status call the build stale, naming the SDK.
+/// About 12 minutes on 2 cores, too long for CI: runs only with `ROCBUILD_TEST_SLOW_HIP=1`.
+#[test]
+fn sid_rocm_6_4_builds_llama_cpp_python_hip_for_gfx1010_and_gfx1030() {
+    if std::env::var_os("ROCBUILD_TEST_SLOW_HIP").is_none() {
+        eprintln!("SKIPPED: a 12-minute HIP build; set ROCBUILD_TEST_SLOW_HIP=1 to run it");
+        return;
+    }
+    let Some(root) = chroot("ROCBUILD_TEST_CHROOT_ROCM64", "sid-rocm6.4") else {
+        return;
+    };
+    let sdist = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../cache/llama/sdists/llama_cpp_python-0.3.36.tar.gz");
+    if !sdist.is_file() {
+        eprintln!(
+            "SKIPPED: {} is absent (the CPU llama test fetches it)",
+            sdist.display()
+        );
+        return;
+    }
+    let (work, inner, venv) = ct2_scene(&root, "rocbuild-e2e-llamahip-");
+    std::fs::create_dir_all(work.path().join("sdists")).unwrap();
+    std::fs::copy(
+        &sdist,
+        work.path().join("sdists").join(sdist.file_name().unwrap()),
+    )
+    .unwrap();
+    let site = chroot_site(&work.path().join("venv"));
+    for fake in ["numpy-2.3.0.dist-info", "PyYAML-6.0.2.dist-info"] {
+        std::fs::remove_dir_all(site.join(fake)).unwrap();
+    }
+    let py = format!("{venv}/bin/python");
+    let deps = in_chroot(
+        &root,
+        &[],
+        &[
+            &py,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "numpy",
+            "typing-extensions",
+            "diskcache",
+            "jinja2",
+        ],
+    );
+    assert_eq!(deps.code, 0, "{}", show(&deps));
+    let rb = format!("{inner}/rocbuild");
+    let sdists = format!("{inner}/sdists");
+    let cache = format!("{inner}/cache");
+    let build = in_chroot(
+        &root,
+        &[("ROCBUILD_SDISTS", &sdists)],
+        &[
+            &rb,
+            "llama-cpp-python",
+            "--venv",
+            &venv,
+            "--cache",
+            &cache,
+            "--arch",
+            "gfx1010;gfx1030",
+        ],
+    );
+    assert_eq!(build.code, 0, "{}", show(&build));
+    assert!(
+        build.stdout.contains("verified: llama_cpp 0.3.36"),
+        "{}",
+        show(&build)
+    );
+
+    let doctor = |arch: &str| {
+        in_chroot(
+            &root,
+            &[],
+            &[
+                &rb,
+                "doctor",
+                "llama-cpp-python",
+                "--venv",
+                &venv,
+                "--gpu-arch",
+                arch,
+                "--no-load",
+            ],
+        )
+    };
+    let other = doctor("gfx1100");
+    assert_ne!(other.code, 0, "{}", show(&other));
+    assert!(
+        other
+            .stdout
+            .contains("libggml-hip.so has code for gfx1010, gfx1030; not for gfx1100"),
+        "{}",
+        show(&other)
+    );
+    let own = doctor("gfx1030");
+    assert_eq!(own.code, 0, "{}", show(&own));
+
+    let status = |binds: &[(&Path, &str)]| {
+        in_chroot_with(&root, binds, &[], &[&rb, "status", "--venv", &venv])
+    };
+    let fresh = status(&[]);
+    assert!(
+        fresh.stdout.contains("llama-cpp-python 0.3.36: fresh"),
+        "{}",
+        show(&fresh)
+    );
+    let header = root.join("usr/include/hip/hip_version.h");
+    let newer = work.path().join("hip_version.h");
+    let text = std::fs::read_to_string(&header).unwrap();
+    let patch = text
+        .lines()
+        .find_map(|l| l.strip_prefix("#define HIP_VERSION_PATCH "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let bumped = (patch.parse::<u64>().unwrap() + 1).to_string();
+    std::fs::write(
+        &newer,
+        text.replace(
+            &format!("#define HIP_VERSION_PATCH {patch}"),
+            &format!("#define HIP_VERSION_PATCH {bumped}"),
+        ),
+    )
+    .unwrap();
+    let stale = status(&[(newer.as_path(), "/usr/include/hip/hip_version.h")]);
+    assert!(
+        stale.stdout.contains("llama-cpp-python 0.3.36: stale"),
+        "{}",
+        show(&stale)
+    );
+    assert!(stale.stdout.contains("SDK changed"), "{}", show(&stale));
+    assert!(stale.stdout.contains(&bumped), "{}", show(&stale));
 }

@@ -195,6 +195,7 @@ fn llama_cpp_python_cpu_is_built_from_its_sdist_and_generates() {
     assert!(generated.starts_with("8 '"), "{generated}");
 
     every_feature_applies(&tmp, &venv, &site, &cache);
+    published_and_generating_elsewhere(&tmp, &venv, &site, &model);
 }
 
 /// status, doctor, the plan as data, bundle, wheel and restore on the llama-cpp-python just
@@ -267,6 +268,69 @@ fn every_feature_applies(tmp: &tempfile::TempDir, venv: &Path, site: &Path, cach
         "{}",
         wheel.stdout
     );
+}
+
+/// `publish` uploads the build's wheel to a real index (pypiserver on 127.0.0.1); a second,
+/// fresh venv installs `llama-cpp-python==0.3.36+cpu` from that index alone (its pure-Python
+/// dependencies from wheels cached beside it) and generates with the same model: the team
+/// case for a TOML-only recipe. Then restore takes the build out of the first venv.
+fn published_and_generating_elsewhere(
+    tmp: &tempfile::TempDir,
+    venv: &Path,
+    site: &Path,
+    model: &Path,
+) {
+    let v = venv.to_str().unwrap();
+    let packages = tmp.path().join("index-packages");
+    let index = crate::publish::Index::start(tmp.path(), &packages);
+    let index_wheels = crate::publish::pypi_wheels("index", &["pypiserver", "twine"]);
+    let links = index_wheels.display().to_string();
+    let out = rocbuild(
+        &[
+            "publish",
+            "llama-cpp-python",
+            "--venv",
+            v,
+            "--index",
+            &index.url,
+        ],
+        &[("PIP_FIND_LINKS", links.as_str())],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("published to"), "{}", out.stdout);
+
+    let deps = crate::publish::pypi_wheels(
+        "llama-deps",
+        &["typing-extensions", "numpy", "diskcache", "jinja2"],
+    );
+    let other = tmp.path().join("other-venv");
+    make_venv(&other);
+    run(Command::new(other.join("bin/python"))
+        .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+        .args(["--index-url", &format!("{}simple/", index.url)])
+        .args(["--find-links", deps.to_str().unwrap()])
+        .arg("llama-cpp-python==0.3.36+cpu")
+        .current_dir(tmp.path())
+        .env_remove("PIP_FIND_LINKS")
+        .env_remove("PIP_NO_INDEX"));
+    let gen = Command::new(other.join("bin/python"))
+        .args([
+            "-c",
+            "import sys, llama_cpp\n\
+             llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, verbose=False, seed=1)\n\
+             print(llm('abc', max_tokens=8, temperature=0.0)['usage']['completion_tokens'])",
+        ])
+        .arg(model)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&gen.stdout).trim(),
+        "8",
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+
     let restore = rocbuild(&["restore", "llama-cpp-python", "--venv", v], &[]);
     assert_eq!(restore.code, 0, "{}", restore.stderr);
     assert!(!site.join("llama_cpp").exists());

@@ -172,6 +172,12 @@ fn source_key() -> Result<String> {
 
 /// `maturin build --release --zig` for glibc 2.17 into cache/dist/KEY (reused while the
 /// sources are the same).
+///
+/// Zig's global cache is filled on first use by whichever `zig cc` runs first, and parallel
+/// first uses race (ziglang/zig#13160, #14815: glibc stubs, compiler_rt, crt files); a cold
+/// CI machine met one in openssl-src's parallel make. So the cache is this workspace's own
+/// (`cache/zig`), warmed by one serial compile and link for the same target first, and a
+/// failed build is tried once more after its error lines are printed.
 fn build_wheel(venv: &Path) -> Result<PathBuf> {
     let dist = workspace_root().join("cache/dist").join(source_key()?);
     if let Some(w) = wheel_in(&dist) {
@@ -182,29 +188,15 @@ fn build_wheel(venv: &Path) -> Result<PathBuf> {
         return Ok(w);
     }
     let _ = std::fs::remove_dir_all(dist.parent().unwrap_or(&dist));
+    warm_zig(venv)?;
     println!("xtask: release: maturin build --release --zig (manylinux_2_17)");
     let t = Instant::now();
-    let path = format!(
-        "{}:{}",
-        venv.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    run_inherit(
-        Command::new(venv.join("bin/maturin"))
-            .current_dir(workspace_root())
-            .args([
-                "build",
-                "--release",
-                "--zig",
-                "--compatibility",
-                "manylinux_2_17",
-                "--target",
-                "x86_64-unknown-linux-gnu",
-                "--out",
-            ])
-            .arg(&dist)
-            .env("PATH", path),
-    )?;
+    if let Err(first) = maturin_build(venv, &dist) {
+        println!(
+            "xtask: release: maturin failed; its error lines:\n{first}\nxtask: release: once more"
+        );
+        maturin_build(venv, &dist)?;
+    }
     let wheel = wheel_in(&dist).ok_or("maturin wrote no wheel")?;
     println!(
         "xtask: release: {} in {}",
@@ -212,6 +204,98 @@ fn build_wheel(venv: &Path) -> Result<PathBuf> {
         secs(t.elapsed())
     );
     Ok(wheel)
+}
+
+/// The zig cache of this workspace, for every zig run of the release build.
+fn zig_cache() -> PathBuf {
+    workspace_root().join("cache/zig")
+}
+
+/// One serial `zig cc` compile and link for glibc 2.17 (what cargo-zigbuild asks for): zig
+/// builds its libc stubs, crt files and compiler_rt once, before any parallel use.
+fn warm_zig(venv: &Path) -> Result<()> {
+    let dir = zig_cache().join("warm");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let src = dir.join("hello.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\nint main(void) { puts(\"hi\"); return 0; }\n",
+    )
+    .map_err(|e| format!("{}: {e}", src.display()))?;
+    let t = Instant::now();
+    run_capture(
+        Command::new(venv.join("bin/python"))
+            .args([
+                "-m",
+                "ziglang",
+                "cc",
+                "-target",
+                "x86_64-linux-gnu.2.17",
+                "-O2",
+            ])
+            .arg(&src)
+            .arg("-o")
+            .arg(dir.join("hello"))
+            .env("ZIG_GLOBAL_CACHE_DIR", zig_cache().join("global"))
+            .env("ZIG_LOCAL_CACHE_DIR", zig_cache().join("local")),
+    )?;
+    println!(
+        "xtask: release: zig warmed for glibc 2.17 in {}",
+        secs(t.elapsed())
+    );
+    Ok(())
+}
+
+/// One `maturin build`, its output in `<dist>.log`; on failure the lines that say why.
+fn maturin_build(venv: &Path, dist: &Path) -> Result<()> {
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let log = dist.with_extension("log");
+    std::fs::create_dir_all(dist).map_err(|e| format!("{}: {e}", dist.display()))?;
+    let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = file.try_clone().map_err(|e| e.to_string())?;
+    let status = Command::new(venv.join("bin/maturin"))
+        .current_dir(workspace_root())
+        .args([
+            "build",
+            "--release",
+            "--zig",
+            "--compatibility",
+            "manylinux_2_17",
+            "--target",
+            "x86_64-unknown-linux-gnu",
+            "--out",
+        ])
+        .arg(dist)
+        .env("PATH", path)
+        .env("ZIG_GLOBAL_CACHE_DIR", zig_cache().join("global"))
+        .env("ZIG_LOCAL_CACHE_DIR", zig_cache().join("local"))
+        .stdout(file)
+        .stderr(err)
+        .status()
+        .map_err(|e| format!("cannot run maturin: {e}"))?;
+    if status.success() {
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let why: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let l = l.to_ascii_lowercase();
+            (l.contains("error") || l.contains("fatal") || l.contains("no such file"))
+                && !l.contains("-werror")
+                && l.len() < 600
+        })
+        .take(40)
+        .collect();
+    Err(format!(
+        "maturin build failed ({status}); full output in {}:\n{}",
+        log.display(),
+        why.join("\n")
+    ))
 }
 
 fn wheel_in(dir: &Path) -> Option<PathBuf> {
