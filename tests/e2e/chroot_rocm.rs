@@ -839,33 +839,17 @@ fn sid_rocm_6_4_builds_llama_cpp_python_hip_for_gfx1010_and_gfx1030() {
         work.path().join("sdists").join(sdist.file_name().unwrap()),
     )
     .unwrap();
-    let site = chroot_site(&work.path().join("venv"));
-    for fake in ["numpy-2.3.0.dist-info", "PyYAML-6.0.2.dist-info"] {
-        std::fs::remove_dir_all(site.join(fake)).unwrap();
-    }
-    let py = format!("{venv}/bin/python");
-    let deps = in_chroot(
-        &root,
-        &[],
-        &[
-            &py,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "numpy",
-            "typing-extensions",
-            "diskcache",
-            "jinja2",
-        ],
-    );
-    assert_eq!(deps.code, 0, "{}", show(&deps));
+    let links = llama_wheels_in(&root, &work, &inner, &venv);
     let rb = format!("{inner}/rocbuild");
     let sdists = format!("{inner}/sdists");
     let cache = format!("{inner}/cache");
     let build = in_chroot(
         &root,
-        &[("ROCBUILD_SDISTS", &sdists)],
+        &[
+            ("ROCBUILD_SDISTS", &sdists),
+            ("PIP_FIND_LINKS", &links),
+            ("PIP_NO_INDEX", "1"),
+        ],
         &[
             &rb,
             "llama-cpp-python",
@@ -921,8 +905,67 @@ fn sid_rocm_6_4_builds_llama_cpp_python_hip_for_gfx1010_and_gfx1030() {
         "{}",
         show(&fresh)
     );
+    let (newer, bumped) = newer_hip_header(&root, work.path());
+    let stale = status(&[(newer.as_path(), "/usr/include/hip/hip_version.h")]);
+    assert!(
+        stale.stdout.contains("llama-cpp-python 0.3.36: stale"),
+        "{}",
+        show(&stale)
+    );
+    assert!(stale.stdout.contains("SDK changed"), "{}", show(&stale));
+    assert!(stale.stdout.contains(&bumped), "{}", show(&stale));
+}
+
+/// The venv of `ct2_scene` with llama-cpp-python's run-time requirements installed, and its
+/// build backend (rocbuild's build-only tools) beside them: downloaded on the host for the
+/// chroot's Python (3.14) and taken offline inside (the chroot trusts no proxy certificate the
+/// host may). Returns the in-chroot wheel directory, for `PIP_FIND_LINKS`.
+fn llama_wheels_in(root: &Path, work: &tempfile::TempDir, inner: &str, venv: &str) -> String {
+    let site = chroot_site(&work.path().join("venv"));
+    for fake in ["numpy-2.3.0.dist-info", "PyYAML-6.0.2.dist-info"] {
+        std::fs::remove_dir_all(site.join(fake)).unwrap();
+    }
+    let wheels = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cache/wheels/llama-deps-cp314");
+    let wanted = ["numpy", "typing-extensions", "diskcache", "jinja2"];
+    if !wheels.join(".complete").exists() {
+        run(Command::new("python3")
+            .args(["-m", "pip", "download", "-q", "--disable-pip-version-check"])
+            .args([
+                "--only-binary=:all:",
+                "--python-version",
+                "3.14",
+                "--implementation",
+                "cp",
+            ])
+            .args(["--platform", "manylinux_2_28_x86_64", "-d"])
+            .arg(&wheels)
+            .args(wanted)
+            .arg("scikit-build-core[pyproject]>=0.9.2"));
+        std::fs::write(wheels.join(".complete"), "").unwrap();
+    }
+    copy_dir(&wheels, &work.path().join("wheels"));
+    let py = format!("{venv}/bin/python");
+    let links = format!("{inner}/wheels");
+    let mut pip = vec![
+        py.as_str(),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-index",
+        "--find-links",
+        &links,
+    ];
+    pip.extend(wanted);
+    let deps = in_chroot(root, &[], &pip);
+    assert_eq!(deps.code, 0, "{}", show(&deps));
+    links
+}
+
+/// sid's `hip_version.h` one patch release on, written into `dir`: (the file, the new patch).
+fn newer_hip_header(root: &Path, dir: &Path) -> (PathBuf, String) {
     let header = root.join("usr/include/hip/hip_version.h");
-    let newer = work.path().join("hip_version.h");
+    let newer = dir.join("hip_version.h");
     let text = std::fs::read_to_string(&header).unwrap();
     let patch = text
         .lines()
@@ -939,12 +982,5 @@ fn sid_rocm_6_4_builds_llama_cpp_python_hip_for_gfx1010_and_gfx1030() {
         ),
     )
     .unwrap();
-    let stale = status(&[(newer.as_path(), "/usr/include/hip/hip_version.h")]);
-    assert!(
-        stale.stdout.contains("llama-cpp-python 0.3.36: stale"),
-        "{}",
-        show(&stale)
-    );
-    assert!(stale.stdout.contains("SDK changed"), "{}", show(&stale));
-    assert!(stale.stdout.contains(&bumped), "{}", show(&stale));
+    (newer, bumped)
 }

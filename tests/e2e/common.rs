@@ -212,3 +212,16 @@ pub fn pyinstaller_pairs(literal: &str) -> Vec<(String, String)> {
     assert!(read.status.success(), "not a Python literal:\n{literal}");
     serde_json::from_slice(&read.stdout).unwrap()
 }
+
+/// `from` copied into `to`, recursively.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}

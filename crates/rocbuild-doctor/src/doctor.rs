@@ -294,6 +294,7 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
                 rocbuild_probe::driver_runtime_majors(&rocbuild_probe::ProbeEnv::from_process(), os)
             })
             .flatten(),
+        venv_sdks: std::sync::OnceLock::new(),
     }
 }
 

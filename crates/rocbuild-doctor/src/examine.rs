@@ -27,6 +27,9 @@ pub struct Examiner<'a> {
     pub torch_deps: Vec<PathBuf>,
     /// Windows: the GPU driver's HIP runtime majors in System32; `None` elsewhere.
     pub driver_majors: Option<Vec<u32>>,
+    /// The ROCm SDKs inside the venv (TheRock's packages), found once per run when a
+    /// package needs them.
+    pub venv_sdks: std::sync::OnceLock<Vec<rocbuild_probe::RocmSdk>>,
 }
 
 pub struct Examined {
@@ -349,16 +352,20 @@ impl Examiner<'_> {
         let (Some(archs), false) = (self.opts.gpu_arch.as_deref(), hip.is_empty()) else {
             return Vec::new();
         };
-        let site = &self.machine.target.python.site_packages;
-        let os = self.machine.target.platform.os;
-        let env = rocbuild_probe::ProbeEnv::from_process();
-        rocbuild_probe::discover_sdks(&env, os, Some(site))
-            .into_iter()
-            .filter(|s| s.root.starts_with(site))
+        let sdks = self.venv_sdks.get_or_init(|| {
+            let site = &self.machine.target.python.site_packages;
+            let os = self.machine.target.platform.os;
+            let env = rocbuild_probe::ProbeEnv::from_process();
+            rocbuild_probe::discover_sdks(&env, os, Some(site))
+                .into_iter()
+                .filter(|s| s.root.starts_with(site))
+                .collect()
+        });
+        sdks.iter()
             .flat_map(|sdk| {
                 archs
                     .iter()
-                    .filter_map(|a| rocbuild_probe::kernels::missing_for(&sdk, a, &[]))
+                    .filter_map(|a| rocbuild_probe::kernels::missing_for(sdk, a, &[]))
                     .collect::<Vec<_>>()
             })
             .collect()
