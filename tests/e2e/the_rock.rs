@@ -213,7 +213,14 @@ fn windows_venv_with_ctranslate2(root: &Path, libraries_dir: &str) -> PathBuf {
         "home = C:\\Python312\nversion = 3.12.7\n",
     )
     .unwrap();
-    fake_the_rock_multi_arch(&site, true, "7.15.0", &["gfx1201"]);
+    ctranslate2_on_the_rock(&site, libraries_dir, "");
+    venv
+}
+
+/// TheRock's packages in `site` with their libraries in `libraries_dir`, and a CTranslate2
+/// whose `ctranslate2.dll` imports rocBLAS from there, with `init` as its `__init__.py`.
+fn ctranslate2_on_the_rock(site: &Path, libraries_dir: &str, init: &str) {
+    fake_the_rock_multi_arch(site, true, "7.15.0", &["gfx1201"]);
     let libs = site.join(libraries_dir);
     if libraries_dir != "_rocm_sdk_libraries" {
         std::fs::rename(site.join("_rocm_sdk_libraries"), &libs).unwrap();
@@ -225,7 +232,7 @@ fn windows_venv_with_ctranslate2(root: &Path, libraries_dir: &str) -> PathBuf {
         &["ct2_entry"],
         &[(&rocblas, "rocblas_create_handle")],
     );
-    std::fs::write(site.join("ctranslate2/__init__.py"), "").unwrap();
+    std::fs::write(site.join("ctranslate2/__init__.py"), init).unwrap();
     let di = site.join("ctranslate2-4.8.1.dist-info");
     std::fs::create_dir_all(&di).unwrap();
     std::fs::write(
@@ -233,7 +240,6 @@ fn windows_venv_with_ctranslate2(root: &Path, libraries_dir: &str) -> PathBuf {
         "Metadata-Version: 2.1\nName: ctranslate2\nVersion: 4.8.1\n",
     )
     .unwrap();
-    venv
 }
 
 /// Upstream CTranslate2's `__init__.py` on Windows adds `_rocm_sdk_libraries_custom\bin`
@@ -279,4 +285,92 @@ fn doctor_knows_the_dll_directories_upstream_ctranslate2_adds_on_windows() {
     );
     assert!(!out.stdout.contains("stops there"), "{}", out.stdout);
     assert!(!out.stdout.contains("rocblas.dll"), "{}", out.stdout);
+}
+
+/// What upstream CTranslate2's `__init__.py` does on Windows, in this test's words: the
+/// package's own directory and, inside one `try`, TheRock's `_rocm_sdk_core\bin` then
+/// `_rocm_sdk_libraries_custom\bin` go to `os.add_dll_directory` (the first that is missing
+/// ends the `try`); then every DLL of the package is loaded with ctypes.
+const CT2_LIKE_INIT: &str = r#"import ctypes
+import glob
+import os
+
+_here = os.path.dirname(os.path.abspath(__file__))
+_site = os.path.dirname(_here)
+os.add_dll_directory(_here)
+try:
+    for _sub in ("_rocm_sdk_core", "_rocm_sdk_libraries_custom"):
+        os.add_dll_directory(os.path.join(_site, _sub, "bin"))
+except OSError:
+    pass
+for _dll in glob.glob(os.path.join(_here, "*.dll")):
+    ctypes.CDLL(_dll)
+"#;
+
+/// The same two TheRock layouts in a real Windows venv (the embeddable CPython), doctor's load
+/// test run under Wine: with TheRock's multi-arch packages (`_rocm_sdk_libraries`) the import
+/// really fails as doctor said from the files, and after the fix doctor names (`repair`: a
+/// preload hook adding the directories this venv has) it really loads; with AMD's bundle layout
+/// (`_rocm_sdk_libraries_custom`) it really loads and doctor says all is well. What Wine does
+/// not prove: Windows' own loader order (KnownDLLs, SxS), and the real ROCm DLLs.
+#[test]
+fn the_rock_dll_directories_under_wine_agree_with_doctor() {
+    let Some(w) = crate::windows::world() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for d in ["multi", "custom"] {
+        std::fs::create_dir_all(tmp.path().join(d)).unwrap();
+    }
+    let env = [("WINEPREFIX", w.wineprefix.to_str().unwrap())];
+    let doctor = |venv: &Path| {
+        rocbuild(
+            &["doctor", "--venv", venv.to_str().unwrap(), "ctranslate2"],
+            &env,
+        )
+    };
+
+    let venv = crate::windows::windows_venv(&w, &tmp.path().join("multi"));
+    ctranslate2_on_the_rock(
+        &venv.join("Lib/site-packages"),
+        "_rocm_sdk_libraries",
+        CT2_LIKE_INIT,
+    );
+    let out = doctor(&venv);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert_ne!(out.code, 0, "{text}");
+    assert!(text.contains("does not have, so it stops there"), "{text}");
+    assert!(
+        text.contains("ctranslate2's load test ran under Wine, and failed there"),
+        "{text}"
+    );
+    assert!(text.contains("rocblas.dll not found"), "{text}");
+    // The fix doctor names: repair's preload hook adds the directories this venv has; the
+    // import then really loads under Wine.
+    let repair = rocbuild(
+        &["repair", "ctranslate2", "--venv", venv.to_str().unwrap()],
+        &env,
+    );
+    assert_eq!(repair.code, 0, "{}{}", repair.stdout, repair.stderr);
+    let out = doctor(&venv);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 0, "after repair: {text}");
+    assert!(
+        text.contains("ctranslate2 4.8.1: loads (1 native library)"),
+        "{text}"
+    );
+
+    let venv = crate::windows::windows_venv(&w, &tmp.path().join("custom"));
+    ctranslate2_on_the_rock(
+        &venv.join("Lib/site-packages"),
+        "_rocm_sdk_libraries_custom",
+        CT2_LIKE_INIT,
+    );
+    let out = doctor(&venv);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 0, "{text}");
+    assert!(
+        text.contains("ctranslate2 4.8.1: loads (1 native library)"),
+        "{text}"
+    );
 }
