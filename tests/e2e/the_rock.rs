@@ -324,27 +324,33 @@ fn the_rock_dll_directories_under_wine_agree_with_doctor() {
     }
     let env = [("WINEPREFIX", w.wineprefix.to_str().unwrap())];
     let doctor = |venv: &Path| {
-        rocbuild(
+        let out = rocbuild(
             &["doctor", "--venv", venv.to_str().unwrap(), "ctranslate2"],
             &env,
-        )
+        );
+        (out.code, format!("{}{}", out.stdout, out.stderr))
     };
+    let venv_with = |dir: &str, libraries_dir: &str| {
+        let venv = crate::windows::windows_venv(&w, &tmp.path().join(dir));
+        ctranslate2_on_the_rock(
+            &venv.join("Lib/site-packages"),
+            libraries_dir,
+            CT2_LIKE_INIT,
+        );
+        venv
+    };
+    let loads = "ctranslate2 4.8.1: loads (1 native library)";
 
-    let venv = crate::windows::windows_venv(&w, &tmp.path().join("multi"));
-    ctranslate2_on_the_rock(
-        &venv.join("Lib/site-packages"),
-        "_rocm_sdk_libraries",
-        CT2_LIKE_INIT,
-    );
-    let out = doctor(&venv);
-    let text = format!("{}{}", out.stdout, out.stderr);
-    assert_ne!(out.code, 0, "{text}");
-    assert!(text.contains("does not have, so it stops there"), "{text}");
-    assert!(
-        text.contains("ctranslate2's load test ran under Wine, and failed there"),
-        "{text}"
-    );
-    assert!(text.contains("rocblas.dll not found"), "{text}");
+    let venv = venv_with("multi", "_rocm_sdk_libraries");
+    let (code, text) = doctor(&venv);
+    assert_ne!(code, 0, "{text}");
+    for want in [
+        "does not have, so it stops there",
+        "ctranslate2's load test ran under Wine, and failed there",
+        "rocblas.dll not found",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
     // The fix doctor names: repair's preload hook adds the directories this venv has; the
     // import then really loads under Wine.
     let repair = rocbuild(
@@ -352,25 +358,11 @@ fn the_rock_dll_directories_under_wine_agree_with_doctor() {
         &env,
     );
     assert_eq!(repair.code, 0, "{}{}", repair.stdout, repair.stderr);
-    let out = doctor(&venv);
-    let text = format!("{}{}", out.stdout, out.stderr);
-    assert_eq!(out.code, 0, "after repair: {text}");
-    assert!(
-        text.contains("ctranslate2 4.8.1: loads (1 native library)"),
-        "{text}"
-    );
+    let (code, text) = doctor(&venv);
+    assert_eq!(code, 0, "after repair: {text}");
+    assert!(text.contains(loads), "{text}");
 
-    let venv = crate::windows::windows_venv(&w, &tmp.path().join("custom"));
-    ctranslate2_on_the_rock(
-        &venv.join("Lib/site-packages"),
-        "_rocm_sdk_libraries_custom",
-        CT2_LIKE_INIT,
-    );
-    let out = doctor(&venv);
-    let text = format!("{}{}", out.stdout, out.stderr);
-    assert_eq!(out.code, 0, "{text}");
-    assert!(
-        text.contains("ctranslate2 4.8.1: loads (1 native library)"),
-        "{text}"
-    );
+    let (code, text) = doctor(&venv_with("custom", "_rocm_sdk_libraries_custom"));
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains(loads), "{text}");
 }

@@ -211,6 +211,14 @@ fn zig_cache() -> PathBuf {
     workspace_root().join("cache/zig")
 }
 
+/// The environment that points zig at [`zig_cache`].
+fn zig_env() -> [(&'static str, PathBuf); 2] {
+    [
+        ("ZIG_GLOBAL_CACHE_DIR", zig_cache().join("global")),
+        ("ZIG_LOCAL_CACHE_DIR", zig_cache().join("local")),
+    ]
+}
+
 /// One serial `zig cc` compile and link for glibc 2.17 (what cargo-zigbuild asks for): zig
 /// builds its libc stubs, crt files and compiler_rt once, before any parallel use.
 fn warm_zig(venv: &Path) -> Result<()> {
@@ -236,8 +244,7 @@ fn warm_zig(venv: &Path) -> Result<()> {
             .arg(&src)
             .arg("-o")
             .arg(dir.join("hello"))
-            .env("ZIG_GLOBAL_CACHE_DIR", zig_cache().join("global"))
-            .env("ZIG_LOCAL_CACHE_DIR", zig_cache().join("local")),
+            .envs(zig_env()),
     )?;
     println!(
         "xtask: release: zig warmed for glibc 2.17 in {}",
@@ -271,8 +278,7 @@ fn maturin_build(venv: &Path, dist: &Path) -> Result<()> {
         ])
         .arg(dist)
         .env("PATH", path)
-        .env("ZIG_GLOBAL_CACHE_DIR", zig_cache().join("global"))
-        .env("ZIG_LOCAL_CACHE_DIR", zig_cache().join("local"))
+        .envs(zig_env())
         .stdout(file)
         .stderr(err)
         .status()
