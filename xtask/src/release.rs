@@ -177,7 +177,9 @@ fn source_key() -> Result<String> {
 /// first uses race (ziglang/zig#13160, #14815: glibc stubs, compiler_rt, crt files); a cold
 /// CI machine met one in openssl-src's parallel make. So the cache is this workspace's own
 /// (`cache/zig`), warmed by one serial compile and link for the same target first, and a
-/// failed build is tried once more after its error lines are printed.
+/// failed build is tried once more after its error lines are printed. A full disk is not
+/// retried: the CI failure that led here turned out to be that (its log, once printed, said
+/// "No space left on device"), so it is said as such.
 fn build_wheel(venv: &Path) -> Result<PathBuf> {
     let dist = workspace_root().join("cache/dist").join(source_key()?);
     if let Some(w) = wheel_in(&dist) {
@@ -192,6 +194,14 @@ fn build_wheel(venv: &Path) -> Result<PathBuf> {
     println!("xtask: release: maturin build --release --zig (manylinux_2_17)");
     let t = Instant::now();
     if let Err(first) = maturin_build(venv, &dist) {
+        if first.contains("No space left on device") {
+            let free = crate::setup::free_bytes(&dist).unwrap_or(0);
+            return Err(format!(
+                "the disk is full ({:.1} GB free under {}): the wheel build needs about 1.5 GB for its target directory; free space and run again\n{first}",
+                free as f64 / 1e9,
+                dist.display()
+            ));
+        }
         println!(
             "xtask: release: maturin failed; its error lines:\n{first}\nxtask: release: once more"
         );

@@ -77,6 +77,7 @@ pub struct Prepared {
 
 /// Set everything up.
 pub fn setup() -> Result<Prepared> {
+    report_disk(&workspace_root())?;
     apt()?;
     upstream_wheels()?;
     engine_wheels()?;
@@ -423,7 +424,30 @@ fn requirements_from_metadata(text: &str) -> Vec<String> {
 }
 
 /// Free bytes on the filesystem that holds `path` (or its nearest existing parent).
-fn free_bytes(path: &Path) -> Result<u64> {
+/// What a fresh clone's `cargo xtask test` adds to the disk, measured on one (2026-11-26): the
+/// torch venv 4.4 GB, the Windows world 3.0 GB, the cargo targets 3.0 GB (tests and the zig
+/// wheel build), real wheels, extras and chroot work 2.5 GB, test temporaries at their peak.
+const RUN_DISK_NEED: u64 = 14_000_000_000;
+
+/// Says up front how much disk there is against what a whole run takes, so that a run that
+/// ends in "No space left on device" has said why before it started.
+fn report_disk(root: &Path) -> Result<()> {
+    let free = free_bytes(root)?;
+    println!(
+        "xtask: disk: {:.1} GB free under {} (a run from a fresh clone takes about {:.0} GB)",
+        free as f64 / 1e9,
+        root.display(),
+        RUN_DISK_NEED as f64 / 1e9
+    );
+    if free < RUN_DISK_NEED {
+        println!(
+            "xtask: disk: WARNING: less than a whole run needs: the Windows world is skipped below 4 GB, and a build may stop with \"No space left on device\"; free space (old cargo target directories, ~/.cache/pip, stale clones under /tmp) first"
+        );
+    }
+    Ok(())
+}
+
+pub fn free_bytes(path: &Path) -> Result<u64> {
     let mut p = path;
     while !p.exists() {
         p = p.parent().unwrap_or(Path::new("/"));
