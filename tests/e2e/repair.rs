@@ -313,7 +313,7 @@ fn repaired_is_recorded_then_restored(
         &[],
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    let now = tree(&site);
+    let now = tree(site);
     for (rel, bytes) in pip_bytes {
         assert_eq!(now.get(rel), Some(bytes), "{rel} differs after restore");
     }

@@ -223,9 +223,11 @@ fn source(
                 checkout,
                 url,
                 submodules,
-                git_cache,
-                mirror.as_deref(),
-                &progress,
+                &source::Fetcher {
+                    git_cache,
+                    mirror: mirror.as_deref(),
+                    progress: &progress,
+                },
             )?;
             bar.finish_and_clear();
             apply_shipped(checkout, shipped, log)?;

@@ -523,6 +523,14 @@ fn last(v: &[String], n: usize) -> Vec<String> {
     v[v.len().saturating_sub(n)..].to_vec()
 }
 
+/// Where a checkout's submodules are fetched from: the cache of clones, the local mirror if
+/// any, and what is told of the transfer.
+pub struct Fetcher<'a> {
+    pub git_cache: &'a Path,
+    pub mirror: Option<&'a Path>,
+    pub progress: &'a dyn Fn(usize, usize),
+}
+
 /// Write the tree of `commit` into `dir` (replacing it), then its submodules.
 pub fn checkout(
     repo: &Repository,
@@ -530,9 +538,7 @@ pub fn checkout(
     dir: &Path,
     url: &str,
     submodules: &SubmoduleSel,
-    git_cache: &Path,
-    mirror: Option<&Path>,
-    progress: &dyn Fn(usize, usize),
+    fetcher: &Fetcher,
 ) -> Result<()> {
     let stamp = dir.join(".rocbuild-commit");
     // The stamp names the commit and the submodule selection: another backend's
@@ -570,9 +576,7 @@ pub fn checkout(
         },
     })?;
     if *submodules != SubmoduleSel::None {
-        checkout_submodules(
-            repo, &tree, &tmp, url, submodules, git_cache, mirror, progress,
-        )?;
+        checkout_submodules(repo, &tree, &tmp, url, submodules, fetcher)?;
     }
     fs_err::write(tmp.join(".rocbuild-commit"), &stamp_text)
         .map_err(EngineError::io("write", &stamp))?;
@@ -704,9 +708,7 @@ fn checkout_submodules(
     dir: &Path,
     url: &str,
     which: &SubmoduleSel,
-    git_cache: &Path,
-    mirror: Option<&Path>,
-    progress: &dyn Fn(usize, usize),
+    fetcher: &Fetcher,
 ) -> Result<()> {
     let Ok(entry) = tree.get_path(Path::new(".gitmodules")) else {
         return Ok(());
@@ -729,7 +731,13 @@ fn checkout_submodules(
         }
         let sub_url = submodule_url(url, &sub_url);
         let commit = e.id().to_string();
-        let (sub_repo, oid) = fetch_commit(git_cache, &sub_url, &commit, mirror, progress)?;
+        let (sub_repo, oid) = fetch_commit(
+            fetcher.git_cache,
+            &sub_url,
+            &commit,
+            fetcher.mirror,
+            fetcher.progress,
+        )?;
         let target = dir.join(&path);
         let _ = fs_err::remove_dir_all(&target);
         checkout(
@@ -738,9 +746,7 @@ fn checkout_submodules(
             &target,
             &sub_url,
             &nested(which, &path),
-            git_cache,
-            mirror,
-            progress,
+            fetcher,
         )?;
         let _ = fs_err::remove_file(target.join(".rocbuild-commit"));
     }
@@ -904,9 +910,11 @@ mod tests {
             &dir,
             url,
             &sel,
-            &cache,
-            Some(&mirror),
-            &|_, _| {},
+            &Fetcher {
+                git_cache: &cache,
+                mirror: Some(&mirror),
+                progress: &|_, _| {},
+            },
         )
         .unwrap();
         assert!(dir.join("third_party/spdlog/spdlog.h").is_file());
@@ -933,9 +941,11 @@ mod tests {
             &tmp.path().join("checkout2"),
             url,
             &all,
-            &cache,
-            Some(&mirror),
-            &|_, _| {},
+            &Fetcher {
+                git_cache: &cache,
+                mirror: Some(&mirror),
+                progress: &|_, _| {},
+            },
         )
         .unwrap_err();
         assert!(err.to_string().contains("googletest"), "{err}");
@@ -958,9 +968,11 @@ mod tests {
             &dir,
             url,
             &none,
-            &cache,
-            Some(&mirror),
-            &|_, _| {},
+            &Fetcher {
+                git_cache: &cache,
+                mirror: Some(&mirror),
+                progress: &|_, _| {},
+            },
         )
         .unwrap();
         assert_eq!(

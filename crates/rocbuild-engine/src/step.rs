@@ -1,5 +1,8 @@
 //! Running one external step: output to the run's log, ninja's `[N/M]` to a progress bar,
 //! and on failure the tail of the output, the log path and the exact command to reproduce.
+//! This is the build log's terminal side: it prints, redacted, what the user's verbosity asks
+//! for, and nothing when quiet.
+#![allow(clippy::print_stderr)]
 
 use std::collections::VecDeque;
 use std::fs::File;

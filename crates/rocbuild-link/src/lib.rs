@@ -460,7 +460,7 @@ mod tests {
         let p = windows_plan(&site, &bin);
         assert_eq!(
             p.dirs,
-            [bin.clone()],
+            std::slice::from_ref(&bin),
             "torch's own lib dir is torch's business"
         );
         let order = preload_order(&[core], &p.dirs).unwrap();

@@ -1,6 +1,8 @@
 //! Dependency closure and ABI check of a Linux library with this host's loader rules, timed:
 //! `cargo run --release -p rocbuild-native --example native_deps -- FILE [PRELOADED...]`
 //! (a debugging aid; `rocbuild deps` / `doctor` are the user-facing commands).
+// A developer aid: its output is the point.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 use std::path::PathBuf;
 
 fn main() {

@@ -1,4 +1,6 @@
 //! ELF files built here with `cc`: reading, the ld.so search order, the ABI check.
+// Tests say on stderr what they skip or measured.
+#![allow(clippy::print_stderr)]
 
 mod common;
 

@@ -1,5 +1,7 @@
 //! GPU code objects: a HIP library compiled here with Debian's hipcc (ROCm 5.2, clang 15), and
 //! compressed `CCOB` bundles made from its real bundle (clang 15 cannot compress).
+// Tests say on stderr what they skip or measured.
+#![allow(clippy::print_stderr)]
 
 mod common;
 

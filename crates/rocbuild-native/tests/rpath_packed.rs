@@ -6,6 +6,8 @@
 //! except the dynamic linking data must read back byte for byte at the same address with the
 //! same alignment, the offload targets must be the same, and the edited library must load and
 //! read its own section with the same result.
+// Tests say on stderr what they skip or measured.
+#![allow(clippy::print_stderr)]
 
 mod common;
 

@@ -1,4 +1,6 @@
 //! `rocbuild <recipe>`: the options in, one build use case, the outcome rendered.
+// EngineError is large, and made at most once per run: not worth a box on its cold path.
+#![allow(clippy::result_large_err)]
 
 use miette::{IntoDiagnostic, Result, WrapErr};
 use rocbuild_engine::usecase::{self, BuildRequest, Built};
