@@ -75,7 +75,15 @@ fn builds_a_hip_library_for_gfx1010_with_the_real_sdk() {
         "--cache",
         cache.to_str().unwrap(),
     ];
-    let env = [("PIP_FIND_LINKS", wheels.to_str().unwrap())];
+    // The user's temp dir: hipcc leaves an empty `kernel-XXXXXX` directory in it for every
+    // file and GPU arch it compiles (and CMake's compiler check one more); rocbuild points the
+    // compilers at a directory of the build tree instead, so nothing is left here.
+    let user_tmp = root.join("user-tmp");
+    std::fs::create_dir_all(&user_tmp).unwrap();
+    let env = [
+        ("PIP_FIND_LINKS", wheels.to_str().unwrap()),
+        ("TMPDIR", user_tmp.to_str().unwrap()),
+    ];
 
     // The plan says which SDK and which CMake before anything runs.
     let plan = rocbuild(
@@ -102,6 +110,13 @@ fn builds_a_hip_library_for_gfx1010_with_the_real_sdk() {
         "{}",
         out.stdout
     );
+
+    let left: Vec<_> = std::fs::read_dir(&user_tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left in the user's temp dir: {left:?}");
 
     let lib = site.join("fakehip/libfakehip.so.1");
     let bin = rocbuild_native::read_binary(&lib).unwrap();

@@ -80,6 +80,7 @@ pub(crate) fn stage(
 fn python_extension(
     log: &mut RunLog,
     x: &crate::plan::python_ext::ExtensionBuild,
+    scratch: &crate::plan::scratch::Scratch,
     dist: &str,
     version: &str,
 ) -> Result<()> {
@@ -90,8 +91,11 @@ fn python_extension(
     let lists = x.project_dir.join("CMakeLists.txt");
     fs_err::create_dir_all(&x.project_dir).map_err(EngineError::io("create", &x.project_dir))?;
     fs_err::write(&lists, &x.cmakelists).map_err(EngineError::io("write", &lists))?;
-    log.run("configure the Python extension", &x.configure)?;
-    log.run("build the Python extension", &x.build)?;
+    log.run(
+        "configure the Python extension",
+        &scratch.apply(&x.configure),
+    )?;
+    log.run("build the Python extension", &scratch.apply(&x.build))?;
     if x.root.exists() {
         fs_err::remove_dir_all(&x.root).map_err(EngineError::io("clean", &x.root))?;
     }
@@ -183,10 +187,10 @@ impl Stager<'_> {
                 "python package: build a wheel of {}",
                 pp.distribution
             ));
-            log.run("build the Python package", b)?;
+            log.run("build the Python package", &self.plan.scratch.apply(b))?;
         }
         if let Some(x) = &pp.extension {
-            python_extension(log, x, &pp.distribution, &pp.version)?;
+            python_extension(log, x, &self.plan.scratch, &pp.distribution, &pp.version)?;
         }
         match pip.take() {
             Some(bg) => log.finish(bg)?,

@@ -119,7 +119,8 @@ fn corpus(dir: &Path) -> Vec<(String, Vec<u8>)> {
                 .args(["--offload-arch=gfx1010", "-fPIC", "-shared"])
                 .arg(&src)
                 .arg("-o")
-                .arg(dir.join("libk.so")),
+                .arg(dir.join("libk.so"))
+                .env("TMPDIR", dir),
         );
         let lib = std::fs::read(dir.join("libk.so")).unwrap();
         let start = memfind(&lib, b"__CLANG_OFFLOAD_BUNDLE__").unwrap();

@@ -26,6 +26,8 @@ fn hip_library(dir: &Path, archs: &[&str]) -> Option<PathBuf> {
     for a in archs {
         cmd.arg(format!("--offload-arch={a}"));
     }
+    // hipcc leaves an empty directory per file and arch in its temp dir: not in /tmp.
+    cmd.env("TMPDIR", dir);
     common::run(cmd.args(["-fPIC", "-shared"]).arg(&src).arg("-o").arg(&out));
     Some(out)
 }
@@ -233,7 +235,8 @@ fn windows_hip_dll_reports_its_gfx_targets() {
             ])
             .arg(&src)
             .arg("-o")
-            .arg(&dll),
+            .arg(&dll)
+            .env("TMPDIR", dir.path()),
     );
     let b = read_binary(&dll).unwrap();
     assert_eq!(b.format, rocbuild_native::Format::Pe);

@@ -105,7 +105,8 @@ fn packed_library(dir: &Path, linked_runpath: &str) -> Option<PathBuf> {
             .arg(&src)
             .arg("-o")
             .arg(&out)
-            .arg(format!("-Wl,-rpath,{linked_runpath}")),
+            .arg(format!("-Wl,-rpath,{linked_runpath}"))
+            .env("TMPDIR", dir),
     );
     Some(out)
 }

@@ -125,7 +125,9 @@ pub fn hip_library(out: &Path, arch: &str, extra: &[&str]) -> PathBuf {
         .arg("-o")
         .arg(out)
         .arg(soname)
-        .args(extra);
+        .args(extra)
+        // hipcc leaves an empty directory per file and arch in its temp dir: not in /tmp.
+        .env("TMPDIR", out.parent().unwrap());
     run(&mut c);
     out.to_path_buf()
 }

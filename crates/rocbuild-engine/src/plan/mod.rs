@@ -24,6 +24,7 @@ pub mod prebuilt;
 pub mod python_ext;
 mod python_part;
 mod release;
+pub mod scratch;
 mod source;
 pub mod stock;
 mod tools;
@@ -138,6 +139,8 @@ pub struct Plan {
     /// The GPU toolkit root handed to torch's own CMake package (ROCM_PATH / CUDA_HOME).
     pub toolkit: Option<PathBuf>,
     pub build_dir: PathBuf,
+    /// The compilers' temp dir, in the build tree rather than the user's `/tmp`.
+    pub scratch: scratch::Scratch,
     pub prefix: PathBuf,
     pub configure: Command,
     pub build: Command,
@@ -295,6 +298,7 @@ pub fn plan(
         hip_compat,
         defines: configured.defines,
         toolkit: configured.toolkit,
+        scratch: scratch::plan(ctx.host_os, &configured.build_dir),
         build_dir: configured.build_dir,
         prefix: configured.prefix,
         configure: configured.configure,
