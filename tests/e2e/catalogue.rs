@@ -370,7 +370,7 @@ fn check(name: &str, scene: &Scene, code: i32, bad_run: impl FnOnce() -> Out) ->
         (r"\b[0-9a-f]{12}\.git\b", "[HASH].git"),
         (r"\b[0-9a-f]{40}\b", "[COMMIT]"),
         (r"\(pid\s+(\|\s+)?[0-9]+\)", "(pid [PID])"),
-        (r"--parallel [0-9]+", "--parallel [N]"),
+        (r"--parallel\s+(\|\s+)?[0-9]+", "--parallel [N]"),
         (r"127\.0\.0\.1:[0-9]+", "127.0.0.1:[PORT]"),
         // The tools area is keyed by the requirements and the Python version.
         (r"tools[/\\][0-9a-f]{16}", "tools/[HASH]"),

@@ -245,20 +245,12 @@ const ROLLED_BACK: &str =
     "the install was rolled back: the venv is byte for byte as it was, the staging area removed. ";
 
 /// Build, install and verify.
-/// A directory that exists while this value does.
-struct ScratchDir(PathBuf);
-
-impl ScratchDir {
-    fn create(dir: &Path) -> Result<ScratchDir> {
-        fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
-        Ok(ScratchDir(dir.to_path_buf()))
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
+/// The compilers' temp dir (plan::scratch), emptied as a build in this tree starts, under the
+/// tree's lock (concurrent runs on other venvs share a build tree). It is kept afterwards: the
+/// reproduce command a failed step prints sets it, and must work when pasted.
+fn fresh_scratch(dir: &Path) -> Result<()> {
+    let _ = fs_err::remove_dir_all(dir);
+    fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))
 }
 
 pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
@@ -426,18 +418,10 @@ struct EarlyPip {
 
 /// What a build leaves: the commit, the artifacts, the build tree's lock (held until the
 /// artifacts are staged) and what the compiler cache did.
-/// The build tree, held until the artifacts are staged: its scratch dir (the compilers' temp
-/// dir, plan::scratch; removed first, whether the run worked or not), then its lock. Concurrent
-/// runs on other venvs share a build tree, so the scratch dir lives under the lock.
-struct HeldTree {
-    _scratch: ScratchDir,
-    _lock: crate::cache_lock::CacheLock,
-}
-
 type BuildResult = (
     Option<String>,
     Built,
-    HeldTree,
+    crate::cache_lock::CacheLock,
     Option<rocbuild_venv::manifest::CompilerCacheRecord>,
 );
 
@@ -529,7 +513,7 @@ fn fetch_and_build(
 
     // Concurrent runs (on other venvs) may share this build tree: one builds it at a time.
     let build_lock = crate::cache_lock::CacheLock::acquire(&plan.build_dir)?;
-    let scratch = ScratchDir::create(&plan.scratch.dir)?;
+    fresh_scratch(&plan.scratch.dir)?;
     let session = match &plan.compiler_cache {
         Some(c) => Some(crate::compiler_cache_run::Session::start(c, log)?),
         None => None,
@@ -571,11 +555,7 @@ fn fetch_and_build(
     for (key, abs) in &artifacts {
         built.insert(key.clone(), (abs.clone(), sha256_file(abs)?.0));
     }
-    let held = HeldTree {
-        _scratch: scratch,
-        _lock: build_lock,
-    };
-    Ok((commit, built, held, cache_record))
+    Ok((commit, built, build_lock, cache_record))
 }
 
 /// Build each `[dependency.X]` not built before with these inputs: fetch, configure, build,

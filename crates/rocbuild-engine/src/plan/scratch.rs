@@ -5,8 +5,9 @@
 //! CTranslate2 build for several archs leaves thousands in the user's `/tmp`. A HIP build's
 //! temporaries (one device object per arch before bundling) can also outgrow a RAM-backed
 //! `/tmp`. So the build's commands get a directory of the build tree as their temp dir, on
-//! the cache's disk, emptied when the build ends. The variable names are the host's: the
-//! compilers run on the host, whatever OS the venv is for.
+//! the cache's disk, emptied when the next build in that tree starts (kept until then, so that
+//! a failed step's printed reproduce command, which sets it, works as pasted). The variable
+//! names are the host's: the compilers run on the host, whatever OS the venv is for.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ use crate::paths::join;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Scratch {
-    /// Made before the first step, removed after the last.
+    /// Emptied (or made) before the first step of a build.
     pub dir: PathBuf,
     /// Set on every configure, build and install command of the build and its dependencies.
     pub env: BTreeMap<String, String>,
