@@ -245,14 +245,6 @@ const ROLLED_BACK: &str =
     "the install was rolled back: the venv is byte for byte as it was, the staging area removed. ";
 
 /// Build, install and verify.
-/// The compilers' temp dir (plan::scratch), emptied as a build in this tree starts, under the
-/// tree's lock (concurrent runs on other venvs share a build tree). It is kept afterwards: the
-/// reproduce command a failed step prints sets it, and must work when pasted.
-fn fresh_scratch(dir: &Path) -> Result<()> {
-    let _ = fs_err::remove_dir_all(dir);
-    fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))
-}
-
 pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     let site = &plan.install.site;
     let mut log = RunLog::create(&plan.log_dir, &plan.recipe, verbosity)?;
@@ -443,6 +435,14 @@ fn build(plan: &Plan, log: &mut RunLog, torch_check: Option<duct::Handle>) -> Re
     built
 }
 
+/// The compilers' temp dir (plan::scratch), emptied as a build in this tree starts, under the
+/// tree's lock (concurrent runs on other venvs share a build tree). It is kept afterwards: the
+/// reproduce command a failed step prints sets it, and must work when pasted.
+fn fresh_scratch(dir: &Path) -> Result<()> {
+    let _ = fs_err::remove_dir_all(dir);
+    fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))
+}
+
 fn fetch_and_build(
     plan: &Plan,
     log: &mut RunLog,
@@ -518,15 +518,15 @@ fn fetch_and_build(
         Some(c) => Some(crate::compiler_cache_run::Session::start(c, log)?),
         None => None,
     };
-    let with_cache = |cmd: &crate::command::Command| {
+    let build_env = |cmd: &crate::command::Command| {
         let mut cmd = cmd.clone();
         if let Some(s) = &session {
             cmd.env.extend(s.env.clone());
         }
         plan.scratch.apply(&cmd)
     };
-    let built = dependencies(plan, log, &with_cache)
-        .and_then(|()| compile(plan, log, torch_check, &with_cache, commit.as_deref()));
+    let built = dependencies(plan, log, &build_env)
+        .and_then(|()| compile(plan, log, torch_check, &build_env, commit.as_deref()));
     let cache_record = session.map(|s| s.finish(log));
     built?;
     log.run("install into the staging prefix", &plan.install_prefix)?;
@@ -564,7 +564,7 @@ fn fetch_and_build(
 fn dependencies(
     plan: &Plan,
     log: &mut RunLog,
-    with_cache: &dyn Fn(&crate::command::Command) -> crate::command::Command,
+    build_env: &dyn Fn(&crate::command::Command) -> crate::command::Command,
 ) -> Result<()> {
     for d in &plan.dependencies {
         let _lock = crate::cache_lock::CacheLock::acquire(&d.build_dir)?;
@@ -586,9 +586,9 @@ fn dependencies(
         source(&d.source, &plan.recipe_file, log)?;
         interrupt::check("the dependency's fetch")?;
         let what = |step: &str| format!("dependency {}: {step}", d.name);
-        log.run(&what("configure"), &with_cache(&d.configure))?;
+        log.run(&what("configure"), &build_env(&d.configure))?;
         interrupt::check("the dependency's configure")?;
-        log.run(&what("build"), &with_cache(&d.build))?;
+        log.run(&what("build"), &build_env(&d.build))?;
         interrupt::check("the dependency's build")?;
         log.run(&what("install"), &d.install)?;
         let stamp = d.stamp();
@@ -598,12 +598,12 @@ fn dependencies(
 }
 
 /// Configure (when this build tree was not configured from this commit) and compile, the
-/// commands under the compiler cache's settings (`with_cache`).
+/// commands under the compiler cache's settings and the scratch temp dir (`build_env`).
 fn compile(
     plan: &Plan,
     log: &mut RunLog,
     torch_check: &mut Option<duct::Handle>,
-    with_cache: &dyn Fn(&crate::command::Command) -> crate::command::Command,
+    build_env: &dyn Fn(&crate::command::Command) -> crate::command::Command,
     commit: Option<&str>,
 ) -> Result<()> {
     // Configure only when this build tree has not been configured from this commit.
@@ -617,7 +617,7 @@ fn compile(
         || !plan.build_dir.join("CMakeCache.txt").exists()
     {
         log.note(&format!("configure -> {}", plan.build_dir.display()));
-        log.run("configure", &with_cache(&plan.configure))?;
+        log.run("configure", &build_env(&plan.configure))?;
         fs_err::write(&stamp, &stamp_text).map_err(EngineError::io("write", &stamp))?;
     }
     // The compile is the long part: a torch that does not import stops it as soon as that
@@ -625,7 +625,7 @@ fn compile(
     interrupt::check("the configure")?;
     // Said once the build is done, and only when it did something: a no-op rerun (ninja: "no
     // work to do") prints no stray `build` line; the progress bar shows it while it runs.
-    let lines = log.run_while("build", &with_cache(&plan.build), || {
+    let lines = log.run_while("build", &build_env(&plan.build), || {
         let out = torch_check.as_ref()?.try_wait().ok()??;
         torch_import_error(plan, out)
     })?;
