@@ -314,12 +314,22 @@ fn doctor_names_the_abi_break_of_torchcodec_0_10_on_torch_2_15_and_its_load_unde
     }
     let e = env(&w);
     let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let out = rocbuild(
-        &["doctor", "torchcodec", "--venv", venv.to_str().unwrap()],
-        &e,
-    );
-    let text = format!("{}{}", out.stdout, out.stderr);
-    assert_eq!(out.code, 4, "{text}");
+    let doctor = || {
+        let out = rocbuild(
+            &["doctor", "torchcodec", "--venv", venv.to_str().unwrap()],
+            &e,
+        );
+        (out.code, format!("{}{}", out.stdout, out.stderr))
+    };
+    let (mut code, mut text) = doctor();
+    // Once in five fresh-clone runs under full load, Wine's Python exited 1 with no output at
+    // all, and doctor could only say the load test failed there: Wine, not doctor. Asked once
+    // more in that case (and said on stderr); a doctor that misreads a real failure still fails.
+    if !text.contains("[WinError 127]") && text.contains("ran under Wine, and failed there") {
+        eprintln!("Wine's load test failed without output; doctor asked once more:\n{text}");
+        (code, text) = doctor();
+    }
+    assert_eq!(code, 4, "{text}");
     assert!(
         text.contains(&format!("Python {}", w.python_version)),
         "{text}"
