@@ -897,6 +897,7 @@ fn repaired_ownership(name: &str) -> ownership::Ownership {
         distribution: package.distribution,
         roots: package.roots,
         held: BTreeMap::new(),
+        baseline: None,
     }
 }
 

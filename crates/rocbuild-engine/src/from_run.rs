@@ -89,6 +89,7 @@ impl FromRun for Manifest {
                 distribution: plan.install.distribution.clone(),
                 roots: vec![plan.install.import_dir.clone()],
                 held: Default::default(),
+                baseline: None,
             }),
             unverified: plan.unverified.clone(),
         }

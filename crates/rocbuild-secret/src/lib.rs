@@ -364,6 +364,21 @@ pub fn check_cache_dir(_dir: &std::path::Path) -> Result<(), String> {
 pub fn create_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     let mut o = std::fs::OpenOptions::new();
     o.write(true).create(true).truncate(true);
+    open_private(o, path)
+}
+
+/// As [`create_file`], but only a new file: fails when anything (a link included, which is
+/// never followed) is at `path` already.
+pub fn create_new_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    open_private(o, path)
+}
+
+fn open_private(
+    mut o: std::fs::OpenOptions,
+    path: &std::path::Path,
+) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;

@@ -61,6 +61,37 @@ pub enum VenvError {
         reason: String,
     },
 
+    #[error("refused to act on `{path}` under {root}: {why}")]
+    #[diagnostic(
+        code(rocbuild::state::escape),
+        help("rocbuild only creates, moves or removes files below the venv's site-packages and never through a link; the state that named this path was damaged or planted: nothing was changed")
+    )]
+    Escape {
+        path: String,
+        root: String,
+        why: String,
+    },
+
+    #[error("the journal {path} was not acted on: {why}")]
+    #[diagnostic(
+        code(rocbuild::journal::untrusted),
+        help("{help}")
+    )]
+    UntrustedJournal {
+        path: String,
+        why: String,
+        help: String,
+    },
+
+    #[error("{what} of {recipe} cannot be restored: {why}")]
+    #[diagnostic(code(rocbuild::restore::no_baseline), help("{help}"))]
+    NoBaseline {
+        what: String,
+        recipe: String,
+        why: String,
+        help: String,
+    },
+
     #[error("{root} is not a venv: {reason}")]
     #[diagnostic(code(rocbuild::probe::not_a_venv))]
     NotAVenv {

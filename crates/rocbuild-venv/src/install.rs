@@ -4,101 +4,81 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
+use crate::confine::{self, under};
 use crate::error::{Result, VenvError};
+pub use crate::journal::{Journal, Op, Phase};
 use crate::layout;
 use crate::manifest;
 use crate::ownership::{self, Package};
+use crate::state_key::{self, StateKey};
 use crate::txn_fs;
 
-/// One reversible filesystem step.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub enum Op {
-    /// Create a directory that did not exist.
-    Mkdir { path: PathBuf },
-    /// Move an existing file out of the way.
-    Backup { path: PathBuf, backup: PathBuf },
-    /// Move a staged file into place.
-    Place { staged: PathBuf, path: PathBuf },
+/// Relative paths (to site-packages) of the state directory's parts.
+fn state_rel(parts: &[&str]) -> String {
+    std::iter::once(layout::STATE_DIR)
+        .chain(parts.iter().copied())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
-/// Where a transaction stands. Before the commit point a killed run is undone; after it, the
-/// next run finishes it (the commit point is one atomic rename of the journal).
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    #[default]
-    Swap,
-    Commit,
+/// Write `journal` (its commit point) and carry it out. The directories its moves need are
+/// made first, before the commit point, so that a full disk stops it with nothing changed
+/// (and those directories removed again); after the commit point it only renames and
+/// removes. A run killed at any step after the journal is on disk is finished by the next
+/// command that takes the venv lock.
+pub fn finish(site: &Path, journal: &Journal) -> Result<()> {
+    let key = state_key::for_writing()?;
+    let made = make_parents(site, journal)?;
+    if let Err(e) = journal.write(site, &key) {
+        remove_made(&made);
+        return Err(e);
+    }
+    roll_forward(site, journal)
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Journal {
-    pub recipe: String,
-    /// `.rocbuild/` held nothing of ours before this run: empty it on rollback.
-    pub created_state_dir: bool,
-    pub ops: Vec<Op>,
-    #[serde(default)]
-    pub phase: Phase,
-    /// After the commit point: files to move into `.rocbuild/backup/<recipe>/` (from, to).
-    #[serde(default)]
-    pub keep: Vec<(PathBuf, PathBuf)>,
-    /// After the commit point: the staged manifest and where it goes.
-    #[serde(default)]
-    pub manifest: Option<(PathBuf, PathBuf)>,
-    /// After the commit point (a restore): files to remove, their emptied parent directories
-    /// with them (up to site-packages).
-    #[serde(default)]
-    pub remove: Vec<PathBuf>,
-    /// After the commit point (a restore): (backup, path) to move back, over whatever is at
-    /// `path`, as long as the backup is still there.
-    #[serde(default)]
-    pub put_back: Vec<(PathBuf, PathBuf)>,
-    /// After the commit point (a restore): files or directories to remove last (the manifest,
-    /// the emptied backup).
-    #[serde(default)]
-    pub drop: Vec<PathBuf>,
-    /// After the commit point (an install that takes the package over): the baseline copied
-    /// before the swap, and where it goes (`.rocbuild/backup/<recipe>/`, replacing an older
-    /// one). See [`crate::ownership`].
-    #[serde(default)]
-    pub baseline: Option<(PathBuf, PathBuf)>,
-}
-
-impl Journal {
-    /// A journal already past its commit point: what [`finish`] carries out (and, if the run
-    /// is killed, the next one finishes).
-    pub fn committed(recipe: &str) -> Journal {
-        Journal {
-            recipe: recipe.into(),
-            created_state_dir: false,
-            ops: Vec::new(),
-            phase: Phase::Commit,
-            keep: Vec::new(),
-            manifest: None,
-            remove: Vec::new(),
-            put_back: Vec::new(),
-            drop: Vec::new(),
-            baseline: None,
+/// The parent directories of every destination of a committed journal that do not exist
+/// yet, made now (deepest last); returned so that a failure before the commit point can
+/// remove them again.
+fn make_parents(site: &Path, journal: &Journal) -> Result<Vec<PathBuf>> {
+    let mut dests: Vec<&str> = journal.put_back.iter().map(|(_, d)| d.as_str()).collect();
+    dests.extend(journal.keep.iter().map(|(_, d)| d.as_str()));
+    dests.extend(journal.baseline.iter().map(|(_, d)| d.as_str()));
+    let mut made = Vec::new();
+    for rel in dests {
+        let Some(parent) = under(site, rel)?.parent().map(Path::to_path_buf) else {
+            continue;
+        };
+        let mut missing = Vec::new();
+        let mut d = Some(parent.as_path());
+        while let Some(dir) = d.filter(|d| d.starts_with(site) && *d != site) {
+            if confine::exists(dir) {
+                break;
+            }
+            missing.push(dir.to_path_buf());
+            d = dir.parent();
+        }
+        for m in missing.into_iter().rev() {
+            if let Err(e) = txn_fs::create_dir(&m) {
+                remove_made(&made);
+                return Err(VenvError::io("create", &m)(e));
+            }
+            made.push(m);
         }
     }
+    Ok(made)
 }
 
-/// Write `journal` (its commit point) and carry it out. A run killed at any step after the
-/// journal is on disk is finished by the next command that takes the venv lock.
-pub fn finish(site: &Path, journal: &Journal) -> Result<()> {
-    let jp = layout::journal(site);
-    let text = serde_json::to_string_pretty(journal).unwrap_or_default();
-    txn_fs::write_atomic(&jp, text.as_bytes()).map_err(io("write", &jp))?;
-    roll_forward(site, journal)
+fn remove_made(made: &[PathBuf]) {
+    for d in made.iter().rev() {
+        let _ = txn_fs::remove_dir(d);
+    }
 }
 
 /// Remove the empty directories from `p`'s parent up to (not including) `stop`.
 pub(crate) fn prune_empty_parents(p: &Path, stop: &Path) {
     let mut d = p.parent();
     while let Some(dir) = d {
-        if dir == stop || !dir.starts_with(stop) || !dir.is_dir() {
+        if dir == stop || !dir.starts_with(stop) || !confine::is_real_dir(dir) {
             break;
         }
         let empty = std::fs::read_dir(dir).is_ok_and(|mut rd| rd.next().is_none());
@@ -116,14 +96,6 @@ pub struct NewFile {
     pub staged: PathBuf,
 }
 
-/// The swap, once performed, waiting for verification.
-pub struct Swapped {
-    site: PathBuf,
-    journal: Journal,
-    /// The baseline copied before the swap, when this install takes the package over.
-    baseline: Option<PathBuf>,
-}
-
 #[allow(clippy::unnecessary_to_owned)] // owned: the closure must not borrow `p`
 fn io(action: &str, p: &Path) -> impl FnOnce(std::io::Error) -> VenvError {
     VenvError::io(action, p.to_path_buf())
@@ -133,6 +105,9 @@ fn io(action: &str, p: &Path) -> impl FnOnce(std::io::Error) -> VenvError {
 /// removes itself and the directory when it is all that is left). The journal goes last.
 fn empty_state_dir(site: &Path) {
     let dir = layout::state_dir(site);
+    if !confine::is_real_dir(&dir) {
+        return;
+    }
     let Ok(rd) = std::fs::read_dir(&dir) else {
         return;
     };
@@ -142,7 +117,7 @@ fn empty_state_dir(site: &Path) {
             continue;
         }
         let p = e.path();
-        let _ = if p.is_dir() {
+        let _ = if confine::is_real_dir(&p) {
             txn_fs::remove_dir_all(&p)
         } else {
             txn_fs::remove_file(&p)
@@ -155,11 +130,24 @@ fn empty_state_dir(site: &Path) {
 fn remove_journal(site: &Path) -> Result<()> {
     let jp = layout::journal(site);
     let tmp = jp.with_extension("json.tmp");
-    if tmp.exists() {
-        txn_fs::remove_file(&tmp).map_err(io("remove", &tmp))?;
+    for p in [tmp, jp] {
+        if confine::exists(&p) {
+            txn_fs::remove_file(&p).map_err(io("remove", &p))?;
+        }
     }
-    if jp.exists() {
-        txn_fs::remove_file(&jp).map_err(io("remove", &jp))?;
+    Ok(())
+}
+
+/// Remove the transaction's directory, which must be a real one in a real `.rocbuild/`.
+fn remove_txn(site: &Path) -> Result<()> {
+    let txn = layout::txn(site);
+    if confine::exists(&txn) {
+        let txn = under(site, &state_rel(&["txn"]))?;
+        if confine::is_link_at(&txn) {
+            txn_fs::remove_file(&txn).map_err(io("remove", &txn))?;
+        } else {
+            txn_fs::remove_dir_all(&txn).map_err(io("remove", &txn))?;
+        }
     }
     Ok(())
 }
@@ -169,29 +157,29 @@ fn undo(site: &Path, journal: &Journal) -> Result<()> {
     for op in journal.ops.iter().rev() {
         match op {
             Op::Place { staged, path } => {
-                if !staged.exists() && path.exists() {
-                    txn_fs::remove_file(path).map_err(io("roll back", path))?;
+                let (staged, path) = (under(site, staged)?, under(site, path)?);
+                if !confine::exists(&staged) && confine::exists(&path) {
+                    txn_fs::remove_file(&path).map_err(io("roll back", &path))?;
                 }
             }
             Op::Backup { path, backup } => {
-                if backup.exists() && !path.exists() {
+                let (path, backup) = (under(site, path)?, under(site, backup)?);
+                if confine::exists(&backup) && !confine::exists(&path) {
                     if let Some(p) = path.parent() {
                         txn_fs::create_dir_all(p).map_err(io("create", p))?;
                     }
-                    txn_fs::rename(backup, path).map_err(io("restore", path))?;
+                    txn_fs::rename(&backup, &path).map_err(io("restore", &path))?;
                 }
             }
             Op::Mkdir { path } => {
-                if path.is_dir() {
-                    let _ = txn_fs::remove_dir(path);
+                let path = under(site, path)?;
+                if confine::is_real_dir(&path) {
+                    let _ = txn_fs::remove_dir(&path);
                 }
             }
         }
     }
-    let txn = layout::txn(site);
-    if txn.exists() {
-        let _ = txn_fs::remove_dir_all(&txn);
-    }
+    let _ = remove_txn(site);
     if journal.created_state_dir {
         empty_state_dir(site);
         Ok(())
@@ -200,65 +188,63 @@ fn undo(site: &Path, journal: &Journal) -> Result<()> {
     }
 }
 
+/// Remove whatever is at `p` (a link as a link, a directory with its contents).
+fn remove_any(p: &Path) -> Result<()> {
+    if confine::is_real_dir(p) {
+        txn_fs::remove_dir_all(p).map_err(io("remove", p))
+    } else if confine::exists(p) {
+        txn_fs::remove_file(p).map_err(io("remove", p))
+    } else {
+        Ok(())
+    }
+}
+
+/// Move `from` to `to` when `from` is there (and `to` is not, unless `over`).
+fn move_if_there(site: &Path, from: &str, to: &str, over: bool, what: &str) -> Result<()> {
+    let (from, to) = (under(site, from)?, under(site, to)?);
+    if !confine::exists(&from) || (!over && confine::exists(&to)) {
+        return Ok(());
+    }
+    if let Some(p) = to.parent() {
+        txn_fs::create_dir_all(p).map_err(io("create", p))?;
+    }
+    if over {
+        remove_any(&to)?;
+    }
+    txn_fs::rename(&from, &to).map_err(io(what, &to))
+}
+
 /// Finish a committed transaction: keep the backups, put the manifest in place, clean up.
 /// Idempotent, so a run killed in the middle of it is finished by the next one.
 fn roll_forward(site: &Path, journal: &Journal) -> Result<()> {
-    for p in &journal.remove {
-        if std::fs::symlink_metadata(p).is_ok() {
-            txn_fs::remove_file(p).map_err(io("remove", p))?;
+    for rel in &journal.remove {
+        let p = under(site, rel)?;
+        if confine::exists(&p) {
+            txn_fs::remove_file(&p).map_err(io("remove", &p))?;
         }
-        prune_empty_parents(p, site);
+        prune_empty_parents(&p, site);
     }
     for (backup, path) in &journal.put_back {
-        if !backup.exists() {
-            continue; // moved back already
-        }
-        if let Some(p) = path.parent() {
-            txn_fs::create_dir_all(p).map_err(io("create", p))?;
-        }
-        if std::fs::symlink_metadata(path).is_ok() {
-            txn_fs::remove_file(path).map_err(io("remove", path))?;
-        }
-        txn_fs::rename(backup, path).map_err(io("restore", path))?;
+        move_if_there(site, backup, path, true, "restore")?;
     }
     if let Some((staged, dest)) = &journal.baseline {
-        if staged.is_dir() {
-            if dest.exists() {
-                txn_fs::remove_dir_all(dest).map_err(io("remove", dest))?;
-            }
-            if let Some(p) = dest.parent() {
-                txn_fs::create_dir_all(p).map_err(io("create", p))?;
-            }
-            txn_fs::rename(staged, dest).map_err(io("keep the baseline", dest))?;
+        if confine::is_real_dir(&under(site, staged)?) {
+            move_if_there(site, staged, dest, true, "keep the baseline")?;
         }
     }
     for (from, to) in &journal.keep {
-        if from.exists() && !to.exists() {
-            if let Some(p) = to.parent() {
-                txn_fs::create_dir_all(p).map_err(io("create", p))?;
-            }
-            txn_fs::rename(from, to).map_err(io("keep backup", to))?;
-        }
+        move_if_there(site, from, to, false, "keep backup")?;
     }
     if let Some((staged, dest)) = &journal.manifest {
-        if staged.exists() {
-            txn_fs::rename(staged, dest).map_err(io("write", dest))?;
-        }
+        move_if_there(site, staged, dest, true, "write")?;
     }
-    for p in &journal.drop {
-        if p.is_dir() {
-            txn_fs::remove_dir_all(p).map_err(io("remove", p))?;
-        } else if p.exists() {
-            txn_fs::remove_file(p).map_err(io("remove", p))?;
-        }
+    for rel in &journal.drop {
+        remove_any(&under(site, rel)?)?;
     }
     if !journal.drop.is_empty() {
         let _ = std::fs::remove_dir(layout::backups(site));
     }
-    let txn = layout::txn(site);
-    if txn.exists() {
-        txn_fs::remove_dir_all(&txn).map_err(io("remove", &txn))?;
-    }
+    remove_txn(site)?;
     remove_journal(site)
 }
 
@@ -266,9 +252,9 @@ fn roll_forward(site: &Path, journal: &Journal) -> Result<()> {
 /// finished run empties it). `status` recovers only then, so it stays read-only otherwise.
 pub fn needs_recovery(site: &Path) -> bool {
     let lock = layout::state_dir(site).join(layout::LOCK_FILE);
-    layout::journal(site).exists()
-        || layout::txn(site).exists()
-        || std::fs::metadata(lock).is_ok_and(|m| m.len() > 0)
+    confine::exists(&layout::journal(site))
+        || confine::exists(&layout::txn(site))
+        || std::fs::symlink_metadata(lock).is_ok_and(|m| m.len() > 0)
 }
 
 /// What [`recover`] found.
@@ -281,18 +267,17 @@ pub enum Recovered {
     Completed,
 }
 
-/// Finish the job of a run that was killed mid-install. Call with the venv lock held.
+/// Finish the job of a run that was killed mid-install. Call with the venv lock held. A
+/// journal is replayed only when it is provably rocbuild's own (see [`crate::journal`]);
+/// any other is an error that names it, and nothing is changed.
 pub fn recover(site: &Path) -> Result<Recovered> {
-    let jp = layout::journal(site);
-    let Ok(text) = fs_err::read_to_string(&jp) else {
+    let key = state_key::for_reading()?;
+    let Some(journal) = crate::journal::read(site, key.as_ref())? else {
         // A staging dir without a journal: the swap never started.
-        let txn = layout::txn(site);
-        if txn.exists() {
-            txn_fs::remove_dir_all(&txn).map_err(io("remove", &txn))?;
-        }
+        remove_txn(site)?;
         // The journal's temp file, killed while being written: nothing was moved yet.
-        let tmp = jp.with_extension("json.tmp");
-        if tmp.exists() {
+        let tmp = layout::journal(site).with_extension("json.tmp");
+        if confine::exists(&tmp) {
             txn_fs::remove_file(&tmp).map_err(io("remove", &tmp))?;
             if state_dir_is_new(site) {
                 empty_state_dir(site);
@@ -300,11 +285,6 @@ pub fn recover(site: &Path) -> Result<Recovered> {
         }
         return Ok(Recovered::Nothing);
     };
-    let journal: Journal = serde_json::from_str(&text).map_err(|e| VenvError::Io {
-        action: "read the journal of an interrupted run".into(),
-        path: jp.display().to_string(),
-        source: std::io::Error::other(e),
-    })?;
     match journal.phase {
         Phase::Swap => {
             undo(site, &journal)?;
@@ -333,48 +313,88 @@ fn state_dir_is_new(site: &Path) -> bool {
 /// Start a transaction: make `.rocbuild/txn/stage/` and return whether `.rocbuild/` is new.
 pub fn begin(site: &Path) -> Result<bool> {
     let created = state_dir_is_new(site);
-    let txn = layout::txn(site);
-    if txn.exists() {
-        txn_fs::remove_dir_all(&txn).map_err(io("remove", &txn))?;
-    }
-    txn_fs::create_dir_all(&txn.join("stage")).map_err(io("create", &txn))?;
+    remove_txn(site)?;
+    let stage = under(site, &state_rel(&["txn", "stage"]))?;
+    txn_fs::create_dir_all(&stage).map_err(io("create", &stage))?;
     Ok(created)
 }
 
 /// Give up before the swap: remove the staging area (and `.rocbuild/` if it is new).
 pub fn abandon(site: &Path, created: bool) {
-    let txn = layout::txn(site);
-    if txn.exists() {
-        let _ = txn_fs::remove_dir_all(&txn);
-    }
+    let _ = remove_txn(site);
     if created {
         empty_state_dir(site);
     }
 }
 
-fn to_native(site: &Path, rel: &str) -> PathBuf {
-    rel.split('/')
-        .fold(site.to_path_buf(), |p, part| p.join(part))
-}
-
 /// Copy `pkg`'s whole footprint (bytecode included), byte for byte, to the transaction's
-/// `baseline/`: what `restore` gives back once this install commits.
+/// `baseline/`: what `restore` gives back once this install commits. A link is copied as the
+/// link it is, never followed.
 fn stage_baseline(site: &Path, pkg: &Package) -> Result<PathBuf> {
-    let dir = layout::txn(site).join("baseline");
+    let dir = under(site, &state_rel(&["txn", "baseline"]))?;
     txn_fs::create_dir_all(&dir).map_err(io("create", &dir))?;
     for rel in ownership::footprint(site, pkg) {
-        let (from, to) = (to_native(site, &rel), to_native(&dir, &rel));
-        if let Some(p) = to.parent() {
-            txn_fs::create_dir_all(p).map_err(io("create", p))?;
-        }
-        txn_fs::copy(&from, &to).map_err(io("back up", &from))?;
+        let (from, to) = (under(site, &rel)?, under(&dir, &rel)?);
+        txn_fs::copy_entry(&from, &to).map_err(io("back up", &from))?;
     }
     Ok(dir)
 }
 
+/// The baseline `restore` would give back is already kept, but no manifest of rocbuild's
+/// says what is installed now (it was damaged, or moved away as rocbuild's advice says): what
+/// is there may be rocbuild's own build, so it must not become the baseline.
+fn orphaned_baseline(site: &Path, recipe: &str) -> bool {
+    confine::is_real_dir(&backup_dir(site, recipe)) && manifest::read(site, recipe).is_none()
+}
+
+/// The journal's steps that put `new` in place and move `park` (relative paths) aside.
+fn swap_ops(site: &Path, new: &[NewFile], park: &[String]) -> Result<Vec<Op>> {
+    let backup_rel = |rel: &str| format!("{}/{rel}", state_rel(&["txn", "backup"]));
+    let mut ops = Vec::new();
+    let mut made: Vec<String> = Vec::new();
+    for f in new {
+        let path = under(site, &f.rel)?;
+        let mut missing = Vec::new();
+        let mut d = f.rel.rsplit_once('/').map(|(d, _)| d.to_string());
+        while let Some(dir) = d {
+            if confine::exists(&under(site, &dir)?) || made.contains(&dir) {
+                break;
+            }
+            d = dir.rsplit_once('/').map(|(d, _)| d.to_string());
+            missing.push(dir);
+        }
+        for m in missing.into_iter().rev() {
+            made.push(m.clone());
+            ops.push(Op::Mkdir { path: m });
+        }
+        if confine::exists(&path) {
+            ops.push(Op::Backup {
+                path: f.rel.clone(),
+                backup: backup_rel(&f.rel),
+            });
+        }
+        ops.push(Op::Place {
+            staged: confine::rel_of(site, &f.staged)?,
+            path: f.rel.clone(),
+        });
+    }
+    for rel in park {
+        let p = under(site, rel)?;
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+            ops.push(Op::Backup {
+                path: rel.clone(),
+                backup: backup_rel(rel),
+            });
+        }
+    }
+    Ok(ops)
+}
+
 /// Journal, back up and move `new` into place; move `park` (relative paths) to the backup.
 /// `take_over`: rocbuild does not hold the package now (see [`crate::ownership`]), so its
-/// footprint as it is becomes the baseline `restore` gives back.
+/// footprint as it is becomes the baseline `restore` gives back — unless a baseline is
+/// kept already and no manifest says what is installed (see [`orphaned_baseline`]): then the
+/// kept baseline stays.
 pub fn swap(
     site: &Path,
     recipe: &str,
@@ -383,69 +403,23 @@ pub fn swap(
     park: &[String],
     take_over: Option<&Package>,
 ) -> Result<Swapped> {
-    let baseline = match take_over {
+    let key = state_key::for_writing()?;
+    let keep_old_baseline = take_over.is_some() && orphaned_baseline(site, recipe);
+    let baseline = match take_over.filter(|_| !keep_old_baseline) {
         Some(pkg) => Some(stage_baseline(site, pkg)?),
         None => None,
     };
-    let backup_root = layout::txn(site).join("backup");
-    let mut ops = Vec::new();
-    let mut made: Vec<PathBuf> = Vec::new();
-    for f in new {
-        let path = to_native(site, &f.rel);
-        let mut missing = Vec::new();
-        let mut d = path.parent();
-        while let Some(dir) = d {
-            if dir.exists() || made.contains(&dir.to_path_buf()) {
-                break;
-            }
-            missing.push(dir.to_path_buf());
-            d = dir.parent();
-        }
-        for m in missing.into_iter().rev() {
-            made.push(m.clone());
-            ops.push(Op::Mkdir { path: m });
-        }
-        if path.exists() {
-            ops.push(Op::Backup {
-                path: path.clone(),
-                backup: to_native(&backup_root, &f.rel),
-            });
-        }
-        ops.push(Op::Place {
-            staged: f.staged.clone(),
-            path,
-        });
-    }
-    for rel in park {
-        let path = to_native(site, rel);
-        if path.is_file() {
-            ops.push(Op::Backup {
-                path,
-                backup: to_native(&backup_root, rel),
-            });
-        }
-    }
-    let journal = Journal {
-        recipe: recipe.into(),
-        created_state_dir,
-        ops,
-        phase: Phase::Swap,
-        keep: Vec::new(),
-        manifest: None,
-        remove: Vec::new(),
-        put_back: Vec::new(),
-        drop: Vec::new(),
-        baseline: None,
-    };
-    let jp = layout::journal(site);
-    let text = serde_json::to_string_pretty(&journal).unwrap_or_default();
-    txn_fs::write_atomic(&jp, text.as_bytes()).map_err(io("write", &jp))?;
+    let mut journal = Journal::new(recipe, created_state_dir)?;
+    journal.ops = swap_ops(site, new, park)?;
+    journal.write(site, &key)?;
     let swapped = Swapped {
         site: site.to_path_buf(),
         journal,
         baseline,
+        keep_old_baseline,
+        key,
     };
-    if let Err(e) = perform(&swapped.journal) {
+    if let Err(e) = perform(site, &swapped.journal) {
         undo(site, &swapped.journal)?;
         return Err(e);
     }
@@ -453,24 +427,29 @@ pub fn swap(
     // `pkg-0.9.0.dist-info/` still tells importlib.metadata that 0.9.0 is installed.
     for op in &swapped.journal.ops {
         if let Op::Backup { path, .. } = op {
-            prune_empty_parents(path, site);
+            prune_empty_parents(&under(site, path)?, site);
         }
     }
     Ok(swapped)
 }
 
-fn perform(journal: &Journal) -> Result<()> {
+fn perform(site: &Path, journal: &Journal) -> Result<()> {
     for op in &journal.ops {
         match op {
-            Op::Mkdir { path } => txn_fs::create_dir(path).map_err(io("create", path))?,
+            Op::Mkdir { path } => {
+                let path = under(site, path)?;
+                txn_fs::create_dir(&path).map_err(io("create", &path))?
+            }
             Op::Backup { path, backup } => {
+                let (path, backup) = (under(site, path)?, under(site, backup)?);
                 if let Some(p) = backup.parent() {
                     txn_fs::create_dir_all(p).map_err(io("create", p))?;
                 }
-                txn_fs::rename(path, backup).map_err(io("back up", path))?;
+                txn_fs::rename(&path, &backup).map_err(io("back up", &path))?;
             }
             Op::Place { staged, path } => {
-                txn_fs::rename(staged, path).map_err(io("install", path))?
+                let (staged, path) = (under(site, staged)?, under(site, path)?);
+                txn_fs::rename(&staged, &path).map_err(io("install", &path))?
             }
         }
     }
@@ -482,6 +461,17 @@ pub fn backup_dir(site: &Path, recipe: &str) -> PathBuf {
     layout::backup(site, recipe)
 }
 
+/// The swap, once performed, waiting for verification.
+pub struct Swapped {
+    site: PathBuf,
+    journal: Journal,
+    /// The baseline copied before the swap, when this install takes the package over.
+    baseline: Option<PathBuf>,
+    /// The package is taken over, but the baseline kept already stays (see [`swap`]).
+    keep_old_baseline: bool,
+    key: StateKey,
+}
+
 impl Swapped {
     /// Put everything back as it was.
     pub fn roll_back(self) -> Result<()> {
@@ -491,47 +481,105 @@ impl Swapped {
     /// Keep the new files. When this install took the package over, the baseline staged
     /// before the swap replaces `.rocbuild/backup/<recipe>/`; otherwise the baseline stays as
     /// it is, and of what the swap displaced only files that were not rocbuild's (by
-    /// `previous`'s record) join it, where it has none. The manifest's `ownership.held` is
-    /// filled in here from the files as they now are.
+    /// `previous`'s record) join it, where it has none. The manifest's `ownership.held` and
+    /// `ownership.baseline` are filled in here from the files as they now are.
+    ///
+    /// Everything that needs disk space (the staged manifest, the backup's directories, the
+    /// journal) is written before the commit point; a failure there rolls the install back,
+    /// byte for byte, before the error is returned, so "rolled back" is what is on disk.
     pub fn commit(
         mut self,
         manifest: &manifest::Manifest,
         previous: Option<&manifest::Manifest>,
     ) -> Result<()> {
         let site = self.site.clone();
-        let keep_root = backup_dir(&site, &manifest.recipe);
-        let keep = match &self.baseline {
-            Some(staged) => {
-                self.journal.baseline = Some((staged.clone(), keep_root));
+        match self.prepare_commit(manifest, previous) {
+            Ok(made) => {
+                if let Err(e) = self.journal.write(&site, &self.key) {
+                    remove_made(&made);
+                    self.journal.phase = Phase::Swap;
+                    undo(&site, &self.journal)?;
+                    return Err(e);
+                }
+                roll_forward(&site, &self.journal).map_err(|e| unfinished(&site, e))
+            }
+            Err(e) => {
+                undo(&site, &self.journal)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Stage the manifest and fill in the commit's moves; make their directories.
+    fn prepare_commit(
+        &mut self,
+        manifest: &manifest::Manifest,
+        previous: Option<&manifest::Manifest>,
+    ) -> Result<Vec<PathBuf>> {
+        let site = self.site.clone();
+        let keep_root = state_rel(&["backup", &manifest.recipe]);
+        let keep = match (&self.baseline, self.keep_old_baseline) {
+            (Some(staged), _) => {
+                self.journal.baseline = Some((confine::rel_of(&site, staged)?, keep_root.clone()));
                 Vec::new()
             }
-            None => self.displaced_to_keep(&keep_root, previous),
+            (None, true) => Vec::new(),
+            (None, false) => self.displaced_to_keep(&keep_root, previous)?,
         };
         let mut manifest = manifest.clone();
         if let Some(o) = manifest.ownership.as_mut() {
             o.held = ownership::hashes(&site, &o.package());
+            o.baseline = Some(self.baseline_record(&keep, previous)?);
         }
-        // Stage the manifest, then the commit point: the journal says "commit".
-        let staged = layout::txn(&site).join("manifest.json");
+        let staged = state_rel(&["txn", "manifest.json"]);
+        let staged_path = under(&site, &staged)?;
         let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
-        txn_fs::write_synced(&staged, text.as_bytes()).map_err(io("write", &staged))?;
+        txn_fs::write_synced(&staged_path, text.as_bytes())
+            .map_err(io("write", &staged_path))?;
         self.journal.phase = Phase::Commit;
         self.journal.keep = keep;
-        self.journal.manifest = Some((staged, manifest::path(&site, &manifest.recipe)));
-        let jp = layout::journal(&site);
-        let text = serde_json::to_string_pretty(&self.journal).unwrap_or_default();
-        txn_fs::write_atomic(&jp, text.as_bytes()).map_err(io("write", &jp))?;
-        roll_forward(&site, &self.journal)
+        self.journal.manifest = Some((
+            staged,
+            state_rel(&[&format!("{}.json", manifest.recipe)]),
+        ));
+        make_parents(&site, &self.journal)
+    }
+
+    /// What the baseline will hold once this commit is done (path -> sha256).
+    fn baseline_record(
+        &self,
+        keep: &[(String, String)],
+        previous: Option<&manifest::Manifest>,
+    ) -> Result<BTreeMap<String, String>> {
+        let site = &self.site;
+        if let Some(staged) = &self.baseline {
+            return Ok(ownership::tree_hashes(staged));
+        }
+        let kept = backup_dir(site, &self.journal.recipe);
+        let mut record = match previous.and_then(|p| p.ownership.as_ref()?.baseline.clone()) {
+            Some(r) if !self.keep_old_baseline => r,
+            _ => ownership::tree_hashes(&kept),
+        };
+        let prefix = format!("{}/", state_rel(&["backup", &self.journal.recipe]));
+        for (from, to) in keep {
+            let Some(rel) = to.strip_prefix(&prefix) else {
+                continue;
+            };
+            if let Some(h) = ownership::entry_hash(&under(site, from)?) {
+                record.insert(rel.to_string(), h);
+            }
+        }
+        Ok(record)
     }
 
     /// The swap's backups that were not rocbuild's (by `previous`'s record: its held files,
     /// or for an older manifest its builds and pure-Python part) and that the baseline lacks.
     fn displaced_to_keep(
         &self,
-        keep_root: &Path,
+        keep_root: &str,
         previous: Option<&manifest::Manifest>,
-    ) -> Vec<(PathBuf, PathBuf)> {
-        let txn_backup = layout::txn(&self.site).join("backup");
+    ) -> Result<Vec<(String, String)>> {
+        let txn_backup = format!("{}/", state_rel(&["txn", "backup"]));
         let mut ours: BTreeMap<&str, Option<&str>> = BTreeMap::new();
         if let Some(p) = previous {
             for f in &p.files {
@@ -549,21 +597,34 @@ impl Swapped {
             let Op::Backup { backup, .. } = op else {
                 continue;
             };
-            let Ok(rel) = backup.strip_prefix(&txn_backup) else {
+            let Some(rel) = backup.strip_prefix(&txn_backup) else {
                 continue;
             };
-            let rel_s = rel.to_string_lossy().replace('\\', "/");
-            let was_ours = match ours.get(rel_s.as_str()) {
-                Some(Some(sha)) => manifest::sha256_file(backup).is_ok_and(|(h, _)| h == *sha),
+            let backup_path = under(&self.site, backup)?;
+            let was_ours = match ours.get(rel) {
+                Some(Some(sha)) => {
+                    manifest::sha256_file(&backup_path).is_ok_and(|(h, _)| h == *sha)
+                }
                 Some(None) => true,
                 None => false,
             };
-            let dest = keep_root.join(rel);
-            if !was_ours && !dest.exists() {
+            let dest = format!("{keep_root}/{rel}");
+            if !was_ours && !confine::exists(&under(&self.site, &dest)?) {
                 keep.push((backup.clone(), dest));
             }
         }
-        keep
+        Ok(keep)
+    }
+}
+
+/// The install is committed, but finishing it failed (the next command finishes it).
+fn unfinished(site: &Path, e: VenvError) -> VenvError {
+    VenvError::Io {
+        action: format!(
+            "finish the install (it is committed: the new files are in place, and the next rocbuild command on this venv completes what is left; {e})"
+        ),
+        path: layout::journal(site).display().to_string(),
+        source: std::io::Error::other("finishing a committed install was interrupted"),
     }
 }
 
@@ -591,6 +652,7 @@ mod tests {
 
     #[test]
     fn roll_back_is_byte_identical_and_recover_undoes_a_killed_run() {
+        crate::state_key::configure_for_tests();
         let site = tempfile::tempdir().unwrap();
         let s = site.path();
         std::fs::create_dir_all(s.join("pkg")).unwrap();
@@ -629,5 +691,97 @@ mod tests {
             drop(lock);
             assert_eq!(snapshot(s), before);
         }
+    }
+}
+
+#[cfg(test)]
+mod hostile {
+    use super::*;
+
+    fn canary(root: &Path) -> PathBuf {
+        let c = root.join("outside");
+        std::fs::create_dir_all(c.join("dir")).unwrap();
+        std::fs::write(c.join("precious"), b"keep me").unwrap();
+        std::fs::write(c.join("dir/file"), b"keep me too").unwrap();
+        c
+    }
+
+    fn intact(c: &Path) {
+        assert_eq!(std::fs::read(c.join("precious")).unwrap(), b"keep me");
+        assert_eq!(std::fs::read(c.join("dir/file")).unwrap(), b"keep me too");
+    }
+
+    #[test]
+    fn a_planted_journal_is_reported_and_never_replayed() {
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let c = canary(d.path());
+        let site = d.path().join("site");
+        std::fs::create_dir_all(layout::state_dir(&site)).unwrap();
+        // What a wheel could ship as `.rocbuild/journal.json`: an older rocbuild's format,
+        // committed, naming outside paths.
+        let planted = serde_json::json!({
+            "recipe": "x", "created_state_dir": false, "ops": [], "phase": "commit",
+            "remove": [c.join("precious")], "drop": [c.join("dir")],
+        });
+        let jp = layout::journal(&site);
+        std::fs::write(&jp, planted.to_string()).unwrap();
+        let e = recover(&site).unwrap_err();
+        assert!(matches!(e, VenvError::UntrustedJournal { .. }), "{e}");
+        assert!(e.to_string().contains("not a sealed"), "{e}");
+        // A sealed one, but with another key (another user's, or forged).
+        let mut j = Journal::committed("x").unwrap();
+        j.drop.push("victim".into());
+        std::fs::write(site.join("victim"), b"v").unwrap();
+        std::fs::write(&jp, j.seal(&site, &StateKey::from_bytes([9; 32]))).unwrap();
+        let e = recover(&site).unwrap_err().to_string();
+        assert!(e.contains("seal does not verify"), "{e}");
+        intact(&c);
+        assert!(site.join("victim").exists() && jp.exists(), "nothing acted on");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_swapped_in_after_a_killed_run_is_not_followed_by_its_recovery() {
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let c = canary(d.path());
+        std::fs::write(c.join("libcore5.so"), b"outside").unwrap();
+        let site = d.path().join("site");
+        std::fs::create_dir_all(site.join("pkg")).unwrap();
+        let created = begin(&site).unwrap();
+        let staged = layout::txn(&site).join("stage/libcore5.so");
+        std::fs::write(&staged, b"new5").unwrap();
+        let new = [NewFile {
+            rel: "pkg/libcore5.so".into(),
+            staged,
+        }];
+        let sw = swap(&site, "r", created, &new, &[], None).unwrap();
+        std::mem::forget(sw); // killed before its commit point
+        // Someone replaces the package folder with a link to the user's files.
+        std::fs::remove_dir_all(site.join("pkg")).unwrap();
+        std::os::unix::fs::symlink(&c, site.join("pkg")).unwrap();
+        let e = recover(&site).unwrap_err().to_string();
+        assert!(e.contains("is a link"), "{e}");
+        intact(&c);
+        assert_eq!(std::fs::read(c.join("libcore5.so")).unwrap(), b"outside");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_the_journal_temp_file_is_replaced_not_written_through() {
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let c = canary(d.path());
+        let site = d.path().join("site");
+        std::fs::create_dir_all(layout::state_dir(&site)).unwrap();
+        let tmp = layout::journal(&site).with_extension("json.tmp");
+        std::os::unix::fs::symlink(c.join("precious"), &tmp).unwrap();
+        let j = Journal::new("r", false).unwrap();
+        j.write(&site, &state_key::for_writing().unwrap()).unwrap();
+        intact(&c);
+        assert!(crate::journal::read(&site, state_key::for_reading().unwrap().as_ref())
+            .unwrap()
+            .is_some());
     }
 }

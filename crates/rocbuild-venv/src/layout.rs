@@ -128,9 +128,15 @@ pub fn is_manifest_name(name: &str) -> bool {
     name.ends_with(".json") && name != JOURNAL_FILE
 }
 
-/// Files under `root`, as `/`-separated paths relative to it, with their paths; sorted.
+/// Files under `root`, as `/`-separated paths relative to it, with their paths; sorted. Links
+/// are listed as entries of their own and never followed (a link to a directory outside the
+/// venv must not make its contents part of a package); a `root` that is itself a link lists
+/// nothing.
 pub fn walk(root: &Path) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
+    if !crate::confine::is_real_dir(root) {
+        return out;
+    }
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
         let Ok(rd) = std::fs::read_dir(&d) else {
@@ -138,7 +144,9 @@ pub fn walk(root: &Path) -> Vec<(String, PathBuf)> {
         };
         for e in rd.flatten() {
             let p = e.path();
-            if p.is_dir() {
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir())
+                && crate::confine::is_real_dir(&p);
+            if is_dir {
                 stack.push(p);
             } else if let Ok(rel) = p.strip_prefix(root) {
                 out.push((rel.to_string_lossy().replace('\\', "/"), p));

@@ -4,8 +4,10 @@
 //!
 //! The engine installs through this crate; doctor reads it; neither re-derives a path.
 
+pub mod confine;
 mod error;
 pub mod install;
+pub mod journal;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
@@ -14,6 +16,7 @@ pub mod ownership;
 pub mod record;
 pub mod restore;
 pub mod signal;
+pub mod state_key;
 pub mod stale;
 pub mod status;
 pub mod txn_fs;

@@ -21,14 +21,38 @@ pub struct VenvLock {
     dir: PathBuf,
 }
 
+/// Open (or create) the lock file, never through a link: a link planted at `.rocbuild/lock`
+/// would have the holder's pid written into whatever it points to.
 pub fn open(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(VenvError::io("open the lock", path))
+    if crate::confine::is_link_at(path) {
+        return Err(link_refused(path));
+    }
+    let mut o = OpenOptions::new();
+    o.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(libc::O_NOFOLLOW);
+    }
+    o.open(path).map_err(|e| {
+        if crate::confine::is_link_at(path) {
+            link_refused(path)
+        } else {
+            VenvError::io("open the lock", path)(e)
+        }
+    })
+}
+
+fn link_refused(path: &Path) -> VenvError {
+    VenvError::Escape {
+        path: path.display().to_string(),
+        root: path
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        why: "it is a link, which rocbuild never makes or follows (remove it: rocbuild makes its own)"
+            .into(),
+    }
 }
 
 fn holder_pid(file: &mut File) -> Option<u32> {
@@ -67,6 +91,9 @@ impl VenvLock {
         let path = dir.join(LOCK_FILE);
         let mut told = false;
         loop {
+            if crate::confine::is_link_at(&dir) {
+                return Err(link_refused(&dir));
+            }
             fs_err::create_dir_all(&dir).map_err(VenvError::io("create", &dir))?;
             let mut file = open(&path)?;
             if file.try_lock_exclusive().is_err() {

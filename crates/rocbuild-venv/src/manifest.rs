@@ -248,6 +248,10 @@ pub fn parse(text: &str) -> std::result::Result<Manifest, String> {
             paths.push(("ownership.held", p.as_str()));
             check_sha256(sha)?;
         }
+        for (p, sha) in o.baseline.iter().flatten() {
+            paths.push(("ownership.baseline", p.as_str()));
+            check_sha256(sha)?;
+        }
     }
     for (field, p) in paths {
         if !is_inside(p) {
@@ -265,23 +269,7 @@ pub fn parse(text: &str) -> std::result::Result<Manifest, String> {
     Ok(m)
 }
 
-/// A relative path with `/` separators that stays below the directory it is joined to.
-pub fn is_inside(p: &str) -> bool {
-    !p.is_empty()
-        && !p.starts_with('/')
-        && !p.contains('\\')
-        && !p.contains('\0')
-        && !p.contains(':')
-        && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
-}
-
-fn is_plain_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && s != "."
-        && s != ".."
-}
+pub use crate::confine::{is_inside, is_plain_name};
 
 fn check_sha256(s: &str) -> std::result::Result<(), String> {
     if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {

@@ -33,6 +33,12 @@ pub struct Ownership {
     /// The footprint as rocbuild left it: path -> sha256 (no bytecode).
     #[serde(default)]
     pub held: BTreeMap<String, String>,
+    /// What `.rocbuild/backup/<recipe>/` holds, the baseline `restore` gives back: path ->
+    /// sha256 (an empty map: the package was not there). `restore` checks the backup
+    /// against it and refuses, changing nothing, when the backup is gone or damaged. `None`
+    /// in manifests of a rocbuild that did not record it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BTreeMap<String, String>>,
 }
 
 /// The package a footprint is computed for.
@@ -85,7 +91,13 @@ pub fn dist_infos(site: &Path, distribution: &str) -> Vec<String> {
 pub fn footprint(site: &Path, pkg: &Package) -> Vec<String> {
     let mut out = BTreeSet::new();
     let mut add_tree = |rel_dir: &str| {
-        for (rel, _) in crate::layout::walk(&native(site, rel_dir)) {
+        let dir = native(site, rel_dir);
+        if crate::confine::is_link_at(&dir) {
+            // A link where the package's folder should be: the link itself, not what it
+            // points to, is the package's.
+            out.insert(rel_dir.to_string());
+        }
+        for (rel, _) in crate::layout::walk(&dir) {
             out.insert(format!("{rel_dir}/{rel}"));
         }
     };
@@ -99,7 +111,11 @@ pub fn footprint(site: &Path, pkg: &Package) -> Vec<String> {
     for di in &infos {
         let text = std::fs::read_to_string(native(site, &format!("{di}/RECORD")));
         for (rel, _, _) in record::parse(&text.unwrap_or_default()) {
-            if crate::manifest::is_inside(&rel) && native(site, &rel).is_file() {
+            // rocbuild's own state is never a package's, whatever a RECORD says (an index
+            // wheel listing `.rocbuild/…` would otherwise make rocbuild disown its install).
+            let in_state = rel.split('/').next() == Some(crate::layout::STATE_DIR);
+            let is_file = std::fs::symlink_metadata(native(site, &rel)).is_ok_and(|m| !m.is_dir());
+            if crate::manifest::is_inside(&rel) && !in_state && is_file {
                 out.insert(rel);
             }
         }
@@ -114,9 +130,32 @@ pub fn hashes(site: &Path, pkg: &Package) -> BTreeMap<String, String> {
         .into_iter()
         .filter(|rel| !is_bytecode(rel))
         .filter_map(|rel| {
-            let (h, _) = sha256_file(&native(site, &rel)).ok()?;
+            let h = entry_hash(&native(site, &rel))?;
             Some((rel, h))
         })
+        .collect()
+}
+
+/// The sha256 of what is at `p` as it is: a file's bytes, or for a link the text of its
+/// target (a link is never followed, so it is recorded as a link).
+pub fn entry_hash(p: &Path) -> Option<String> {
+    let md = std::fs::symlink_metadata(p).ok()?;
+    if md.file_type().is_symlink() {
+        use sha2::Digest;
+        let target = std::fs::read_link(p).ok()?;
+        let mut h = sha2::Sha256::new();
+        h.update(b"link:");
+        h.update(target.to_string_lossy().as_bytes());
+        return Some(h.finalize().iter().map(|b| format!("{b:02x}")).collect());
+    }
+    md.is_file().then(|| sha256_file(p).ok().map(|(h, _)| h)).flatten()
+}
+
+/// Every entry under `dir` with its [`entry_hash`] (a baseline's record).
+pub fn tree_hashes(dir: &Path) -> BTreeMap<String, String> {
+    crate::layout::walk(dir)
+        .into_iter()
+        .filter_map(|(rel, p)| Some((rel, entry_hash(&p)?)))
         .collect()
 }
 
@@ -154,7 +193,7 @@ pub fn holds(site: &Path, m: &Manifest) -> bool {
     let files_intact = held.iter().all(|(rel, sha)| {
         let p = native(site, rel);
         match sha {
-            Some(sha) => sha256_file(&p).is_ok_and(|(h, _)| &h == sha),
+            Some(sha) => entry_hash(&p).is_some_and(|h| &h == sha),
             None => p.is_file(),
         }
     });
@@ -282,6 +321,7 @@ mod tests {
                 distribution: p.distribution.clone(),
                 roots: p.roots.clone(),
                 held: hashes(s, &p),
+                baseline: None,
             }),
             ..Manifest::default()
         };

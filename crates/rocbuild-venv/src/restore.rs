@@ -82,22 +82,76 @@ fn bytecode_of(site: &Path, rel: &str) -> Vec<String> {
     out
 }
 
-/// Restore `recipe` in `site`. Call with the venv lock held.
+/// Restore `recipe` in `site`. Call with the venv lock held. While rocbuild holds the
+/// package, the kept baseline must be there and match what the manifest recorded of it:
+/// otherwise nothing is changed and the error says what can still be done.
 pub fn restore(site: &Path, recipe: &str) -> Result<Restored> {
+    if !crate::confine::is_plain_name(recipe) {
+        return Err(not_installed(site, recipe));
+    }
     let Some(m) = manifest::read_checked(site, recipe)? else {
         return Err(not_installed(site, recipe));
     };
     let backup = backup_dir(site, recipe);
-    let mut journal = Journal::committed(recipe);
+    let backup_rel = crate::confine::rel_of(site, &backup)?;
+    let mut journal = Journal::committed(recipe)?;
     let out = if ownership::holds(site, &m) {
-        give_back(site, &m, &backup, &mut journal)
+        check_baseline(&m, &backup)?;
+        give_back(site, &m, &backup, &backup_rel, &mut journal)
     } else {
-        release(site, &m, &backup, &mut journal)
+        release(site, &m, &backup, &backup_rel, &mut journal)
     };
-    journal.drop.push(manifest::path(site, recipe));
-    journal.drop.push(backup);
+    journal
+        .drop
+        .push(crate::confine::rel_of(site, &manifest::path(site, recipe))?);
+    journal.drop.push(backup_rel);
     install::finish(site, &journal)?;
     Ok(out)
+}
+
+/// The kept baseline is there, a real directory, and holds exactly what the manifest
+/// recorded (for a manifest that recorded it).
+fn check_baseline(m: &Manifest, backup: &Path) -> Result<()> {
+    let Some(o) = &m.ownership else {
+        return Ok(());
+    };
+    let why = if crate::confine::is_link_at(backup) {
+        Some("it is a link, which rocbuild never makes".to_string())
+    } else if !crate::confine::is_real_dir(backup) {
+        Some(format!("{} is gone", backup.display()))
+    } else if let Some(rec) = &o.baseline {
+        let now = ownership::tree_hashes(backup);
+        let missing = rec.keys().filter(|k| !now.contains_key(*k)).count();
+        let changed = rec.iter().filter(|(k, h)| now.get(*k).is_some_and(|n| n != *h)).count();
+        let added = now.keys().filter(|k| !rec.contains_key(*k)).count();
+        (missing + changed + added > 0).then(|| {
+            format!(
+                "{} no longer holds what rocbuild kept ({missing} missing, {changed} changed, {added} not kept by rocbuild)",
+                backup.display()
+            )
+        })
+    } else {
+        None
+    };
+    let Some(why) = why else {
+        return Ok(());
+    };
+    let version = o
+        .baseline
+        .iter()
+        .flatten()
+        .find_map(|(k, _)| k.strip_suffix(".dist-info/METADATA")?.rsplit_once('-'))
+        .map(|(_, v)| v.to_string());
+    let pin = version.map_or(String::new(), |v| format!("=={v}"));
+    Err(VenvError::NoBaseline {
+        what: "the files pip had".into(),
+        recipe: m.recipe.clone(),
+        why,
+        help: format!(
+            "rocbuild changed nothing: its build stays installed and working. To get pip's package back, reinstall it with pip (`pip install --force-reinstall --no-deps {}{pin}`); then `rocbuild restore {}` only removes what rocbuild added and forgets its build",
+            o.distribution, m.recipe
+        ),
+    })
 }
 
 fn not_installed(site: &Path, recipe: &str) -> VenvError {
@@ -129,7 +183,13 @@ fn ours(m: &Manifest) -> BTreeSet<String> {
 
 /// rocbuild still holds the package: the baseline comes back over it, and every file of
 /// rocbuild's (and bytecode of the package) that the baseline does not have goes.
-fn give_back(site: &Path, m: &Manifest, backup: &Path, journal: &mut Journal) -> Restored {
+fn give_back(
+    site: &Path,
+    m: &Manifest,
+    backup: &Path,
+    backup_rel: &str,
+    journal: &mut Journal,
+) -> Restored {
     let baseline: BTreeSet<String> = files_under(backup).into_iter().collect();
     let mut out = Restored::new(&m.recipe);
     let mut gone: BTreeSet<String> = ours(m);
@@ -153,13 +213,13 @@ fn give_back(site: &Path, m: &Manifest, backup: &Path, journal: &mut Journal) ->
         if baseline.contains(&rel) || std::fs::symlink_metadata(native(site, &rel)).is_err() {
             continue; // the baseline's file goes back over it, or it is gone already
         }
-        journal.remove.push(native(site, &rel));
+        journal.remove.push(rel.clone());
         out.removed.push(rel);
     }
     for rel in &baseline {
         journal
             .put_back
-            .push((native(backup, rel), native(site, rel)));
+            .push((format!("{backup_rel}/{rel}"), rel.clone()));
         out.restored.push(rel.clone());
     }
     out
@@ -170,7 +230,13 @@ fn give_back(site: &Path, m: &Manifest, backup: &Path, journal: &mut Journal) ->
 /// lists with the baseline's bytes gets those bytes back (a file `repair` edited, beside one
 /// pip has put back since: RECORD is true again); one that no RECORD lists is removed (a
 /// preload hook, a library the wheel does not have); the rest is left.
-fn release(site: &Path, m: &Manifest, backup: &Path, journal: &mut Journal) -> Restored {
+fn release(
+    site: &Path,
+    m: &Manifest,
+    backup: &Path,
+    backup_rel: &str,
+    journal: &mut Journal,
+) -> Restored {
     let mut out = Restored::new(&m.recipe);
     out.released = true;
     let recorded = ownership::recorded_hashes(site);
@@ -191,10 +257,10 @@ fn release(site: &Path, m: &Manifest, backup: &Path, journal: &mut Journal) -> R
                 && sha256_file(&base).is_ok_and(|(hex, _)| crate::record::record_hash(&hex) == *h)
         });
         if ours_still && base_is_recorded {
-            journal.put_back.push((base, p));
+            journal.put_back.push((format!("{backup_rel}/{rel}"), rel.clone()));
             out.restored.push(rel);
         } else if ours_still && !recorded.contains_key(&rel) {
-            journal.remove.push(p);
+            journal.remove.push(rel.clone());
             out.removed.push(rel);
         } else {
             out.left.push(rel);

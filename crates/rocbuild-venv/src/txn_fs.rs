@@ -139,17 +139,49 @@ pub fn copy(from: &Path, to: &Path) -> io::Result<()> {
     counted(fs_err::copy(from, to).map(|_| ()))
 }
 
+/// Copy `from` to `to` as it is: a link as the same link (never what it points to), a file
+/// byte for byte.
+pub fn copy_entry(from: &Path, to: &Path) -> io::Result<()> {
+    let md = std::fs::symlink_metadata(from)?;
+    if !md.file_type().is_symlink() {
+        return copy(from, to);
+    }
+    if let Some(parent) = to.parent() {
+        create_dir_all(parent)?;
+    }
+    space()?;
+    let target = std::fs::read_link(from)?;
+    #[cfg(unix)]
+    let r = std::os::unix::fs::symlink(&target, to);
+    #[cfg(windows)]
+    let r = if std::fs::metadata(from).is_ok_and(|m| m.is_dir()) {
+        std::os::windows::fs::symlink_dir(&target, to)
+    } else {
+        std::os::windows::fs::symlink_file(&target, to)
+    };
+    counted(r)
+}
+
 /// Write and fsync (a journal must be on disk before the moves it describes).
 pub fn write_synced(p: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
     space()?;
     let r = (|| {
+        // Whatever is at `p` goes first, a link as a link: the new file is created, never
+        // opened through a link someone put there (it would write wherever that points).
+        if std::fs::symlink_metadata(p).is_ok() {
+            std::fs::remove_file(p)?;
+        }
         // Never world-writable, whatever the umask (a manifest, a journal).
-        let mut f = rocbuild_secret::create_file(p)
+        let mut f = rocbuild_secret::create_new_file(p)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{e}: {}", p.display())))?;
         f.write_all(bytes)?;
         f.sync_all()
     })();
+    if r.is_err() {
+        // A full disk leaves no partial file behind.
+        let _ = std::fs::remove_file(p);
+    }
     counted(r)
 }
 
@@ -164,7 +196,9 @@ pub fn write_atomic(p: &Path, bytes: &[u8]) -> io::Result<()> {
     tmp.push(".tmp");
     let tmp = std::path::PathBuf::from(tmp);
     write_synced(&tmp, bytes)?;
-    rename(&tmp, p)
+    rename(&tmp, p).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// Count an edit made by another crate (RUNPATH rewrite of a staged file).

@@ -86,6 +86,8 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let json = wants_json(&cli);
+    // Where the key that seals rocbuild's journals lives: this user's cache, when it is safe.
+    rocbuild_venv::state_key::configure(settings::state_key_dir(&cli.global));
     if let Some(n) = settings::test_hook(settings::ROCBUILD_TEST_KILL_AFTER_STEP) {
         rocbuild_venv::txn_fs::arm_kill(n);
     }

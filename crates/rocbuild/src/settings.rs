@@ -105,6 +105,15 @@ pub fn cache(g: &crate::cli::Global) -> miette::Result<std::path::PathBuf> {
     Ok(dir)
 }
 
+/// The directory of the key that seals rocbuild's journals (`rocbuild_venv::state_key`): the
+/// cache as [`cache`] finds it, or none when there is no cache or it is not safe (another
+/// user could write there, so a key there would prove nothing).
+pub fn state_key_dir(g: &crate::cli::Global) -> Option<std::path::PathBuf> {
+    let dir = std::path::absolute(g.cache.clone().or_else(cache_dir)?).ok()?;
+    rocbuild_secret::check_cache_dir(&dir).ok()?;
+    Some(dir)
+}
+
 /// `ROCBUILD_INDEX`: the indexes to look for rebuilt wheels on when no `--index` is given.
 pub fn index() -> Vec<String> {
     std::env::var(ROCBUILD_INDEX)
