@@ -4,6 +4,7 @@
 mod catalogue;
 mod chroot_rocm;
 mod clean;
+mod closed_pipe;
 mod cli_text;
 mod common;
 mod compiler_cache;

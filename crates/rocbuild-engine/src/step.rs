@@ -2,7 +2,6 @@
 //! and on failure the tail of the output, the log path and the exact command to reproduce.
 //! This is the build log's terminal side: it prints, redacted, what the user's verbosity asks
 //! for, and nothing when quiet.
-#![allow(clippy::print_stderr)]
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -13,6 +12,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::command::Command;
 use crate::error::{EngineError, Result};
+
+/// One line on stderr, redacted. A closed stderr (`2>&1 | head`) is no reason to stop a
+/// build halfway, as `eprintln!` would (it panics): the line is still in the log.
+fn say(line: &str) {
+    let line = format!("{}\n", rocbuild_secret::redact(line));
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
 
 /// How chatty to be on the terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -57,7 +63,7 @@ impl RunLog {
             self.started.elapsed().as_secs_f64()
         );
         if self.verbosity != Verbosity::Quiet {
-            eprintln!("{}", rocbuild_secret::redact(line));
+            say(line);
         }
     }
 
@@ -129,7 +135,7 @@ impl RunLog {
             let line = line.trim_end().to_string();
             self.write(&line);
             if self.verbosity == Verbosity::Verbose {
-                eprintln!("{}", rocbuild_secret::redact(&line));
+                say(&line);
             }
             tail.push(&line);
             lines.push(line);
@@ -219,7 +225,7 @@ impl RunLog {
                         show_progress(&bar, n, m);
                     }
                     if self.verbosity == Verbosity::Verbose {
-                        bar.suspend(|| eprintln!("{}", rocbuild_secret::redact(&line)));
+                        bar.suspend(|| say(&line));
                     }
                     tail.push(&line);
                     lines.push(line);

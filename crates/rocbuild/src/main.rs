@@ -103,6 +103,11 @@ fn main() -> ExitCode {
         cli.command,
         None | Some(Command::Rebuild(_)) | Some(Command::Restore(_))
     );
+    // A closed stdout (`| head -1`) ends a command that only reads, quietly; one that changes
+    // a venv (repair too) goes on without its output, so that it ends as it would have.
+    if changes_a_venv || matches!(cli.command, Some(Command::Repair(_))) {
+        out::keep_going_on_closed_stdout();
+    }
     if changes_a_venv {
         if let Err(e) = rocbuild_engine::interrupt::catch() {
             tracing::warn!("cannot catch Ctrl-C: {e}");

@@ -1,7 +1,11 @@
 //! Everything rocbuild prints goes through here, redacted by the one rule of
 //! `rocbuild_secret`: no URL's password and no secret setting reaches stdout or stderr. The
 //! rest of this crate prints only through [`outln!`] and [`errln!`] (a test in this module
-//! fails on any other `println!`/`eprintln!` in `src/`).
+//! fails on any other `println!`/`eprintln!` in `src/`). None of them panics on a closed
+//! pipe (`rocbuild status | head -1`), as `println!` would.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `println!`, redacted.
 macro_rules! outln {
@@ -15,25 +19,57 @@ macro_rules! errln {
     ($($arg:tt)*) => { $crate::out::stderr_line(&format!($($arg)*)) };
 }
 
-#[allow(clippy::print_stdout)]
-pub fn stdout_line(text: &str) {
-    println!("{}", rocbuild_secret::redact(text));
+/// Whether a closed stdout (`rocbuild status | head -1`) ends the process. A command that
+/// only reads stops there, quietly and with 0, as `ls | head` does; one that changes a venv
+/// goes on without its output, so that its transaction ends as it would have (committed or
+/// rolled back), never cut off by its reader going away.
+static EXIT_ON_CLOSED_STDOUT: AtomicBool = AtomicBool::new(true);
+
+/// Say (once, before anything is printed) that this command changes a venv: a closed
+/// stdout no longer ends it.
+pub fn keep_going_on_closed_stdout() {
+    EXIT_ON_CLOSED_STDOUT.store(false, Ordering::Relaxed);
 }
 
-#[allow(clippy::print_stderr)]
+pub fn stdout_line(text: &str) {
+    let line = format!("{}\n", rocbuild_secret::redact(text));
+    wrote_stdout(std::io::stdout().lock().write_all(line.as_bytes()));
+}
+
 pub fn stderr_line(text: &str) {
-    eprintln!("{}", rocbuild_secret::redact(text));
+    let line = format!("{}\n", rocbuild_secret::redact(text));
+    // A closed or failing stderr leaves nothing to say it on: the exit status still tells
+    // how the command ended (`println!`/`eprintln!` would panic here, exit 101).
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// `text` as it is (no newline added), redacted.
-#[allow(clippy::print_stdout)]
 pub fn stdout_raw(text: &str) {
-    use std::io::Write;
-    let _ = write!(
-        std::io::stdout().lock(),
-        "{}",
-        rocbuild_secret::redact(text)
-    );
+    let text = rocbuild_secret::redact(text);
+    let mut out = std::io::stdout().lock();
+    wrote_stdout(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
+}
+
+/// What a write to stdout came to: a reader that went away ends a command that only reads
+/// ([`EXIT_ON_CLOSED_STDOUT`]); any other failure (a full disk under `> file`) is said once
+/// on stderr and the command goes on.
+fn wrote_stdout(r: std::io::Result<()>) {
+    let Err(e) = r else { return };
+    if is_closed_pipe(&e) {
+        if EXIT_ON_CLOSED_STDOUT.load(Ordering::Relaxed) {
+            std::process::exit(0);
+        }
+        return;
+    }
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        stderr_line(&format!("rocbuild: cannot write to stdout: {e}"));
+    }
+}
+
+/// The reader of the pipe is gone (EPIPE; Rust ignores SIGPIPE, so the write fails instead).
+fn is_closed_pipe(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::BrokenPipe
 }
 
 /// The width of the terminal stderr is, if it is one.
