@@ -79,6 +79,18 @@ pub enum FetchError {
         target: String,
         reason: String,
     },
+    /// A link that leads out (through however many links), a loop of links, an entry written
+    /// through a link, a hard link to anything but an earlier file, a device or a fifo (and,
+    /// in an sdist, a name that escapes): refused before anything is written.
+    #[error("{archive} is not safe to unpack: its entry `{entry}` {reason}")]
+    #[diagnostic(code(rocbuild::fetch::unsafe_archive))]
+    UnsafeArchive {
+        archive: String,
+        entry: String,
+        reason: String,
+        #[help]
+        help: String,
+    },
     #[error("cannot {action} {path}: {source}")]
     #[diagnostic(code(rocbuild::fetch::io))]
     Io {
