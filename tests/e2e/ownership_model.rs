@@ -15,6 +15,15 @@
 //! - after `restore`, the package folder and dist-info are byte-identical to what they were
 //!   just before rocbuild last took the package over.
 //!
+//! Hostile steps are part of the sequences (issue 38): a pip-installed wheel that plants a
+//! `.rocbuild/journal.json` naming files outside the venv (an older rocbuild's format, or a
+//! journal sealed with another key), a link swapped in for `.rocbuild/lock` that points at a
+//! file outside, and a disk that fills up at a random step of an install or a restore. While a
+//! planted journal or a link is there, every command that would change the venv refuses and
+//! changes nothing, and `status` still tells the truth; after any step, a canary folder outside
+//! the venv (which the planted state names) is byte-identical, and a full disk leaves the venv
+//! as before or as after, with no journal, temporary file or staging area left.
+//!
 //! A failure shrinks to the shortest sequence, printed as the commands a person would type.
 //! CI runs a fixed seed and one random case; `cargo xtask soak N` runs N random cases.
 
@@ -70,9 +79,20 @@ struct Rb {
     torch_built: u32,
 }
 
+/// Hostile state someone else put in the venv, which rocbuild must refuse to act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Block {
+    /// A wheel shipped `.rocbuild/journal.json` (forged: `true` sealed with another key).
+    Planted { forged: bool },
+    /// `.rocbuild/lock` is a link to a file outside the venv.
+    LockLink,
+}
+
 #[derive(Clone, Debug)]
 struct Model {
     pkg: Pkg,
+    /// Hostile state in the venv, until the user removes it.
+    blocked: Option<Block>,
     rb: Option<Rb>,
     /// Torch upgrades so far (torch 2.9.(1 + n)).
     torch: u32,
@@ -107,6 +127,17 @@ enum Op {
     /// A restore SIGKILLed after filesystem step `step`; the next command finishes it.
     RestoreKilled(u64),
     Status,
+    /// An install on a disk that fills up after filesystem step `step`, then run again.
+    InstallDiskFull {
+        version: usize,
+        step: u64,
+    },
+    /// A restore on a disk that fills up after filesystem step `step`, then run again.
+    RestoreDiskFull(u64),
+    /// Someone puts hostile state into the venv (see [`Block`]).
+    Hostile(Block),
+    /// The user removes it (pip uninstalls the planting wheel; the link is deleted).
+    Unblock,
 }
 
 /// The commands a person would type (V is the venv, W the wheel directory).
@@ -144,6 +175,24 @@ impl std::fmt::Debug for Op {
                 "rocbuild restore fakecodec --venv V  # kill -9 after step {step}"
             ),
             Op::Status => write!(f, "rocbuild status --venv V"),
+            Op::InstallDiskFull { version, step } => write!(
+                f,
+                "rocbuild fakecodec --version {} --venv V  # disk full after install step {step}, then again",
+                v(version)
+            ),
+            Op::RestoreDiskFull(step) => write!(
+                f,
+                "rocbuild restore fakecodec --venv V  # disk full after step {step}, then again"
+            ),
+            Op::Hostile(Block::Planted { forged }) => write!(
+                f,
+                "V/bin/pip install --no-deps -f W planter  # ships .rocbuild/journal.json ({}) naming files outside",
+                if *forged { "sealed with another key" } else { "an older rocbuild's format" }
+            ),
+            Op::Hostile(Block::LockLink) => {
+                write!(f, "ln -sf OUTSIDE/lock-target V/.../.rocbuild/lock")
+            }
+            Op::Unblock => write!(f, "# the hostile file is removed (pip uninstall planter / rm the link)"),
         }
     }
 }
@@ -212,6 +261,7 @@ impl ReferenceStateMachine for RefMachine {
         .prop_map(|pkg| Reference {
             model: Model {
                 pkg,
+                blocked: None,
                 rb: None,
                 torch: 0,
                 epoch: 0,
@@ -224,6 +274,7 @@ impl ReferenceStateMachine for RefMachine {
 
     fn transitions(_: &Reference) -> BoxedStrategy<Op> {
         let v = 0..2usize;
+        let v2 = 0..2usize;
         let sig = prop_oneof![Just(Signal::Kill), Just(Signal::Int)];
         prop_oneof![
             4 => v.clone().prop_map(Op::Install),
@@ -237,6 +288,11 @@ impl ReferenceStateMachine for RefMachine {
             3 => Just(Op::Restore),
             1 => (1..12u64).prop_map(Op::RestoreKilled),
             1 => Just(Op::Status),
+            1 => (v2.clone(), 1..40u64).prop_map(|(version, step)| Op::InstallDiskFull { version, step }),
+            1 => (1..12u64).prop_map(Op::RestoreDiskFull),
+            1 => any::<bool>().prop_map(|forged| Op::Hostile(Block::Planted { forged })),
+            1 => Just(Op::Hostile(Block::LockLink)),
+            2 => Just(Op::Unblock),
         ]
         .boxed()
     }
@@ -248,8 +304,28 @@ impl ReferenceStateMachine for RefMachine {
             gave_back: false,
             ..m
         };
+        let changes_the_venv = matches!(
+            op,
+            Op::Install(_)
+                | Op::InstallStopped { .. }
+                | Op::InstallDiskFull { .. }
+                | Op::RebuildIfStale
+                | Op::Restore
+                | Op::RestoreKilled(_)
+                | Op::RestoreDiskFull(_)
+        );
         m = match *op {
-            Op::Install(v) | Op::InstallStopped { version: v, .. } => m.install(v),
+            // rocbuild refuses while hostile state is there: nothing changes.
+            _ if changes_the_venv && m.blocked.is_some() => m,
+            Op::Hostile(b) if m.blocked.is_none() => Model {
+                blocked: Some(b),
+                ..m
+            },
+            Op::Hostile(_) => m,
+            Op::Unblock => Model { blocked: None, ..m },
+            Op::Install(v)
+            | Op::InstallStopped { version: v, .. }
+            | Op::InstallDiskFull { version: v, .. } => m.install(v),
             Op::PipInstall(v) | Op::UvInstall(v) if m.pkg.version() == Some(v) => m,
             Op::PipInstall(v) | Op::PipForce(v) => Model {
                 pkg: Pkg::Installed {
@@ -277,7 +353,7 @@ impl ReferenceStateMachine for RefMachine {
                 (Some(rb), Some(s)) if s != "fresh" => m.install(rb.version),
                 _ => m,
             },
-            Op::Restore | Op::RestoreKilled(_) => match m.rb {
+            Op::Restore | Op::RestoreKilled(_) | Op::RestoreDiskFull(_) => match m.rb {
                 None => m,
                 Some(_) if m.pkg.by_rocbuild() => Model {
                     pkg: *r.baselines.last().unwrap_or(&Pkg::Absent),
@@ -346,6 +422,57 @@ fn wheels() -> &'static Wheels {
 struct Sut {
     w: World,
     baselines: Vec<BTreeMap<String, Vec<u8>>>,
+    /// A folder outside the venv that hostile state names; it must never change.
+    canary: PathBuf,
+}
+
+/// Every file under `dir`, byte for byte.
+fn tree_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    rocbuild_venv::walk(dir)
+        .into_iter()
+        .map(|(rel, p)| (rel, std::fs::read(p).unwrap_or_default()))
+        .collect()
+}
+
+/// The canary: what hostile state in the venv points at.
+fn make_canary(root: &Path) -> PathBuf {
+    let c = root.join("outside the venv");
+    std::fs::create_dir_all(c.join("photos")).unwrap();
+    std::fs::write(c.join("thesis.tex"), b"years of work").unwrap();
+    std::fs::write(c.join("photos/1.jpg"), b"\xff\xd8 a photo").unwrap();
+    std::fs::write(c.join("lock-target"), b"a file the lock link points at").unwrap();
+    c
+}
+
+fn canary_bytes(c: &Path) -> BTreeMap<String, Vec<u8>> {
+    tree_bytes(c)
+}
+
+/// A wheel whose only file is `.rocbuild/journal.json` naming the canary's files: an older
+/// rocbuild's plain format, or a sealed journal with another key (`forged`).
+fn planter_wheel(dir: &Path, site: &Path, canary: &Path, forged: bool) -> PathBuf {
+    let text = if forged {
+        let mut j = rocbuild_venv::journal::Journal::committed("fakecodec").unwrap();
+        j.drop.push("fakecodec".into());
+        j.seal(
+            site,
+            &rocbuild_venv::state_key::StateKey::from_bytes([0x5a; 32]),
+        )
+    } else {
+        serde_json::json!({
+            "recipe": "fakecodec", "created_state_dir": false, "ops": [], "phase": "commit",
+            "remove": [canary.join("thesis.tex")],
+            "put_back": [[canary.join("lock-target"), site.join("evil")]],
+            "drop": [canary.join("photos"), site.join("fakecodec")],
+        })
+        .to_string()
+    };
+    make_wheel_files(
+        dir,
+        "planter",
+        "1.0",
+        &[(".rocbuild/journal.json", text.as_bytes())],
+    )
 }
 
 /// The package's folder and dist-infos, byte for byte (bytecode included).
@@ -496,6 +623,164 @@ fn interrupt_when_paused(child: &mut std::process::Child) {
     }
 }
 
+impl Sut {
+    fn canary_at_start(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut want = BTreeMap::new();
+        want.insert(
+            "lock-target".to_string(),
+            b"a file the lock link points at".to_vec(),
+        );
+        want.insert("photos/1.jpg".to_string(), b"\xff\xd8 a photo".to_vec());
+        want.insert("thesis.tex".to_string(), b"years of work".to_vec());
+        want
+    }
+
+    /// With hostile state in the venv, a command that would change it refuses, says why,
+    /// and changes nothing. `false`: `op` is not such a command.
+    fn refused(&self, op: &Op, before: &BTreeMap<String, Vec<u8>>) -> bool {
+        let args: &[&str] = match op {
+            Op::Install(v)
+            | Op::InstallStopped { version: v, .. }
+            | Op::InstallDiskFull { version: v, .. } => &["fakecodec", "--version", VERSIONS[*v]],
+            Op::RebuildIfStale => &["rebuild", "--if-stale"],
+            Op::Restore | Op::RestoreKilled(_) | Op::RestoreDiskFull(_) => {
+                &["restore", "fakecodec"]
+            }
+            _ => return false,
+        };
+        let out = self.rocbuild(args, &[]);
+        assert_ne!(
+            out.code, 0,
+            "{op:?} with hostile state: {}{}",
+            out.stdout, out.stderr
+        );
+        assert!(
+            out.stderr.contains("rocbuild::journal::untrusted")
+                || out.stderr.contains("rocbuild::state::escape"),
+            "{op:?} refused without saying why: {}",
+            out.stderr
+        );
+        assert!(
+            package_bytes(&self.w.site) == *before,
+            "{op:?} changed the venv while refusing"
+        );
+        true
+    }
+
+    fn hostile(&self, b: Block) {
+        if self.blocked_now() {
+            return;
+        }
+        match b {
+            Block::Planted { forged } => {
+                let dir = self.w.tmp.path().join(if forged {
+                    "planter-forged"
+                } else {
+                    "planter-old"
+                });
+                let dir = dir.to_str().unwrap().to_string();
+                self.pip(&[
+                    "install",
+                    "--no-deps",
+                    "--no-index",
+                    "--find-links",
+                    &dir,
+                    "planter",
+                ]);
+                assert!(rocbuild_venv::layout::journal(&self.w.site).is_file());
+            }
+            Block::LockLink => {
+                let state = rocbuild_venv::layout::state_dir(&self.w.site);
+                std::fs::create_dir_all(&state).unwrap();
+                std::os::unix::fs::symlink(self.canary.join("lock-target"), state.join("lock"))
+                    .unwrap();
+            }
+        }
+    }
+
+    fn blocked_now(&self) -> bool {
+        let state = rocbuild_venv::layout::state_dir(&self.w.site);
+        state.join("lock").is_symlink() || self.w.site.join("planter-1.0.dist-info").exists()
+    }
+
+    fn unblock(&self) {
+        if self.w.site.join("planter-1.0.dist-info").exists() {
+            self.pip(&["uninstall", "-y", "planter"]);
+        }
+        let state = rocbuild_venv::layout::state_dir(&self.w.site);
+        if state.join("lock").is_symlink() {
+            std::fs::remove_file(state.join("lock")).unwrap();
+            let _ = std::fs::remove_dir(&state);
+        }
+    }
+
+    /// No journal, temporary journal or staging area left in `.rocbuild/`.
+    fn no_leftovers(&self, what: &str) {
+        let state = rocbuild_venv::layout::state_dir(&self.w.site);
+        for name in ["journal.json", "journal.json.tmp", "txn"] {
+            assert!(
+                !state.join(name).exists(),
+                "{what} left .rocbuild/{name} behind"
+            );
+        }
+    }
+
+    /// An install on a disk that fills up after `step`: the venv as before (and the message
+    /// says no space and that it was rolled back) or complete; then the install again.
+    fn install_disk_full(&self, version: usize, step: u64) {
+        let before = package_bytes(&self.w.site);
+        let out = self.w.cmd(
+            &["fakecodec", "--version", VERSIONS[version], "-q"],
+            &[("ROCBUILD_TEST_FAIL_AFTER_STEP", &step.to_string())],
+        );
+        if out.code != 0 {
+            assert!(
+                out.stderr.to_lowercase().contains("no space left"),
+                "a full disk not said as such: {}",
+                out.stderr
+            );
+            assert!(
+                package_bytes(&self.w.site) == before,
+                "a failed install changed the venv"
+            );
+        } else {
+            let m = rocbuild_venv::manifest::read(&self.w.site, "fakecodec").unwrap();
+            assert!(rocbuild_venv::ownership::holds(&self.w.site, &m));
+        }
+        self.no_leftovers("an install on a full disk");
+        ok(&self.install(version));
+    }
+
+    /// A restore on a disk that fills up after `step`: nothing changed (and no leftovers) or
+    /// restored; then the restore again.
+    fn restore_disk_full(&self, step: u64, r: &Reference) {
+        let before = package_bytes(&self.w.site);
+        let out = self.rocbuild(
+            &["restore", "fakecodec"],
+            &[("ROCBUILD_TEST_FAIL_AFTER_STEP", &step.to_string())],
+        );
+        if out.code != 0 && !out.stderr.contains("has not installed") {
+            assert!(
+                out.stderr.to_lowercase().contains("no space left"),
+                "a full disk not said as such: {}",
+                out.stderr
+            );
+            assert!(
+                package_bytes(&self.w.site) == before,
+                "a failed restore changed the venv"
+            );
+        }
+        self.no_leftovers("a restore on a full disk");
+        let _ = self.rocbuild(&["restore", "fakecodec"], &[]);
+        if r.model.gave_back {
+            assert!(
+                package_bytes(&self.w.site) == *self.baselines.last().unwrap(),
+                "restore after a full disk: not the baseline"
+            );
+        }
+    }
+}
+
 struct OwnershipTest;
 
 impl StateMachineTest for OwnershipTest {
@@ -521,9 +806,19 @@ impl StateMachineTest for OwnershipTest {
             let name = format!("fakecodec-{v}-py3-none-any.whl");
             std::fs::copy(wheels.dir.join(&name), w.wheels.join(&name)).unwrap();
         }
+        let canary = make_canary(w.tmp.path());
+        for forged in [false, true] {
+            let dir = w.tmp.path().join(if forged {
+                "planter-forged"
+            } else {
+                "planter-old"
+            });
+            planter_wheel(&dir, &w.site, &canary, forged);
+        }
         let sut = Sut {
             w,
             baselines: Vec::new(),
+            canary,
         };
         if let Pkg::Installed { version, .. } = r.model.pkg {
             sut.pip_install(version, false);
@@ -536,6 +831,9 @@ impl StateMachineTest for OwnershipTest {
 
     fn apply(mut sut: Sut, r: &Reference, op: Op) -> Sut {
         let before = package_bytes(&sut.w.site);
+        if r.model.blocked.is_some() && sut.refused(&op, &before) {
+            return sut;
+        }
         match op {
             Op::Install(v) => ok(&sut.install(v)),
             Op::InstallStopped {
@@ -587,6 +885,10 @@ impl StateMachineTest for OwnershipTest {
                 }
             }
             Op::Status => {}
+            Op::InstallDiskFull { version, step } => sut.install_disk_full(version, step),
+            Op::RestoreDiskFull(step) => sut.restore_disk_full(step, r),
+            Op::Hostile(b) => sut.hostile(b),
+            Op::Unblock => sut.unblock(),
         }
         if sut.baselines.len() < r.baselines.len() {
             sut.baselines.push(before);
@@ -595,6 +897,10 @@ impl StateMachineTest for OwnershipTest {
     }
 
     fn check_invariants(sut: &Sut, r: &Reference) {
+        assert!(
+            canary_bytes(&sut.canary) == sut.canary_at_start(),
+            "a file outside the venv changed"
+        );
         check_records(&sut.w.site);
         check_presence(sut, &r.model);
         check_status(sut, &r.model);
@@ -777,6 +1083,7 @@ fn ownership_model_regressions() {
         let init = Reference {
             model: Model {
                 pkg: *pkg,
+                blocked: None,
                 rb: None,
                 torch: 0,
                 epoch: 0,
@@ -786,4 +1093,51 @@ fn ownership_model_regressions() {
         };
         OwnershipTest::test_sequential(config(1, None), init, ops.to_vec(), None);
     }
+}
+
+/// Every hostile step at least once, in one fixed sequence (the random runs mix them in).
+#[test]
+fn ownership_model_hostile_steps() {
+    let ops = vec![
+        Op::Hostile(Block::Planted { forged: false }),
+        Op::Install(0),
+        Op::Status,
+        Op::Unblock,
+        Op::Install(0),
+        Op::Hostile(Block::Planted { forged: true }),
+        Op::Restore,
+        Op::RebuildIfStale,
+        Op::Unblock,
+        Op::Hostile(Block::LockLink),
+        Op::Install(1),
+        Op::Status,
+        Op::Unblock,
+        Op::InstallDiskFull {
+            version: 1,
+            step: 3,
+        },
+        Op::InstallDiskFull {
+            version: 0,
+            step: 12,
+        },
+        Op::RestoreDiskFull(2),
+        Op::Install(1),
+        Op::RestoreDiskFull(5),
+    ];
+    let pkg = Pkg::Installed {
+        owner: Owner::Pip,
+        version: 0,
+    };
+    let init = Reference {
+        model: Model {
+            pkg,
+            blocked: None,
+            rb: None,
+            torch: 0,
+            epoch: 0,
+            gave_back: false,
+        },
+        baselines: vec![pkg],
+    };
+    OwnershipTest::test_sequential(config(1, None), init, ops, None);
 }

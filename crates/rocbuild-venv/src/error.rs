@@ -53,7 +53,7 @@ pub enum VenvError {
     #[error("the manifest {path} cannot be used: {reason}")]
     #[diagnostic(
         code(rocbuild::manifest::invalid),
-        help("it was edited or damaged, so rocbuild will not touch the files it names; move it out of .rocbuild/ and reinstall with `rocbuild {recipe}` (pip's original files, if any, are in .rocbuild/backup/{recipe})")
+        help("it was edited or damaged, so rocbuild will not touch the files it names; move it out of .rocbuild/ and build again with `rocbuild {recipe}`: pip's original files in .rocbuild/backup/{recipe} stay the baseline that `rocbuild restore {recipe}` gives back")
     )]
     BadManifest {
         path: String,

@@ -252,9 +252,10 @@ fn roll_forward(site: &Path, journal: &Journal) -> Result<()> {
 /// finished run empties it). `status` recovers only then, so it stays read-only otherwise.
 pub fn needs_recovery(site: &Path) -> bool {
     let lock = layout::state_dir(site).join(layout::LOCK_FILE);
+    // (A link at the lock's place is not a run's trace: the next run that locks refuses it.)
     confine::exists(&layout::journal(site))
         || confine::exists(&layout::txn(site))
-        || std::fs::symlink_metadata(lock).is_ok_and(|m| m.len() > 0)
+        || std::fs::symlink_metadata(lock).is_ok_and(|m| m.is_file() && m.len() > 0)
 }
 
 /// What [`recover`] found.

@@ -32,7 +32,17 @@ pub fn status(
     let mut busy = None;
     if install::needs_recovery(&layout.site) {
         match VenvLock::acquire(&layout.site, false, &mut |_| {}) {
-            Ok(_lock) => note_recovery(install::recover(&layout.site)?, reporter),
+            Ok(_lock) => match install::recover(&layout.site) {
+                Ok(r) => note_recovery(r, reporter),
+                // Reported, never acted on; the status below is still the truth of the files.
+                Err(e @ VenvError::UntrustedJournal { .. }) => {
+                    reporter.note(&format!("warning: {e}"));
+                    if let VenvError::UntrustedJournal { help, .. } = &e {
+                        reporter.note(&format!("  {help}"));
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            },
             Err(VenvError::Locked { pid, .. }) => busy = Some(pid),
             Err(e) => return Err(e.into()),
         }
