@@ -29,6 +29,7 @@ mod python_extension;
 mod python_wheel;
 mod real_torch;
 mod real_wheels;
+mod recipe_names;
 mod recipes_real;
 mod repair;
 mod restore;

@@ -5,6 +5,7 @@
 
 mod error;
 mod load;
+pub mod names;
 pub mod schema;
 pub mod template;
 

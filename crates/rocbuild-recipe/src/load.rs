@@ -7,6 +7,7 @@ use pep440_rs::{Version, VersionSpecifiers};
 use sha2::{Digest, Sha256};
 
 use crate::error::{nearest, RecipeError};
+use crate::names::Below;
 use crate::schema::{Overlay, RawRecipe, Text};
 use crate::template;
 use crate::Recipe;
@@ -80,13 +81,13 @@ fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> RecipeError {
     RecipeError::at(file, text, span, message, "here", help)
 }
 
-struct Checker<'a> {
+pub(crate) struct Checker<'a> {
     file: &'a str,
-    text: &'a str,
+    pub(crate) text: &'a str,
 }
 
 impl Checker<'_> {
-    fn err(
+    pub(crate) fn err(
         &self,
         span: Range<usize>,
         msg: impl Into<String>,
@@ -97,6 +98,8 @@ impl Checker<'_> {
     }
 
     fn check(&self, raw: &RawRecipe) -> Result<(), RecipeError> {
+        // First: a name that climbs out of the cache or the venv is never used for anything.
+        self.names(raw)?;
         if raw.releases.is_empty() {
             return Err(self.err(
                 0..0,
@@ -355,6 +358,9 @@ impl Checker<'_> {
             for c in &b.hip_compat {
                 self.key_in(c, crate::HIP_COMPAT_NAMES, "HIP compatibility definition")?;
             }
+            if let Some(t) = &b.cmake_source {
+                self.relative(t, "cmake-source", Below::Checkout, true)?;
+            }
         }
         if let Some(i) = &o.install {
             for t in i.artifacts.iter().chain(&i.finds).chain(&i.park) {
@@ -369,11 +375,21 @@ impl Checker<'_> {
         if let Some(i) = &o.install {
             for t in &i.python_libs {
                 self.template(t)?;
+                self.relative(t, "python-libs", Below::Site, false)?;
             }
+            for t in &i.park {
+                self.relative(t, "park", Below::Site, false)?;
+            }
+        }
+        for t in o.source.iter().flat_map(|s| &s.submodules) {
+            self.relative(t, "submodules", Below::Checkout, false)?;
         }
         if let Some(p) = &o.python {
             for t in p.env.values().chain(p.dir.iter()) {
                 self.template(t)?;
+            }
+            if let Some(t) = &p.dir {
+                self.relative(t, "dir", Below::Checkout, true)?;
             }
             if let Some(e) = &p.extension {
                 self.extension(e)?;
@@ -494,6 +510,10 @@ impl Checker<'_> {
             .chain([&e.package])
         {
             self.template(t)?;
+        }
+        self.relative(&e.package, "package", Below::Checkout, false)?;
+        for t in &e.sources {
+            self.relative(t, "sources", Below::Checkout, false)?;
         }
         Ok(())
     }
