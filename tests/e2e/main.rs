@@ -4,8 +4,8 @@
 mod catalogue;
 mod chroot_rocm;
 mod clean;
-mod closed_pipe;
 mod cli_text;
+mod closed_pipe;
 mod common;
 mod compiler_cache;
 mod crash;
@@ -17,6 +17,7 @@ mod fixture_build;
 mod fresh_machine;
 mod guides;
 mod hip_build;
+mod host_python;
 mod index;
 mod locks;
 mod mirror;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{HostPip, Installer, Os, ProbeError, Python};
+use crate::{HostPip, Installer, Os, ProbeEnv, ProbeError, Python};
 
 /// The host tools that build for (and run) a Windows venv from another OS: clang-cl and
 /// lld-link with LLVM's librarian, resource compiler and manifest tool, all of one LLVM
@@ -392,17 +392,39 @@ fn windows_machine(exe: &Path) -> Option<String> {
     }
 }
 
-/// The host Python whose pip installs wheels for `py` (a Windows venv): `pythonX.Y` of its
-/// version on PATH, else `python3`; None when the host has neither.
-pub fn host_pip(py: &Python) -> Option<HostPip> {
-    let same = which::which(format!("python{}", py.version)).ok();
-    let same_version = same.is_some();
-    let python = same.or_else(|| which::which("python3").ok())?;
+/// The host Python whose pip installs the build tools and wheels for `py` (a Windows venv) and
+/// which CMake runs at configure time: the first on `$PATH` that runs, every `pythonX.Y` of the
+/// venv's version before every `python3`. Each is run (`-c` printing its version), so a shim
+/// that cannot (pyenv's `python3.12` when that version is not active: "pyenv: python3.12:
+/// command not found", exit 127) is passed over for the next; the second value says which
+/// were and why (logged too, shown with `-v`). None when no host Python runs.
+pub fn host_pip(py: &Python, env: &ProbeEnv) -> (Option<HostPip>, Vec<String>) {
+    let host = Os::current();
+    let mut skipped = Vec::new();
+    let candidates: Vec<PathBuf> = [format!("python{}", py.version), "python3".into()]
+        .iter()
+        .flat_map(|name| env.which_all(name, host))
+        .collect();
+    let found = candidates
+        .into_iter()
+        .find_map(|python| match python_runs(env, &python) {
+            Ok(version) => Some((python, version)),
+            Err(why) => {
+                let why = format!("{} does not run: {why}", python.display());
+                tracing::info!("host Python skipped: {why}");
+                skipped.push(why);
+                None
+            }
+        });
+    let Some((python, version)) = found else {
+        return (None, skipped);
+    };
+    tracing::info!("host Python: {} (Python {version})", python.display());
     let nodot = py.version.replace('.', "");
     let platform = py.platform.replace('-', "_");
-    Some(HostPip {
+    let pip = HostPip {
         python,
-        same_version,
+        same_version: version == py.version,
         tags: vec![
             "--platform".into(),
             platform,
@@ -413,7 +435,54 @@ pub fn host_pip(py: &Python) -> Option<HostPip> {
             "--abi".into(),
             format!("cp{nodot}"),
         ],
-    })
+    };
+    (Some(pip), skipped)
+}
+
+/// Prints a Python's `major.minor`, and nothing else.
+const VERSION_SCRIPT: &str = "import sys; print('%d.%d' % sys.version_info[:2])";
+
+/// Run `python -c VERSION_SCRIPT`: its `3.12`, or why it did not run (its exit code and the
+/// first line it said on stderr, a timeout, a start that failed, output that is no version).
+fn python_runs(env: &ProbeEnv, python: &Path) -> Result<String, String> {
+    let handle = duct::cmd(python, ["-c", VERSION_SCRIPT])
+        .full_env(&env.vars)
+        .stdin_null()
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .start()
+        .map_err(|e| format!("cannot start it: {e}"))?;
+    let out = match handle.wait_timeout(env.timeout) {
+        Ok(Some(out)) => out.clone(),
+        Ok(None) => {
+            let _ = handle.kill();
+            return Err(format!("no answer in {} s", env.timeout.as_secs()));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let said = stderr.lines().map(str::trim).find(|l| !l.is_empty());
+        let code = out.status.code().map_or_else(
+            || "killed by a signal".to_string(),
+            |c| format!("exit code {c}"),
+        );
+        return Err(match said {
+            Some(line) => format!("{code}: {line}"),
+            None => code,
+        });
+    }
+    let number = |p: &str| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit());
+    let is_version = stdout
+        .split_once('.')
+        .is_some_and(|(a, b)| number(a) && number(b));
+    if is_version {
+        Ok(stdout)
+    } else {
+        Err(format!("it printed {stdout:?}, not its version"))
+    }
 }
 
 /// A venv for `os` that cannot run here, or whose Python does not describe itself: the error
@@ -502,6 +571,86 @@ mod tests {
         .unwrap();
         let py = python_from_files(&venv, &site, Os::Windows, None);
         assert!(check_windows_python(&venv, &py).is_err());
+    }
+
+    /// A Windows venv of Python `version` (`3.11`), described from its files.
+    fn windows_venv_of(dir: &Path, version: &str) -> Python {
+        let venv = dir.join("winvenv");
+        let site = venv.join("Lib/site-packages");
+        std::fs::create_dir_all(&site).unwrap();
+        std::fs::write(venv.join("python.exe"), b"MZ").unwrap();
+        let cfg = format!("home = C:\\Nowhere\nversion = {version}.1\n");
+        std::fs::write(venv.join("pyvenv.cfg"), cfg).unwrap();
+        python_from_files(&venv, &site, Os::Windows, None)
+    }
+
+    /// An executable shell script `name` in `dir`.
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    /// pyenv's shim of a version that is not active, on PATH ahead of a real Python of that
+    /// version (issue 38: rocbuild ran the shim to install the build tools and gave it to
+    /// CMake, and both failed): the shim is run, fails, and is passed over, with pyenv's own
+    /// words, for the real Python, which pip and CMake then get.
+    #[cfg(unix)]
+    #[test]
+    fn a_host_python_that_cannot_run_is_skipped_for_one_that_can() {
+        // The interpreter itself, not a shim in front of it (this machine may use pyenv).
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 on PATH");
+        let real = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        let version = python_runs(&ProbeEnv::from_process(), &real).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let name = format!("python{version}");
+        let shim = script(
+            &d.path().join("shims"),
+            &name,
+            &format!("echo 'pyenv: {name}: command not found' >&2\necho >&2\nexit 127"),
+        );
+        let bin = d.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(&real, bin.join(&name)).unwrap();
+        let path = format!("{}:{}", shim.parent().unwrap().display(), bin.display());
+        let env = ProbeEnv::rooted(d.path()).with_var("PATH", path);
+        let py = windows_venv_of(d.path(), &version);
+
+        let (host, skipped) = host_pip(&py, &env);
+        let host = host.unwrap_or_else(|| panic!("no host Python; skipped: {skipped:?}"));
+        assert_eq!(host.python, bin.join(&name));
+        assert!(host.same_version);
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(
+            skipped[0].contains(&shim.display().to_string()),
+            "{skipped:?}"
+        );
+        assert!(
+            skipped[0].contains(&format!("exit code 127: pyenv: {name}: command not found")),
+            "{skipped:?}"
+        );
+
+        // Only the shim and a python3 that prints no version: nothing runs, both said.
+        let odd = script(&d.path().join("odd"), "python3", "echo hello");
+        let path = format!(
+            "{}:{}",
+            shim.parent().unwrap().display(),
+            odd.parent().unwrap().display()
+        );
+        let env = ProbeEnv::rooted(d.path()).with_var("PATH", path);
+        let (host, skipped) = host_pip(&py, &env);
+        assert_eq!(host, None);
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert!(
+            skipped[1].contains("\"hello\", not its version"),
+            "{skipped:?}"
+        );
     }
 
     #[test]

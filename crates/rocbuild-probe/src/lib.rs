@@ -335,15 +335,19 @@ pub struct Installer {
     /// (`--target` with the venv's platform tags).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostPip>,
+    /// Host Pythons on PATH that were passed over for `host` because they do not run (pyenv's
+    /// `python3.12` shim when that version is not active), each with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_skipped: Vec<String>,
 }
 
 /// The host's pip, installing wheels for a venv of another OS.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostPip {
-    /// The host's `pythonX.Y` of the venv's version when there is one (CMake may run it at
-    /// configure time), else its `python3`.
+    /// The first host Python on PATH that runs, `pythonX.Y` of the venv's version before
+    /// `python3` (CMake runs it at configure time; the build tools it installs are pure Python).
     pub python: PathBuf,
-    /// Whether `python` is the venv's minor version.
+    /// Whether `python` is the venv's minor version (as it says itself when run).
     pub same_version: bool,
     /// `--platform win_amd64 --python-version 3.11 --implementation cp --abi cp311`.
     pub tags: Vec<String>,
@@ -358,6 +362,7 @@ impl Default for Installer {
             uv: None,
             bundled_pip: None,
             host: None,
+            host_skipped: Vec::new(),
         }
     }
 }
@@ -757,7 +762,9 @@ fn probe_cross(
         opts.python_headers.as_deref(),
     );
     cross::check_windows_python(&venv.root, &python)?;
-    python.installer.host = cross::host_pip(&python);
+    let (host, skipped) = cross::host_pip(&python, &ProbeEnv::from_process());
+    python.installer.host = host;
+    python.installer.host_skipped = skipped;
     let path = std::env::var_os("PATH");
     let cross = cross::cross_windows(path.as_deref(), opts.winsysroot.as_deref());
     let mut tools = probe_tools();

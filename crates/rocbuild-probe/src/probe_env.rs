@@ -112,14 +112,23 @@ impl ProbeEnv {
 
     /// An executable named `name` in `$PATH` (`name.exe` on Windows).
     pub fn which(&self, name: &str, os: Os) -> Option<PathBuf> {
+        self.which_all(name, os).into_iter().next()
+    }
+
+    /// Every file named `name` in `$PATH` (`name.exe` on Windows), in `$PATH`'s order, each
+    /// once: where the first does not run (a shim), the next may.
+    pub fn which_all(&self, name: &str, os: Os) -> Vec<PathBuf> {
         let file = if os == Os::Windows {
             format!("{name}.exe")
         } else {
             name.to_string()
         };
-        self.path_dirs(os)
-            .into_iter()
-            .map(|d| d.join(&file))
-            .find(|p| p.is_file())
+        let mut found: Vec<PathBuf> = Vec::new();
+        for p in self.path_dirs(os).into_iter().map(|d| d.join(&file)) {
+            if p.is_file() && !found.contains(&p) {
+                found.push(p);
+            }
+        }
+        found
     }
 }

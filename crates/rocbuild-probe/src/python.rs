@@ -82,6 +82,7 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
         uv: uv_venv.then(|| find_uv(&venv.root, os)).flatten(),
         bundled_pip: d.bundled_pip,
         host: None,
+        host_skipped: Vec::new(),
     };
     Ok(Python {
         installer,

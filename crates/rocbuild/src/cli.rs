@@ -33,7 +33,8 @@ pub struct Global {
     /// Cache for sources, build trees and logs (also ROCBUILD_CACHE).
     #[arg(long, global = true, value_name = "DIR")]
     pub cache: Option<PathBuf>,
-    /// More output: every line of every build step.
+    /// More output: every line of every build step, and what rocbuild passed over on the way
+    /// (a host Python that does not run, and why).
     #[arg(short, long, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
     /// Only errors and the final result.

@@ -113,8 +113,15 @@ fn main() -> ExitCode {
             tracing::warn!("cannot catch Ctrl-C: {e}");
         }
     }
+    // `-v` adds what rocbuild's own crates note on the way (which host Python was passed over
+    // and why); ROCBUILD_LOG, when set, decides alone.
+    let default_log = if cli.global.verbose {
+        VERBOSE_LOG
+    } else {
+        "warn"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env(settings::ROCBUILD_LOG)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_log));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(out::tracing_writer)
@@ -144,6 +151,9 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// The log filter of `-v`: warnings from everything, and rocbuild's own notes.
+const VERBOSE_LOG: &str = "warn,rocbuild=info,rocbuild_probe=info,rocbuild_engine=info,rocbuild_fetch=info,rocbuild_venv=info,rocbuild_doctor=info,rocbuild_native=info,rocbuild_link=info,rocbuild_recipe=info";
 
 /// The width to wrap messages at: the terminal's (stderr), else `$COLUMNS`, else 100 columns
 /// (as clap does for `--help`).

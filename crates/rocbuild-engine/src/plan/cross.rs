@@ -277,12 +277,23 @@ fn problems(cross: &CrossWindows, machine: &Machine) -> Vec<(String, String)> {
     }
     match &py.installer.host {
         Some(h) if h.same_version => {}
-        _ => out.push((
-            format!("no Python {} on this host: CMake runs the venv's Python at configure time, and a Windows python.exe cannot run here", py.version),
-            format!("install Python {v} on this host (python{v} on PATH: uv python install {v}, pyenv, or your distribution)", v = py.version),
-        )),
+        _ => out.push(no_host_python(py)),
     }
     out
+}
+
+/// No host Python of the venv's version runs: what and how to fix it, with the ones found on
+/// PATH that do not run (a pyenv shim of a version that is not active) and why.
+fn no_host_python(py: &rocbuild_probe::Python) -> (String, String) {
+    let v = &py.version;
+    let mut what = format!("no Python {v} on this host: CMake runs the venv's Python at configure time, and a Windows python.exe cannot run here");
+    let mut help = format!("install Python {v} on this host (python{v} on PATH: uv python install {v}, pyenv, or your distribution)");
+    let skipped = &py.installer.host_skipped;
+    if !skipped.is_empty() {
+        what.push_str(&format!("; passed over: {}", skipped.join("; ")));
+        help.push_str(&format!(", or make the one found run (a pyenv shim runs once its version is active: pyenv shell {v})"));
+    }
+    (what, help)
 }
 
 /// The toolchain file: Windows on x86_64, clang-cl for C and C++, lld-link, llvm-lib,
@@ -451,6 +462,29 @@ mod tests {
         assert_eq!(d["Python3_EXECUTABLE"], "/usr/bin/python3.11");
         assert_eq!(d["Python_LIBRARY"], "/c/python311.lib");
         assert_eq!(d["CMAKE_TOOLCHAIN_FILE"], "/c/windows.cmake");
+    }
+
+    /// A host Python passed over because it does not run is named, with why, where the plan
+    /// says no host Python of the venv's version runs.
+    #[test]
+    fn a_host_python_that_does_not_run_is_named_with_why() {
+        let mut m = cpu_machine(Os::Windows);
+        let py = &mut m.target.python;
+        py.installer.host = None;
+        py.installer.host_skipped = vec![format!(
+            "/home/u/.pyenv/shims/python{v} does not run: exit code 127: pyenv: python{v}: command not found",
+            v = py.version
+        )];
+        let (what, help) = no_host_python(&m.target.python);
+        assert!(
+            what.contains("passed over: /home/u/.pyenv/shims/python"),
+            "{what}"
+        );
+        assert!(what.contains("command not found"), "{what}");
+        assert!(help.contains("pyenv shell"), "{help}");
+        m.target.python.installer.host_skipped.clear();
+        let (what, help) = no_host_python(&m.target.python);
+        assert!(!what.contains("passed over") && !help.contains("pyenv shell"));
     }
 
     #[test]
