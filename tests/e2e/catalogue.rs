@@ -130,6 +130,22 @@ pub const CASES: &[(&str, &str)] = &[
         "A manifest naming a file outside site-packages",
     ),
     (
+        "planted_journal",
+        "A `.rocbuild/journal.json` that rocbuild did not write (a wheel shipped it)",
+    ),
+    (
+        "state_link",
+        "A link in rocbuild's state (`.rocbuild/lock` pointing outside the venv)",
+    ),
+    (
+        "backup_gone",
+        "`restore` while the kept baseline (`.rocbuild/backup/<recipe>/`) is gone",
+    ),
+    (
+        "backup_replaced_by_a_link",
+        "`restore` while the kept baseline is a link to a folder outside the venv",
+    ),
+    (
         "json_error",
         "An error of a command given `--json`: one JSON object on stdout",
     ),
@@ -372,6 +388,11 @@ fn check(name: &str, scene: &Scene, code: i32, bad_run: impl FnOnce() -> Out) ->
         (r"\(pid\s+(\|\s+)?[0-9]+\)", "(pid [PID])"),
         (r"--parallel\s+(\|\s+)?[0-9]+", "--parallel [N]"),
         (r"127\.0\.0\.1:[0-9]+", "127.0.0.1:[PORT]"),
+        // What is free where the disk was (simulated) full: this machine's, wrapped anywhere.
+        (
+            r"(?:\s|\|)+\([0-9.]+(?:\s|\|)+(?:bytes|[KMGTP]iB)(?:\s|\|)+free(?:\s|\|)+on(?:\s|\|)+that(?:\s|\|)+filesystem\)",
+            " ([FREE] free on that filesystem)",
+        ),
         // The tools area is keyed by the requirements and the Python version.
         (r"tools[/\\][0-9a-f]{16}", "tools/[HASH]"),
         // The fixture zip's bytes carry the time it was made.
@@ -1016,7 +1037,8 @@ fn disk_full_while_staging() {
             &[("ROCBUILD_TEST_FAIL_AFTER_STEP", "2")],
         )
     });
-    assert!(said(&err, "No space left on device"), "{err}");
+    assert!(said(&err, "no space left on device: cannot stage"), "{err}");
+    assert!(said(&err, "rocbuild clean --builds"), "{err}");
 }
 
 #[test]
@@ -1177,6 +1199,109 @@ fn manifest_outside_site_packages() {
     });
     assert!(said(&err, "../../../precious.txt"), "{err}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "not rocbuild's");
+}
+
+/// A folder outside the venv that hostile state points at, with its bytes.
+fn canary(s: &Scene) -> (PathBuf, BTreeMap<String, String>) {
+    let c = s.root().join("outside");
+    std::fs::create_dir_all(c.join("photos")).unwrap();
+    std::fs::write(c.join("thesis.tex"), "years of work").unwrap();
+    std::fs::write(c.join("photos/1.jpg"), "a photo").unwrap();
+    let st = tree_state(&c);
+    (c, st)
+}
+
+/// A wheel can ship `.rocbuild/journal.json`: one naming files outside the venv, in the
+/// format an older rocbuild wrote, is reported and never replayed.
+#[test]
+fn planted_journal() {
+    let s = Scene::with_torch();
+    let (c, before) = canary(&s);
+    let state_dir = s.site().join(".rocbuild");
+    std::fs::create_dir_all(&state_dir).unwrap();
+    let planted = serde_json::json!({
+        "recipe": "fakecodec", "created_state_dir": false, "ops": [], "phase": "commit",
+        "remove": [c.join("thesis.tex")], "drop": [c.join("photos")],
+    });
+    std::fs::write(state_dir.join("journal.json"), planted.to_string()).unwrap();
+    let err = check("planted_journal", &s, 1, || {
+        s.rocbuild(&["restore", "fakecodec"], &[])
+    });
+    assert!(said(&err, "not a sealed rocbuild journal"), "{err}");
+    assert_eq!(tree_state(&c), before);
+    // `status` says the same, tells the truth about the builds, and changes nothing either.
+    let out = s.rocbuild(&["status"], &[]);
+    assert!(squeeze(&out.stderr).contains(&squeeze("was not acted on")), "{}", out.stderr);
+    assert_eq!(tree_state(&c), before);
+}
+
+/// A link swapped in for `.rocbuild/lock`: the lock is never opened through it (the pid
+/// would be written into whatever it points to).
+#[test]
+fn state_link() {
+    let s = Scene::with_torch();
+    let (c, before) = canary(&s);
+    let state_dir = s.site().join(".rocbuild");
+    std::fs::create_dir_all(&state_dir).unwrap();
+    std::os::unix::fs::symlink(c.join("thesis.tex"), state_dir.join("lock")).unwrap();
+    let err = check("state_link", &s, 1, || {
+        s.rocbuild(&["restore", "fakecodec"], &[])
+    });
+    assert!(said(&err, "is a link"), "{err}");
+    assert_eq!(tree_state(&c), before);
+}
+
+/// A hand-made install of `pkg` that rocbuild holds: its manifest (with the baseline it kept
+/// recorded), its file, and the baseline in `.rocbuild/backup/pkg/` unless `backup` is false.
+fn held_install(s: &Scene, backup: bool) {
+    let site = s.site();
+    std::fs::create_dir_all(site.join("pkg")).unwrap();
+    std::fs::write(site.join("pkg/lib.so"), "rocbuild's build").unwrap();
+    if backup {
+        std::fs::create_dir_all(site.join(".rocbuild/backup/pkg/pkg")).unwrap();
+        std::fs::write(site.join(".rocbuild/backup/pkg/pkg/lib.so"), "pip's").unwrap();
+    }
+    std::fs::create_dir_all(site.join(".rocbuild")).unwrap();
+    let m = serde_json::json!({
+        "schema": 1, "recipe": "pkg", "version": "1.0", "recipe_hash": "h", "fingerprint": "f",
+        "source_url": null, "source_commit": null, "torch_version": "2.9.1", "torch_git": null,
+        "flavor": "cpu", "ffmpeg_major": 7, "python": "p", "defines": {}, "runpath": [],
+        "files": [], "parked": [], "installed_at": 0,
+        "ownership": {
+            "distribution": "pkg", "roots": ["pkg"],
+            "held": {"pkg/lib.so": sha256_hex(b"rocbuild's build")},
+            "baseline": {"pkg/lib.so": sha256_hex(b"pip's"), "pkg-1.0.dist-info/METADATA": sha256_hex(b"m")},
+        },
+    });
+    std::fs::write(site.join(".rocbuild/pkg.json"), m.to_string()).unwrap();
+}
+
+/// `restore` with the kept baseline gone (a clean-up removed `.rocbuild/backup/`): it refuses
+/// and changes nothing, instead of removing the build and saying it restored pip's files.
+#[test]
+fn backup_gone() {
+    let s = Scene::with_torch();
+    held_install(&s, false);
+    let err = check("backup_gone", &s, 1, || s.rocbuild(&["restore", "pkg"], &[]));
+    assert!(said(&err, "is gone"), "{err}");
+    assert!(said(&err, "pip install --force-reinstall --no-deps pkg==1.0"), "{err}");
+}
+
+/// The kept baseline replaced by a link to a folder outside: `restore` would move that
+/// folder's files into site-packages. It refuses; the folder stays as it was.
+#[test]
+fn backup_replaced_by_a_link() {
+    let s = Scene::with_torch();
+    let (c, before) = canary(&s);
+    held_install(&s, true);
+    let backup = s.site().join(".rocbuild/backup/pkg");
+    std::fs::remove_dir_all(&backup).unwrap();
+    std::os::unix::fs::symlink(&c, &backup).unwrap();
+    let err = check("backup_replaced_by_a_link", &s, 1, || {
+        s.rocbuild(&["restore", "pkg"], &[])
+    });
+    assert!(said(&err, "is a link, which rocbuild never makes"), "{err}");
+    assert_eq!(tree_state(&c), before);
 }
 
 /// With `--json`, an error is one JSON object on stdout (its code, message and help), for every

@@ -786,3 +786,82 @@ mod hostile {
             .is_some());
     }
 }
+
+#[cfg(test)]
+mod baseline {
+    use super::*;
+
+    fn manifest_of(recipe: &str) -> manifest::Manifest {
+        manifest::Manifest {
+            schema: 1,
+            recipe: recipe.into(),
+            ownership: Some(ownership::Ownership {
+                distribution: "pkg".into(),
+                roots: vec!["pkg".into()],
+                ..Default::default()
+            }),
+            ..manifest::Manifest::default()
+        }
+    }
+
+    fn install(site: &Path, bytes: &[u8], take_over: bool) {
+        let created = begin(site).unwrap();
+        let staged = layout::txn(site).join("stage/lib.so");
+        std::fs::write(&staged, bytes).unwrap();
+        let new = [NewFile {
+            rel: "pkg/lib.so".into(),
+            staged,
+        }];
+        let pkg = Package {
+            distribution: "pkg".into(),
+            roots: vec!["pkg".into()],
+        };
+        let sw = swap(site, "r", created, &new, &[], take_over.then_some(&pkg)).unwrap();
+        sw.commit(&manifest_of("r"), None).unwrap();
+    }
+
+    /// rocbuild's own advice after a damaged manifest is "move it away and build again": the
+    /// baseline it kept (pip's files) must survive that, not be replaced by rocbuild's build.
+    #[test]
+    fn a_kept_baseline_without_a_manifest_is_not_replaced_by_what_is_installed() {
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path();
+        std::fs::create_dir_all(site.join("pkg")).unwrap();
+        std::fs::write(site.join("pkg/lib.so"), b"pip's").unwrap();
+        install(site, b"rocbuild 1", true);
+        let kept = layout::backup(site, "r").join("pkg/lib.so");
+        assert_eq!(std::fs::read(&kept).unwrap(), b"pip's");
+        let m = manifest::read(site, "r").unwrap();
+        let rec = m.ownership.unwrap().baseline.unwrap();
+        assert_eq!(rec.keys().collect::<Vec<_>>(), ["pkg/lib.so"]);
+        // The manifest is damaged and moved away; rocbuild builds again (it holds nothing).
+        std::fs::rename(manifest::path(site, "r"), site.join("r.json.damaged")).unwrap();
+        install(site, b"rocbuild 2", true);
+        assert_eq!(std::fs::read(&kept).unwrap(), b"pip's", "pip's baseline was lost");
+        let m = manifest::read(site, "r").unwrap();
+        assert_eq!(m.ownership.unwrap().baseline.unwrap(), rec);
+    }
+
+    #[test]
+    fn a_failed_commit_is_rolled_back_before_it_is_reported() {
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path();
+        std::fs::create_dir_all(site.join("pkg")).unwrap();
+        std::fs::write(site.join("pkg/lib.so"), b"pip's").unwrap();
+        let created = begin(site).unwrap();
+        let staged = layout::txn(site).join("stage/lib.so");
+        std::fs::write(&staged, b"new").unwrap();
+        let new = [NewFile {
+            rel: "pkg/lib.so".into(),
+            staged,
+        }];
+        let sw = swap(site, "r", created, &new, &[], None).unwrap();
+        // The staged manifest cannot be written (its place is taken by a directory).
+        std::fs::create_dir_all(layout::txn(site).join("manifest.json/x")).unwrap();
+        assert!(sw.commit(&manifest_of("r"), None).is_err());
+        assert_eq!(std::fs::read(site.join("pkg/lib.so")).unwrap(), b"pip's");
+        assert!(!layout::journal(site).exists() && !layout::txn(site).exists());
+    }
+}

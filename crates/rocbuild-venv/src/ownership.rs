@@ -265,6 +265,45 @@ pub fn recorded_by_anyone(site: &Path) -> BTreeSet<String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_record_listing_rocbuilds_state_does_not_make_it_the_packages() {
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path();
+        for (p, b) in [
+            ("pkg/a.so", "a"),
+            (".rocbuild/r.json", "{}"),
+            ("pkg-1.0.dist-info/METADATA", "m"),
+            ("pkg-1.0.dist-info/RECORD", "pkg/a.so,,\n.rocbuild/r.json,,\n"),
+        ] {
+            std::fs::create_dir_all(s.join(p).parent().unwrap()).unwrap();
+            std::fs::write(s.join(p), b).unwrap();
+        }
+        let pkg = Package {
+            distribution: "pkg".into(),
+            roots: vec!["pkg".into()],
+        };
+        let f = footprint(s, &pkg);
+        assert!(f.contains(&"pkg/a.so".to_string()), "{f:?}");
+        assert!(!f.iter().any(|p| p.starts_with(".rocbuild/")), "{f:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_in_a_package_is_part_of_it_as_a_link_never_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let (s, out) = (d.path().join("site"), d.path().join("outside"));
+        std::fs::create_dir_all(s.join("pkg")).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("secret"), "x").unwrap();
+        std::os::unix::fs::symlink(&out, s.join("pkg/home")).unwrap();
+        let pkg = Package {
+            distribution: "pkg".into(),
+            roots: vec!["pkg".into()],
+        };
+        assert_eq!(footprint(&s, &pkg), vec!["pkg/home".to_string()]);
+        assert!(entry_hash(&s.join("pkg/home")).is_some());
+    }
+
     fn write(site: &Path, rel: &str, bytes: &[u8]) {
         let p = native(site, rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();

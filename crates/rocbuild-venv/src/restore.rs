@@ -116,7 +116,10 @@ fn check_baseline(m: &Manifest, backup: &Path) -> Result<()> {
         return Ok(());
     };
     let why = if crate::confine::is_link_at(backup) {
-        Some("it is a link, which rocbuild never makes".to_string())
+        Some(format!(
+            "{} is a link, which rocbuild never makes (it would move what it points to into the venv)",
+            backup.display()
+        ))
     } else if !crate::confine::is_real_dir(backup) {
         Some(format!("{} is gone", backup.display()))
     } else if let Some(rec) = &o.baseline {
