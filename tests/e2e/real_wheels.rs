@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use rocbuild_testkit::upstream;
 
 use crate::common::*;
-use crate::repair::{objdump_rpaths, stub_dylib, tree};
+use crate::repair::{assert_record_true, objdump_rpaths, stub_dylib, tree};
 
 /// What `files` import from each `@rpath/` library that is not TorchCodec's own.
 fn foreign_rpath_imports(files: &[PathBuf]) -> BTreeMap<String, BTreeSet<String>> {
@@ -876,11 +876,26 @@ fn repairs_the_real_windows_torchcodec_with_the_preload_hook() {
         serde_json::json!([ffmpeg.display().to_string()])
     );
 
-    // No DLL changed; the hook's two files are new.
+    // No DLL changed; the hook's two files are new, and pip's RECORD lists them (pip's
+    // uninstall removes them with the package), every row true, the others as they were.
     let after = tree(&site);
+    let record = "torchcodec-0.17.0.dist-info/RECORD";
     for (rel, bytes) in &before {
-        assert_eq!(after.get(rel), Some(bytes), "{rel} changed");
+        if rel != record {
+            assert_eq!(after.get(rel), Some(bytes), "{rel} changed");
+        }
     }
+    let was = assert_record_true(&site, &String::from_utf8_lossy(&before[record]));
+    let now = assert_record_true(&site, &String::from_utf8_lossy(&after[record]));
+    let added: Vec<&String> = now.keys().filter(|k| !was.contains_key(*k)).collect();
+    assert_eq!(
+        added,
+        [
+            "_rocbuild_preload_torchcodec.pth",
+            "_rocbuild_preload_torchcodec.py"
+        ]
+    );
+    assert!(was.iter().all(|(k, h)| now.get(k) == Some(h)));
     let module = std::fs::read_to_string(site.join("_rocbuild_preload_torchcodec.py")).unwrap();
     assert_eq!(
         std::fs::read_to_string(site.join("_rocbuild_preload_torchcodec.pth")).unwrap(),

@@ -383,8 +383,10 @@ fn repairs_the_real_linux_torchcodec_so_its_core_loads_without_torch() {
     .unwrap();
     assert_eq!(m["kind"], "repair");
 
-    // pip reinstalling the wheel is seen by status.
-    std::fs::write(&core, &pip_bytes["libtorchcodec_core5.so"]).unwrap();
+    // pip reinstalling the wheel is seen by status. (A real reinstall: it writes pip's
+    // RECORD with the files. Writing one library's bytes back by hand, beside a RECORD that
+    // repair keeps true, is another case: restore then leaves the other repaired files.)
+    pip_into(&real, &venv, &wheel, &["--force-reinstall"]);
     let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &[]);
     assert_eq!(st.code, 1, "{}", st.stdout);
     assert!(
@@ -490,4 +492,194 @@ fn bundles_the_real_ctranslate2_windows_wheel_with_the_msvc_runtime() {
     .map(|s| s.to_string())
     .collect();
     assert_eq!(names, want, "{}", out.stdout);
+}
+
+/// PyPI's torchcodec 0.17.0 installed by pip (`--no-deps`) into a venv of its own on the real
+/// torch venv: (the real venv, the wheel, the venv, its site-packages).
+fn pip_installed_torchcodec(root: &Path) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    use crate::real_torch::{pypi_torchcodec_wheel, real_torch_venv, venv_over};
+    let real = real_torch_venv();
+    let wheel = pypi_torchcodec_wheel(&real);
+    let venv = root.join("venv");
+    let site = venv_over(&real, &venv);
+    pip_into(&real, &venv, &wheel, &[]);
+    (real, wheel, venv, site)
+}
+
+/// `pip install --no-deps [extra] WHEEL` into `venv` with the real venv's pip, as a user would.
+fn pip_into(real: &Path, venv: &Path, wheel: &Path, extra: &[&str]) {
+    run(Command::new(real.join("bin/python"))
+        .args(["-m", "pip", "--python"])
+        .arg(venv.join("bin/python"))
+        .args(["install", "-q", "--no-deps", "--no-index", "--no-compile"])
+        .args(extra)
+        .arg(wheel));
+}
+
+/// Every RECORD row that has a hash names a file whose sha256 (urlsafe base64 without
+/// padding, as PEP 376/427 write it) and size are the ones listed, computed here from the
+/// bytes on disk. The rows checked: path -> hash.
+pub(crate) fn assert_record_true(site: &Path, record: &str) -> BTreeMap<String, String> {
+    use base64::Engine;
+    use sha2::Digest;
+    let mut rows = BTreeMap::new();
+    for line in record.lines().filter(|l| !l.trim().is_empty()) {
+        let mut it = line.rsplitn(3, ',');
+        let (size, hash, path) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+        let path = path.trim_matches('"');
+        if hash.is_empty() {
+            continue; // the RECORD itself
+        }
+        let bytes = std::fs::read(site.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let digest = sha2::Sha256::digest(&bytes);
+        let on_disk = format!(
+            "sha256={}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
+        );
+        assert_eq!(
+            hash, on_disk,
+            "{path}: RECORD lists {hash}, the file is {on_disk}"
+        );
+        assert_eq!(size, bytes.len().to_string(), "{path}: RECORD's size");
+        rows.insert(path.to_string(), hash.to_string());
+    }
+    rows
+}
+
+fn fixed_paths(out: &Out) -> Vec<String> {
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect(&out.stdout);
+    let p = &v["packages"][0];
+    assert_eq!(p["outcome"], "repaired", "{}", out.stdout);
+    p["fixes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// After `repair` edits pip's libraries (RUNPATH), pip's RECORD lists each edited file with
+/// its new sha256 and size (every row is checked against the bytes on disk, so `pip`'s own
+/// verification and rocbuild's ownership see the truth); `restore` gives pip's RECORD back
+/// byte for byte.
+#[test]
+fn repair_keeps_pips_record_true_and_restore_gives_it_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, _, venv, site) = pip_installed_torchcodec(tmp.path());
+    let v = venv.to_str().unwrap();
+    let record = site.join("torchcodec-0.17.0.dist-info/RECORD");
+    let pips = std::fs::read(&record).unwrap();
+    let before = assert_record_true(&site, &String::from_utf8_lossy(&pips));
+
+    let fixed = fixed_paths(&rocbuild(
+        &["repair", "torchcodec", "--venv", v, "--json"],
+        &[],
+    ));
+    assert!(
+        fixed.contains(&"torchcodec/libtorchcodec_core5.so".to_string()),
+        "{fixed:?}"
+    );
+    let after = assert_record_true(&site, &std::fs::read_to_string(&record).unwrap());
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>(),
+        "the same files are listed"
+    );
+    for (path, hash) in &before {
+        let edited = fixed.contains(path);
+        assert_eq!(after[path] != *hash, edited, "{path}: edited {edited}");
+    }
+
+    let r = rocbuild(&["restore", "torchcodec", "--venv", v], &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        std::fs::read(&record).unwrap() == pips,
+        "restore did not give pip's RECORD back byte for byte"
+    );
+}
+
+/// A venv (no pip, the fake torch) holding `torchcodec/libtorchcodec_core7.so`, which needs
+/// `libhelper.so.1` from site-packages' `helper/` (on no search path: what repair fixes with a
+/// RUNPATH), with C code `ctor` added, and a dist-info whose RECORD lists the package's files
+/// with their hashes and sizes, as pip writes it. Returns (venv, site, the RECORD).
+fn recorded_repairable(root: &Path, ctor: &str) -> (PathBuf, PathBuf, PathBuf) {
+    use base64::Engine;
+    use sha2::Digest;
+    let venv = root.join("venv");
+    run(Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv));
+    let site = site_packages(&venv);
+    install_fake_torch(&site, "2.9.1");
+    rocbuild_testkit::native::stub_library(&site.join("helper"), "libhelper.so.1");
+    let src = root.join("core.c");
+    std::fs::write(&src, format!("int core(void) {{ return 7; }}\n{ctor}")).unwrap();
+    let l = format!("-L{}", site.join("helper").display());
+    rocbuild_testkit::native::shared_library(
+        "cc",
+        &src,
+        &site.join("torchcodec/libtorchcodec_core7.so"),
+        &["-Wl,--no-as-needed", &l, "-l:libhelper.so.1"],
+    );
+    std::fs::write(site.join("torchcodec/__init__.py"), "").unwrap();
+    let di = site.join("torchcodec-1.0.dist-info");
+    std::fs::create_dir_all(&di).unwrap();
+    std::fs::write(
+        di.join("METADATA"),
+        "Metadata-Version: 2.1\nName: torchcodec\nVersion: 1.0\n",
+    )
+    .unwrap();
+    let mut record = String::new();
+    for rel in [
+        "torchcodec/__init__.py",
+        "torchcodec/libtorchcodec_core7.so",
+        "torchcodec-1.0.dist-info/METADATA",
+    ] {
+        let bytes = std::fs::read(site.join(rel)).unwrap();
+        let b64 =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(&bytes));
+        record.push_str(&format!("{rel},sha256={b64},{}\n", bytes.len()));
+    }
+    record.push_str("torchcodec-1.0.dist-info/RECORD,,\n");
+    std::fs::write(di.join("RECORD"), record).unwrap();
+    (venv, site, di.join("RECORD"))
+}
+
+/// The RECORD is staged through repair's transaction: a repair that commits leaves it true
+/// (the edited library's row has its new hash); one whose edited library then fails to load
+/// is rolled back with the RECORD, byte for byte, like every other file of the venv.
+#[test]
+fn a_rolled_back_repair_gives_the_old_record_back_byte_for_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (venv, site, record) = recorded_repairable(&tmp.path().join("good"), "");
+    let pips = std::fs::read_to_string(&record).unwrap();
+    let before = assert_record_true(&site, &pips);
+    let out = rocbuild(
+        &["repair", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let after = assert_record_true(&site, &std::fs::read_to_string(&record).unwrap());
+    let core = "torchcodec/libtorchcodec_core7.so";
+    assert_ne!(after[core], before[core], "the edited library's row");
+    assert_eq!(after.len(), before.len());
+
+    let (venv, _, record) = recorded_repairable(
+        &tmp.path().join("bad"),
+        "#include <unistd.h>\n__attribute__((constructor)) static void init(void) { _exit(3); }\n",
+    );
+    let pips = std::fs::read(&record).unwrap();
+    let before = tree_state(&venv);
+    let out = rocbuild(
+        &["repair", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("rolled back"), "{}", out.stderr);
+    assert!(
+        std::fs::read(&record).unwrap() == pips,
+        "the RECORD changed"
+    );
+    assert_eq!(tree_state(&venv), before, "the venv changed");
 }

@@ -20,7 +20,7 @@ use rocbuild_native::Format;
 use rocbuild_probe::Os;
 use rocbuild_venv::install::{self, NewFile};
 use rocbuild_venv::manifest::{self, InstalledFile, Kind, Manifest};
-use rocbuild_venv::ownership;
+use rocbuild_venv::{ownership, record};
 use serde::Serialize;
 
 use crate::linkage::{link, Reader, Search};
@@ -769,7 +769,7 @@ pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
                 p.hook = Some(apply_hook(&site, &subject, &p)?);
                 Vec::new()
             } else {
-                apply(&site, os, &p, python.as_deref())?
+                apply(&site, os, &subject, &p, python.as_deref())?
             };
             p.outcome = Outcome::Repaired;
         }
@@ -783,47 +783,30 @@ pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
     })
 }
 
-/// The edit as an install transaction: stage edited copies, journal + back up + swap, check
-/// that every edited file now finds everything (and, for a venv of this host, loads in a fresh
-/// Python), then commit with a manifest of kind `repair`, or roll back.
+/// The edit as an install transaction: stage edited copies and the package's RECORD listing
+/// their new hashes, journal + back up + swap, check that every edited file now finds
+/// everything (and, for a venv of this host, loads in a fresh Python), then commit with a
+/// manifest of kind `repair`, or roll back (the old RECORD comes back with pip's files).
 fn apply(
     site: &Path,
     os: Os,
+    subject: &Subject,
     p: &PackageRepair,
     python: Option<&Path>,
 ) -> Result<Vec<String>, DoctorError> {
     let venv_err = DoctorError::from;
     let created = install::begin(site).map_err(venv_err)?;
-    let stage = rocbuild_venv::layout::stage(site);
-    let mut new = Vec::new();
-    let mut signed = Vec::new();
-    let staged_edit = (|| -> Result<(), DoctorError> {
-        for (i, f) in p.fixes.iter().enumerate() {
-            let from = site.join(&f.path);
-            let name = from
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            let to = stage.join(format!("{i}-{name}"));
-            fs_err::copy(&from, &to).map_err(DoctorError::io("copy", &from))?;
-            if f.format == Format::MachO.to_string() {
-                rocbuild_native::add_macho_rpaths(&to, &f.entries)?;
-                signed.push(f.path.clone());
-            } else {
-                rocbuild_native::set_runpath(&to, &f.entries)?;
-            }
-            new.push(NewFile {
-                rel: f.path.clone(),
-                staged: to,
-            });
+    let staged = stage_edits(site, p).and_then(|(mut new, signed)| {
+        new.extend(stage_records(site, &subject.distribution, &new)?);
+        Ok((new, signed))
+    });
+    let (new, signed) = match staged {
+        Ok(s) => s,
+        Err(e) => {
+            install::abandon(site, created);
+            return Err(e);
         }
-        Ok(())
-    })();
-    if let Err(e) = staged_edit {
-        install::abandon(site, created);
-        return Err(e);
-    }
+    };
     let previous = manifest::read_checked(site, &p.name).ok().flatten();
     let swapped = swap_in(site, &p.name, created, &new, previous.as_ref())?;
     if let Err(reason) = verify(site, os, p, python) {
@@ -833,10 +816,78 @@ fn apply(
             reason,
         });
     }
+    let (files, search_added) = repaired_files(site, p, previous.as_ref())?;
+    let mut m = repair_manifest(p, p.version.clone().unwrap_or_default(), search_added);
+    m.python = python.map(|p| p.display().to_string()).unwrap_or_default();
+    m.files = files;
+    swapped.commit(&m, None).map_err(venv_err)?;
+    Ok(signed)
+}
+
+/// Edited copies of the files to fix, in the stage: what goes where, and the Mach-O files
+/// that were signed again.
+fn stage_edits(site: &Path, p: &PackageRepair) -> Result<(Vec<NewFile>, Vec<String>), DoctorError> {
+    let stage = rocbuild_venv::layout::stage(site);
+    let mut new = Vec::new();
+    let mut signed = Vec::new();
+    for (i, f) in p.fixes.iter().enumerate() {
+        let from = site.join(&f.path);
+        let name = from
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let to = stage.join(format!("{i}-{name}"));
+        fs_err::copy(&from, &to).map_err(DoctorError::io("copy", &from))?;
+        if f.format == Format::MachO.to_string() {
+            rocbuild_native::add_macho_rpaths(&to, &f.entries)?;
+            signed.push(f.path.clone());
+        } else {
+            rocbuild_native::set_runpath(&to, &f.entries)?;
+        }
+        new.push(NewFile {
+            rel: f.path.clone(),
+            staged: to,
+        });
+    }
+    Ok((new, signed))
+}
+
+/// The RECORDs of `distribution` listing each of `new` (edited or added) with the hash and
+/// size of its staged bytes, staged beside them: pip's RECORD stays true after a repair,
+/// and is swapped (and backed up, and rolled back) with the files it lists.
+fn stage_records(
+    site: &Path,
+    distribution: &str,
+    new: &[NewFile],
+) -> Result<Vec<NewFile>, DoctorError> {
+    let files: Vec<(String, PathBuf)> = new
+        .iter()
+        .map(|n| (n.rel.clone(), n.staged.clone()))
+        .collect();
+    let stage = rocbuild_venv::layout::stage(site);
+    let mut out = Vec::new();
+    for (i, (rel, text)) in record::relisted(site, distribution, &files)?
+        .into_iter()
+        .enumerate()
+    {
+        let to = stage.join(format!("RECORD-{i}"));
+        fs_err::write(&to, text).map_err(DoctorError::io("write", &to))?;
+        out.push(NewFile { rel, staged: to });
+    }
+    Ok(out)
+}
+
+/// The manifest's files after a repair: those an earlier repair left that are still as it
+/// left them, and those edited now; with the search paths added to each.
+fn repaired_files(
+    site: &Path,
+    p: &PackageRepair,
+    previous: Option<&Manifest>,
+) -> Result<(Vec<InstalledFile>, SearchAdded), DoctorError> {
     let mut files: Vec<InstalledFile> = Vec::new();
     let mut search_added = BTreeMap::new();
-    // An earlier repair's files that are still as it left them stay in the manifest.
-    if let Some(prev) = previous.as_ref() {
+    if let Some(prev) = previous {
         for f in &prev.files {
             let ours = manifest::sha256_file(&site.join(&f.path)).is_ok_and(|(h, _)| h == f.sha256);
             if ours && !p.fixes.iter().any(|x| x.path == f.path) {
@@ -849,7 +900,7 @@ fn apply(
     }
     for f in &p.fixes {
         let path = site.join(&f.path);
-        let (sha256, size) = manifest::sha256_file(&path).map_err(venv_err)?;
+        let (sha256, size) = manifest::sha256_file(&path)?;
         let md = std::fs::metadata(&path).map_err(DoctorError::io("read", &path))?;
         files.push(InstalledFile {
             path: f.path.clone(),
@@ -861,25 +912,27 @@ fn apply(
         search_added.insert(f.path.clone(), f.entries.clone());
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    let m = Manifest {
+    Ok((files, search_added))
+}
+
+/// The search paths a repair added, per file (the manifest's `search_added`).
+type SearchAdded = BTreeMap<String, Vec<String>>;
+
+/// A `repair` manifest of `p` (its files and extra files are the caller's).
+fn repair_manifest(p: &PackageRepair, version: String, search_added: SearchAdded) -> Manifest {
+    Manifest {
         schema: 2,
         recipe: p.name.clone(),
-        version: p.version.clone().unwrap_or_default(),
-        flavor: String::new(),
-        python: python.map(|p| p.display().to_string()).unwrap_or_default(),
-        files,
+        version,
         installed_at: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
         kind: Kind::Repair,
         search_added,
-        recipe_fixes: Vec::new(),
         ownership: Some(repaired_ownership(&p.name)),
         ..Manifest::default()
-    };
-    swapped.commit(&m, None).map_err(venv_err)?;
-    Ok(signed)
+    }
 }
 
 /// A repaired package's footprint: its dist-info and what its RECORD lists.
@@ -918,9 +971,10 @@ fn swap_in(
 
 /// Windows: no DLL holds a search path, so nothing is edited; the preload hook rocbuild's
 /// own Windows builds use (`rocbuild_link`) is written instead, as a transaction:
-/// staged, journaled, swapped in, checked (every fixed file finds everything with the hook's
-/// directories added, by Windows' rules), committed with a manifest of kind `repair` listing
-/// the two files in `extra_files` — or rolled back. `restore` removes them.
+/// staged with the package's RECORD listing it, journaled, swapped in, checked (every fixed
+/// file finds everything with the hook's directories added, by Windows' rules), committed
+/// with a manifest of kind `repair` listing the two files in `extra_files` — or rolled back.
+/// `restore` removes them; so does pip's uninstall, which reads the RECORD.
 fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook, DoctorError> {
     use rocbuild_link::{self as link, Link};
     let venv_err = DoctorError::from;
@@ -950,15 +1004,57 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
     let dlls = link::preload_order(&files, &pre.dirs).map_err(|e| DoctorError::Hook {
         reason: e.to_string(),
     })?;
+    let version = p.version.clone().unwrap_or_default();
+    let created = install::begin(site).map_err(venv_err)?;
+    let new = match stage_hook(site, subject, p, &pre, &dlls) {
+        Ok(new) => new,
+        Err(e) => {
+            install::abandon(site, created);
+            return Err(e);
+        }
+    };
+    let previous = manifest::read_checked(site, &p.name).ok().flatten();
+    let swapped = swap_in(site, &p.name, created, &new, previous.as_ref())?;
+    if let Err(reason) = hook_finds_everything(site, &files, &pre) {
+        swapped.roll_back().map_err(venv_err)?;
+        return Err(DoctorError::RepairVerify {
+            name: p.name.clone(),
+            reason,
+        });
+    }
+    let mut search_added = BTreeMap::new();
+    search_added.insert(
+        pre.module_rel.clone(),
+        pre.dirs.iter().map(|d| d.display().to_string()).collect(),
+    );
+    let mut m = repair_manifest(p, version, search_added);
+    m.extra_files = vec![pre.module_rel.clone(), pre.pth_rel.clone()];
+    swapped.commit(&m, None).map_err(venv_err)?;
+    Ok(Hook {
+        module: pre.module_rel,
+        pth: pre.pth_rel,
+        dirs: pre.dirs,
+        dlls,
+    })
+}
+
+/// The hook's module and `.pth` in the stage, and the package's RECORD listing them.
+fn stage_hook(
+    site: &Path,
+    subject: &Subject,
+    p: &PackageRepair,
+    pre: &rocbuild_link::Preload,
+    dlls: &[PathBuf],
+) -> Result<Vec<NewFile>, DoctorError> {
+    use rocbuild_link as link;
     // The hook's text: a Windows venv on this Unix host runs under Wine, which sees `/` as
-    // `Z:\` (the checks below read the host's paths).
-    let (mut shown, mut shown_dlls) = (pre.clone(), dlls.clone());
+    // `Z:\` (the checks read the host's paths).
+    let (mut shown, mut shown_dlls) = (pre.clone(), dlls.to_vec());
     if Os::current() != Os::Windows {
         rocbuild_probe::cross::wine_paths(&mut shown.dirs);
         rocbuild_probe::cross::wine_paths(&mut shown_dlls);
     }
     let version = p.version.clone().unwrap_or_default();
-    let created = install::begin(site).map_err(venv_err)?;
     let stage = rocbuild_venv::layout::stage(site);
     let mut new = Vec::new();
     for (rel, text) in [
@@ -966,24 +1062,28 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
             &pre.module_rel,
             link::preload_module(&shown, &p.name, &version, &shown_dlls),
         ),
-        (&pre.pth_rel, link::preload_pth(&pre)),
+        (&pre.pth_rel, link::preload_pth(pre)),
     ] {
         let path = stage.join(rel);
-        if let Err(e) = fs_err::write(&path, text) {
-            install::abandon(site, created);
-            return Err(DoctorError::io("write", &path)(e));
-        }
+        fs_err::write(&path, text).map_err(DoctorError::io("write", &path))?;
         new.push(NewFile {
             rel: rel.clone(),
             staged: path,
         });
     }
-    let previous = manifest::read_checked(site, &p.name).ok().flatten();
-    let swapped = swap_in(site, &p.name, created, &new, previous.as_ref())?;
-    // The check: with the hook's directories added (as `add_dll_directory` does), every fixed
-    // file finds what it needs by Windows' rules.
+    new.extend(stage_records(site, &subject.distribution, &new)?);
+    Ok(new)
+}
+
+/// With the hook's directories added (as `add_dll_directory` does), every fixed file finds
+/// what it needs by Windows' rules; else which file misses what.
+fn hook_finds_everything(
+    site: &Path,
+    files: &[PathBuf],
+    pre: &rocbuild_link::Preload,
+) -> Result<(), String> {
     let reader = Reader::default();
-    for f in &files {
+    for f in files {
         let search = Search {
             extra_dirs: pre.dirs.clone(),
             preloaded: torch_dlls(site, Os::Windows),
@@ -998,43 +1098,10 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
             Err(e) => Some(e.to_string()),
         };
         if let Some(n) = still {
-            swapped.roll_back().map_err(venv_err)?;
-            return Err(DoctorError::RepairVerify {
-                name: p.name.clone(),
-                reason: format!("{} still misses {n}", rel_of(site, f)),
-            });
+            return Err(format!("{} still misses {n}", rel_of(site, f)));
         }
     }
-    let mut search_added = BTreeMap::new();
-    search_added.insert(
-        pre.module_rel.clone(),
-        pre.dirs.iter().map(|d| d.display().to_string()).collect(),
-    );
-    let m = Manifest {
-        schema: 2,
-        recipe: p.name.clone(),
-        version,
-        flavor: String::new(),
-        python: String::new(),
-        files: Vec::new(),
-        extra_files: vec![pre.module_rel.clone(), pre.pth_rel.clone()],
-        installed_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        kind: Kind::Repair,
-        search_added,
-        recipe_fixes: Vec::new(),
-        ownership: Some(repaired_ownership(&p.name)),
-        ..Manifest::default()
-    };
-    swapped.commit(&m, None).map_err(venv_err)?;
-    Ok(Hook {
-        module: pre.module_rel,
-        pth: pre.pth_rel,
-        dirs: pre.dirs,
-        dlls,
-    })
+    Ok(())
 }
 
 /// After the swap: the loader emulation finds every need of every edited file (Mach-O: and the
