@@ -599,6 +599,63 @@ fn repair_keeps_pips_record_true_and_restore_gives_it_back() {
     );
 }
 
+/// pip reinstalling a repaired package undoes the repair: `status` says so and names the
+/// command that works, `rocbuild repair` (not `rebuild`, which has nothing to build a repair
+/// from), in its text and in `--json`; running exactly that makes `status` fresh again, with
+/// pip's new RECORD true.
+#[test]
+fn after_pip_reinstalls_a_repaired_package_status_advises_repair_and_it_works() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (real, wheel, venv, site) = pip_installed_torchcodec(tmp.path());
+    let v = venv.to_str().unwrap();
+    fixed_paths(&rocbuild(
+        &["repair", "torchcodec", "--venv", v, "--json"],
+        &[],
+    ));
+    pip_into(&real, &venv, &wheel, &["--force-reinstall"]);
+
+    let st = rocbuild(&["status", "--venv", v], &[]);
+    assert_eq!(st.code, 1, "{}\n{}", st.stdout, st.stderr);
+    assert!(
+        st.stdout.contains("torchcodec 0.17.0: overwritten")
+            && st
+                .stdout
+                .contains("overwritten: torchcodec/libtorchcodec_core5.so"),
+        "{}",
+        st.stdout
+    );
+    let fix: Vec<&str> = st
+        .stdout
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("fix: "))
+        .collect();
+    assert_eq!(fix, ["rocbuild repair torchcodec"], "{}", st.stdout);
+    let j: serde_json::Value =
+        serde_json::from_str(&rocbuild(&["status", "--venv", v, "--json"], &[]).stdout).unwrap();
+    assert_eq!(j["recipes"][0]["fix"], fix[0], "{j}");
+    assert_eq!(j["recipes"][0]["kind"], "repair", "{j}");
+
+    // Exactly the command status named.
+    let mut args: Vec<&str> = fix[0]
+        .strip_prefix("rocbuild ")
+        .unwrap()
+        .split(' ')
+        .collect();
+    args.extend(["--venv", v]);
+    let again = rocbuild(&args, &[]);
+    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
+    assert!(
+        again.stdout.contains("torchcodec 0.17.0: repaired"),
+        "{}",
+        again.stdout
+    );
+    let st = rocbuild(&["status", "--venv", v], &[]);
+    assert_eq!(st.code, 0, "{}\n{}", st.stdout, st.stderr);
+    assert_eq!(st.stdout.trim(), "torchcodec 0.17.0: fresh");
+    let record = site.join("torchcodec-0.17.0.dist-info/RECORD");
+    assert_record_true(&site, &std::fs::read_to_string(record).unwrap());
+}
+
 /// A venv (no pip, the fake torch) holding `torchcodec/libtorchcodec_core7.so`, which needs
 /// `libhelper.so.1` from site-packages' `helper/` (on no search path: what repair fixes with a
 /// RUNPATH), with C code `ctor` added, and a dist-info whose RECORD lists the package's files

@@ -141,6 +141,16 @@ pub fn check(site: &Path, m: &Manifest, now: &Now) -> Staleness {
     s
 }
 
+/// The command that makes an install that is no longer fresh right again: a build is
+/// rebuilt with the options it was built with; a repair of pip's files is made again on the
+/// files pip put there (`rebuild` has no source to build a repair from).
+pub fn fix_command(m: &Manifest) -> String {
+    match m.kind {
+        crate::manifest::Kind::Build => format!("rocbuild rebuild {}", m.recipe),
+        crate::manifest::Kind::Repair => format!("rocbuild repair {}", m.recipe),
+    }
+}
+
 /// The flavor of a torch from its version.py: `rocm`, `cuda` or `cpu`.
 pub fn flavor_of(t: &TorchVersion) -> &'static str {
     match (&t.hip, &t.cuda) {
@@ -336,6 +346,18 @@ mod tests {
             }
         )
         .is_empty());
+    }
+
+    /// A repair is fixed by repairing again, a build by rebuilding; status says which.
+    #[test]
+    fn the_fix_is_the_command_that_works_for_the_kind() {
+        let mut m = Manifest {
+            recipe: "torchcodec".into(),
+            ..Manifest::default()
+        };
+        assert_eq!(fix_command(&m), "rocbuild rebuild torchcodec");
+        m.kind = crate::manifest::Kind::Repair;
+        assert_eq!(fix_command(&m), "rocbuild repair torchcodec");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use rocbuild_recipe::RecipeSet;
 use serde::Serialize;
 
-use crate::manifest::{self, Manifest};
+use crate::manifest::{self, Kind, Manifest};
 use crate::stale::{self, Now};
 
 /// The state of one build, worst first.
@@ -50,6 +50,11 @@ pub struct RecipeStatus {
     /// Installed but never proven to load (no Wine on the host that built it): why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unverified: Option<String>,
+    /// What rocbuild did: a build, or a repair of pip's own files.
+    pub kind: Kind,
+    /// The command that makes it fresh again (none when it is fresh): `rocbuild rebuild X`
+    /// for a build, `rocbuild repair X` for a repair (there is nothing to rebuild from).
+    pub fix: Option<String>,
 }
 
 impl RecipeStatus {
@@ -123,5 +128,7 @@ fn one(site: &Path, m: &Manifest, now: &Now) -> RecipeStatus {
         manifest: manifest::path(site, &m.recipe),
         hashed: s.hashed,
         unverified: m.unverified.clone(),
+        kind: m.kind,
+        fix: (state != State::Fresh).then(|| stale::fix_command(m)),
     }
 }

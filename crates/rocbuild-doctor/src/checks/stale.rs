@@ -94,26 +94,48 @@ pub fn check(site: &Path, subject: &Subject, torch: Option<&Torch>) -> Vec<Findi
         };
         out.push(f);
     }
+    out.extend(replaced(subject, &m, &s));
+    out
+}
+
+/// Files rocbuild installed (or repaired) that pip replaced or removed since: one finding,
+/// whose fix is the command that works for what rocbuild did (a repair is made again on
+/// pip's files: it has no source to rebuild from).
+fn replaced(subject: &Subject, m: &manifest::Manifest, s: &stale::Staleness) -> Option<Finding> {
     let mut changed: Vec<String> = s
         .overwritten
         .iter()
         .map(|f| format!("{f} was replaced"))
         .collect();
     changed.extend(s.missing.iter().map(|f| format!("{f} is gone")));
-    if !changed.is_empty() {
-        out.push(
-            Finding::new(
-                Severity::Error,
-                Check::Stale,
-                name,
-                format!("files rocbuild installed for {name} were replaced since"),
-            )
-            .details(changed)
-            .why("a later pip install (often --force-reinstall or an upgrade pulled in by another package) wrote its own wheel over the rebuild")
-            .fix(format!("{} (installs the rebuild again)", subject.rebuild_hint())),
-        );
+    if changed.is_empty() {
+        return None;
     }
-    out
+    let name = &subject.name;
+    let (over, fix) = match m.kind {
+        manifest::Kind::Repair => (
+            "repaired files",
+            format!(
+                "{} (makes pip's new files findable again)",
+                stale::fix_command(m)
+            ),
+        ),
+        manifest::Kind::Build => (
+            "rebuild",
+            format!("{} (installs the rebuild again)", subject.rebuild_hint()),
+        ),
+    };
+    Some(
+        Finding::new(
+            Severity::Error,
+            Check::Stale,
+            name,
+            format!("files rocbuild installed for {name} were replaced since"),
+        )
+        .details(changed)
+        .why(format!("a later pip install (often --force-reinstall or an upgrade pulled in by another package) wrote its own wheel over the {over}"))
+        .fix(fix),
+    )
 }
 
 fn short(s: Option<&str>) -> String {

@@ -7,6 +7,7 @@ use miette::{IntoDiagnostic, Result, WrapErr};
 use rocbuild_engine::{schedule as sched, usecase, EngineError};
 use rocbuild_probe::Os;
 use rocbuild_recipe::RecipeSet;
+use rocbuild_venv::manifest::Kind;
 use rocbuild_venv::status::{State, VenvStatus};
 
 use crate::cli::{
@@ -55,14 +56,21 @@ fn print_status(root: &Path, st: &VenvStatus, busy: Option<&str>) {
         for f in &r.missing {
             outln!("  missing: {f}");
         }
-        match r.state {
-            State::Fresh => {}
-            State::Missing => outln!(
-                "  fix: rocbuild rebuild {} (reinstall), or rocbuild restore {} (forget it)",
-                r.recipe,
-                r.recipe
-            ),
-            _ => outln!("  fix: rocbuild rebuild {}", r.recipe),
+        // The command status chose (`--json` carries the same): a repair is made again, a
+        // build rebuilt.
+        if let Some(fix) = &r.fix {
+            if r.state == State::Missing {
+                let again = match r.kind {
+                    Kind::Build => "reinstall",
+                    Kind::Repair => "repair again",
+                };
+                outln!(
+                    "  fix: {fix} ({again}), or rocbuild restore {} (forget it)",
+                    r.recipe
+                );
+            } else {
+                outln!("  fix: {fix}");
+            }
         }
     }
     for u in &st.unreadable {
