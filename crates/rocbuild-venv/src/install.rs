@@ -535,14 +535,10 @@ impl Swapped {
         let staged = state_rel(&["txn", "manifest.json"]);
         let staged_path = under(&site, &staged)?;
         let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
-        txn_fs::write_synced(&staged_path, text.as_bytes())
-            .map_err(io("write", &staged_path))?;
+        txn_fs::write_synced(&staged_path, text.as_bytes()).map_err(io("write", &staged_path))?;
         self.journal.phase = Phase::Commit;
         self.journal.keep = keep;
-        self.journal.manifest = Some((
-            staged,
-            state_rel(&[&format!("{}.json", manifest.recipe)]),
-        ));
+        self.journal.manifest = Some((staged, state_rel(&[&format!("{}.json", manifest.recipe)])));
         make_parents(&site, &self.journal)
     }
 
@@ -738,7 +734,10 @@ mod hostile {
         let e = recover(&site).unwrap_err().to_string();
         assert!(e.contains("seal does not verify"), "{e}");
         intact(&c);
-        assert!(site.join("victim").exists() && jp.exists(), "nothing acted on");
+        assert!(
+            site.join("victim").exists() && jp.exists(),
+            "nothing acted on"
+        );
     }
 
     #[cfg(unix)]
@@ -759,7 +758,7 @@ mod hostile {
         }];
         let sw = swap(&site, "r", created, &new, &[], None).unwrap();
         std::mem::forget(sw); // killed before its commit point
-        // Someone replaces the package folder with a link to the user's files.
+                              // Someone replaces the package folder with a link to the user's files.
         std::fs::remove_dir_all(site.join("pkg")).unwrap();
         std::os::unix::fs::symlink(&c, site.join("pkg")).unwrap();
         let e = recover(&site).unwrap_err().to_string();
@@ -781,9 +780,11 @@ mod hostile {
         let j = Journal::new("r", false).unwrap();
         j.write(&site, &state_key::for_writing().unwrap()).unwrap();
         intact(&c);
-        assert!(crate::journal::read(&site, state_key::for_reading().unwrap().as_ref())
-            .unwrap()
-            .is_some());
+        assert!(
+            crate::journal::read(&site, state_key::for_reading().unwrap().as_ref())
+                .unwrap()
+                .is_some()
+        );
     }
 }
 
@@ -838,7 +839,11 @@ mod baseline {
         // The manifest is damaged and moved away; rocbuild builds again (it holds nothing).
         std::fs::rename(manifest::path(site, "r"), site.join("r.json.damaged")).unwrap();
         install(site, b"rocbuild 2", true);
-        assert_eq!(std::fs::read(&kept).unwrap(), b"pip's", "pip's baseline was lost");
+        assert_eq!(
+            std::fs::read(&kept).unwrap(),
+            b"pip's",
+            "pip's baseline was lost"
+        );
         let m = manifest::read(site, "r").unwrap();
         assert_eq!(m.ownership.unwrap().baseline.unwrap(), rec);
     }

@@ -159,7 +159,11 @@ impl Journal {
         if self.txn.is_empty() || !self.txn.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err("its transaction id is not one rocbuild writes".into());
         }
-        match self.paths().into_iter().find(|(_, p)| !confine::is_inside(p)) {
+        match self
+            .paths()
+            .into_iter()
+            .find(|(_, p)| !confine::is_inside(p))
+        {
             Some((field, p)) => Err(format!(
                 "`{field}` names `{p}`, which is not a plain relative path inside site-packages"
             )),
@@ -198,7 +202,10 @@ pub fn read(site: &Path, key: Option<&StateKey>) -> Result<Option<Journal>> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(_) if confine::is_link_at(&jp) => {
-            return Err(untrusted(&jp, "it is a link, and rocbuild never writes one"))
+            return Err(untrusted(
+                &jp,
+                "it is a link, and rocbuild never writes one",
+            ))
         }
         Err(e) => return Err(VenvError::io("read", &jp)(e)),
     }
@@ -208,7 +215,11 @@ pub fn read(site: &Path, key: Option<&StateKey>) -> Result<Option<Journal>> {
 }
 
 /// Check a journal's text for the venv at `site` (see the module's rules).
-pub fn parse(site: &Path, text: &str, key: Option<&StateKey>) -> std::result::Result<Journal, String> {
+pub fn parse(
+    site: &Path,
+    text: &str,
+    key: Option<&StateKey>,
+) -> std::result::Result<Journal, String> {
     let sealed: Sealed = serde_json::from_str(text).map_err(|_| {
         "it is not a sealed rocbuild journal (an older rocbuild's, or not rocbuild's at all)"
             .to_string()
@@ -263,12 +274,18 @@ mod tests {
         let j = sample();
         let text = j.seal(site, &key);
         assert_eq!(parse(site, &text, Some(&key)).unwrap(), j);
-        assert!(parse(site, &text, None).unwrap_err().contains("does not exist"));
+        assert!(parse(site, &text, None)
+            .unwrap_err()
+            .contains("does not exist"));
         let other = StateKey::from_bytes([2; 32]);
-        assert!(parse(site, &text, Some(&other)).unwrap_err().contains("seal"));
+        assert!(parse(site, &text, Some(&other))
+            .unwrap_err()
+            .contains("seal"));
         // An older rocbuild's plain journal, as a planted file would look.
         let plain = r#"{"recipe":"x","created_state_dir":false,"ops":[],"phase":"commit","remove":["/home/u/.ssh"]}"#;
-        assert!(parse(site, plain, Some(&key)).unwrap_err().contains("not a sealed"));
+        assert!(parse(site, plain, Some(&key))
+            .unwrap_err()
+            .contains("not a sealed"));
         // Sealed with the right key but naming a path outside: refused all the same.
         let mut bad = sample();
         bad.remove.push("../../home".into());
