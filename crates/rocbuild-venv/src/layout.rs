@@ -144,8 +144,7 @@ pub fn walk(root: &Path) -> Vec<(String, PathBuf)> {
         };
         for e in rd.flatten() {
             let p = e.path();
-            let is_dir = e.file_type().is_ok_and(|t| t.is_dir())
-                && crate::confine::is_real_dir(&p);
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir()) && crate::confine::is_real_dir(&p);
             if is_dir {
                 stack.push(p);
             } else if let Ok(rel) = p.strip_prefix(root) {

@@ -148,7 +148,9 @@ pub fn entry_hash(p: &Path) -> Option<String> {
         h.update(target.to_string_lossy().as_bytes());
         return Some(h.finalize().iter().map(|b| format!("{b:02x}")).collect());
     }
-    md.is_file().then(|| sha256_file(p).ok().map(|(h, _)| h)).flatten()
+    md.is_file()
+        .then(|| sha256_file(p).ok().map(|(h, _)| h))
+        .flatten()
 }
 
 /// Every entry under `dir` with its [`entry_hash`] (a baseline's record).
@@ -273,7 +275,10 @@ mod tests {
             ("pkg/a.so", "a"),
             (".rocbuild/r.json", "{}"),
             ("pkg-1.0.dist-info/METADATA", "m"),
-            ("pkg-1.0.dist-info/RECORD", "pkg/a.so,,\n.rocbuild/r.json,,\n"),
+            (
+                "pkg-1.0.dist-info/RECORD",
+                "pkg/a.so,,\n.rocbuild/r.json,,\n",
+            ),
         ] {
             std::fs::create_dir_all(s.join(p).parent().unwrap()).unwrap();
             std::fs::write(s.join(p), b).unwrap();

@@ -125,7 +125,10 @@ fn check_baseline(m: &Manifest, backup: &Path) -> Result<()> {
     } else if let Some(rec) = &o.baseline {
         let now = ownership::tree_hashes(backup);
         let missing = rec.keys().filter(|k| !now.contains_key(*k)).count();
-        let changed = rec.iter().filter(|(k, h)| now.get(*k).is_some_and(|n| n != *h)).count();
+        let changed = rec
+            .iter()
+            .filter(|(k, h)| now.get(*k).is_some_and(|n| n != *h))
+            .count();
         let added = now.keys().filter(|k| !rec.contains_key(*k)).count();
         (missing + changed + added > 0).then(|| {
             format!(
@@ -260,7 +263,9 @@ fn release(
                 && sha256_file(&base).is_ok_and(|(hex, _)| crate::record::record_hash(&hex) == *h)
         });
         if ours_still && base_is_recorded {
-            journal.put_back.push((format!("{backup_rel}/{rel}"), rel.clone()));
+            journal
+                .put_back
+                .push((format!("{backup_rel}/{rel}"), rel.clone()));
             out.restored.push(rel);
         } else if ours_still && !recorded.contains_key(&rel) {
             journal.remove.push(rel.clone());
