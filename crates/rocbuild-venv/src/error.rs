@@ -73,10 +73,7 @@ pub enum VenvError {
     },
 
     #[error("the journal {path} was not acted on: {why}")]
-    #[diagnostic(
-        code(rocbuild::journal::untrusted),
-        help("{help}")
-    )]
+    #[diagnostic(code(rocbuild::journal::untrusted), help("{help}"))]
     UntrustedJournal {
         path: String,
         why: String,
