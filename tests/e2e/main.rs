@@ -21,6 +21,7 @@ mod host_python;
 mod index;
 mod locks;
 mod mirror;
+mod no_space;
 mod ownership_model;
 mod patch;
 mod plans;

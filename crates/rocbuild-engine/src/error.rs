@@ -175,6 +175,21 @@ pub enum EngineError {
         source: std::io::Error,
     },
 
+    /// A write that found the disk full (or the quota spent), whatever step it was: never a
+    /// damaged artifact or an unreachable source (rocbuild_probe::space).
+    #[error("no space left on device: cannot {action} {path}{free}")]
+    #[diagnostic(code(rocbuild::no_space), help("{help}"))]
+    NoSpace {
+        action: String,
+        path: String,
+        /// ` (12.0 KiB free on that filesystem)`, or empty.
+        free: String,
+        help: String,
+        /// The I/O error, when it came as one (libgit2's reach rocbuild as words).
+        #[source]
+        source: Option<std::io::Error>,
+    },
+
     #[error(
         "the FFmpeg in {dir} has no DLLs next to it: a static build cannot be loaded at run time"
     )]
@@ -315,18 +330,124 @@ fn io_help(e: &std::io::Error) -> String {
 }
 
 impl EngineError {
+    /// The error of `action` on `path` failing with an I/O error: [`EngineError::NoSpace`]
+    /// when the disk is full, else [`EngineError::Io`].
     pub fn io(
         action: &str,
         path: impl AsRef<std::path::Path>,
     ) -> impl FnOnce(std::io::Error) -> EngineError {
-        let path = path.as_ref().display().to_string();
+        let path = path.as_ref().to_path_buf();
         let action = action.to_string();
-        move |source| EngineError::Io {
-            action,
-            path,
+        move |source| EngineError::from_io(&action, &path, source)
+    }
+
+    /// [`EngineError::io`], called at once.
+    pub fn from_io(action: &str, path: &std::path::Path, source: std::io::Error) -> EngineError {
+        if rocbuild_probe::space::is_out_of_space(&source) {
+            return EngineError::no_space(action, path, Some(source));
+        }
+        EngineError::Io {
+            action: action.to_string(),
+            path: path.display().to_string(),
             source,
+        }
+    }
+
+    /// "no space left on device" for `action` on `path`, with what is free there now.
+    pub fn no_space(
+        action: &str,
+        path: &std::path::Path,
+        source: Option<std::io::Error>,
+    ) -> EngineError {
+        let at = rocbuild_probe::space::NoSpace::at(path);
+        EngineError::NoSpace {
+            action: action.to_string(),
+            path: path.display().to_string(),
+            free: at.free_text(),
+            help: at.help(),
+            source,
+        }
+    }
+
+    /// `self`, unless what it says (an error that reached rocbuild as words: libgit2's, a
+    /// rewritten library's) is that the disk is full: then "no space left on device" for
+    /// `action` on `path`. For the errors that carry such words: [`EngineError::Source`] and
+    /// [`EngineError::BadArtifact`].
+    pub fn or_no_space(self, action: &str, path: &std::path::Path) -> EngineError {
+        let said = match &self {
+            EngineError::Source { reason, .. } | EngineError::BadArtifact { reason, .. } => {
+                rocbuild_probe::space::says_out_of_space(reason)
+            }
+            _ => false,
+        };
+        if said {
+            EngineError::no_space(action, path, None)
+        } else {
+            self
         }
     }
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use miette::Diagnostic;
+
+    /// Every I/O error path of the engine goes through `EngineError::io`/`from_io`: a full
+    /// disk (by kind or raw code) is "no space left on device" with the path, what is free
+    /// there and what to free; another I/O error stays an I/O error.
+    #[test]
+    fn a_full_disk_is_said_as_such_and_nothing_else_is() {
+        let d = tempfile::tempdir().unwrap();
+        let at = d.path().join("build/x/lib.so");
+        #[cfg(unix)]
+        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        #[cfg(not(unix))]
+        let full = std::io::Error::new(std::io::ErrorKind::StorageFull, "full");
+        let e = EngineError::io("write", &at)(full);
+        let text = e.to_string();
+        let want = format!("no space left on device: cannot write {} (", at.display());
+        assert!(text.starts_with(&want), "{text}");
+        assert!(text.ends_with(" free on that filesystem)"), "{text}");
+        assert_eq!(
+            e.code().map(|c| c.to_string()).as_deref(),
+            Some("rocbuild::no_space")
+        );
+        assert!(e
+            .help()
+            .is_some_and(|h| h.to_string().contains("rocbuild clean --builds")));
+        let denied = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        assert!(matches!(
+            EngineError::io("write", &at)(denied),
+            EngineError::Io { .. }
+        ));
+    }
+
+    /// libgit2 and the library editor say a full disk in words: a source or an artifact
+    /// error that says so becomes "no space left"; one that does not stays what it was.
+    #[test]
+    fn words_of_a_full_disk_are_no_space_not_an_unreachable_source() {
+        let d = tempfile::tempdir().unwrap();
+        let source = |reason: &str| EngineError::Source {
+            url: "https://example.invalid/a/b".into(),
+            reason: reason.into(),
+            help: "check the network".into(),
+        };
+        let e =
+            source("tried mirror /m: cannot copy: failed to write pack: No space left on device")
+                .or_no_space("write the clone", d.path());
+        assert!(matches!(e, EngineError::NoSpace { .. }), "{e:?}");
+        assert!(e.to_string().contains(&d.path().display().to_string()));
+        let e = source("tried https://example.invalid/a/b: connection refused")
+            .or_no_space("write the clone", d.path());
+        assert!(matches!(e, EngineError::Source { .. }), "{e:?}");
+        let e = EngineError::BadArtifact {
+            file: "x.so".into(),
+            reason: "cannot set the RUNPATH of it: No space left on device (os error 28)".into(),
+        }
+        .or_no_space("set the search paths of", d.path());
+        assert!(matches!(e, EngineError::NoSpace { .. }), "{e:?}");
+    }
+}

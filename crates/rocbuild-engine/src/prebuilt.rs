@@ -115,6 +115,7 @@ pub fn fetch_and_check(
             rocbuild_fetch::FetchError::ChecksumMismatch {
                 expected, actual, ..
             } => format!("its sha256 is {actual}, the index says {expected}: not downloaded"),
+            e @ rocbuild_fetch::FetchError::NoSpace { .. } => e.to_string(),
             e => format!("download failed: {e}"),
         })?
     } else {
@@ -122,8 +123,11 @@ pub fn fetch_and_check(
     };
     let sha256 = rocbuild_fetch::sha256_file(&wheel).map_err(|e| e.to_string())?;
     let unpacked = dir.join("unpacked").join(&sha256[..16]);
-    rocbuild_fetch::extract_zip_safely(&wheel, &unpacked)
-        .map_err(|e| format!("not a readable wheel: {e}"))?;
+    // A full disk while unpacking is no fault of the wheel's.
+    rocbuild_fetch::extract_zip_safely(&wheel, &unpacked).map_err(|e| match e {
+        e @ rocbuild_fetch::FetchError::NoSpace { .. } => e.to_string(),
+        e => format!("not a readable wheel: {e}"),
+    })?;
     let di = std::fs::read_dir(&unpacked)
         .map_err(|e| e.to_string())?
         .flatten()

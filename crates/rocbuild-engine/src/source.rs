@@ -54,11 +54,14 @@ fn cache_repo(git_cache: &Path, url: &str) -> Result<Repository> {
         Ok(r) => Ok(r),
         Err(_) => {
             fs_err::create_dir_all(&dir).map_err(EngineError::io("create", &dir))?;
-            Repository::init_bare(&dir).map_err(|e| EngineError::Source {
-                url: url.into(),
-                reason: format!("cannot create the cache clone {}: {e}", dir.display()),
-                help: "check that the cache directory is writable (--cache or ROCBUILD_CACHE)"
-                    .into(),
+            Repository::init_bare(&dir).map_err(|e| {
+                EngineError::Source {
+                    url: url.into(),
+                    reason: format!("cannot create the cache clone {}: {e}", dir.display()),
+                    help: "check that the cache directory is writable (--cache or ROCBUILD_CACHE)"
+                        .into(),
+                }
+                .or_no_space("create the cache clone", &dir)
             })
         }
     }
@@ -370,7 +373,21 @@ fn what(reference: &str) -> String {
 
 /// Fetch (if needed) and resolve `reference` of `url`, trying the mirror first when set.
 /// Only the release is fetched: the ref (or commit) asked for, never every ref of the source.
+/// A fetch that finds the disk full says so (libgit2 says it in words), not that the source
+/// cannot be had.
 pub fn fetch_commit(
+    git_cache: &Path,
+    url: &str,
+    reference: &str,
+    mirror: Option<&Path>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<(Repository, Oid)> {
+    fetch_release(git_cache, url, reference, mirror, progress)
+        .map_err(|e| e.or_no_space("write the clone", &cache_dir(git_cache, url)))
+}
+
+/// [`fetch_commit`], before a full disk is told apart.
+fn fetch_release(
     git_cache: &Path,
     url: &str,
     reference: &str,
@@ -569,11 +586,7 @@ pub fn checkout(
         .map_err(git_err)?;
     write_tree(repo, &tree, &tmp).map_err(|e| match e {
         WriteError::Git(g) => git_err(g),
-        WriteError::Io(p, e) => EngineError::Io {
-            action: "write the checkout".into(),
-            path: p.display().to_string(),
-            source: e,
-        },
+        WriteError::Io(p, e) => EngineError::from_io("write the checkout", &p, e),
     })?;
     if *submodules != SubmoduleSel::None {
         checkout_submodules(repo, &tree, &tmp, url, submodules, fetcher)?;

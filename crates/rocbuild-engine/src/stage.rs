@@ -133,6 +133,22 @@ fn python_extension(
     Ok(())
 }
 
+/// The error of copying `from` to `to` as `action`: a full disk is said at `to`, where the
+/// space is missing; any other failure at `from`.
+fn copy_error<'a>(
+    action: &'a str,
+    from: &'a Path,
+    to: &'a Path,
+) -> impl FnOnce(std::io::Error) -> EngineError + 'a {
+    move |e| {
+        if rocbuild_probe::space::is_out_of_space(&e) {
+            EngineError::no_space(action, to, Some(e))
+        } else {
+            EngineError::from_io(action, from, e)
+        }
+    }
+}
+
 fn installed_file(rel: &str, path: &Path, built_sha256: Option<String>) -> Result<InstalledFile> {
     let (sha256, size) = sha256_file(path)?;
     Ok(InstalledFile {
@@ -152,8 +168,12 @@ impl Stager<'_> {
     fn built_libraries(&mut self) -> Result<()> {
         for (rel, (abs, built_sha)) in self.built {
             let staged = self.stage.join(rel);
-            txn_fs::copy(abs, &staged).map_err(EngineError::io("stage", abs))?;
+            txn_fs::copy(abs, &staged).map_err(copy_error("stage", abs, &staged))?;
             txn_fs::edited(link::apply(&self.plan.install.link, &staged)).map_err(|n| {
+                // Rewriting the library beside itself can find the disk full: not a damage.
+                if rocbuild_probe::space::caused_by_out_of_space(&n) {
+                    return EngineError::no_space("set the search paths of", &staged, None);
+                }
                 EngineError::BadArtifact {
                     file: abs.display().to_string(),
                     reason: n.to_string().replace(&staged.display().to_string(), "it"),
@@ -248,7 +268,7 @@ impl Stager<'_> {
         let record_rel = format!("{di}/RECORD");
         let from = self.site.join(&di).join("RECORD");
         let to = self.stage.join(&record_rel);
-        txn_fs::copy(&from, &to).map_err(EngineError::io("copy", &from))?;
+        txn_fs::copy(&from, &to).map_err(copy_error("copy", &from, &to))?;
         self.new.push(NewFile {
             rel: record_rel.clone(),
             staged: to,

@@ -159,15 +159,39 @@ impl RunLog {
         );
         match status {
             Some(s) if s.success() => Ok(lines),
-            other => Err(self.step_error(
-                name,
-                cmd,
-                other
-                    .and_then(|s| s.code())
-                    .map_or("signal".into(), |c| c.to_string()),
-                tail.0.into_iter().collect::<Vec<_>>().join("\n"),
-            )),
+            other => {
+                let mut excerpt: Vec<String> = self.no_space_note(&lines).into_iter().collect();
+                excerpt.extend(tail.0);
+                Err(self.step_error(
+                    name,
+                    cmd,
+                    other
+                        .and_then(|s| s.code())
+                        .map_or("signal".into(), |c| c.to_string()),
+                    excerpt.join("\n"),
+                ))
+            }
         }
+    }
+
+    /// A step that failed on a full disk, said first in its excerpt: its output says so (a
+    /// compiler's "No space left on device", however far up), or the filesystem of the
+    /// cache (this log's, and the build tree's) has less than 1 MiB left.
+    fn no_space_note(&self, lines: &[String]) -> Option<String> {
+        let said = lines
+            .iter()
+            .any(|l| rocbuild_probe::space::says_out_of_space(l));
+        let cache = self.path.parent().and_then(Path::parent)?;
+        let at = rocbuild_probe::space::NoSpace::at(cache);
+        let low = at.free.is_some_and(|n| n < 1 << 20);
+        if !said && !low {
+            return None;
+        }
+        Some(format!(
+            "no space left on device{}: {}",
+            at.free_text(),
+            at.help()
+        ))
     }
 
     /// Run `cmd` as the step `name`. Returns its output lines.
@@ -461,6 +485,37 @@ mod tests {
         );
         assert!(reproduce.contains("'FOO=bar baz'"), "{reproduce}");
         assert!(std::fs::read_to_string(path).unwrap().contains("line1\n"));
+    }
+
+    /// A compiler that found the disk full, its words far above the excerpt's last lines:
+    /// the excerpt starts by saying so, with what is free and what to free.
+    #[test]
+    fn a_step_that_found_the_disk_full_says_so_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = RunLog::create(&dir.path().join("logs"), "t", Verbosity::Quiet).unwrap();
+        let script = "echo 'cc1plus: fatal error: cannot write a.s: No space left on device'; \
+                      for i in $(seq 1 40); do echo line$i; done; exit 1";
+        let err = log
+            .run("build", &Command::new("sh").args(["-c", script]))
+            .unwrap_err();
+        let EngineError::Step { tail, .. } = err else {
+            panic!("{err:?}")
+        };
+        let first = tail.lines().next().unwrap_or_default();
+        assert!(first.starts_with("no space left on device ("), "{tail}");
+        assert!(first.contains(" free on that filesystem): "), "{tail}");
+        assert!(first.contains(&dir.path().display().to_string()), "{tail}");
+        assert!(first.contains("rocbuild clean --builds"), "{tail}");
+        assert!(tail.ends_with("line40"), "{tail}");
+        // Another failure on a disk with room: nothing said about space.
+        let err = log.run(
+            "build",
+            &Command::new("sh").args(["-c", "echo nope; exit 1"]),
+        );
+        let Err(EngineError::Step { tail, .. }) = err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(tail, "nope");
     }
 
     #[test]

@@ -175,11 +175,8 @@ fn fetch(url: &str, expected: Option<&str>, dest_dir: &Path) -> Result<PathBuf, 
         });
     }
     tmp.as_file().sync_all().map_err(io("sync", tmp.path()))?;
-    tmp.persist(&dest).map_err(|e| FetchError::Io {
-        action: "move the download to",
-        path: dest.display().to_string(),
-        source: e.error,
-    })?;
+    tmp.persist(&dest)
+        .map_err(|e| io("move the download to", &dest)(e.error))?;
     Ok(dest)
 }
 

@@ -99,6 +99,19 @@ pub enum FetchError {
         #[source]
         source: std::io::Error,
     },
+    /// A write that found the disk full (or the quota spent): never a bad archive or a failed
+    /// download.
+    #[error("no space left on device: cannot {action} {path}{free}")]
+    #[diagnostic(code(rocbuild::no_space), help("{help}"))]
+    NoSpace {
+        action: &'static str,
+        path: String,
+        /// ` (12.0 KiB free on that filesystem)`, or empty.
+        free: String,
+        help: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("no pinned shared FFmpeg build for {platform}{wanted}")]
     #[diagnostic(code(rocbuild::fetch::no_pin))]
     NoPin {
@@ -115,14 +128,51 @@ pub enum FetchError {
     Pins { file: String, reason: String },
 }
 
+/// The error of `action` on `path` failing with an I/O error: [`FetchError::NoSpace`] when the
+/// disk is full (with what is free there), else [`FetchError::Io`].
 pub(crate) fn io(
     action: &'static str,
     path: &std::path::Path,
 ) -> impl FnOnce(std::io::Error) -> FetchError {
-    let path = path.display().to_string();
-    move |source| FetchError::Io {
-        action,
-        path,
-        source,
+    let path = path.to_path_buf();
+    move |source| {
+        if rocbuild_probe::space::is_out_of_space(&source) {
+            let at = rocbuild_probe::space::NoSpace::at(&path);
+            return FetchError::NoSpace {
+                action,
+                path: path.display().to_string(),
+                free: at.free_text(),
+                help: at.help(),
+                source,
+            };
+        }
+        FetchError::Io {
+            action,
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A full disk under any fetch step (a download's write, an archive's unpacking) is said
+    /// as such, with the path and what is free there; another I/O error stays what it is.
+    #[test]
+    fn a_full_disk_is_no_space_not_an_io_error() {
+        let d = tempfile::tempdir().unwrap();
+        let at = d.path().join("downloads/x.zip");
+        let full = std::io::Error::new(std::io::ErrorKind::StorageFull, "full");
+        let e = io("write", &at)(full);
+        let text = e.to_string();
+        let want = format!("no space left on device: cannot write {} (", at.display());
+        assert!(text.starts_with(&want), "{text}");
+        assert!(text.ends_with(" free on that filesystem)"), "{text}");
+        let help = miette::Diagnostic::help(&e).map(|h| h.to_string());
+        assert!(help.is_some_and(|h| h.contains("rocbuild clean")));
+        let denied = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        assert!(matches!(io("write", &at)(denied), FetchError::Io { .. }));
     }
 }

@@ -20,6 +20,7 @@ mod rocm;
 mod rocm_scan;
 mod rocm_version;
 mod runtime;
+pub mod space;
 mod syslib;
 mod tools;
 mod torch;
