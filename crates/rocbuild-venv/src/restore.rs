@@ -236,6 +236,29 @@ fn give_back(
 /// lists with the baseline's bytes gets those bytes back (a file `repair` edited, beside one
 /// pip has put back since: RECORD is true again); one that no RECORD lists is removed (a
 /// preload hook, a library the wheel does not have); the rest is left.
+fn is_record(rel: &str) -> bool {
+    rel.ends_with(".dist-info/RECORD")
+}
+
+/// What the RECORDs will list once this restore is done: a RECORD that rocbuild rewrote (a
+/// repair keeps RECORD true) and that is still as rocbuild left it goes back to the baseline's,
+/// so the baseline's hashes decide which of rocbuild's files go back with it.
+fn records_after(
+    site: &Path,
+    backup: &Path,
+    intact: &BTreeSet<String>,
+) -> std::collections::BTreeMap<String, String> {
+    let mut rec = ownership::recorded_hashes(site);
+    for rel in intact.iter().filter(|r| is_record(r)) {
+        if let Ok(text) = std::fs::read_to_string(native(backup, rel)) {
+            for (p, h, _) in crate::record::parse(&text) {
+                rec.insert(p, h);
+            }
+        }
+    }
+    rec
+}
+
 fn release(
     site: &Path,
     m: &Manifest,
@@ -245,8 +268,8 @@ fn release(
 ) -> Restored {
     let mut out = Restored::new(&m.recipe);
     out.released = true;
-    let recorded = ownership::recorded_hashes(site);
     let intact: BTreeSet<String> = ownership::still_ours(site, m).into_iter().collect();
+    let recorded = records_after(site, backup, &intact);
     for rel in ours(m) {
         let p = native(site, &rel);
         if std::fs::symlink_metadata(&p).is_err() {
@@ -261,7 +284,7 @@ fn release(
         let base_is_recorded = recorded.get(&rel).is_some_and(|h| {
             !h.is_empty()
                 && sha256_file(&base).is_ok_and(|(hex, _)| crate::record::record_hash(&hex) == *h)
-        });
+        }) || (is_record(&rel) && crate::confine::exists(&base));
         if ours_still && base_is_recorded {
             journal
                 .put_back
@@ -275,4 +298,83 @@ fn release(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ownership::Ownership;
+    use crate::record::record_hash;
+
+    fn sha(b: &[u8]) -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect()
+    }
+
+    fn record_of(files: &[(&str, &[u8])]) -> String {
+        let mut r: String = files
+            .iter()
+            .map(|(p, b)| format!("{p},{},{}\n", record_hash(&sha(b)), b.len()))
+            .collect();
+        r.push_str("pkg-1.0.dist-info/RECORD,,\n");
+        r
+    }
+
+    /// A repair keeps RECORD true; someone then writes one library back by hand (rocbuild no
+    /// longer holds the package). `restore` must still give back pip's other files and pip's
+    /// RECORD, since the RECORD is still as the repair left it.
+    #[test]
+    fn after_a_repair_and_one_file_written_back_restore_gives_back_the_rest_and_the_record() {
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path();
+        let pip = [("pkg/a.so", b"pip a" as &[u8]), ("pkg/b.so", b"pip b")];
+        let rep = [
+            ("pkg/a.so", b"repaired a" as &[u8]),
+            ("pkg/b.so", b"repaired b"),
+        ];
+        let write = |root: &Path, files: &[(&str, &[u8])]| {
+            for (p, b) in files {
+                std::fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+                std::fs::write(root.join(p), b).unwrap();
+            }
+            std::fs::create_dir_all(root.join("pkg-1.0.dist-info")).unwrap();
+            std::fs::write(root.join("pkg-1.0.dist-info/RECORD"), record_of(files)).unwrap();
+        };
+        let backup = backup_dir(site, "pkg");
+        write(&backup, &pip);
+        write(site, &rep);
+        let held = ownership::hashes(
+            site,
+            &ownership::Package {
+                distribution: "pkg".into(),
+                roots: vec!["pkg".into()],
+            },
+        );
+        let m = Manifest {
+            schema: 1,
+            recipe: "pkg".into(),
+            kind: manifest::Kind::Repair,
+            ownership: Some(Ownership {
+                distribution: "pkg".into(),
+                roots: vec!["pkg".into()],
+                baseline: Some(ownership::tree_hashes(&backup)),
+                held,
+            }),
+            ..Manifest::default()
+        };
+        manifest::write(site, &m).unwrap();
+        std::fs::write(site.join("pkg/a.so"), b"pip a").unwrap();
+        let r = restore(site, "pkg").unwrap();
+        assert!(r.released, "{r:?}");
+        assert_eq!(std::fs::read(site.join("pkg/b.so")).unwrap(), b"pip b");
+        assert_eq!(
+            std::fs::read_to_string(site.join("pkg-1.0.dist-info/RECORD")).unwrap(),
+            record_of(&pip)
+        );
+        assert_eq!(std::fs::read(site.join("pkg/a.so")).unwrap(), b"pip a");
+    }
 }
