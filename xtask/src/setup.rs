@@ -55,6 +55,8 @@ const APT_PACKAGES: &[&str] = &[
     // The Windows world (windows.rs): clang-cl, lld-link and the llvm tools for MSVC-ABI
     // binaries, Wine to run them; xz for CPython's source tarball.
     "clang-19",
+    // clang-cl-19 is in clang-tools-19 (Debian 12's clang-19 ships only clang and clang++).
+    "clang-tools-19",
     "lld-19",
     "llvm-19",
     "wine",

@@ -100,7 +100,7 @@ impl Tools {
         }
         if !missing.is_empty() {
             return Err(format!(
-                "not on PATH: {}; as root run: apt-get install clang-19 lld-19 llvm-19 wine wine64",
+                "not on PATH: {}; as root run: apt-get install clang-19 clang-tools-19 lld-19 llvm-19 wine wine64",
                 missing.join(" ")
             ));
         }
