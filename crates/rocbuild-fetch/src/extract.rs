@@ -547,8 +547,14 @@ pub fn extract_zip_safely(zip_path: &Path, target: &Path) -> Result<PathBuf, Fet
         };
         let mut entry = archive.by_index(i).map_err(|e| bad_zip(zip_path, e))?;
         let (mut f, path) = staging.create_file(&p.rel)?;
-        std::io::copy(&mut entry, &mut f)
-            .map_err(|e| bad_zip(zip_path, format!("{}: {e}", p.name)))?;
+        std::io::copy(&mut entry, &mut f).map_err(|e| {
+            // A full disk is said as such, not as an unreadable archive.
+            if rocbuild_probe::space::is_out_of_space(&e) {
+                crate::io("write", &path)(e)
+            } else {
+                bad_zip(zip_path, format!("{}: {e}", p.name))
+            }
+        })?;
         set_file_mode(&f, &path, mode)?;
     }
     staging.replace(target)?;

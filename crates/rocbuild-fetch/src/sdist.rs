@@ -147,8 +147,14 @@ impl Ctx<'_> {
                 }
                 Kind::File { mode } => {
                     let (mut f, path) = staging.create_file(&p.rel)?;
-                    std::io::copy(&mut entry, &mut f)
-                        .map_err(|e| self.bad(format!("{}: {e}", p.name)))?;
+                    std::io::copy(&mut entry, &mut f).map_err(|e| {
+                        // A full disk is said as such, not as an unreadable archive.
+                        if rocbuild_probe::space::is_out_of_space(&e) {
+                            crate::io("write", &path)(e)
+                        } else {
+                            self.bad(format!("{}: {e}", p.name))
+                        }
+                    })?;
                     set_file_mode(&f, &path, *mode)?;
                 }
                 Kind::HardLink(src) => staging.hard_link(&p.rel, src)?,
