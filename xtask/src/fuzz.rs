@@ -13,7 +13,7 @@ use std::time::Instant;
 use crate::util::{cargo, first_line, run_inherit, workspace_root, Result};
 
 /// The targets, in fuzz/Cargo.toml's order, with the seed files each starts from.
-const TARGETS: &[&str] = &["binary", "offload", "ld_cache", "recipe", "manifest"];
+const TARGETS: &[&str] = &["binary", "offload", "ld_cache", "recipe", "manifest", "state"];
 
 /// What cargo-fuzz passes for `--sanitizer none` (its `BuildOptions::rustflags`), plus
 /// debug assertions and overflow checks so arithmetic slips are found too.
@@ -78,6 +78,14 @@ fn seed(ws: &Path, target: &str, dir: &Path) -> Result<()> {
 "record":"torchcodec-0.9.1.dist-info/RECORD","dropped":[],"python_part":{{"version":"0.9.1",
 "files":["torchcodec/__init__.py"]}},"extra_files":["rocbuild_preload.pth"]}}"#
             );
+            std::fs::write(dir.join("manifest.json"), m).map_err(|e| e.to_string())?;
+        }
+        "state" => {
+            // A journal's content naming every kind of path (plain, climbing out, through a
+            // link to the canary), and a manifest: the fuzzer mutates them into the corners.
+            let j = r#"{"txn":"00ff","recipe":"pkg","created_state_dir":false,"ops":[{"Mkdir":{"path":"pkg/sub"}},{"Backup":{"path":"pkg/a.so","backup":".rocbuild/txn/backup/pkg/a.so"}},{"Place":{"staged":".rocbuild/txn/stage/a.so","path":"linkdir/precious"}}],"phase":"commit","keep":[["pkg/a.so",".rocbuild/backup/pkg/a.so"]],"manifest":[".rocbuild/txn/manifest.json",".rocbuild/pkg.json"],"remove":["linkdir/dir/file","../outside/precious"],"put_back":[[".rocbuild/backup/pkg/b","linkfile"]],"drop":["linkdir/dir","pkg"],"baseline":[".rocbuild/txn/baseline",".rocbuild/backup/pkg"]}"#;
+            std::fs::write(dir.join("journal.json"), j).map_err(|e| e.to_string())?;
+            let m = r#"{"schema":1,"recipe":"pkg","version":"1","recipe_hash":"h","fingerprint":"f","source_url":null,"source_commit":null,"torch_version":"2.9.1","torch_git":null,"flavor":"cpu","ffmpeg_major":7,"python":"/v/bin/python","defines":{},"runpath":[],"files":[{"path":"linkdir/precious","sha256":"0000000000000000000000000000000000000000000000000000000000000000","size":1}],"parked":[],"installed_at":0,"extra_files":["linkfile","pkg/a.so"],"ownership":{"distribution":"pkg","roots":["pkg","linkdir"],"held":{}}}"#;
             std::fs::write(dir.join("manifest.json"), m).map_err(|e| e.to_string())?;
         }
         "binary" => {
