@@ -77,6 +77,32 @@ const BUILD_ONLY: &[&str] = &[
     "python3-dev",
 ];
 
+/// What a chroot holds besides Debian's base.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Contents {
+    /// [`COMMON`] and the ROCm SDK ([`ROCM`]).
+    Rocm,
+    /// Only [`BUILD_ONLY`].
+    BuildOnly,
+    /// Debian's Rust toolchain with the standard library's source and LLVM's MSVC-style
+    /// tools ([`RUST_WINDOWS`]): rocbuild.exe built with `-Zbuild-std` (xtask/src/exe.rs).
+    RustWindows,
+}
+
+/// What the Rust chroot holds: rustc, cargo and the `rust-src` that matches them exactly
+/// (std is built from source for a target rustup cannot add here), lld (`lld-link`), clang
+/// with clang-tools (`clang-cl`, for the C code of -sys crates) and llvm (`llvm-lib`).
+pub const RUST_WINDOWS: &[&str] = &[
+    "rustc",
+    "cargo",
+    "rust-src",
+    "lld",
+    "clang",
+    "clang-tools",
+    "llvm",
+    "ca-certificates",
+];
+
 /// One chroot: its directory name under the cache, and whether it adds experimental.
 pub struct Spec {
     pub name: &'static str,
@@ -85,8 +111,8 @@ pub struct Spec {
     pub experimental: bool,
     /// The Debian suite (`sid`, `trixie`).
     pub suite: &'static str,
-    /// Whether it holds the ROCm SDK (else only [`BUILD_ONLY`]).
-    pub rocm: bool,
+    /// What it holds.
+    pub contents: Contents,
     /// Its size on disk with apt's downloads, to check the free space first.
     pub need_bytes: u64,
 }
@@ -98,8 +124,19 @@ pub const GCC14: Spec = Spec {
     env: "",
     experimental: false,
     suite: "trixie",
-    rocm: false,
+    contents: Contents::BuildOnly,
     need_bytes: 1_500_000_000,
+};
+
+/// Debian sid's Rust 1.97 toolchain, for rocbuild.exe (`cargo xtask exe`). Not made for the
+/// tests unless that step runs.
+pub const RUST_WIN: Spec = Spec {
+    name: "sid-rust-windows",
+    env: "",
+    experimental: false,
+    suite: "sid",
+    contents: Contents::RustWindows,
+    need_bytes: 2_000_000_000,
 };
 
 pub const SPECS: &[Spec] = &[
@@ -108,7 +145,7 @@ pub const SPECS: &[Spec] = &[
         env: "ROCBUILD_TEST_CHROOT_ROCM64",
         experimental: false,
         suite: "sid",
-        rocm: true,
+        contents: Contents::Rocm,
         need_bytes: 7_000_000_000,
     },
     Spec {
@@ -116,7 +153,7 @@ pub const SPECS: &[Spec] = &[
         env: "ROCBUILD_TEST_CHROOT_ROCM72",
         experimental: true,
         suite: "sid",
-        rocm: true,
+        contents: Contents::Rocm,
         need_bytes: 7_000_000_000,
     },
 ];
@@ -136,10 +173,28 @@ pub enum Outcome {
 /// A chroot is complete when mmdebstrap finished (the rename) and its ROCm (or its compiler
 /// and Python) is there.
 fn complete(spec: &Spec, dir: &Path) -> bool {
-    if spec.rocm {
-        dir.join("usr/include/hip/hip_version.h").is_file() && dir.join("usr/bin/hipcc").exists()
-    } else {
-        dir.join("usr/bin/g++").exists() && dir.join("usr/bin/python3").exists()
+    match spec.contents {
+        Contents::Rocm => {
+            dir.join("usr/include/hip/hip_version.h").is_file()
+                && dir.join("usr/bin/hipcc").exists()
+        }
+        Contents::BuildOnly => {
+            dir.join("usr/bin/g++").exists() && dir.join("usr/bin/python3").exists()
+        }
+        Contents::RustWindows => {
+            [
+                "usr/bin/cargo",
+                "usr/bin/rustc",
+                "usr/bin/lld-link",
+                "usr/bin/clang-cl",
+                "usr/bin/llvm-lib",
+            ]
+            .iter()
+            .all(|p| dir.join(p).exists())
+                && dir
+                    .join("usr/lib/rustlib/src/rust/library/Cargo.lock")
+                    .exists()
+        }
     }
 }
 
@@ -210,12 +265,14 @@ fn mmdebstrap(spec: &Spec, tmp: &Path) -> Command {
         "--variant=apt",
         "--aptopt=Acquire::Check-Valid-Until \"false\"",
     ]);
-    let include: Vec<&str> = if spec.rocm {
-        let mut v = COMMON.to_vec();
-        v.extend(ROCM);
-        v
-    } else {
-        BUILD_ONLY.to_vec()
+    let include: Vec<&str> = match spec.contents {
+        Contents::Rocm => {
+            let mut v = COMMON.to_vec();
+            v.extend(ROCM);
+            v
+        }
+        Contents::BuildOnly => BUILD_ONLY.to_vec(),
+        Contents::RustWindows => RUST_WINDOWS.to_vec(),
     };
     c.arg(format!("--include={}", include.join(",")));
     if spec.experimental {

@@ -9,6 +9,7 @@ mod bench_readers;
 mod bench_recipes;
 mod bench_status;
 mod chroots;
+mod exe;
 mod fuzz;
 mod release;
 mod setup;
@@ -32,6 +33,14 @@ commands:
   windows         only the Windows world of the set-up (cache/windows: MSVC sysroot, Windows
                   CPython 3.11 + headers, FFmpeg DLLs, torch wheels unpacked, a Wine prefix);
                   prints its world.json
+  exe [build]     rocbuild.exe for x86_64-pc-windows-msvc (cache/exe/rocbuild.exe): Debian
+                  sid's rustc/cargo/rust-src in a chroot under /var/cache/rocbuild-test/chroots,
+                  std built from source (-Zbuild-std), lld-link and clang-cl against the
+                  Windows world's MSVC sysroot; run once under Wine
+  exe test [CRATE]
+                  the unit tests of every crate (cargo test --workspace --lib) built the same
+                  way and run under Wine, each test executable with a timeout; a test that
+                  fails for Wine's sake is listed with why (xtask/src/exe/limits.rs)
   upstream [--mirror DIR]
                   the releases each recipe's git source has tagged that the recipe does not
                   know yet (git ls-remote of $ROCBUILD_MIRROR's copy or the network); exit 1
@@ -81,6 +90,7 @@ fn main() -> ExitCode {
         Some("setup") => setup::setup().map(|_| ExitCode::SUCCESS),
         Some("chroots") => chroots::setup(setup::is_root(), &args[1..]).map(|_| ExitCode::SUCCESS),
         Some("windows") => windows::main().map(|_| ExitCode::SUCCESS),
+        Some("exe") => exe::main(&args[1..]),
         Some("upstream") => upstream::upstream(&args[1..]),
         Some("wheel") => release::prepare().map(|w| {
             println!("{}", w.display());
