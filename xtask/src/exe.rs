@@ -332,6 +332,9 @@ fn test(filter: Option<&str>) -> Result<ExitCode> {
         "--workspace",
         "--lib",
         "--no-run",
+        // Every crate's compile errors at once, not the first crate's only (`cargo test`
+        // takes no --keep-going; with --no-run this is what it means).
+        "--no-fail-fast",
         "--message-format=json-render-diagnostics",
     ];
     args.extend(target_flags());

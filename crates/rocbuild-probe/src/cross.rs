@@ -585,6 +585,7 @@ mod tests {
     }
 
     /// An executable shell script `name` in `dir`.
+    #[cfg(unix)]
     fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
         std::fs::create_dir_all(dir).unwrap();

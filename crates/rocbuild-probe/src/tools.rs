@@ -110,8 +110,7 @@ fn msvc() -> Option<crate::Msvc> {
     let target = format!("{}-pc-windows-msvc", std::env::consts::ARCH);
     let cl = cc::windows_registry::find_tool(&target, "cl.exe")?;
     let env = cl
-        .env()
-        .iter()
+        .get_envs()
         .map(|(k, v)| {
             (
                 k.to_string_lossy().into_owned(),

@@ -375,15 +375,14 @@ pub fn create_new_file(path: &std::path::Path) -> std::io::Result<std::fs::File>
     open_private(o, path)
 }
 
-fn open_private(
-    mut o: std::fs::OpenOptions,
-    path: &std::path::Path,
-) -> std::io::Result<std::fs::File> {
+fn open_private(o: std::fs::OpenOptions, path: &std::path::Path) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
-    {
+    let o = {
         use std::os::unix::fs::OpenOptionsExt;
+        let mut o = o;
         o.mode(0o644);
-    }
+        o
+    };
     let f = o.open(path)?;
     #[cfg(unix)]
     {
