@@ -227,15 +227,16 @@ mod tests {
             std::fs::write(p, b"").unwrap();
         }
         let s = &Subject::known()[1];
-        let libs: Vec<String> = native_libraries(site, s, Os::Linux)
+        // Compared as paths (component by component), so that a Windows host's `\\` passes.
+        let libs: Vec<PathBuf> = native_libraries(site, s, Os::Linux)
             .iter()
-            .map(|p| p.strip_prefix(site).unwrap().display().to_string())
+            .map(|p| p.strip_prefix(site).unwrap().to_path_buf())
             .collect();
         assert_eq!(
             libs,
             [
-                "torchcodec/libtorchcodec_core7.so",
-                "torchcodec.libs/libavutil-1234.so.59"
+                PathBuf::from("torchcodec/libtorchcodec_core7.so"),
+                PathBuf::from("torchcodec.libs/libavutil-1234.so.59")
             ]
         );
     }

@@ -59,6 +59,11 @@ impl Ran {
     }
 }
 
+/// `Z:\\…` for a Unix path, as Windows programs under Wine see it.
+fn z_path(p: &Path) -> String {
+    format!("Z:{}", p.display()).replace('/', "\\")
+}
+
 fn tail(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
@@ -108,6 +113,13 @@ impl Runner {
         // libtest's `-Zunstable-options` (built from source, it allows them; this says so
         // to a libtest that asks).
         .env("RUSTC_BOOTSTRAP", "1")
+        // insta: the workspace as Windows sees it (it cannot run `cargo metadata` there, and
+        // the compile-time manifest path is a Unix one); never write `.snap.new` files.
+        .env(
+            "INSTA_WORKSPACE_ROOT",
+            z_path(&crate::util::workspace_root()),
+        )
+        .env("INSTA_UPDATE", "no")
         .env("RUST_BACKTRACE", "1");
     }
 
@@ -402,7 +414,7 @@ pub struct Summary {
 /// One test's line in the report: (counts as a failure, text).
 fn judge(krate: &str, test: &str, o: &Outcome) -> (bool, Option<String>) {
     let limit = limits::find(krate, test);
-    let tag = |l: &limits::Limit| format!("[listed: {}]", l.why);
+    let tag = |l: &limits::Limit| format!("[listed, {}: {}]", l.cause.label(), l.why);
     match (o, limit) {
         (Outcome::Passed | Outcome::Ignored, None) => (false, None),
         (Outcome::Passed, Some(l)) => (
@@ -517,8 +529,20 @@ impl Summary {
             }
         }
         let (p, f, l, i) = self.counts();
+        let mut by_cause: BTreeMap<&str, usize> = BTreeMap::new();
+        for e in &self.exes {
+            for (t, o) in &e.tests {
+                if let Some(lim) = limits::find(&e.krate, t) {
+                    if !matches!(o, Outcome::Passed | Outcome::Ignored) {
+                        *by_cause.entry(lim.cause.label()).or_default() += 1;
+                    }
+                }
+            }
+        }
+        let causes: Vec<String> = by_cause.iter().map(|(c, n)| format!("{n} {c}")).collect();
         s.push_str(&format!(
-            "xtask: exe: unit tests under Wine: {p} passed, {f} failed, {l} listed (Wine limitations: xtask/src/exe/limits.rs), {i} ignored\n"
+            "xtask: exe: unit tests under Wine: {p} passed, {f} failed, {l} listed ({}; xtask/src/exe/limits.rs), {i} ignored\n",
+            if causes.is_empty() { "none".to_string() } else { causes.join(", ") }
         ));
         s
     }
