@@ -20,7 +20,7 @@
 //!   chroot's own bundle does not trust a TLS-inspecting proxy's certificate).
 //!
 //! `cargo xtask exe test` builds the unit tests of every crate the same way (`cargo test
-//! --workspace --lib --no-run`), takes the test executables from cargo's JSON messages and
+//! --workspace --exclude xtask --lib --bins --no-run`), takes the test executables from cargo's JSON messages and
 //! runs each on the host under Wine (xtask/src/exe/wine_runner.rs): Wine is not in the chroot.
 
 mod limits;
@@ -330,7 +330,12 @@ fn test(filter: Option<&str>) -> Result<ExitCode> {
     let mut args = vec![
         "test",
         "--workspace",
+        // As the release workflow's test job: the libraries' and the binary's unit tests;
+        // xtask is a Linux developer tool (std::os::unix throughout).
+        "--exclude",
+        "xtask",
         "--lib",
+        "--bins",
         "--no-run",
         // Every crate's compile errors at once, not the first crate's only (`cargo test`
         // takes no --keep-going; with --no-run this is what it means).

@@ -86,7 +86,7 @@ pub const LIMITS: &[Limit] = &[
         test: "clean::tests::sizes_by_kind_and_removal_of_one_kind",
         kind: Kind::Fails,
         cause: Cause::Wine,
-        why: "std's remove_dir_all of a tree with no open handle fails with error 145 (directory not empty) under Wine 8: its POSIX-semantics delete (FILE_DISPOSITION_POSIX_SEMANTICS, which Windows 10 1809+ NTFS has) leaves the file's name until the end",
+        why: "std's remove_dir_all of a tree with no open handle fails with error 145 (directory not empty) under Wine 8, whose delete lacks the POSIX semantics (FILE_DISPOSITION_POSIX_SEMANTICS) of Windows 10 1809+ on NTFS: a deleted file's name stays until its handle closes, so its directory is not empty yet",
     },
     Limit {
         krate: "rocbuild_engine",
