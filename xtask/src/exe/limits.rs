@@ -1,7 +1,7 @@
 //! The unit tests that do not pass for the Windows target under Wine, each named with what
 //! stops it ([`Cause`]). A listed test still runs (unless it hangs), and its result is
 //! printed with the reason: nothing is skipped silently, and a listed test that passes is
-//! said so (take it off the list). docs/guides/rocbuild-exe.md shows the same list.
+//! said so (take it off the list). docs/rocbuild-exe.md shows the same list.
 //!
 //! Only [`Cause::Wine`] is Wine's own; the other two are the tests' (they would fail on a
 //! real Windows runner too) and are work left: issue 39.
