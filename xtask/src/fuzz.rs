@@ -13,7 +13,9 @@ use std::time::Instant;
 use crate::util::{cargo, first_line, run_inherit, workspace_root, Result};
 
 /// The targets, in fuzz/Cargo.toml's order, with the seed files each starts from.
-const TARGETS: &[&str] = &["binary", "offload", "ld_cache", "recipe", "manifest", "state"];
+const TARGETS: &[&str] = &[
+    "binary", "offload", "ld_cache", "recipe", "manifest", "state",
+];
 
 /// What cargo-fuzz passes for `--sanitizer none` (its `BuildOptions::rustflags`), plus
 /// debug assertions and overflow checks so arithmetic slips are found too.
