@@ -1231,7 +1231,11 @@ fn planted_journal() {
     assert_eq!(tree_state(&c), before);
     // `status` says the same, tells the truth about the builds, and changes nothing either.
     let out = s.rocbuild(&["status"], &[]);
-    assert!(squeeze(&out.stderr).contains(&squeeze("was not acted on")), "{}", out.stderr);
+    assert!(
+        squeeze(&out.stderr).contains(&squeeze("was not acted on")),
+        "{}",
+        out.stderr
+    );
     assert_eq!(tree_state(&c), before);
 }
 
@@ -1282,9 +1286,14 @@ fn held_install(s: &Scene, backup: bool) {
 fn backup_gone() {
     let s = Scene::with_torch();
     held_install(&s, false);
-    let err = check("backup_gone", &s, 1, || s.rocbuild(&["restore", "pkg"], &[]));
+    let err = check("backup_gone", &s, 1, || {
+        s.rocbuild(&["restore", "pkg"], &[])
+    });
     assert!(said(&err, "is gone"), "{err}");
-    assert!(said(&err, "pip install --force-reinstall --no-deps pkg==1.0"), "{err}");
+    assert!(
+        said(&err, "pip install --force-reinstall --no-deps pkg==1.0"),
+        "{err}"
+    );
 }
 
 /// The kept baseline replaced by a link to a folder outside: `restore` would move that
