@@ -793,6 +793,33 @@ fn pe_imports(
     out
 }
 
+/// No DLL changed by the Windows repair; the hook's two files are new, and pip's RECORD lists
+/// them (pip's uninstall removes them with the package), every row true, the others as they
+/// were.
+fn assert_only_the_hook_was_added(
+    site: &Path,
+    before: &BTreeMap<String, Vec<u8>>,
+    after: &BTreeMap<String, Vec<u8>>,
+) {
+    let record = "torchcodec-0.17.0.dist-info/RECORD";
+    for (rel, bytes) in before {
+        if rel != record {
+            assert_eq!(after.get(rel), Some(bytes), "{rel} changed");
+        }
+    }
+    let was = assert_record_true(site, &String::from_utf8_lossy(&before[record]));
+    let now = assert_record_true(site, &String::from_utf8_lossy(&after[record]));
+    let added: Vec<&String> = now.keys().filter(|k| !was.contains_key(*k)).collect();
+    assert_eq!(
+        added,
+        [
+            "_rocbuild_preload_torchcodec.pth",
+            "_rocbuild_preload_torchcodec.py"
+        ]
+    );
+    assert!(was.iter().all(|(k, h)| now.get(k) == Some(h)));
+}
+
 /// Windows repair: the real TorchCodec 0.17.0 Windows wheel beside the real torch 2.11.0
 /// Windows DLLs, in a Windows-shaped venv read from this Linux host. FFmpeg 7's DLLs (and
 /// libheif's, for the HEIC library) are in a directory given with --search: stubs exporting
@@ -876,26 +903,7 @@ fn repairs_the_real_windows_torchcodec_with_the_preload_hook() {
         serde_json::json!([ffmpeg.display().to_string()])
     );
 
-    // No DLL changed; the hook's two files are new, and pip's RECORD lists them (pip's
-    // uninstall removes them with the package), every row true, the others as they were.
-    let after = tree(&site);
-    let record = "torchcodec-0.17.0.dist-info/RECORD";
-    for (rel, bytes) in &before {
-        if rel != record {
-            assert_eq!(after.get(rel), Some(bytes), "{rel} changed");
-        }
-    }
-    let was = assert_record_true(&site, &String::from_utf8_lossy(&before[record]));
-    let now = assert_record_true(&site, &String::from_utf8_lossy(&after[record]));
-    let added: Vec<&String> = now.keys().filter(|k| !was.contains_key(*k)).collect();
-    assert_eq!(
-        added,
-        [
-            "_rocbuild_preload_torchcodec.pth",
-            "_rocbuild_preload_torchcodec.py"
-        ]
-    );
-    assert!(was.iter().all(|(k, h)| now.get(k) == Some(h)));
+    assert_only_the_hook_was_added(&site, &before, &tree(&site));
     let module = std::fs::read_to_string(site.join("_rocbuild_preload_torchcodec.py")).unwrap();
     assert_eq!(
         std::fs::read_to_string(site.join("_rocbuild_preload_torchcodec.pth")).unwrap(),
