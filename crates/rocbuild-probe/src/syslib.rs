@@ -28,6 +28,11 @@ pub struct FoundLibrary {
     /// The directory its first library was found in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lib_dir: Option<PathBuf>,
+    /// SHA-256 over the library files found (each one's name and contents, in the spec's
+    /// order): what a build from it is keyed by, wherever the files lie (a oneDNN built against
+    /// the venv's `libiomp5md.lib` is the same build for every venv with the same file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 /// The include and library directories searched, in order.
@@ -150,6 +155,7 @@ pub fn find_library(spec: &LibrarySpec, dirs: &SearchDirs, os: Os) -> Option<Fou
         include_dir.get_or_insert(dir.clone());
         first.get_or_insert(at);
     }
+    let mut files = Vec::new();
     for l in &spec.libs {
         let names = lib_file_names(l, os);
         let (dir, at) = dirs
@@ -158,13 +164,48 @@ pub fn find_library(spec: &LibrarySpec, dirs: &SearchDirs, os: Os) -> Option<Fou
             .flat_map(|d| names.iter().map(move |n| (d, d.join(n))))
             .find(|(_, p)| p.exists())?;
         lib_dir.get_or_insert(dir.clone());
+        files.push(at.clone());
         first.get_or_insert(at);
     }
     first.map(|at| FoundLibrary {
         at,
         include_dir,
         lib_dir,
+        digest: digest(&files),
     })
+}
+
+/// SHA-256 over each file's name and contents; `None` when there is none or one cannot be read
+/// (then whatever is keyed by the library falls back to its path).
+fn digest(files: &[PathBuf]) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    if files.is_empty() {
+        return None;
+    }
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    for f in files {
+        let name = f.file_name()?.to_string_lossy().into_owned();
+        h.update((name.len() as u64).to_le_bytes());
+        h.update(name.as_bytes());
+        let mut file = std::fs::File::open(f).ok()?;
+        let len = file.metadata().ok()?.len();
+        h.update(len.to_le_bytes());
+        loop {
+            let n = file.read(&mut buf).ok()?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+    }
+    Some(
+        h.finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>(),
+    )
 }
 
 #[cfg(test)]
@@ -271,5 +312,41 @@ mod tests {
         let d = search_dirs(&p, &[sdk], None);
         assert!(d.include.contains(&res.join("include")), "{:?}", d.include);
         assert!(d.lib.contains(&llvm.join("lib")), "{:?}", d.lib);
+    }
+
+    /// The digest is the library files' contents: the same file in two venvs is the same
+    /// library; another file is another; a library found by its header only has none.
+    #[test]
+    fn a_found_library_carries_the_digest_of_its_files() {
+        let t = tempfile::tempdir().unwrap();
+        let find = |dir: &Path| {
+            let dirs = SearchDirs {
+                include: vec![],
+                lib: vec![dir.to_path_buf()],
+            };
+            find_library(&spec(&[], &["iomp5md"]), &dirs, Os::Windows).unwrap()
+        };
+        let (a, b, c) = (t.path().join("a"), t.path().join("b"), t.path().join("c"));
+        for (d, text) in [(&a, "same"), (&b, "same"), (&c, "other")] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("libiomp5md.lib"), text).unwrap();
+        }
+        let (fa, fb, fc) = (find(&a), find(&b), find(&c));
+        assert!(fa.digest.is_some());
+        assert_eq!(fa.digest, fb.digest);
+        assert_ne!(fa.digest, fc.digest);
+        assert_ne!(fa.lib_dir, fb.lib_dir);
+        std::fs::create_dir_all(a.join("inc")).unwrap();
+        std::fs::write(a.join("inc/x.h"), "").unwrap();
+        let headers_only = find_library(
+            &spec(&["x.h"], &[]),
+            &SearchDirs {
+                include: vec![a.join("inc")],
+                lib: vec![],
+            },
+            Os::Linux,
+        )
+        .unwrap();
+        assert_eq!(headers_only.digest, None);
     }
 }

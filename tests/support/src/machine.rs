@@ -202,6 +202,7 @@ fn host_parts(os: Os) -> rocbuild_probe::HostParts {
                     at: format!("/usr/include/{n}").into(),
                     include_dir: Some("/usr/include".into()),
                     lib_dir: None,
+                    digest: None,
                 },
             )
         })
@@ -213,6 +214,7 @@ fn host_parts(os: Os) -> rocbuild_probe::HostParts {
                     at: r"C:\venv\Library\lib\libiomp5md.lib".into(),
                     include_dir: None,
                     lib_dir: Some(r"C:\venv\Library\lib".into()),
+                    digest: None,
                 },
             )
         }))

@@ -32,6 +32,10 @@ pub struct DependencyPlan {
     pub source: SourcePlan,
     /// Hash of everything that decides what is built: names its directory.
     pub key: String,
+    /// What the key is a hash of, one line each (the stamp holds it): a library found in the
+    /// venv stands there by its contents (`<iomp5 sha256:…>/dir`), not its path.
+    #[serde(skip)]
+    pub keyed: Vec<String>,
     pub build_dir: PathBuf,
     /// Where it is installed: `{lib.NAME.include}` is `include/` here, `{lib.NAME.dir}` `lib/`.
     pub prefix: PathBuf,
@@ -54,9 +58,11 @@ impl DependencyPlan {
         self.prefix.join(".rocbuild-built")
     }
 
-    /// What the stamp holds once the build is installed.
+    /// What the stamp holds once the build is installed: the key and what it hashes (not the
+    /// configure line, which names this venv's paths: another venv with the same inputs finds
+    /// it built).
     pub fn stamp_text(&self) -> String {
-        format!("{}\n{}\n", self.key, self.configure.shell_line())
+        format!("{}\n{}\n", self.key, self.keyed.join("\n"))
     }
 
     /// Built by an earlier run (of any venv) with these very inputs.
@@ -95,17 +101,8 @@ fn one(
     let url = expand(d.git.get_ref(), vars)?;
     let tag = expand(d.tag.get_ref(), vars)?;
     let commit = d.commit.get_ref().to_ascii_lowercase();
-    let mut define: BTreeMap<String, String> = BTreeMap::new();
-    for (k, v) in &d.define {
-        define.insert(k.clone(), expand(v.get_ref(), vars)?);
-    }
-    for (k, v) in
-        d.os.iter()
-            .filter(|(o, _)| o.get_ref() == os.as_str())
-            .flat_map(|(_, o)| &o.define)
-    {
-        define.insert(k.clone(), expand(v.get_ref(), vars)?);
-    }
+    let mut define = recipe_defines(d, vars, os)?;
+    let by_content = recipe_defines(d, &key_vars(vars), os)?;
     // Linked into the package's shared library: static, position-independent, in `lib/`.
     for (k, v) in [
         ("BUILD_SHARED_LIBS", "OFF"),
@@ -129,14 +126,17 @@ fn one(
         "CMAKE_MAKE_PROGRAM".into(),
         toolset.ninja.display().to_string(),
     );
+    let mut keyed = vec![
+        url.clone(),
+        commit.clone(),
+        toolset.cmake.display().to_string(),
+    ];
+    keyed.extend(define.iter().map(|(k, v)| {
+        let v = by_content.get(k).unwrap_or(v);
+        format!("{k}={v}")
+    }));
     let key = {
-        let mut parts = vec![
-            url.clone(),
-            commit.clone(),
-            toolset.cmake.display().to_string(),
-        ];
-        parts.extend(define.iter().map(|(k, v)| format!("{k}={v}")));
-        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let refs: Vec<&str> = keyed.iter().map(String::as_str).collect();
         hash_hex(&refs)
     };
     let dir = join(
@@ -199,12 +199,56 @@ fn one(
         tag,
         source,
         key,
+        keyed,
         build_dir,
         prefix,
         configure,
         build,
         install,
     })
+}
+
+/// The recipe's defines of the dependency, its `[dependency.NAME.os.OS]` ones over them,
+/// expanded with `vars`.
+fn recipe_defines(
+    d: &Dependency,
+    vars: &BTreeMap<String, String>,
+    os: Os,
+) -> Result<BTreeMap<String, String>> {
+    let mut define = BTreeMap::new();
+    for (k, v) in &d.define {
+        define.insert(k.clone(), expand(v.get_ref(), vars)?);
+    }
+    for (k, v) in
+        d.os.iter()
+            .filter(|(o, _)| o.get_ref() == os.as_str())
+            .flat_map(|(_, o)| &o.define)
+    {
+        define.insert(k.clone(), expand(v.get_ref(), vars)?);
+    }
+    Ok(define)
+}
+
+/// `vars` with each found library's directories (`lib.NAME.dir`, `.include`, `.bin`) standing
+/// for the library's contents where the probe read them (`lib.NAME.digest`): a dependency
+/// built against the venv's `libiomp5md.lib` is keyed by that file, not by the venv's path,
+/// so one machine builds it once for all its venvs.
+fn key_vars(vars: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut out = vars.clone();
+    for (name, v) in out.iter_mut() {
+        let Some((lib, field)) = name
+            .strip_prefix("lib.")
+            .and_then(|rest| rest.rsplit_once('.'))
+        else {
+            continue;
+        };
+        if let ("dir" | "include" | "bin", Some(digest)) =
+            (field, vars.get(&format!("lib.{lib}.digest")))
+        {
+            *v = format!("<{lib} sha256:{digest}>/{field}");
+        }
+    }
+    out
 }
 
 /// The libraries the dependencies stand for: each one's entry in `libraries` (found on the
@@ -302,5 +346,56 @@ mod tests {
         assert!(!a[0].is_built(), "a stamp of another configure");
         fs_err::write(a[0].stamp(), a[0].stamp_text()).unwrap();
         assert!(b[0].is_built() && !other[0].is_built());
+    }
+
+    /// Windows: oneDNN is built against the venv's `libiomp5md.lib`. Two venvs with the same
+    /// file share one build (each configure still names its own venv's file); another file is
+    /// another build. Keyed by the path, every new venv rebuilt it (about 10 minutes).
+    #[test]
+    fn a_library_from_the_venv_keys_the_dependency_by_its_contents_not_its_path() {
+        let r = recipe("ctranslate2");
+        let deps = r.dependencies("windows", "x86_64", "cpu", &[]);
+        assert!(!deps.is_empty(), "the recipe builds oneDNN on Windows");
+        let cache = tempfile::tempdir().unwrap();
+        let mut c = ctx(Os::Windows);
+        c.cache = cache.path().to_path_buf();
+        let vars_of = |venv: &str, digest: &str| {
+            let mut v = BTreeMap::new();
+            v.insert(
+                "lib.iomp5.dir".to_string(),
+                format!("C:/{venv}/Library/lib"),
+            );
+            v.insert("lib.iomp5.digest".to_string(), digest.to_string());
+            v
+        };
+        let p = |vars: &BTreeMap<String, String>| {
+            plan(&deps, &toolset("clang-cl"), vars, &c, Os::Windows, None).unwrap()
+        };
+        let (a, b, other) = (
+            p(&vars_of("venv-a", "11aa")),
+            p(&vars_of("venv-b", "11aa")),
+            p(&vars_of("venv-a", "22bb")),
+        );
+        assert_eq!(a[0].key, b[0].key);
+        assert_eq!(a[0].prefix, b[0].prefix);
+        assert_ne!(a[0].key, other[0].key);
+        assert!(b[0]
+            .configure
+            .shell_line()
+            .contains("C:/venv-b/Library/lib/libiomp5md.lib"));
+        assert!(!a[0].configure.shell_line().contains("venv-b"));
+        fs_err::create_dir_all(&a[0].prefix).unwrap();
+        fs_err::write(a[0].stamp(), a[0].stamp_text()).unwrap();
+        assert!(
+            b[0].is_built(),
+            "the second venv finds the first one's build"
+        );
+        assert!(!other[0].is_built());
+        // Without a digest (a file the probe could not read) the path keys it, as before.
+        let mut no_digest = vars_of("venv-a", "");
+        no_digest.remove("lib.iomp5.digest");
+        let mut no_digest_b = no_digest.clone();
+        no_digest_b.insert("lib.iomp5.dir".into(), "C:/venv-b/Library/lib".into());
+        assert_ne!(p(&no_digest)[0].key, p(&no_digest_b)[0].key);
     }
 }

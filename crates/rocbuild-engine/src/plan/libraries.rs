@@ -137,6 +137,7 @@ mod tests {
             at: venv.join("include/oneapi/dnnl/dnnl_common.h"),
             include_dir: Some(venv.join("include")),
             lib_dir: Some(venv.join("lib")),
+            digest: None,
         };
 
         // Linux x86-64, nothing found: built from source, used.

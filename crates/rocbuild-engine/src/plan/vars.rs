@@ -44,6 +44,10 @@ pub fn of(
     // Every `[[needs.library]]` found: where (a required one too: its overlays may point a
     // CMake variable at it). `bin`: the directory beside `lib` where Windows keeps the DLLs.
     for (name, f) in &machine.host.libraries {
+        // What the library is, wherever it lies: the key of a dependency built from it.
+        if let Some(d) = &f.digest {
+            set(&format!("lib.{name}.digest"), d.clone());
+        }
         if let Some(d) = &f.include_dir {
             set(&format!("lib.{name}.include"), d.display().to_string());
         }
