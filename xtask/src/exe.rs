@@ -101,10 +101,19 @@ pub struct Env {
 impl Env {
     /// Make (or reuse) the chroot and the Windows world; the cache directories.
     pub fn prepare() -> Result<Env> {
+        match Env::prepare_or_skip()? {
+            Ok(env) => Ok(env),
+            Err(why) => Err(format!("rocbuild.exe cannot be built: {why}")),
+        }
+    }
+
+    /// As [`Env::prepare`], but a machine that cannot make the chroot (not root, no
+    /// mmdebstrap) is `Ok(Err(why))`: the test run says SKIPPED with it.
+    pub fn prepare_or_skip() -> Result<std::result::Result<Env, String>> {
         let root = crate::setup::is_root();
         let chroot = match chroots::ensure(&chroots::RUST_WIN, root)? {
             Outcome::Ready(dir) => dir,
-            Outcome::Skipped(why) => return Err(format!("rocbuild.exe cannot be built: {why}")),
+            Outcome::Skipped(why) => return Ok(Err(why)),
         };
         let workspace = workspace_root();
         let venv_python = workspace.join("cache/venvs/torch-real/bin/python");
@@ -138,7 +147,7 @@ impl Env {
                 format!("cannot copy {from} into the chroot ({}): {e}", to.display())
             })?;
         }
-        Ok(env)
+        Ok(Ok(env))
     }
 
     /// The `bcryptprimitives.dll` shim ([`PRNG_SHIM_C`]), built once into cache/exe/wine-shim
@@ -324,9 +333,41 @@ fn put_shim_beside(env: &Env, exe: &Path) -> Result<()> {
         .map_err(|e| format!("cannot copy {} to {}: {e}", shim.display(), to.display()))
 }
 
+/// What the test run is given: the debug rocbuild.exe (the e2e tests of a Windows user's day
+/// run it under Wine) and the unit-test executables of every crate, built for the target.
+pub struct ForTests {
+    env: Env,
+    /// rocbuild.exe of the dev profile, with the PRNG shim beside it.
+    pub rocbuild_exe: PathBuf,
+    tests: Vec<(String, PathBuf)>,
+}
+
 /// `cargo xtask exe test`: build the unit tests with `--no-run`, run each under Wine.
 fn test(filter: Option<&str>) -> Result<ExitCode> {
-    let env = Env::prepare()?;
+    let built = build_for_tests(Env::prepare()?)?;
+    Ok(if run_unit_tests(&built, filter)? {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// For `cargo xtask test`: what [`build_for_tests`] makes, or why this machine cannot (not
+/// root, no mmdebstrap, no Windows world). A build that fails is an error: a compile error in
+/// `cfg(windows)` code fails the run.
+pub fn outcome_for_tests() -> Result<std::result::Result<ForTests, String>> {
+    match Env::prepare_or_skip()? {
+        Ok(env) => build_for_tests(env).map(Ok),
+        Err(why) => {
+            println!("xtask: exe: SKIPPED: {why}");
+            Ok(Err(why))
+        }
+    }
+}
+
+/// The unit tests of every crate (`--no-run`) and the dev-profile rocbuild.exe, which shares
+/// their dependencies' builds.
+pub fn build_for_tests(env: Env) -> Result<ForTests> {
     let mut args = vec![
         "test",
         "--workspace",
@@ -362,7 +403,42 @@ fn test(filter: Option<&str>) -> Result<ExitCode> {
         ));
     }
     println!("xtask: exe: unit tests built in {}", secs(t.elapsed()));
-    let mut exes = test_executables(&String::from_utf8_lossy(&out.stdout));
+    let tests = test_executables(&String::from_utf8_lossy(&out.stdout));
+    let rocbuild_exe = build_dev_exe(&env)?;
+    Ok(ForTests {
+        env,
+        rocbuild_exe,
+        tests,
+    })
+}
+
+/// `cargo build -p rocbuild --bin rocbuild` for the target, dev profile; the shim beside it.
+fn build_dev_exe(env: &Env) -> Result<PathBuf> {
+    let mut args = vec!["build", "-p", "rocbuild", "--bin", "rocbuild"];
+    args.extend(target_flags());
+    let t = Instant::now();
+    let status = env
+        .cargo(&args)
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run unshare/chroot: {e}"))?;
+    if !status.success() {
+        return Err(format!("building the dev rocbuild.exe failed ({status})"));
+    }
+    let exe = env.out_dir("debug").join("rocbuild.exe");
+    put_shim_beside(env, &exe)?;
+    println!(
+        "xtask: exe: {} built in {}",
+        exe.display(),
+        secs(t.elapsed())
+    );
+    Ok(exe)
+}
+
+/// Run each unit-test executable (those whose crate name contains `filter`) under Wine; true
+/// when every test passed or failed only as xtask/src/exe/limits.rs lists.
+pub fn run_unit_tests(built: &ForTests, filter: Option<&str>) -> Result<bool> {
+    let mut exes = built.tests.clone();
     if let Some(f) = filter {
         exes.retain(|(name, _)| name.contains(f));
     }
@@ -370,16 +446,17 @@ fn test(filter: Option<&str>) -> Result<ExitCode> {
         return Err("cargo built no test executable".into());
     }
     for (_, exe) in &exes {
-        put_shim_beside(&env, exe)?;
+        put_shim_beside(&built.env, exe)?;
     }
-    let runner = wine_runner::Runner::new(&env.wineprefix)?;
-    let summary = wine_runner::run_all(&runner, &env.workspace, &exes)?;
+    let runner = wine_runner::Runner::new(&built.env.wineprefix)?;
+    let t = Instant::now();
+    let summary = wine_runner::run_all(&runner, &built.env.workspace, &exes)?;
     println!("{}", summary.render());
-    Ok(if summary.ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    println!(
+        "xtask: exe: unit tests ran under Wine in {}",
+        secs(t.elapsed())
+    );
+    Ok(summary.ok())
 }
 
 /// (crate name, path) of each test executable in cargo's JSON messages.

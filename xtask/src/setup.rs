@@ -75,6 +75,9 @@ pub struct Prepared {
     pub windows: crate::chroots::Outcome,
     /// rocbuild's own manylinux wheel (`pip install rocbuild`).
     pub py_wheel: PathBuf,
+    /// rocbuild.exe and the unit tests built for `x86_64-pc-windows-msvc` (xtask/src/exe.rs),
+    /// or why not; `None` when `ROCBUILD_TEST_EXE` was given (a developer's own exe).
+    pub exe: Option<std::result::Result<crate::exe::ForTests, String>>,
 }
 
 /// Set everything up.
@@ -87,12 +90,30 @@ pub fn setup() -> Result<Prepared> {
     let chroots = crate::chroots::setup(is_root(), &[])?;
     let windows = crate::windows::outcome(&venv.join("bin/python"));
     let py_wheel = crate::release::prepare()?;
+    let exe = windows_exe(&windows)?;
     Ok(Prepared {
         venv,
         chroots,
         windows,
         py_wheel,
+        exe,
     })
+}
+
+/// rocbuild.exe and the Windows unit tests, unless the developer named an exe of their own
+/// (`ROCBUILD_TEST_EXE`) or there is no Windows world to build against.
+fn windows_exe(
+    windows: &crate::chroots::Outcome,
+) -> Result<Option<std::result::Result<crate::exe::ForTests, String>>> {
+    if std::env::var_os("ROCBUILD_TEST_EXE").is_some() {
+        return Ok(None);
+    }
+    match windows {
+        crate::chroots::Outcome::Skipped(why) => Ok(Some(Err(format!(
+            "no Windows world to build rocbuild.exe against: {why}"
+        )))),
+        crate::chroots::Outcome::Ready(_) => crate::exe::outcome_for_tests().map(Some),
+    }
 }
 
 /// Real upstream wheels for other OSes that the repair / bundle tests read (the list of
@@ -202,11 +223,22 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     if mirror.is_dir() {
         cmd.env("ROCBUILD_TEST_MIRROR", &mirror);
     }
+    match &p.exe {
+        Some(Ok(built)) => cmd.env("ROCBUILD_TEST_EXE", &built.rocbuild_exe),
+        Some(Err(why)) => cmd.env("ROCBUILD_TEST_EXE_SKIP", why),
+        None => &mut cmd,
+    };
     let status = cmd
         .status()
         .map_err(|e| format!("cannot run cargo test: {e}"))?;
+    // The whole run (no filter) also runs every crate's unit tests for Windows under Wine.
+    let windows_ok = match &p.exe {
+        Some(Ok(built)) if extra.is_empty() => crate::exe::run_unit_tests(built, None)?,
+        _ => true,
+    };
     Ok(match status.code() {
-        Some(0) => ExitCode::SUCCESS,
+        Some(0) if windows_ok => ExitCode::SUCCESS,
+        Some(0) => ExitCode::FAILURE,
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
         None => ExitCode::FAILURE,
     })

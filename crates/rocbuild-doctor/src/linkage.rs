@@ -138,7 +138,7 @@ pub struct Linkage {
 /// The Python program and the libpython it loads (when built with --enable-shared): they
 /// export the `Py*` symbols every extension module imports.
 pub fn python_runtime(exe: &Path, reader: &Reader) -> Vec<PathBuf> {
-    let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
+    let exe = dunce::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
     let mut out = vec![exe.clone()];
     if let Ok(c) = rocbuild_native::closure_with(&exe, &context(None, &Search::default()), reader) {
         out.extend(
@@ -603,7 +603,7 @@ pub fn tidy(p: &Path) -> PathBuf {
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+    match (dunce::canonicalize(a), dunce::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,
     }

@@ -249,7 +249,7 @@ fn watched(machine: &rocbuild_probe::Machine, plan: &Plan, cache: &Path) -> BTre
     // torch rewritten in place (its version, a local rebuild) leaves its directory's mtime.
     out.insert(site.join("torch").join("version.py"));
     out.insert(site.join("torch").join("__init__.py"));
-    if let Ok(exe) = std::fs::canonicalize(&machine.target.python.exe) {
+    if let Ok(exe) = dunce::canonicalize(&machine.target.python.exe) {
         out.insert(exe);
     }
     out

@@ -428,7 +428,7 @@ pub(crate) fn collect_site_artifacts(
         if !want.is_match(&name) {
             continue;
         }
-        if let Ok(real) = std::fs::canonicalize(&abs) {
+        if let Ok(real) = dunce::canonicalize(&abs) {
             out.insert(format!("{import_dir}/{rel}"), real);
         }
     }
@@ -450,7 +450,7 @@ pub(crate) fn collect_artifacts(
         if !want.is_match(&name) {
             continue;
         }
-        let Ok(real) = std::fs::canonicalize(&abs) else {
+        let Ok(real) = dunce::canonicalize(&abs) else {
             continue; // a dangling symlink
         };
         groups.entry(real).or_default().push(name);

@@ -461,6 +461,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(windows, ignore = "a Unix-host test: its build steps are `sh` scripts")]
     fn failing_step_reports_tail_log_and_reproducer() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = RunLog::create(dir.path(), "t", Verbosity::Quiet).unwrap();
@@ -490,6 +491,7 @@ mod tests {
     /// A compiler that found the disk full, its words far above the excerpt's last lines:
     /// the excerpt starts by saying so, with what is free and what to free.
     #[test]
+    #[cfg_attr(windows, ignore = "a Unix-host test: its build steps are `sh` scripts")]
     fn a_step_that_found_the_disk_full_says_so_first() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = RunLog::create(&dir.path().join("logs"), "t", Verbosity::Quiet).unwrap();
@@ -519,6 +521,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(windows, ignore = "a Unix-host test: its build steps are `sh` scripts")]
     fn failure_excerpt_leaves_out_ninja_progress() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = RunLog::create(dir.path(), "t", Verbosity::Quiet).unwrap();

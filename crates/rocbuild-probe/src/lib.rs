@@ -577,7 +577,7 @@ pub fn choose_venv(explicit: Option<&Path>) -> Result<Venv, ProbeError> {
 /// environment: `uv tool install` (`…/uv/tools/NAME`), `uvx` (uv's cache, `…/archive-v0/…`),
 /// `pipx` (`…/pipx/venvs/NAME`). Those hold rocbuild alone, never the user's torch.
 pub fn venv_of_executable(exe: &Path) -> Option<PathBuf> {
-    let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
+    let exe = dunce::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
     let dir = exe.parent()?;
     let name = dir.file_name()?.to_string_lossy().to_ascii_lowercase();
     if name != "bin" && name != "scripts" {

@@ -132,7 +132,7 @@ fn add(found: &mut Vec<RocmSdk>, sdk: RocmSdk) {
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
+    match (dunce::canonicalize(a), dunce::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,
     }

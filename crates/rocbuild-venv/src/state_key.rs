@@ -102,7 +102,7 @@ impl StateKey {
 /// The venv a journal belongs to, as the seal names it: its site-packages, resolved (the same
 /// venv reached through another path still verifies; a journal copied to another venv not).
 fn site_identity(site: &Path) -> String {
-    std::fs::canonicalize(site)
+    dunce::canonicalize(site)
         .unwrap_or_else(|_| site.to_path_buf())
         .to_string_lossy()
         .into_owned()

@@ -213,7 +213,9 @@ fn reader<R: Read + Send + 'static>(pipe: Option<R>) -> std::sync::mpsc::Receive
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Passed,
-    Ignored,
+    /// Ignored, with the reason its `#[ignore = "…"]` gives (`#[cfg_attr(windows, ignore)]`:
+    /// a Unix-host test).
+    Ignored(String),
     /// Failed, with its captured output.
     Failed(String),
     /// Started and never finished within the executable's timeout.
@@ -258,7 +260,7 @@ fn parse_events(stdout: &str) -> Events {
                 continue;
             }
             Some("ok") => Outcome::Passed,
-            Some("ignored") => Outcome::Ignored,
+            Some("ignored") => Outcome::Ignored(v["message"].as_str().unwrap_or("").to_string()),
             Some("failed" | "timeout") => {
                 Outcome::Failed(v["stdout"].as_str().unwrap_or("").to_string())
             }
@@ -416,7 +418,8 @@ fn judge(krate: &str, test: &str, o: &Outcome) -> (bool, Option<String>) {
     let limit = limits::find(krate, test);
     let tag = |l: &limits::Limit| format!("[listed, {}: {}]", l.cause.label(), l.why);
     match (o, limit) {
-        (Outcome::Passed | Outcome::Ignored, None) => (false, None),
+        (Outcome::Passed, None) => (false, None),
+        (Outcome::Ignored(why), None) => (false, Some(format!("ignored {krate} {test}: {why}"))),
         (Outcome::Passed, Some(l)) => (
             false,
             Some(format!(
@@ -424,7 +427,9 @@ fn judge(krate: &str, test: &str, o: &Outcome) -> (bool, Option<String>) {
                 tag(l)
             )),
         ),
-        (Outcome::Ignored, Some(l)) => (false, Some(format!("ignored {krate} {test} {}", tag(l)))),
+        (Outcome::Ignored(_), Some(l)) => {
+            (false, Some(format!("ignored {krate} {test} {}", tag(l))))
+        }
         (Outcome::NotRun, Some(l)) => (
             false,
             Some(format!(
@@ -461,7 +466,7 @@ fn judge(krate: &str, test: &str, o: &Outcome) -> (bool, Option<String>) {
 fn short(o: &Outcome) -> &'static str {
     match o {
         Outcome::Passed => "passed",
-        Outcome::Ignored => "ignored",
+        Outcome::Ignored(_) => "ignored",
         Outcome::Failed(_) => "failed",
         Outcome::Hung => "hung",
         Outcome::NotRun => "not run",
@@ -485,7 +490,7 @@ impl Summary {
                 let listed = limits::find(&e.krate, t).is_some();
                 match o {
                     Outcome::Passed => p += 1,
-                    Outcome::Ignored => i += 1,
+                    Outcome::Ignored(_) => i += 1,
                     _ if listed => l += 1,
                     _ => f += 1,
                 }
@@ -533,7 +538,7 @@ impl Summary {
         for e in &self.exes {
             for (t, o) in &e.tests {
                 if let Some(lim) = limits::find(&e.krate, t) {
-                    if !matches!(o, Outcome::Passed | Outcome::Ignored) {
+                    if !matches!(o, Outcome::Passed | Outcome::Ignored(_)) {
                         *by_cause.entry(lim.cause.label()).or_default() += 1;
                     }
                 }
@@ -571,10 +576,13 @@ mod tests {
 { "type": "test", "event": "started", "name": "a::hangs" }
 { "type": "test", "name": "a::ok", "event": "ok", "exec_time": 0.01 }
 { "type": "test", "name": "a::bad", "event": "failed", "stdout": "thread 'a::bad' panicked\n" }
-{ "type": "test", "name": "a::ign", "event": "ignored" }"#;
+{ "type": "test", "name": "a::ign", "event": "ignored", "message": "a Unix-host test" }"#;
         let ev = parse_events(out);
         assert_eq!(ev.finished["a::ok"], Outcome::Passed);
-        assert_eq!(ev.finished["a::ign"], Outcome::Ignored);
+        assert_eq!(
+            ev.finished["a::ign"],
+            Outcome::Ignored("a Unix-host test".into())
+        );
         assert_eq!(
             ev.finished["a::bad"],
             Outcome::Failed("thread 'a::bad' panicked\n".into())

@@ -182,8 +182,8 @@ fn build_with(
     };
     // The lock and the install name the same site-packages, or nothing is done.
     if let Some(l) = &layout {
-        let same = std::fs::canonicalize(&l.site).ok()
-            == std::fs::canonicalize(&machine.target.python.site_packages).ok();
+        let same = dunce::canonicalize(&l.site).ok()
+            == dunce::canonicalize(&machine.target.python.site_packages).ok();
         if !same {
             return Err(EngineError::Usage {
                 option: "venv".into(),
