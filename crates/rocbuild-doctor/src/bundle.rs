@@ -153,8 +153,9 @@ pub fn bundle(
     files: &[PathBuf],
     into: &Path,
     search_dirs: &[PathBuf],
-    gpu_archs: &[String],
+    gpu: &rocbuild_probe::GpuTargets,
 ) -> Result<BundleReport, DoctorError> {
+    let gpu_archs = gpu.names();
     let reader = Reader::leaked();
     // Absolute once, at the edge: the same layout for a relative and an absolute spelling.
     let into = &linkage::absolute(into);
@@ -262,7 +263,12 @@ pub fn bundle(
         }
         // fs::copy follows symlinks: the bundle holds the library under the name its
         // dependents ask for, not a dangling link.
-        let size = fs_err::copy(&from, &dest).map_err(DoctorError::io("copy", &from))?;
+        fs_err::copy(&from, &dest).map_err(DoctorError::io("copy", &from))?;
+        // The size as the copy has it on disk: what std's copy returns on Windows is the
+        // byte count CopyFileExW reports to its progress callback, 0 under Wine.
+        let size = fs_err::metadata(&dest)
+            .map_err(DoctorError::io("copy", &from))?
+            .len();
         let provider = classify(&linkage::Found {
             name: to
                 .file_name()

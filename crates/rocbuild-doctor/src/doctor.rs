@@ -22,7 +22,7 @@ pub struct DoctorOptions {
     /// What doctor can check: [`Subject::known`] plus the recipes' packages.
     pub candidates: Vec<Subject>,
     /// The GPU's architectures (`--gpu-arch`, `$PYTORCH_ROCM_ARCH`), if known.
-    pub gpu_arch: Option<Vec<String>>,
+    pub gpu_arch: rocbuild_probe::GpuTargets,
     /// Per package, for the load test's child Python.
     pub timeout: Duration,
     /// Run the load test (a child Python) at all.
@@ -307,7 +307,7 @@ pub fn check_libraries(machine: &Machine, subject: &Subject, libs: &[PathBuf]) -
     let opts = DoctorOptions {
         requested: Vec::new(),
         candidates: Vec::new(),
-        gpu_arch: None,
+        gpu_arch: Default::default(),
         timeout: Duration::from_secs(60),
         load_test: false,
         // The verification runs without LD_LIBRARY_PATH: so does this check.

@@ -349,7 +349,7 @@ impl Examiner<'_> {
     /// For the GPU asked about: what TheRock's SDK in this venv has no kernels for, when the
     /// package runs on a HIP runtime (one sentence each, with the fix).
     fn kernel_gaps(&self, hip: &[PathBuf]) -> Vec<String> {
-        let (Some(archs), false) = (self.opts.gpu_arch.as_deref(), hip.is_empty()) else {
+        let (Some(archs), false) = (self.opts.gpu_arch.named(), hip.is_empty()) else {
             return Vec::new();
         };
         let sdks = self.venv_sdks.get_or_init(|| {
@@ -443,7 +443,7 @@ impl Examiner<'_> {
             &checks::gpu::GpuFacts {
                 kernel_gaps: &kernel_gaps,
                 binaries: &bins,
-                gpu: self.opts.gpu_arch.as_deref(),
+                gpu: self.opts.gpu_arch.named(),
                 hip_runtimes: &hip,
                 comgr,
                 rocblas: &rocblas,

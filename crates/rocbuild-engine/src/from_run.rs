@@ -153,7 +153,7 @@ mod tests {
         let opts = BuildOptions {
             torch_cmake: Some(rocbuild_recipe::TorchCmake::Lite),
             backend: BackendOptions {
-                arch: vec!["gfx1201".into()],
+                arch: rocbuild_probe::GpuTargets::parse(&["gfx1201"]),
                 ..BackendOptions::default()
             },
             ..BuildOptions::default()
@@ -164,7 +164,7 @@ mod tests {
         assert_eq!(sdk.gpu_archs, ["gfx1201"]);
         assert_eq!(sdk.torch_hip.as_deref(), Some("6.4.43482"));
         assert_eq!(
-            plan.options.backend.arch,
+            plan.options.backend.arch.names(),
             ["gfx1201"],
             "repeated by rebuild"
         );

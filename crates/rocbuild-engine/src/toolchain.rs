@@ -319,7 +319,7 @@ fn cuda_plan(machine: &Machine, opts: &BackendOptions) -> Result<CudaPlan> {
             why: "the cuda backend needs a CUDA toolkit and none was found".into(),
             help: "set CUDA_HOME to a CUDA toolkit (with nvcc), or use --backend cpu".into(),
         })?;
-    let given: Vec<String> = split_list(&opts.cuda_arch);
+    let given: Vec<String> = rocbuild_probe::split_lists(&opts.cuda_arch);
     let detected = machine
         .target
         .cuda_gpu
@@ -348,7 +348,7 @@ fn cuda_plan(machine: &Machine, opts: &BackendOptions) -> Result<CudaPlan> {
 /// torch must be a ROCm build with code for each GPU named, and `--rocm` its own ROCm.
 fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<TorchGpuPlan> {
     let option = match (&opts.rocm, opts.arch.is_empty()) {
-        (_, false) => format!("--arch {}", opts.arch.join(" ")),
+        (_, false) => format!("--arch {}", opts.arch.names().join(" ")),
         (Some(r), true) => format!("--rocm {r}"),
         (None, true) => "--arch".to_string(),
     };
@@ -410,7 +410,7 @@ fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<T
         .filter(|l| !l.is_empty());
     let (named, found_by) = if !opts.arch.is_empty() {
         (
-            rocbuild_probe::named_targets(&opts.arch)?,
+            rocbuild_probe::named_targets(opts.arch.names())?,
             "--arch".to_string(),
         )
     } else {
@@ -492,10 +492,6 @@ fn torch_gpu(recipe: &str, machine: &Machine, opts: &BackendOptions) -> Result<T
     })
 }
 
-fn split_list(items: &[String]) -> Vec<String> {
-    rocbuild_probe::split_lists(items)
-}
-
 /// What `sdk` lacks for this recipe's HIP build (hipBLAS), as the error that says so.
 fn sdk_lacks(
     recipe: &str,
@@ -565,14 +561,13 @@ fn rocm_plan(
     opts: &BackendOptions,
 ) -> Result<RocmPlan> {
     let os = machine.host.platform.os; // the SDK and its compilers are the host's
-    let requested = split_list(&opts.arch);
     let torch_archs = machine
         .target
         .gpu
         .as_ref()
         .and_then(|g| g.torch_arch_list.as_deref());
     let check = |sdk: &rocbuild_probe::RocmSdk| {
-        let archs = resolve_archs(&requested, machine.target.gpu.as_ref(), sdk, torch_archs);
+        let archs = resolve_archs(&opts.arch, machine.target.gpu.as_ref(), sdk, torch_archs);
         (archs, sdk_lacks(recipe, needs_hipblas, machine, sdk))
     };
     let choice = match choose_sdk(
@@ -744,7 +739,7 @@ mod tests {
 
     fn arch(a: &str) -> BackendOptions {
         BackendOptions {
-            arch: vec![a.into()],
+            arch: rocbuild_probe::GpuTargets::parse(&[a]),
             ..BackendOptions::default()
         }
     }

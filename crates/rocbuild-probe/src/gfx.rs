@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{GpuArchs, RocmSdk};
+use crate::{GpuArchs, GpuTargets, RocmSdk};
 
 /// One parsed target id: `gfx90a:sramecc+:xnack-` -> name `gfx90a`, features `sramecc+`, `xnack-`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -299,11 +299,6 @@ pub fn nearest_names(given: &str, extra: &[String]) -> Vec<String> {
     scored.into_iter().take(3).map(|(_, _, n)| n).collect()
 }
 
-/// Split `--arch` values: each may be a list ([`crate::split_list`]'s separators).
-fn split_requested(requested: &[String]) -> Vec<String> {
-    crate::gpu::split_lists(requested)
-}
-
 /// The device-library file an SDK needs to compile for `name` (`oclc_isa_version_1100.bc`).
 pub fn isa_bitcode_file(name: &str) -> String {
     format!("oclc_isa_version_{}.bc", name.trim_start_matches("gfx"))
@@ -323,7 +318,7 @@ pub fn gfx_of_bitcode_file(file: &str) -> Option<String> {
 /// library for is refused here, before any build starts. Warnings (not errors): torch's own arch
 /// list lacks it, or the SDK's rocBLAS has no Tensile kernels for it.
 pub fn resolve_archs(
-    requested: &[String],
+    requested: &GpuTargets,
     detected: Option<&GpuArchs>,
     sdk: &RocmSdk,
     torch_archs: Option<&[String]>,
@@ -337,9 +332,8 @@ pub fn resolve_archs(
     let mut warnings = Vec::new();
 
     let (tokens, found_by) = {
-        let given = split_requested(requested);
-        if !given.is_empty() {
-            (given, "--arch".to_string())
+        if !requested.is_empty() {
+            (requested.names().to_vec(), "--arch".to_string())
         } else if let Some(d) = detected.filter(|d| !d.archs.is_empty()) {
             (d.archs.clone(), d.found_by.clone())
         } else {
@@ -473,12 +467,12 @@ pub fn resolve_archs(
     })
 }
 
-/// The targets `--arch` names, checked without an SDK (for a build that compiles no GPU code
-/// but is made for a GPU): each token with what it stands for, a known processor with valid
-/// features, or a family alias expanded into its members.
-pub fn named_targets(requested: &[String]) -> Result<Vec<(String, Vec<GfxTarget>)>, ArchError> {
+/// The targets `--arch` names (or those detected), checked without an SDK (for a build that
+/// compiles no GPU code but is made for a GPU): each token with what it stands for, a known
+/// processor with valid features, or a family alias expanded into its members.
+pub fn named_targets(tokens: &[String]) -> Result<Vec<(String, Vec<GfxTarget>)>, ArchError> {
     let mut out = Vec::new();
-    for token in split_requested(requested) {
+    for token in tokens.iter().cloned() {
         let targets = match expand_alias(&token) {
             Some(names) => names
                 .iter()

@@ -39,21 +39,7 @@ pub struct GpuArchs {
     pub torch_arch_list: Option<Vec<String>>,
 }
 
-/// The one splitter of GPU target lists, wherever they come from (`--arch`, `--cuda-arch`,
-/// `--gpu-arch`, `PYTORCH_ROCM_ARCH`, `HCC_AMDGPU_TARGET`, CMake's `*_ARCHITECTURES`, a
-/// manifest): `;`, `,` and any whitespace separate; empty items are dropped
-/// (`"gfx1100; gfx1030,gfx1010\n"` -> three targets).
-pub fn split_list(s: &str) -> Vec<String> {
-    s.split(|c: char| c == ';' || c == ',' || c.is_whitespace())
-        .filter(|t| !t.is_empty())
-        .map(String::from)
-        .collect()
-}
-
-/// [`split_list`] over several values (`--arch` given more than once).
-pub fn split_lists(items: &[String]) -> Vec<String> {
-    items.iter().flat_map(|s| split_list(s)).collect()
-}
+pub use crate::gpu_targets::split_list;
 
 pub(crate) fn push_unique(v: &mut Vec<String>, s: &str) {
     if !v.iter().any(|x| x == s) {
@@ -269,8 +255,9 @@ fn torch_arch_list(out: &str) -> Option<Vec<String>> {
 /// What to run the cascade with.
 #[derive(Debug, Clone, Default)]
 pub struct GpuQuery<'a> {
-    /// `--arch` values (each may be a list).
-    pub arch_flag: &'a [String],
+    /// The user named the GPU targets (`--arch`): the cascade stops at its first step, and
+    /// only torch's own arch list is read (the targets themselves stay in the build's options).
+    pub named: bool,
     /// The venv's Python, when torch is a ROCm build (the torch step runs only then).
     pub torch_python: Option<&'a Path>,
     /// Directories to look for `amdgpu-arch`, `rocminfo`, `hipinfo` before `$PATH` (the SDKs' bins).
@@ -305,8 +292,10 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
         true
     };
 
-    let flag: Vec<String> = q.arch_flag.iter().flat_map(|a| split_list(a)).collect();
-    if done(&mut g, "--arch", flag, "not given".into()) {
+    if !q.named {
+        g.steps.push("--arch: not given".into());
+    } else {
+        g.steps.push("--arch: given (no detection)".into());
         // Whether torch itself has code for the archs named: its own list (no device needed).
         if let Some(py) = q.torch_python {
             let step = match run_with_timeout(

@@ -9,6 +9,7 @@ mod cuda_gpu;
 mod ffmpeg;
 mod gfx;
 mod gpu;
+mod gpu_targets;
 pub mod kernels;
 mod light;
 mod mkl;
@@ -41,8 +42,9 @@ pub use gfx::{
 pub use gpu::{
     detect_gpu, explain_hsa_override, gfx_from_override, gfx_from_target_version, gpu_archs_light,
     parse_amdgpu_arch, parse_hipinfo, parse_rocm_agent_enumerator, parse_rocminfo,
-    read_kfd_topology, split_list, split_lists, GpuArchs, GpuQuery,
+    read_kfd_topology, GpuArchs, GpuQuery,
 };
+pub use gpu_targets::{split_list, split_lists, GpuTargets};
 pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 pub use mkl::{find_mkl, is_mkl_root};
 pub use platform::{LinkMethod, PlatformRules};
@@ -522,8 +524,9 @@ pub struct ProbeOptions {
     /// The same, but only when the venv's torch is a ROCm build (a recipe whose backend is
     /// chosen from torch's flavor): a CPU or CUDA venv then starts no GPU detection.
     pub want_rocm_with_rocm_torch: bool,
-    /// `--arch` values; given, they end the GPU cascade at its first step (no child process).
-    pub arch: Vec<String>,
+    /// `--arch` was given: the GPU cascade ends at its first step (no child process but
+    /// torch's arch list); the targets themselves stay in the build's options.
+    pub gpu_named: bool,
     /// A CUDA build may be planned without `--cuda-arch`: look for the NVIDIA GPUs
     /// (`$TORCH_CUDA_ARCH_LIST`, `nvidia-smi`) when torch is a CUDA build or a CUDA toolkit is set.
     pub want_cuda_gpu: bool,
@@ -638,14 +641,14 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
         (None, None)
     };
     let torch_is_rocm = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Rocm);
-    let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || !opts.arch.is_empty() || torch_is_rocm
+    let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || opts.gpu_named || torch_is_rocm
     {
         let env = ProbeEnv::from_process();
         let site = Some(python.site_packages.as_path());
         let sdks = discover_sdks(&env, os, site);
         let runtime = find_hip_runtime(&env, os, torch.as_ref().map(|t| t.lib.as_path()), site);
         let want_gpu = opts.want_rocm
-            || !opts.arch.is_empty()
+            || opts.gpu_named
             || (opts.want_rocm_with_rocm_torch && torch_is_rocm);
         let gpu = want_gpu.then(|| {
             let tool_dirs: Vec<PathBuf> = sdks
@@ -662,7 +665,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
                 &env,
                 os,
                 &GpuQuery {
-                    arch_flag: &opts.arch,
+                    named: opts.gpu_named,
                     torch_python: torch_is_rocm.then_some(python.exe.as_path()),
                     tool_dirs: &tool_dirs,
                 },

@@ -9,7 +9,7 @@ use rocbuild_probe::{
     detect_cuda_gpu, detect_gpu, discover_sdks, expand_alias, explain_hsa_override,
     gfx_from_override, gfx_from_target_version, nearest_names, parse_amdgpu_arch, parse_hipinfo,
     parse_rocm_agent_enumerator, parse_rocminfo, parse_target_id, read_kfd_topology, resolve_archs,
-    ArchError, GpuArchs, GpuQuery, Os, ProbeEnv, RocmSdk,
+    ArchError, GpuArchs, GpuQuery, GpuTargets, Os, ProbeEnv, RocmSdk,
 };
 use rocbuild_testkit::rocm::{fake_kfd_node, fake_opt_rocm, FakeSdk};
 
@@ -90,12 +90,12 @@ fn requested_lists_aliases_and_warnings() {
     let d = tempfile::tempdir().unwrap();
     let sdk = rocm72(d.path());
 
-    let c = resolve_archs(&s(&["gfx1100;gfx1030"]), None, &sdk, None).unwrap();
+    let c = resolve_archs(&GpuTargets::parse(&["gfx1100;gfx1030"]), None, &sdk, None).unwrap();
     assert_eq!(c.archs, s(&["gfx1100", "gfx1030"]));
     assert_eq!(c.found_by, "--arch");
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
 
-    let c = resolve_archs(&s(&["gfx1100, gfx1101", "gfx1100"]), None, &sdk, None).unwrap();
+    let c = resolve_archs(&GpuTargets::parse(&["gfx1100, gfx1101", "gfx1100"]), None, &sdk, None).unwrap();
     assert_eq!(
         c.archs,
         s(&["gfx1100", "gfx1101"]),
@@ -109,7 +109,7 @@ fn requested_lists_aliases_and_warnings() {
     );
 
     let torch = s(&["gfx1030", "gfx90a:xnack-"]);
-    let c = resolve_archs(&s(&["gfx1100"]), None, &sdk, Some(&torch)).unwrap();
+    let c = resolve_archs(&GpuTargets::parse(&["gfx1100"]), None, &sdk, Some(&torch)).unwrap();
     assert!(
         c.warnings[0].contains("torch was built for gfx1030;gfx90a:xnack- but not gfx1100"),
         "{:?}",
@@ -117,7 +117,7 @@ fn requested_lists_aliases_and_warnings() {
     );
 
     // An alias keeps the members the SDK can compile and says which it left out.
-    let c = resolve_archs(&s(&["gfx110X"]), None, &sdk, None).unwrap();
+    let c = resolve_archs(&GpuTargets::parse(&["gfx110X"]), None, &sdk, None).unwrap();
     assert_eq!(c.archs, s(&["gfx1100", "gfx1101"]));
     assert!(
         c.notes[0].contains("gfx110X means gfx1100;gfx1101")
@@ -126,7 +126,7 @@ fn requested_lists_aliases_and_warnings() {
         c.notes
     );
     // No member compilable: refused.
-    let e = resolve_archs(&s(&["gfx101X"]), None, &sdk, None).unwrap_err();
+    let e = resolve_archs(&GpuTargets::parse(&["gfx101X"]), None, &sdk, None).unwrap_err();
     assert!(matches!(e, ArchError::NotInSdk { .. }), "{e:?}");
 }
 
@@ -134,13 +134,13 @@ fn requested_lists_aliases_and_warnings() {
 fn unknown_and_unreachable_targets_are_refused_with_help() {
     let d = tempfile::tempdir().unwrap();
     let sdk = rocm72(d.path());
-    let e = resolve_archs(&s(&["gfx1101x"]), None, &sdk, None).unwrap_err();
+    let e = resolve_archs(&GpuTargets::parse(&["gfx1101x"]), None, &sdk, None).unwrap_err();
     assert_eq!(
         render(&e, d.path()),
         "error: unknown GPU architecture `gfx1101x`\n\
          help: did you mean gfx1101 (RDNA3 Navi 32 (RX 7800/7700)), or gfx110X (family alias), or gfx101X (family alias)?"
     );
-    let e = resolve_archs(&s(&["gfx1010:xnack-"]), None, &sdk, None).unwrap_err();
+    let e = resolve_archs(&GpuTargets::parse(&["gfx1010:xnack-"]), None, &sdk, None).unwrap_err();
     assert_eq!(
         render(&e, d.path()),
         "error: ROCm 7.2.0 at [TMP]/opt/rocm-7.2.0 cannot compile for gfx1010: its device library [TMP]/opt/rocm-7.2.0/amdgcn/bitcode/oclc_isa_version_1010.bc does not exist\n\
@@ -151,14 +151,14 @@ fn unknown_and_unreachable_targets_are_refused_with_help() {
     std::fs::write(dir.join("oclc_isa_version_1250.bc"), b"").unwrap();
     let sdk = discover_sdks(&ProbeEnv::rooted(d.path()), Os::Linux, None).remove(0);
     assert_eq!(
-        resolve_archs(&s(&["gfx1250"]), None, &sdk, None)
+        resolve_archs(&GpuTargets::parse(&["gfx1250"]), None, &sdk, None)
             .unwrap()
             .archs,
         s(&["gfx1250"])
     );
     let mut no_libs = sdk.clone();
     no_libs.device_lib_dir = None;
-    let e = resolve_archs(&s(&["gfx1100"]), None, &no_libs, None).unwrap_err();
+    let e = resolve_archs(&GpuTargets::parse(&["gfx1100"]), None, &no_libs, None).unwrap_err();
     assert!(matches!(e, ArchError::NoDeviceLibs { .. }));
 }
 
@@ -175,7 +175,7 @@ fn detected_archs_are_used_when_none_requested() {
         hsa_override_gfx: Some("gfx1100".into()),
         torch_arch_list: None,
     };
-    let c = resolve_archs(&[], Some(&det), &sdk, None).unwrap();
+    let c = resolve_archs(&GpuTargets::default(), Some(&det), &sdk, None).unwrap();
     assert_eq!(
         (c.archs.clone(), c.found_by.as_str()),
         (s(&["gfx1100"]), "rocminfo")
@@ -183,7 +183,7 @@ fn detected_archs_are_used_when_none_requested() {
     assert!(c.notes[0].starts_with("HSA_OVERRIDE_GFX_VERSION=11.0.0"));
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     // --arch for the real chip while the override makes the runtime want gfx1100.
-    let c = resolve_archs(&s(&["gfx1030"]), Some(&det), &sdk, None).unwrap();
+    let c = resolve_archs(&GpuTargets::parse(&["gfx1030"]), Some(&det), &sdk, None).unwrap();
     assert!(
         c.warnings
             .iter()
@@ -199,7 +199,7 @@ fn detected_archs_are_used_when_none_requested() {
         ]),
         ..GpuArchs::default()
     };
-    let e = resolve_archs(&[], Some(&nothing), &sdk, None).unwrap_err();
+    let e = resolve_archs(&GpuTargets::default(), Some(&nothing), &sdk, None).unwrap_err();
     let help = miette::Diagnostic::help(&e).unwrap().to_string();
     assert!(
         help.contains("pass --arch gfxNNNN") && help.contains("rocminfo: not found"),
@@ -368,20 +368,18 @@ fn cascade_flag_then_env_then_tools_then_sysfs() {
         (g.archs.clone(), g.found_by.as_str()),
         (s(&["gfx1030", "gfx1100"]), "$PYTORCH_ROCM_ARCH")
     );
-    let flag = s(&["gfx1201"]);
+    // Targets named: nothing is detected (no variable read, no tool run); the targets
+    // themselves stay in the build's options.
     let g = detect_gpu(
         &env2,
         Os::Linux,
         &GpuQuery {
-            arch_flag: &flag,
+            named: true,
             ..q2.clone()
         },
     );
-    assert_eq!(
-        (g.archs.clone(), g.found_by.as_str()),
-        (s(&["gfx1201"]), "--arch")
-    );
-    assert_eq!(g.steps, s(&["--arch: gfx1201"]));
+    assert_eq!((g.archs.clone(), g.found_by.as_str()), (s(&[]), ""));
+    assert_eq!(g.steps, s(&["--arch: given (no detection)"]));
 
     // The override is reported against the real chip in sysfs.
     let env3 = env.clone().with_var("HSA_OVERRIDE_GFX_VERSION", "10.3.0");
@@ -531,17 +529,13 @@ fn with_arch_given_a_rocm_torch_still_names_its_own_archs() {
     );
     let env = env_with_path(d.path(), &d.path().join("nothing"))
         .with_var("PYTHONPATH", site.display().to_string());
-    let arch = s(&["gfx1201"]);
     let q = GpuQuery {
-        arch_flag: &arch,
+        named: true,
         torch_python: Some(&python),
         ..GpuQuery::default()
     };
     let g = detect_gpu(&env, Os::Linux, &q);
-    assert_eq!(
-        (g.archs.clone(), g.found_by.as_str()),
-        (arch.clone(), "--arch")
-    );
+    assert!(g.archs.is_empty(), "{:?}", g.archs);
     assert_eq!(
         g.torch_arch_list,
         Some(s(&["gfx1030", "gfx1100", "gfx1201"])),
@@ -550,7 +544,7 @@ fn with_arch_given_a_rocm_torch_still_names_its_own_archs() {
     );
     // Without a ROCm torch to ask, nothing is started and the list stays unknown.
     let q = GpuQuery {
-        arch_flag: &arch,
+        named: true,
         ..GpuQuery::default()
     };
     let g = detect_gpu(&env, Os::Linux, &q);

@@ -26,7 +26,7 @@ fn probe_fills_rocm_fields_only_when_wanted() {
     let rocm = probe(&ProbeOptions {
         venv: Some(venv.clone()),
         want_rocm: true,
-        arch: vec!["gfx1010".into()],
+        gpu_named: true,
         ..ProbeOptions::default()
     })
     .unwrap();
@@ -39,9 +39,10 @@ fn probe_fills_rocm_fields_only_when_wanted() {
     assert!(debian.targets.contains(&"gfx1010".to_string()));
     assert_eq!(rocm.target.hip_runtime.as_ref().map(|r| r.major), Some(5));
     let gpu = rocm.target.gpu.as_ref().unwrap();
+    // Targets named (`--arch`): nothing detected; they stay in the build's options.
     assert_eq!(
-        (gpu.archs.clone(), gpu.found_by.as_str()),
-        (vec!["gfx1010".to_string()], "--arch")
+        (gpu.archs.clone(), gpu.steps.clone()),
+        (Vec::<String>::new(), vec!["--arch: given (no detection)".to_string()])
     );
 
     // Without --arch the cascade runs and logs each step; the fake torch is not ROCm, so no

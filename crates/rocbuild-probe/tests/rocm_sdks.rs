@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use rocbuild_probe::{
+    GpuTargets,
     choose_sdk, discover_sdks, find_hip_runtime, resolve_archs, ArchError, Os, ProbeEnv, RocmError,
     SdkKind,
 };
@@ -166,7 +167,7 @@ fn windows_hip_path_naming_7_1_with_a_rocm_6_driver_chooses_6_2() {
     assert!(choice.warnings.is_empty(), "{:?}", choice.warnings);
 
     // gfx1010 is compilable by 6.2 (not by 7.1): the arch check passes on the chosen SDK.
-    let archs = resolve_archs(&s(&["gfx1010"]), None, choice.sdk, None).unwrap();
+    let archs = resolve_archs(&GpuTargets::parse(&["gfx1010"]), None, choice.sdk, None).unwrap();
     assert_eq!(archs.archs, s(&["gfx1010"]));
     assert!(
         archs
@@ -176,7 +177,7 @@ fn windows_hip_path_naming_7_1_with_a_rocm_6_driver_chooses_6_2() {
         "{:?}",
         archs.warnings
     );
-    let refused = resolve_archs(&s(&["gfx1010"]), None, s71, None).unwrap_err();
+    let refused = resolve_archs(&GpuTargets::parse(&["gfx1010"]), None, s71, None).unwrap_err();
     assert!(
         refused.to_string().contains("oclc_isa_version_1010.bc"),
         "{refused}"
@@ -426,7 +427,7 @@ fn debian_sid_rocm_6_4_layout() {
     assert_eq!(sdk.hipblas.as_deref(), Some("2.4.0"));
     assert_eq!(sdk.cmake_dirs, vec![tl.join("cmake")]);
     // The planner's arch check on this SDK: gfx1201 compiles but has no rocBLAS kernels.
-    let c = resolve_archs(&s(&["gfx1201"]), None, sdk, None).unwrap();
+    let c = resolve_archs(&GpuTargets::parse(&["gfx1201"]), None, sdk, None).unwrap();
     assert_eq!(c.archs, s(&["gfx1201"]));
     assert!(
         c.warnings
@@ -436,7 +437,7 @@ fn debian_sid_rocm_6_4_layout() {
         "{:?}",
         c.warnings
     );
-    let c = resolve_archs(&s(&["gfx1010"]), None, sdk, None).unwrap();
+    let c = resolve_archs(&GpuTargets::parse(&["gfx1010"]), None, sdk, None).unwrap();
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
 }
 
@@ -469,9 +470,9 @@ fn real_debian_rocm_5_2_on_this_machine() {
     assert!(sdk.amd_comgr.is_some());
     assert!(sdk.usable(), "{:?}", sdk.problems);
 
-    let ok = resolve_archs(&s(&["gfx1010"]), None, sdk, None).unwrap();
+    let ok = resolve_archs(&GpuTargets::parse(&["gfx1010"]), None, sdk, None).unwrap();
     assert_eq!(ok.archs, s(&["gfx1010"]));
-    let err = resolve_archs(&s(&["gfx1100"]), None, sdk, None).unwrap_err();
+    let err = resolve_archs(&GpuTargets::parse(&["gfx1100"]), None, sdk, None).unwrap_err();
     match &err {
         ArchError::NotInSdk { arch, missing, .. } => {
             assert_eq!(arch, "gfx1100");

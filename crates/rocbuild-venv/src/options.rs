@@ -47,9 +47,10 @@ pub struct BackendOptions {
     /// `--rocm 6.2`: the SDK version to use.
     #[serde(default)]
     pub rocm: Option<String>,
-    /// `--arch gfx1100 --arch gfx1030` (each may be a `;`/`,` list or a family alias).
+    /// `--arch gfx1100 --arch gfx1030` (each may be a `;`/`,` list or a family alias),
+    /// split once by [`rocbuild_probe::GpuTargets::parse`].
     #[serde(default)]
-    pub arch: Vec<String>,
+    pub arch: rocbuild_probe::GpuTargets,
     /// `--cuda-arch 8.6`.
     #[serde(default)]
     pub cuda_arch: Vec<String>,
@@ -129,7 +130,7 @@ mod tests {
         assert_eq!(o.version.as_deref(), Some("0.9.1"));
         assert_eq!(o.torch_cmake, Some(TorchCmake::Lite));
         assert_eq!(o.backend.backend, Some(Backend::Rocm));
-        assert_eq!(o.backend.arch, ["gfx1010"]);
+        assert_eq!(o.backend.arch.names(), ["gfx1010"]);
         let back: BuildOptions = serde_json::from_str(&serde_json::to_string(&o).unwrap()).unwrap();
         assert_eq!(back, o);
         assert_eq!(

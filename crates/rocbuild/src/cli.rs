@@ -262,8 +262,9 @@ pub struct DoctorArgs {
     /// The venv to check [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then ./.venv].
     #[arg(long, value_name = "PATH")]
     pub venv: Option<PathBuf>,
-    /// The GPU's architectures, e.g. gfx1010 (comma separated) [default: $PYTORCH_ROCM_ARCH].
-    #[arg(long = "gpu-arch", value_name = "GFX", value_delimiter = ',')]
+    /// The GPU's architectures, e.g. gfx1010 (repeatable, or a list separated by `;`, `,` or
+    /// spaces, as --arch takes them) [default: $PYTORCH_ROCM_ARCH].
+    #[arg(long = "gpu-arch", value_name = "GFX")]
     pub gpu_arch: Vec<String>,
     /// Seconds the load test (a fresh Python) may take per package before it is killed.
     #[arg(long, value_name = "SECONDS", default_value_t = 120)]
@@ -327,7 +328,8 @@ pub struct BundleArgs {
     /// More directories the loader searches (repeatable).
     #[arg(long = "search", value_name = "DIR")]
     pub search: Vec<PathBuf>,
-    /// The GPUs the app runs on (`gfx1201`, repeatable or `;`-separated): the ROCm libraries'
+    /// The GPUs the app runs on (`gfx1201`, repeatable, or a list separated by `;`, `,` or
+    /// spaces, as --arch takes them): the ROCm libraries'
     /// kernel packs and kernel files are copied for these only (default: every one present).
     #[arg(long = "gpu-arch", value_name = "GFX")]
     pub gpu_arch: Vec<String>,

@@ -140,9 +140,15 @@ pub fn test_hook(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
-/// `$PYTORCH_ROCM_ARCH`, when set.
-pub fn pytorch_rocm_arch() -> Option<String> {
-    std::env::var(PYTORCH_ROCM_ARCH).ok()
+/// `$PYTORCH_ROCM_ARCH`: doctor's GPU targets when `--gpu-arch` is not given.
+pub fn pytorch_rocm_arch() -> rocbuild_probe::GpuTargets {
+    rocbuild_probe::GpuTargets::parse(&[std::env::var(PYTORCH_ROCM_ARCH).unwrap_or_default()])
+}
+
+/// `--arch` (build) and `--gpu-arch` (doctor, bundle): one parser, one set of separators
+/// (`;`, `,`, whitespace) for every command.
+pub fn gpu_targets(values: &[String]) -> rocbuild_probe::GpuTargets {
+    rocbuild_probe::GpuTargets::parse(values)
 }
 
 /// Names the FFmpeg `rocbuild ffmpeg` fetched last, in `<cache>/ffmpeg/`.

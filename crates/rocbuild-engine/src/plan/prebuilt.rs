@@ -548,7 +548,7 @@ mod tests {
         let opts = rocbuild_venv::BuildOptions {
             torch_cmake: Some(rocbuild_recipe::TorchCmake::Lite),
             backend: rocbuild_venv::BackendOptions {
-                arch: vec!["gfx1201".into()],
+                arch: rocbuild_probe::GpuTargets::parse(&["gfx1201"]),
                 ..Default::default()
             },
             ..Default::default()

@@ -58,7 +58,7 @@ fn probe_options(recipe: &Recipe, opts: &BuildOptions, venv: Option<PathBuf>) ->
         want_rocm: b.rocm.is_some() || !b.arch.is_empty() || b.backend == Some(Backend::Rocm),
         // Without a backend asked for, rocm is picked only for a ROCm torch.
         want_rocm_with_rocm_torch: b.backend.is_none() && has("rocm"),
-        arch: b.arch.clone(),
+        gpu_named: !b.arch.is_empty(),
         // A CUDA build without --cuda-arch builds for the GPUs found here.
         want_cuda_gpu: b.cuda_arch.is_empty()
             && has("cuda")

@@ -58,7 +58,7 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
                 BackendArg::Cuda => Backend::Cuda,
             }),
             rocm: a.rocm.clone(),
-            arch: a.arch.clone(),
+            arch: settings::gpu_targets(&a.arch),
             cuda_arch: a.cuda_arch.clone(),
         },
         index: if a.index.is_empty() {

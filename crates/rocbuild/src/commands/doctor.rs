@@ -43,22 +43,6 @@ fn split_env_paths(var: &str) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// `--gpu-arch`, else `$PYTORCH_ROCM_ARCH` (`;`, `,` or space separated).
-fn gpu_arch(a: &DoctorArgs) -> Option<Vec<String>> {
-    let from_flag: Vec<String> = a
-        .gpu_arch
-        .iter()
-        .filter(|s| !s.is_empty())
-        .cloned()
-        .collect();
-    if !from_flag.is_empty() {
-        return Some(from_flag);
-    }
-    let v = env::pytorch_rocm_arch()?;
-    let archs = rocbuild_probe::split_list(&v);
-    (!archs.is_empty()).then_some(archs)
-}
-
 /// The recipe's `[package.windows-dll-dirs]`, for doctor.
 fn dll_dirs(r: &rocbuild_recipe::Recipe) -> Option<rocbuild_doctor::DllDirs> {
     r.raw
@@ -132,7 +116,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
     let opts = DoctorOptions {
         requested: a.packages.clone(),
         candidates,
-        gpu_arch: gpu_arch(a),
+        gpu_arch: env::gpu_targets(&a.gpu_arch).or(env::pytorch_rocm_arch()),
         timeout: Duration::from_secs(a.timeout.max(1)),
         load_test: !a.no_load,
         library_path: split_env_paths(library_var),
@@ -157,7 +141,7 @@ pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
 
 pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
     let report =
-        match rocbuild_doctor::bundle(&a.files, &a.into, &a.search, &split_archs(&a.gpu_arch)) {
+        match rocbuild_doctor::bundle(&a.files, &a.into, &a.search, &env::gpu_targets(&a.gpu_arch)) {
             Ok(r) => r,
             Err(e) => return fail(e, a.json()),
         };
@@ -198,16 +182,4 @@ fn print_out<T: serde::Serialize>(json: bool, value: &T, text: String) -> Result
     };
     crate::out::stdout_raw(&text);
     Ok(())
-}
-
-/// `--gpu-arch gfx1100 --gpu-arch "gfx1201;gfx1030"` → each arch once.
-fn split_archs(given: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for a in given.iter().flat_map(|g| g.split([';', ','])) {
-        let a = a.trim().to_string();
-        if !a.is_empty() && !out.contains(&a) {
-            out.push(a);
-        }
-    }
-    out
 }
