@@ -11,6 +11,7 @@ mod download;
 mod extract;
 mod ffmpeg;
 mod sdist;
+pub mod upstream;
 
 use thiserror::Error;
 

@@ -8,6 +8,7 @@ mod load;
 pub mod names;
 pub mod schema;
 pub mod template;
+pub mod upstream;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -81,6 +82,10 @@ pub struct ReleaseInfo {
     pub hip: Option<String>,
     /// The recipe's own fixes for this release.
     pub patches: Vec<ShippedPatch>,
+    /// A release the recipe does not list, added for this run: the listed release whose
+    /// rules build it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules_of: Option<String>,
 }
 
 /// A fix a recipe ships for a release (see [`schema::RecipePatch`]).
@@ -171,6 +176,7 @@ impl Recipe {
                         diff: p.diff.clone(),
                     })
                     .collect(),
+                rules_of: r.rules_of.clone(),
             })
             .collect();
         out.sort_by_key(|r| std::cmp::Reverse(Version::from_str(&r.version).ok()));

@@ -310,6 +310,14 @@ pub struct Release {
     /// the user's `--patch` files.
     #[serde(default)]
     pub patch: Vec<RecipePatch>,
+    /// Why releases upstream tags after this one, that the recipe does not list, must not be
+    /// built with its rules (`--version NEWER` is then refused before anything is fetched).
+    #[serde(default)]
+    pub stop_newer: Option<Text>,
+    /// Set by rocbuild, never read from a recipe: the listed release whose rules build this
+    /// unlisted one ([`crate::Recipe::with_unlisted`]).
+    #[serde(skip)]
+    pub(crate) rules_of: Option<String>,
 }
 
 /// A fix a recipe ships for one release: a unified diff written for it (zero-context hunks
