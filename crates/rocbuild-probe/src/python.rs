@@ -60,7 +60,7 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
     }
     let fail = |reason: String| ProbeError::Python {
         exe: exe.display().to_string(),
-        reason,
+        reason: with_path_limit(&exe, os, reason),
     };
     // -B: nothing written into the venv (-I ignores PYTHONDONTWRITEBYTECODE).
     let out = duct::cmd(&exe, ["-I", "-B", "-c", DESCRIBE])
@@ -97,6 +97,19 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
         dll: None,
         libs: None,
     })
+}
+
+/// Windows starts no program from a path of 260 characters or more (MAX_PATH) unless long
+/// paths are enabled, and then says only "file not found" (or Python's start-up says "failed
+/// to join paths"): a venv that deep is named as the cause.
+fn with_path_limit(exe: &Path, os: Os, reason: String) -> String {
+    let n = exe.to_string_lossy().chars().count();
+    if os != Os::Windows || n < 260 {
+        return reason;
+    }
+    format!(
+        "{reason}; its path is {n} characters long, and Windows starts no program from a path of 260 characters or more (MAX_PATH) unless long paths are enabled (the LongPathsEnabled setting, which Python's installer offers as \"Disable path length limit\"): recreate the venv under a shorter path"
+    )
 }
 
 /// pyvenv.cfg of a venv uv made has a `uv = 0.x.y` line.
@@ -177,6 +190,25 @@ pub fn distribution_version(site: &Path, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Windows venv 260 characters deep or more is named as the reason its Python did not
+    /// start ("file not found" hides it); shorter ones and other OSes keep the words as they are.
+    #[test]
+    fn a_windows_python_beyond_max_path_is_named_as_the_cause() {
+        let deep = PathBuf::from(format!(r"C:\{}\python.exe", "d".repeat(260)));
+        let said = with_path_limit(&deep, Os::Windows, "File not found. (os error 2)".into());
+        assert!(
+            said.starts_with("File not found. (os error 2); its path is 274 characters long"),
+            "{said}"
+        );
+        assert!(
+            said.contains("recreate the venv under a shorter path"),
+            "{said}"
+        );
+        let short = PathBuf::from(r"C:\venv\python.exe");
+        assert_eq!(with_path_limit(&short, Os::Windows, "x".into()), "x");
+        assert_eq!(with_path_limit(&deep, Os::Linux, "x".into()), "x");
+    }
 
     #[test]
     fn a_venv_made_by_uv_says_so_in_pyvenv_cfg() {

@@ -89,6 +89,17 @@ pub enum VenvError {
         help: String,
     },
 
+    #[error("cannot {action}: {files} in use by another program (Windows lets no program replace or delete a DLL that a running process has loaded, or a file it holds open)")]
+    #[diagnostic(
+        code(rocbuild::venv::in_use),
+        help("close every program that uses {packages} from this venv: a Python, a Jupyter kernel, an IDE's console, the app you are working on (Resource Monitor's \"Associated Handles\" search, or Sysinternals' `handle`, names the process that holds a file); then run rocbuild again. Nothing was changed")
+    )]
+    InUse {
+        action: String,
+        files: String,
+        packages: String,
+    },
+
     #[error("{root} is not a venv: {reason}")]
     #[diagnostic(code(rocbuild::probe::not_a_venv))]
     NotAVenv {
@@ -111,6 +122,31 @@ pub fn io_help(e: &std::io::Error) -> String {
 }
 
 impl VenvError {
+    /// `held` (paths under `site`) stop `action`: the files, and the packages they belong to
+    /// (the first folder under site-packages) as what to close.
+    pub fn in_use(action: &str, site: &std::path::Path, held: &[std::path::PathBuf]) -> VenvError {
+        let files = held
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut packages: Vec<String> = held
+            .iter()
+            .filter_map(|p| p.strip_prefix(site).ok()?.components().next())
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        packages.dedup();
+        VenvError::InUse {
+            action: action.into(),
+            files: format!("{files} {}", if held.len() == 1 { "is" } else { "are" }),
+            packages: if packages.is_empty() {
+                "its packages".into()
+            } else {
+                packages.join(", ")
+            },
+        }
+    }
+
     pub fn io(
         action: &str,
         path: impl AsRef<std::path::Path>,

@@ -36,6 +36,44 @@ pub fn finish(site: &Path, journal: &Journal) -> Result<()> {
     roll_forward(site, journal)
 }
 
+/// Refuse `action` when a file of `paths` is held by another program (see
+/// [`txn_fs::in_use`]), naming every such file.
+pub(crate) fn refuse_held(
+    action: &str,
+    site: &Path,
+    paths: impl IntoIterator<Item = PathBuf>,
+) -> Result<()> {
+    let held: Vec<PathBuf> = paths.into_iter().filter(|p| txn_fs::in_use(p)).collect();
+    if held.is_empty() {
+        Ok(())
+    } else {
+        Err(VenvError::in_use(action, site, &held))
+    }
+}
+
+/// Every file that carrying out a committed `journal` deletes or moves something over: the
+/// files it removes, the places its backups go back to, and what is under the trees it
+/// replaces or drops.
+pub(crate) fn deleted_by(site: &Path, journal: &Journal) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for rel in &journal.remove {
+        out.push(under(site, rel)?);
+    }
+    for (_, dest) in &journal.put_back {
+        out.push(under(site, dest)?);
+    }
+    let trees = journal
+        .drop
+        .iter()
+        .chain(journal.baseline.iter().map(|(_, d)| d));
+    for rel in trees {
+        let p = under(site, rel)?;
+        out.extend(layout::walk(&p).into_iter().map(|(_, f)| f));
+        out.push(p);
+    }
+    Ok(out)
+}
+
 /// The parent directories of every destination of a committed journal that do not exist
 /// yet, made now (deepest last); returned so that a failure before the commit point can
 /// remove them again.
@@ -405,13 +443,25 @@ pub fn swap(
     take_over: Option<&Package>,
 ) -> Result<Swapped> {
     let key = state_key::for_writing()?;
+    let ops = swap_ops(site, new, park)?;
+    // Every file moved aside here is deleted once the install commits (or kept, and deleted by
+    // a later restore): one a running program holds (Windows: a loaded DLL) would stop that
+    // half-way, so the install is refused before anything changes.
+    let replaced = ops.iter().filter_map(|op| match op {
+        Op::Backup { path, .. } => under(site, path).ok(),
+        _ => None,
+    });
+    if let Err(e) = refuse_held("install", site, replaced) {
+        abandon(site, created_state_dir);
+        return Err(e);
+    }
     let keep_old_baseline = take_over.is_some() && orphaned_baseline(site, recipe);
     let baseline = match take_over.filter(|_| !keep_old_baseline) {
         Some(pkg) => Some(stage_baseline(site, pkg)?),
         None => None,
     };
     let mut journal = Journal::new(recipe, created_state_dir)?;
-    journal.ops = swap_ops(site, new, park)?;
+    journal.ops = ops;
     journal.write(site, &key)?;
     let swapped = Swapped {
         site: site.to_path_buf(),
@@ -688,6 +738,67 @@ mod tests {
             drop(lock);
             assert_eq!(snapshot(s), before);
         }
+    }
+}
+
+/// Windows: a file another program holds (a loaded DLL, a file open without delete sharing)
+/// cannot be replaced or deleted, so an install that would have to is refused up front.
+#[cfg(all(test, windows))]
+mod held {
+    use super::*;
+    use std::os::windows::fs::OpenOptionsExt;
+
+    #[test]
+    fn an_install_over_a_file_another_program_holds_is_refused_and_changes_nothing() {
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path();
+        std::fs::create_dir_all(s.join("pkg")).unwrap();
+        std::fs::write(s.join("pkg/core.dll"), b"pip's").unwrap();
+        std::fs::write(s.join("pkg/other.dll"), b"free").unwrap();
+        let before = tests_snapshot(s);
+        // As another process holds it: read sharing only (no write, no delete).
+        let holder = std::fs::OpenOptions::new()
+            .read(true)
+            .share_mode(0x1)
+            .open(s.join("pkg/core.dll"))
+            .unwrap();
+        assert!(txn_fs::in_use(&s.join("pkg/core.dll")));
+        assert!(!txn_fs::in_use(&s.join("pkg/other.dll")));
+        let created = begin(s).unwrap();
+        let staged = layout::txn(s).join("stage/core.dll");
+        std::fs::write(&staged, b"new").unwrap();
+        let new = [NewFile {
+            rel: "pkg/core.dll".into(),
+            staged,
+        }];
+        let pkg = Package {
+            distribution: "pkg".into(),
+            roots: vec!["pkg".into()],
+        };
+        let err = match swap(s, "r", created, &new, &[], Some(&pkg)) {
+            Ok(_) => panic!("installed over a held file"),
+            Err(e) => e,
+        };
+        let text = format!(
+            "{err} {:?}",
+            miette::Diagnostic::help(&err).map(|h| h.to_string())
+        );
+        assert!(text.contains("cannot install"), "{text}");
+        assert!(text.contains("core.dll is in use"), "{text}");
+        assert!(!text.contains("other.dll"), "{text}");
+        assert!(text.contains("close every program that uses pkg"), "{text}");
+        assert_eq!(tests_snapshot(s), before);
+        assert!(!layout::txn(s).exists());
+        drop(holder);
+    }
+
+    fn tests_snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        for (rel, p) in layout::walk(dir) {
+            out.insert(rel, std::fs::read(p).unwrap_or_default());
+        }
+        out
     }
 }
 

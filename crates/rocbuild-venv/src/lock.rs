@@ -16,7 +16,8 @@ pub use crate::layout::LOCK_FILE;
 /// Held for a whole run on one venv: build, install, manifest write.
 #[derive(Debug)]
 pub struct VenvLock {
-    file: File,
+    /// Taken (closed) on drop before the file is removed on Windows.
+    file: Option<File>,
     path: PathBuf,
     dir: PathBuf,
 }
@@ -33,6 +34,18 @@ pub fn open(path: &Path) -> Result<File> {
     {
         use std::os::unix::fs::OpenOptionsExt;
         o.custom_flags(libc::O_NOFOLLOW);
+    }
+    // Windows: read and write sharing, never delete sharing, so that no one (the holder
+    // included) can delete the file while anyone has it open. Deleting an open file would
+    // leave it "delete pending" where deletes are not POSIX-style (Windows before 10 1903,
+    // FAT and network drives, Wine): its name stays, `.rocbuild/` cannot go, and a waiter
+    // that opens it again is refused.
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        const FILE_SHARE_READ: u32 = 0x1;
+        const FILE_SHARE_WRITE: u32 = 0x2;
+        o.share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE);
     }
     o.open(path).map_err(|e| {
         if crate::confine::is_link_at(path) {
@@ -75,7 +88,8 @@ fn still_there(file: &File, path: &Path) -> bool {
 
 #[cfg(not(unix))]
 fn still_there(_file: &File, path: &Path) -> bool {
-    // Windows refuses to delete a file another process has open, so it cannot have moved.
+    // Opened without delete sharing (see `open`): no one deletes it while we have it open,
+    // so it cannot have moved.
     path.exists()
 }
 
@@ -132,7 +146,11 @@ impl VenvLock {
             let _ = file.rewind();
             let _ = write!(file, "{}", std::process::id());
             let _ = file.flush();
-            return Ok(VenvLock { file, path, dir });
+            return Ok(VenvLock {
+                file: Some(file),
+                path,
+                dir,
+            });
         }
     }
 }
@@ -143,9 +161,26 @@ impl Drop for VenvLock {
     /// A run that changes nothing (refused, failed, rolled back) thus leaves the venv byte
     /// for byte as it was, and the lock file a killed run left behind goes with the next run.
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-        let _ = std::fs::remove_dir(&self.dir);
-        let _ = FileExt::unlock(&self.file);
+        #[cfg(unix)]
+        {
+            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_dir(&self.dir);
+            if let Some(f) = &self.file {
+                let _ = FileExt::unlock(f);
+            }
+        }
+        // Windows: the file cannot be deleted while a handle is open (see `open`): unlock and
+        // close first, then remove it, unless a waiter opened it meanwhile (then it stays, for
+        // the waiter, and so does `.rocbuild/`).
+        #[cfg(not(unix))]
+        {
+            if let Some(f) = self.file.take() {
+                let _ = FileExt::unlock(&f);
+                drop(f);
+            }
+            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_dir(&self.dir);
+        }
     }
 }
 

@@ -105,6 +105,13 @@ pub fn restore(site: &Path, recipe: &str) -> Result<Restored> {
         .drop
         .push(crate::confine::rel_of(site, &manifest::path(site, recipe))?);
     journal.drop.push(backup_rel);
+    // A file this restore deletes or moves something over that a running program holds (on
+    // Windows, a loaded DLL) would stop it half-way: refused before anything changes.
+    install::refuse_held(
+        &format!("restore {recipe}"),
+        site,
+        install::deleted_by(site, &journal)?,
+    )?;
     install::finish(site, &journal)?;
     Ok(out)
 }

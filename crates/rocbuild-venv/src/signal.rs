@@ -27,7 +27,44 @@ pub fn catch() -> std::io::Result<()> {
             signal_hook::flag::register_usize(sig, got.clone(), sig as usize)?;
         }
     }
+    #[cfg(windows)]
+    {
+        #[link(name = "kernel32")]
+        extern "system" {
+            fn SetConsoleCtrlHandler(
+                handler: Option<extern "system" fn(u32) -> i32>,
+                add: i32,
+            ) -> i32;
+        }
+        // SAFETY: `on_console_event` is a plain function for the whole life of the process;
+        // Windows calls it on a thread of its own, and it only touches an atomic.
+        if unsafe { SetConsoleCtrlHandler(Some(on_console_event), 1) } == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
     Ok(())
+}
+
+/// Windows' console control events: Ctrl-C and Ctrl-Break are recorded as SIGINT and
+/// SIGBREAK (the numbers the C runtime gives them), so the run stops at its next step and
+/// undoes what is not committed, as on Unix; without a handler Windows ends the process at
+/// once, in the middle of an install. A second one while the first is handled ends the
+/// process with 128 + it. Closing the console, logging off and shutting down are left to
+/// Windows' default (it ends the process right after any handler returns): the next run
+/// finishes or undoes what the journal says.
+#[cfg(windows)]
+extern "system" fn on_console_event(event: u32) -> i32 {
+    const CTRL_C_EVENT: u32 = 0;
+    const CTRL_BREAK_EVENT: u32 = 1;
+    let sig = match event {
+        CTRL_C_EVENT => 2,
+        CTRL_BREAK_EVENT => 21,
+        _ => return 0,
+    };
+    if cell().swap(sig, Ordering::SeqCst) != 0 {
+        std::process::exit(128 + sig as i32);
+    }
+    1
 }
 
 /// The signal received, if any.
@@ -43,6 +80,7 @@ pub fn name(signal: i32) -> &'static str {
     match signal {
         2 => "SIGINT (Ctrl-C)",
         15 => "SIGTERM",
+        21 => "SIGBREAK (Ctrl-Break)",
         1 => "SIGHUP",
         _ => "a signal",
     }

@@ -201,6 +201,46 @@ pub fn write_atomic(p: &Path, bytes: &[u8]) -> io::Result<()> {
     })
 }
 
+/// Whether another program holds `p` so that it cannot be moved over or deleted: on Windows
+/// a DLL that a running process has loaded (its image section denies write and delete, though
+/// it can still be renamed), or a file opened without `FILE_SHARE_DELETE`. Asked by opening it
+/// for write-data and delete access with every sharing mode, which changes nothing. A
+/// read-only file, a link or a directory is not asked about. Unix replaces and unlinks files
+/// whatever holds them: never in use there.
+#[cfg(windows)]
+pub fn in_use(p: &Path) -> bool {
+    use std::os::windows::fs::OpenOptionsExt;
+    const DELETE: u32 = 0x0001_0000;
+    const FILE_WRITE_DATA: u32 = 0x0002;
+    const FILE_SHARE_ALL: u32 = 0x1 | 0x2 | 0x4;
+    const ERROR_ACCESS_DENIED: i32 = 5;
+    const ERROR_SHARING_VIOLATION: i32 = 32;
+    const ERROR_LOCK_VIOLATION: i32 = 33;
+    let Ok(md) = std::fs::symlink_metadata(p) else {
+        return false;
+    };
+    if !md.is_file() || md.permissions().readonly() {
+        return false;
+    }
+    match std::fs::OpenOptions::new()
+        .access_mode(DELETE | FILE_WRITE_DATA)
+        .share_mode(FILE_SHARE_ALL)
+        .open(p)
+    {
+        Ok(_) => false,
+        Err(e) => matches!(
+            e.raw_os_error(),
+            Some(ERROR_ACCESS_DENIED | ERROR_SHARING_VIOLATION | ERROR_LOCK_VIOLATION)
+        ),
+    }
+}
+
+/// See the Windows version: on Unix a file is never in the way of a rename or an unlink.
+#[cfg(not(windows))]
+pub fn in_use(_: &Path) -> bool {
+    false
+}
+
 /// Count an edit made by another crate (RUNPATH rewrite of a staged file).
 pub fn edited<T>(r: T) -> T {
     tick();
