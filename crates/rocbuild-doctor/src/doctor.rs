@@ -84,15 +84,15 @@ impl Report {
 /// for (read from the files: a macOS venv copied to Linux is a macOS venv), else this host's.
 /// A venv of another OS is described from its files: its Python cannot run here.
 pub fn probe(
-    venv: Option<&Path>,
+    venv: &rocbuild_probe::Venv,
     want_ffmpeg: bool,
     os: Option<Os>,
 ) -> Result<Machine, DoctorError> {
     let host = Os::current();
-    let chosen = rocbuild_probe::choose_venv(venv)?;
+    let chosen = venv.clone();
     let forced = os.is_some();
     let os = os.unwrap_or_else(|| {
-        crate::venv_os::locate(Some(&chosen.root))
+        crate::venv_os::locate(&chosen)
             .ok()
             .and_then(|(_, site)| {
                 crate::venv_os::os_of_files(&site, &["torchcodec".into(), "ctranslate2".into()])
@@ -107,7 +107,7 @@ pub fn probe(
         let python = rocbuild_probe::probe_python(&chosen, os)?;
         (chosen, python)
     } else {
-        let (v, site) = crate::venv_os::locate(Some(&chosen.root))?;
+        let (v, site) = crate::venv_os::locate(&chosen)?;
         let python = crate::venv_os::python_from_files(&v.root, &site, os);
         (
             rocbuild_probe::Venv {

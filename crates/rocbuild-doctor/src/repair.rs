@@ -29,10 +29,10 @@ use crate::venv_os::{locate, os_of_files};
 use crate::DoctorError;
 
 /// What to repair, where.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RepairOptions {
-    /// The venv root (`--venv`, else `$VIRTUAL_ENV`, …).
-    pub venv: Option<PathBuf>,
+    /// The venv the command chose (`--venv`, else `$VIRTUAL_ENV`, …).
+    pub venv: rocbuild_probe::Venv,
     /// Packages (import names under site-packages); empty: torchcodec and ctranslate2 when
     /// installed.
     pub packages: Vec<String>,
@@ -692,7 +692,7 @@ fn subject_for(name: &str) -> Subject {
 
 /// Plan, and unless `dry_run`, apply the repair of each package.
 pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
-    let (venv, site) = locate(opts.venv.as_deref())?;
+    let (venv, site) = locate(&opts.venv)?;
     let root = venv.root;
     let names: Vec<String> = if opts.packages.is_empty() {
         ["torchcodec", "ctranslate2"]

@@ -46,8 +46,8 @@ pub fn os_of_files(site: &Path, names: &[String]) -> Option<Os> {
 }
 
 /// The venv and its site-packages, for any OS's layout.
-pub fn locate(venv: Option<&Path>) -> Result<(rocbuild_probe::Venv, PathBuf), DoctorError> {
-    let v = rocbuild_probe::choose_venv(venv)?;
+pub fn locate(v: &rocbuild_probe::Venv) -> Result<(rocbuild_probe::Venv, PathBuf), DoctorError> {
+    let v = v.clone();
     if let Some(site) = rocbuild_probe::platform::any_site_packages(&v.root, Os::current()) {
         return Ok((v, site));
     }

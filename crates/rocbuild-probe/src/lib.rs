@@ -514,7 +514,9 @@ pub enum ProbeError {
 /// What the caller tells the probe.
 #[derive(Debug, Clone, Default)]
 pub struct ProbeOptions {
-    pub venv: Option<PathBuf>,
+    /// The venv the command chose ([`choose_venv`], once, in the CLI's settings step); None:
+    /// choose it here the same way (tests, library callers).
+    pub venv: Option<Venv>,
     pub ffmpeg_dir: Option<PathBuf>,
     /// Probe FFmpeg at all (the recipe needs it).
     pub want_ffmpeg: bool,
@@ -619,7 +621,10 @@ fn absolute(p: &Path) -> PathBuf {
 /// for a wanted ROCm build without `--arch`: a no-op rerun of a CPU recipe starts no process.
 pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let host_os = Os::current();
-    let venv = choose_venv(opts.venv.as_deref())?;
+    let venv = match &opts.venv {
+        Some(v) => v.clone(),
+        None => choose_venv(None)?,
+    };
     let os = cross::venv_os(&venv.root, host_os);
     let (python, tools, cross) = if os == host_os {
         (probe_python(&venv, os)?, probe_tools(), None)

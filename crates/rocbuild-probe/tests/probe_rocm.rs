@@ -13,7 +13,7 @@ fn probe_fills_rocm_fields_only_when_wanted() {
     install_fake_torch(&site, "2.9.1");
 
     let cpu = probe(&ProbeOptions {
-        venv: Some(venv.clone()),
+        venv: Some(rocbuild_probe::choose_venv(Some(&venv)).unwrap()),
         ..ProbeOptions::default()
     })
     .unwrap();
@@ -24,7 +24,7 @@ fn probe_fills_rocm_fields_only_when_wanted() {
     );
 
     let rocm = probe(&ProbeOptions {
-        venv: Some(venv.clone()),
+        venv: Some(rocbuild_probe::choose_venv(Some(&venv)).unwrap()),
         want_rocm: true,
         gpu_named: true,
         ..ProbeOptions::default()
@@ -48,7 +48,7 @@ fn probe_fills_rocm_fields_only_when_wanted() {
     // Without --arch the cascade runs and logs each step; the fake torch is not ROCm, so no
     // child Python is started for it.
     let detect = probe(&ProbeOptions {
-        venv: Some(venv),
+        venv: Some(rocbuild_probe::choose_venv(Some(&venv)).unwrap()),
         want_rocm: true,
         ..ProbeOptions::default()
     })
@@ -72,7 +72,7 @@ fn machine_files_without_rocm_fields_still_load() {
     let venv = d.path().join("venv");
     make_venv(&venv);
     let m = probe(&ProbeOptions {
-        venv: Some(venv),
+        venv: Some(rocbuild_probe::choose_venv(Some(&venv)).unwrap()),
         ..ProbeOptions::default()
     })
     .unwrap();

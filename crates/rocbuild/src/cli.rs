@@ -105,6 +105,7 @@ pub enum Command {
     Man,
 }
 
+/// `--venv`, declared once for every command that works on a venv.
 #[derive(Debug, Args)]
 pub struct VenvArg {
     /// The venv [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then the venv rocbuild is
@@ -259,9 +260,8 @@ pub struct DoctorArgs {
     /// Packages to check (torch, torchcodec, ctranslate2, or a recipe) [default: all that are installed].
     #[arg(value_name = "RECIPE")]
     pub packages: Vec<String>,
-    /// The venv to check [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then ./.venv].
-    #[arg(long, value_name = "PATH")]
-    pub venv: Option<PathBuf>,
+    #[command(flatten)]
+    pub venv: VenvArg,
     /// The GPU's architectures, e.g. gfx1010 (repeatable, or a list separated by `;`, `,` or
     /// spaces, as --arch takes them) [default: $PYTORCH_ROCM_ARCH].
     #[arg(long = "gpu-arch", value_name = "GFX")]
@@ -299,10 +299,8 @@ pub struct RepairArgs {
     /// Packages to repair, by their directory under site-packages [default: torchcodec and ctranslate2, when installed].
     #[arg(value_name = "PKG")]
     pub packages: Vec<String>,
-    /// The venv [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then the venv rocbuild is
-    /// installed in (never uv's or pipx's own tool environment), then ./.venv].
-    #[arg(long, value_name = "PATH")]
-    pub venv: Option<PathBuf>,
+    #[command(flatten)]
+    pub venv: VenvArg,
     /// More directories a needed library may be in: Homebrew's lib, an FFmpeg's lib, an SDK's lib (repeatable).
     #[arg(long = "search", value_name = "DIR")]
     pub search: Vec<PathBuf>,
@@ -374,10 +372,8 @@ pub struct BuildArgs {
     /// The recipe to build (see `rocbuild recipes`).
     #[arg(required = true)]
     pub recipe: Option<String>,
-    /// The venv to install into [default: $VIRTUAL_ENV, then $CONDA_PREFIX, then the venv
-    /// rocbuild is installed in (never uv's or pipx's own tool environment), then ./.venv].
-    #[arg(long, value_name = "PATH")]
-    pub venv: Option<PathBuf>,
+    #[command(flatten)]
+    pub venv: VenvArg,
     /// Release to build [default: the newest one compatible with the installed torch].
     #[arg(long = "version", value_name = "X")]
     pub release: Option<String>,

@@ -161,6 +161,12 @@ pub fn downloaded_ffmpeg(cache: &std::path::Path) -> Option<std::path::PathBuf> 
     dir.is_dir().then_some(dir)
 }
 
+/// The venv of this command, chosen once (`--venv`, `$VIRTUAL_ENV`, `$CONDA_PREFIX`, the venv
+/// rocbuild is installed in, `./.venv`) and handed down as it is: nothing below chooses again.
+pub fn venv(a: &crate::cli::VenvArg) -> Result<rocbuild_probe::Venv, rocbuild_probe::ProbeError> {
+    rocbuild_probe::choose_venv(a.venv.as_deref())
+}
+
 /// What the use cases need of the settings.
 pub fn settings(g: &crate::cli::Global) -> miette::Result<rocbuild_engine::Settings> {
     let cache = cache(g)?;

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use rocbuild_probe::{Machine, ProbeOptions};
+use rocbuild_probe::{Machine, ProbeOptions, Venv};
 use rocbuild_recipe::Recipe;
 use rocbuild_venv::{Backend, BuildOptions};
 
@@ -18,7 +18,8 @@ use crate::step::Verbosity;
 pub struct BuildRequest<'a> {
     pub recipe: &'a Recipe,
     pub options: BuildOptions,
-    pub venv: Option<PathBuf>,
+    /// The venv the command chose (None with `--machine`: nothing of this machine is read).
+    pub venv: Option<Venv>,
     /// `--machine FILE`: plan for this machine instead of probing.
     pub machine: Option<Machine>,
     pub dry_run: bool,
@@ -44,7 +45,7 @@ pub enum Built {
 }
 
 /// What the probe must look at for this recipe and these options.
-fn probe_options(recipe: &Recipe, opts: &BuildOptions, venv: Option<PathBuf>) -> ProbeOptions {
+fn probe_options(recipe: &Recipe, opts: &BuildOptions, venv: Option<Venv>) -> ProbeOptions {
     let b = &opts.backend;
     let has = |x: &str| recipe.backends().iter().any(|r| r == x);
     ProbeOptions {
@@ -156,7 +157,7 @@ fn build_with(
     // Lock the venv before probing it (a run that waited must see what the other one left).
     // A venv that cannot be located is left to the probe, which says why in full.
     let layout = match (&req.machine, req.dry_run) {
-        (None, false) => locate(req.venv.as_deref()).ok(),
+        (None, false) => req.venv.as_ref().and_then(|v| locate(v).ok()),
         _ => None,
     };
     let _lock = match layout.as_ref().filter(|_| take_lock) {
@@ -169,7 +170,14 @@ fn build_with(
     // The no-op fast path, under the lock: a real run with a request that was answered
     // before, and nothing it depended on changed since.
     let quick_key = (req.machine.is_none() && !req.dry_run && quick::eligible(&opts))
-        .then(|| quick::key(req.recipe, &opts, req.venv.as_deref(), settings));
+        .then(|| {
+            quick::key(
+                req.recipe,
+                &opts,
+                req.venv.as_ref().map(|v| v.root.as_path()),
+                settings,
+            )
+        });
     if let Some(k) = &quick_key {
         if let Some((dest, outcome)) = quick::check(&settings.cache, k) {
             return Ok(Built::Unchanged { dest, outcome });

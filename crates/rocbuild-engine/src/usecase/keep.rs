@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rocbuild_probe::Venv;
 use rocbuild_recipe::RecipeSet;
 use rocbuild_venv::install;
 use rocbuild_venv::lock::VenvLock;
@@ -24,7 +25,7 @@ pub struct StatusReport {
 /// the lock): one is going on, or one was killed. The latter is finished or undone first, so
 /// the status is the truth; the former is reported as busy. Read-only otherwise.
 pub fn status(
-    venv: Option<&Path>,
+    venv: &Venv,
     recipes: &RecipeSet,
     reporter: &mut dyn Reporter,
 ) -> Result<StatusReport> {
@@ -59,7 +60,7 @@ pub struct RebuildRequest<'a> {
     /// Recipes to rebuild (empty: every build in the venv).
     pub names: &'a [String],
     pub if_stale: bool,
-    pub venv: Option<&'a Path>,
+    pub venv: &'a Venv,
     pub no_wait: bool,
     pub verbosity: Verbosity,
 }
@@ -137,7 +138,7 @@ pub fn rebuild(
                 BuildRequest {
                     recipe,
                     options: m.options.clone(),
-                    venv: Some(layout.root.clone()),
+                    venv: Some(req.venv.clone()),
                     machine: None,
                     dry_run: false,
                     no_wait: req.no_wait,
@@ -158,7 +159,7 @@ pub fn rebuild(
 
 /// Give the venv back pip's files of `recipe`.
 pub fn restore(
-    venv: Option<&Path>,
+    venv: &Venv,
     recipe: &str,
     no_wait: bool,
     reporter: &mut dyn Reporter,
@@ -171,7 +172,7 @@ pub fn restore(
 
 /// A wheel of what rocbuild installed for `recipe`, tagged for the venv's Python.
 pub fn wheel(
-    venv: Option<&Path>,
+    venv: &Venv,
     recipe: &str,
     out: &Path,
     reporter: &mut dyn Reporter,

@@ -6,13 +6,13 @@ mod build;
 mod keep;
 mod publish;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub use build::{build, BuildRequest, Built};
 pub use keep::{rebuild, restore, status, wheel, RebuildRequest, Rebuilt, StatusReport};
 pub use publish::{publish, Published};
 
-use rocbuild_probe::Os;
+use rocbuild_probe::{Os, Venv};
 use rocbuild_venv::install::{self, Recovered};
 use rocbuild_venv::lock::VenvLock;
 use rocbuild_venv::VenvLayout;
@@ -52,10 +52,9 @@ impl Reporter for Silent {
     fn note(&mut self, _line: &str) {}
 }
 
-/// The venv's layout: `--venv`, `$VIRTUAL_ENV`, `$CONDA_PREFIX`, `./.venv`.
-pub fn locate(venv: Option<&Path>) -> Result<VenvLayout> {
-    let v = rocbuild_probe::choose_venv(venv)?;
-    Ok(VenvLayout::locate(&v.root, Os::current())?)
+/// The chosen venv's layout (site-packages from its files: `platform::any_site_packages`).
+pub fn locate(venv: &Venv) -> Result<VenvLayout> {
+    Ok(VenvLayout::locate(&venv.root, Os::current())?)
 }
 
 /// Lock the venv, then finish or undo what a killed run left.

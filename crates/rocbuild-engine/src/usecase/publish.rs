@@ -31,7 +31,7 @@ fn repository_args(index: &str) -> Vec<String> {
 }
 
 pub fn publish(
-    venv: Option<&Path>,
+    venv: &rocbuild_probe::Venv,
     recipe: &str,
     index: &str,
     cache: &Path,

@@ -93,12 +93,17 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
     let recipe = set.get(a.recipe.as_deref().unwrap_or_default())?;
     let options = options(a)?;
     let machine = a.machine.as_deref().map(machine_file).transpose()?;
+    // With `--machine`, nothing of this machine is read: no venv either.
+    let venv = match machine {
+        None => Some(settings::venv(&a.venv)?),
+        Some(_) => None,
+    };
     let verbosity = crate::verbosity(g);
     let built = usecase::build(
         BuildRequest {
             recipe,
             options,
-            venv: a.venv.clone(),
+            venv,
             machine,
             dry_run: a.dry_run,
             no_wait: a.no_wait,

@@ -90,7 +90,11 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
         .map(crate::commands::build::machine_file)
         .transpose()?
         .map(|m| m.target.platform.os);
-    let machine = match rocbuild_doctor::probe(a.venv.as_deref(), wants_ffmpeg, forced) {
+    let venv = match env::venv(&a.venv) {
+        Ok(v) => v,
+        Err(e) => return fail(e.into(), a.json),
+    };
+    let machine = match rocbuild_doctor::probe(&venv, wants_ffmpeg, forced) {
         Ok(m) => m,
         Err(e) => return fail(e, a.json),
     };
@@ -158,8 +162,12 @@ pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
 /// was refused (nothing of it changed): 3 for a library found nowhere, 4 for an import nothing
 /// exports, 5 for both, 1 for anything else.
 pub fn repair(a: &RepairArgs) -> Result<ExitStatus> {
+    let venv = match env::venv(&a.venv) {
+        Ok(v) => v,
+        Err(e) => return fail(e.into(), a.json),
+    };
     let opts = rocbuild_doctor::RepairOptions {
-        venv: a.venv.clone(),
+        venv,
         packages: a.packages.clone(),
         search: a.search.clone(),
         dry_run: a.dry_run,

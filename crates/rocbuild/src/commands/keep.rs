@@ -18,7 +18,7 @@ use crate::settings as env;
 use crate::{ExitStatus, Stderr};
 
 pub fn status(recipes: &RecipeSet, a: &StatusArgs) -> Result<ExitStatus> {
-    let r = usecase::status(a.venv.venv.as_deref(), recipes, &mut Stderr)?;
+    let r = usecase::status(&env::venv(&a.venv)?, recipes, &mut Stderr)?;
     if a.json {
         outln!(
             "{}",
@@ -80,12 +80,13 @@ fn print_status(root: &Path, st: &VenvStatus, busy: Option<&str>) {
 
 pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitStatus> {
     let settings = crate::settings::settings(g)?;
+    let venv = env::venv(&a.venv)?;
     let done = usecase::rebuild(
         usecase::RebuildRequest {
             recipes,
             names: &a.names,
             if_stale: a.if_stale,
-            venv: a.venv.venv.as_deref(),
+            venv: &venv,
             no_wait: a.no_wait,
             verbosity: crate::verbosity(g),
         },
@@ -146,7 +147,7 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
 }
 
 pub fn restore(a: &RestoreArgs) -> Result<ExitStatus> {
-    let (site, r) = usecase::restore(a.venv.venv.as_deref(), &a.recipe, a.no_wait, &mut Stderr)?;
+    let (site, r) = usecase::restore(&env::venv(&a.venv)?, &a.recipe, a.no_wait, &mut Stderr)?;
     if r.released {
         outln!(
             "{}: another installer replaced rocbuild's build since; its install is left as it is, \
@@ -174,7 +175,7 @@ pub fn restore(a: &RestoreArgs) -> Result<ExitStatus> {
 }
 
 pub fn wheel(a: &WheelArgs) -> Result<ExitStatus> {
-    let w = usecase::wheel(a.venv.venv.as_deref(), &a.recipe, &a.out, &mut Stderr)?;
+    let w = usecase::wheel(&env::venv(&a.venv)?, &a.recipe, &a.out, &mut Stderr)?;
     outln!("{}", w.path.display());
     if let Some(t) = &w.requires_torch {
         errln!(
@@ -189,7 +190,7 @@ pub fn wheel(a: &WheelArgs) -> Result<ExitStatus> {
 pub fn publish(a: &PublishArgs, g: &Global) -> Result<ExitStatus> {
     let cache = env::cache(g)?;
     let p = usecase::publish(
-        a.venv.venv.as_deref(),
+        &env::venv(&a.venv)?,
         &a.recipe,
         &a.index,
         &cache,
@@ -245,7 +246,7 @@ pub fn clean(a: &CleanArgs, g: &Global) -> Result<ExitStatus> {
 }
 
 fn job(a: &ScheduleArgs, g: &Global) -> Result<(sched::Job, sched::Dirs)> {
-    let v = rocbuild_probe::choose_venv(a.venv.venv.as_deref())?;
+    let v = env::venv(&a.venv)?;
     let (home, config) = env::user_dirs().ok_or_else(|| EngineError::Usage {
         option: "HOME".into(),
         reason: "no home directory: HOME is not set".into(),
