@@ -7,6 +7,8 @@
 //! the target, and renamed into place. Shared FFmpeg builds (what TorchCodec needs on Windows)
 //! are recognised by their layout.
 
+mod cuda;
+mod cuda_stub;
 mod download;
 mod extract;
 mod ffmpeg;
@@ -15,6 +17,10 @@ pub mod upstream;
 
 use thiserror::Error;
 
+pub use cuda::{
+    install_cuda_toolkit, CudaInstall, CudaPins, CudaRoot, CudaToolkitPin, CudaWheel,
+    BUILTIN_CUDA_PINS,
+};
 pub use download::{download, download_verified, get_text, sha256_file};
 pub use extract::extract_zip_safely;
 pub use ffmpeg::{
@@ -124,6 +130,29 @@ pub enum FetchError {
     #[error("{archive} holds no shared FFmpeg build (no bin/avutil-NN.dll, lib/libavutil.so.NN or lib/libavutil.NN.dylib)")]
     #[diagnostic(code(rocbuild::fetch::not_shared_ffmpeg), help("TorchCodec needs the shared libraries, not a static ffmpeg.exe: download a \"shared\" build (gyan.dev full_build-shared, BtbN *-shared)"))]
     NotSharedFfmpeg { archive: String },
+    #[error("the CUDA toolkit pin file {file} is invalid: {reason}")]
+    #[diagnostic(code(rocbuild::fetch::cuda_pins))]
+    CudaPins { file: String, reason: String },
+    #[error("no pinned CUDA toolkit {version} for {platform}")]
+    #[diagnostic(code(rocbuild::cuda::no_pin))]
+    NoCudaPin {
+        version: String,
+        platform: String,
+        #[help]
+        help: String,
+    },
+    #[error("CUDA {version} cannot be installed from the package index: {why}")]
+    #[diagnostic(
+        code(rocbuild::cuda::no_compiler_wheel),
+        help("install NVIDIA's CUDA {version} toolkit (developer.nvidia.com/cuda-downloads: its apt repository or the runfile) and set CUDA_HOME to it; or build with CUDA 13 from the index (--cuda 13.2)")
+    )]
+    NoCudaCompiler { version: String, why: String },
+    #[error("cannot build the link-only libcuda.so stub: {reason}")]
+    #[diagnostic(
+        code(rocbuild::cuda::driver_stub),
+        help("rocbuild builds it with the host C compiler; check that $CC or cc works")
+    )]
+    DriverStub { reason: String },
     #[error("the FFmpeg pin file {file} is invalid: {reason}")]
     #[diagnostic(code(rocbuild::fetch::pins))]
     Pins { file: String, reason: String },

@@ -6,6 +6,7 @@
 mod cheader;
 pub mod cross;
 mod cuda_gpu;
+mod cuda_toolkit;
 mod ffmpeg;
 mod gfx;
 mod gpu;
@@ -34,6 +35,11 @@ use thiserror::Error;
 pub use cheader::c_define;
 pub use cross::CrossWindows;
 pub use cuda_gpu::{detect_cuda_gpu, parse_compute_caps};
+pub use cuda_toolkit::{
+    choose_host_compiler, cuda_vars, dotted_arch, gpu_codes, host_candidates, nvcc_release,
+    parse_cuda_arch, read_cuda_toolkit, system_cuda_roots, unknown_cuda_archs, CudaToolkit,
+    HostCandidate, HostCompiler, HostLimits,
+};
 pub use ffmpeg::{find_ffmpeg, probe_ffmpeg, soname_major_to_ffmpeg};
 pub use gfx::{
     describe_gfx, expand_alias, gfx_of_bitcode_file, isa_bitcode_file, named_targets,
