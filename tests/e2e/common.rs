@@ -33,6 +33,9 @@ pub fn rocbuild_command(args: &[&str]) -> Command {
         c.env_remove(k);
     }
     c.env("NO_COLOR", "1");
+    // Upstream is asked only by the tests of that (tests/e2e/upstream.rs): elsewhere a new
+    // release on the network would change what a test sees.
+    c.env("ROCBUILD_UPSTREAM", "off");
     c
 }
 

@@ -40,6 +40,7 @@ mod secrets;
 mod signals;
 mod status;
 mod the_rock;
+mod upstream;
 mod uv_venv;
 mod wheel;
 mod windows;

@@ -92,6 +92,7 @@ impl FromRun for Manifest {
                 baseline: None,
             }),
             unverified: plan.unverified.clone(),
+            rules_of: plan.rules_of.clone(),
         }
     }
 }

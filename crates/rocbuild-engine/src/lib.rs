@@ -22,6 +22,7 @@ pub mod source;
 mod stage;
 mod step;
 mod toolchain;
+pub mod upstream;
 pub mod usecase;
 
 pub use command::Command;

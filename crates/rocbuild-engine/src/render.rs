@@ -50,6 +50,9 @@ impl Plan {
             "plan: {} {} ({})",
             self.recipe, self.version, self.version_reason
         )?;
+        if let Some(n) = &self.upstream {
+            writeln!(f, "  upstream: {}", n.line())?;
+        }
         writeln!(
             f,
             "  recipe: {} (sha256 {})",

@@ -6,9 +6,44 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use pep440_rs::Version;
+pub use pep440_rs::Version;
 
 use crate::{Recipe, RecipeError, ReleaseInfo};
+
+/// Upstream has released what the recipe does not list yet: said in the plan, by `rocbuild
+/// recipes` and by `status` (and in their `--json`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Notice {
+    pub recipe: String,
+    /// Releases newer than the recipe's newest, newest first.
+    pub newer: Vec<String>,
+    /// The recipe's newest `[[release]]`.
+    pub recipe_newest: String,
+    /// Where it was read: the recipe's git URL or the index's project (no password).
+    pub source: String,
+    /// When upstream was asked, seconds since the epoch.
+    pub checked: u64,
+    /// Answered from the day's cache: this run asked nothing.
+    pub cached: bool,
+}
+
+impl Notice {
+    /// `upstream has torchcodec 0.17.0; this recipe knows up to 0.16.0 (build it with
+    /// --version 0.17.0)`.
+    pub fn line(&self) -> String {
+        let Some(first) = self.newer.first() else {
+            return String::new();
+        };
+        let more = match self.newer.len() {
+            1 => String::new(),
+            n => format!(" (and {} more: {})", n - 1, self.newer[1..].join(", ")),
+        };
+        format!(
+            "upstream has {} {first}{more}; this recipe knows up to {} (build it with --version {first})",
+            self.recipe, self.recipe_newest
+        )
+    }
+}
 
 /// The final releases (no pre, dev, post or local part) among `tags` under `template`
 /// (`v{version}`, `{name}` already expanded), each with the tag it came from; sorted, newest

@@ -187,6 +187,9 @@ pub struct Manifest {
     /// Wine): the install is kept, and `status` says it was never proven to load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unverified: Option<String>,
+    /// A release the recipe does not list, built with the rules of this listed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules_of: Option<String>,
 }
 
 pub fn dir(site: &Path) -> PathBuf {

@@ -55,6 +55,13 @@ pub struct RecipeStatus {
     /// The command that makes it fresh again (none when it is fresh): `rocbuild rebuild X`
     /// for a build, `rocbuild repair X` for a repair (there is nothing to rebuild from).
     pub fix: Option<String>,
+    /// A release the recipe does not list, built with the rules of this listed one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules_of: Option<String>,
+    /// Releases upstream has that are newer than the recipe's (filled in by the caller,
+    /// who asks upstream).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<rocbuild_recipe::upstream::Notice>,
 }
 
 impl RecipeStatus {
@@ -130,5 +137,7 @@ fn one(site: &Path, m: &Manifest, now: &Now) -> RecipeStatus {
         unverified: m.unverified.clone(),
         kind: m.kind,
         fix: (state != State::Fresh).then(|| stale::fix_command(m)),
+        rules_of: m.rules_of.clone(),
+        upstream: None,
     }
 }

@@ -55,6 +55,9 @@ pub enum Command {
         /// Also list the template variables a recipe may use.
         #[arg(long)]
         variables: bool,
+        /// Print the recipes, their releases and what upstream has beyond them as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Is each rocbuild build in the venv fresh, stale (and why), overwritten or missing?
     /// Exits 1 when anything needs action.

@@ -290,11 +290,11 @@ fn dispatch(cli: Cli) -> Result<ExitStatus> {
     let g = &cli.global;
     match cli.command {
         Some(Command::Ffmpeg(a)) => ffmpeg(&a, g),
-        Some(Command::Recipes { variables }) => {
-            list_recipes(&load_recipes(g)?, variables);
+        Some(Command::Recipes { variables, json }) => {
+            list_recipes(&load_recipes(g)?, variables, json, g)?;
             Ok(ExitStatus::Success)
         }
-        Some(Command::Status(a)) => keep::status(&load_recipes(g)?, &a),
+        Some(Command::Status(a)) => keep::status(&load_recipes(g)?, &a, g),
         Some(Command::Rebuild(a)) => keep::rebuild(&load_recipes(g)?, &a, g),
         Some(Command::Schedule(a)) => keep::schedule(&a, g),
         Some(Command::Restore(a)) => keep::restore(&a),
@@ -381,9 +381,35 @@ fn load_recipes(g: &Global) -> Result<RecipeSet> {
     Ok(RecipeSet::load(&settings::recipe_dirs(g))?)
 }
 
-fn list_recipes(set: &RecipeSet, variables: bool) {
+fn list_recipes(set: &RecipeSet, variables: bool, json: bool, g: &Global) -> Result<()> {
+    // What upstream has beyond each recipe (issue 43): asked at most once a day per source.
+    let settings = settings::settings(g).ok();
+    let notice = |r: &rocbuild_recipe::Recipe| {
+        settings
+            .as_ref()
+            .and_then(|s| rocbuild_engine::upstream::notice_for(r, s))
+    };
+    if json {
+        let all: Vec<serde_json::Value> = set
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "name": r.name(),
+                    "description": r.raw.package.description,
+                    "file": r.file,
+                    "releases": r.releases(),
+                    "upstream": notice(r),
+                })
+            })
+            .collect();
+        outln!("{}", serde_json::to_string_pretty(&all).into_diagnostic()?);
+        return Ok(());
+    }
     for r in set.iter() {
         outln!("{} — {} ({})", r.name(), r.raw.package.description, r.file);
+        if let Some(n) = notice(r) {
+            outln!("  upstream: {}", n.line());
+        }
         for rel in r.releases() {
             let mut line = format!("  {:<10} torch {}", rel.version, rel.torch);
             if !rel.default {
@@ -401,6 +427,7 @@ fn list_recipes(set: &RecipeSet, variables: bool) {
             outln!("  {{{name}}}  {doc}");
         }
     }
+    Ok(())
 }
 
 pub(crate) fn verbosity(g: &Global) -> Verbosity {

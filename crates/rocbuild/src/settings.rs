@@ -33,6 +33,9 @@ pub const ROCBUILD_TEST_PAUSE_AFTER_STEP: &str = "ROCBUILD_TEST_PAUSE_AFTER_STEP
 pub const ROCBUILD_LOG: &str = "ROCBUILD_LOG";
 /// The PATH handed to a scheduled run.
 pub const PATH: &str = "PATH";
+/// `off`: never ask a recipe's source for releases newer than the recipe's (by default it is
+/// asked at most once a day per source, with a short timeout).
+pub const ROCBUILD_UPSTREAM: &str = "ROCBUILD_UPSTREAM";
 
 /// The default cache directory; None when no variable names one (no `HOME`): then rocbuild
 /// refuses rather than fill whatever directory it was started in.
@@ -175,7 +178,13 @@ pub fn settings(g: &crate::cli::Global) -> miette::Result<rocbuild_engine::Setti
         mirror: mirror(),
         cache,
         compiler_cache: compiler_cache(g)?,
+        upstream: upstream(),
     })
+}
+
+/// Whether to ask the recipes' sources for newer releases: unless `ROCBUILD_UPSTREAM=off`.
+pub fn upstream() -> bool {
+    !std::env::var(ROCBUILD_UPSTREAM).is_ok_and(|v| v.trim().eq_ignore_ascii_case("off"))
 }
 
 /// `--compiler-cache`, else `ROCBUILD_COMPILER_CACHE`, else auto; with the cache engines' own

@@ -106,6 +106,12 @@ pub struct Plan {
     pub version: String,
     /// Why this version: `--version`, or the newest release compatible with torch X.
     pub version_reason: String,
+    /// A release the recipe does not list: the listed release whose rules build it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules_of: Option<String>,
+    /// Releases upstream has that are newer than the recipe's (set by the caller, who asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<rocbuild_recipe::upstream::Notice>,
     pub os: Os,
     pub venv: PathBuf,
     pub venv_chosen_by: String,
@@ -278,6 +284,8 @@ pub fn plan(
         recipe_hash: recipe.hash.clone(),
         version,
         version_reason,
+        rules_of: release.rules_of.clone(),
+        upstream: None,
         os,
         venv: machine.target.venv.root.clone(),
         venv_chosen_by: machine.target.venv.chosen_by.clone(),

@@ -102,6 +102,14 @@ pub fn choose(
     };
     if let Some((v, why)) = &asked {
         let r = recipe.release(v)?;
+        // A release the recipe does not list says whose rules build it.
+        let why = &match &r.rules_of {
+            Some(base) => format!(
+                "{why}; {} is not in the recipe: built with {base}'s rules",
+                r.version
+            ),
+            None => why.clone(),
+        };
         let misfits = against.misfits(&r);
         if misfits.is_empty() {
             return Ok((r, why.clone()));

@@ -154,6 +154,19 @@ fn build_with(
     if opts.ffmpeg_dir.is_none() {
         opts.ffmpeg_dir = settings.downloaded_ffmpeg.clone();
     }
+    // A release the recipe does not list (`--version`, `--rev`) is resolved, or refused,
+    // before anything else; what upstream has that the recipe lacks is said (issue 43).
+    let unlisted = crate::upstream::for_build(
+        req.recipe,
+        &opts,
+        &settings.cache,
+        settings.mirror.as_deref(),
+    )?;
+    let recipe = unlisted.as_ref().unwrap_or(req.recipe);
+    let upstream = crate::upstream::notice_for(recipe, settings);
+    if let (Some(n), false) = (&upstream, req.dry_run) {
+        reporter.note(&format!("note: {}", n.line()));
+    }
     // Lock the venv before probing it (a run that waited must see what the other one left).
     // A venv that cannot be located is left to the probe, which says why in full.
     let layout = match (&req.machine, req.dry_run) {
@@ -172,7 +185,7 @@ fn build_with(
     let quick_key = (req.machine.is_none() && !req.dry_run && quick::eligible(&opts))
         .then(|| {
             quick::key(
-                req.recipe,
+                recipe,
                 &opts,
                 req.venv.as_ref().map(|v| v.root.as_path()),
                 settings,
@@ -186,7 +199,7 @@ fn build_with(
     }
     let machine = match req.machine {
         Some(m) => m,
-        None => rocbuild_probe::probe(&probe_options(req.recipe, &opts, req.venv.clone()))?,
+        None => rocbuild_probe::probe(&probe_options(recipe, &opts, req.venv.clone()))?,
     };
     // The lock and the install name the same site-packages, or nothing is done.
     if let Some(l) = &layout {
@@ -229,7 +242,8 @@ fn build_with(
         wine_timeout: None,
     }
     .read_env();
-    let mut plan = plan(req.recipe, &machine, &opts, &ctx)?;
+    let mut plan = plan(recipe, &machine, &opts, &ctx)?;
+    plan.upstream = upstream;
     if !plan.options.index.is_empty() || !plan.options.find_links.is_empty() {
         plan = from_index(plan, &machine, &settings.cache, req.dry_run, reporter)?;
     }

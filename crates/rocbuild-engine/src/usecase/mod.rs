@@ -30,6 +30,9 @@ pub struct Settings {
     pub downloaded_ffmpeg: Option<PathBuf>,
     /// `--compiler-cache` and the cache engine's settings.
     pub compiler_cache: crate::plan::compiler_cache::Request,
+    /// Ask the recipes' sources, once a day, for releases newer than the recipe's
+    /// (`ROCBUILD_UPSTREAM` is not `off`).
+    pub upstream: bool,
 }
 
 /// What a running use case tells the user.

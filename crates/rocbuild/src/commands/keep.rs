@@ -17,8 +17,12 @@ use crate::cli::{
 use crate::settings as env;
 use crate::{ExitStatus, Stderr};
 
-pub fn status(recipes: &RecipeSet, a: &StatusArgs) -> Result<ExitStatus> {
-    let r = usecase::status(&env::venv(&a.venv)?, recipes, &mut Stderr)?;
+pub fn status(recipes: &RecipeSet, a: &StatusArgs, g: &Global) -> Result<ExitStatus> {
+    let mut r = usecase::status(&env::venv(&a.venv)?, recipes, &mut Stderr)?;
+    // What upstream has beyond each build's recipe (issue 43); without a cache, nothing.
+    if let Ok(settings) = env::settings(g) {
+        rocbuild_engine::upstream::for_status(&mut r.status, recipes, &settings);
+    }
     if a.json {
         outln!(
             "{}",
@@ -44,6 +48,15 @@ fn print_status(root: &Path, st: &VenvStatus, busy: Option<&str>) {
     }
     for r in &st.recipes {
         outln!("{} {}: {}", r.recipe, r.version, r.state.as_str());
+        if let Some(base) = &r.rules_of {
+            outln!(
+                "  release: {} is not in the recipe: built with {base}'s rules",
+                r.version
+            );
+        }
+        if let Some(n) = &r.upstream {
+            outln!("  upstream: {}", n.line());
+        }
         if let Some(why) = &r.unverified {
             outln!("  unverified: {why}");
         }
