@@ -4,6 +4,7 @@
 pub mod cache_lock;
 pub mod clean;
 mod command;
+mod compiler_scan;
 mod compiler_cache_run;
 mod cross_prepare;
 mod error;

@@ -3,8 +3,9 @@
 //!
 //! After every successful run (a build or a slow no-op) a record is written into the cache,
 //! under a key made of the request: rocbuild's own executable, the recipe (its hash), the
-//! options as given, the venv asked for, the working directory, the settings and the
-//! environment (less what changes with every shell: `_`, `OLDPWD`, `SHLVL`, …). It holds the
+//! options as given, the venv chosen, and the settings as the settings step resolved them
+//! (`Settings`: the working directory and the environment a build's processes inherit are
+//! among them, read there, never here). It holds the
 //! file-system stamps (size, mtime, ctime, inode) of everything the run's outcome depended on:
 //!
 //! - every absolute path the probe reported or the plan uses (Python, torch, compilers,
@@ -30,36 +31,6 @@ use crate::plan::{Plan, SourcePlan};
 use crate::run::Outcome;
 
 const SCHEMA: u32 = 1;
-
-/// Environment variables that change from shell to shell without changing anything a build
-/// depends on.
-const VOLATILE_ENV: &[&str] = &[
-    "_",
-    "OLDPWD",
-    "PWD",
-    "SHLVL",
-    "TERM",
-    "TERM_PROGRAM",
-    "TERM_PROGRAM_VERSION",
-    "COLORTERM",
-    "COLUMNS",
-    "LINES",
-    "PS1",
-    "PROMPT_COMMAND",
-    "SSH_CLIENT",
-    "SSH_CONNECTION",
-    "SSH_TTY",
-    "SSH_AUTH_SOCK",
-    "DISPLAY",
-    "WINDOWID",
-    "TMUX_PANE",
-    "STY",
-    "XDG_SESSION_ID",
-    "LS_COLORS",
-    "NO_COLOR",
-    "CLICOLOR",
-    "CLICOLOR_FORCE",
-];
 
 /// What one path was when the record was written: absent, or its metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,17 +70,6 @@ pub fn key(
         .ok()
         .and_then(|p| stamp(&p).map(|s| format!("{}{s:?}", p.display())))
         .unwrap_or_default();
-    let mut env: Vec<(String, String)> = std::env::vars_os()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .filter(|(k, _)| !VOLATILE_ENV.contains(&k.as_str()))
-        .collect();
-    env.sort();
-    let cwd = std::env::current_dir().unwrap_or_default();
     let parts = [
         SCHEMA.to_string(),
         exe,
@@ -117,9 +77,7 @@ pub fn key(
         recipe.hash.clone(),
         serde_json::to_string(options).unwrap_or_default(),
         format!("{venv:?}"),
-        cwd.display().to_string(),
         format!("{settings:?}"),
-        serde_json::to_string(&env).unwrap_or_default(),
     ];
     let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
     hash_hex(&refs)

@@ -112,7 +112,10 @@ mod tests {
     #[test]
     fn a_flag_wins_over_its_variable() {
         let env = GpuTargets::parse(&["gfx1030"]);
-        assert_eq!(GpuTargets::parse(&["gfx1010"]).or(env.clone()).names(), ["gfx1010"]);
+        assert_eq!(
+            GpuTargets::parse(&["gfx1010"]).or(env.clone()).names(),
+            ["gfx1010"]
+        );
         assert_eq!(GpuTargets::default().or(env).names(), ["gfx1030"]);
     }
 }

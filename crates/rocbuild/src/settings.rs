@@ -31,8 +31,16 @@ pub const ROCBUILD_COMPILER_CACHE: &str = "ROCBUILD_COMPILER_CACHE";
 pub const ROCBUILD_TEST_PAUSE_AFTER_STEP: &str = "ROCBUILD_TEST_PAUSE_AFTER_STEP";
 /// Log filter for `tracing` (e.g. `rocbuild=debug`).
 pub const ROCBUILD_LOG: &str = "ROCBUILD_LOG";
-/// The PATH handed to a scheduled run.
+/// The PATH handed to a scheduled run, and where the wheels' compiler (`g++-14`) is looked for.
 pub const PATH: &str = "PATH";
+/// Seconds a verification under Wine may take (a Windows venv built from Linux).
+pub const ROCBUILD_WINE_TIMEOUT: &str = "ROCBUILD_WINE_TIMEOUT";
+/// Directories of sdists (separated like PATH), read before the index is asked.
+pub const ROCBUILD_SDISTS: &str = "ROCBUILD_SDISTS";
+/// The simple API root sdists are downloaded from (default: `PIP_INDEX_URL`, else PyPI).
+pub const ROCBUILD_SDIST_INDEX: &str = "ROCBUILD_SDIST_INDEX";
+/// pip's index, the sdist index when `ROCBUILD_SDIST_INDEX` is not set.
+pub const PIP_INDEX_URL: &str = "PIP_INDEX_URL";
 /// `off`: never ask a recipe's source for releases newer than the recipe's (by default it is
 /// asked at most once a day per source, with a short timeout).
 pub const ROCBUILD_UPSTREAM: &str = "ROCBUILD_UPSTREAM";
@@ -170,6 +178,67 @@ pub fn venv(a: &crate::cli::VenvArg) -> Result<rocbuild_probe::Venv, rocbuild_pr
     rocbuild_probe::choose_venv(a.venv.as_deref())
 }
 
+/// Environment variables that change from shell to shell without changing anything a build
+/// depends on.
+const VOLATILE_ENV: &[&str] = &[
+    "_",
+    "OLDPWD",
+    "PWD",
+    "SHLVL",
+    "TERM",
+    "TERM_PROGRAM",
+    "TERM_PROGRAM_VERSION",
+    "COLORTERM",
+    "COLUMNS",
+    "LINES",
+    "PS1",
+    "PROMPT_COMMAND",
+    "SSH_CLIENT",
+    "SSH_CONNECTION",
+    "SSH_TTY",
+    "SSH_AUTH_SOCK",
+    "DISPLAY",
+    "WINDOWID",
+    "TMUX_PANE",
+    "STY",
+    "XDG_SESSION_ID",
+    "LS_COLORS",
+    "NO_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+];
+
+/// The environment as far as a build depends on it: the planner's inputs (`CC`/`CXX`, `PATH`,
+/// the working directory, `ROCBUILD_WINE_TIMEOUT`, `ROCBUILD_SDISTS`, the sdist index) and
+/// what the build's processes inherit, read here once.
+pub fn environment() -> rocbuild_engine::usecase::Environment {
+    let text = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let mut inherited: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .filter(|(k, _)| !VOLATILE_ENV.contains(&k.as_str()))
+        .collect();
+    inherited.sort();
+    rocbuild_engine::usecase::Environment {
+        user_compiler: ["CC", "CXX"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty())),
+        path: std::env::var_os(PATH),
+        cwd: std::env::current_dir().unwrap_or_default(),
+        wine_timeout: text(ROCBUILD_WINE_TIMEOUT).and_then(|v| v.trim().parse().ok()),
+        sdists: std::env::var_os(ROCBUILD_SDISTS)
+            .filter(|v| !v.is_empty())
+            .map(|v| std::env::split_paths(&v).collect())
+            .unwrap_or_default(),
+        sdist_index: text(ROCBUILD_SDIST_INDEX).or_else(|| text(PIP_INDEX_URL)),
+        inherited,
+    }
+}
+
 /// What the use cases need of the settings.
 pub fn settings(g: &crate::cli::Global) -> miette::Result<rocbuild_engine::Settings> {
     let cache = cache(g)?;
@@ -178,6 +247,7 @@ pub fn settings(g: &crate::cli::Global) -> miette::Result<rocbuild_engine::Setti
         mirror: mirror(),
         cache,
         compiler_cache: compiler_cache(g)?,
+        env: environment(),
         upstream: upstream(),
     })
 }

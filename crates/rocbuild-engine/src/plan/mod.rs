@@ -67,34 +67,29 @@ pub struct Context {
     /// password).
     #[serde(skip)]
     pub compiler_cache: compiler_cache::Request,
-    /// The compilers the user named in the environment (`CC`, `CXX`), read once by the caller:
-    /// the planner reads no environment.
+    /// The compilers the user named in the environment (`CC`, `CXX`), read once by the
+    /// settings step: the planner reads no environment.
     #[serde(skip)]
     pub user_compiler: bool,
-    /// `PATH`, where the wheels' compiler (`g++-14`) is looked for.
+    /// The wheels' compiler (`g++-14`), found on PATH before planning
+    /// (`crate::compiler_scan`): the planner starts no process.
     #[serde(skip)]
-    pub path: Option<std::ffi::OsString>,
+    pub wheels_compiler: Option<wheel_compiler::Alternative>,
     /// `ROCBUILD_WINE_TIMEOUT`: seconds a verification under Wine may take.
     #[serde(skip)]
     pub wine_timeout: Option<u64>,
+    /// Where sdists are read before the index is asked: `ROCBUILD_SDISTS` (the mirror's
+    /// `pypi/` is added by the planner).
+    #[serde(skip)]
+    pub sdists: Vec<PathBuf>,
+    /// The index's simple API root for sdists: `ROCBUILD_SDIST_INDEX`, else `PIP_INDEX_URL`
+    /// (None: PyPI).
+    #[serde(skip)]
+    pub sdist_index: Option<String>,
     /// The host's OS: paths under the cache (sources, build trees, tools, logs) are the
     /// host's, whatever OS the venv is for. Set by [`plan`] from `machine.host`.
     #[serde(skip)]
     pub host_os: Os,
-}
-
-impl Context {
-    /// `user_compiler` and `path` from this process's environment.
-    pub fn read_env(mut self) -> Context {
-        self.user_compiler = ["CC", "CXX"]
-            .iter()
-            .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
-        self.path = std::env::var_os("PATH");
-        self.wine_timeout = std::env::var("ROCBUILD_WINE_TIMEOUT")
-            .ok()
-            .and_then(|v| v.trim().parse().ok());
-        self
-    }
 }
 
 /// Every step of one build, concrete.
@@ -466,7 +461,7 @@ fn wheels_compiler(
         machine,
         backend.backend.as_str(),
         &toolset.cxx,
-        ctx.path.as_deref(),
+        ctx.wheels_compiler.as_ref(),
         user_named,
     );
     if let Some(a) = compiler.as_ref().and_then(|c| c.chosen()) {
@@ -546,9 +541,11 @@ pub(crate) mod testing {
             compiler_cache: Default::default(),
             jobs: 2,
             user_compiler: false,
-            path: None,
+            wheels_compiler: None,
             host_os: os,
             wine_timeout: None,
+            sdists: Vec::new(),
+            sdist_index: None,
         }
     }
 }

@@ -303,17 +303,14 @@ fn sdist(
         });
     }
     let sha256 = release.sha256.clone().unwrap_or_default();
-    let mut offline: Vec<PathBuf> = std::env::var_os("ROCBUILD_SDISTS")
-        .filter(|v| !v.is_empty())
-        .map(|v| std::env::split_paths(&v).collect())
-        .unwrap_or_default();
+    let mut offline: Vec<PathBuf> = ctx.sdists.clone();
     if let Some(m) = &ctx.mirror {
         offline.push(m.join("pypi"));
     }
     // The index's simple API root: rocbuild's own setting, else pip's, else PyPI.
-    let index = ["ROCBUILD_SDIST_INDEX", "PIP_INDEX_URL"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    let index = ctx
+        .sdist_index
+        .clone()
         .unwrap_or_else(|| "https://pypi.org/simple".into());
     Ok(SourcePlan::Sdist {
         unpacked: join(

@@ -81,14 +81,15 @@ impl CompilerParity {
 
 /// The note, when the recipe names the wheels' compiler for this OS and backend and this
 /// build's C++ compiler (`cxx`, as the toolset runs it) is known to be another one. When the
-/// wheels' compiler is on `path` as versioned drivers (g++-14) and `user_named` is false (no
-/// CC or CXX in the environment), it is chosen for the build.
+/// wheels' compiler was found on PATH as versioned drivers (g++-14: `found`, looked for
+/// before planning by `crate::compiler_scan`) and `user_named` is false (no CC or CXX in the
+/// environment), it is chosen for the build.
 pub fn check(
     recipe: &Recipe,
     machine: &Machine,
     backend: &str,
     cxx: &Path,
-    path: Option<&std::ffi::OsStr>,
+    found: Option<&Alternative>,
     user_named: bool,
 ) -> Option<CompilerParity> {
     let w = recipe.raw.wheel_compiler.as_ref()?;
@@ -103,7 +104,7 @@ pub fn check(
     if is(wheels, family, &version) {
         return None;
     }
-    let alternative = alternative(wheels, path);
+    let alternative = found.cloned();
     Some(CompilerParity {
         compiler: tool.path.clone(),
         name: format!("{} {version}", CompilerSpec::family_name(family)),
@@ -115,34 +116,13 @@ pub fn check(
 }
 
 /// Whether a compiler of `family` and `version` (14.2.0) is the wheels' one.
-fn is(wheels: CompilerSpec, family: &str, version: &str) -> bool {
+pub(crate) fn is(wheels: CompilerSpec, family: &str, version: &str) -> bool {
     let major: Option<u32> = version.split('.').next().and_then(|m| m.parse().ok());
     family == wheels.family && major == Some(wheels.major)
 }
 
-/// The versioned drivers distributions install side by side (`gcc-14`/`g++-14`,
-/// `clang-18`/`clang++-18`), when both are on `path` (PATH) and the C++ one says it is the
-/// wheels' compiler.
-fn alternative(wheels: CompilerSpec, path: Option<&std::ffi::OsStr>) -> Option<Alternative> {
-    let (c, cxx) = match wheels.family {
-        "gcc" => ("gcc", "g++"),
-        "clang" => ("clang", "clang++"),
-        _ => return None,
-    };
-    let cwd = std::env::current_dir().ok()?;
-    let found = |name: &str| which::which_in(format!("{name}-{}", wheels.major), path, &cwd).ok();
-    let (cc, cxx) = (found(c)?, found(cxx)?);
-    let line = rocbuild_probe::version_of(&cxx, "--version")?;
-    let (family, version) = rocbuild_probe::compiler_of(&line)?;
-    is(wheels, family, &version).then(|| Alternative {
-        cc,
-        cxx,
-        name: format!("{} {version}", CompilerSpec::family_name(family)),
-    })
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::plan::testing::recipe;
     use rocbuild_probe::{Os, Tool};
@@ -158,7 +138,7 @@ mod tests {
     }
 
     /// A driver `name` in `dir` whose `--version` prints `version`.
-    fn driver(dir: &Path, name: &str, version: &str) {
+    pub(crate) fn driver(dir: &Path, name: &str, version: &str) {
         let p = dir.join(name);
         std::fs::write(&p, format!("#!/bin/sh\necho '{version}'\n")).unwrap();
         #[cfg(unix)]
@@ -172,11 +152,9 @@ mod tests {
     fn a_cpu_ctranslate2_by_another_gcc_than_the_wheels_says_what_differs() {
         let r = recipe("ctranslate2");
         let cxx = Path::new("/usr/bin/c++");
-        let empty = tempfile::tempdir().unwrap();
-        let path = Some(empty.path().as_os_str());
         let m = with_cxx(Os::Linux, "c++ (Debian 12.2.0-14) 12.2.0");
         let check = |r: &Recipe, m: &Machine, backend: &str, cxx: &Path| {
-            check(r, m, backend, cxx, path, false)
+            check(r, m, backend, cxx, None, false)
         };
         let p = check(&r, &m, "cpu", cxx).expect("GCC 12 is not the wheels' GCC 14");
         assert_eq!(p.name, "GCC 12.2.0");
@@ -230,10 +208,11 @@ mod tests {
         let cxx = Path::new("/usr/bin/c++");
         let m = with_cxx(Os::Linux, "c++ (Debian 12.2.0-14) 12.2.0");
         let dir = tempfile::tempdir().unwrap();
-        let path = Some(dir.path().as_os_str());
         driver(dir.path(), "gcc-14", "gcc-14 (Debian 14.2.0-19) 14.2.0");
         driver(dir.path(), "g++-14", "g++-14 (Debian 14.2.0-19) 14.2.0");
-        let p = check(&r, &m, "cpu", cxx, path, false).unwrap();
+        let found =
+            crate::compiler_scan::wheels_compiler(&r, &m, Some(dir.path().as_os_str()), dir.path());
+        let p = check(&r, &m, "cpu", cxx, found.as_ref(), false).unwrap();
         let a = p.chosen().expect("chosen");
         assert_eq!(a.cc, dir.path().join("gcc-14"));
         assert_eq!(a.cxx, dir.path().join("g++-14"));
@@ -251,7 +230,7 @@ mod tests {
             "{line}"
         );
         // CC or CXX in the environment: the user's choice stands; the line says how to match.
-        let p = check(&r, &m, "cpu", cxx, path, true).unwrap();
+        let p = check(&r, &m, "cpu", cxx, found.as_ref(), true).unwrap();
         assert!(!p.chosen && p.chosen().is_none());
         let line = p.line();
         assert!(
@@ -261,74 +240,6 @@ mod tests {
                 dir.path().join("g++-14").display()
             )),
             "{line}"
-        );
-    }
-
-    /// Both drivers are needed, and the C++ one must say it is the wheels' version.
-    #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: its `gcc-14` is a shell script")]
-    fn a_versioned_driver_is_taken_only_when_its_version_says_so() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = CompilerSpec {
-            family: "gcc",
-            major: 14,
-        };
-        let path = Some(dir.path().as_os_str());
-        assert_eq!(alternative(spec, path), None);
-        driver(
-            dir.path(),
-            "g++-14",
-            "g++-14 (GCC) 14.2.1 20250110 (Red Hat 14.2.1-7)",
-        );
-        assert_eq!(alternative(spec, path), None, "g++-14 without gcc-14");
-        driver(
-            dir.path(),
-            "gcc-14",
-            "gcc-14 (GCC) 14.2.1 20250110 (Red Hat 14.2.1-7)",
-        );
-        assert_eq!(
-            alternative(spec, path),
-            Some(Alternative {
-                cc: dir.path().join("gcc-14"),
-                cxx: dir.path().join("g++-14"),
-                name: "GCC 14.2.1".into()
-            })
-        );
-        // A g++-14 that is another compiler (a wrapper, a mislabelled link) is not taken.
-        driver(dir.path(), "g++-14", "g++-14 (Debian 13.3.0-1) 13.3.0");
-        assert_eq!(alternative(spec, path), None);
-        driver(
-            dir.path(),
-            "clang-18",
-            "Ubuntu clang version 18.1.3 (1ubuntu1)",
-        );
-        driver(
-            dir.path(),
-            "clang++-18",
-            "Ubuntu clang version 18.1.3 (1ubuntu1)",
-        );
-        let clang = CompilerSpec {
-            family: "clang",
-            major: 18,
-        };
-        assert_eq!(
-            alternative(clang, path).map(|a| (a.cc, a.cxx, a.name)),
-            Some((
-                dir.path().join("clang-18"),
-                dir.path().join("clang++-18"),
-                "Clang 18.1.3".into()
-            ))
-        );
-        // MSVC has no versioned drivers on PATH.
-        assert_eq!(
-            alternative(
-                CompilerSpec {
-                    family: "msvc",
-                    major: 19
-                },
-                path
-            ),
-            None
         );
     }
 }

@@ -131,6 +131,38 @@ fn from_index(
     Ok(plan)
 }
 
+/// Everything the planner takes besides the recipe, the machine and the options: the
+/// settings, and what is found on PATH for this recipe (the planner starts no process).
+fn context(
+    settings: &Settings,
+    opts: &BuildOptions,
+    recipe: &Recipe,
+    machine: &Machine,
+) -> Context {
+    let env = &settings.env;
+    Context {
+        cache: settings.cache.clone(),
+        mirror: settings.mirror.clone(),
+        compiler_cache: settings.compiler_cache.clone(),
+        jobs: opts.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+        }),
+        user_compiler: env.user_compiler,
+        wheels_compiler: crate::compiler_scan::wheels_compiler(
+            recipe,
+            machine,
+            env.path.as_deref(),
+            &env.cwd,
+        ),
+        host_os: machine.host.platform.os,
+        wine_timeout: env.wine_timeout,
+        sdists: env.sdists.clone(),
+        sdist_index: env.sdist_index.clone(),
+    }
+}
+
 pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter) -> Result<Built> {
     build_with(req, settings, reporter, true)
 }
@@ -182,15 +214,14 @@ fn build_with(
     };
     // The no-op fast path, under the lock: a real run with a request that was answered
     // before, and nothing it depended on changed since.
-    let quick_key = (req.machine.is_none() && !req.dry_run && quick::eligible(&opts))
-        .then(|| {
-            quick::key(
-                recipe,
-                &opts,
-                req.venv.as_ref().map(|v| v.root.as_path()),
-                settings,
-            )
-        });
+    let quick_key = (req.machine.is_none() && !req.dry_run && quick::eligible(&opts)).then(|| {
+        quick::key(
+            recipe,
+            &opts,
+            req.venv.as_ref().map(|v| v.root.as_path()),
+            settings,
+        )
+    });
     if let Some(k) = &quick_key {
         if let Some((dest, outcome)) = quick::check(&settings.cache, k) {
             return Ok(Built::Unchanged { dest, outcome });
@@ -227,21 +258,7 @@ fn build_with(
             machine.target.venv.chosen_by
         ));
     }
-    let ctx = Context {
-        cache: settings.cache.clone(),
-        mirror: settings.mirror.clone(),
-        compiler_cache: settings.compiler_cache.clone(),
-        jobs: opts.jobs.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
-        }),
-        user_compiler: false,
-        path: None,
-        host_os: machine.host.platform.os,
-        wine_timeout: None,
-    }
-    .read_env();
+    let ctx = context(settings, &opts, recipe, &machine);
     let mut plan = plan(recipe, &machine, &opts, &ctx)?;
     plan.upstream = upstream;
     if !plan.options.index.is_empty() || !plan.options.find_links.is_empty() {

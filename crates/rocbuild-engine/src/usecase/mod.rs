@@ -30,9 +30,33 @@ pub struct Settings {
     pub downloaded_ffmpeg: Option<PathBuf>,
     /// `--compiler-cache` and the cache engine's settings.
     pub compiler_cache: crate::plan::compiler_cache::Request,
+    /// The environment, as far as a build depends on it.
+    pub env: Environment,
     /// Ask the recipes' sources, once a day, for releases newer than the recipe's
     /// (`ROCBUILD_UPSTREAM` is not `off`).
     pub upstream: bool,
+}
+
+/// What this process's environment says, read once by the settings step (the CLI's
+/// `settings.rs`): the planner and the no-op key read no environment of their own.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    /// `CC` or `CXX` is set: the user named the compilers.
+    pub user_compiler: bool,
+    /// `PATH`, where the wheels' compiler (`g++-14`) is looked for.
+    pub path: Option<std::ffi::OsString>,
+    /// The working directory (`PATH`'s relative entries are relative to it).
+    pub cwd: PathBuf,
+    /// `ROCBUILD_WINE_TIMEOUT`: seconds a verification under Wine may take.
+    pub wine_timeout: Option<u64>,
+    /// `ROCBUILD_SDISTS`: directories of sdists read before an index.
+    pub sdists: Vec<PathBuf>,
+    /// `ROCBUILD_SDIST_INDEX`, else `PIP_INDEX_URL`.
+    pub sdist_index: Option<String>,
+    /// What every process a build starts inherits (cmake, the compilers, pip read `CFLAGS`,
+    /// `CMAKE_PREFIX_PATH`, `PKG_CONFIG_PATH`, … that rocbuild never looks at), sorted, less
+    /// what changes from shell to shell: part of the no-op key, since it can change a build.
+    pub inherited: Vec<(String, String)>,
 }
 
 /// What a running use case tells the user.
