@@ -574,6 +574,7 @@ mod tests {
     }
 
     /// A Windows venv of Python `version` (`3.11`), described from its files.
+    #[cfg(unix)]
     fn windows_venv_of(dir: &Path, version: &str) -> Python {
         let venv = dir.join("winvenv");
         let site = venv.join("Lib/site-packages");
