@@ -30,6 +30,14 @@ pub const CASES: &[(&str, &str)] = &[
         "`--version` naming a release the recipe does not have",
     ),
     (
+        "unlisted_release_new_major",
+        "`--version` naming a new major release the recipe does not list",
+    ),
+    (
+        "unlisted_release_not_tagged",
+        "`--version` naming a release the recipe does not list and upstream never tagged",
+    ),
+    (
         "incompatible_torch",
         "A release that does not support the installed torch",
     ),
@@ -485,6 +493,28 @@ fn recipe_release_missing() {
     });
     assert!(said(&err, "0.1.0"), "{err}");
     assert!(said(&err, "0.9.1"), "the releases it has are listed: {err}");
+}
+
+/// A new major is refused from the recipe alone: upstream is not even asked.
+#[test]
+fn unlisted_release_new_major() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let err = check("unlisted_release_new_major", &s, 1, || {
+        s.rocbuild(&["fakecodec", "--version", "2.0.0"], &[("ROCBUILD_UPSTREAM", "on")])
+    });
+    assert!(said(&err, "fakecodec 2.0.0 is a new major release"), "{err}");
+    assert!(said(&err, "nothing was fetched"), "{err}");
+}
+
+/// A release the recipe does not list, which upstream (the fixture's repository) never tagged.
+#[test]
+fn unlisted_release_not_tagged() {
+    let s = Scene::with_fixture(DECODE_WAV, false);
+    let err = check("unlisted_release_not_tagged", &s, 2, || {
+        s.rocbuild(&["fakecodec", "--version", "1.3.0"], &[("ROCBUILD_UPSTREAM", "on")])
+    });
+    assert!(said(&err, "has no tag v1.3.0"), "{err}");
+    assert!(said(&err, "releases upstream has: 1.0.0"), "{err}");
 }
 
 #[test]

@@ -55,6 +55,21 @@ fn upstream_lines(out: &Out, recipe: &str) -> Vec<String> {
         .collect()
 }
 
+/// `rocbuild recipes` (which takes no venv) with the world's recipes and cache.
+fn list(w: &World, extra: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut args = vec![
+        "recipes",
+        "--recipes",
+        w.recipes.to_str().unwrap(),
+        "--cache",
+        w.cache.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = rocbuild(&args, env);
+    ok(&out);
+    out
+}
+
 fn clear_answers(cache: &Path) {
     let _ = std::fs::remove_dir_all(cache.join("upstream"));
 }
@@ -65,12 +80,16 @@ fn a_new_tag_is_told_once_a_day_and_built_with_the_older_releases_rules() {
     let recipes = |extra: &[(&str, &str)]| {
         let mut env = vec![ASK, NO_INDEX];
         env.extend_from_slice(extra);
-        w.cmd(&["recipes"], &env)
+        list(&w, &[], &env)
     };
     // Upstream has only what the recipe knows: nothing is said.
     let out = recipes(&[]);
     ok(&out);
-    assert!(upstream_lines(&out, "fakecodec").is_empty(), "{}", out.stdout);
+    assert!(
+        upstream_lines(&out, "fakecodec").is_empty(),
+        "{}",
+        out.stdout
+    );
 
     // Upstream tags 1.1.0; the day's answer stands (no new request) until it is a day old.
     let commit = tag_release(&w, "v1.1.0");
@@ -89,13 +108,17 @@ fn a_new_tag_is_told_once_a_day_and_built_with_the_older_releases_rules() {
     assert_eq!(upstream_lines(&recipes(&[]), "fakecodec").len(), 1);
     std::fs::rename(&gone, w.repos.join("fakecodec.git")).unwrap();
     // Turned off, nothing is asked or said.
-    assert!(upstream_lines(&w.cmd(&["recipes"], &[NO_INDEX]), "fakecodec").is_empty());
+    assert!(upstream_lines(&list(&w, &[], &[NO_INDEX]), "fakecodec").is_empty());
 
     // --json carries it; the plan says it.
-    let out = w.cmd(&["recipes", "--json"], &[ASK, NO_INDEX]);
-    ok(&out);
+    let out = list(&w, &["--json"], &[ASK, NO_INDEX]);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    let fake = v.as_array().unwrap().iter().find(|r| r["name"] == "fakecodec").unwrap();
+    let fake = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "fakecodec")
+        .unwrap();
     assert_eq!(fake["upstream"]["newer"], serde_json::json!(["1.1.0"]));
     assert_eq!(fake["upstream"]["recipe_newest"], "1.0.0");
     assert_eq!(fake["upstream"]["cached"], true);
@@ -114,13 +137,25 @@ fn a_new_tag_is_told_once_a_day_and_built_with_the_older_releases_rules() {
         "{}",
         out.stdout
     );
-    assert!(out.stdout.contains(&commit), "the tag's commit is pinned:\n{}", out.stdout);
+    assert!(
+        out.stdout.contains(&commit),
+        "the tag's commit is pinned:\n{}",
+        out.stdout
+    );
     let start = Instant::now();
     let out = w.cmd(&["fakecodec", "--version", "1.1.0"], &[ASK]);
     ok(&out);
     eprintln!("build of the unlisted 1.1.0: {:?}", start.elapsed());
-    assert!(out.stdout.contains("fakecodec 1.1.0 installed"), "{}", out.stdout);
-    assert!(out.stdout.contains("verified: decoded 16000 samples"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("fakecodec 1.1.0 installed"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("verified: decoded 16000 samples"),
+        "{}",
+        out.stdout
+    );
     let m: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(w.site.join(".rocbuild/fakecodec.json")).unwrap(),
     )
@@ -130,7 +165,8 @@ fn a_new_tag_is_told_once_a_day_and_built_with_the_older_releases_rules() {
     assert_eq!(m["source_commit"], commit.as_str());
     let out = w.cmd(&["status"], &[ASK]);
     assert!(
-        out.stdout.contains("  release: 1.1.0 is not in the recipe: built with 1.0.0's rules"),
+        out.stdout
+            .contains("  release: 1.1.0 is not in the recipe: built with 1.0.0's rules"),
         "{}",
         out.stdout
     );
@@ -138,21 +174,34 @@ fn a_new_tag_is_told_once_a_day_and_built_with_the_older_releases_rules() {
     let out = w.cmd(&["status", "--json"], &[ASK]);
     let st: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(st["recipes"][0]["rules_of"], "1.0.0");
-    assert_eq!(st["recipes"][0]["upstream"]["newer"], serde_json::json!(["1.1.0"]));
+    assert_eq!(
+        st["recipes"][0]["upstream"]["newer"],
+        serde_json::json!(["1.1.0"])
+    );
 
     // A new major is refused before anything is fetched; the venv stays as it is.
     tag_release(&w, "v2.0.0");
     let before = tree_state(&w.venv);
     let out = w.cmd(&["fakecodec", "--version", "2.0.0"], &[ASK]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stderr.contains("fakecodec 2.0.0 is a new major release"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("fakecodec 2.0.0 is a new major release"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("nothing was fetched"), "{}", out.stderr);
     assert_eq!(before, tree_state(&w.venv));
     // A version upstream never tagged is refused too, naming what it has.
     let out = w.cmd(&["fakecodec", "--version", "1.2.0"], &[ASK]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("has no tag v1.2.0"), "{}", out.stderr);
-    assert!(out.stderr.contains("releases upstream has: 2.0.0, 1.1.0, 1.0.0"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("releases upstream has: 2.0.0, 1.1.0, 1.0.0"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(before, tree_state(&w.venv));
 }
 
@@ -171,7 +220,8 @@ fn a_release_that_says_stop_refuses_the_next_one() {
     let out = w.cmd(&["fakecodec", "--version", "1.1.0", "--dry-run"], &[ASK]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("1.0.0's rules are not for releases after it: 1.1 moves its build to meson"),
+        out.stderr
+            .contains("1.0.0's rules are not for releases after it: 1.1 moves its build to meson"),
         "{}",
         out.stderr
     );
@@ -191,17 +241,35 @@ fn an_unreachable_source_says_nothing_and_costs_at_most_the_timeout_once() {
         let start = Instant::now();
         let out = w.cmd(&["fakecodec", "--dry-run"], env);
         ok(&out);
-        assert!(upstream_lines(&out, "fakecodec").is_empty(), "{}", out.stdout);
+        assert!(
+            upstream_lines(&out, "fakecodec").is_empty(),
+            "{}",
+            out.stdout
+        );
         start.elapsed()
     };
     let off = dry(&[]);
-    std::fs::write(&file, text.replace(&local, &format!("http://127.0.0.1:{port}/acme/fakecodec"))).unwrap();
+    std::fs::write(
+        &file,
+        text.replace(&local, &format!("http://127.0.0.1:{port}/acme/fakecodec")),
+    )
+    .unwrap();
     let first = dry(&[ASK]);
     let second = dry(&[ASK]);
     eprintln!("off {off:?}, silent source: first {first:?}, second {second:?}");
-    assert!(first < off + Duration::from_secs(6), "the timeout bounds it: {first:?}");
-    assert!(second < off + Duration::from_millis(1500), "answered from the day's cache: {second:?}");
-    std::fs::write(&file, text.replace(&local, "http://127.0.0.1:9/acme/fakecodec")).unwrap();
+    assert!(
+        first < off + Duration::from_secs(6),
+        "the timeout bounds it: {first:?}"
+    );
+    assert!(
+        second < off + Duration::from_millis(1500),
+        "answered from the day's cache: {second:?}"
+    );
+    std::fs::write(
+        &file,
+        text.replace(&local, "http://127.0.0.1:9/acme/fakecodec"),
+    )
+    .unwrap();
     clear_answers(&w.cache);
     let refused = dry(&[ASK]);
     assert!(refused < off + Duration::from_millis(1500), "{refused:?}");
@@ -226,12 +294,15 @@ fn an_index_that_lists_a_newer_sdist_is_told() {
     .unwrap();
     let simple = format!("{}simple", index.url);
     let env = [ASK, ("ROCBUILD_SDIST_INDEX", simple.as_str())];
-    assert!(upstream_lines(&w.cmd(&["recipes"], &env), "fakesdist").is_empty());
+    assert!(upstream_lines(&list(&w, &[], &env), "fakesdist").is_empty());
     std::fs::write(packages.join("fakesdist-1.1.0.tar.gz"), b"not read").unwrap();
     std::fs::write(packages.join("fakesdist-1.2.0rc1.tar.gz"), b"not read").unwrap();
-    assert!(upstream_lines(&w.cmd(&["recipes"], &env), "fakesdist").is_empty(), "the day's answer");
+    assert!(
+        upstream_lines(&list(&w, &[], &env), "fakesdist").is_empty(),
+        "the day's answer"
+    );
     clear_answers(&w.cache);
-    let out = w.cmd(&["recipes"], &env);
+    let out = list(&w, &[], &env);
     assert_eq!(
         upstream_lines(&out, "fakesdist"),
         ["  upstream: upstream has fakesdist 1.1.0; this recipe knows up to 1.0.0 (build it with --version 1.1.0)"],
@@ -239,9 +310,9 @@ fn an_index_that_lists_a_newer_sdist_is_told() {
         out.stdout
     );
     drop(index);
-    assert_eq!(upstream_lines(&w.cmd(&["recipes"], &env), "fakesdist").len(), 1);
+    assert_eq!(upstream_lines(&list(&w, &[], &env), "fakesdist").len(), 1);
     // Building it needs its sha256: refused before anything is fetched, saying so.
     let out = w.cmd(&["fakesdist", "--version", "1.1.0", "--dry-run"], &env);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("built from an sdist"), "{}", out.stderr);
 }

@@ -80,7 +80,10 @@ pub fn check(recipe_file: &Path, mirror: Option<&Path>) -> Result<Missing> {
         (Some(git), _) => {
             let url = git.get_ref().clone();
             match mirror.and_then(|m| mirrored(m, &url)) {
-                Some(p) => (p.display().to_string(), Origin::Git(p.display().to_string())),
+                Some(p) => (
+                    p.display().to_string(),
+                    Origin::Git(p.display().to_string()),
+                ),
                 None => (url.clone(), Origin::Git(url)),
             }
         }
@@ -90,7 +93,10 @@ pub fn check(recipe_file: &Path, mirror: Option<&Path>) -> Result<Missing> {
                 Some(dir) => (dir.display().to_string(), Origin::Dir(dir)),
                 None => {
                     let index = "https://pypi.org/simple".to_string();
-                    (format!("{index}/{project}/"), Origin::Index { index, project })
+                    (
+                        format!("{index}/{project}/"),
+                        Origin::Index { index, project },
+                    )
                 }
             }
         }
@@ -104,7 +110,12 @@ pub fn check(recipe_file: &Path, mirror: Option<&Path>) -> Result<Missing> {
             .map(|(v, _)| v)
             .collect(),
         None => {
-            let project = raw.source.sdist.as_ref().map(|p| p.get_ref().as_str()).unwrap_or("");
+            let project = raw
+                .source
+                .sdist
+                .as_ref()
+                .map(|p| p.get_ref().as_str())
+                .unwrap_or("");
             names
                 .iter()
                 .filter_map(|n| sdist_version(project, n))

@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::str::FromStr;
 
-use rocbuild_recipe::upstream::Version;
 use rocbuild_fetch::upstream::{self as ask, Answer, Origin};
+use rocbuild_recipe::upstream::Version;
 use rocbuild_recipe::upstream::{tagged_versions, unknown_versions, Notice};
 use rocbuild_recipe::Recipe;
 use rocbuild_venv::BuildOptions;
@@ -20,17 +20,19 @@ use crate::error::{EngineError, Result};
 fn origin(recipe: &Recipe, mirror: Option<&Path>) -> Option<(String, Origin, String)> {
     let raw = &recipe.raw.source;
     if let Some(git) = &raw.git {
-        let vars = std::collections::BTreeMap::from([(
-            "name".to_string(),
-            recipe.name().to_string(),
-        )]);
+        let vars =
+            std::collections::BTreeMap::from([("name".to_string(), recipe.name().to_string())]);
         let url = rocbuild_recipe::template::expand(git.get_ref(), &vars).ok()?;
         let key = rocbuild_secret::strip_userinfo(&url);
         let mirrored = mirror
             .and_then(|m| crate::source::mirror_path(m, &url))
             .filter(|p| p.exists());
         return Some(match mirrored {
-            Some(p) => (key, Origin::Git(p.display().to_string()), p.display().to_string()),
+            Some(p) => (
+                key,
+                Origin::Git(p.display().to_string()),
+                p.display().to_string(),
+            ),
             None => (key.clone(), Origin::Git(url), key),
         });
     }
@@ -62,13 +64,22 @@ fn releases(recipe: &Recipe, a: &Answer) -> Vec<(Version, String, Option<String>
             tagged_versions(&names, &template)
                 .into_iter()
                 .map(|(v, tag)| {
-                    let commit = listed.iter().find(|l| l.name == tag).and_then(|l| l.commit.clone());
+                    let commit = listed
+                        .iter()
+                        .find(|l| l.name == tag)
+                        .and_then(|l| l.commit.clone());
                     (v, tag.to_string(), commit)
                 })
                 .collect()
         }
         None => {
-            let project = recipe.raw.source.sdist.as_ref().map(|p| p.get_ref().as_str()).unwrap_or("");
+            let project = recipe
+                .raw
+                .source
+                .sdist
+                .as_ref()
+                .map(|p| p.get_ref().as_str())
+                .unwrap_or("");
             let mut out: Vec<_> = listed
                 .iter()
                 .filter_map(|l| {
@@ -92,7 +103,12 @@ fn now() -> u64 {
 }
 
 /// The day's answer about `recipe`'s source (`refresh`: ask again whatever the cache says).
-fn answer(recipe: &Recipe, cache: &Path, mirror: Option<&Path>, refresh: bool) -> Option<(Answer, String)> {
+fn answer(
+    recipe: &Recipe,
+    cache: &Path,
+    mirror: Option<&Path>,
+    refresh: bool,
+) -> Option<(Answer, String)> {
     let (key, origin, shown) = origin(recipe, mirror)?;
     let a = ask::daily(cache, &key, &origin, now(), ask::TIMEOUT, refresh);
     Some((a, shown))
@@ -179,14 +195,20 @@ pub fn for_build(
     if got.as_ref().is_none_or(|(a, _)| find(a).is_none()) {
         got = answer(recipe, cache, mirror, true);
     }
-    let tag = recipe.tag_of(&version).unwrap_or_else(|| template.replace("{version}", &version));
+    let tag = recipe
+        .tag_of(&version)
+        .unwrap_or_else(|| template.replace("{version}", &version));
     match got {
         Some((a, _)) if find(&a).is_some() => {
             let commit = find(&a).and_then(|(_, _, c)| c);
             Ok(Some(recipe.with_unlisted(&version, commit.as_deref())?))
         }
         Some((a, source)) => {
-            let has: Vec<String> = releases(recipe, &a).iter().take(6).map(|(v, ..)| v.to_string()).collect();
+            let has: Vec<String> = releases(recipe, &a)
+                .iter()
+                .take(6)
+                .map(|(v, ..)| v.to_string())
+                .collect();
             Err(EngineError::Usage {
                 option: format!("--version {version}"),
                 reason: match &a.listed {

@@ -192,8 +192,8 @@ impl Recipe {
             return Err(refuse(
                 span_of(base),
                 format!(
-                    "{name} {version} is a new major release: the recipe's rules stop at {} {newest}, and a new major may change how it is built",
-                    newest.release().first().copied().unwrap_or(0)
+                    "{name} {version} is a new major release: the recipe's rules stop at major {} (its newest release is {newest}), and a new major may change how it is built",
+                    major(&newest)
                 ),
                 format!("build {newest} (the newest the recipe lists), or add [[release]] version = \"{version}\" to a recipe of yours (--recipes DIR) once its build is known; nothing was fetched"),
             ));
