@@ -130,16 +130,20 @@ fn venv_runtime_dirs(files: &[PathBuf]) -> Vec<PathBuf> {
         let f = linkage::absolute(f);
         // A venv, or a Windows Python directory used as one (the embeddable distribution:
         // python.exe, its DLLs and Lib\site-packages, no pyvenv.cfg).
+        let windows = rocbuild_probe::Os::Windows.rules();
         let Some(root) = f.ancestors().find(|a| {
             a.join("pyvenv.cfg").is_file()
-                || (a.join("python.exe").is_file() && a.join("Lib").join("site-packages").is_dir())
+                || (a.join("python.exe").is_file() && windows.site_packages(a).is_some())
         }) else {
             continue;
         };
-        let scripts = root.join(rocbuild_probe::Os::Windows.rules().scripts_dir());
+        let scripts = root.join(windows.scripts_dir());
         // And the directories rocbuild's DLL preload hooks there add (an SDK's, Intel's
         // OpenMP runtime in the venv's Library\bin): the package finds its DLLs there.
-        let hooks = crate::doctor::preload_hook_dirs(&root.join("Lib").join("site-packages"));
+        let hooks = windows
+            .site_packages(root)
+            .map(|site| crate::doctor::preload_hook_dirs(&site))
+            .unwrap_or_default();
         for d in [root.to_path_buf(), scripts].into_iter().chain(hooks) {
             if d.is_dir() && !out.contains(&d) {
                 out.push(d);

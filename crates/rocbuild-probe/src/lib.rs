@@ -766,10 +766,10 @@ fn probe_cross(
     venv: &Venv,
     opts: &ProbeOptions,
 ) -> Result<(Python, Tools, Option<CrossWindows>), ProbeError> {
-    let site = Os::Windows
-        .rules()
+    let windows = Os::Windows.rules();
+    let site = windows
         .site_packages(&venv.root)
-        .unwrap_or_else(|| venv.root.join("Lib").join("site-packages"));
+        .unwrap_or_else(|| platform::windows_site_packages(&venv.root));
     let mut python = cross::python_from_files(
         &venv.root,
         &site,

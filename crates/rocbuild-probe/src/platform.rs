@@ -150,7 +150,7 @@ impl PlatformRules for Windows {
     }
     /// `Lib\site-packages` (a venv and a conda env alike).
     fn site_packages(&self, root: &Path) -> Option<PathBuf> {
-        let p = root.join("Lib").join("site-packages");
+        let p = windows_site_packages(root);
         p.is_dir().then_some(p)
     }
     /// `Scripts\python.exe` in a venv; a conda env keeps `python.exe` at its root.
@@ -162,6 +162,11 @@ impl PlatformRules for Windows {
             root.join("python.exe")
         }
     }
+}
+
+/// Where a Windows venv's site-packages is, whether it is there or not (`Lib\site-packages`).
+pub fn windows_site_packages(root: &Path) -> PathBuf {
+    root.join("Lib").join("site-packages")
 }
 
 /// `lib/pythonX.Y/site-packages` for the X.Y its `pyvenv.cfg` names (`version`, or uv's
@@ -276,6 +281,8 @@ mod tests {
                     for m in [
                         "\"Scripts\"",
                         "Lib/site-packages",
+                        "join(\"Lib\")",
+                        "join(\"site-packages\")",
                         "\"lib/python",
                         "\"bin/python",
                         "Scripts/python",
