@@ -171,7 +171,12 @@ fn paths_in(v: &serde_json::Value, out: &mut BTreeSet<PathBuf>) {
 }
 
 /// The paths a run's outcome depended on (see the module's comment).
-fn watched(machine: &rocbuild_probe::Machine, plan: &Plan, cache: &Path) -> BTreeSet<PathBuf> {
+fn watched(
+    machine: &rocbuild_probe::Machine,
+    plan: &Plan,
+    cache: &Path,
+    path: Option<&std::ffi::OsStr>,
+) -> BTreeSet<PathBuf> {
     let mut found = BTreeSet::new();
     if let Ok(v) = serde_json::to_value(machine) {
         paths_in(&v, &mut found);
@@ -190,8 +195,8 @@ fn watched(machine: &rocbuild_probe::Machine, plan: &Plan, cache: &Path) -> BTre
         }
         out.insert(p);
     }
-    if let Some(path) = std::env::var_os("PATH") {
-        out.extend(std::env::split_paths(&path).filter(|p| p.is_absolute()));
+    if let Some(path) = path {
+        out.extend(std::env::split_paths(path).filter(|p| p.is_absolute()));
     }
     out.insert(PathBuf::from("/opt"));
     let site = &plan.install.site;
@@ -215,12 +220,14 @@ fn watched(machine: &rocbuild_probe::Machine, plan: &Plan, cache: &Path) -> BTre
 
 /// Write the record of a successful run. Best effort: without it the next run takes the
 /// full path.
+/// `path` is `PATH` as the settings step read it (a tool installed earlier in it is noticed).
 pub fn record(
     cache: &Path,
     key: &str,
     machine: &rocbuild_probe::Machine,
     plan: &Plan,
     outcome: &Outcome,
+    path: Option<&std::ffi::OsStr>,
 ) {
     if let SourcePlan::Local { .. } = plan.source {
         return;
@@ -228,7 +235,7 @@ pub fn record(
     let Some(m) = rocbuild_venv::manifest::read(&plan.install.site, &plan.recipe) else {
         return;
     };
-    let mut paths = watched(machine, plan, cache);
+    let mut paths = watched(machine, plan, cache, path);
     paths.extend(m.files.iter().map(|f| plan.install.site.join(&f.path)));
     let r = Record {
         schema: SCHEMA,

@@ -172,6 +172,18 @@ pub fn downloaded_ffmpeg(cache: &std::path::Path) -> Option<std::path::PathBuf> 
     dir.is_dir().then_some(dir)
 }
 
+/// A variable that lists directories like PATH (`PATH`, the loader's `LD_LIBRARY_PATH` /
+/// `DYLD_LIBRARY_PATH`), for doctor: where this host's loader looks. Empty entries dropped.
+pub fn split_env_paths(var: &str) -> Vec<std::path::PathBuf> {
+    std::env::var_os(var)
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The venv of this command, chosen once (`--venv`, `$VIRTUAL_ENV`, `$CONDA_PREFIX`, the venv
 /// rocbuild is installed in, `./.venv`) and handed down as it is: nothing below chooses again.
 pub fn venv(a: &crate::cli::VenvArg) -> Result<rocbuild_probe::Venv, rocbuild_probe::ProbeError> {

@@ -288,7 +288,14 @@ fn build_with(
     }
     let outcome = run(&plan, req.verbosity)?;
     if let Some(k) = &quick_key {
-        quick::record(&settings.cache, k, &machine, &plan, &outcome);
+        quick::record(
+            &settings.cache,
+            k,
+            &machine,
+            &plan,
+            &outcome,
+            settings.env.path.as_deref(),
+        );
     }
     Ok(Built::Ran {
         plan: Box::new(plan),

@@ -1,6 +1,5 @@
 //! `doctor`, `deps` and `bundle`: options in, the report rendered; the work is in rocbuild-doctor.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use miette::{IntoDiagnostic, Result};
@@ -31,16 +30,6 @@ fn fail(e: DoctorError, json: bool) -> Result<ExitStatus> {
     } else {
         Err(e.into())
     }
-}
-
-fn split_env_paths(var: &str) -> Vec<PathBuf> {
-    std::env::var_os(var)
-        .map(|v| {
-            std::env::split_paths(&v)
-                .filter(|p| !p.as_os_str().is_empty())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The recipe's `[package.windows-dll-dirs]`, for doctor.
@@ -112,7 +101,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
     let library_var = machine.target.platform.os.rules().library_search_var();
     let split_env_paths = |v: &str| {
         if here {
-            split_env_paths(v)
+            env::split_env_paths(v)
         } else {
             Vec::new()
         }

@@ -268,7 +268,7 @@ fn job(a: &ScheduleArgs, g: &Global) -> Result<(sched::Job, sched::Dirs)> {
     let cache = env::cache(g)?;
     let id = sched::id_for(&v.root);
     let mut envs = Vec::new();
-    if let Some(p) = std::env::var_os(env::PATH) {
+    if let Some(p) = env::environment().path {
         envs.push(("PATH".to_string(), p.to_string_lossy().into_owned()));
     }
     envs.push((env::ROCBUILD_CACHE.to_string(), cache.display().to_string()));

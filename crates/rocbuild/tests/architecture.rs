@@ -1,0 +1,460 @@
+//! docs/architecture.md tells the truth: every claim it makes about where a thing is, or that
+//! no X is outside Y, is checked here against the sources and the Cargo.toml files. A test
+//! fails when the code and the page part; then mend the code, or the page and this file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// A source file's code: the text before its unit tests, less comment lines, numbered.
+struct Source {
+    /// From the repository's root, with `/`.
+    path: String,
+    lines: Vec<(usize, String)>,
+}
+
+/// Every `.rs` file of the crates' `src/` (and their `build.rs`), code only.
+fn sources() -> Vec<Source> {
+    let mut out = Vec::new();
+    let mut stack = vec![root().join("crates")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            let rel = p
+                .strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            if p.is_dir() {
+                let name = p.file_name().unwrap_or_default();
+                if !["tests", "target", "snapshots", "examples", "benches"]
+                    .iter()
+                    .any(|n| name == *n)
+                {
+                    stack.push(p);
+                }
+                continue;
+            }
+            let is_code =
+                rel.ends_with(".rs") && (rel.contains("/src/") || rel.ends_with("build.rs"));
+            if !is_code {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            let lines = code
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim_start().starts_with("//"))
+                .map(|(i, l)| (i + 1, l.to_string()))
+                .collect();
+            out.push(Source { path: rel, lines });
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// The files whose code has a line with one of `needles`, each with its first such line.
+fn files_with(needles: &[&str], under: &str) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for s in sources().into_iter().filter(|s| s.path.starts_with(under)) {
+        if let Some((n, l)) = s
+            .lines
+            .iter()
+            .find(|(_, l)| needles.iter().any(|x| l.contains(x)))
+        {
+            found.insert(s.path.clone(), format!("{}:{n}: {}", s.path, l.trim()));
+        }
+    }
+    found
+}
+
+/// `found` is exactly `allowed` (file -> why): a new file fails, and so does an exception
+/// that is no longer needed (the page lists them).
+fn only_in(what: &str, found: BTreeMap<String, String>, allowed: &[(&str, &str)]) {
+    let allowed: BTreeMap<&str, &str> = allowed.iter().copied().collect();
+    let extra: Vec<&String> = found
+        .iter()
+        .filter(|(f, _)| !allowed.contains_key(f.as_str()))
+        .map(|(_, line)| line)
+        .collect();
+    let stale: Vec<&&str> = allowed
+        .keys()
+        .filter(|f| !found.contains_key(**f))
+        .collect();
+    assert!(
+        extra.is_empty() && stale.is_empty(),
+        "{what}\noutside the files allowed:\n{}\nallowed, but no longer there (drop them from the list and docs/architecture.md):\n{}",
+        extra.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n"),
+        stale.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n"),
+    );
+}
+
+/// The crates and what each uses, as docs/architecture.md's "## Crates" block says
+/// (`NAME  words…  uses A B C`, `uses` naming crates without their `rocbuild-` prefix).
+fn crates_on_the_page() -> BTreeMap<String, BTreeSet<String>> {
+    let doc = read("docs/architecture.md");
+    let block = doc
+        .split(
+            "<!-- crates: checked against Cargo.toml by crates/rocbuild/tests/architecture.rs -->",
+        )
+        .nth(1)
+        .and_then(|s| s.split("```text").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("docs/architecture.md has the crate block");
+    let mut out = BTreeMap::new();
+    let mut below: Vec<String> = block
+        .lines()
+        .filter(|l| l.starts_with("rocbuild"))
+        .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
+        .collect();
+    for line in block.lines().filter(|l| l.starts_with("rocbuild")) {
+        let name = line
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let uses: BTreeSet<String> = line
+            .split_once(" uses ")
+            .map(|(_, u)| {
+                u.split_whitespace()
+                    .map(|c| format!("rocbuild-{c}"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        below.retain(|b| *b != name);
+        for u in &uses {
+            assert!(
+                below.contains(u),
+                "docs/architecture.md: {name} uses {u}, which is not listed below it (the dependencies point down)"
+            );
+        }
+        out.insert(name, uses);
+    }
+    out
+}
+
+/// Each crate's `rocbuild-*` dependencies, from its Cargo.toml (`[dependencies]` and
+/// `[target.….dependencies]`; not dev- or build-dependencies).
+fn crates_in_cargo() -> BTreeMap<String, BTreeSet<String>> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
+        let toml = e.path().join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&toml) else {
+            continue;
+        };
+        let name = e.file_name().to_string_lossy().into_owned();
+        let mut deps = BTreeSet::new();
+        let mut in_deps = false;
+        for l in text.lines().map(str::trim) {
+            if l.starts_with('[') {
+                in_deps = l == "[dependencies]"
+                    || (l.starts_with("[target.") && l.ends_with(".dependencies]"));
+                continue;
+            }
+            if in_deps && l.starts_with("rocbuild-") {
+                let dep: String = l
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '-')
+                    .collect();
+                deps.insert(dep);
+            }
+        }
+        out.insert(name, deps);
+    }
+    out
+}
+
+#[test]
+fn the_crate_diagram_is_what_the_cargo_tomls_say() {
+    let page = crates_on_the_page();
+    let cargo = crates_in_cargo();
+    let mut wrong = Vec::new();
+    for name in page.keys().chain(cargo.keys()).collect::<BTreeSet<_>>() {
+        let (p, c) = (page.get(name), cargo.get(name));
+        match (p, c) {
+            (None, _) => wrong.push(format!("{name}: a crate the page does not show")),
+            (_, None) => wrong.push(format!("{name}: on the page, but no such crate")),
+            (Some(p), Some(c)) => {
+                for d in c.difference(p) {
+                    wrong.push(format!("{name} uses {d}: the page does not show it"));
+                }
+                for d in p.difference(c) {
+                    wrong.push(format!("{name} uses {d} on the page only"));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/architecture.md's crate block is not the Cargo.toml files:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The page: "every environment variable is read in a settings module"; the exceptions it
+/// lists are these, each with its reason.
+#[test]
+fn the_environment_is_read_only_in_the_settings_modules() {
+    only_in(
+        "environment variables are read in the settings step",
+        files_with(
+            &["env::var(", "env::var_os(", "env::vars(", "env::vars_os("],
+            "crates/",
+        ),
+        &[
+            ("crates/rocbuild/src/settings.rs", "the CLI's settings step"),
+            (
+                "crates/rocbuild-probe/src/probe_env.rs",
+                "the probe's settings (ProbeEnv): tests root it in a temporary directory",
+            ),
+            (
+                "crates/rocbuild/src/main.rs",
+                "COLUMNS, the terminal's width for help text: output, not an input of a build",
+            ),
+            (
+                "crates/rocbuild-recipe/build.rs",
+                "a build script: OUT_DIR, from cargo",
+            ),
+            (
+                "crates/rocbuild-secret/src/lib.rs",
+                "redaction must know every value of the environment to hide it from logs",
+            ),
+            (
+                "crates/rocbuild-native/src/closure.rs",
+                "loader emulation of this process (LD_LIBRARY_PATH), for deps and bundle",
+            ),
+            (
+                "crates/rocbuild-doctor/src/linkage.rs",
+                "SystemRoot, where Windows' loader finds system DLLs (doctor on Windows)",
+            ),
+            (
+                "crates/rocbuild-doctor/src/examine.rs",
+                "ROCBLAS_TENSILE_LIBPATH as the user's Python will see it (doctor reports it)",
+            ),
+            (
+                "crates/rocbuild-engine/src/usecase/publish.rs",
+                "TWINE_USERNAME/TWINE_PASSWORD are twine's own: only whether they are set",
+            ),
+            (
+                "crates/rocbuild-engine/src/upstream.rs",
+                "not yet moved: the index's URL for upstream releases (issue 43's)",
+            ),
+            (
+                "crates/rocbuild-probe/src/lib.rs",
+                "not yet moved into ProbeEnv: CUDA_HOME, ROCM_PATH, HIP_PATH, HIP_CLANG_PATH, PATH",
+            ),
+            (
+                "crates/rocbuild-probe/src/cross.rs",
+                "not yet moved into ProbeEnv: ROCBUILD_WINSYSROOT, ROCBUILD_WINE",
+            ),
+            (
+                "crates/rocbuild-probe/src/syslib.rs",
+                "not yet moved into ProbeEnv: the system library search variables, CONDA_PREFIX",
+            ),
+        ],
+    );
+}
+
+/// The page: "plan() reads no environment and starts no process; the files it reads are
+/// these".
+#[test]
+fn the_planner_reads_no_environment_and_starts_no_process() {
+    only_in(
+        "the planner reads no environment and starts no process",
+        files_with(
+            &[
+                "std::env::",
+                "std::process",
+                "which::",
+                "version_of(",
+                "duct::",
+                "current_dir",
+                "current_exe",
+            ],
+            "crates/rocbuild-engine/src/plan/",
+        ),
+        &[],
+    );
+    only_in(
+        "the files the planner reads",
+        files_with(
+            &[
+                "std::fs::",
+                "fs::read",
+                "read_dir(",
+                ".exists()",
+                ".is_file()",
+                ".is_dir()",
+            ],
+            "crates/rocbuild-engine/src/plan/",
+        ),
+        &[
+            (
+                "crates/rocbuild-engine/src/plan/source.rs",
+                "the --patch files, whose sha256 is part of the plan",
+            ),
+            (
+                "crates/rocbuild-engine/src/plan/cross.rs",
+                "pythonXY.dll's size and time (the import library's key); the winsysroot's SDK versions",
+            ),
+            (
+                "crates/rocbuild-engine/src/plan/ffmpeg_pc.rs",
+                "FFmpeg's version headers, for the .pc files a Windows FFmpeg lacks",
+            ),
+        ],
+    );
+}
+
+/// The page: "`--venv` is declared once and chosen once per command".
+#[test]
+fn the_venv_is_declared_once_and_chosen_in_the_settings_step() {
+    let cli = read("crates/rocbuild/src/cli.rs");
+    let declared = cli
+        .lines()
+        .filter(|l| l.trim() == "pub venv: Option<PathBuf>,")
+        .count();
+    assert_eq!(
+        declared, 1,
+        "crates/rocbuild/src/cli.rs: --venv is declared {declared} times; flatten VenvArg instead"
+    );
+    only_in(
+        "the venv is chosen (choose_venv) in the settings step",
+        files_with(&["choose_venv("], "crates/"),
+        &[
+            ("crates/rocbuild/src/settings.rs", "the settings step"),
+            (
+                "crates/rocbuild-probe/src/lib.rs",
+                "its definition, and the probe's own choice when a caller gave none (tests)",
+            ),
+        ],
+    );
+}
+
+/// The page: "one parser of GPU target lists (`;`, `,`, whitespace)".
+#[test]
+fn gpu_target_lists_are_split_in_one_place() {
+    only_in(
+        "GPU target lists are split by rocbuild_probe::GpuTargets / split_list",
+        files_with(
+            &[
+                "split([';', ','])",
+                "c == ';' || c == ','",
+                "value_delimiter = ','",
+            ],
+            "crates/",
+        ),
+        &[(
+            "crates/rocbuild-probe/src/gpu_targets.rs",
+            "the one splitter",
+        )],
+    );
+}
+
+/// The page's routes ("Two routes, hop by hop"): each hop names `FILE:FUNCTION`, a function
+/// that is in that file, and each heading's count is the number of its hops.
+#[test]
+fn the_routes_name_real_functions() {
+    let doc = read("docs/architecture.md");
+    let section = doc
+        .split("## Two routes, hop by hop")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("docs/architecture.md has its routes");
+    let mut wrong = Vec::new();
+    let mut routes = 0;
+    for route in section.split("\n`--").skip(1) {
+        routes += 1;
+        let said: usize = route
+            .split_once(" hops")
+            .and_then(|(head, _)| head.rsplit(['(', ' ']).next()?.parse().ok())
+            .unwrap_or_else(|| panic!("a route without its count of hops: {route}"));
+        let hops: Vec<&str> = route
+            .lines()
+            .filter(|l| {
+                l.split_once(". `")
+                    .is_some_and(|(n, _)| n.parse::<usize>().is_ok())
+            })
+            .collect();
+        if hops.len() != said {
+            wrong.push(format!(
+                "`--{}: says {said} hops, lists {}",
+                route.lines().next().unwrap_or(""),
+                hops.len()
+            ));
+        }
+        for h in hops {
+            let named = h.split('`').nth(1).unwrap_or_default();
+            let Some((file, function)) = named.split_once(".rs:") else {
+                wrong.push(format!("a hop without FILE:FUNCTION: {h}"));
+                continue;
+            };
+            let text =
+                std::fs::read_to_string(root().join(format!("{file}.rs"))).unwrap_or_default();
+            if !text.contains(&format!("fn {function}("))
+                && !text.contains(&format!("fn {function}<"))
+            {
+                wrong.push(format!("{file}.rs has no fn {function}: {h}"));
+            }
+        }
+    }
+    assert_eq!(routes, 2, "the page's routes: --arch and --venv");
+    assert!(
+        wrong.is_empty(),
+        "docs/architecture.md's routes:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The files outside the platform module that name an OS themselves (`Os::Windows`,
+/// `cfg!(windows)`, `#[cfg(unix)]`, …), at most as many as the page says: a new one is a rule
+/// for `PlatformRules`, or this number and the page change with a reason.
+const FILES_NAMING_AN_OS: usize = 49;
+
+#[test]
+fn os_names_do_not_spread_beyond_the_platform_module() {
+    let found = files_with(
+        &[
+            "Os::Windows",
+            "Os::Linux",
+            "Os::Macos",
+            "cfg!(windows)",
+            "cfg!(unix)",
+            "cfg!(target_os",
+            "cfg(windows)",
+            "cfg(unix)",
+            "cfg(target_os",
+            "cfg(not(windows",
+            "cfg(not(unix",
+            "cfg(not(target_os",
+        ],
+        "crates/",
+    );
+    let outside: Vec<&String> = found
+        .keys()
+        .filter(|f| *f != "crates/rocbuild-probe/src/platform.rs")
+        .collect();
+    let doc = read("docs/architecture.md");
+    assert!(
+        doc.contains(&format!("{FILES_NAMING_AN_OS} files outside it")),
+        "docs/architecture.md says how many files outside the platform module name an OS"
+    );
+    assert!(
+        outside.len() <= FILES_NAMING_AN_OS,
+        "{} files outside the platform module name an OS, more than {FILES_NAMING_AN_OS}:\n{}",
+        outside.len(),
+        outside
+            .iter()
+            .map(|f| format!("  {}", found[*f]))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
