@@ -197,7 +197,7 @@ impl Env {
         );
         for i in 0..binds.len() {
             script.push_str(&format!(
-                "mkdir -p \"$r$BIND_{i}\"; mount --bind \"$BIND_{i}\" \"$r$BIND_{i}\"; "
+                "mkdir -p \"$r$BIND_{i}\"; mount --rbind \"$BIND_{i}\" \"$r$BIND_{i}\"; "
             ));
         }
         script.push_str("exec chroot \"$r\" env -C \"$WORKSPACE\" cargo \"$@\"");

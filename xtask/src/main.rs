@@ -67,26 +67,26 @@ fn soak(args: &[String]) -> Result<ExitCode, String> {
             .map_err(|_| format!("soak: `{a}` is not a number of cases"))?,
         None => 50,
     };
-    let prepared = setup::setup()?;
     std::env::set_var("ROCBUILD_MODEL_CASES", n.to_string());
-    setup::run_tests(
-        &prepared,
-        &[
-            "-p".into(),
-            "rocbuild".into(),
-            "--test".into(),
-            "e2e".into(),
-            "ownership_model_random".into(),
-            "--".into(),
-            "--nocapture".into(),
-        ],
-    )
+    let args: Vec<String> = [
+        "-p",
+        "rocbuild",
+        "--test",
+        "e2e",
+        "ownership_model_random",
+        "--",
+        "--nocapture",
+    ]
+    .map(String::from)
+    .to_vec();
+    let prepared = setup::setup_for(&args)?;
+    setup::run_tests(&prepared, &args)
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("test") => setup::setup().and_then(|p| setup::run_tests(&p, &args[1..])),
+        Some("test") => setup::setup_for(&args[1..]).and_then(|p| setup::run_tests(&p, &args[1..])),
         Some("setup") => setup::setup().map(|_| ExitCode::SUCCESS),
         Some("chroots") => chroots::setup(setup::is_root(), &args[1..]).map(|_| ExitCode::SUCCESS),
         Some("windows") => windows::main().map(|_| ExitCode::SUCCESS),

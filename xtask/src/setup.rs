@@ -82,6 +82,12 @@ pub struct Prepared {
 
 /// Set everything up.
 pub fn setup() -> Result<Prepared> {
+    setup_for(&[])
+}
+
+/// Set everything up for `cargo test ARGS`: a filtered run (ARGS not empty) does not build
+/// rocbuild.exe (minutes cold); its e2e tests say SKIPPED unless `ROCBUILD_TEST_EXE` names one.
+pub fn setup_for(args: &[String]) -> Result<Prepared> {
     report_disk(&workspace_root())?;
     apt()?;
     upstream_wheels()?;
@@ -90,7 +96,13 @@ pub fn setup() -> Result<Prepared> {
     let chroots = crate::chroots::setup(is_root(), &[])?;
     let windows = crate::windows::outcome(&venv.join("bin/python"));
     let py_wheel = crate::release::prepare()?;
-    let exe = windows_exe(&windows)?;
+    let exe = if args.is_empty() {
+        windows_exe(&windows)?
+    } else if std::env::var_os("ROCBUILD_TEST_EXE").is_some() {
+        None
+    } else {
+        Some(Err("a filtered `cargo xtask test` does not build rocbuild.exe: name one with ROCBUILD_TEST_EXE=PATH (`cargo xtask exe` makes cache/exe/rocbuild.exe), or run the whole suite".to_string()))
+    };
     Ok(Prepared {
         venv,
         chroots,
