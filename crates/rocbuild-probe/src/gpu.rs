@@ -371,11 +371,7 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
         Os::Macos => &[],
     };
     for (name, args, parse) in tools {
-        let file = if os == Os::Windows {
-            format!("{name}.exe")
-        } else {
-            name.to_string()
-        };
+        let file = format!("{name}{}", os.rules().exe_suffix());
         let path = q
             .tool_dirs
             .iter()

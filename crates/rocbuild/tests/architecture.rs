@@ -415,9 +415,9 @@ fn the_routes_name_real_functions() {
 }
 
 /// The files outside the platform module that name an OS themselves (`Os::Windows`,
-/// `cfg!(windows)`, `#[cfg(unix)]`, …), at most as many as the page says: a new one is a rule
-/// for `PlatformRules`, or this number and the page change with a reason.
-const FILES_NAMING_AN_OS: usize = 49;
+/// `cfg!(windows)`, `#[cfg(unix)]`, …), as many as the page says: a new one is a rule for
+/// `PlatformRules`, or this number and the page change with a reason; one fewer, both go down.
+const FILES_NAMING_AN_OS: usize = 47;
 
 #[test]
 fn os_names_do_not_spread_beyond_the_platform_module() {
@@ -448,8 +448,8 @@ fn os_names_do_not_spread_beyond_the_platform_module() {
         "docs/architecture.md says how many files outside the platform module name an OS"
     );
     assert!(
-        outside.len() <= FILES_NAMING_AN_OS,
-        "{} files outside the platform module name an OS, more than {FILES_NAMING_AN_OS}:\n{}",
+        outside.len() == FILES_NAMING_AN_OS,
+        "{} files outside the platform module name an OS, not {FILES_NAMING_AN_OS} (the page's number; fewer is welcome: lower both):\n{}",
         outside.len(),
         outside
             .iter()

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rocbuild_probe::{install_hint, Machine, Os};
+use rocbuild_probe::{install_hint, Machine};
 use serde::{Deserialize, Serialize};
 
 use crate::command::Command;
@@ -125,7 +125,7 @@ pub fn plan(
     languages: &[&str],
 ) -> Result<Option<CompilerCache>> {
     let os = machine.target.platform.os;
-    let sep = if os == Os::Windows { ";" } else { ":" };
+    let sep = os.rules().path_list_separator();
     let on_path = machine.host.tools.sccache.as_ref().map(|t| t.path.clone());
     let configured = sccache_backend(&req.env);
     let kind = match req.choice {
@@ -226,7 +226,7 @@ impl CompilerCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocbuild_probe::Tool;
+    use rocbuild_probe::{Os, Tool};
     use rocbuild_testkit::machine::cpu_machine;
 
     fn req(choice: Choice, env: &[(&str, &str)]) -> Request {

@@ -144,7 +144,7 @@ pub fn prepend_python_path(c: &mut Command, os: Os, dir: &Path) {
 }
 
 fn python_path(os: Os, parts: &[&Path]) -> String {
-    let sep = if os == Os::Windows { ";" } else { ":" };
+    let sep = os.rules().path_list_separator();
     parts
         .iter()
         .map(|p| p.display().to_string())

@@ -368,13 +368,7 @@ pub fn python_tools(
             fallback: fallback.clone(),
         })
     };
-    let exe = |n: &str| {
-        if os == Os::Windows {
-            format!("{n}.exe")
-        } else {
-            n.to_string()
-        }
-    };
+    let exe = |n: &str| format!("{n}{}", os.rules().exe_suffix());
     let from_tools = |rel: &[&str]| tools.as_ref().map(|t| join(os, &t.dir, rel));
     // pip --target puts a wheel's scripts (Ninja's binary) in DIR/bin on every OS.
     let cmake = match (&found.cmake, fetch_cmake) {
