@@ -4,8 +4,8 @@
 pub mod cache_lock;
 pub mod clean;
 mod command;
-mod compiler_scan;
 mod compiler_cache_run;
+mod compiler_scan;
 mod cross_prepare;
 mod error;
 mod from_run;
