@@ -59,6 +59,22 @@ pub const CASES: &[(&str, &str)] = &[
         "A GPU architecture the ROCm SDK cannot compile for",
     ),
     (
+        "cuda_13_for_a_release_without_it",
+        "CUDA 13 for a CTranslate2 release that does not build with it",
+    ),
+    (
+        "cuda_12_from_the_index",
+        "`--cuda 12.9` with no CUDA 12 installed (the index has no CUDA 12 compiler)",
+    ),
+    (
+        "cuda_arch_the_toolkit_cannot_build",
+        "A CUDA architecture the toolkit's nvcc cannot compile for",
+    ),
+    (
+        "cuda_no_host_compiler",
+        "No host compiler the CUDA toolkit's nvcc accepts",
+    ),
+    (
         "arch_for_a_cpu_torch",
         "`--arch gfx…` for TorchCodec in a venv whose torch is a CPU build",
     ),
@@ -403,6 +419,8 @@ fn check(name: &str, scene: &Scene, code: i32, bad_run: impl FnOnce() -> Out) ->
         ),
         // The tools area is keyed by the requirements and the Python version.
         (r"tools[/\\][0-9a-f]{16}", "tools/[HASH]"),
+        // An assembled CUDA root is keyed by its wheels and where they were unpacked.
+        (r"(cuda[/\\][0-9.]+)-[0-9a-f]{12}", "$1-[HASH]"),
         // The fixture zip's bytes carry the time it was made.
         (r"got\s+(\|\s+)?[0-9a-f]{64}", "got [SHA256 OF THE DOWNLOAD]"),
     ]}, {
@@ -500,9 +518,15 @@ fn recipe_release_missing() {
 fn unlisted_release_new_major() {
     let s = Scene::with_fixture(DECODE_WAV, false);
     let err = check("unlisted_release_new_major", &s, 1, || {
-        s.rocbuild(&["fakecodec", "--version", "2.0.0"], &[("ROCBUILD_UPSTREAM", "on")])
+        s.rocbuild(
+            &["fakecodec", "--version", "2.0.0"],
+            &[("ROCBUILD_UPSTREAM", "on")],
+        )
     });
-    assert!(said(&err, "fakecodec 2.0.0 is a new major release"), "{err}");
+    assert!(
+        said(&err, "fakecodec 2.0.0 is a new major release"),
+        "{err}"
+    );
     assert!(said(&err, "nothing was fetched"), "{err}");
 }
 
@@ -511,7 +535,10 @@ fn unlisted_release_new_major() {
 fn unlisted_release_not_tagged() {
     let s = Scene::with_fixture(DECODE_WAV, false);
     let err = check("unlisted_release_not_tagged", &s, 2, || {
-        s.rocbuild(&["fakecodec", "--version", "1.3.0"], &[("ROCBUILD_UPSTREAM", "on")])
+        s.rocbuild(
+            &["fakecodec", "--version", "1.3.0"],
+            &[("ROCBUILD_UPSTREAM", "on")],
+        )
     });
     assert!(said(&err, "has no tag v1.3.0"), "{err}");
     assert!(said(&err, "releases upstream has: 1.0.0"), "{err}");
@@ -637,6 +664,166 @@ fn gfx_the_sdk_cannot_target() {
         "the targets it can build are listed: {err}"
     );
     assert!(!s.cache.join("git").exists(), "nothing was fetched");
+}
+
+/// No system CUDA here (CUDA_HOME cleared): the environment of the CUDA cases.
+const NO_SYSTEM_CUDA: &[(&str, &str)] = &[("CUDA_HOME", ""), ("CUDA_PATH", "")];
+
+/// CTranslate2 up to 4.8.1 does not build with CUDA 13 (upstream issue 1933): refused with the
+/// recipe's why before the toolkit is installed (nothing is downloaded).
+#[test]
+fn cuda_13_for_a_release_without_it() {
+    let s = Scene::with_torch();
+    let err = check("cuda_13_for_a_release_without_it", &s, 1, || {
+        s.rocbuild(
+            &[
+                "ctranslate2",
+                "--backend",
+                "cuda",
+                "--cuda",
+                "13.2",
+                "--cuda-arch",
+                "9.0",
+            ],
+            NO_SYSTEM_CUDA,
+        )
+    });
+    assert!(
+        said(&err, "no release of ctranslate2 supports CUDA 13.2"),
+        "{err}"
+    );
+    assert!(said(&err, "issue 1933"), "{err}");
+    assert!(
+        !s.cache.join("tools/cuda").exists(),
+        "nothing was installed"
+    );
+}
+
+/// The index's CUDA 12 compiler wheel holds no nvcc: `--cuda 12.9` without a system CUDA 12 is
+/// refused before any download, with what works instead.
+#[test]
+fn cuda_12_from_the_index() {
+    let s = Scene::with_torch();
+    let err = check("cuda_12_from_the_index", &s, 1, || {
+        s.rocbuild(
+            &[
+                "ctranslate2",
+                "--backend",
+                "cuda",
+                "--cuda",
+                "12.9",
+                "--cuda-arch",
+                "8.6",
+            ],
+            NO_SYSTEM_CUDA,
+        )
+    });
+    assert!(said(&err, "rocbuild::cuda::no_compiler_wheel"), "{err}");
+    assert!(
+        said(&err, "no nvcc, cicc, cudafe++, fatbinary or nvlink"),
+        "{err}"
+    );
+    assert!(
+        !s.cache.join("tools/cuda").exists(),
+        "nothing was installed"
+    );
+}
+
+/// A recipe with a cuda backend and no CUDA range (its source is never reached: the cases
+/// are refused at plan time).
+const FAKECUDA: &str = "[package]\nname = \"fakecuda\"\ndistribution = \"fakecuda\"\nimport-dir = \"fakecuda\"\nbackends = [\"cpu\", \"cuda\"]\n\n[source]\ngit = \"https://example.invalid/acme/fakecuda\"\ntag = \"v{version}\"\n\n[[release]]\nversion = \"1.0\"\ntorch = \">=0\"\n\n[needs]\ntorch = false\n\n[backend.cuda.build.define]\nCMAKE_CUDA_ARCHITECTURES = \"{cuda.cmake-archs}\"\n\n[install]\nartifacts = [\"libfakecuda*\"]\n";
+
+/// The pinned CUDA 13.2 wheels (cached by `cargo xtask test`), unpacked once per test run in
+/// the target's temp dir and hard-linked into a scene's cache: a case pays for linking, not
+/// for unpacking 115 MB. False (SKIPPED said) when the wheels are not cached.
+fn seed_cuda(cache: &Path) -> bool {
+    static UNPACKED: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let tools = UNPACKED.get_or_init(|| {
+        let wheels = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cache/wheels/cuda");
+        let pins = rocbuild_fetch::CudaPins::builtin();
+        let pin = pins.pick("linux", "x86_64", Some("13.2")).unwrap();
+        if pin
+            .wheel
+            .iter()
+            .filter(|w| w.part == "compiler")
+            .any(|w| !wheels.join(w.file_name()).is_file())
+        {
+            eprintln!(
+                "SKIPPED: the CUDA 13.2 wheels are not in {} (cargo xtask test downloads them)",
+                wheels.display()
+            );
+            return None;
+        }
+        let tools = Path::new(env!("CARGO_TARGET_TMPDIR")).join("catalogue-cuda-tools");
+        let req = rocbuild_fetch::CudaInstall {
+            downloads: wheels.clone(),
+            tools: tools.clone(),
+            offline: vec![wheels],
+            ..Default::default()
+        };
+        rocbuild_fetch::install_cuda_toolkit(pin, &req).unwrap();
+        Some(tools)
+    });
+    let Some(tools) = tools else { return false };
+    link_tree(&tools.join("cuda/wheels"), &cache.join("tools/cuda/wheels"));
+    true
+}
+
+fn link_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let m = std::fs::symlink_metadata(e.path()).unwrap();
+        if m.is_dir() {
+            link_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::hard_link(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// CUDA 13 dropped Volta (7.0): the toolkit's own nvcc list says so, before anything is
+/// fetched, with what it can compile for.
+#[test]
+fn cuda_arch_the_toolkit_cannot_build() {
+    let s = Scene::with_torch();
+    if !seed_cuda(&s.cache) {
+        return;
+    }
+    s.write_recipe("fakecuda", FAKECUDA);
+    let err = check("cuda_arch_the_toolkit_cannot_build", &s, 1, || {
+        s.rocbuild(
+            &["fakecuda", "--cuda", "13.2", "--cuda-arch", "8.6;7.0"],
+            NO_SYSTEM_CUDA,
+        )
+    });
+    assert!(
+        said(&err, "CUDA 13.2 cannot compile for 7.0 (sm_70)"),
+        "{err}"
+    );
+    assert!(said(&err, "8.6, 8.7"), "the archs it can are listed: {err}");
+    assert!(!s.cache.join("git").exists(), "nothing was fetched");
+}
+
+/// No C++ compiler at all on PATH (the toolkit's nvcc needs one of the gcc/clang versions its
+/// crt/host_config.h accepts): each one looked at is named, with the package that brings one.
+#[test]
+fn cuda_no_host_compiler() {
+    let s = Scene::with_torch();
+    if !seed_cuda(&s.cache) {
+        return;
+    }
+    s.write_recipe("fakecuda", FAKECUDA);
+    let path = s.path_with(&["git", "cmake", "ninja", "python3"]);
+    let env = [NO_SYSTEM_CUDA, &[("PATH", path.as_str())]].concat();
+    let err = check("cuda_no_host_compiler", &s, 1, || {
+        s.rocbuild(&["fakecuda", "--cuda", "13.2", "--cuda-arch", "8.6"], &env)
+    });
+    assert!(said(&err, "rocbuild::cuda::no_host_compiler"), "{err}");
+    assert!(said(&err, "gcc up to 15"), "the limits are said: {err}");
+    assert!(
+        said(&err, "install a C++ compiler within those versions"),
+        "{err}"
+    );
 }
 
 /// The brief's usage line on a CPU torch: what, why and the fix (not "add --backend rocm",

@@ -10,6 +10,7 @@ mod common;
 mod compiler_cache;
 mod crash;
 mod ctranslate2_build;
+mod cuda_build;
 mod deps;
 mod doctor;
 mod ffmpeg_download;

@@ -232,6 +232,29 @@ pub enum EngineError {
         help: String,
     },
 
+    #[error("no host compiler that CUDA {version}'s nvcc accepts ({limits}):\n{refused}")]
+    #[diagnostic(code(rocbuild::cuda::no_host_compiler), help("{help}"))]
+    CudaNoHostCompiler {
+        version: String,
+        /// `gcc up to 15, clang 3 to 21`, from the toolkit's crt/host_config.h.
+        limits: String,
+        refused: String,
+        help: String,
+    },
+
+    #[error("CUDA {version} ({root}) cannot build for what was asked:\n{problems}")]
+    #[diagnostic(code(rocbuild::cuda::arch), help("{help}"))]
+    CudaArch {
+        version: String,
+        root: String,
+        problems: String,
+        help: String,
+    },
+
+    #[error("{reason}")]
+    #[diagnostic(code(rocbuild::cuda::toolkit), help("{help}"))]
+    CudaToolkit { reason: String, help: String },
+
     #[error("torch {torch} has no GPU code for {missing}: it was built for {built}")]
     #[diagnostic(code(rocbuild::plan::torch_lacks_arch), help("{help}"))]
     TorchLacksArch {

@@ -7,6 +7,7 @@ mod command;
 mod compiler_cache_run;
 mod compiler_scan;
 mod cross_prepare;
+mod cuda_setup;
 mod error;
 mod from_run;
 pub mod interrupt;

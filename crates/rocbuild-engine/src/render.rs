@@ -174,6 +174,9 @@ impl Plan {
                 c.archs.join(";"),
                 c.archs_from
             )?;
+            for n in &c.notes {
+                writeln!(f, "          {n}")?;
+            }
         }
         Ok(())
     }

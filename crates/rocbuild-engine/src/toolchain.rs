@@ -53,6 +53,15 @@ pub struct CudaPlan {
     pub archs: Vec<String>,
     /// `--cuda-arch`, `$TORCH_CUDA_ARCH_LIST`, `nvidia-smi`, or why the common list is used.
     pub archs_from: String,
+    /// The toolkit's version (`13.2`), when it was read through its nvcc.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The host C++ compiler nvcc uses (accepted by the toolkit's crt/host_config.h).
+    #[serde(default)]
+    pub host_compiler: Option<PathBuf>,
+    /// Where the toolkit came from and why this host compiler, one line each.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// A build that compiles no GPU code (TorchCodec's CPU decoders) made *for* a GPU with a
@@ -102,6 +111,7 @@ impl BackendPlan {
         if let Some(c) = &self.cuda {
             vars.insert("cuda.home".into(), c.home.display().to_string());
             vars.insert("cuda.archs".into(), c.archs.join(";"));
+            vars.insert("cuda.cmake-archs".into(), cmake_cuda_archs(&c.archs));
         }
     }
 
@@ -168,8 +178,32 @@ impl BackendPlan {
             define
                 .entry("CMAKE_CUDA_COMPILER".into())
                 .or_insert(nvcc.display().to_string());
+            if let Some(h) = &c.host_compiler {
+                // CMake's CUDA language and the legacy FindCUDA (CTranslate2) each read their own.
+                let h = h.display().to_string();
+                env.insert("CUDAHOSTCXX".into(), h.clone());
+                define
+                    .entry("CMAKE_CUDA_HOST_COMPILER".into())
+                    .or_insert(h.clone());
+                define.entry("CUDA_HOST_COMPILER".into()).or_insert(h);
+            }
         }
     }
+}
+
+/// `8.6;9.0+PTX` as CMAKE_CUDA_ARCHITECTURES takes it: `86-real;90` (a bare number is SASS and
+/// PTX, `-real` SASS only); CTranslate2's `Common` / `All` are CMake's `all-major` / `all`.
+fn cmake_cuda_archs(archs: &[String]) -> String {
+    let one = |a: &String| match a.to_ascii_lowercase().as_str() {
+        "common" => "all-major".to_string(),
+        "all" => "all".to_string(),
+        _ => match rocbuild_probe::parse_cuda_arch(a) {
+            Some((n, true, s)) => format!("{n}{s}"),
+            Some((n, false, s)) => format!("{n}{s}-real"),
+            None => a.clone(),
+        },
+    };
+    archs.iter().map(one).collect::<Vec<_>>().join(";")
 }
 
 fn usage(option: &str, reason: String, help: String) -> EngineError {
@@ -337,11 +371,99 @@ fn cuda_plan(machine: &Machine, opts: &BackendOptions) -> Result<CudaPlan> {
         };
         (vec!["Common".into()], why)
     };
+    let (version, host_compiler, notes) = match &machine.host.toolkits.cuda {
+        Some(found) => checked_toolkit(
+            found,
+            &archs,
+            &rocbuild_probe::install_command(
+                &machine.host.platform,
+                &[rocbuild_probe::Prerequisite::CxxCompiler],
+            ),
+        )?,
+        // Not read yet (a dry run before the toolkit is installed): the version asked.
+        None => (
+            machine
+                .host
+                .toolkits
+                .cuda_version
+                .clone()
+                .or(opts.cuda.clone()),
+            None,
+            Vec::new(),
+        ),
+    };
     Ok(CudaPlan {
         home,
         archs,
         archs_from,
+        version,
+        host_compiler,
+        notes,
     })
+}
+
+/// The toolkit read before planning: refused when no host compiler it accepts is here, or
+/// when it cannot compile for an arch asked; else its version, host compiler and notes.
+fn checked_toolkit(
+    found: &rocbuild_probe::CudaFound,
+    archs: &[String],
+    install: &str,
+) -> Result<(Option<String>, Option<PathBuf>, Vec<String>)> {
+    let tk = &found.toolkit;
+    let Some(host) = &found.host else {
+        let l = &tk.host;
+        let range = |min: Option<u32>, max: Option<u32>| match (min, max) {
+            (Some(a), Some(b)) => format!("{a} to {b}"),
+            (None, Some(b)) => format!("up to {b}"),
+            (Some(a), None) => format!("{a} or later"),
+            (None, None) => "any".into(),
+        };
+        return Err(EngineError::CudaNoHostCompiler {
+            version: tk.version.clone(),
+            limits: format!(
+                "gcc {}, clang {}, read from {}",
+                range(l.gcc_min, l.gcc_max),
+                range(l.clang_min, l.clang_max),
+                tk.root.join("include/crt/host_config.h").display()
+            ),
+            refused: if found.host_refused.is_empty() {
+                "- no C++ compiler found ($CUDAHOSTCXX, $CXX, c++, g++, g++-N, clang++-N on PATH)".into()
+            } else {
+                found.host_refused.iter().map(|r| format!("- {r}")).collect::<Vec<_>>().join("\n")
+            },
+            help: format!(
+                "install a C++ compiler within those versions ({install}, or a versioned g++-N / clang++-N: rocbuild finds them on PATH), or name one with CUDAHOSTCXX=/path/to/g++; nvcc's -allow-unsupported-compiler is not used: an unsupported host compiler may build wrong code"
+            ),
+        });
+    };
+    let problems = rocbuild_probe::unknown_cuda_archs(tk, archs);
+    if !problems.is_empty() {
+        let known: Vec<String> = tk
+            .sass
+            .iter()
+            .map(|a| rocbuild_probe::dotted_arch(*a))
+            .collect();
+        return Err(EngineError::CudaArch {
+            version: tk.version.clone(),
+            root: tk.root.display().to_string(),
+            problems: problems.iter().map(|p| format!("- {p}")).collect::<Vec<_>>().join("\n"),
+            help: format!(
+                "CUDA {} compiles for {} (nvcc --list-gpu-code); choose from those with --cuda-arch, or, for an older GPU, a toolkit that still has it with --cuda X.Y",
+                tk.version,
+                known.join(", ")
+            ),
+        });
+    }
+    let mut notes = vec![format!(
+        "CUDA {} ({}) at {}, from {}",
+        tk.version,
+        tk.release.as_deref().unwrap_or("release unknown"),
+        tk.root.display(),
+        found.from
+    )];
+    notes.extend(found.wheels.iter().map(|w| format!("  wheel: {w}")));
+    notes.push(format!("host compiler: {} — {}", host.describe, host.why));
+    Ok((Some(tk.version.clone()), Some(host.path.clone()), notes))
 }
 
 /// `--arch` / `--rocm` for a recipe with no GPU code that runs with the venv's torch: that
@@ -736,6 +858,14 @@ mod tests {
     use crate::plan::testing::recipe;
     use rocbuild_probe::GpuArchs;
     use rocbuild_testkit::machine::{cpu_machine, machine};
+
+    #[test]
+    fn cuda_archs_as_cmake_takes_them() {
+        let a = |v: &[&str]| cmake_cuda_archs(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(a(&["8.6", "9.0+PTX"]), "86-real;90");
+        assert_eq!(a(&["sm_120", "12.0a"]), "120-real;120a-real");
+        assert_eq!(a(&["Common"]), "all-major");
+    }
 
     fn arch(a: &str) -> BackendOptions {
         BackendOptions {

@@ -234,6 +234,23 @@ pub fn system_cuda_roots(env: &ProbeEnv) -> Vec<(PathBuf, String)> {
     v
 }
 
+/// The CUDA toolkit a build uses, as found and read before planning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CudaFound {
+    pub toolkit: CudaToolkit,
+    /// `$CUDA_HOME`, `/usr/local/cuda`, `nvcc on PATH`, or `the package index`.
+    pub from: String,
+    /// The wheels it was assembled from (empty for a system toolkit), one line each.
+    #[serde(default)]
+    pub wheels: Vec<String>,
+    /// The host compiler nvcc accepts, when this machine has one.
+    #[serde(default)]
+    pub host: Option<HostCompiler>,
+    /// Each compiler looked at and why nvcc refuses it (when `host` is None).
+    #[serde(default)]
+    pub host_refused: Vec<String>,
+}
+
 /// The host compiler nvcc will use, and why that one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostCompiler {
@@ -321,12 +338,12 @@ pub fn choose_host_compiler(
     let mut refused = Vec::new();
     for c in candidates {
         let Some((family, version)) = c.version_line.as_deref().and_then(compiler_of) else {
-            refused.push(format!(
-                "{} ({}): cannot tell its version ({})",
-                c.path.display(),
-                c.from,
-                c.version_line.as_deref().unwrap_or("it did not run")
-            ));
+            let why = match &c.version_line {
+                Some(l) => format!("not a compiler nvcc knows (its --version says `{l}`)"),
+                None if !c.path.exists() => "does not exist".to_string(),
+                None => "did not run with --version".to_string(),
+            };
+            refused.push(format!("{} ({}): {why}", c.path.display(), c.from));
             continue;
         };
         let major: u32 = version

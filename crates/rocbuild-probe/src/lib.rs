@@ -37,8 +37,8 @@ pub use cross::CrossWindows;
 pub use cuda_gpu::{detect_cuda_gpu, parse_compute_caps};
 pub use cuda_toolkit::{
     choose_host_compiler, cuda_vars, dotted_arch, gpu_codes, host_candidates, nvcc_release,
-    parse_cuda_arch, read_cuda_toolkit, system_cuda_roots, unknown_cuda_archs, CudaToolkit,
-    HostCandidate, HostCompiler, HostLimits,
+    parse_cuda_arch, read_cuda_toolkit, system_cuda_roots, unknown_cuda_archs, CudaFound,
+    CudaToolkit, HostCandidate, HostCompiler, HostLimits,
 };
 pub use ffmpeg::{find_ffmpeg, probe_ffmpeg, soname_major_to_ffmpeg};
 pub use gfx::{
@@ -478,6 +478,14 @@ pub struct Toolkits {
     /// Intel oneAPI MKL's root, when installed (`include/mkl.h` and its static libraries).
     #[serde(default)]
     pub mkl_root: Option<PathBuf>,
+    /// The CUDA toolkit a cuda build uses, read through its nvcc (a system one, or one
+    /// assembled from the package index's wheels), with the host compiler chosen for it.
+    #[serde(default)]
+    pub cuda: Option<CudaFound>,
+    /// The CUDA version a build would use when its toolkit is not read (yet): a dry run, or a
+    /// toolkit not installed because no release of the recipe builds with it.
+    #[serde(default)]
+    pub cuda_version: Option<String>,
 }
 
 #[derive(Debug, Error, miette::Diagnostic)]
@@ -700,6 +708,8 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
             std::env::consts::ARCH,
             Some(venv.root.as_path()),
         ),
+        cuda: None,
+        cuda_version: None,
     };
     // A CUDA build needs a toolkit, and is the default only for a CUDA torch: without either,
     // no nvidia-smi runs.

@@ -80,6 +80,12 @@ pub struct ReleaseInfo {
     pub ffmpeg: Option<String>,
     /// HIP versions it builds with (PEP 440 specifier), if the recipe says.
     pub hip: Option<String>,
+    /// CUDA toolkit versions it builds with (PEP 440 specifier), if the recipe says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<String>,
+    /// Why not with other CUDA versions, and what works instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda_why: Option<String>,
     /// The recipe's own fixes for this release.
     pub patches: Vec<ShippedPatch>,
     /// A release the recipe does not list, added for this run: the listed release whose
@@ -167,6 +173,8 @@ impl Recipe {
                 default: r.default,
                 ffmpeg: r.ffmpeg.as_ref().map(|t| t.get_ref().clone()),
                 hip: r.hip.as_ref().map(|t| t.get_ref().clone()),
+                cuda: r.cuda.as_ref().map(|t| t.get_ref().clone()),
+                cuda_why: r.cuda_why.clone(),
                 patches: r
                     .patch
                     .iter()
@@ -427,6 +435,15 @@ pub fn ffmpeg_compatible(release: &ReleaseInfo, major: u32) -> bool {
 pub fn hip_compatible(release: &ReleaseInfo, version: &str) -> bool {
     release
         .hip
+        .as_deref()
+        .is_none_or(|spec| in_range(spec, version))
+}
+
+/// Whether the release builds with the CUDA toolkit `version` (`13.2`): true when the recipe
+/// does not say.
+pub fn cuda_compatible(release: &ReleaseInfo, version: &str) -> bool {
+    release
+        .cuda
         .as_deref()
         .is_none_or(|spec| in_range(spec, version))
 }

@@ -111,7 +111,7 @@ impl Checker<'_> {
         for r in &raw.releases {
             self.version(&r.version)?;
             self.specifier(&r.torch)?;
-            for spec in r.ffmpeg.iter().chain(r.hip.iter()) {
+            for spec in r.ffmpeg.iter().chain(r.hip.iter()).chain(r.cuda.iter()) {
                 self.specifier(spec)?;
             }
             if let Some(c) = &r.commit {

@@ -35,6 +35,7 @@ const WORD_VARIABLES: &[&str] = &[
     "rocm.version",
     "gpu.archs",
     "cuda.archs",
+    "cuda.cmake-archs",
 ];
 
 /// Why a string is not what its field must be: the label under it and the help line.

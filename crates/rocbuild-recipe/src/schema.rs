@@ -306,6 +306,14 @@ pub struct Release {
     /// compatibility measures the recipe takes (`[rocm-versions.*]`); absent: any.
     #[serde(default)]
     pub hip: Option<Text>,
+    /// PEP 440 specifier for the CUDA toolkit versions this release builds with (`"<13"`);
+    /// absent: any.
+    #[serde(default)]
+    pub cuda: Option<Text>,
+    /// Why it does not build with the other CUDA versions, and what works instead (said when
+    /// a build is refused for it).
+    #[serde(default)]
+    pub cuda_why: Option<String>,
     /// Fixes of the recipe's own, applied with `git apply` to this release's checkout before
     /// the user's `--patch` files.
     #[serde(default)]
@@ -349,6 +357,10 @@ pub struct Needs {
     /// build.
     #[serde(default)]
     pub hipblas: bool,
+    /// The CUDA toolkit libraries the cuda backend links (`cublas`): a toolkit rocbuild
+    /// installs from the package index gets their pinned wheels too (or the venv's own copy).
+    #[serde(default)]
+    pub cuda_libraries: Vec<String>,
     /// System libraries (headers, libraries) the build needs, or can use.
     #[serde(default)]
     pub library: Vec<NeededLibrary>,
@@ -401,6 +413,7 @@ impl Default for Needs {
             python_build: Vec::new(),
             python: Vec::new(),
             hipblas: false,
+            cuda_libraries: Vec::new(),
             library: Vec::new(),
         }
     }

@@ -82,6 +82,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "the CUDA architectures to build for, `;`-separated (8.6;8.9)",
     ),
     (
+        "cuda.cmake-archs",
+        "the same as CMAKE_CUDA_ARCHITECTURES takes them: 8.6 -> 86-real (SASS only), 9.0+PTX -> 90 (SASS and PTX)",
+    ),
+    (
         "mkl.root",
         "Intel oneAPI MKL's root (include/mkl.h), when found and used (`[with.mkl]`)",
     ),

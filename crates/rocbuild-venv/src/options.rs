@@ -54,6 +54,9 @@ pub struct BackendOptions {
     /// `--cuda-arch 8.6`.
     #[serde(default)]
     pub cuda_arch: Vec<String>,
+    /// `--cuda 13.2`: the CUDA toolkit version to use (a system one, else from the index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<String>,
 }
 
 /// What the user asked for on the command line. Manifests before this type recorded the same

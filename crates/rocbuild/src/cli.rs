@@ -436,6 +436,11 @@ pub struct BuildArgs {
     /// CUDA architecture(s) for the cuda backend, such as 8.6 (repeatable) [default: Common].
     #[arg(long, value_name = "X.Y")]
     pub cuda_arch: Vec<String>,
+    /// CUDA toolkit version for the cuda backend, such as 13.2: a system toolkit of that
+    /// version (CUDA_HOME, /usr/local/cuda, nvcc on PATH), else the pinned toolkit wheels from
+    /// the package index, installed into the tools area.
+    #[arg(long, value_name = "X.Y")]
+    pub cuda: Option<String>,
     /// Before building, look for a rebuilt wheel of this release that fits this machine (torch,
     /// backend and SDK, GPU archs, FFmpeg, Python) on this package index, a PEP 503 simple
     /// root such as http://HOST:PORT/simple/ (repeatable; also ROCBUILD_INDEX, space

@@ -37,6 +37,9 @@ pub const PATH: &str = "PATH";
 pub const ROCBUILD_WINE_TIMEOUT: &str = "ROCBUILD_WINE_TIMEOUT";
 /// Directories of sdists (separated like PATH), read before the index is asked.
 pub const ROCBUILD_SDISTS: &str = "ROCBUILD_SDISTS";
+/// Directories (separated like PATH) holding the pinned CUDA toolkit wheels, taken from there
+/// before any download (offline use).
+pub const ROCBUILD_CUDA_WHEELS: &str = "ROCBUILD_CUDA_WHEELS";
 /// The simple API root sdists are downloaded from (default: `PIP_INDEX_URL`, else PyPI).
 pub const ROCBUILD_SDIST_INDEX: &str = "ROCBUILD_SDIST_INDEX";
 /// pip's index, the sdist index when `ROCBUILD_SDIST_INDEX` is not set.
@@ -247,6 +250,10 @@ pub fn environment() -> rocbuild_engine::usecase::Environment {
             .map(|v| std::env::split_paths(&v).collect())
             .unwrap_or_default(),
         sdist_index: text(ROCBUILD_SDIST_INDEX).or_else(|| text(PIP_INDEX_URL)),
+        cuda_wheels: std::env::var_os(ROCBUILD_CUDA_WHEELS)
+            .filter(|v| !v.is_empty())
+            .map(|v| std::env::split_paths(&v).collect())
+            .unwrap_or_default(),
         inherited,
     }
 }

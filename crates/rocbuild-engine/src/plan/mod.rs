@@ -190,8 +190,12 @@ pub fn plan(
     let flavor = torch.map_or(Flavor::Cpu, |t| t.flavor);
     let backend = toolchain::choose(recipe, machine, &opts.backend)?;
     let hip = backend.rocm.as_ref().and_then(|r| r.hip_version.as_deref());
-    let (release, version_reason) =
-        release::choose(recipe, release::Against::of(recipe, machine, hip), opts)?;
+    let cuda = backend.cuda.as_ref().and_then(|c| c.version.as_deref());
+    let (release, version_reason) = release::choose(
+        recipe,
+        release::Against::of(recipe, machine, hip).with_cuda(cuda),
+        opts,
+    )?;
     let version = release.version.clone();
     let stock = stock::judge(recipe, machine, &release, backend.backend.as_str());
     needs::python(recipe, machine)?;

@@ -3,7 +3,9 @@
 //! whose ranges hold all three. Everything here is decided before anything is fetched.
 
 use rocbuild_probe::Machine;
-use rocbuild_recipe::{ffmpeg_compatible, hip_compatible, torch_compatible, Recipe, ReleaseInfo};
+use rocbuild_recipe::{
+    cuda_compatible, ffmpeg_compatible, hip_compatible, torch_compatible, Recipe, ReleaseInfo,
+};
 use rocbuild_venv::BuildOptions;
 
 use crate::error::{EngineError, Result};
@@ -17,6 +19,8 @@ pub struct Against<'a> {
     pub ffmpeg: Option<u32>,
     /// HIP's version of the chosen SDK, for a ROCm build.
     pub hip: Option<&'a str>,
+    /// The CUDA toolkit's version (`13.2`), for a CUDA build.
+    pub cuda: Option<&'a str>,
 }
 
 impl<'a> Against<'a> {
@@ -30,7 +34,13 @@ impl<'a> Against<'a> {
                 .then(|| machine.target.ffmpeg.as_ref().map(|f| f.major))
                 .flatten(),
             hip,
+            cuda: None,
         }
+    }
+
+    /// The same, for a CUDA build with the toolkit `cuda` (`13.2`).
+    pub fn with_cuda(self, cuda: Option<&'a str>) -> Self {
+        Against { cuda, ..self }
     }
 
     /// Why `r` does not fit, one phrase per reason (`FFmpeg 9: it builds against FFmpeg >=4,<9`).
@@ -51,6 +61,17 @@ impl<'a> Against<'a> {
                 r.hip.as_deref().unwrap_or("")
             ));
         }
+        if let Some(c) = self.cuda.filter(|c| !cuda_compatible(r, c)) {
+            let why = r
+                .cuda_why
+                .as_deref()
+                .map(|w| format!(" ({w})"))
+                .unwrap_or_default();
+            out.push(format!(
+                "CUDA {c}: it builds with CUDA {}{why}",
+                r.cuda.as_deref().unwrap_or("")
+            ));
+        }
         out
     }
 
@@ -66,6 +87,9 @@ impl<'a> Against<'a> {
         if let Some(h) = self.hip {
             parts.push(format!("HIP {h}"));
         }
+        if let Some(c) = self.cuda {
+            parts.push(format!("CUDA {c}"));
+        }
         parts.join(" and ")
     }
 }
@@ -78,6 +102,9 @@ fn ranges(r: &ReleaseInfo) -> String {
     }
     if let Some(h) = &r.hip {
         parts.push(format!("HIP {h}"));
+    }
+    if let Some(c) = &r.cuda {
+        parts.push(format!("CUDA {c}"));
     }
     format!("{} ({})", r.version, parts.join(", "))
 }
@@ -155,10 +182,25 @@ pub fn choose(
             recipe: recipe.name().into(),
             what: against.describe(),
             help: format!(
-                "releases and what they need: {}; pick one with --version (and --force to override the check)",
+                "{}releases and what they need: {}; pick one with --version (and --force to override the check)",
+                cuda_why(&all, against.cuda),
                 all.iter().map(ranges).collect::<Vec<_>>().join(", ")
             ),
         }),
+    }
+}
+
+/// The newest release's `cuda-why` when the CUDA toolkit `cuda` is outside its range
+/// (`CUDA 13.2: upstream does not support …. `), else nothing.
+fn cuda_why(all: &[ReleaseInfo], cuda: Option<&str>) -> String {
+    let newest = all.first();
+    match (newest, cuda) {
+        (Some(r), Some(c)) if !cuda_compatible(r, c) => r
+            .cuda_why
+            .as_ref()
+            .map(|w| format!("CUDA {c}: {w}. "))
+            .unwrap_or_default(),
+        _ => String::new(),
     }
 }
 
@@ -324,6 +366,7 @@ mod tests {
             torch: Some("2.15.0"),
             ffmpeg: Some(major),
             hip: None,
+            cuda: None,
         };
         let (rel, why) = choose(&r, on(9), &BuildOptions::default()).unwrap();
         assert!(ffmpeg_compatible(&rel, 9), "{rel:?}");
@@ -371,5 +414,31 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("HIP >=6.1"), "{text}");
+    }
+
+    /// CTranslate2 up to 4.8.1 does not build with CUDA 13 (upstream issue 1933): a CUDA 13
+    /// toolkit is refused before anything is fetched, with the recipe's why and what works.
+    #[test]
+    fn ctranslate2_releases_refuse_cuda_13_with_why() {
+        let r = recipe("ctranslate2");
+        let cuda = |v| Against::default().with_cuda(Some(v));
+        let (rel, _) = choose(&r, cuda("12.9"), &BuildOptions::default()).unwrap();
+        assert_eq!(rel.version, r.releases()[0].version);
+        let e = choose(&r, cuda("13.2"), &BuildOptions::default()).unwrap_err();
+        let text = format!("{e} | {}", miette::Diagnostic::help(&e).unwrap());
+        assert!(
+            text.contains("no release of ctranslate2 supports CUDA 13.2"),
+            "{text}"
+        );
+        assert!(text.contains("issue 1933"), "{text}");
+        let asked = BuildOptions {
+            version: Some("4.8.1".into()),
+            ..BuildOptions::default()
+        };
+        let e = choose(&r, cuda("13.2"), &asked).unwrap_err();
+        assert!(
+            e.to_string().contains("CUDA 13.2: it builds with CUDA <13"),
+            "{e}"
+        );
     }
 }

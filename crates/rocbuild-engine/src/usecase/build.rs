@@ -230,7 +230,17 @@ fn build_with(
     }
     let machine = match req.machine {
         Some(m) => m,
-        None => rocbuild_probe::probe(&probe_options(recipe, &opts, req.venv.clone()))?,
+        None => {
+            let mut m = rocbuild_probe::probe(&probe_options(recipe, &opts, req.venv.clone()))?;
+            let cuda = crate::cuda_setup::CudaRequest {
+                cache: &settings.cache,
+                wheels: &settings.env.cuda_wheels,
+                dry_run: req.dry_run,
+                version: opts.version.as_deref(),
+            };
+            crate::cuda_setup::for_build(recipe, &mut m, &opts, &cuda, &mut |n| reporter.note(n))?;
+            m
+        }
     };
     // The lock and the install name the same site-packages, or nothing is done.
     if let Some(l) = &layout {

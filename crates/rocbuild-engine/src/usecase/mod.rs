@@ -53,6 +53,8 @@ pub struct Environment {
     pub sdists: Vec<PathBuf>,
     /// `ROCBUILD_SDIST_INDEX`, else `PIP_INDEX_URL`.
     pub sdist_index: Option<String>,
+    /// `ROCBUILD_CUDA_WHEELS`: directories holding the pinned CUDA toolkit wheels (offline).
+    pub cuda_wheels: Vec<PathBuf>,
     /// What every process a build starts inherits (cmake, the compilers, pip read `CFLAGS`,
     /// `CMAKE_PREFIX_PATH`, `PKG_CONFIG_PATH`, … that rocbuild never looks at), sorted, less
     /// what changes from shell to shell: part of the no-op key, since it can change a build.

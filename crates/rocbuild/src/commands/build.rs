@@ -60,6 +60,7 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
             rocm: a.rocm.clone(),
             arch: settings::gpu_targets(&a.arch),
             cuda_arch: a.cuda_arch.clone(),
+            cuda: a.cuda.clone(),
         },
         index: if a.index.is_empty() {
             settings::index()
