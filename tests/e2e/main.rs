@@ -13,6 +13,7 @@ mod ctranslate2_build;
 mod cuda_build;
 mod deps;
 mod doctor;
+mod exe_day;
 mod ffmpeg_download;
 mod fixture_build;
 mod fresh_machine;

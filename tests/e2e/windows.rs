@@ -149,7 +149,7 @@ torch.ops.load_library(os.path.join(os.path.dirname(__file__), "libwinext_ops.dl
 
 /// The winext fixture as a git repository, its Python part as a wheel, and its recipe.
 /// Returns (recipes dir, wheels dir).
-fn winext_world(root: &Path) -> (PathBuf, PathBuf) {
+pub(crate) fn winext_world(root: &Path) -> (PathBuf, PathBuf) {
     let git = make_git_repo(root, "winext", &fixture_dir().join("winext"), "v1.0.0");
     let _ = git;
     let wheels = root.join("wheels");
@@ -432,7 +432,7 @@ fn a_bundle_of_the_real_ctranslate2_wheel_imports_in_a_fresh_python_under_wine()
 /// site-packages) as the app's only native libraries.
 /// What a bundle holds in its `ctranslate2` folder: (file, its dest dir in an app's
 /// site-packages), and the file names in lower case.
-fn bundled_ctranslate2(into: &Path) -> (Vec<(PathBuf, String)>, Vec<String>) {
+pub(crate) fn bundled_ctranslate2(into: &Path) -> (Vec<(PathBuf, String)>, Vec<String>) {
     let held: Vec<(PathBuf, String)> = std::fs::read_dir(into.join("ctranslate2"))
         .unwrap()
         .flatten()
@@ -450,7 +450,7 @@ fn bundled_ctranslate2(into: &Path) -> (Vec<(PathBuf, String)>, Vec<String>) {
     (held, names)
 }
 
-fn fresh_app(w: &World, dir: &Path, name: &str, files: &[(PathBuf, String)]) -> PathBuf {
+pub(crate) fn fresh_app(w: &World, dir: &Path, name: &str, files: &[(PathBuf, String)]) -> PathBuf {
     let app = dir.join(name);
     run(Command::new("cp").arg("-a").arg(&w.python).arg(&app));
     for e in std::fs::read_dir(&app).unwrap().flatten() {

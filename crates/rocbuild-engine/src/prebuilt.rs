@@ -168,7 +168,17 @@ pub fn fetch_and_check(
         ffmpeg: plan.ffmpeg_major.is_some(),
         torch: plan.torch_version.is_some(),
         stock_pip: None,
-        dll_dirs: None,
+        // The folders the install's DLL preload hook adds (`[install] finds`: torch's and
+        // FFmpeg's DLLs on Windows): the wheel's DLLs find theirs there once installed.
+        dll_dirs: (!plan.install.finds.is_empty()).then(|| rocbuild_doctor::DllDirs {
+            dirs: plan
+                .install
+                .finds
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            in_one_try: false,
+        }),
         loads_one_of: Vec::new(),
     };
     if let Some(f) = rocbuild_doctor::check_libraries(machine, &subject, &libs)
