@@ -167,6 +167,32 @@ fn builds_a_cuda_library_with_the_toolkit_from_the_index() {
     names.dedup();
     assert_eq!(names, ["compute_90", "sm_86", "sm_90"], "{codes:?}");
 
+    // doctor reads the same code, and says plainly that there is no NVIDIA driver here; with
+    // a GPU named (TORCH_CUDA_ARCH_LIST, as nvidia-smi would report it) it compares: 8.9 runs
+    // the sm_86 cubin, 12.0 the compute_90 PTX, 7.5 nothing.
+    let doctor = |extra: &[(&str, &str)]| {
+        rocbuild(
+            &[
+                "doctor",
+                "fakecuda",
+                "--no-load",
+                "--recipes",
+                recipes.to_str().unwrap(),
+                "--venv",
+                venv.to_str().unwrap(),
+            ],
+            &[&[("PATH", "/usr/bin:/bin"), ("TORCH_CUDA_ARCH_LIST", "")], extra].concat(),
+        )
+    };
+    let d = doctor(&[]);
+    eprintln!("doctor:\n{}{}", d.stdout, d.stderr);
+    assert!(d.stdout.contains("no NVIDIA driver here"), "{}", d.stdout);
+    assert!(d.stdout.contains("sm_86, sm_90, compute_90"), "{}", d.stdout);
+    let d = doctor(&[("TORCH_CUDA_ARCH_LIST", "8.9;12.0")]);
+    assert!(!d.stdout.contains("has no code for"), "{}", d.stdout);
+    let d = doctor(&[("TORCH_CUDA_ARCH_LIST", "7.5")]);
+    assert!(d.stdout.contains("fakecuda has no code for sm_75"), "{}", d.stdout);
+
     // The same cache, an arch CUDA 13 dropped: refused before anything is fetched.
     let bad = rocbuild(&[&common[..], &["--cuda-arch", "7.0"]].concat(), &env);
     assert_eq!(bad.code, 1, "{}", bad.stderr);

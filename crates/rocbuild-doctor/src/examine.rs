@@ -100,6 +100,7 @@ impl Examiner<'_> {
             findings.extend(checks::flavor::check(subject, t, &needed));
         }
         findings.extend(self.gpu(subject, &linkages));
+        findings.extend(self.cuda(subject, &linkages));
         findings.extend(checks::stale::check(
             site,
             subject,
@@ -369,6 +370,36 @@ impl Examiner<'_> {
                     .collect::<Vec<_>>()
             })
             .collect()
+    }
+
+    /// The NVIDIA GPU code of the package's libraries (their `.nv_fatbin`) against the GPUs
+    /// `nvidia-smi` (or `$TORCH_CUDA_ARCH_LIST`) names; nothing is asked when no library has any.
+    fn cuda(&self, subject: &Subject, linkages: &[Linkage]) -> Vec<Finding> {
+        let bins: Vec<(PathBuf, Vec<rocbuild_native::NvCode>)> = linkages
+            .iter()
+            .filter_map(|l| {
+                let codes = rocbuild_native::nv_fatbin_codes_of(&l.path).ok()?;
+                (!codes.is_empty()).then(|| (l.path.clone(), codes))
+            })
+            .collect();
+        if bins.is_empty() {
+            return Vec::new();
+        }
+        let os = self.machine.target.platform.os;
+        let g = rocbuild_probe::detect_cuda_gpu(&rocbuild_probe::ProbeEnv::from_process(), os);
+        let found_by = if g.archs.is_empty() {
+            g.steps.last().cloned().unwrap_or_default()
+        } else {
+            g.found_by.clone()
+        };
+        checks::cuda::check(
+            subject,
+            &checks::cuda::CudaFacts {
+                binaries: &bins,
+                gpus: &g.archs,
+                found_by,
+            },
+        )
     }
 
     fn gpu(&self, subject: &Subject, linkages: &[Linkage]) -> Vec<Finding> {

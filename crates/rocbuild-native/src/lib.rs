@@ -80,7 +80,7 @@ pub use elf::{exports_cxx11_abi, read_elf, ElfInfo};
 pub use exports::{symbol_hash, ExportIndex};
 pub use kpack::{expand as expand_kpack_pattern, kpack_search_paths};
 pub use macho::add_macho_rpaths;
-pub use nvfatbin::{nv_fatbin_codes, parse_nv_fatbin, NvCode, NvCodeKind};
+pub use nvfatbin::{nv_fatbin_codes, nv_fatbin_codes_of, parse_nv_fatbin, NvCode, NvCodeKind};
 pub use offload::{offload_targets, OffloadEntry, MAX_DECOMPRESSED};
 pub use pe::{pe_file_version, pe_machine, runtime_dll_names};
 pub use read::{

@@ -111,6 +111,26 @@ pub fn parse_nv_fatbin(section: &[u8]) -> Result<Vec<NvCode>, NativeError> {
     Ok(codes)
 }
 
+/// The GPU code in the `.nv_fatbin` of the file at `path`, mapped rather than read (a CUDA
+/// torch's libraries are gigabytes); empty for a file that is not ELF or has no such section.
+pub fn nv_fatbin_codes_of(path: &std::path::Path) -> Result<Vec<NvCode>, NativeError> {
+    let io = |source| NativeError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = fs_err::File::open(path).map_err(io)?;
+    if file.metadata().map_err(io)?.len() < 64 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: read-only and private, as in `read_binary_with`: a file truncated by someone else
+    // while it is read could fault, the accepted risk of every mmap-based binary reader.
+    let map = unsafe { memmap2::Mmap::map(file.file()) }.map_err(io)?;
+    if !map.starts_with(b"\x7fELF") {
+        return Ok(Vec::new());
+    }
+    nv_fatbin_codes(&map).map_err(|e| e.at(path))
+}
+
 /// The GPU code in an ELF file's `.nv_fatbin` section (empty when it has none).
 pub fn nv_fatbin_codes(bytes: &[u8]) -> Result<Vec<NvCode>, NativeError> {
     let elf = Elf::parse(bytes).map_err(|e| bad(format!("not an ELF file: {e}")))?;

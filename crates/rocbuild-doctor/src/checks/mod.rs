@@ -2,6 +2,7 @@
 //! every platform's logic runs in tests on any host.
 
 pub mod abi;
+pub mod cuda;
 pub mod ffmpeg;
 pub mod flavor;
 pub mod gpu;
