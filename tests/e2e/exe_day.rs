@@ -443,7 +443,7 @@ fn placeholder_tools(x: &Exe, dir: &Path) -> Vec<(&'static str, String)> {
     vec![("CC", cl.clone()), ("CXX", cl), ("WINEPATH", win(&tools))]
 }
 
-fn pairs(env: &[(&'static str, String)]) -> Vec<(&'static str, &str)> {
+fn pairs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
