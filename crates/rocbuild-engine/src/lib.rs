@@ -24,8 +24,9 @@ pub mod source;
 mod stage;
 mod step;
 mod toolchain;
-pub mod upstream;
 pub mod usecase;
+/// The upstream-release notice and unlisted releases: a use case's step (usecase/upstream.rs).
+pub use usecase::upstream;
 
 pub use command::Command;
 pub use error::{EngineError, Result};

@@ -188,14 +188,14 @@ fn build_with(
     }
     // A release the recipe does not list (`--version`, `--rev`) is resolved, or refused,
     // before anything else; what upstream has that the recipe lacks is said (issue 43).
-    let unlisted = crate::upstream::for_build(
+    let unlisted = super::upstream::for_build(
         req.recipe,
         &opts,
         &settings.cache,
         settings.mirror.as_deref(),
     )?;
     let recipe = unlisted.as_ref().unwrap_or(req.recipe);
-    let upstream = crate::upstream::notice_for(recipe, settings);
+    let upstream = super::upstream::notice_for(recipe, settings);
     if let (Some(n), false) = (&upstream, req.dry_run) {
         reporter.note(&format!("note: {}", n.line()));
     }

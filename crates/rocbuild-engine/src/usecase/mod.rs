@@ -5,6 +5,7 @@
 mod build;
 mod keep;
 mod publish;
+pub mod upstream;
 
 use std::path::PathBuf;
 

@@ -133,7 +133,7 @@ pub fn notice(recipe: &Recipe, cache: &Path, mirror: Option<&Path>) -> Option<No
 }
 
 /// [`notice`], unless the settings turn the check off (`ROCBUILD_UPSTREAM=off`).
-pub fn notice_for(recipe: &Recipe, settings: &crate::usecase::Settings) -> Option<Notice> {
+pub fn notice_for(recipe: &Recipe, settings: &super::Settings) -> Option<Notice> {
     settings
         .upstream
         .then(|| notice(recipe, &settings.cache, settings.mirror.as_deref()))
@@ -230,7 +230,7 @@ pub fn for_build(
 pub fn for_status(
     status: &mut rocbuild_venv::status::VenvStatus,
     recipes: &rocbuild_recipe::RecipeSet,
-    settings: &crate::usecase::Settings,
+    settings: &super::Settings,
 ) {
     for r in &mut status.recipes {
         if let Ok(recipe) = recipes.get(&r.recipe) {
