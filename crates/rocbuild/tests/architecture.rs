@@ -245,7 +245,7 @@ fn the_environment_is_read_only_in_the_settings_modules() {
                 "TWINE_USERNAME/TWINE_PASSWORD are twine's own: only whether they are set",
             ),
             (
-                "crates/rocbuild-engine/src/upstream.rs",
+                "crates/rocbuild-engine/src/usecase/upstream.rs",
                 "not yet moved: the index's URL for upstream releases (issue 43's)",
             ),
             (
