@@ -624,6 +624,7 @@ fn paused_at(
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("rocbuild.exe never paused at step {step}: {said:#?}");
 }
 
