@@ -881,7 +881,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it makes its repositories with the `git` command")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it makes its repositories with the `git` command"
+    )]
     fn only_the_nested_submodules_named_are_fetched() {
         let tmp = tempfile::tempdir().unwrap();
         let mirror = tmp.path().join("mirror");
@@ -966,7 +969,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it makes its repositories with the `git` command")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it makes its repositories with the `git` command"
+    )]
     fn a_broken_unrelated_ref_in_the_mirror_does_not_stop_the_release() {
         let tmp = tempfile::tempdir().unwrap();
         let (mirror, _, release) = broken_mirror(tmp.path());
@@ -1005,7 +1011,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it makes its repositories with the `git` command")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it makes its repositories with the `git` command"
+    )]
     fn a_mirror_without_the_release_says_so() {
         let tmp = tempfile::tempdir().unwrap();
         let (mirror, repo, _) = broken_mirror(tmp.path());
@@ -1241,7 +1250,10 @@ mod preflight_tests {
 
     /// A host that does not resolve fails within the limit, naming what works offline.
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it expects the mirror's path as a Unix host joins it")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it expects the mirror's path as a Unix host joins it"
+    )]
     fn an_unreachable_source_fails_fast_and_says_what_works_offline() {
         let t = tempfile::tempdir().unwrap();
         let source = crate::plan::SourcePlan::Git {

@@ -531,7 +531,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it plans a Linux build, whose paths a Windows host (which never builds for Linux) joins with `\\`")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it plans a Linux build, whose paths a Windows host (which never builds for Linux) joins with `\\`"
+    )]
     fn user_defines_come_last_and_name_another_build_tree() {
         let a = configured(Os::Linux, &BuildOptions::default());
         assert_eq!(a.defines["CMAKE_MAKE_PROGRAM"], "/usr/bin/ninja");

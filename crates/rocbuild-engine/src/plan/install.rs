@@ -126,7 +126,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it plans Linux and macOS builds, whose paths a Windows host (which never builds for them) joins with `\\`")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it plans Linux and macOS builds, whose paths a Windows host (which never builds for them) joins with `\\`"
+    )]
     fn each_os_links_its_own_way() {
         match planned(Os::Linux).link {
             Link::Runpath { entries } => {

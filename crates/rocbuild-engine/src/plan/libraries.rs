@@ -120,7 +120,10 @@ mod tests {
     /// `-D WITH_DNNL=OFF` builds without it. Elsewhere (aarch64 here) a oneDNN found in the
     /// venv is used where pip put it, through a RUNPATH; without one, OpenBLAS and Ruy.
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it plans a Linux build, whose paths a Windows host (which never builds for Linux) joins with `\\`")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it plans a Linux build, whose paths a Windows host (which never builds for Linux) joins with `\\`"
+    )]
     fn ctranslate2_takes_onednn_from_source_on_linux_x86_64_and_from_the_venv_elsewhere() {
         use crate::plan::testing::ctx;
         use crate::plan::{plan, BuildOptions};

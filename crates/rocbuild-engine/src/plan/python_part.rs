@@ -249,7 +249,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it plans a Linux build, whose paths a Windows host (which never builds for Linux) joins with `\\`")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it plans a Linux build, whose paths a Windows host (which never builds for Linux) joins with `\\`"
+    )]
     fn a_source_python_part_is_built_from_the_checkout() {
         let r = recipe("ctranslate2");
         let m = cpu_machine(Os::Linux);

@@ -144,7 +144,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it plans a Linux ROCm build, whose paths a Windows host (which never builds for Linux) joins with `\\`")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it plans a Linux ROCm build, whose paths a Windows host (which never builds for Linux) joins with `\\`"
+    )]
     fn a_rocm_torch_needs_its_root_for_the_native_package() {
         let mut m = machine(Os::Linux);
         let (mut d, mut e) = (BTreeMap::new(), BTreeMap::new());
