@@ -181,17 +181,29 @@ fn builds_a_cuda_library_with_the_toolkit_from_the_index() {
                 "--venv",
                 venv.to_str().unwrap(),
             ],
-            &[&[("PATH", "/usr/bin:/bin"), ("TORCH_CUDA_ARCH_LIST", "")], extra].concat(),
+            &[
+                &[("PATH", "/usr/bin:/bin"), ("TORCH_CUDA_ARCH_LIST", "")],
+                extra,
+            ]
+            .concat(),
         )
     };
     let d = doctor(&[]);
     eprintln!("doctor:\n{}{}", d.stdout, d.stderr);
     assert!(d.stdout.contains("no NVIDIA driver here"), "{}", d.stdout);
-    assert!(d.stdout.contains("sm_86, sm_90, compute_90"), "{}", d.stdout);
+    assert!(
+        d.stdout.contains("sm_86, sm_90, compute_90"),
+        "{}",
+        d.stdout
+    );
     let d = doctor(&[("TORCH_CUDA_ARCH_LIST", "8.9;12.0")]);
     assert!(!d.stdout.contains("has no code for"), "{}", d.stdout);
     let d = doctor(&[("TORCH_CUDA_ARCH_LIST", "7.5")]);
-    assert!(d.stdout.contains("fakecuda has no code for sm_75"), "{}", d.stdout);
+    assert!(
+        d.stdout.contains("fakecuda has no code for sm_75"),
+        "{}",
+        d.stdout
+    );
 
     // The same cache, an arch CUDA 13 dropped: refused before anything is fetched.
     let bad = rocbuild(&[&common[..], &["--cuda-arch", "7.0"]].concat(), &env);

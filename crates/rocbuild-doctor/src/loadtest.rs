@@ -297,7 +297,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: its interpreter is a `python3` script")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: its interpreter is a `python3` script"
+    )]
     fn reports_each_step_with_the_loaders_words() {
         let d = tempfile::tempdir().unwrap();
         let bogus = d.path().join("libnot.so");
@@ -326,7 +329,10 @@ mod tests {
 
     /// `open()` of a FIFO with no writer blocks: a real hang inside the loader call.
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: its interpreter is a `python3` script")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: its interpreter is a `python3` script"
+    )]
     fn a_hang_is_killed_and_named() {
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("libhang.so");
@@ -353,7 +359,10 @@ mod tests {
 
     /// A library whose constructor aborts: the child dies, rocbuild names the step.
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: its interpreter is a `python3` script")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: its interpreter is a `python3` script"
+    )]
     fn a_crash_names_the_step() {
         let d = tempfile::tempdir().unwrap();
         let src = d.path().join("boom.c");

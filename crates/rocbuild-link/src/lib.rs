@@ -377,7 +377,10 @@ mod tests {
     /// `<venv>/lib` (PyPI's data wheels put shared libraries there) is found relative to the
     /// library, like site-packages: a wheel of the build finds it in another venv too.
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it makes a Linux RUNPATH, which a Windows host never writes")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it makes a Linux RUNPATH, which a Windows host never writes"
+    )]
     fn the_venvs_own_lib_directory_is_relative() {
         let t = tempfile::tempdir().unwrap();
         let venv = t.path().join("venv");
@@ -423,7 +426,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it compiles its DLLs with `x86_64-w64-mingw32-gcc`")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it compiles its DLLs with `x86_64-w64-mingw32-gcc`"
+    )]
     fn preloads_the_dlls_the_artifacts_need_dependencies_first() {
         let tmp = tempfile::tempdir().unwrap();
         let bin = tmp.path().join("ffmpeg").join("bin");
@@ -521,7 +527,10 @@ print(json.dumps(calls))
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it makes Linux and macOS search paths, which a Windows host never writes")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it makes Linux and macOS search paths, which a Windows host never writes"
+    )]
     fn search_entries_per_platform() {
         let site = Path::new("/v/lib/python3.11/site-packages");
         let finds = [

@@ -660,15 +660,13 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
         (None, None)
     };
     let torch_is_rocm = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Rocm);
-    let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || opts.gpu_named || torch_is_rocm
-    {
+    let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || opts.gpu_named || torch_is_rocm {
         let env = ProbeEnv::from_process();
         let site = Some(python.site_packages.as_path());
         let sdks = discover_sdks(&env, os, site);
         let runtime = find_hip_runtime(&env, os, torch.as_ref().map(|t| t.lib.as_path()), site);
-        let want_gpu = opts.want_rocm
-            || opts.gpu_named
-            || (opts.want_rocm_with_rocm_torch && torch_is_rocm);
+        let want_gpu =
+            opts.want_rocm || opts.gpu_named || (opts.want_rocm_with_rocm_torch && torch_is_rocm);
         let gpu = want_gpu.then(|| {
             let tool_dirs: Vec<PathBuf> = sdks
                 .iter()

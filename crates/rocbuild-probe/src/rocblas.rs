@@ -44,8 +44,7 @@ pub fn tensile_candidates(
     if let Some(e) = env_override.filter(|e| !e.as_os_str().is_empty()) {
         v.push(e.to_path_buf());
     }
-    let real = dunce::canonicalize(library)
-        .unwrap_or_else(|_| library.to_path_buf());
+    let real = dunce::canonicalize(library).unwrap_or_else(|_| library.to_path_buf());
     let base = real
         .parent()
         .or_else(|| library.parent())

@@ -95,7 +95,13 @@ fn requested_lists_aliases_and_warnings() {
     assert_eq!(c.found_by, "--arch");
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
 
-    let c = resolve_archs(&GpuTargets::parse(&["gfx1100, gfx1101", "gfx1100"]), None, &sdk, None).unwrap();
+    let c = resolve_archs(
+        &GpuTargets::parse(&["gfx1100, gfx1101", "gfx1100"]),
+        None,
+        &sdk,
+        None,
+    )
+    .unwrap();
     assert_eq!(
         c.archs,
         s(&["gfx1100", "gfx1101"]),

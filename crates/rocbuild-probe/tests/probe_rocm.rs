@@ -42,7 +42,10 @@ fn probe_fills_rocm_fields_only_when_wanted() {
     // Targets named (`--arch`): nothing detected; they stay in the build's options.
     assert_eq!(
         (gpu.archs.clone(), gpu.steps.clone()),
-        (Vec::<String>::new(), vec!["--arch: given (no detection)".to_string()])
+        (
+            Vec::<String>::new(),
+            vec!["--arch: given (no detection)".to_string()]
+        )
     );
 
     // Without --arch the cascade runs and logs each step; the fake torch is not ROCm, so no

@@ -4,9 +4,8 @@
 use std::path::Path;
 
 use rocbuild_probe::{
-    GpuTargets,
-    choose_sdk, discover_sdks, find_hip_runtime, resolve_archs, ArchError, Os, ProbeEnv, RocmError,
-    SdkKind,
+    choose_sdk, discover_sdks, find_hip_runtime, resolve_archs, ArchError, GpuTargets, Os,
+    ProbeEnv, RocmError, SdkKind,
 };
 use rocbuild_testkit::rocm::{
     fake_debian_rocm, fake_debian_sid_rocm, fake_opt_rocm, fake_the_rock, fake_windows_hip_sdk,

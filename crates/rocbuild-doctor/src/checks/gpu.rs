@@ -406,7 +406,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "a Unix-host test: it examines a Linux ROCm under /opt, whose paths a Windows host joins with `\\`")]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it examines a Linux ROCm under /opt, whose paths a Windows host joins with `\\`"
+    )]
     fn rocblas_without_kernels_for_the_gpu() {
         let lib = Path::new("/opt/rocm-6.2/lib");
         let gpu = ["gfx1010:xnack-".to_string()];

@@ -134,7 +134,8 @@ pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
 
 pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
     let report =
-        match rocbuild_doctor::bundle(&a.files, &a.into, &a.search, &env::gpu_targets(&a.gpu_arch)) {
+        match rocbuild_doctor::bundle(&a.files, &a.into, &a.search, &env::gpu_targets(&a.gpu_arch))
+        {
             Ok(r) => r,
             Err(e) => return fail(e, a.json()),
         };
