@@ -266,6 +266,10 @@ mod tests {
 
     /// A real repository: lightweight and annotated tags, each with its commit.
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it makes its repositories with the `git` command"
+    )]
     fn a_repository_lists_its_tags_with_their_commits() {
         let d = tempfile::tempdir().unwrap();
         git(&["init", "-q"], d.path());
@@ -286,6 +290,10 @@ mod tests {
     /// answer stands. A day later, or with a damaged, foreign or linked file, it is asked
     /// again (and "unreachable" is an answer too).
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it makes its repositories with the `git` command"
+    )]
     fn the_answer_is_kept_for_a_day_and_a_bad_cache_file_is_ignored() {
         let d = tempfile::tempdir().unwrap();
         let repo = d.path().join("repo");

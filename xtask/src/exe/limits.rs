@@ -54,20 +54,6 @@ pub const LIMITS: &[Limit] = &[
         cause: Cause::Wine,
         why: "std's remove_dir_all of a tree with no open handle fails with error 145 (directory not empty) under Wine 8, whose delete lacks the POSIX semantics (FILE_DISPOSITION_POSIX_SEMANTICS) of Windows 10 1809+ on NTFS: a deleted file's name stays until its handle closes, so its directory is not empty yet",
     },
-    Limit {
-        krate: "rocbuild_venv",
-        test: "install::tests::roll_back_is_byte_identical_and_recover_undoes_a_killed_run",
-        kind: Kind::Fails,
-        cause: Cause::Wine,
-        why: "`.rocbuild/` is left: the lock file is removed while its handle is open, and Wine 8's DeleteFile keeps the name until the handle closes (Windows 10 1903+ on NTFS removes it at once: POSIX delete semantics), so the directory is not empty when it is removed",
-    },
-    Limit {
-        krate: "rocbuild_venv",
-        test: "lock::tests::a_second_lock_on_the_venv_fails_fast_or_waits_and_leaves_no_trace",
-        kind: Kind::Fails,
-        cause: Cause::Wine,
-        why: "as above: `.rocbuild/` is left because Wine 8 keeps an open file's name after DeleteFile",
-    },
 ];
 
 /// The listing for a test, if any.
