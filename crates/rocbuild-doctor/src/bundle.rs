@@ -291,20 +291,25 @@ pub fn bundle(
             provider,
         });
     }
+    Ok(report(into, copied, warnings))
+}
+
+/// The report of a bundle made: its totals and PyInstaller's binaries list.
+fn report(into: &Path, copied: Vec<Copied>, warnings: Vec<String>) -> BundleReport {
     let total_size = copied.iter().map(|c| c.size).sum();
     let binaries = copied
         .iter()
         .map(|c| (c.from.clone(), dest_dir(&c.to)))
         .collect();
     let runtime_loaded = runtime_loaded(&copied);
-    Ok(BundleReport {
+    BundleReport {
         into: into.to_path_buf(),
         copied,
         total_size,
         warnings,
         binaries,
         runtime_loaded,
-    })
+    }
 }
 
 fn size(n: u64) -> String {
