@@ -8,6 +8,7 @@ mod load;
 pub mod names;
 pub mod schema;
 pub mod template;
+pub mod test_suite;
 pub mod upstream;
 
 use std::collections::BTreeMap;
@@ -19,7 +20,7 @@ use serde::Serialize;
 
 pub use error::{line_col, nearest, RecipeError};
 pub use load::parse;
-pub use schema::{PythonFrom, RawRecipe, TorchCmake};
+pub use schema::{BuildSystem, PythonFrom, RawRecipe, TorchCmake};
 
 /// The compute backends a recipe may offer.
 pub const BACKEND_NAMES: &[&str] = &["cpu", "rocm", "cuda"];
@@ -105,6 +106,8 @@ pub struct ShippedPatch {
 /// The recipe's settings after overlays, for one (os, flavor, version).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Resolved {
+    /// `[build] system`: the last table that says wins.
+    pub build_system: schema::BuildSystem,
     pub cmake_source: String,
     pub generator: String,
     pub torch_cmake: Option<TorchCmake>,
@@ -319,6 +322,9 @@ impl Recipe {
 impl Resolved {
     fn apply(&mut self, o: &schema::Overlay) {
         if let Some(b) = &o.build {
+            if let Some(s) = b.system {
+                self.build_system = s;
+            }
             if let Some(s) = &b.cmake_source {
                 self.cmake_source = s.get_ref().clone();
             }

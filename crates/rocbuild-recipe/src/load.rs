@@ -12,6 +12,8 @@ use crate::schema::{Overlay, RawRecipe, Text};
 use crate::template;
 use crate::Recipe;
 
+mod test_table;
+
 const OS_NAMES: &[&str] = &["linux", "macos", "windows"];
 /// CPU architectures as Rust names them (`std::env::consts::ARCH`), for `[platform."os-arch"]`.
 const ARCH_NAMES: &[&str] = &[
@@ -237,7 +239,7 @@ impl Checker<'_> {
             self.specifier(key)?;
             self.overlay_body(overlay)?;
         }
-        Ok(())
+        self.test_table(raw)
     }
 
     /// `[dependency.NAME]`: it stands for an optional `[[needs.library]]` of that name, its

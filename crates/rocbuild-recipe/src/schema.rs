@@ -66,6 +66,9 @@ pub struct RawRecipe {
     /// only when asked (`--no-binary`); when none fits, the plan says why a build is needed.
     #[serde(default)]
     pub stock_wheel: Vec<StockWheel>,
+    /// `[test]`: upstream's own test suite, run by `rocbuild test` on the installed build.
+    #[serde(default)]
+    pub test: Option<Test>,
 }
 
 /// One kind of the index's wheels: for these OSes and releases, the torch flavours they load
@@ -419,6 +422,29 @@ impl Default for Needs {
     }
 }
 
+/// `[build] system`: the build system that turns the source into artifacts. Each is one
+/// implementation of the engine's `BuildSystem` trait; a new one is a variant here and a file
+/// there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BuildSystem {
+    /// The source's CMake project, configured, built and installed by rocbuild.
+    #[default]
+    Cmake,
+    /// The source's PEP 517 build backend (setuptools, scikit-build-core …), run by
+    /// `pip wheel --no-build-isolation` against the venv's own packages (its torch).
+    Pep517,
+}
+
+impl BuildSystem {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuildSystem::Cmake => "cmake",
+            BuildSystem::Pep517 => "pep517",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TorchCmake {
@@ -431,6 +457,9 @@ pub enum TorchCmake {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Build {
+    /// How the source becomes artifacts: `cmake` (the default) or `pep517` (the source's own
+    /// build backend, through `pip wheel --no-build-isolation`).
+    pub system: Option<BuildSystem>,
     /// Directory of the top-level CMakeLists.txt inside the source.
     pub cmake_source: Option<Text>,
     pub generator: Option<Text>,
@@ -583,4 +612,69 @@ impl Source {
             (None, None) => String::new(),
         }
     }
+}
+
+/// `[test]`: how upstream's own tests run against an installed build (`rocbuild test`). They
+/// are taken from the checkout the build was made from, copied into a folder of the run's own
+/// (so nothing of the checkout shadows the installed package), and run by pytest.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Test {
+    /// Folders and files of the checkout the tests need (tests and the resources they read),
+    /// relative to the checkout.
+    pub files: Vec<Text>,
+    /// What pytest needs beyond the venv (pip requirement strings), installed into an overlay
+    /// outside the venv when the venv lacks them.
+    #[serde(default)]
+    pub requirements: Vec<String>,
+    /// What pytest runs (paths or node ids, relative to the copied files) [default: all].
+    #[serde(default)]
+    pub run: Vec<String>,
+    /// What `--quick` runs instead: a smoke subset.
+    #[serde(default)]
+    pub quick: Vec<String>,
+    /// More pytest arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment of the test run.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Folders to create (relative to the copied files) before the run.
+    #[serde(default)]
+    pub dirs: Vec<Text>,
+    /// Which tests need a GPU: deselected when the venv's torch sees none.
+    #[serde(default)]
+    pub device: Option<TestDevice>,
+    /// Failures that are upstream's own, not the build's.
+    #[serde(default)]
+    pub known_failure: Vec<KnownFailure>,
+}
+
+/// `[test.device]`: the tests that need a GPU, by pytest marker or by `-k` expression.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct TestDevice {
+    /// A pytest marker (`-m "not MARKER"` deselects them).
+    pub marker: Option<String>,
+    /// A pytest `-k` expression (`-k "not (EXPR)"` deselects them).
+    pub keyword: Option<String>,
+}
+
+/// `[[test.known-failure]]`: a test that fails for a reason of upstream's (or the machine's),
+/// with where it applies.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct KnownFailure {
+    /// A pytest node id (`test/test_ops.py::test_x[cpu]`), `*` matching any text.
+    pub test: Text,
+    /// Why it fails, said beside it.
+    pub reason: String,
+    /// Releases it fails on (PEP 440) [default: all].
+    pub versions: Option<Text>,
+    /// Operating systems it fails on [default: all].
+    #[serde(default)]
+    pub os: Vec<Text>,
+    /// Torch flavours it fails with [default: all].
+    #[serde(default)]
+    pub flavors: Vec<Text>,
 }
