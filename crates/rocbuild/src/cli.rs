@@ -74,6 +74,10 @@ pub enum Command {
     /// has replaced rocbuild's build since its last install, their install is left as it is
     /// and only rocbuild's record (and its orphaned files) goes.
     Restore(RestoreArgs),
+    /// Run upstream's own tests on the installed build: from the source it was built from,
+    /// with the venv unchanged (test requirements go into an overlay removed after the run).
+    /// Exits 0 only when every failure is one the recipe knows.
+    Test(TestArgs),
     /// Make a wheel of the rebuilt package, to pip install on machines with the same torch.
     Wheel(WheelArgs),
     /// Upload the rebuilt package's wheel to a package index (twine: PyPI, devpi, pypiserver,
@@ -192,6 +196,27 @@ pub struct RestoreArgs {
     /// Fail at once when another rocbuild run is working on the venv, instead of waiting.
     #[arg(long)]
     pub no_wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// The recipe whose installed build to test.
+    pub recipe: String,
+    #[command(flatten)]
+    pub venv: VenvArg,
+    /// Only the recipe's smoke subset (`[test] quick`).
+    #[arg(long)]
+    pub quick: bool,
+    /// Also run the tests on the package index's wheel of the same release, in a scratch venv
+    /// that shares this venv's torch, and list the differences (regressions first).
+    #[arg(long)]
+    pub compare: bool,
+    /// Write pytest's JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

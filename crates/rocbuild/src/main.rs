@@ -174,6 +174,7 @@ fn wants_json(cli: &Cli) -> bool {
         Some(Command::Deps(a)) => a.json,
         Some(Command::Bundle(a)) => a.json(),
         Some(Command::Repair(a)) => a.json,
+        Some(Command::Test(a)) => a.json,
         Some(_) => false,
     }
 }
@@ -299,6 +300,7 @@ fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Some(Command::Schedule(a)) => keep::schedule(&a, g),
         Some(Command::Restore(a)) => keep::restore(&a),
         Some(Command::Wheel(a)) => keep::wheel(&a),
+        Some(Command::Test(a)) => commands::test::test(&load_recipes(g)?, &a, g),
         Some(Command::Publish(a)) => keep::publish(&a, g),
         Some(Command::Clean(a)) => keep::clean(&a, g),
         Some(Command::Doctor(a)) => doctor::doctor(&load_recipes(g)?, &a),

@@ -5,6 +5,7 @@
 mod build;
 mod keep;
 mod publish;
+pub mod test;
 pub mod upstream;
 
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 pub use build::{build, BuildRequest, Built};
 pub use keep::{rebuild, restore, status, wheel, RebuildRequest, Rebuilt, StatusReport};
 pub use publish::{publish, Published};
+pub use test::{test, TestReport, TestRequest};
 
 use rocbuild_probe::{Os, Venv};
 use rocbuild_venv::install::{self, Recovered};

@@ -4,3 +4,4 @@
 pub mod build;
 pub mod doctor;
 pub mod keep;
+pub mod test;

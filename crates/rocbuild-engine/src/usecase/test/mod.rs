@@ -1,0 +1,351 @@
+//! `rocbuild test RECIPE`: upstream's own tests, from the exact source the installed build
+//! was made from, run by the venv's Python against the installed build — and, with
+//! `--compare`, against the index's wheel of the same release in a scratch venv that shares
+//! the user's torch. The venv is never changed: what the tests need that it lacks goes into an
+//! overlay folder under the cache, removed with the run's other files when it ends.
+
+mod compare;
+pub mod error;
+mod junit;
+mod pytest;
+mod source;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rocbuild_probe::{Os, Venv};
+use rocbuild_recipe::schema::Test;
+use rocbuild_recipe::test_suite::{self, Known};
+use rocbuild_recipe::RecipeSet;
+use rocbuild_venv::manifest::{self, Manifest};
+use serde::Serialize;
+
+pub use compare::Differences;
+pub use error::TestError;
+pub use junit::{Case, Outcome};
+
+use crate::error::{EngineError, Result};
+use crate::usecase::{locate, Reporter, Settings};
+
+/// What `rocbuild test` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct TestRequest {
+    pub recipe: String,
+    /// The recipe's smoke subset (`[test] quick`).
+    pub quick: bool,
+    /// Where to write pytest's JUnit XML.
+    pub junit: Option<PathBuf>,
+    /// Run the same tests on the index's wheel of the release and compare.
+    pub compare: bool,
+    /// Each line pytest prints is passed on to the reporter.
+    pub progress: bool,
+}
+
+/// How one run went.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Tally {
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+}
+
+/// A failure the recipe knows, with its reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct KnownFailure {
+    pub test: String,
+    pub reason: String,
+}
+
+/// A failure the recipe does not know.
+#[derive(Debug, Clone, Serialize)]
+pub struct NewFailure {
+    pub test: String,
+    pub message: Option<String>,
+}
+
+/// What `--compare` found.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub enum Comparison {
+    /// The official wheel was tested too.
+    Ran {
+        wheel: String,
+        official: Tally,
+        differences: Differences,
+    },
+    /// No official wheel to compare with, and why.
+    Unavailable { why: String },
+}
+
+/// The result of `rocbuild test`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestReport {
+    pub recipe: String,
+    pub version: String,
+    pub commit: Option<String>,
+    /// Where the tests came from.
+    pub source: String,
+    pub quick: bool,
+    /// The venv's torch sees a GPU.
+    pub gpu: bool,
+    /// Device tests deselected because it does not (None: none deselected).
+    pub device_deselected: Option<u64>,
+    /// Requirements the venv lacked, installed into the overlay for this run.
+    pub overlay: Vec<String>,
+    pub tally: Tally,
+    pub known: Vec<KnownFailure>,
+    pub new_failures: Vec<NewFailure>,
+    /// Known failures of this release that passed.
+    pub known_passed: Vec<String>,
+    pub junit: Option<PathBuf>,
+    pub compare: Option<Comparison>,
+    pub seconds: u64,
+}
+
+impl TestReport {
+    /// Every failure is a known one.
+    pub fn ok(&self) -> bool {
+        self.new_failures.is_empty()
+    }
+}
+
+/// The run's own folder under the cache, removed when the run ends however it ends.
+struct RunDir(PathBuf);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = fs_err::remove_dir_all(&self.0);
+    }
+}
+
+/// Run `req.recipe`'s tests on the build installed in `venv`.
+pub fn test(
+    venv: &Venv,
+    recipes: &RecipeSet,
+    settings: &Settings,
+    req: &TestRequest,
+    reporter: &mut dyn Reporter,
+) -> Result<TestReport> {
+    let started = Instant::now();
+    let layout = locate(venv)?;
+    let m = manifest::read_checked(&layout.site, &req.recipe)?.ok_or_else(|| TestError::NotBuilt {
+        recipe: req.recipe.clone(),
+        venv: layout.root.display().to_string(),
+    })?;
+    let recipe = recipes.get(&m.recipe)?;
+    let t = recipe.raw.test.as_ref().ok_or_else(|| TestError::NoTestTable {
+        recipe: m.recipe.clone(),
+        file: recipe.file.clone(),
+    })?;
+    let py = rocbuild_probe::probe_python(venv, Os::current())?;
+    let src = source::find(recipe, &m, settings)?;
+    reporter.note(&format!("tests of {} {}: {} ({})", m.recipe, m.version, src.how, src.dir.display()));
+    let run = RunDir(settings.cache.join("test").join(format!("run-{}-{}", m.recipe, std::process::id())));
+    let _ = fs_err::remove_dir_all(&run.0);
+    let work = run.0.join("tests");
+    let files: Vec<String> = t.files.iter().map(|f| f.get_ref().clone()).collect();
+    source::copy_files(&src.dir, &work, &files, &m)?;
+    let overlay_dir = run.0.join("overlay");
+    fs_err::create_dir_all(&overlay_dir).map_err(EngineError::io("create", &overlay_dir))?;
+    let overlay = pytest::overlay(&py, &t.requirements, &overlay_dir)?;
+    if !overlay.is_empty() {
+        reporter.note(&format!(
+            "test requirements the venv lacks, in an overlay outside it (removed after the run): {}",
+            overlay.join(" ")
+        ));
+    }
+    let gpu = pytest::sees_gpu(&py.exe);
+    let plan = RunPlan::new(t, req, gpu, reporter);
+    let ours = plan.run(&py.exe, &work, &overlay_dir, &run.0.join("junit.xml"), &m.recipe, req.progress, reporter)?;
+    if let Some(to) = &req.junit {
+        fs_err::copy(run.0.join("junit.xml"), to).map_err(EngineError::io("write the JUnit XML to", to))?;
+    }
+    let os = Os::current().as_str();
+    let known = test_suite::known_failures(t, &m.version, os, &m.flavor);
+    let compare = if req.compare {
+        Some(compared(&py, &layout.site, &m, recipe, &files, &src.dir, &run.0, &plan, &ours.cases, req, reporter)?)
+    } else {
+        None
+    };
+    Ok(summarize(&m, src.how, req, gpu, ours, overlay, &known, compare, started))
+}
+
+/// The pytest arguments of this run (less the JUnit file), its environment and the folders
+/// it creates.
+struct RunPlan {
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    dirs: Vec<String>,
+    /// The device tests are deselected.
+    deselects_device: bool,
+}
+
+/// One pytest run read back.
+struct Results {
+    cases: Vec<Case>,
+    /// How many device tests pytest deselected (None: none were).
+    device_deselected: Option<u64>,
+}
+
+impl RunPlan {
+    fn new(t: &Test, req: &TestRequest, gpu: bool, reporter: &mut dyn Reporter) -> RunPlan {
+        let mut args: Vec<String> = vec!["-p".into(), "no:cacheprovider".into(), "-rN".into()];
+        args.extend(t.args.iter().cloned());
+        let deselects_device = !gpu && t.device.is_some();
+        if let (false, Some(d)) = (gpu, &t.device) {
+            match (&d.marker, &d.keyword) {
+                (Some(m), _) => args.extend(["-m".into(), format!("not {m}")]),
+                (None, Some(k)) => args.extend(["-k".into(), format!("not ({k})")]),
+                (None, None) => {}
+            }
+        }
+        let targets = if req.quick && t.quick.is_empty() {
+            reporter.note("the recipe names no quick subset ([test] quick): running all its tests");
+            &t.run
+        } else if req.quick {
+            &t.quick
+        } else {
+            &t.run
+        };
+        args.extend(targets.iter().cloned());
+        RunPlan {
+            args,
+            env: t.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            dirs: t.dirs.iter().map(|d| d.get_ref().clone()).collect(),
+            deselects_device,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        python: &Path,
+        work: &Path,
+        overlay: &Path,
+        junit_file: &Path,
+        recipe: &str,
+        progress: bool,
+        reporter: &mut dyn Reporter,
+    ) -> Result<Results> {
+        for d in &self.dirs {
+            let p = work.join(d);
+            fs_err::create_dir_all(&p).map_err(EngineError::io("create", &p))?;
+        }
+        let mut args = self.args.clone();
+        args.push(format!("--junitxml={}", junit_file.display()));
+        let ran = pytest::run(python, work, overlay, &args, &self.env, &mut |l| {
+            if progress {
+                reporter.note(l);
+            }
+        })?;
+        if let Some(e) = pytest::could_not_run(recipe, &ran) {
+            return Err(e.into());
+        }
+        let xml = fs_err::read_to_string(junit_file).unwrap_or_default();
+        Ok(Results {
+            cases: junit::parse(&xml),
+            device_deselected: self.deselects_device.then_some(ran.deselected),
+        })
+    }
+}
+
+fn tally(cases: &[Case]) -> Tally {
+    let n = |o: Outcome| cases.iter().filter(|c| c.outcome == o).count();
+    Tally {
+        passed: n(Outcome::Passed),
+        failed: n(Outcome::Failed),
+        skipped: n(Outcome::Skipped),
+    }
+}
+
+/// `--compare`: the same tests with the index's wheel, in a scratch venv under the run's folder.
+#[allow(clippy::too_many_arguments)]
+fn compared(
+    py: &rocbuild_probe::Python,
+    user_site: &Path,
+    m: &Manifest,
+    recipe: &rocbuild_recipe::Recipe,
+    files: &[String],
+    src: &Path,
+    run: &Path,
+    plan: &RunPlan,
+    ours: &[Case],
+    req: &TestRequest,
+    reporter: &mut dyn Reporter,
+) -> Result<Comparison> {
+    let pkg = &recipe.raw.package;
+    reporter.note(&format!("--compare: the index's wheel of {}=={} in a scratch venv sharing this venv's torch", pkg.distribution, m.version));
+    let scratch = match compare::prepare(py, user_site, &run.join("official-venv"), &pkg.distribution, &m.version, &pkg.import_dir)? {
+        Ok(s) => s,
+        Err(why) => {
+            reporter.note(&format!("--compare: {why}: nothing to compare with"));
+            return Ok(Comparison::Unavailable { why });
+        }
+    };
+    let work = run.join("official-tests");
+    source::copy_files(src, &work, files, m)?;
+    let theirs = plan.run(&scratch.python, &work, &run.join("overlay"), &run.join("official.xml"), &m.recipe, req.progress, reporter)?;
+    Ok(Comparison::Ran {
+        wheel: scratch.wheel,
+        official: tally(&theirs.cases),
+        differences: compare::differences(ours, &theirs.cases),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn summarize(
+    m: &Manifest,
+    source: String,
+    req: &TestRequest,
+    gpu: bool,
+    ours: Results,
+    overlay: Vec<String>,
+    known: &[Known],
+    compare: Option<Comparison>,
+    started: Instant,
+) -> TestReport {
+    let mut known_hit = Vec::new();
+    let mut new_failures = Vec::new();
+    for c in ours.cases.iter().filter(|c| c.outcome == Outcome::Failed) {
+        match known.iter().find(|k| test_suite::matches(&k.test, &c.id)) {
+            Some(k) => known_hit.push(KnownFailure {
+                test: c.id.clone(),
+                reason: k.reason.clone(),
+            }),
+            None => new_failures.push(NewFailure {
+                test: c.id.clone(),
+                message: c.message.clone(),
+            }),
+        }
+    }
+    let known_passed = known
+        .iter()
+        .filter(|k| {
+            let mut hits = ours.cases.iter().filter(|c| test_suite::matches(&k.test, &c.id));
+            let mut any = false;
+            let all_passed = hits.all(|c| {
+                any = true;
+                c.outcome == Outcome::Passed
+            });
+            any && all_passed
+        })
+        .map(|k| k.test.clone())
+        .collect();
+    TestReport {
+        recipe: m.recipe.clone(),
+        version: m.version.clone(),
+        commit: m.source_commit.clone(),
+        source,
+        quick: req.quick,
+        gpu,
+        device_deselected: ours.device_deselected,
+        overlay,
+        tally: tally(&ours.cases),
+        known: known_hit,
+        new_failures,
+        known_passed,
+        junit: req.junit.clone(),
+        compare,
+        seconds: started.elapsed().as_secs(),
+    }
+}

@@ -1,0 +1,173 @@
+//! The source the installed build was made from, for its tests: the build's own checkout in
+//! the cache when it is still there (its stamp names the recorded commit), else the recorded
+//! commit fetched again (the cache's clone, the mirror, the URL) into a checkout of the
+//! test's own; then the recipe's `[test] files` copied into the run's folder.
+
+use std::path::{Path, PathBuf};
+
+use rocbuild_recipe::{Recipe, SubmoduleSel};
+use rocbuild_venv::manifest::Manifest;
+
+use super::error::TestError;
+use crate::error::{EngineError, Result};
+use crate::usecase::Settings;
+
+/// Where the tests' source is, and how it was found (said to the user).
+pub struct TestSource {
+    pub dir: PathBuf,
+    pub how: String,
+}
+
+/// The source of the build `m` of `recipe`.
+pub fn find(recipe: &Recipe, m: &Manifest, s: &Settings) -> Result<TestSource> {
+    let gone = |reason: String, help: String| -> EngineError {
+        TestError::SourceGone {
+            recipe: m.recipe.clone(),
+            version: m.version.clone(),
+            reason,
+            help,
+        }
+        .into()
+    };
+    let rebuild = format!(
+        "rebuild it (rocbuild {} --version {}), which fetches the source again, then run the tests",
+        m.recipe, m.version
+    );
+    let src = s.cache.join("src");
+    match (&m.source_commit, &m.source_url) {
+        (Some(commit), Some(url)) => {
+            if let Some(dir) = stamped_checkout(&src, &m.recipe, commit) {
+                return Ok(TestSource {
+                    dir,
+                    how: format!("the build's checkout of {}", short(commit)),
+                });
+            }
+            fetch(url, commit, m, s).map_err(|e| {
+                gone(
+                    format!("commit {commit} of {url}: {}", first_line(&e.to_string())),
+                    format!("make {url} reachable, or point ROCBUILD_MIRROR at a mirror that holds commit {commit}; or {rebuild}"),
+                )
+            })
+        }
+        (None, Some(url)) if recipe.raw.source.sdist.is_some() => {
+            let prefix = format!("{}-{}-", m.recipe, crate::paths::sanitize(&m.version));
+            match entries(&src).into_iter().find(|p| file_name(p).starts_with(&prefix)) {
+                Some(dir) => Ok(TestSource {
+                    how: format!("the build's unpacked sdist ({url})"),
+                    dir: sdist_root(&dir),
+                }),
+                None => Err(gone(
+                    format!("the unpacked sdist is not under {}", src.display()),
+                    rebuild,
+                )),
+            }
+        }
+        (None, Some(dir)) if Path::new(dir).is_dir() => Ok(TestSource {
+            dir: PathBuf::from(dir),
+            how: format!("the source folder it was built from ({dir})"),
+        }),
+        _ => Err(gone(
+            "its manifest records no source commit".into(),
+            rebuild,
+        )),
+    }
+}
+
+/// A checkout of the build under `src` whose stamp names `commit` (patched or not: the
+/// build's own source).
+fn stamped_checkout(src: &Path, recipe: &str, commit: &str) -> Option<PathBuf> {
+    let prefix = format!("{recipe}-");
+    entries(src).into_iter().find(|dir| {
+        file_name(dir).starts_with(&prefix)
+            && !file_name(dir).ends_with(".partial")
+            && fs_err::read_to_string(dir.join(".rocbuild-commit"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next().map(str::to_string))
+                .as_deref()
+                == Some(commit)
+    })
+}
+
+fn fetch(url: &str, commit: &str, m: &Manifest, s: &Settings) -> Result<TestSource> {
+    let git_cache = s.cache.join("git");
+    let (repo, oid) =
+        crate::source::fetch_commit(&git_cache, url, commit, s.mirror.as_deref(), &|_, _| {})?;
+    let dir = s
+        .cache
+        .join("test")
+        .join("src")
+        .join(format!("{}-{}", m.recipe, short(commit)));
+    let fetcher = crate::source::Fetcher {
+        git_cache: &git_cache,
+        mirror: s.mirror.as_deref(),
+        progress: &|_, _| {},
+    };
+    crate::source::checkout(&repo, oid, &dir, url, &SubmoduleSel::None, &fetcher)?;
+    Ok(TestSource {
+        dir,
+        how: format!("commit {} fetched again (the build's checkout was cleaned)", short(commit)),
+    })
+}
+
+/// An sdist unpacks to one folder (`name-version/`): its root is that folder.
+fn sdist_root(dir: &Path) -> PathBuf {
+    let inner = entries(dir);
+    match inner.as_slice() {
+        [one] if one.is_dir() => one.clone(),
+        _ => dir.to_path_buf(),
+    }
+}
+
+/// Copy `files` (relative to `from`, checked at load to stay inside) to the same paths under
+/// `to`: regular files and folders only; links are not followed (a checkout's link could
+/// point anywhere).
+pub fn copy_files(from: &Path, to: &Path, files: &[String], m: &Manifest) -> Result<()> {
+    for f in files {
+        let src = from.join(f);
+        let md = fs_err::symlink_metadata(&src).map_err(|_| TestError::MissingFile {
+            recipe: m.recipe.clone(),
+            version: m.version.clone(),
+            file: f.clone(),
+            source_dir: from.display().to_string(),
+        })?;
+        copy_tree(&src, &to.join(f), &md)?;
+    }
+    Ok(())
+}
+
+fn copy_tree(src: &Path, dst: &Path, md: &std::fs::Metadata) -> Result<()> {
+    if md.is_dir() {
+        fs_err::create_dir_all(dst).map_err(EngineError::io("create", dst))?;
+        for e in fs_err::read_dir(src).map_err(EngineError::io("read", src))? {
+            let e = e.map_err(EngineError::io("read", src))?;
+            let md = fs_err::symlink_metadata(e.path()).map_err(EngineError::io("read", &e.path()))?;
+            copy_tree(&e.path(), &dst.join(e.file_name()), &md)?;
+        }
+    } else if md.is_file() {
+        if let Some(p) = dst.parent() {
+            fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
+        }
+        fs_err::copy(src, dst).map_err(EngineError::io("copy", src))?;
+    }
+    Ok(())
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs_err::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+pub fn short(commit: &str) -> &str {
+    &commit[..12.min(commit.len())]
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
