@@ -41,6 +41,7 @@ mod schedule;
 mod secrets;
 mod signals;
 mod status;
+mod test_suite;
 mod the_rock;
 mod upstream;
 mod uv_venv;

@@ -74,7 +74,7 @@ pub fn prepare(
     }
     let python = rocbuild_probe::python_in_venv(dir, os);
     let load = Command::new(&python)
-        .args(["-c", &format!("import torch, {import}")])
+        .args(["-c", &format!("import {import}")])
         .to_duct()
         .stdout_capture()
         .stderr_capture()

@@ -127,15 +127,16 @@ pub fn test(
     reporter: &mut dyn Reporter,
 ) -> Result<TestReport> {
     let started = Instant::now();
-    let layout = locate(venv)?;
-    let m = manifest::read_checked(&layout.site, &req.recipe)?.ok_or_else(|| TestError::NotBuilt {
-        recipe: req.recipe.clone(),
-        venv: layout.root.display().to_string(),
-    })?;
-    let recipe = recipes.get(&m.recipe)?;
+    // The recipe first: one without tests is said before anything of the venv is read.
+    let recipe = recipes.get(&req.recipe)?;
     let t = recipe.raw.test.as_ref().ok_or_else(|| TestError::NoTestTable {
-        recipe: m.recipe.clone(),
+        recipe: recipe.name().to_string(),
         file: recipe.file.clone(),
+    })?;
+    let layout = locate(venv)?;
+    let m = manifest::read_checked(&layout.site, recipe.name())?.ok_or_else(|| TestError::NotBuilt {
+        recipe: recipe.name().to_string(),
+        venv: layout.root.display().to_string(),
     })?;
     let py = rocbuild_probe::probe_python(venv, Os::current())?;
     let src = source::find(recipe, &m, settings)?;

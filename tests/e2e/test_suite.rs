@@ -1,0 +1,179 @@
+//! `rocbuild test`: upstream's own tests run on the installed build (issue 42). The fixture
+//! package carries an upstream-style pytest suite in its source (tests/fixture/fakecodec/test:
+//! one pass, one known failure, one new failure, one GPU test); the real binary builds it
+//! into a real venv, then runs that suite from the commit the build recorded.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+
+/// The recipe's `[test]` table for the fixture.
+const TEST_TABLE: &str = r#"
+[test]
+files = ["test"]
+requirements = ["pytest"]
+quick = ["test/test_fakecodec.py::test_decodes_a_wav"]
+env = { FAKECODEC_TESTING = "1" }
+dirs = ["test/output"]
+
+[test.device]
+marker = "needs_gpu"
+
+[[test.known-failure]]
+test = "test/test_fakecodec.py::test_upstream_expectation"
+reason = "upstream expects 5 on every build (fixture's own bug)"
+versions = ">=1.0"
+
+[[test.known-failure]]
+test = "test/test_fakecodec.py::test_decodes_a_wav"
+reason = "applies to 0.9 only: must not hide anything on 1.0.0"
+versions = "<1.0"
+"#;
+
+/// pytest and its dependencies, fetched once by `cargo xtask` (setup: cache/wheels/pytest).
+fn pytest_wheels() -> Option<PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cache/wheels/pytest");
+    let has = std::fs::read_dir(&d).ok()?.flatten().any(|e| {
+        e.file_name().to_string_lossy().starts_with("pytest-")
+    });
+    has.then_some(d)
+}
+
+/// The fixture world with the [test] table and pytest's wheels beside the fixture's.
+fn world(init: Option<&str>) -> Option<World> {
+    let Some(pytest) = pytest_wheels() else {
+        eprintln!("SKIPPED: no pytest wheels under cache/wheels/pytest (cargo xtask test fetches them)");
+        return None;
+    };
+    let w = World::new(DECODE_WAV);
+    let recipe = w.recipes.join("fakecodec.toml");
+    let mut text = std::fs::read_to_string(&recipe).unwrap();
+    text.push_str(TEST_TABLE);
+    std::fs::write(&recipe, text).unwrap();
+    for e in std::fs::read_dir(&pytest).unwrap().flatten() {
+        std::fs::copy(e.path(), w.wheels.join(e.file_name())).unwrap();
+    }
+    if let Some(init) = init {
+        std::fs::remove_file(w.wheels.join("fakecodec-1.0.0-py3-none-any.whl")).unwrap();
+        make_wheel_with(&w.wheels, "fakecodec", "1.0.0", init.as_bytes().to_vec());
+    }
+    ok(&w.build(&[]));
+    Some(w)
+}
+
+fn runs_left(cache: &Path) -> Vec<String> {
+    std::fs::read_dir(cache.join("test"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("run-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_suite_runs_on_the_build_known_and_new_failures_told_apart() {
+    let Some(w) = world(None) else { return };
+    let venv_before = tree_state(&w.venv);
+    let junit = w.tmp.path().join("out/junit.xml");
+    std::fs::create_dir_all(junit.parent().unwrap()).unwrap();
+    let t0 = std::time::Instant::now();
+    let out = w.cmd(&["test", "fakecodec", "--junit", junit.to_str().unwrap()], &[]);
+    eprintln!("rocbuild test fakecodec: {:.1} s", t0.elapsed().as_secs_f64());
+    let all = format!("{}\n{}", out.stdout, out.stderr);
+    // A new failure: exit 1, and it is named with pytest's message.
+    assert_eq!(out.code, 1, "{all}");
+    assert!(out.stdout.contains("NEW FAILURE: test.test_fakecodec.test_reference_backend"), "{all}");
+    assert!(
+        out.stdout.contains("known failure: test.test_fakecodec.test_upstream_expectation (upstream expects 5"),
+        "{all}"
+    );
+    assert!(out.stdout.contains("device tests: the venv's torch sees no GPU: 1 deselected"), "{all}");
+    assert!(
+        out.stdout.contains("fakecodec 1.0.0: 1 passed, 2 failed (1 known, 1 new), 0 skipped"),
+        "{all}"
+    );
+    // Progress: pytest's own lines, and where the tests came from.
+    assert!(out.stderr.contains("test/test_fakecodec.py"), "{all}");
+    assert!(out.stderr.contains(&format!("the build's checkout of {}", &w.commit[..12])), "{all}");
+    // The requirements went into the overlay, not the venv; the venv is byte for byte as it was.
+    assert!(out.stderr.contains("in an overlay outside it (removed after the run): pytest"), "{all}");
+    assert_eq!(tree_state(&w.venv), venv_before, "the venv changed");
+    assert!(runs_left(&w.cache).is_empty(), "the run's folder is removed");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("test_reference_backend") && xml.contains("<failure"), "{xml}");
+
+    // --quick --json: the smoke subset passes: exit 0.
+    let out = w.cmd(&["test", "fakecodec", "--quick", "--json"], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(j["tally"]["passed"], 1, "{j}");
+    assert_eq!(j["tally"]["failed"], 0, "{j}");
+    assert_eq!(j["quick"], true);
+    assert_eq!(j["commit"], w.commit.as_str());
+
+    // The build's checkout cleaned: the recorded commit is checked out again from the cache's
+    // clone, and the same tests run.
+    std::fs::remove_dir_all(w.cache.join("src")).unwrap();
+    let out = w.cmd(&["test", "fakecodec", "--quick"], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("fetched again"), "{}", out.stderr);
+    assert_eq!(tree_state(&w.venv), venv_before, "the venv changed");
+}
+
+/// The Python part of a package whose index wheel carries no loadable library (the
+/// fixture's wheel holds a stand-in file): it falls back to pure-Python reference code.
+const INIT_WITH_REFERENCE: &str = r#"import ctypes, os, wave
+_here = os.path.dirname(os.path.abspath(__file__))
+_core = None
+ffmpeg_major = None
+for _major in (9, 8, 7, 6, 5, 4):
+    _path = os.path.join(_here, "libfakecodec_core%d.so" % _major)
+    if os.path.exists(_path):
+        try:
+            _core = ctypes.CDLL(_path)
+            ffmpeg_major = _major
+            break
+        except OSError:
+            pass
+
+def backend():
+    return "native" if _core is not None else "reference"
+
+def count_samples(path):
+    if _core is None:
+        with wave.open(path) as w:
+            return w.getnframes()
+    return _core.fakecodec_count_samples(path.encode())
+
+def torch_check():
+    return 4 if _core is None else _core.fakecodec_torch_check()
+"#;
+
+#[test]
+fn compare_lists_what_passes_with_the_official_wheel_and_fails_with_the_rebuild() {
+    let Some(w) = world(Some(INIT_WITH_REFERENCE)) else { return };
+    let venv_before = tree_state(&w.venv);
+    let out = w.cmd(&["test", "fakecodec", "--compare"], &[]);
+    let all = format!("{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 1, "{all}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(
+        lines[0..2].iter().any(|l| l.starts_with("REGRESSION: test.test_fakecodec.test_reference_backend")),
+        "regressions come first:\n{all}"
+    );
+    assert!(
+        out.stdout.contains("compare: official fakecodec==1.0.0: 2 passed, 1 failed, 0 skipped; 1 regressions"),
+        "{all}"
+    );
+    assert_eq!(tree_state(&w.venv), venv_before, "the venv changed");
+    assert!(runs_left(&w.cache).is_empty(), "the scratch venv is removed");
+
+    // No wheel of the release on the index: said, and the rebuild's own result stands.
+    std::fs::remove_file(w.wheels.join("fakecodec-1.0.0-py3-none-any.whl")).unwrap();
+    let out = w.cmd(&["test", "fakecodec", "--compare", "--json"], &[]);
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(j["compare"]["state"], "unavailable", "{j}");
+    assert!(j["compare"]["why"].as_str().unwrap().contains("no wheel of fakecodec==1.0.0"), "{j}");
+}
