@@ -465,7 +465,6 @@ fn strs(v: &[String]) -> Vec<&str> {
 /// a native child (the recipe's check imports it and runs its torch op); `status` says
 /// fresh; `restore` gives the venv back byte for byte.
 #[test]
-#[ignore = "known bug, issue 39: rocbuild.exe installs a prebuilt wheel's Python part with pip run by the venv's python.exe, and the embeddable CPython has no pip (`No module named pip`); fails there until the wheel installer of rocbuild-venv takes over"]
 fn exe_installs_a_teams_windows_wheel_from_pypiserver_and_restores_it() {
     let Some(x) = exe_world() else { return };
     let team = team(&x);
@@ -538,7 +537,6 @@ fn venv_with_pips_winext(x: &Exe, team: &Team, dir: &Path) -> (PathBuf, BTreeMap
 /// was (not a journal, not a staging folder); with the kernel closed, the same command
 /// installs. Then the same for `restore` while a kernel holds rocbuild's build.
 #[test]
-#[ignore = "known bug, issue 39: rocbuild.exe installs a prebuilt wheel's Python part with pip run by the venv's python.exe, and the embeddable CPython has no pip (`No module named pip`); fails there until the wheel installer of rocbuild-venv takes over"]
 fn exe_refuses_to_replace_a_dll_a_running_python_holds_and_changes_nothing() {
     let Some(x) = exe_world() else { return };
     let team = team(&x);
@@ -661,7 +659,6 @@ fn signal(child: &Child, sig: &str) {
 /// (`status`) finds the journal and rolls it back. Both times the venv is byte for byte
 /// pip's again.
 #[test]
-#[ignore = "known bug, issue 39: rocbuild.exe installs a prebuilt wheel's Python part with pip run by the venv's python.exe, and the embeddable CPython has no pip (`No module named pip`); fails there until the wheel installer of rocbuild-venv takes over"]
 fn exe_install_stopped_by_ctrl_c_or_killed_is_rolled_back() {
     let Some(x) = exe_world() else { return };
     let team = team(&x);

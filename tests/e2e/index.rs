@@ -69,8 +69,10 @@ fn a_fresh_machine_installs_from_the_index_without_compiling_and_another_torch_b
     );
     let simple = format!("{}simple/", index.url);
 
-    // Machine B: a fresh venv with the same torch, a fresh cache.
+    // Machine B: a fresh venv with the same torch, a fresh cache, and no pip in it (as the
+    // embeddable CPython of a Windows app has none): rocbuild copies the checked wheel itself.
     let b = World::new(DECODE_WAV);
+    run(Command::new(b.venv.join("bin/python")).args(["-m", "pip", "uninstall", "-y", "-q", "pip"]));
     let before = tree_state(&b.venv);
     let dry = b.cmd(&["fakecodec", "--index", &simple, "--dry-run"], &[]);
     ok(&dry);
@@ -105,6 +107,11 @@ fn a_fresh_machine_installs_from_the_index_without_compiling_and_another_torch_b
         out.stdout
     );
     nothing_compiled(&b);
+    let installer = std::fs::read_to_string(
+        b.site
+            .join("fakecodec-1.0.0+cpu.ffmpeg{major}.torch2.9.1.dist-info/INSTALLER".replace("{major}", &major.to_string())),
+    );
+    assert_eq!(installer.ok().as_deref(), Some("rocbuild\n"), "the Python part was not copied by rocbuild");
     let m = manifest(&b);
     let url = m["source_url"].as_str().unwrap().to_string();
     assert!(

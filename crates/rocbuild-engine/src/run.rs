@@ -14,7 +14,7 @@ use rocbuild_venv::manifest::{self, sha256_file, Manifest};
 
 use crate::from_run::FromRun;
 use crate::interrupt;
-use crate::plan::{Plan, SourcePlan};
+use crate::plan::{PartInstall, Plan, PythonPart, SourcePlan};
 use crate::source;
 use crate::step::{Background, RunLog, Verbosity};
 use rocbuild_venv::ownership::{self, Package};
@@ -280,13 +280,20 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
     // transaction's staging area while CMake works (the transaction is abandoned, the venv
     // untouched, if the build fails).
     let early = match &plan.python_part {
-        Some(pp) if pp.build.is_none() && pp.extension.is_none() => {
+        Some(
+            pp @ PythonPart {
+                install: PartInstall::Pip(install),
+                build: None,
+                extension: None,
+                ..
+            },
+        ) => {
             let created = install::begin(site)?;
             log.note(&format!(
                 "python part: {}=={} (pip, --no-deps, beside the build)",
                 pp.distribution, pp.version
             ));
-            match log.start("pip install (python part)", &pp.install) {
+            match log.start("pip install (python part)", install) {
                 Ok(bg) => Some(EarlyPip { created, bg }),
                 Err(e) => {
                     install::abandon(site, created);

@@ -13,7 +13,7 @@ use rocbuild_venv::{record, txn_fs, walk};
 
 use crate::error::{EngineError, Result};
 use crate::link::{self, Link};
-use crate::plan::Plan;
+use crate::plan::{PartInstall, Plan, PythonPart};
 use crate::step::{Background, RunLog};
 
 /// What staging leaves for the swap.
@@ -73,6 +73,39 @@ pub(crate) fn stage(
         park: s.park,
         installed: s.installed,
     })
+}
+
+/// The Python part into its staging directory: by pip, or, for a wheel rocbuild already
+/// checked and unpacked, copied by rocbuild against the wheel's RECORD (no pip needed).
+fn install_part(log: &mut RunLog, pp: &PythonPart) -> Result<Vec<String>> {
+    match &pp.install {
+        PartInstall::Pip(cmd) => {
+            log.note(&format!(
+                "python part: {}=={} (pip, --no-deps)",
+                pp.distribution, pp.version
+            ));
+            log.run("pip install (python part)", cmd)
+        }
+        PartInstall::Unpacked { unpacked } => {
+            let done = rocbuild_venv::wheel_install::install_unpacked(
+                unpacked,
+                &pp.target,
+                &pp.distribution,
+            )?;
+            log.note(&format!(
+                "python part: {}=={} copied from the checked wheel ({} files, each against its RECORD{})",
+                pp.distribution,
+                pp.version,
+                done.files.len(),
+                if done.dropped.is_empty() {
+                    String::new()
+                } else {
+                    format!("; not installed, as with pip --target: {}", done.dropped.join(", "))
+                }
+            ));
+            Ok(Vec::new())
+        }
+    }
 }
 
 /// `[python] from = "extension"`: rocbuild's CMake project compiles the module and installs
@@ -214,13 +247,7 @@ impl Stager<'_> {
         }
         match pip.take() {
             Some(bg) => log.finish(bg)?,
-            None => {
-                log.note(&format!(
-                    "python part: {}=={} (pip, --no-deps)",
-                    pp.distribution, pp.version
-                ));
-                log.run("pip install (python part)", &pp.install)?
-            }
+            None => install_part(log, pp)?,
         };
         let libs = globset(&self.plan.install.python_libs)?;
         for (rel, abs) in walk(&pp.target) {

@@ -100,6 +100,13 @@ pub enum VenvError {
         packages: String,
     },
 
+    #[error("the unpacked wheel {path} was not installed: {why}")]
+    #[diagnostic(
+        code(rocbuild::wheel::tampered),
+        help("its files must be exactly those its RECORD lists, with those hashes: something changed them after rocbuild checked the download, or the wheel was built wrong. Remove {path} (rocbuild unpacks the wheel again from its checked download) and run again; nothing in the venv was changed")
+    )]
+    BadWheel { path: String, why: String },
+
     #[error("{root} is not a venv: {reason}")]
     #[diagnostic(code(rocbuild::probe::not_a_venv))]
     NotAVenv {

@@ -21,6 +21,7 @@ pub mod state_key;
 pub mod status;
 pub mod txn_fs;
 pub mod wheel;
+pub mod wheel_install;
 
 pub use error::{io_help, Result, VenvError};
 pub use layout::{walk, VenvLayout};

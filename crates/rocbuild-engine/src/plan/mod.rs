@@ -49,7 +49,7 @@ use crate::toolchain::{self, BackendPlan};
 
 pub use install::InstallPlan;
 pub use libraries::OptionalLibrary;
-pub use python_part::PythonPart;
+pub use python_part::{PartInstall, PythonPart};
 pub use source::{ShippedFile, SourcePlan};
 pub use tools::ToolsPlan;
 pub use torch_cmake::TorchCmakePlan;

@@ -15,7 +15,7 @@ use rocbuild_venv::manifest::Manifest;
 use rocbuild_venv::wheel::{public_version, LocalVersion, Tags};
 use serde::Serialize;
 
-use super::{pip, Plan, PythonPart};
+use super::{Plan, PythonPart};
 use crate::error::Result;
 use crate::paths::join;
 
@@ -340,22 +340,18 @@ pub fn project_page(index: &str, distribution: &str) -> String {
     format!("{root}{}/", normalize_dist(distribution))
 }
 
-/// The plan that installs `chosen` instead of building: the Python part is the wheel itself
-/// (pip, `--no-deps`, into the transaction's staging directory), the native libraries come
-/// from its unpacked copy; staging, swap, verification and manifest are the build's.
+/// The plan that installs `chosen` instead of building: the Python part is the wheel itself,
+/// copied by rocbuild from its checked, unpacked copy into the transaction's staging directory
+/// (no pip: a venv without one works), the native libraries come from that copy too;
+/// staging, swap, verification and manifest are the build's.
 pub fn install_plan(plan: &Plan, machine: &Machine, chosen: PrebuiltInstall) -> Result<Plan> {
     let py = &machine.target.python;
-    let os = machine.target.platform.os;
-    let what = format!("the wheel of {}", plan.recipe);
-    let installer = pip::installer(py, &what)?;
     let target = join(
         machine.venv_path_os(),
         &py.site_packages,
         &rocbuild_venv::layout::PIP_TARGET,
     );
     let version = wheel_name(&chosen.file).map_or(plan.version.clone(), |w| w.version.to_string());
-    let install = pip::install_into(&installer, py, os, &target, true)
-        .arg(chosen.wheel.display().to_string());
     let mut out = plan.clone();
     out.python_part = Some(PythonPart {
         distribution: plan.install.distribution.clone(),
@@ -366,7 +362,9 @@ pub fn install_plan(plan: &Plan, machine: &Machine, chosen: PrebuiltInstall) -> 
         version,
         build: None,
         extension: None,
-        install,
+        install: super::PartInstall::Unpacked {
+            unpacked: chosen.unpacked.clone(),
+        },
         target,
     });
     out.prebuilt = Some(chosen);

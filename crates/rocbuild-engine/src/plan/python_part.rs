@@ -29,9 +29,44 @@ pub struct PythonPart {
     /// For `from = "extension"`: rocbuild's build of the module and the wheel it assembles.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub extension: Option<super::python_ext::ExtensionBuild>,
-    /// `pip install --target` into the transaction's staging directory.
-    pub install: Command,
+    /// How its files get into the transaction's staging directory (`target`).
+    pub install: PartInstall,
     pub target: PathBuf,
+}
+
+/// How the Python part reaches the stage.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum PartInstall {
+    /// `pip install --no-deps --target` (or uv's).
+    Pip(Command),
+    /// rocbuild copies the files of a wheel it already downloaded, checked and unpacked (a
+    /// team's prebuilt wheel), checking each against the wheel's RECORD: no pip is needed,
+    /// so a venv without one (an embeddable CPython) is served too.
+    Unpacked { unpacked: PathBuf },
+}
+
+impl PartInstall {
+    /// The pip command, when pip does it.
+    pub fn pip(&self) -> Option<&Command> {
+        match self {
+            PartInstall::Pip(c) => Some(c),
+            PartInstall::Unpacked { .. } => None,
+        }
+    }
+}
+
+impl std::fmt::Display for PartInstall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PartInstall::Pip(c) => write!(f, "{c}"),
+            PartInstall::Unpacked { unpacked } => writeln!(
+                f,
+                "      copy the checked wheel from {} (each file against its RECORD; no pip)",
+                unpacked.display()
+            ),
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -70,8 +105,10 @@ pub fn plan(
                 replaces: installed.clone(),
                 build: None,
                 extension: None,
-                install: pip::install_into(&pip, py, os, &target, true)
-                    .arg(format!("{}=={version}", raw.package.distribution)),
+                install: PartInstall::Pip(
+                    pip::install_into(&pip, py, os, &target, true)
+                        .arg(format!("{}=={version}", raw.package.distribution)),
+                ),
                 target,
             })
         }
@@ -171,7 +208,7 @@ fn from_wheel_dir(
             .cloned(),
         build: None,
         extension: None,
-        install,
+        install: PartInstall::Pip(install),
         target,
     })
 }
@@ -206,7 +243,12 @@ mod tests {
         .unwrap()
         .expect("not installed: pip fetches it");
         assert_eq!(pp.replaces, None);
-        assert!(pp.install.args.contains(&"torchcodec==0.9.1".to_string()));
+        assert!(pp
+            .install
+            .pip()
+            .unwrap()
+            .args
+            .contains(&"torchcodec==0.9.1".to_string()));
         assert_eq!(
             pp.target,
             m.target.python.site_packages.join(".rocbuild/txn/pip")
@@ -279,7 +321,12 @@ mod tests {
         .unwrap();
         let build = pp.build.expect("a wheel build");
         assert_eq!(build.args.last().unwrap(), "/src/python");
-        assert!(pp.install.args.contains(&"--no-index".to_string()));
+        assert!(pp
+            .install
+            .pip()
+            .unwrap()
+            .args
+            .contains(&"--no-index".to_string()));
     }
 
     #[test]
@@ -322,8 +369,16 @@ mod tests {
         )
         .unwrap()
         .unwrap();
-        assert_eq!(pp.install.program, PathBuf::from("/usr/local/bin/uv"));
-        assert!(pp.install.args.contains(&"torchcodec==0.9.1".to_string()));
+        assert_eq!(
+            pp.install.pip().unwrap().program,
+            PathBuf::from("/usr/local/bin/uv")
+        );
+        assert!(pp
+            .install
+            .pip()
+            .unwrap()
+            .args
+            .contains(&"torchcodec==0.9.1".to_string()));
         // Installed already at that version: nothing to install, no pip needed.
         m.target.python.installer.uv = None;
         m.target
