@@ -328,15 +328,15 @@ impl Plan {
 
     /// Configure, build, install into the staging prefix, the Python part.
     fn fmt_build(&self, f: &mut fmt::Formatter<'_>, s: &mut Steps) -> fmt::Result {
-        s.step(
-            f,
-            "configure (skipped when this build tree is configured with the same inputs)",
-        )?;
+        let titles = self.system().titles();
+        s.step(f, titles.configure)?;
         write!(f, "{}", self.configure)?;
-        s.step(f, "build")?;
+        s.step(f, titles.build)?;
         write!(f, "{}", self.build)?;
-        s.step(f, "install into the staging prefix")?;
-        write!(f, "{}", self.install_prefix)?;
+        if let Some(c) = &self.install_prefix {
+            s.step(f, titles.install)?;
+            write!(f, "{c}")?;
+        }
         if let Some(p) = &self.python_part {
             if let Some(b) = &p.build {
                 s.step(

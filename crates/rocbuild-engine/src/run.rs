@@ -536,7 +536,9 @@ fn fetch_and_build(
         .and_then(|()| compile(plan, log, torch_check, &build_env, commit.as_deref()));
     let cache_record = session.map(|s| s.finish(log));
     built?;
-    log.run("install into the staging prefix", &plan.install_prefix)?;
+    if let Some(c) = &plan.install_prefix {
+        log.run("install into the staging prefix", c)?;
+    }
 
     // Artifacts.
     let from = artifacts_root(plan);

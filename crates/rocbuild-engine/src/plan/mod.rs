@@ -9,10 +9,9 @@
 //! fingerprint ([`fingerprint`]). What `run()` needs later (the defines, the toolkit, torch's
 //! SDK) are fields of [`Plan`], never read back out of an argv or an environment.
 
+pub mod build_system;
 pub mod compiler_cache;
-mod configure;
 pub mod cross;
-pub mod dependency;
 pub mod ffmpeg_pc;
 mod fingerprint;
 pub mod hip_compat;
@@ -21,7 +20,6 @@ mod libraries;
 mod needs;
 pub(crate) mod pip;
 pub mod prebuilt;
-pub mod python_ext;
 mod python_part;
 mod release;
 pub mod scratch;
@@ -47,9 +45,12 @@ use crate::error::Result;
 use crate::paths::join;
 use crate::toolchain::{self, BackendPlan};
 
+// CMake's own parts, where the rest of the engine names them.
+use build_system::cmake as configure;
+pub use build_system::cmake::{dependency, extension as python_ext};
 pub use install::InstallPlan;
 pub use libraries::OptionalLibrary;
-pub use python_part::{PartInstall, PythonPart};
+pub use python_part::PythonPart;
 pub use source::{ShippedFile, SourcePlan};
 pub use tools::ToolsPlan;
 pub use torch_cmake::TorchCmakePlan;
@@ -143,9 +144,15 @@ pub struct Plan {
     /// The compilers' temp dir, in the build tree rather than the user's `/tmp`.
     pub scratch: scratch::Scratch,
     pub prefix: PathBuf,
+    /// `[build] system`: how the source becomes artifacts (shown when not CMake).
+    #[serde(skip_serializing_if = "is_cmake")]
+    pub build_system: rocbuild_recipe::BuildSystem,
     pub configure: Command,
     pub build: Command,
-    pub install_prefix: Command,
+    /// The build system's install into the staging prefix (CMake's `--install`); none when its
+    /// build step leaves the files there itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub install_prefix: Option<Command>,
     pub python_part: Option<PythonPart>,
     /// The compiler cache the compilers run under, if any.
     pub compiler_cache: Option<compiler_cache::CompilerCache>,
@@ -226,7 +233,8 @@ pub fn plan(
     let needs_ffmpeg = recipe.raw.needs.ffmpeg;
     let ffmpeg = machine.target.ffmpeg.as_ref().filter(|_| needs_ffmpeg);
     let ffmpeg_pc = ffmpeg.and_then(|f| ffmpeg_pc::plan(f, &ctx.cache, ctx.host_os));
-    let mut configured = configure::plan(configure::Inputs {
+    let system = build_system::of(resolved.build_system);
+    let mut configured = system.plan(&build_system::Inputs {
         hip_compat: hip_compat.as_ref(),
         recipe,
         machine,
@@ -240,6 +248,7 @@ pub fn plan(
         torch_cmake: torch_cmake.as_ref(),
         cmake: &toolset.cmake,
         toolset: &toolset,
+        tools: tools.as_ref(),
         cross: cross.as_ref(),
         ffmpeg_pc: ffmpeg_pc.as_ref(),
     })?;
@@ -249,19 +258,24 @@ pub fn plan(
     vars.insert("prefix".into(), configured.prefix.display().to_string());
     let prefixes: Vec<PathBuf> = dependencies.iter().map(|d| d.prefix.clone()).collect();
     let install = install::plan(recipe, machine, &resolved, &vars, &backend, &prefixes)?;
-    // The Python part's extension is compiled by the same compiler as the library.
-    let python_part = python_part::plan(
-        recipe,
-        machine,
-        &version,
-        &resolved,
-        &vars,
-        &source,
-        &configured.build_dir,
-        &configured.configure,
-        tools.as_ref(),
-    )?
-    .map(|p| same_compiler(p, compiler.as_ref()));
+    // The Python part's extension is compiled by the same compiler as the library. A PEP 517
+    // build's wheel is the whole package: its Python files are among the artifacts.
+    let python_part = if resolved.build_system == rocbuild_recipe::BuildSystem::Pep517 {
+        None
+    } else {
+        python_part::plan(
+            recipe,
+            machine,
+            &version,
+            &resolved,
+            &vars,
+            &source,
+            &configured.build_dir,
+            &configured.configure,
+            tools.as_ref(),
+        )?
+        .map(|p| same_compiler(p, compiler.as_ref()))
+    };
     let (verify, unverified) = cross::verification(
         verify::plan(machine, &resolved, &vars)?,
         cross.as_ref(),
@@ -308,6 +322,7 @@ pub fn plan(
         scratch: scratch::plan(ctx.host_os, &configured.build_dir),
         build_dir: configured.build_dir,
         prefix: configured.prefix,
+        build_system: resolved.build_system,
         configure: configured.configure,
         build: configured.build,
         install_prefix: configured.install_prefix,
@@ -325,6 +340,17 @@ pub fn plan(
         cross,
         stock,
     })
+}
+
+fn is_cmake(s: &rocbuild_recipe::BuildSystem) -> bool {
+    *s == rocbuild_recipe::BuildSystem::Cmake
+}
+
+impl Plan {
+    /// The build system that planned the steps.
+    pub(crate) fn system(&self) -> &'static dyn build_system::BuildSystem {
+        build_system::of(self.build_system)
+    }
 }
 
 impl Plan {
@@ -481,7 +507,7 @@ fn through_compiler_cache(
     machine: &Machine,
     ctx: &Context,
     backend: &toolchain::BackendPlan,
-    configured: &mut configure::Configured,
+    configured: &mut build_system::Steps,
     dependencies: &mut [dependency::DependencyPlan],
 ) -> Result<Option<compiler_cache::CompilerCache>> {
     let languages: &[&str] = match backend.backend {
@@ -491,13 +517,17 @@ fn through_compiler_cache(
     };
     let compiler_cache = compiler_cache::plan(&ctx.compiler_cache, machine, &ctx.cache, languages)?;
     if let Some(cc) = &compiler_cache {
-        let commands = std::iter::once((&mut configured.configure, &mut configured.build)).chain(
-            dependencies
-                .iter_mut()
-                .map(|d| (&mut d.configure, &mut d.build)),
-        );
-        for (configure, build) in commands {
-            for (k, v) in cc.defines() {
+        // The launcher reaches CMake projects (the build's, when it is CMake, and every
+        // dependency's) as defines; a PEP 517 backend has no such setting.
+        let cmake = is_cmake(&configured.system);
+        let commands = std::iter::once((&mut configured.configure, &mut configured.build, cmake))
+            .chain(
+                dependencies
+                    .iter_mut()
+                    .map(|d| (&mut d.configure, &mut d.build, true)),
+            );
+        for (configure, build, cmake) in commands {
+            for (k, v) in cc.defines().into_iter().filter(|_| cmake) {
                 *configure = configure.clone().arg(format!("-D{k}={v}"));
             }
             for (k, v) in &cc.env {

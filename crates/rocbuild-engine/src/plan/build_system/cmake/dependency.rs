@@ -13,14 +13,14 @@ use rocbuild_recipe::schema::Dependency;
 use rocbuild_recipe::SubmoduleSel;
 use serde::Serialize;
 
-use super::libraries::OptionalLibrary;
-use super::source::SourcePlan;
-use super::tools::Toolset;
-use super::vars::expand;
-use super::Context;
 use crate::command::Command;
 use crate::error::Result;
 use crate::paths::{hash_hex, join, sanitize};
+use crate::plan::libraries::OptionalLibrary;
+use crate::plan::source::SourcePlan;
+use crate::plan::tools::Toolset;
+use crate::plan::vars::expand;
+use crate::plan::Context;
 
 /// One dependency to build (or found built) before the package's configure.
 #[derive(Debug, Clone, Serialize)]
@@ -74,7 +74,10 @@ impl DependencyPlan {
 /// The commands that build each dependency the recipe has for this target, with the package
 /// build's compilers, cmake and ninja. `vars` expands templates in their defines.
 /// A Windows venv built from another OS: the dependency gets the package's cross toolchain.
-pub type Cross<'a> = Option<(&'a super::cross::CrossPlan, &'a rocbuild_probe::Machine)>;
+pub type Cross<'a> = Option<(
+    &'a crate::plan::cross::CrossPlan,
+    &'a rocbuild_probe::Machine,
+)>;
 
 pub fn plan(
     deps: &[(&str, &Dependency)],
@@ -113,7 +116,7 @@ fn one(
     }
     match cross {
         // The toolchain file names the compilers; the target and sysroot flags go in front.
-        Some((c, machine)) => super::cross::defines(c, machine, &mut define),
+        Some((c, machine)) => crate::plan::cross::defines(c, machine, &mut define),
         None => {
             define.insert("CMAKE_C_COMPILER".into(), toolset.cc.display().to_string());
             define.insert(

@@ -16,12 +16,12 @@ use rocbuild_recipe::{PythonExtension, Recipe};
 use rocbuild_venv::wheel::Tags;
 use serde::Serialize;
 
-use super::source::SourcePlan;
-use super::tools::ToolsPlan;
-use super::vars::expand;
 use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::paths::join;
+use crate::plan::source::SourcePlan;
+use crate::plan::tools::ToolsPlan;
+use crate::plan::vars::expand;
 
 /// The steps of the module's build and the wheel they make.
 #[derive(Debug, Clone, Serialize)]

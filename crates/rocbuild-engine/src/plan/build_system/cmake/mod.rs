@@ -1,57 +1,23 @@
-//! The configure, build and install-prefix commands: CMake defines from the recipe, torch's
-//! CMake package, the toolchain and the user (`-D` last), the environment, and a build tree
-//! keyed by everything that decides the configure (reused while it is unchanged).
+//! CMake, the default build system: the configure, build and install-prefix commands — CMake
+//! defines from the recipe, torch's CMake package, the toolchain and the user (`-D` last), the
+//! environment, and a build tree keyed by everything that decides the configure (reused while
+//! it is unchanged). What else is CMake's lives beside it: the `[dependency.X]` builds
+//! ([`dependency`]) and rocbuild's own project for a Python extension ([`extension`]).
+
+pub mod dependency;
+pub mod extension;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use rocbuild_probe::{Flavor, Machine, Os};
-use rocbuild_recipe::{Recipe, Resolved, TorchCmake};
-use rocbuild_venv::BuildOptions;
+use rocbuild_recipe::TorchCmake;
 
-use super::source::SourcePlan;
-use super::tools::Toolset;
-use super::torch_cmake::{native_toolkit, TorchCmakePlan};
-use super::vars::expand;
-use super::Context;
+use super::{BuildSystem, Inputs, Steps, Titles};
 use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::paths::{hash_hex, join, sanitize};
-use crate::toolchain::BackendPlan;
-
-pub struct Inputs<'a> {
-    pub recipe: &'a Recipe,
-    pub machine: &'a Machine,
-    pub opts: &'a BuildOptions,
-    pub ctx: &'a Context,
-    pub version: &'a str,
-    pub resolved: &'a Resolved,
-    pub vars: &'a BTreeMap<String, String>,
-    pub source: &'a SourcePlan,
-    pub backend: &'a BackendPlan,
-    pub torch_cmake: Option<&'a TorchCmakePlan>,
-    /// The cmake to run (the system's, or PyPI's from the build tools).
-    pub cmake: &'a PathBuf,
-    pub toolset: &'a Toolset,
-    /// The compatibility header to force-include into HIP sources.
-    pub hip_compat: Option<&'a super::hip_compat::HipCompatPlan>,
-    /// A Windows venv built from another OS.
-    pub cross: Option<&'a super::cross::CrossPlan>,
-    /// pkg-config files rocbuild writes for an FFmpeg that has none.
-    pub ffmpeg_pc: Option<&'a super::ffmpeg_pc::FfmpegPc>,
-}
-
-pub struct Configured {
-    pub defines: BTreeMap<String, String>,
-    pub toolkit: Option<PathBuf>,
-    /// Hash of the configure's inputs (not the install prefix): names the build tree.
-    pub key: String,
-    pub build_dir: PathBuf,
-    pub prefix: PathBuf,
-    pub configure: Command,
-    pub build: Command,
-    pub install_prefix: Command,
-}
+use crate::plan::torch_cmake::native_toolkit;
+use crate::plan::vars::expand;
 
 /// The recipe's defines and environment with their templates expanded, and FFmpeg's
 /// pkg-config directory when `--ffmpeg` gave one.
@@ -85,7 +51,25 @@ fn recipe_defines_and_env(
     Ok((define, env))
 }
 
-pub fn plan(i: Inputs) -> Result<Configured> {
+/// `[build] system = "cmake"`.
+pub struct Cmake;
+
+impl BuildSystem for Cmake {
+    fn titles(&self) -> Titles {
+        Titles {
+            configure:
+                "configure (skipped when this build tree is configured with the same inputs)",
+            build: "build",
+            install: "install into the staging prefix",
+        }
+    }
+
+    fn plan(&self, i: &Inputs) -> Result<Steps> {
+        plan(i)
+    }
+}
+
+fn plan(i: &Inputs) -> Result<Steps> {
     let os = i.machine.target.platform.os;
     let flavor = i
         .machine
@@ -93,7 +77,7 @@ pub fn plan(i: Inputs) -> Result<Configured> {
         .torch
         .as_ref()
         .map_or(Flavor::Cpu, |t| t.flavor);
-    let (mut define, mut env) = recipe_defines_and_env(&i)?;
+    let (mut define, mut env) = recipe_defines_and_env(i)?;
     let mut toolkit = None;
     if let Some(tc) = i.torch_cmake {
         define.insert("Torch_DIR".into(), tc.dir.display().to_string());
@@ -103,7 +87,7 @@ pub fn plan(i: Inputs) -> Result<Configured> {
     }
     i.backend.apply(i.ctx.host_os, &mut define, &mut env);
     if let Some(hc) = i.hip_compat {
-        let flag = super::hip_compat::include_flag(hc);
+        let flag = crate::plan::hip_compat::include_flag(hc);
         let v = compose_user_define(
             "CMAKE_HIP_FLAGS",
             define.get("CMAKE_HIP_FLAGS").map(String::as_str),
@@ -146,13 +130,13 @@ pub fn plan(i: Inputs) -> Result<Configured> {
         }
     }
     for (k, v) in &i.opts.defines {
-        refuse_dropping(k, define.get(k).map(String::as_str), v, &i)?;
+        refuse_dropping(k, define.get(k).map(String::as_str), v, i)?;
         let composed = compose_user_define(k, define.get(k).map(String::as_str), v);
         define.insert(k.clone(), composed);
     }
     // Last: the target and sysroot flags go in front of every flags variable set so far.
     if let Some(c) = i.cross {
-        super::cross::defines(c, i.machine, &mut define);
+        crate::plan::cross::defines(c, i.machine, &mut define);
     }
     let src = i.source.dir();
     let cmake_src = match expand(&i.resolved.cmake_source, i.vars)?.as_str() {
@@ -216,7 +200,8 @@ pub fn plan(i: Inputs) -> Result<Configured> {
         "--prefix".into(),
         prefix.display().to_string(),
     ]);
-    Ok(Configured {
+    Ok(Steps {
+        system: rocbuild_recipe::BuildSystem::Cmake,
         defines: define,
         toolkit,
         key,
@@ -224,7 +209,7 @@ pub fn plan(i: Inputs) -> Result<Configured> {
         prefix,
         configure,
         build,
-        install_prefix,
+        install_prefix: Some(install_prefix),
     })
 }
 
@@ -359,10 +344,11 @@ mod tests {
     use super::*;
     use crate::plan::testing::{ctx, recipe};
     use crate::plan::{source, tools, torch_cmake, vars};
+    use rocbuild_venv::BuildOptions;
     use crate::toolchain;
     use rocbuild_testkit::machine::cpu_machine;
 
-    fn configured(os: Os, opts: &BuildOptions) -> Configured {
+    fn configured(os: Os, opts: &BuildOptions) -> Steps {
         let r = recipe("torchcodec");
         let m = cpu_machine(os);
         let c = ctx(os);
@@ -387,7 +373,7 @@ mod tests {
             v.insert("tools".into(), t.dir.display().to_string());
         }
         let tc = torch_cmake::plan(&r, &m, opts, &resolved, &c.cache);
-        plan(Inputs {
+        plan(&Inputs {
             recipe: &r,
             machine: &m,
             opts,
@@ -400,6 +386,7 @@ mod tests {
             torch_cmake: tc.as_ref(),
             cmake: &ts.cmake,
             toolset: &ts,
+            tools: None,
             hip_compat: None,
             cross: None,
             ffmpeg_pc: None,
@@ -457,11 +444,11 @@ mod tests {
 
     /// `configured` on Linux with a ROCm toolchain (Debian's layout under /usr) in place of the
     /// CPU one.
-    fn configured_rocm(opts: &BuildOptions) -> Configured {
+    fn configured_rocm(opts: &BuildOptions) -> Steps {
         configure_rocm("torchcodec", opts).unwrap()
     }
 
-    fn configure_rocm(name: &str, opts: &BuildOptions) -> Result<Configured> {
+    fn configure_rocm(name: &str, opts: &BuildOptions) -> Result<Steps> {
         let os = Os::Linux;
         let r = recipe(name);
         let m = cpu_machine(os);
@@ -511,7 +498,7 @@ mod tests {
         if let Some(t) = pt {
             v.insert("tools".into(), t.dir.display().to_string());
         }
-        plan(Inputs {
+        plan(&Inputs {
             recipe: &r,
             machine: &m,
             opts,
@@ -524,6 +511,7 @@ mod tests {
             torch_cmake: None,
             cmake: &ts.cmake,
             toolset: &ts,
+            tools: None,
             hip_compat: None,
             cross: None,
             ffmpeg_pc: None,

@@ -1,0 +1,97 @@
+//! The build-system seam: how a source becomes artifacts. Between the toolchain (backend,
+//! compilers, tools: `crate::toolchain`, [`super::tools`]) and the plan, one trait,
+//! [`BuildSystem`], with an implementation per `[build] system` of the recipe:
+//!
+//! - [`cmake`]: the source's CMake project, configured by rocbuild with the toolchain's defines
+//!   (and what else is CMake's: `[dependency.X]` builds, rocbuild's extension project);
+//! - [`pep517`]: the source's own build backend, run by `pip wheel --no-build-isolation` with
+//!   the toolchain as environment variables (setuptools torch extensions, scikit-build-core).
+//!
+//! A new one (meson-python, say) is one file here implementing the trait, one variant of
+//! `rocbuild_recipe::BuildSystem` and its arm in [`of`]. Like the rest of the planner, an
+//! implementation does no I/O: it spells out commands that `run()` executes.
+
+pub mod cmake;
+pub mod pep517;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use rocbuild_probe::Machine;
+use rocbuild_recipe::{Recipe, Resolved};
+use rocbuild_venv::BuildOptions;
+
+use super::source::SourcePlan;
+use super::tools::Toolset;
+use super::torch_cmake::TorchCmakePlan;
+use super::Context;
+use crate::command::Command;
+use crate::error::Result;
+use crate::toolchain::BackendPlan;
+
+/// How the source becomes files under the staging prefix.
+pub trait BuildSystem: Sync {
+    /// How the plan titles its steps.
+    fn titles(&self) -> Titles;
+    /// The steps, every argv and environment variable spelled out.
+    fn plan(&self, i: &Inputs) -> Result<Steps>;
+}
+
+/// The titles of a build system's steps as `--dry-run` shows them.
+pub struct Titles {
+    pub configure: &'static str,
+    pub build: &'static str,
+    pub install: &'static str,
+}
+
+/// The implementation the recipe names.
+pub fn of(system: rocbuild_recipe::BuildSystem) -> &'static dyn BuildSystem {
+    match system {
+        rocbuild_recipe::BuildSystem::Cmake => &cmake::Cmake,
+        rocbuild_recipe::BuildSystem::Pep517 => &pep517::Pep517,
+    }
+}
+
+/// What every build system is given: the recipe as resolved for this target, the machine,
+/// the toolchain chosen (backend, compilers, tools) and the source.
+pub struct Inputs<'a> {
+    pub recipe: &'a Recipe,
+    pub machine: &'a Machine,
+    pub opts: &'a BuildOptions,
+    pub ctx: &'a Context,
+    pub version: &'a str,
+    pub resolved: &'a Resolved,
+    pub vars: &'a BTreeMap<String, String>,
+    pub source: &'a SourcePlan,
+    pub backend: &'a BackendPlan,
+    pub torch_cmake: Option<&'a TorchCmakePlan>,
+    /// The cmake to run (the system's, or PyPI's from the build tools).
+    pub cmake: &'a PathBuf,
+    pub toolset: &'a Toolset,
+    /// The build-only Python tools (`{tools}`): on a PEP 517 backend's `PYTHONPATH`.
+    pub tools: Option<&'a super::tools::ToolsPlan>,
+    /// The compatibility header to force-include into HIP sources.
+    pub hip_compat: Option<&'a super::hip_compat::HipCompatPlan>,
+    /// A Windows venv built from another OS.
+    pub cross: Option<&'a super::cross::CrossPlan>,
+    /// pkg-config files rocbuild writes for an FFmpeg that has none.
+    pub ffmpeg_pc: Option<&'a super::ffmpeg_pc::FfmpegPc>,
+}
+
+/// The steps a build system plans: `configure`, then `build`, then (when it has one)
+/// `install_prefix` leave the build's files under `prefix`, where `[install] artifacts` finds
+/// them. `run()` runs them and knows nothing else of the build system.
+pub struct Steps {
+    /// Which build system planned them.
+    pub system: rocbuild_recipe::BuildSystem,
+    /// CMake's `-D` defines as given (recorded in the manifest); empty for others.
+    pub defines: BTreeMap<String, String>,
+    pub toolkit: Option<PathBuf>,
+    /// Hash of the configure's inputs (not the install prefix): names the build tree.
+    pub key: String,
+    pub build_dir: PathBuf,
+    pub prefix: PathBuf,
+    pub configure: Command,
+    pub build: Command,
+    pub install_prefix: Option<Command>,
+}

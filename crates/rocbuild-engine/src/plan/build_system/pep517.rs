@@ -1,0 +1,161 @@
+//! PEP 517, `[build] system = "pep517"`: the source's own build backend (setuptools with
+//! `torch.utils.cpp_extension`, scikit-build-core …) makes a wheel, run by
+//! `pip wheel --no-deps --no-build-isolation` with the venv's Python, so that it compiles
+//! against the venv's own torch and build requirements rather than an isolated copy. The
+//! toolchain reaches the backend the only way a backend is told anything, the environment:
+//! `CC`/`CXX`, `MAX_JOBS` (torch's extension builder), the GPU toolkit and its architectures
+//! (`ROCM_HOME` + `PYTORCH_ROCM_ARCH`, `CUDA_HOME` + `TORCH_CUDA_ARCH_LIST`), and the recipe's
+//! `[build] env`. The wheel is then unpacked into the staging prefix, laid out as
+//! site-packages, where `[install] layout = "site"` finds the artifacts.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{BuildSystem, Inputs, Steps, Titles};
+use crate::command::Command;
+use crate::error::{EngineError, Result};
+use crate::paths::{hash_hex, join, sanitize};
+use crate::plan::pip;
+use crate::plan::vars::expand;
+
+/// `[build] system = "pep517"`.
+pub struct Pep517;
+
+impl BuildSystem for Pep517 {
+    fn titles(&self) -> Titles {
+        Titles {
+            configure: "build the wheel with the source's own build backend (PEP 517, no build isolation: the venv's torch)",
+            build: "unpack the wheel into the staging prefix (laid out as site-packages)",
+            install: "",
+        }
+    }
+
+    fn plan(&self, i: &Inputs) -> Result<Steps> {
+        refuse_cmake_only(i)?;
+        let os = i.machine.target.platform.os;
+        let host = i.ctx.host_os;
+        let py = &i.machine.target.python;
+        let env = environment(i)?;
+        let src = i.source.dir().to_path_buf();
+        let key = {
+            let mut parts = vec![src.display().to_string(), "pep517".to_string()];
+            parts.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+            hash_hex(&refs)
+        };
+        let name = i.recipe.name();
+        let build_dir = join(
+            host,
+            &i.ctx.cache,
+            &[
+                "build",
+                &format!("{name}-{}-{}", sanitize(i.version), &key[..12]),
+            ],
+        );
+        let prefix = join(host, &build_dir, &["rocbuild-prefix"]);
+        let wheel_dir = join(host, &build_dir, &["wheel"]);
+        let what = format!("the PEP 517 build of {name}");
+        let builder = pip::wheel_builder(py, &what)?;
+        let mut configure = pip::command(&builder, py, os, "wheel")
+            .args(["--no-deps", "--no-build-isolation", "--wheel-dir"])
+            .arg(wheel_dir.display().to_string())
+            .arg(src.display().to_string());
+        configure.env.extend(env);
+        if let Some(t) = i.tools {
+            pip::prepend_python_path(&mut configure, os, &t.dir);
+        }
+        let dist = rocbuild_probe::normalize_dist(&i.recipe.raw.package.distribution);
+        let pattern = format!("{}-{}-*.whl", dist.replace('-', "_"), i.version);
+        let build = Command::new(&py.exe)
+            .args(["-I", "-c", UNPACK])
+            .arg(wheel_dir.display().to_string())
+            .arg(pattern)
+            .arg(prefix.display().to_string());
+        Ok(Steps {
+            system: rocbuild_recipe::BuildSystem::Pep517,
+            defines: BTreeMap::new(),
+            toolkit: toolkit(i),
+            key,
+            build_dir,
+            prefix,
+            configure,
+            build,
+            install_prefix: None,
+        })
+    }
+}
+
+/// Unpacks the one wheel the build made (`argv[2]` in `argv[1]`) into a fresh `argv[3]`.
+/// zipfile drops absolute paths and `..` from member names and makes no links: a wheel from
+/// an untrusted sdist writes nothing outside the prefix.
+const UNPACK: &str = "import pathlib, shutil, sys, zipfile\n\
+wheels = sorted(pathlib.Path(sys.argv[1]).glob(sys.argv[2]))\n\
+if len(wheels) != 1:\n    \
+sys.exit(f'rocbuild: the build left {len(wheels)} wheels named {sys.argv[2]} in {sys.argv[1]}, not one: remove that folder and build again')\n\
+shutil.rmtree(sys.argv[3], ignore_errors=True)\n\
+zipfile.ZipFile(wheels[0]).extractall(sys.argv[3])\n";
+
+/// CMake's settings mean nothing to a PEP 517 backend: a recipe or user that gives them is
+/// told so before anything runs, rather than having them quietly dropped.
+fn refuse_cmake_only(i: &Inputs) -> Result<()> {
+    let name = i.recipe.name();
+    if let Some((k, _)) = i.opts.defines.first() {
+        return Err(EngineError::Usage {
+            option: format!("-D {k}"),
+            reason: format!("{name} is built by its own PEP 517 build backend ([build] system = \"pep517\"), which takes no CMake defines"),
+            help: Some(format!("drop the -D; what the backend reads comes from the environment (a recipe overlay's [build] env, in {})", i.recipe.file)),
+        });
+    }
+    if let Some(k) = i.resolved.define.keys().next() {
+        return Err(EngineError::Usage {
+            option: format!("recipe {name}: [build.define] {k}"),
+            reason: "a PEP 517 build ([build] system = \"pep517\") takes no CMake defines".into(),
+            help: Some(format!("in {}, move it to [build.env] as the backend reads it (CMAKE_ARGS for scikit-build-core), or build with system = \"cmake\"", i.recipe.file)),
+        });
+    }
+    if i.cross.is_some() {
+        return Err(EngineError::CrossWindows {
+            recipe: name.into(),
+            venv: i.machine.target.venv.root.display().to_string(),
+            host: i.machine.host.platform.os.as_str().into(),
+            what: "it is built by its own PEP 517 build backend, which compiles with this host's compiler for this host".into(),
+            help: format!("build {name} on the venv's own OS"),
+        });
+    }
+    Ok(())
+}
+
+/// The toolchain as the backend reads it, then the recipe's `[build] env` (which wins).
+fn environment(i: &Inputs) -> Result<BTreeMap<String, String>> {
+    let mut env = BTreeMap::new();
+    let s = |p: &Path| p.display().to_string();
+    env.insert("CC".to_string(), s(&i.toolset.cc));
+    env.insert("CXX".to_string(), s(&i.toolset.cxx));
+    env.insert("MAX_JOBS".to_string(), i.ctx.jobs.max(1).to_string());
+    // The toolchain's own variables (ROCM_PATH, HIP_PATH, CUDA_HOME …); its CMake defines
+    // are CMake's and dropped.
+    i.backend
+        .apply(i.ctx.host_os, &mut BTreeMap::new(), &mut env);
+    if let Some(r) = &i.backend.rocm {
+        env.insert("ROCM_HOME".into(), s(&r.root));
+        env.insert("PYTORCH_ROCM_ARCH".into(), r.archs.join(";"));
+    }
+    if let Some(c) = &i.backend.cuda {
+        env.insert("CUDA_HOME".into(), s(&c.home));
+        env.insert("TORCH_CUDA_ARCH_LIST".into(), c.archs.join(";"));
+    }
+    env.extend(crate::plan::build_system::cmake::msvc_env(i.machine));
+    for (k, v) in &i.resolved.env {
+        env.insert(k.clone(), expand(v, i.vars)?);
+    }
+    Ok(env)
+}
+
+/// The GPU toolkit the backend compiles with (recorded in the manifest).
+fn toolkit(i: &Inputs) -> Option<std::path::PathBuf> {
+    match (&i.backend.rocm, &i.backend.cuda) {
+        (Some(r), _) => Some(r.root.clone()),
+        (None, Some(c)) => Some(c.home.clone()),
+        (None, None) => None,
+    }
+}
