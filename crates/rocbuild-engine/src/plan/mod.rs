@@ -50,7 +50,7 @@ use build_system::cmake as configure;
 pub use build_system::cmake::{dependency, extension as python_ext};
 pub use install::InstallPlan;
 pub use libraries::OptionalLibrary;
-pub use python_part::PythonPart;
+pub use python_part::{PartInstall, PythonPart};
 pub use source::{ShippedFile, SourcePlan};
 pub use tools::ToolsPlan;
 pub use torch_cmake::TorchCmakePlan;
