@@ -209,6 +209,11 @@ pub const CASES: &[(&str, &str)] = &[
         "repair_rolled_back",
         "`repair` whose edited library then fails to load",
     ),
+    ("test_without_a_test_table", "`test` of a recipe with no `[test]` table"),
+    (
+        "test_source_gone",
+        "`test` of a build whose source is gone from the cache and cannot be fetched",
+    ),
 ];
 
 /// A place for one bad run: a venv (or the path where one should be), a cache that already
@@ -1716,6 +1721,33 @@ fn repair_rolled_back() {
 
 /// docs/errors.md has a section for every case, named after it, and no section for a case
 /// that is gone.
+#[test]
+fn test_without_a_test_table() {
+    let s = Scene::with_torch();
+    s.write_recipe("bad", GOOD);
+    let err = check("test_without_a_test_table", &s, 1, || s.rocbuild(&["test", "bad"], &[]));
+    assert!(said(&err, "has no [test] table"), "{err}");
+    assert!(said(&err, "docs/recipes.md"), "{err}");
+}
+
+/// A real build, then its checkout, the cache's clone and the repository itself gone.
+#[test]
+fn test_source_gone() {
+    let s = Scene::with_fixture(DECODE_WAV, true);
+    let recipe = s.recipes.join("fakecodec.toml");
+    let mut text = std::fs::read_to_string(&recipe).unwrap();
+    text.push_str("\n[test]\nfiles = [\"test\"]\nrequirements = [\"pytest\"]\n");
+    std::fs::write(&recipe, text).unwrap();
+    let built = s.rocbuild(&["fakecodec", "-q"], &[]);
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    for gone in [s.cache.join("src"), s.cache.join("git"), s.root().join("repos")] {
+        std::fs::remove_dir_all(gone).unwrap();
+    }
+    let err = check("test_source_gone", &s, 1, || s.rocbuild(&["test", "fakecodec"], &[]));
+    assert!(said(&err, "is gone from the cache and cannot be fetched again"), "{err}");
+    assert!(said(&err, "ROCBUILD_MIRROR"), "{err}");
+}
+
 #[test]
 fn every_case_is_documented() {
     let doc =

@@ -45,7 +45,7 @@ pub fn find(recipe: &Recipe, m: &Manifest, s: &Settings) -> Result<TestSource> {
             fetch(url, commit, m, s).map_err(|e| {
                 gone(
                     format!("commit {commit} of {url}: {}", first_line(&e.to_string())),
-                    format!("make {url} reachable, or point ROCBUILD_MIRROR at a mirror that holds commit {commit}; or {rebuild}"),
+                    format!("make {url} reachable, or point ROCBUILD_MIRROR at a mirror that holds commit {commit}: `rocbuild test` then checks it out again"),
                 )
             })
         }
