@@ -33,16 +33,19 @@ versions = "<1.0"
 /// pytest and its dependencies, fetched once by `cargo xtask` (setup: cache/wheels/pytest).
 fn pytest_wheels() -> Option<PathBuf> {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cache/wheels/pytest");
-    let has = std::fs::read_dir(&d).ok()?.flatten().any(|e| {
-        e.file_name().to_string_lossy().starts_with("pytest-")
-    });
+    let has = std::fs::read_dir(&d)
+        .ok()?
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("pytest-"));
     has.then_some(d)
 }
 
 /// The fixture world with the [test] table and pytest's wheels beside the fixture's.
 fn world(init: Option<&str>) -> Option<World> {
     let Some(pytest) = pytest_wheels() else {
-        eprintln!("SKIPPED: no pytest wheels under cache/wheels/pytest (cargo xtask test fetches them)");
+        eprintln!(
+            "SKIPPED: no pytest wheels under cache/wheels/pytest (cargo xtask test fetches them)"
+        );
         return None;
     };
     let w = World::new(DECODE_WAV);
@@ -79,30 +82,61 @@ fn the_suite_runs_on_the_build_known_and_new_failures_told_apart() {
     let junit = w.tmp.path().join("out/junit.xml");
     std::fs::create_dir_all(junit.parent().unwrap()).unwrap();
     let t0 = std::time::Instant::now();
-    let out = w.cmd(&["test", "fakecodec", "--junit", junit.to_str().unwrap()], &[]);
-    eprintln!("rocbuild test fakecodec: {:.1} s", t0.elapsed().as_secs_f64());
+    let out = w.cmd(
+        &["test", "fakecodec", "--junit", junit.to_str().unwrap()],
+        &[],
+    );
+    eprintln!(
+        "rocbuild test fakecodec: {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
     let all = format!("{}\n{}", out.stdout, out.stderr);
     // A new failure: exit 1, and it is named with pytest's message.
     assert_eq!(out.code, 1, "{all}");
-    assert!(out.stdout.contains("NEW FAILURE: test.test_fakecodec.test_reference_backend"), "{all}");
     assert!(
-        out.stdout.contains("known failure: test.test_fakecodec.test_upstream_expectation (upstream expects 5"),
+        out.stdout
+            .contains("NEW FAILURE: test.test_fakecodec.test_reference_backend"),
         "{all}"
     );
-    assert!(out.stdout.contains("device tests: the venv's torch sees no GPU: 1 deselected"), "{all}");
     assert!(
-        out.stdout.contains("fakecodec 1.0.0: 1 passed, 2 failed (1 known, 1 new), 0 skipped"),
+        out.stdout.contains(
+            "known failure: test.test_fakecodec.test_upstream_expectation (upstream expects 5"
+        ),
+        "{all}"
+    );
+    assert!(
+        out.stdout
+            .contains("device tests: the venv's torch sees no GPU: 1 deselected"),
+        "{all}"
+    );
+    assert!(
+        out.stdout
+            .contains("fakecodec 1.0.0: 1 passed, 2 failed (1 known, 1 new), 0 skipped"),
         "{all}"
     );
     // Progress: pytest's own lines, and where the tests came from.
     assert!(out.stderr.contains("test/test_fakecodec.py"), "{all}");
-    assert!(out.stderr.contains(&format!("the build's checkout of {}", &w.commit[..12])), "{all}");
+    assert!(
+        out.stderr
+            .contains(&format!("the build's checkout of {}", &w.commit[..12])),
+        "{all}"
+    );
     // The requirements went into the overlay, not the venv; the venv is byte for byte as it was.
-    assert!(out.stderr.contains("in an overlay outside it (removed after the run): pytest"), "{all}");
+    assert!(
+        out.stderr
+            .contains("in an overlay outside it (removed after the run): pytest"),
+        "{all}"
+    );
     assert_eq!(tree_state(&w.venv), venv_before, "the venv changed");
-    assert!(runs_left(&w.cache).is_empty(), "the run's folder is removed");
+    assert!(
+        runs_left(&w.cache).is_empty(),
+        "the run's folder is removed"
+    );
     let xml = std::fs::read_to_string(&junit).unwrap();
-    assert!(xml.contains("test_reference_backend") && xml.contains("<failure"), "{xml}");
+    assert!(
+        xml.contains("test_reference_backend") && xml.contains("<failure"),
+        "{xml}"
+    );
 
     // --quick --json: the smoke subset passes: exit 0.
     let out = w.cmd(&["test", "fakecodec", "--quick", "--json"], &[]);
@@ -153,27 +187,42 @@ def torch_check():
 
 #[test]
 fn compare_lists_what_passes_with_the_official_wheel_and_fails_with_the_rebuild() {
-    let Some(w) = world(Some(INIT_WITH_REFERENCE)) else { return };
+    let Some(w) = world(Some(INIT_WITH_REFERENCE)) else {
+        return;
+    };
     let venv_before = tree_state(&w.venv);
     let out = w.cmd(&["test", "fakecodec", "--compare"], &[]);
     let all = format!("{}\n{}", out.stdout, out.stderr);
     assert_eq!(out.code, 1, "{all}");
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(
-        lines[0..2].iter().any(|l| l.starts_with("REGRESSION: test.test_fakecodec.test_reference_backend")),
+        lines[0..2]
+            .iter()
+            .any(|l| l.starts_with("REGRESSION: test.test_fakecodec.test_reference_backend")),
         "regressions come first:\n{all}"
     );
     assert!(
-        out.stdout.contains("compare: official fakecodec==1.0.0: 2 passed, 1 failed, 0 skipped; 1 regressions"),
+        out.stdout.contains(
+            "compare: official fakecodec==1.0.0: 2 passed, 1 failed, 0 skipped; 1 regressions"
+        ),
         "{all}"
     );
     assert_eq!(tree_state(&w.venv), venv_before, "the venv changed");
-    assert!(runs_left(&w.cache).is_empty(), "the scratch venv is removed");
+    assert!(
+        runs_left(&w.cache).is_empty(),
+        "the scratch venv is removed"
+    );
 
     // No wheel of the release on the index: said, and the rebuild's own result stands.
     std::fs::remove_file(w.wheels.join("fakecodec-1.0.0-py3-none-any.whl")).unwrap();
     let out = w.cmd(&["test", "fakecodec", "--compare", "--json"], &[]);
     let j: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(j["compare"]["state"], "unavailable", "{j}");
-    assert!(j["compare"]["why"].as_str().unwrap().contains("no wheel of fakecodec==1.0.0"), "{j}");
+    assert!(
+        j["compare"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("no wheel of fakecodec==1.0.0"),
+        "{j}"
+    );
 }

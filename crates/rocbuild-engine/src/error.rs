@@ -26,7 +26,7 @@ pub enum EngineError {
 
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Test(#[from] crate::usecase::test::TestError),
+    Test(#[from] crate::test_error::TestError),
 
     #[error("no torch in {site}")]
     #[diagnostic(code(rocbuild::plan::no_torch), help("`{recipe}` is built against the venv's torch: install it first ({python} -m pip install torch), or pick the venv that has it with --venv"))]

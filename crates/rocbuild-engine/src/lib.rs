@@ -23,6 +23,7 @@ mod sdist;
 pub mod source;
 mod stage;
 mod step;
+mod test_error;
 mod toolchain;
 pub mod usecase;
 /// The upstream-release notice and unlisted releases: a use case's step (usecase/upstream.rs).

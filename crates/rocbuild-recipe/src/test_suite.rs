@@ -86,10 +86,19 @@ mod tests {
 
     #[test]
     fn node_ids_and_junit_cases_meet_in_one_form() {
-        assert_eq!(dotted("test/test_ops.py::TestX::test_y[a]"), "test.test_ops.TestX.test_y[a]");
-        assert!(matches("test/test_ops.py::test_y[*]", "test.test_ops.test_y[cpu-1]"));
+        assert_eq!(
+            dotted("test/test_ops.py::TestX::test_y[a]"),
+            "test.test_ops.TestX.test_y[a]"
+        );
+        assert!(matches(
+            "test/test_ops.py::test_y[*]",
+            "test.test_ops.test_y[cpu-1]"
+        ));
         assert!(matches("test/test_ops.py", "test.test_ops.TestX.test_y"));
-        assert!(!matches("test/test_ops.py::test_y", "test.test_ops.test_yz"));
+        assert!(!matches(
+            "test/test_ops.py::test_y",
+            "test.test_ops.test_yz"
+        ));
         assert!(matches("*::test_cmake*", "test.test_build.test_cmake_cuda"));
         assert!(!matches("a*b*c", "ab"));
     }
@@ -135,11 +144,24 @@ flavors = ["rocm"]
 
     #[test]
     fn known_failures_apply_by_release_os_and_flavor() {
-        let t = crate::parse("x.toml", &RECIPE.replace("@@", "")).unwrap().raw.test.unwrap();
+        let t = crate::parse("x.toml", &RECIPE.replace("@@", ""))
+            .unwrap()
+            .raw
+            .test
+            .unwrap();
         let ids = |v: Vec<Known>| v.into_iter().map(|k| k.test).collect::<Vec<_>>();
-        assert_eq!(ids(known_failures(&t, "1.0", "linux", "cpu")), ["t/test_a.py::test_all", "t/test_a.py::test_old"]);
-        assert_eq!(ids(known_failures(&t, "2.0", "linux", "rocm")), ["t/test_a.py::test_all", "t/test_a.py::test_rocm"]);
-        assert_eq!(ids(known_failures(&t, "2.0", "windows", "rocm")), ["t/test_a.py::test_all"]);
+        assert_eq!(
+            ids(known_failures(&t, "1.0", "linux", "cpu")),
+            ["t/test_a.py::test_all", "t/test_a.py::test_old"]
+        );
+        assert_eq!(
+            ids(known_failures(&t, "2.0", "linux", "rocm")),
+            ["t/test_a.py::test_all", "t/test_a.py::test_rocm"]
+        );
+        assert_eq!(
+            ids(known_failures(&t, "2.0", "windows", "rocm")),
+            ["t/test_a.py::test_all"]
+        );
     }
 
     /// The table is checked when the recipe loads: paths stay inside the run's folder, ranges
@@ -153,9 +175,14 @@ flavors = ["rocm"]
         assert!(bad("files = [\"t\"]", "files = [\"../t\"]").contains("files"));
         assert!(bad("dirs = [\"t/out\"]", "dirs = [\"/tmp/out\"]").contains("dirs"));
         assert!(bad("versions = \"<2\"", "versions = \"<<2\"").contains("not a version range"));
-        assert!(bad("flavors = [\"rocm\"]", "flavors = [\"rcom\"]").contains("unknown torch flavor"));
+        assert!(
+            bad("flavors = [\"rocm\"]", "flavors = [\"rcom\"]").contains("unknown torch flavor")
+        );
         let both = RECIPE.replace("@@", "[test.device]\nmarker = \"gpu\"\nkeyword = \"cuda\"");
-        assert!(crate::parse("x.toml", &both).unwrap_err().to_string().contains("exactly one"));
+        assert!(crate::parse("x.toml", &both)
+            .unwrap_err()
+            .to_string()
+            .contains("exactly one"));
         let typo = RECIPE.replace("@@", "pytest-args = []");
         assert!(crate::parse("x.toml", &typo).is_err());
     }

@@ -112,8 +112,10 @@ pub struct Differences {
 }
 
 pub fn differences(rebuild: &[Case], official: &[Case]) -> Differences {
-    let theirs: BTreeMap<&str, Outcome> =
-        official.iter().map(|c| (c.id.as_str(), c.outcome)).collect();
+    let theirs: BTreeMap<&str, Outcome> = official
+        .iter()
+        .map(|c| (c.id.as_str(), c.outcome))
+        .collect();
     let ours: BTreeMap<&str, Outcome> =
         rebuild.iter().map(|c| (c.id.as_str(), c.outcome)).collect();
     let mut d = Differences::default();
@@ -121,13 +123,18 @@ pub fn differences(rebuild: &[Case], official: &[Case]) -> Differences {
         match (o, theirs.get(id)) {
             (Outcome::Failed, Some(Outcome::Passed)) => d.regressions.push(id.to_string()),
             (Outcome::Passed, Some(Outcome::Failed)) => d.fixed.push(id.to_string()),
-            (a, Some(b)) if a != b => d.other.push(format!("{id}: {} here, {} with the official wheel", word(*a), word(*b))),
+            (a, Some(b)) if a != b => d.other.push(format!(
+                "{id}: {} here, {} with the official wheel",
+                word(*a),
+                word(*b)
+            )),
             (_, None) => d.other.push(format!("{id}: only run here")),
             _ => {}
         }
     }
     for id in theirs.keys().filter(|id| !ours.contains_key(*id)) {
-        d.other.push(format!("{id}: only run with the official wheel"));
+        d.other
+            .push(format!("{id}: only run with the official wheel"));
     }
     d
 }
@@ -145,16 +152,37 @@ mod tests {
     use super::*;
 
     fn case(id: &str, outcome: Outcome) -> Case {
-        Case { id: id.into(), outcome, message: None }
+        Case {
+            id: id.into(),
+            outcome,
+            message: None,
+        }
     }
 
     #[test]
     fn regressions_are_what_passes_officially_and_fails_here() {
-        let ours = [case("a", Outcome::Failed), case("b", Outcome::Passed), case("c", Outcome::Skipped), case("d", Outcome::Failed)];
-        let theirs = [case("a", Outcome::Passed), case("b", Outcome::Failed), case("c", Outcome::Passed), case("d", Outcome::Failed), case("e", Outcome::Passed)];
+        let ours = [
+            case("a", Outcome::Failed),
+            case("b", Outcome::Passed),
+            case("c", Outcome::Skipped),
+            case("d", Outcome::Failed),
+        ];
+        let theirs = [
+            case("a", Outcome::Passed),
+            case("b", Outcome::Failed),
+            case("c", Outcome::Passed),
+            case("d", Outcome::Failed),
+            case("e", Outcome::Passed),
+        ];
         let d = differences(&ours, &theirs);
         assert_eq!(d.regressions, ["a"]);
         assert_eq!(d.fixed, ["b"]);
-        assert_eq!(d.other, ["c: skipped here, passed with the official wheel", "e: only run with the official wheel"]);
+        assert_eq!(
+            d.other,
+            [
+                "c: skipped here, passed with the official wheel",
+                "e: only run with the official wheel"
+            ]
+        );
     }
 }

@@ -91,7 +91,9 @@ fn unescape(s: &str) -> String {
             "gt" => Some('>'),
             "quot" => Some('"'),
             "apos" => Some('\''),
-            e if e.starts_with("#x") => u32::from_str_radix(&e[2..], 16).ok().and_then(char::from_u32),
+            e if e.starts_with("#x") => u32::from_str_radix(&e[2..], 16)
+                .ok()
+                .and_then(char::from_u32),
             e if e.starts_with('#') => e[1..].parse().ok().and_then(char::from_u32),
             _ => None,
         };
@@ -120,14 +122,23 @@ mod tests {
         let xml = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="3"><testcase classname="t.test_a" name="test_ok" time="0.001" /><testcase classname="t.test_a" name="test_bad[x&amp;y]" time="0.001"><failure message="assert 1 == 2&#10;more">trace</failure></testcase><testcase classname="t.test_a.TestGpu" name="test_gpu" time="0"><skipped type="pytest.skip" message="no gpu">skip</skipped></testcase></testsuite></testsuites>"#;
         let c = parse(xml);
         assert_eq!(c.len(), 3);
-        assert_eq!(c[0], Case { id: "t.test_a.test_ok".into(), outcome: Outcome::Passed, message: None });
+        assert_eq!(
+            c[0],
+            Case {
+                id: "t.test_a.test_ok".into(),
+                outcome: Outcome::Passed,
+                message: None
+            }
+        );
         assert_eq!(c[1].id, "t.test_a.test_bad[x&y]");
         assert_eq!(c[1].outcome, Outcome::Failed);
         assert_eq!(c[1].message.as_deref(), Some("assert 1 == 2"));
         assert_eq!(c[2].outcome, Outcome::Skipped);
         assert_eq!(c[2].message, None);
         // A collection error is a case with an <error> and no class.
-        let e = parse(r#"<testcase classname="" name="t.test_b" time="0"><error message="collection failure">x</error></testcase>"#);
+        let e = parse(
+            r#"<testcase classname="" name="t.test_b" time="0"><error message="collection failure">x</error></testcase>"#,
+        );
         assert_eq!(e[0].id, "t.test_b");
         assert_eq!(e[0].outcome, Outcome::Failed);
     }

@@ -5,7 +5,6 @@
 //! overlay folder under the cache, removed with the run's other files when it ends.
 
 mod compare;
-pub mod error;
 mod junit;
 mod pytest;
 mod source;
@@ -20,8 +19,8 @@ use rocbuild_recipe::RecipeSet;
 use rocbuild_venv::manifest::{self, Manifest};
 use serde::Serialize;
 
+pub use crate::test_error::TestError;
 pub use compare::Differences;
-pub use error::TestError;
 pub use junit::{Case, Outcome};
 
 use crate::error::{EngineError, Result};
@@ -129,19 +128,35 @@ pub fn test(
     let started = Instant::now();
     // The recipe first: one without tests is said before anything of the venv is read.
     let recipe = recipes.get(&req.recipe)?;
-    let t = recipe.raw.test.as_ref().ok_or_else(|| TestError::NoTestTable {
-        recipe: recipe.name().to_string(),
-        file: recipe.file.clone(),
-    })?;
+    let t = recipe
+        .raw
+        .test
+        .as_ref()
+        .ok_or_else(|| TestError::NoTestTable {
+            recipe: recipe.name().to_string(),
+            file: recipe.file.clone(),
+        })?;
     let layout = locate(venv)?;
-    let m = manifest::read_checked(&layout.site, recipe.name())?.ok_or_else(|| TestError::NotBuilt {
-        recipe: recipe.name().to_string(),
-        venv: layout.root.display().to_string(),
+    let m = manifest::read_checked(&layout.site, recipe.name())?.ok_or_else(|| {
+        TestError::NotBuilt {
+            recipe: recipe.name().to_string(),
+            venv: layout.root.display().to_string(),
+        }
     })?;
     let py = rocbuild_probe::probe_python(venv, Os::current())?;
     let src = source::find(recipe, &m, settings)?;
-    reporter.note(&format!("tests of {} {}: {} ({})", m.recipe, m.version, src.how, src.dir.display()));
-    let run = RunDir(settings.cache.join("test").join(format!("run-{}-{}", m.recipe, std::process::id())));
+    reporter.note(&format!(
+        "tests of {} {}: {} ({})",
+        m.recipe,
+        m.version,
+        src.how,
+        src.dir.display()
+    ));
+    let run = RunDir(settings.cache.join("test").join(format!(
+        "run-{}-{}",
+        m.recipe,
+        std::process::id()
+    )));
     let _ = fs_err::remove_dir_all(&run.0);
     let work = run.0.join("tests");
     let files: Vec<String> = t.files.iter().map(|f| f.get_ref().clone()).collect();
@@ -157,18 +172,41 @@ pub fn test(
     }
     let gpu = pytest::sees_gpu(&py.exe);
     let plan = RunPlan::new(t, req, gpu, reporter);
-    let ours = plan.run(&py.exe, &work, &overlay_dir, &run.0.join("junit.xml"), &m.recipe, req.progress, reporter)?;
+    let ours = plan.run(
+        &py.exe,
+        &work,
+        &overlay_dir,
+        &run.0.join("junit.xml"),
+        &m.recipe,
+        req.progress,
+        reporter,
+    )?;
     if let Some(to) = &req.junit {
-        fs_err::copy(run.0.join("junit.xml"), to).map_err(EngineError::io("write the JUnit XML to", to))?;
+        fs_err::copy(run.0.join("junit.xml"), to)
+            .map_err(EngineError::io("write the JUnit XML to", to))?;
     }
     let os = Os::current().as_str();
     let known = test_suite::known_failures(t, &m.version, os, &m.flavor);
     let compare = if req.compare {
-        Some(compared(&py, &layout.site, &m, recipe, &files, &src.dir, &run.0, &plan, &ours.cases, req, reporter)?)
+        Some(compared(
+            &py,
+            &layout.site,
+            &m,
+            recipe,
+            &files,
+            &src.dir,
+            &run.0,
+            &plan,
+            &ours.cases,
+            req,
+            reporter,
+        )?)
     } else {
         None
     };
-    Ok(summarize(&m, src.how, req, gpu, ours, overlay, &known, compare, started))
+    Ok(summarize(
+        &m, src.how, req, gpu, ours, overlay, &known, compare, started,
+    ))
 }
 
 /// The pytest arguments of this run (less the JUnit file), its environment and the folders
@@ -195,8 +233,8 @@ impl RunPlan {
         let deselects_device = !gpu && t.device.is_some();
         if let (false, Some(d)) = (gpu, &t.device) {
             match (&d.marker, &d.keyword) {
-                (Some(m), _) => args.extend(["-m".into(), format!("not {m}")]),
-                (None, Some(k)) => args.extend(["-k".into(), format!("not ({k})")]),
+                (Some(m), _) => deselect(&mut args, "-m", &format!("not {m}")),
+                (None, Some(k)) => deselect(&mut args, "-k", &format!("not ({k})")),
                 (None, None) => {}
             }
         }
@@ -250,6 +288,15 @@ impl RunPlan {
     }
 }
 
+/// Add `expr` to the selection of `flag` (`-m` or `-k`): joined with `and` to the recipe's
+/// own (`-m "not slow"`), since pytest keeps only the last one given.
+fn deselect(args: &mut Vec<String>, flag: &str, expr: &str) {
+    match args.iter().rposition(|a| a == flag) {
+        Some(i) if i + 1 < args.len() => args[i + 1] = format!("({}) and {expr}", args[i + 1]),
+        _ => args.extend([flag.to_string(), expr.to_string()]),
+    }
+}
+
 fn tally(cases: &[Case]) -> Tally {
     let n = |o: Outcome| cases.iter().filter(|c| c.outcome == o).count();
     Tally {
@@ -275,8 +322,18 @@ fn compared(
     reporter: &mut dyn Reporter,
 ) -> Result<Comparison> {
     let pkg = &recipe.raw.package;
-    reporter.note(&format!("--compare: the index's wheel of {}=={} in a scratch venv sharing this venv's torch", pkg.distribution, m.version));
-    let scratch = match compare::prepare(py, user_site, &run.join("official-venv"), &pkg.distribution, &m.version, &pkg.import_dir)? {
+    reporter.note(&format!(
+        "--compare: the index's wheel of {}=={} in a scratch venv sharing this venv's torch",
+        pkg.distribution, m.version
+    ));
+    let scratch = match compare::prepare(
+        py,
+        user_site,
+        &run.join("official-venv"),
+        &pkg.distribution,
+        &m.version,
+        &pkg.import_dir,
+    )? {
         Ok(s) => s,
         Err(why) => {
             reporter.note(&format!("--compare: {why}: nothing to compare with"));
@@ -285,7 +342,15 @@ fn compared(
     };
     let work = run.join("official-tests");
     source::copy_files(src, &work, files, m)?;
-    let theirs = plan.run(&scratch.python, &work, &run.join("overlay"), &run.join("official.xml"), &m.recipe, req.progress, reporter)?;
+    let theirs = plan.run(
+        &scratch.python,
+        &work,
+        &run.join("overlay"),
+        &run.join("official.xml"),
+        &m.recipe,
+        req.progress,
+        reporter,
+    )?;
     Ok(Comparison::Ran {
         wheel: scratch.wheel,
         official: tally(&theirs.cases),
@@ -322,7 +387,10 @@ fn summarize(
     let known_passed = known
         .iter()
         .filter(|k| {
-            let mut hits = ours.cases.iter().filter(|c| test_suite::matches(&k.test, &c.id));
+            let mut hits = ours
+                .cases
+                .iter()
+                .filter(|c| test_suite::matches(&k.test, &c.id));
             let mut any = false;
             let all_passed = hits.all(|c| {
                 any = true;
@@ -348,5 +416,18 @@ fn summarize(
         junit: req.junit.clone(),
         compare,
         seconds: started.elapsed().as_secs(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_device_selection_joins_the_recipes_own() {
+        let mut a: Vec<String> = ["-m", "not slow", "-x"].map(String::from).to_vec();
+        super::deselect(&mut a, "-m", "not needs_cuda");
+        assert_eq!(a, ["-m", "(not slow) and not needs_cuda", "-x"]);
+        let mut b: Vec<String> = vec!["-x".into()];
+        super::deselect(&mut b, "-k", "not (cuda)");
+        assert_eq!(b, ["-x", "-k", "not (cuda)"]);
     }
 }

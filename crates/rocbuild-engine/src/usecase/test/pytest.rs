@@ -8,10 +8,10 @@ use std::path::Path;
 
 use rocbuild_probe::{Os, Python};
 
-use super::error::TestError;
 use crate::command::{Command, NO_BYTECODE};
 use crate::error::{EngineError, Result};
 use crate::plan::pip;
+use crate::test_error::TestError;
 
 /// The requirements of `reqs` whose distribution is not installed in `py`'s environment.
 const MISSING: &str = r#"
@@ -49,7 +49,8 @@ pub fn overlay(py: &Python, reqs: &[String], overlay: &Path) -> Result<Vec<Strin
         return Ok(missing);
     }
     let installer = pip::installer(py, "the test requirements")?;
-    let c = pip::install_into(&installer, py, Os::current(), overlay, false).args(missing.iter().cloned());
+    let c = pip::install_into(&installer, py, Os::current(), overlay, false)
+        .args(missing.iter().cloned());
     let out = c
         .to_duct()
         .stdout_capture()
@@ -62,7 +63,13 @@ pub fn overlay(py: &Python, reqs: &[String], overlay: &Path) -> Result<Vec<Strin
         return Err(TestError::Requirements {
             requirements: missing.join(" "),
             overlay: overlay.display().to_string(),
-            reason: err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("pip failed").trim().to_string(),
+            reason: err
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("pip failed")
+                .trim()
+                .to_string(),
         }
         .into());
     }
@@ -107,7 +114,9 @@ pub fn run(
     env: &[(String, String)],
     line: &mut dyn FnMut(&str),
 ) -> Result<Ran> {
-    let mut c = Command::new(python).args(["-c", BOOT]).arg(overlay.display().to_string());
+    let mut c = Command::new(python)
+        .args(["-c", BOOT])
+        .arg(overlay.display().to_string());
     c = c.args(args.iter().cloned());
     c.cwd = Some(work.to_path_buf());
     c.env.insert(NO_BYTECODE.into(), "1".into());
@@ -148,7 +157,11 @@ pub fn run(
 /// The number just before `what` in `line` (`== 1 passed, 3 deselected in 0.1s ==`).
 fn count_before(line: &str, what: &str) -> Option<u64> {
     let i = line.find(what)?;
-    line[..i].rsplit(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    line[..i]
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// pytest's exit status when it could not run the tests at all (2 interrupted, 3 internal
@@ -176,8 +189,17 @@ pub fn could_not_run(recipe: &str, ran: &Ran) -> Option<TestError> {
 mod tests {
     #[test]
     fn deselected_tests_are_read_from_the_last_line() {
-        assert_eq!(super::count_before("==== 1 passed, 3 deselected in 0.12s ====", " deselected"), Some(3));
-        assert_eq!(super::count_before("collected 10 items / 12 deselected / 1 selected", " deselected"), Some(12));
+        assert_eq!(
+            super::count_before("==== 1 passed, 3 deselected in 0.12s ====", " deselected"),
+            Some(3)
+        );
+        assert_eq!(
+            super::count_before(
+                "collected 10 items / 12 deselected / 1 selected",
+                " deselected"
+            ),
+            Some(12)
+        );
         assert_eq!(super::count_before("nothing", " deselected"), None);
     }
 }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use rocbuild_recipe::{Recipe, SubmoduleSel};
 use rocbuild_venv::manifest::Manifest;
 
-use super::error::TestError;
 use crate::error::{EngineError, Result};
+use crate::test_error::TestError;
 use crate::usecase::Settings;
 
 /// Where the tests' source is, and how it was found (said to the user).
@@ -51,7 +51,10 @@ pub fn find(recipe: &Recipe, m: &Manifest, s: &Settings) -> Result<TestSource> {
         }
         (None, Some(url)) if recipe.raw.source.sdist.is_some() => {
             let prefix = format!("{}-{}-", m.recipe, crate::paths::sanitize(&m.version));
-            match entries(&src).into_iter().find(|p| file_name(p).starts_with(&prefix)) {
+            match entries(&src)
+                .into_iter()
+                .find(|p| file_name(p).starts_with(&prefix))
+            {
                 Some(dir) => Ok(TestSource {
                     how: format!("the build's unpacked sdist ({url})"),
                     dir: sdist_root(&dir),
@@ -105,7 +108,10 @@ fn fetch(url: &str, commit: &str, m: &Manifest, s: &Settings) -> Result<TestSour
     crate::source::checkout(&repo, oid, &dir, url, &SubmoduleSel::None, &fetcher)?;
     Ok(TestSource {
         dir,
-        how: format!("commit {} fetched again (the build's checkout was cleaned)", short(commit)),
+        how: format!(
+            "commit {} fetched again (the build's checkout was cleaned)",
+            short(commit)
+        ),
     })
 }
 
@@ -140,7 +146,8 @@ fn copy_tree(src: &Path, dst: &Path, md: &std::fs::Metadata) -> Result<()> {
         fs_err::create_dir_all(dst).map_err(EngineError::io("create", dst))?;
         for e in fs_err::read_dir(src).map_err(EngineError::io("read", src))? {
             let e = e.map_err(EngineError::io("read", src))?;
-            let md = fs_err::symlink_metadata(e.path()).map_err(EngineError::io("read", &e.path()))?;
+            let md =
+                fs_err::symlink_metadata(e.path()).map_err(EngineError::io("read", &e.path()))?;
             copy_tree(&e.path(), &dst.join(e.file_name()), &md)?;
         }
     } else if md.is_file() {
@@ -161,7 +168,9 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 pub fn short(commit: &str) -> &str {

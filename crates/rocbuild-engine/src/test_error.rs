@@ -1,4 +1,5 @@
-//! What stops `rocbuild test`: each says what, where and how to fix it.
+//! What stops `rocbuild test` (usecase/test): each says what, where and how to fix it. Apart
+//! from the use case, so that `error` needs nothing of the use cases.
 
 use miette::Diagnostic;
 use thiserror::Error;
