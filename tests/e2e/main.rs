@@ -26,6 +26,7 @@ mod mirror;
 mod no_space;
 mod ownership_model;
 mod patch;
+mod pep517_build;
 mod plans;
 mod plans_gpu;
 mod publish;

@@ -228,8 +228,12 @@ pub fn plan(
     let cross_of = cross.as_ref().map(|c| (c, machine));
     let mut dependencies = dependency::plan(&dependencies, &toolset, &vars, ctx, os, cross_of)?;
     dependency::provide(&dependencies, ctx.host_os, &mut libraries, &mut vars);
-    let torch_cmake = torch_cmake::plan(recipe, machine, opts, &resolved, &ctx.cache);
-    let hip_compat = hip_compat_of(&backend, &resolved, ctx);
+    // torch's CMake package and the HIP header force-included through CMake's flags are for
+    // CMake projects.
+    let cmake = is_cmake(&resolved.build_system);
+    let torch_cmake =
+        torch_cmake::plan(recipe, machine, opts, &resolved, &ctx.cache).filter(|_| cmake);
+    let hip_compat = hip_compat_of(&backend, &resolved, ctx).filter(|_| cmake);
     let needs_ffmpeg = recipe.raw.needs.ffmpeg;
     let ffmpeg = machine.target.ffmpeg.as_ref().filter(|_| needs_ffmpeg);
     let ffmpeg_pc = ffmpeg.and_then(|f| ffmpeg_pc::plan(f, &ctx.cache, ctx.host_os));
@@ -258,10 +262,10 @@ pub fn plan(
     vars.insert("prefix".into(), configured.prefix.display().to_string());
     let prefixes: Vec<PathBuf> = dependencies.iter().map(|d| d.prefix.clone()).collect();
     let install = install::plan(recipe, machine, &resolved, &vars, &backend, &prefixes)?;
-    // The Python part's extension is compiled by the same compiler as the library. A PEP 517
-    // build's wheel is the whole package: its Python files are among the artifacts.
-    let python_part = if resolved.build_system == rocbuild_recipe::BuildSystem::Pep517 {
-        None
+    // A PEP 517 build's wheel is the whole package: its files are the Python part. Else the
+    // Python part's extension is compiled by the same compiler as the library.
+    let python_part = if let Some(w) = &configured.unpacked_wheel {
+        Some(wheel_part(recipe, machine, &version, w))
     } else {
         python_part::plan(
             recipe,
@@ -537,6 +541,36 @@ fn through_compiler_cache(
         }
     }
     Ok(compiler_cache)
+}
+
+/// The Python part of a build system whose product is a wheel: its files, copied from where
+/// the build unpacked it, each checked against the wheel's RECORD.
+fn wheel_part(
+    recipe: &Recipe,
+    machine: &Machine,
+    version: &str,
+    unpacked: &std::path::Path,
+) -> PythonPart {
+    let py = &machine.target.python;
+    let dist = &recipe.raw.package.distribution;
+    PythonPart {
+        distribution: dist.clone(),
+        version: version.to_string(),
+        replaces: py
+            .distributions
+            .get(&rocbuild_probe::normalize_dist(dist))
+            .cloned(),
+        build: None,
+        extension: None,
+        install: python_part::PartInstall::Unpacked {
+            unpacked: unpacked.to_path_buf(),
+        },
+        target: join(
+            machine.venv_path_os(),
+            &py.site_packages,
+            &rocbuild_venv::layout::PIP_TARGET,
+        ),
+    }
 }
 
 /// The Python part's extension compiled by the library's compiler (the wheels' one).

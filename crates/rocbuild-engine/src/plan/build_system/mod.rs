@@ -94,4 +94,8 @@ pub struct Steps {
     pub configure: Command,
     pub build: Command,
     pub install_prefix: Option<Command>,
+    /// A build system whose product is a wheel (PEP 517) leaves it unpacked here: its files
+    /// are the Python part (copied into the stage against the wheel's RECORD), the native ones
+    /// among them replaced by the artifacts as rocbuild links them.
+    pub unpacked_wheel: Option<PathBuf>,
 }

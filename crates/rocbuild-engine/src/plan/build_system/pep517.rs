@@ -77,6 +77,7 @@ impl BuildSystem for Pep517 {
             toolkit: toolkit(i),
             key,
             build_dir,
+            unpacked_wheel: Some(prefix.clone()),
             prefix,
             configure,
             build,

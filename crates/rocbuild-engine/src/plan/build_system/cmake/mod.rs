@@ -64,153 +64,151 @@ impl BuildSystem for Cmake {
         }
     }
 
+    /// The configure, build and install-prefix commands.
     fn plan(&self, i: &Inputs) -> Result<Steps> {
-        plan(i)
-    }
-}
-
-fn plan(i: &Inputs) -> Result<Steps> {
-    let os = i.machine.target.platform.os;
-    let flavor = i
-        .machine
-        .target
-        .torch
-        .as_ref()
-        .map_or(Flavor::Cpu, |t| t.flavor);
-    let (mut define, mut env) = recipe_defines_and_env(i)?;
-    let mut toolkit = None;
-    if let Some(tc) = i.torch_cmake {
-        define.insert("Torch_DIR".into(), tc.dir.display().to_string());
-        if tc.mode == TorchCmake::Native {
-            toolkit = native_toolkit(i.machine, flavor, &mut define, &mut env)?;
-        }
-    }
-    i.backend.apply(i.ctx.host_os, &mut define, &mut env);
-    if let Some(hc) = i.hip_compat {
-        let flag = crate::plan::hip_compat::include_flag(hc);
-        let v = compose_user_define(
-            "CMAKE_HIP_FLAGS",
-            define.get("CMAKE_HIP_FLAGS").map(String::as_str),
-            &flag,
-        );
-        define.insert("CMAKE_HIP_FLAGS".into(), v);
-    }
-    // The GPU toolkit the build compiles with (a ROCm backend's SDK wins over the root torch's
-    // own package was given, as ROCM_PATH does in the environment).
-    if let Some(r) = &i.backend.rocm {
-        toolkit = Some(r.root.clone());
-    } else if let (None, Some(c)) = (&toolkit, &i.backend.cuda) {
-        toolkit = Some(c.home.clone());
-    }
-    define.insert(
-        "CMAKE_MAKE_PROGRAM".into(),
-        i.toolset.ninja.display().to_string(),
-    );
-    define
-        .entry("CMAKE_C_COMPILER".into())
-        .or_insert(i.toolset.cc.display().to_string());
-    define
-        .entry("CMAKE_CXX_COMPILER".into())
-        .or_insert(i.toolset.cxx.display().to_string());
-    if os == Os::Windows {
-        if let Some(rc) = i
+        let os = i.machine.target.platform.os;
+        let flavor = i
             .machine
-            .host
-            .tools
-            .msvc
+            .target
+            .torch
             .as_ref()
-            .and_then(|m| m.rc.as_ref())
-        {
-            define
-                .entry("CMAKE_RC_COMPILER".into())
-                .or_insert(rc.display().to_string());
+            .map_or(Flavor::Cpu, |t| t.flavor);
+        let (mut define, mut env) = recipe_defines_and_env(i)?;
+        let mut toolkit = None;
+        if let Some(tc) = i.torch_cmake {
+            define.insert("Torch_DIR".into(), tc.dir.display().to_string());
+            if tc.mode == TorchCmake::Native {
+                toolkit = native_toolkit(i.machine, flavor, &mut define, &mut env)?;
+            }
         }
-        for (k, v) in msvc_env(i.machine) {
-            env.entry(k).or_insert(v);
+        i.backend.apply(i.ctx.host_os, &mut define, &mut env);
+        if let Some(hc) = i.hip_compat {
+            let flag = crate::plan::hip_compat::include_flag(hc);
+            let v = compose_user_define(
+                "CMAKE_HIP_FLAGS",
+                define.get("CMAKE_HIP_FLAGS").map(String::as_str),
+                &flag,
+            );
+            define.insert("CMAKE_HIP_FLAGS".into(), v);
         }
-    }
-    for (k, v) in &i.opts.defines {
-        refuse_dropping(k, define.get(k).map(String::as_str), v, i)?;
-        let composed = compose_user_define(k, define.get(k).map(String::as_str), v);
-        define.insert(k.clone(), composed);
-    }
-    // Last: the target and sysroot flags go in front of every flags variable set so far.
-    if let Some(c) = i.cross {
-        crate::plan::cross::defines(c, i.machine, &mut define);
-    }
-    let src = i.source.dir();
-    let cmake_src = match expand(&i.resolved.cmake_source, i.vars)?.as_str() {
-        "." | "" => src.to_path_buf(),
-        sub => join(os, src, &[sub]),
-    };
-    let key = {
-        let mut parts: Vec<String> = vec![
-            cmake_src.display().to_string(),
-            i.resolved.generator.clone(),
-        ];
-        parts.extend(
-            define
-                .iter()
-                .filter(|(k, _)| k.as_str() != "CMAKE_INSTALL_PREFIX")
-                .map(|(k, v)| format!("{k}={v}")),
+        // The GPU toolkit the build compiles with (a ROCm backend's SDK wins over the root torch's
+        // own package was given, as ROCM_PATH does in the environment).
+        if let Some(r) = &i.backend.rocm {
+            toolkit = Some(r.root.clone());
+        } else if let (None, Some(c)) = (&toolkit, &i.backend.cuda) {
+            toolkit = Some(c.home.clone());
+        }
+        define.insert(
+            "CMAKE_MAKE_PROGRAM".into(),
+            i.toolset.ninja.display().to_string(),
         );
-        parts.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
-        parts.extend(i.torch_cmake.iter().filter_map(|t| t.contents.clone()));
-        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-        hash_hex(&refs)
-    };
-    let name = i.recipe.name();
-    let build_dir = join(
-        i.ctx.host_os,
-        &i.ctx.cache,
-        &[
-            "build",
-            &format!("{name}-{}-{}", sanitize(i.version), &key[..12]),
-        ],
-    );
-    let prefix = join(i.ctx.host_os, &build_dir, &["rocbuild-prefix"]);
-    define.insert("CMAKE_INSTALL_PREFIX".into(), prefix.display().to_string());
-    if os == Os::Windows {
-        // CMake reads `\` in a -D value as an escape in some contexts: forward slashes only.
-        for v in define.values_mut() {
-            *v = v.replace('\\', "/");
+        define
+            .entry("CMAKE_C_COMPILER".into())
+            .or_insert(i.toolset.cc.display().to_string());
+        define
+            .entry("CMAKE_CXX_COMPILER".into())
+            .or_insert(i.toolset.cxx.display().to_string());
+        if os == Os::Windows {
+            if let Some(rc) = i
+                .machine
+                .host
+                .tools
+                .msvc
+                .as_ref()
+                .and_then(|m| m.rc.as_ref())
+            {
+                define
+                    .entry("CMAKE_RC_COMPILER".into())
+                    .or_insert(rc.display().to_string());
+            }
+            for (k, v) in msvc_env(i.machine) {
+                env.entry(k).or_insert(v);
+            }
         }
-    }
-    let mut configure = Command::new(i.cmake)
-        .args([
-            "-S".to_string(),
-            cmake_src.display().to_string(),
-            "-B".into(),
+        for (k, v) in &i.opts.defines {
+            refuse_dropping(k, define.get(k).map(String::as_str), v, i)?;
+            let composed = compose_user_define(k, define.get(k).map(String::as_str), v);
+            define.insert(k.clone(), composed);
+        }
+        // Last: the target and sysroot flags go in front of every flags variable set so far.
+        if let Some(c) = i.cross {
+            crate::plan::cross::defines(c, i.machine, &mut define);
+        }
+        let src = i.source.dir();
+        let cmake_src = match expand(&i.resolved.cmake_source, i.vars)?.as_str() {
+            "." | "" => src.to_path_buf(),
+            sub => join(os, src, &[sub]),
+        };
+        let key = {
+            let mut parts: Vec<String> = vec![
+                cmake_src.display().to_string(),
+                i.resolved.generator.clone(),
+            ];
+            parts.extend(
+                define
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "CMAKE_INSTALL_PREFIX")
+                    .map(|(k, v)| format!("{k}={v}")),
+            );
+            parts.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+            parts.extend(i.torch_cmake.iter().filter_map(|t| t.contents.clone()));
+            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+            hash_hex(&refs)
+        };
+        let name = i.recipe.name();
+        let build_dir = join(
+            i.ctx.host_os,
+            &i.ctx.cache,
+            &[
+                "build",
+                &format!("{name}-{}-{}", sanitize(i.version), &key[..12]),
+            ],
+        );
+        let prefix = join(i.ctx.host_os, &build_dir, &["rocbuild-prefix"]);
+        define.insert("CMAKE_INSTALL_PREFIX".into(), prefix.display().to_string());
+        if os == Os::Windows {
+            // CMake reads `\` in a -D value as an escape in some contexts: forward slashes only.
+            for v in define.values_mut() {
+                *v = v.replace('\\', "/");
+            }
+        }
+        let mut configure = Command::new(i.cmake)
+            .args([
+                "-S".to_string(),
+                cmake_src.display().to_string(),
+                "-B".into(),
+                build_dir.display().to_string(),
+                "-G".into(),
+                i.resolved.generator.clone(),
+            ])
+            .args(define.iter().map(|(k, v)| format!("-D{k}={v}")));
+        configure.env = env.clone();
+        let mut build = Command::new(i.cmake).args([
+            "--build".to_string(),
             build_dir.display().to_string(),
-            "-G".into(),
-            i.resolved.generator.clone(),
-        ])
-        .args(define.iter().map(|(k, v)| format!("-D{k}={v}")));
-    configure.env = env.clone();
-    let mut build = Command::new(i.cmake).args([
-        "--build".to_string(),
-        build_dir.display().to_string(),
-        "--parallel".into(),
-        i.ctx.jobs.max(1).to_string(),
-    ]);
-    build.env = env;
-    let install_prefix = Command::new(i.cmake).args([
-        "--install".to_string(),
-        build_dir.display().to_string(),
-        "--prefix".into(),
-        prefix.display().to_string(),
-    ]);
-    Ok(Steps {
-        system: rocbuild_recipe::BuildSystem::Cmake,
-        defines: define,
-        toolkit,
-        key,
-        build_dir,
-        prefix,
-        configure,
-        build,
-        install_prefix: Some(install_prefix),
-    })
+            "--parallel".into(),
+            i.ctx.jobs.max(1).to_string(),
+        ]);
+        build.env = env;
+        let install_prefix = Command::new(i.cmake).args([
+            "--install".to_string(),
+            build_dir.display().to_string(),
+            "--prefix".into(),
+            prefix.display().to_string(),
+        ]);
+        Ok(Steps {
+            system: rocbuild_recipe::BuildSystem::Cmake,
+            defines: define,
+            toolkit,
+            key,
+            build_dir,
+            prefix,
+            configure,
+            build,
+            install_prefix: Some(install_prefix),
+            unpacked_wheel: None,
+        })
+    }
 }
 
 /// A user's `-D name=value` that would take away something rocbuild's build needs is refused
@@ -344,9 +342,9 @@ mod tests {
     use super::*;
     use crate::plan::testing::{ctx, recipe};
     use crate::plan::{source, tools, torch_cmake, vars};
-    use rocbuild_venv::BuildOptions;
     use crate::toolchain;
     use rocbuild_testkit::machine::cpu_machine;
+    use rocbuild_venv::BuildOptions;
 
     fn configured(os: Os, opts: &BuildOptions) -> Steps {
         let r = recipe("torchcodec");
@@ -373,25 +371,26 @@ mod tests {
             v.insert("tools".into(), t.dir.display().to_string());
         }
         let tc = torch_cmake::plan(&r, &m, opts, &resolved, &c.cache);
-        plan(&Inputs {
-            recipe: &r,
-            machine: &m,
-            opts,
-            ctx: &c,
-            version: &rel.version,
-            resolved: &resolved,
-            vars: &v,
-            source: &src,
-            backend: &b,
-            torch_cmake: tc.as_ref(),
-            cmake: &ts.cmake,
-            toolset: &ts,
-            tools: None,
-            hip_compat: None,
-            cross: None,
-            ffmpeg_pc: None,
-        })
-        .unwrap()
+        Cmake
+            .plan(&Inputs {
+                recipe: &r,
+                machine: &m,
+                opts,
+                ctx: &c,
+                version: &rel.version,
+                resolved: &resolved,
+                vars: &v,
+                source: &src,
+                backend: &b,
+                torch_cmake: tc.as_ref(),
+                cmake: &ts.cmake,
+                toolset: &ts,
+                tools: None,
+                hip_compat: None,
+                cross: None,
+                ffmpeg_pc: None,
+            })
+            .unwrap()
     }
 
     /// A user `-D` that would take away what rocbuild's build needs is refused, naming the
@@ -498,7 +497,7 @@ mod tests {
         if let Some(t) = pt {
             v.insert("tools".into(), t.dir.display().to_string());
         }
-        plan(&Inputs {
+        Cmake.plan(&Inputs {
             recipe: &r,
             machine: &m,
             opts,

@@ -1,0 +1,125 @@
+//! The PEP 517 build system (`[build] system = "pep517"`) on a real package: torchsort 0.1.10,
+//! a torch C++ extension (setuptools + `torch.utils.cpp_extension`), from its PyPI sdist
+//! (pinned by sha256), built by its own backend against the real PyPI torch of
+//! ROCBUILD_TEST_TORCH_VENV with the TOML-only recipe `recipes/torchsort.toml`, installed as a
+//! transaction, verified (it ranks and sorts), then restored: the venv is left as it was.
+//! About 1.5 minutes on 2 cores the first time (one C++ file against torch's headers), seconds
+//! once the build tree is kept in `cache/torchsort`; PyPI must be reachable (it is in CI).
+
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+use crate::real_torch::real_torch_venv;
+
+/// The repository's cache directory (kept between runs: the sdist and the build tree).
+fn repo_cache(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../cache")
+        .join(name)
+}
+
+/// Restores torchsort when the test ends, passed or not: the shared venv is left as it was.
+struct Restore<'a>(&'a str);
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        let _ = rocbuild(&["restore", "torchsort", "--venv", self.0], &[]);
+    }
+}
+
+#[test]
+fn torchsort_is_built_from_its_sdist_by_its_own_backend_against_the_venvs_torch() {
+    let venv = real_torch_venv();
+    let v = venv.to_str().unwrap();
+    let cache = repo_cache("torchsort");
+    let c = cache.to_str().unwrap();
+    let site = site_packages(&venv);
+    assert!(
+        !site.join("torchsort").exists(),
+        "{}: torchsort is already there; this test installs and restores it",
+        site.display()
+    );
+
+    // The plan names the build system and has no CMake in it.
+    let plan = rocbuild(
+        &[
+            "torchsort",
+            "--venv",
+            v,
+            "--cache",
+            c,
+            "--dry-run",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let p: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    assert_eq!(p["build_system"], "pep517");
+    assert_eq!(p["source"]["Sdist"]["project"], "torchsort");
+    let args: Vec<&str> = p["configure"]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    for a in ["wheel", "--no-deps", "--no-build-isolation"] {
+        assert!(args.contains(&a), "{args:?}");
+    }
+    assert!(p.get("install_prefix").is_none(), "{}", plan.stdout);
+    assert!(p["torch_cmake"].is_null(), "{}", plan.stdout);
+    assert_eq!(p["defines"], serde_json::json!({}));
+
+    let _restore = Restore(v);
+    let t = std::time::Instant::now();
+    let out = rocbuild(&["torchsort", "--venv", v, "--cache", c], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("verified: torchsort soft_rank [8, 1, 5, 4, 3, 2, 6, 7, 9] with torch"),
+        "{}",
+        out.stdout
+    );
+    eprintln!(
+        "torchsort: built, installed and verified in {:?}",
+        t.elapsed()
+    );
+
+    // The extension built here, linked to the venv's torch, and the Python files beside it.
+    let ext = std::fs::read_dir(site.join("torchsort"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                n.starts_with("isotonic_cpu") && n.ends_with(".so")
+            })
+        })
+        .expect("torchsort/isotonic_cpu*.so installed");
+    let info = rocbuild_native::read_elf(&ext).unwrap();
+    assert!(
+        info.needed.iter().any(|n| n.starts_with("libc10")),
+        "{:?}",
+        info.needed
+    );
+    assert_eq!(info.runpath, ["$ORIGIN", "$ORIGIN/../torch/lib"]);
+    for f in ["__init__.py", "ops.py"] {
+        assert!(site.join("torchsort").join(f).is_file(), "{f}");
+    }
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(site.join(".rocbuild/torchsort.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["version"], "0.1.10");
+
+    let status = rocbuild(&["status", "--venv", v], &[]);
+    assert!(
+        status.stdout.contains("torchsort 0.1.10: fresh"),
+        "{}",
+        status.stdout
+    );
+    let restore = rocbuild(&["restore", "torchsort", "--venv", v], &[]);
+    assert_eq!(restore.code, 0, "{}\n{}", restore.stdout, restore.stderr);
+    assert!(!site.join("torchsort").exists());
+}
