@@ -99,8 +99,6 @@ pub struct Ran {
     /// pytest's exit status: 0 all passed, 1 some failed, 5 none collected; others: it could
     /// not run.
     pub status: i32,
-    /// `N deselected` from pytest's last line.
-    pub deselected: u64,
     /// The last lines of its output (for an error).
     pub tail: Vec<String>,
 }
@@ -131,12 +129,8 @@ pub fn run(
         .reader()
         .map_err(EngineError::io("run", python))?;
     let mut tail: Vec<String> = Vec::new();
-    let mut deselected = 0;
     for l in std::io::BufReader::new(&reader).lines() {
         let Ok(l) = l else { break };
-        if let Some(n) = count_before(&l, " deselected") {
-            deselected = n;
-        }
         line(&l);
         tail.push(l);
         if tail.len() > 20 {
@@ -147,21 +141,7 @@ pub fn run(
         Ok(Some(o)) => o.status.code().unwrap_or(-1),
         _ => -1,
     };
-    Ok(Ran {
-        status,
-        deselected,
-        tail,
-    })
-}
-
-/// The number just before `what` in `line` (`== 1 passed, 3 deselected in 0.1s ==`).
-fn count_before(line: &str, what: &str) -> Option<u64> {
-    let i = line.find(what)?;
-    line[..i]
-        .rsplit(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
+    Ok(Ran { status, tail })
 }
 
 /// pytest's exit status when it could not run the tests at all (2 interrupted, 3 internal
@@ -183,23 +163,4 @@ pub fn could_not_run(recipe: &str, ran: &Ran) -> Option<TestError> {
         last,
         help: "run with -v to see pytest's whole output; a usage error is a recipe's `[test] args` or `run` pytest does not accept".into(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn deselected_tests_are_read_from_the_last_line() {
-        assert_eq!(
-            super::count_before("==== 1 passed, 3 deselected in 0.12s ====", " deselected"),
-            Some(3)
-        );
-        assert_eq!(
-            super::count_before(
-                "collected 10 items / 12 deselected / 1 selected",
-                " deselected"
-            ),
-            Some(12)
-        );
-        assert_eq!(super::count_before("nothing", " deselected"), None);
-    }
 }
