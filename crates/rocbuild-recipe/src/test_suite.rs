@@ -37,6 +37,40 @@ pub fn known_failures(t: &Test, version: &str, os: &str, flavor: &str) -> Vec<Kn
         .collect()
 }
 
+/// The recipe's text less its `[test]` tables (`[test]`, `[test.*]`, `[[test.*]]`) and the
+/// comment and blank lines just above them: what the recipe hash covers, so that adding or
+/// editing tests does not make earlier builds stale. A recipe without them is unchanged.
+pub fn without_test_tables(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut pending = String::new();
+    let mut in_test = false;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            let name = t.trim_start_matches('[').trim_start();
+            in_test = name.starts_with("test]")
+                || name.starts_with("test.")
+                || name.starts_with("test ]");
+            if in_test {
+                pending.clear();
+                continue;
+            }
+        }
+        if in_test {
+            continue;
+        }
+        if t.is_empty() || t.starts_with('#') {
+            pending.push_str(line);
+        } else {
+            out.push_str(&pending);
+            pending.clear();
+            out.push_str(line);
+        }
+    }
+    out.push_str(&pending);
+    out
+}
+
 /// One form for a pytest node id (`test/test_ops.py::TestX::test_y[a]`) and a JUnit test
 /// case (`classname="test.test_ops.TestX" name="test_y[a]"`): dotted, without `.py`.
 pub fn dotted(node_id: &str) -> String {
@@ -141,6 +175,19 @@ reason = "a ROCm torch"
 os = ["linux"]
 flavors = ["rocm"]
 "#;
+
+    #[test]
+    fn the_recipe_hash_does_not_cover_the_test_tables() {
+        let text = RECIPE.replace("@@", "");
+        let before = &text[..text.find("\n\n[test]").unwrap() + 1];
+        assert_eq!(without_test_tables(&text), before);
+        let commented = format!("{before}\n# upstream's tests\n[test]\nfiles = [\"t\"]\n\n[build]\ngenerator = \"Ninja\"\n");
+        assert_eq!(
+            without_test_tables(&commented),
+            format!("{before}[build]\ngenerator = \"Ninja\"\n")
+        );
+        assert_eq!(without_test_tables("a = 1\n# end\n"), "a = 1\n# end\n");
+    }
 
     #[test]
     fn known_failures_apply_by_release_os_and_flavor() {
