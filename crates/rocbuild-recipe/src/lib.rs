@@ -708,6 +708,30 @@ MKL_ROOT = "{mkl.root}"
         assert_eq!(mkl.define["MKL_ROOT"], "{mkl.root}");
     }
 
+    /// `[build] system` names the build system (CMake when unsaid); an overlay may change it;
+    /// a name rocbuild has no build system for is refused, naming the ones it has.
+    #[test]
+    fn the_build_system_is_cmake_unless_the_recipe_names_another() {
+        let r = parse("x.toml", RECIPE).unwrap();
+        assert_eq!(r.resolve(&target(&[])).build_system, BuildSystem::Cmake);
+        let text = RECIPE.replace(
+            "[build.define]",
+            "[build]\nsystem = \"pep517\"\n\n[os.windows.build]\nsystem = \"cmake\"\n\n[build.define]",
+        );
+        let r = parse("x.toml", &text).unwrap();
+        assert_eq!(r.resolve(&target(&[])).build_system, BuildSystem::Pep517);
+        let windows = Target {
+            os: "windows",
+            ..target(&[])
+        };
+        assert_eq!(r.resolve(&windows).build_system, BuildSystem::Cmake);
+        let err = parse("x.toml", &text.replace("\"pep517\"", "\"meson\""))
+            .err()
+            .expect("an unknown build system is refused")
+            .to_string();
+        assert!(err.contains("cmake") && err.contains("pep517"), "{err}");
+    }
+
     /// `[platform."linux-x86_64"]` applies to that OS and architecture only, after `[os.linux]`;
     /// CMake flag variables set by several overlays compose, other defines are replaced.
     #[test]

@@ -160,3 +160,82 @@ fn toolkit(i: &Inputs) -> Option<std::path::PathBuf> {
         (None, None) => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::error::EngineError;
+    use crate::plan::testing::{ctx, recipe};
+    use crate::plan::{plan, PartInstall};
+    use rocbuild_probe::Os;
+    use rocbuild_testkit::machine::cpu_machine;
+    use rocbuild_venv::BuildOptions;
+
+    const TORCHSORT: &str = include_str!("../../../../../recipes/torchsort.toml");
+
+    #[test]
+    fn torchsort_is_a_pip_wheel_without_isolation_unpacked_into_the_prefix() {
+        let m = cpu_machine(Os::Linux);
+        let p = plan(
+            &recipe("torchsort"),
+            &m,
+            &BuildOptions::default(),
+            &ctx(Os::Linux),
+        )
+        .unwrap();
+        assert_eq!(p.build_system, rocbuild_recipe::BuildSystem::Pep517);
+        let args = &p.configure.args;
+        assert_eq!(args[..3], ["-m", "pip", "wheel"]);
+        for a in ["--no-deps", "--no-build-isolation"] {
+            assert!(args.contains(&a.to_string()), "{args:?}");
+        }
+        assert_eq!(args.last(), Some(&p.source.dir().display().to_string()));
+        // The toolchain, as the backend reads it.
+        assert_eq!(p.configure.env["MAX_JOBS"], "2");
+        assert!(p.configure.env.contains_key("CXX"));
+        // The one wheel of this release, unpacked into the staging prefix.
+        assert!(p.build.args.contains(&"torchsort-0.1.10-*.whl".to_string()));
+        assert_eq!(p.build.args.last(), Some(&p.prefix.display().to_string()));
+        assert!(p.install_prefix.is_none());
+        // No CMake in it.
+        assert!(p.defines.is_empty());
+        assert!(p.torch_cmake.is_none());
+        // The wheel's files are the Python part, copied against its RECORD.
+        let pp = p.python_part.clone().expect("the wheel is the Python part");
+        assert!(pp.build.is_none());
+        match pp.install {
+            PartInstall::Unpacked { unpacked } => assert_eq!(unpacked, p.prefix),
+            other => panic!("{other:?}"),
+        }
+        assert!(p
+            .to_string()
+            .contains("build the wheel with the source's own build backend"));
+    }
+
+    #[test]
+    fn cmake_defines_are_refused_not_dropped() {
+        let m = cpu_machine(Os::Linux);
+        let opts = BuildOptions {
+            defines: vec![("CMAKE_BUILD_TYPE".into(), "Debug".into())],
+            ..BuildOptions::default()
+        };
+        match plan(&recipe("torchsort"), &m, &opts, &ctx(Os::Linux)) {
+            Err(EngineError::Usage { option, reason, .. }) => {
+                assert_eq!(option, "-D CMAKE_BUILD_TYPE");
+                assert!(reason.contains("PEP 517"), "{reason}");
+            }
+            other => panic!("{:?}", other.map(|p| p.recipe)),
+        }
+        let text = TORCHSORT.replace(
+            "system = \"pep517\"",
+            "system = \"pep517\"\ndefine = { X = \"1\" }",
+        );
+        let r = rocbuild_recipe::parse("torchsort.toml", &text).unwrap();
+        match plan(&r, &m, &BuildOptions::default(), &ctx(Os::Linux)) {
+            Err(EngineError::Usage { option, help, .. }) => {
+                assert!(option.contains("[build.define] X"), "{option}");
+                assert!(help.unwrap_or_default().contains("[build.env]"));
+            }
+            other => panic!("{:?}", other.map(|p| p.recipe)),
+        }
+    }
+}
