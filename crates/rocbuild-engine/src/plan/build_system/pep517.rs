@@ -114,6 +114,17 @@ fn refuse_cmake_only(i: &Inputs) -> Result<()> {
             help: Some(format!("in {}, move it to [build.env] as the backend reads it (CMAKE_ARGS for scikit-build-core), or build with system = \"cmake\"", i.recipe.file)),
         });
     }
+    let py = &i.recipe.raw.python;
+    if py.from.is_some() || py.dir.is_some() || py.extension.is_some() || !py.env.is_empty() {
+        return Err(EngineError::Usage {
+            option: format!("recipe {name}: [python]"),
+            reason: "a PEP 517 build's wheel is the whole package, its Python part included".into(),
+            help: Some(format!(
+                "in {}, remove the [python] table (what the backend reads goes in [build.env])",
+                i.recipe.file
+            )),
+        });
+    }
     if i.cross.is_some() {
         return Err(EngineError::CrossWindows {
             recipe: name.into(),
@@ -230,6 +241,12 @@ mod tests {
             "system = \"pep517\"\ndefine = { X = \"1\" }",
         );
         let r = rocbuild_recipe::parse("torchsort.toml", &text).unwrap();
+        let python = TORCHSORT.replace("[build]", "[python]\nfrom = \"pypi\"\n\n[build]");
+        let p = rocbuild_recipe::parse("torchsort.toml", &python).unwrap();
+        match plan(&p, &m, &BuildOptions::default(), &ctx(Os::Linux)) {
+            Err(EngineError::Usage { option, .. }) => assert!(option.ends_with("[python]")),
+            other => panic!("{:?}", other.map(|p| p.recipe)),
+        }
         match plan(&r, &m, &BuildOptions::default(), &ctx(Os::Linux)) {
             Err(EngineError::Usage { option, help, .. }) => {
                 assert!(option.contains("[build.define] X"), "{option}");
