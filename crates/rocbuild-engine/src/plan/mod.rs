@@ -228,17 +228,11 @@ pub fn plan(
     let cross_of = cross.as_ref().map(|c| (c, machine));
     let mut dependencies = dependency::plan(&dependencies, &toolset, &vars, ctx, os, cross_of)?;
     dependency::provide(&dependencies, ctx.host_os, &mut libraries, &mut vars);
-    // torch's CMake package and the HIP header force-included through CMake's flags are for
-    // CMake projects.
-    let cmake = is_cmake(&resolved.build_system);
-    let torch_cmake =
-        torch_cmake::plan(recipe, machine, opts, &resolved, &ctx.cache).filter(|_| cmake);
-    let hip_compat = hip_compat_of(&backend, &resolved, ctx).filter(|_| cmake);
+    let (torch_cmake, hip_compat) = cmake_parts(recipe, machine, opts, ctx, &backend, &resolved);
     let needs_ffmpeg = recipe.raw.needs.ffmpeg;
     let ffmpeg = machine.target.ffmpeg.as_ref().filter(|_| needs_ffmpeg);
     let ffmpeg_pc = ffmpeg.and_then(|f| ffmpeg_pc::plan(f, &ctx.cache, ctx.host_os));
-    let system = build_system::of(resolved.build_system);
-    let mut configured = system.plan(&build_system::Inputs {
+    let mut configured = build_system::of(resolved.build_system).plan(&build_system::Inputs {
         hip_compat: hip_compat.as_ref(),
         recipe,
         machine,
@@ -262,24 +256,12 @@ pub fn plan(
     vars.insert("prefix".into(), configured.prefix.display().to_string());
     let prefixes: Vec<PathBuf> = dependencies.iter().map(|d| d.prefix.clone()).collect();
     let install = install::plan(recipe, machine, &resolved, &vars, &backend, &prefixes)?;
-    // A PEP 517 build's wheel is the whole package: its files are the Python part. Else the
-    // Python part's extension is compiled by the same compiler as the library.
-    let python_part = if let Some(w) = &configured.unpacked_wheel {
-        Some(wheel_part(recipe, machine, &version, w))
-    } else {
-        python_part::plan(
-            recipe,
-            machine,
-            &version,
-            &resolved,
-            &vars,
-            &source,
-            &configured.build_dir,
-            &configured.configure,
-            tools.as_ref(),
-        )?
-        .map(|p| same_compiler(p, compiler.as_ref()))
-    };
+    let python_part = python_part_of(
+        (recipe, machine, &version, &resolved, &vars, &source),
+        &configured,
+        tools.as_ref(),
+        compiler.as_ref(),
+    )?;
     let (verify, unverified) = cross::verification(
         verify::plan(machine, &resolved, &vars)?,
         cross.as_ref(),
@@ -541,6 +523,57 @@ fn through_compiler_cache(
         }
     }
     Ok(compiler_cache)
+}
+
+/// torch's CMake package and the HIP header force-included through CMake's flags: for CMake
+/// projects only.
+fn cmake_parts(
+    recipe: &Recipe,
+    machine: &Machine,
+    opts: &BuildOptions,
+    ctx: &Context,
+    backend: &BackendPlan,
+    resolved: &Resolved,
+) -> (Option<TorchCmakePlan>, Option<hip_compat::HipCompatPlan>) {
+    if !is_cmake(&resolved.build_system) {
+        return (None, None);
+    }
+    (
+        torch_cmake::plan(recipe, machine, opts, resolved, &ctx.cache),
+        hip_compat_of(backend, resolved, ctx),
+    )
+}
+
+/// The Python part: a PEP 517 build's wheel is the whole package, its files the Python part;
+/// else the recipe's `[python]`, whose extension is compiled by the library's compiler.
+fn python_part_of(
+    (recipe, machine, version, resolved, vars, source): (
+        &Recipe,
+        &Machine,
+        &str,
+        &Resolved,
+        &BTreeMap<String, String>,
+        &SourcePlan,
+    ),
+    configured: &build_system::Steps,
+    tools: Option<&ToolsPlan>,
+    compiler: Option<&wheel_compiler::CompilerParity>,
+) -> Result<Option<PythonPart>> {
+    if let Some(w) = &configured.unpacked_wheel {
+        return Ok(Some(wheel_part(recipe, machine, version, w)));
+    }
+    Ok(python_part::plan(
+        recipe,
+        machine,
+        version,
+        resolved,
+        vars,
+        source,
+        &configured.build_dir,
+        &configured.configure,
+        tools,
+    )?
+    .map(|p| same_compiler(p, compiler)))
 }
 
 /// The Python part of a build system whose product is a wheel: its files, copied from where
