@@ -125,8 +125,9 @@ fn sdist_root(dir: &Path) -> PathBuf {
 }
 
 /// Copy `files` (relative to `from`, checked at load to stay inside) to the same paths under
-/// `to`: regular files and folders only; links are not followed (a checkout's link could
-/// point anywhere).
+/// `to`: folders and regular files; a link is copied as the file it names only when that is a
+/// regular file inside `from` (test resources link to one another: torchcodec's
+/// `…frame000180.pt` names `…time6.000000.pt`), never followed out of the checkout.
 pub fn copy_files(from: &Path, to: &Path, files: &[String], m: &Manifest) -> Result<()> {
     for f in files {
         let src = from.join(f);
@@ -136,27 +137,60 @@ pub fn copy_files(from: &Path, to: &Path, files: &[String], m: &Manifest) -> Res
             file: f.clone(),
             source_dir: from.display().to_string(),
         })?;
-        copy_tree(&src, &to.join(f), &md)?;
+        copy_tree(from, &src, &to.join(f), &md)?;
     }
     Ok(())
 }
 
-fn copy_tree(src: &Path, dst: &Path, md: &std::fs::Metadata) -> Result<()> {
+fn copy_tree(root: &Path, src: &Path, dst: &Path, md: &std::fs::Metadata) -> Result<()> {
     if md.is_dir() {
         fs_err::create_dir_all(dst).map_err(EngineError::io("create", dst))?;
         for e in fs_err::read_dir(src).map_err(EngineError::io("read", src))? {
             let e = e.map_err(EngineError::io("read", src))?;
             let md =
                 fs_err::symlink_metadata(e.path()).map_err(EngineError::io("read", &e.path()))?;
-            copy_tree(&e.path(), &dst.join(e.file_name()), &md)?;
+            copy_tree(root, &e.path(), &dst.join(e.file_name()), &md)?;
         }
-    } else if md.is_file() {
+        return Ok(());
+    }
+    let from = if md.is_file() {
+        Some(src.to_path_buf())
+    } else if md.is_symlink() {
+        link_inside(root, src)
+    } else {
+        None
+    };
+    if let Some(from) = from {
         if let Some(p) = dst.parent() {
             fs_err::create_dir_all(p).map_err(EngineError::io("create", p))?;
         }
-        fs_err::copy(src, dst).map_err(EngineError::io("copy", src))?;
+        fs_err::copy(&from, dst).map_err(EngineError::io("copy", &from))?;
     }
     Ok(())
+}
+
+/// The regular file a relative link at `link` names, when it stays inside `root` (read
+/// lexically: no component climbs out, no further link).
+fn link_inside(root: &Path, link: &Path) -> Option<PathBuf> {
+    let target = fs_err::read_link(link).ok()?;
+    if target.is_absolute() {
+        return None;
+    }
+    let mut p = link.parent()?.to_path_buf();
+    for c in target.components() {
+        match c {
+            std::path::Component::Normal(n) => p.push(n),
+            std::path::Component::ParentDir => {
+                if !p.pop() {
+                    return None;
+                }
+            }
+            std::path::Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    let md = fs_err::symlink_metadata(&p).ok()?;
+    (p.starts_with(root) && md.is_file()).then_some(p)
 }
 
 fn entries(dir: &Path) -> Vec<PathBuf> {
@@ -179,4 +213,35 @@ pub fn short(commit: &str) -> &str {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    /// A link among the resources is copied as its file; one out of the checkout is not.
+    #[test]
+    fn links_are_followed_only_inside_the_checkout() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("src");
+        std::fs::create_dir_all(root.join("test/res")).unwrap();
+        std::fs::write(root.join("test/res/a.pt"), "frame").unwrap();
+        std::fs::write(tmp.path().join("secret"), "outside").unwrap();
+        let link = |to: &str, at: &str| std::os::unix::fs::symlink(to, root.join(at)).unwrap();
+        link("a.pt", "test/res/b.pt");
+        link("../../../secret", "test/res/out");
+        link("/etc/passwd", "test/res/abs");
+        assert_eq!(
+            super::link_inside(&root, &root.join("test/res/b.pt")),
+            Some(root.join("test/res/a.pt"))
+        );
+        assert_eq!(super::link_inside(&root, &root.join("test/res/out")), None);
+        assert_eq!(super::link_inside(&root, &root.join("test/res/abs")), None);
+        let md = std::fs::symlink_metadata(root.join("test")).unwrap();
+        let to = tmp.path().join("copy");
+        super::copy_tree(&root, &root.join("test"), &to, &md).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(to.join("res/b.pt")).unwrap(),
+            "frame"
+        );
+        assert!(!to.join("res/out").exists() && !to.join("res/abs").exists());
+    }
 }
