@@ -219,7 +219,8 @@ fn a_signal_during_the_installs_file_moves_rolls_them_back() {
     ok(&w.build(&[]));
     ok(&w.cmd(&["restore", "fakecodec"], &[]));
     assert_eq!(tree_state(&w.venv), before);
-    for (step, signal) in [(2u64, SIGINT), (5, SIGTERM), (9, SIGINT)] {
+    // `swap+N`: N steps after the swap's journal was written, files already moved in.
+    for (step, signal) in [("2", SIGINT), ("5", SIGTERM), ("9", SIGINT), ("swap+2", SIGINT)] {
         let (child, rx) = spawn(
             &w,
             &[],
@@ -237,6 +238,9 @@ fn a_signal_during_the_installs_file_moves_rolls_them_back() {
         let (code, rest) = finish(child, rx);
         let said = said + &rest;
         assert!(said.contains("during the install"), "step {step}: {said}");
+        if step.starts_with("swap+") {
+            assert!(said.contains("the install was rolled back"), "step {step}: {said}");
+        }
         assert_undone(&w, &before, code, signal, &said);
     }
     ok(&w.build(&[]));

@@ -463,6 +463,7 @@ pub fn swap(
     let mut journal = Journal::new(recipe, created_state_dir)?;
     journal.ops = ops;
     journal.write(site, &key)?;
+    txn_fs::swap_began();
     let swapped = Swapped {
         site: site.to_path_buf(),
         journal,

@@ -11,6 +11,8 @@ static KILL_AFTER: AtomicU64 = AtomicU64::new(0);
 static STEPS: AtomicU64 = AtomicU64::new(0);
 static FULL_AFTER: AtomicU64 = AtomicU64::new(0);
 static PAUSE_AFTER: AtomicU64 = AtomicU64::new(0);
+static PAUSE_IN_SWAP: AtomicU64 = AtomicU64::new(0);
+static SWAP_AT: AtomicU64 = AtomicU64::new(0);
 static PAUSE_UNTIL: std::sync::OnceLock<fn() -> bool> = std::sync::OnceLock::new();
 
 /// Test-only: right after the `n`-th filesystem step (`0` disarms), say so on stderr and wait
@@ -70,13 +72,27 @@ pub fn steps_done() -> u64 {
     STEPS.load(Ordering::SeqCst)
 }
 
+/// Test-only: like [`arm_pause`], counted from the step that wrote the swap's journal (`1` is
+/// the first move into the venv): a test that must stop an install in its swap, whatever
+/// staging took. The binary arms it from `ROCBUILD_TEST_PAUSE_AFTER_STEP=swap+N`.
+pub fn arm_pause_in_swap(n: u64, until: fn() -> bool) {
+    let _ = PAUSE_UNTIL.set(until);
+    PAUSE_IN_SWAP.store(n, Ordering::SeqCst);
+}
+
+/// The swap's journal is on disk: the steps that follow move files into the venv.
+pub fn swap_began() {
+    SWAP_AT.store(STEPS.load(Ordering::SeqCst), Ordering::SeqCst);
+}
+
 /// Count one step; die by a real SIGKILL (no destructors, no flush) when armed for it.
 fn tick() {
     let n = STEPS.fetch_add(1, Ordering::SeqCst) + 1;
     if KILL_AFTER.load(Ordering::SeqCst) == n {
         die();
     }
-    if PAUSE_AFTER.load(Ordering::SeqCst) == n {
+    let (in_swap, at) = (PAUSE_IN_SWAP.load(Ordering::SeqCst), SWAP_AT.load(Ordering::SeqCst));
+    if PAUSE_AFTER.load(Ordering::SeqCst) == n || (in_swap != 0 && at != 0 && n == at + in_swap) {
         pause();
     }
 }

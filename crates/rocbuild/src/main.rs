@@ -94,8 +94,12 @@ fn main() -> ExitCode {
     if let Some(n) = settings::test_hook(settings::ROCBUILD_TEST_FAIL_AFTER_STEP) {
         rocbuild_venv::txn_fs::arm_disk_full(n);
     }
+    let signalled = || rocbuild_engine::interrupt::received().is_some();
     if let Some(n) = settings::test_hook(settings::ROCBUILD_TEST_PAUSE_AFTER_STEP) {
-        rocbuild_venv::txn_fs::arm_pause(n, || rocbuild_engine::interrupt::received().is_some());
+        rocbuild_venv::txn_fs::arm_pause(n, signalled);
+    }
+    if let Some(n) = settings::test_hook_in_swap(settings::ROCBUILD_TEST_PAUSE_AFTER_STEP) {
+        rocbuild_venv::txn_fs::arm_pause_in_swap(n, signalled);
     }
     // Commands that change a venv catch Ctrl-C and SIGTERM: they stop their children, undo
     // what is not committed and exit with 128 + the signal. The others keep the default.

@@ -154,6 +154,13 @@ pub fn test_hook(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
+/// A test hook's `swap+N`: N counted from the install's swap.
+pub fn test_hook_in_swap(name: &str) -> Option<u64> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.strip_prefix("swap+").and_then(|n| n.parse().ok()))
+}
+
 /// `$PYTORCH_ROCM_ARCH`: doctor's GPU targets when `--gpu-arch` is not given.
 pub fn pytorch_rocm_arch() -> rocbuild_probe::GpuTargets {
     rocbuild_probe::GpuTargets::parse(&[std::env::var(PYTORCH_ROCM_ARCH).unwrap_or_default()])
