@@ -15,6 +15,7 @@ requirements = ["pytest"]
 quick = ["test/test_fakecodec.py::test_decodes_a_wav"]
 env = { FAKECODEC_TESTING = "1" }
 dirs = ["test/output"]
+tools = ["python3", "fakecodec-reference-encoder"]
 
 [test.device]
 marker = "needs_gpu"
@@ -107,6 +108,13 @@ fn the_suite_runs_on_the_build_known_and_new_failures_told_apart() {
     assert!(
         out.stdout
             .contains("device tests: the venv's torch sees no GPU: 1 deselected"),
+        "{all}"
+    );
+    // A program the tests run that is not on PATH is named before the run (python3 is).
+    assert!(
+        out.stderr.contains(
+            "not on PATH: fakecodec-reference-encoder: the tests that run it will fail"
+        ),
         "{all}"
     );
     assert!(

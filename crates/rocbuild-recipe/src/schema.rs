@@ -642,6 +642,10 @@ pub struct Test {
     /// Folders to create (relative to the copied files) before the run.
     #[serde(default)]
     pub dirs: Vec<Text>,
+    /// Programs the tests run (`ffmpeg`, `ffprobe`): one missing from PATH is said before the
+    /// run, since its tests will fail.
+    #[serde(default)]
+    pub tools: Vec<String>,
     /// Which tests need a GPU: deselected when the venv's torch sees none.
     #[serde(default)]
     pub device: Option<TestDevice>,

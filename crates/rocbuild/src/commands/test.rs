@@ -48,11 +48,26 @@ fn print(r: &TestReport) {
     for k in &r.known_passed {
         outln!("passed, though the recipe lists it as a known failure: {k}");
     }
-    for f in &r.new_failures {
+    for f in r.new_failures.iter().take(SHOWN) {
         match &f.message {
             Some(m) if !m.is_empty() => outln!("NEW FAILURE: {}: {m}", f.test),
             _ => outln!("NEW FAILURE: {}", f.test),
         }
+    }
+    if r.new_failures.len() > SHOWN {
+        outln!(
+            "… and {} more new failures (all in --junit FILE and --json); by cause:",
+            r.new_failures.len() - SHOWN
+        );
+        for (n, cause) in causes(r) {
+            outln!("  {n:>5} × {cause}");
+        }
+    }
+    if !r.missing_tools.is_empty() {
+        outln!(
+            "not on PATH: {} (the tests that run it fail)",
+            r.missing_tools.join(", ")
+        );
     }
     if let Some(j) = &r.junit {
         outln!("JUnit XML: {}", j.display());
@@ -98,4 +113,20 @@ fn print_compare(c: &Comparison) {
             );
         }
     }
+}
+
+/// New failures named one by one; past that, counted by cause.
+const SHOWN: usize = 20;
+
+/// The new failures' messages, most frequent first (the first 100 characters).
+fn causes(r: &TestReport) -> Vec<(usize, String)> {
+    let mut by: std::collections::BTreeMap<String, usize> = Default::default();
+    for f in &r.new_failures {
+        let m = f.message.as_deref().unwrap_or("(no message)");
+        *by.entry(m.chars().take(100).collect()).or_default() += 1;
+    }
+    let mut v: Vec<(usize, String)> = by.into_iter().map(|(m, n)| (n, m)).collect();
+    v.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    v.truncate(10);
+    v
 }

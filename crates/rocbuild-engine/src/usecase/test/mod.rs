@@ -91,6 +91,8 @@ pub struct TestReport {
     pub device_deselected: Option<u64>,
     /// Requirements the venv lacked, installed into the overlay for this run.
     pub overlay: Vec<String>,
+    /// Programs of `[test] tools` not on PATH.
+    pub missing_tools: Vec<String>,
     pub tally: Tally,
     pub known: Vec<KnownFailure>,
     pub new_failures: Vec<NewFailure>,
@@ -170,6 +172,20 @@ pub fn test(
             overlay.join(" ")
         ));
     }
+    let missing_tools: Vec<String> = t
+        .tools
+        .iter()
+        .filter(|tool| {
+            which::which_in(tool.as_str(), settings.env.path.clone(), &settings.env.cwd).is_err()
+        })
+        .cloned()
+        .collect();
+    if !missing_tools.is_empty() {
+        reporter.note(&format!(
+            "not on PATH: {}: the tests that run it will fail (install it to run them)",
+            missing_tools.join(", ")
+        ));
+    }
     let gpu = pytest::sees_gpu(&py.exe);
     let plan = RunPlan::new(t, req, gpu, reporter);
     let ours = plan.run(
@@ -204,9 +220,11 @@ pub fn test(
     } else {
         None
     };
-    Ok(summarize(
+    let mut r = summarize(
         &m, src.how, req, gpu, ours, overlay, &known, compare, started,
-    ))
+    );
+    r.missing_tools = missing_tools;
+    Ok(r)
 }
 
 /// The pytest arguments of this run (less the JUnit file), its environment and the folders
@@ -458,6 +476,7 @@ fn summarize(
         gpu,
         device_deselected: ours.device_deselected,
         overlay,
+        missing_tools: Vec::new(),
         tally: tally(&ours.cases),
         known: known_hit,
         new_failures,
