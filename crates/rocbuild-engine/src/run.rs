@@ -616,6 +616,8 @@ fn compile(
     commit: Option<&str>,
 ) -> Result<()> {
     // Configure only when this build tree has not been configured from this commit.
+    let system = plan.system();
+    let titles = system.titles();
     let stamp = plan.build_dir.join(".rocbuild-configured");
     let stamp_text = format!(
         "{}\n{}",
@@ -623,10 +625,13 @@ fn compile(
         plan.configure.shell_line()
     );
     if fs_err::read_to_string(&stamp).ok().as_deref() != Some(stamp_text.as_str())
-        || !plan.build_dir.join("CMakeCache.txt").exists()
+        || !system
+            .configured_marker()
+            .is_some_and(|m| plan.build_dir.join(m).exists())
     {
-        log.note(&format!("configure -> {}", plan.build_dir.display()));
-        log.run("configure", &build_env(&plan.configure))?;
+        let step = titles.configure_step;
+        log.note(&format!("{step} -> {}", plan.build_dir.display()));
+        log.run(step, &build_env(&plan.configure))?;
         fs_err::write(&stamp, &stamp_text).map_err(EngineError::io("write", &stamp))?;
     }
     // The compile is the long part: a torch that does not import stops it as soon as that
@@ -634,7 +639,7 @@ fn compile(
     interrupt::check("the configure")?;
     // Said once the build is done, and only when it did something: a no-op rerun (ninja: "no
     // work to do") prints no stray `build` line; the progress bar shows it while it runs.
-    let lines = log.run_while("build", &build_env(&plan.build), || {
+    let lines = log.run_while(titles.build_step, &build_env(&plan.build), || {
         let out = torch_check.as_ref()?.try_wait().ok()??;
         torch_import_error(plan, out)
     })?;

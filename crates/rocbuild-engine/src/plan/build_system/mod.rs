@@ -33,15 +33,22 @@ use crate::toolchain::BackendPlan;
 pub trait BuildSystem: Sync {
     /// How the plan titles its steps.
     fn titles(&self) -> Titles;
+    /// The file a configured build tree holds (CMake's `CMakeCache.txt`): with it, and the
+    /// configure's stamp saying the same inputs, `run()` skips the configure. None: the
+    /// configure always runs.
+    fn configured_marker(&self) -> Option<&'static str>;
     /// The steps, every argv and environment variable spelled out.
     fn plan(&self, i: &Inputs) -> Result<Steps>;
 }
 
-/// The titles of a build system's steps as `--dry-run` shows them.
+/// The titles of a build system's steps as `--dry-run` shows them, and their short names in
+/// the run's log and errors.
 pub struct Titles {
     pub configure: &'static str,
     pub build: &'static str,
     pub install: &'static str,
+    pub configure_step: &'static str,
+    pub build_step: &'static str,
 }
 
 /// The implementation the recipe names.

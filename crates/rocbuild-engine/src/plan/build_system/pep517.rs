@@ -27,7 +27,15 @@ impl BuildSystem for Pep517 {
             configure: "build the wheel with the source's own build backend (PEP 517, no build isolation: the venv's torch)",
             build: "unpack the wheel into the staging prefix (laid out as site-packages)",
             install: "",
+            configure_step: "build the wheel",
+            build_step: "unpack the wheel",
         }
+    }
+
+    /// The backend keeps its own incremental state (setuptools' `build/` in the source): the
+    /// wheel is built again every run, cheaply when nothing changed.
+    fn configured_marker(&self) -> Option<&'static str> {
+        None
     }
 
     fn plan(&self, i: &Inputs) -> Result<Steps> {

@@ -61,7 +61,13 @@ impl BuildSystem for Cmake {
                 "configure (skipped when this build tree is configured with the same inputs)",
             build: "build",
             install: "install into the staging prefix",
+            configure_step: "configure",
+            build_step: "build",
         }
+    }
+
+    fn configured_marker(&self) -> Option<&'static str> {
+        Some("CMakeCache.txt")
     }
 
     /// The configure, build and install-prefix commands.
