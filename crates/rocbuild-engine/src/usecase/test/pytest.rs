@@ -1,7 +1,8 @@
 //! Running pytest with the venv's Python: the test requirements the venv lacks go into an
-//! overlay folder (pip's `--target`), which the run appends to `sys.path` (after
-//! site-packages, so the venv's own packages always win and only what it lacks comes from
-//! the overlay); whether the venv's torch sees a GPU; pytest's output streamed as progress.
+//! overlay folder (pip's `--target`), which every Python of the run appends to `sys.path`
+//! (after site-packages, so the venv's own packages always win and only what it lacks comes
+//! from the overlay) through a `sitecustomize` on `PYTHONPATH`; whether the venv's torch sees
+//! a GPU; pytest's output streamed as progress.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -91,8 +92,25 @@ pub fn sees_gpu(python: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// `python -c BOOT OVERLAY ARGS…`: pytest with the overlay after site-packages.
-const BOOT: &str = "import sys\noverlay = sys.argv.pop(1)\nsys.path.append(overlay)\nimport pytest\nsys.exit(pytest.main(sys.argv[1:]))";
+/// `python -c BOOT ARGS…`: pytest, run by the venv's Python.
+const BOOT: &str = "import sys, pytest\nsys.exit(pytest.main(sys.argv[1:]))";
+
+/// The only folder on the run's `PYTHONPATH`: a `sitecustomize` that appends the overlay to
+/// `sys.path` (after site-packages: the venv's own packages win) in pytest and in every
+/// Python the tests start (upstream's tests run `python -c …` and compare its output), then
+/// hands over to the `sitecustomize` it shadows, if there is one.
+const SITECUSTOMIZE: &str = r#"import importlib.util, os, sys
+_overlay = os.environ.get("ROCBUILD_TEST_OVERLAY")
+if _overlay and _overlay not in sys.path:
+    sys.path.append(_overlay)
+_here = os.path.dirname(os.path.abspath(__file__))
+for _d in list(sys.path):
+    _p = os.path.join(_d or ".", "sitecustomize.py")
+    if os.path.abspath(_d or ".") != _here and os.path.isfile(_p):
+        _s = importlib.util.spec_from_file_location("_rocbuild_shadowed_sitecustomize", _p)
+        _s.loader.exec_module(importlib.util.module_from_spec(_s))
+        break
+"#;
 
 /// What pytest said at the end.
 pub struct Ran {
@@ -112,13 +130,20 @@ pub fn run(
     env: &[(String, String)],
     line: &mut dyn FnMut(&str),
 ) -> Result<Ran> {
-    let mut c = Command::new(python)
-        .args(["-c", BOOT])
-        .arg(overlay.display().to_string());
+    let boot = overlay.with_file_name("boot");
+    fs_err::create_dir_all(&boot).map_err(EngineError::io("create", &boot))?;
+    let site = boot.join("sitecustomize.py");
+    fs_err::write(&site, SITECUSTOMIZE).map_err(EngineError::io("write", &site))?;
+    let mut c = Command::new(python).args(["-c", BOOT]);
     c = c.args(args.iter().cloned());
     c.cwd = Some(work.to_path_buf());
     c.env.insert(NO_BYTECODE.into(), "1".into());
-    c.env_remove.push("PYTHONPATH".into());
+    c.env
+        .insert("PYTHONPATH".into(), boot.display().to_string());
+    c.env.insert(
+        "ROCBUILD_TEST_OVERLAY".into(),
+        overlay.display().to_string(),
+    );
     for (k, v) in env {
         c.env.insert(k.clone(), v.clone());
     }
