@@ -112,7 +112,7 @@ fn install_part(log: &mut RunLog, pp: &PythonPart) -> Result<Vec<String>> {
 /// it beside the package's Python files; that tree becomes the wheel pip installs.
 fn python_extension(
     log: &mut RunLog,
-    x: &crate::plan::python_ext::ExtensionBuild,
+    x: &crate::plan::build_system::cmake::extension::ExtensionBuild,
     scratch: &crate::plan::scratch::Scratch,
     dist: &str,
     version: &str,

@@ -362,7 +362,7 @@ pub fn defines(c: &CrossPlan, machine: &Machine, define: &mut BTreeMap<String, S
         ("CMAKE_MODULE_LINKER_FLAGS", c.link_flags.clone()),
     ] {
         if let Some(v) = define.get_mut(var) {
-            *v = super::configure::compose_user_define(var, Some(&ours), v);
+            *v = super::build_system::cmake::compose_user_define(var, Some(&ours), v);
         }
     }
     for prefix in ["Python3", "Python"] {

@@ -45,9 +45,7 @@ use crate::error::Result;
 use crate::paths::join;
 use crate::toolchain::{self, BackendPlan};
 
-// CMake's own parts, where the rest of the engine names them.
-use build_system::cmake as configure;
-pub use build_system::cmake::{dependency, extension as python_ext};
+use build_system::cmake::dependency;
 pub use install::InstallPlan;
 pub use libraries::OptionalLibrary;
 pub use python_part::{PartInstall, PythonPart};

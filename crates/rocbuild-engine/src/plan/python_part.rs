@@ -9,7 +9,7 @@ use rocbuild_probe::Machine;
 use rocbuild_recipe::{PythonFrom, Recipe, Resolved};
 use serde::Serialize;
 
-use super::configure::msvc_env;
+use super::build_system::cmake::{extension, msvc_env};
 use super::pip;
 use super::source::SourcePlan;
 use super::tools::ToolsPlan;
@@ -28,7 +28,7 @@ pub struct PythonPart {
     pub build: Option<Command>,
     /// For `from = "extension"`: rocbuild's build of the module and the wheel it assembles.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub extension: Option<super::python_ext::ExtensionBuild>,
+    pub extension: Option<extension::ExtensionBuild>,
     /// How its files get into the transaction's staging directory (`target`).
     pub install: PartInstall,
     pub target: PathBuf,
@@ -160,7 +160,7 @@ pub fn plan(
                     help: Some("add the table: module, sources, package (docs/recipes.md)".into()),
                 });
             };
-            let x = super::python_ext::plan(super::python_ext::Inputs {
+            let x = extension::plan(extension::Inputs {
                 recipe,
                 machine,
                 version: &version,

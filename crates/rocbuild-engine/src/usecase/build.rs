@@ -89,7 +89,7 @@ fn from_index(
     reporter: &mut dyn Reporter,
 ) -> Result<Plan> {
     // The venv's wheel tags; a `--machine` plan has no Python to ask.
-    let tags = crate::plan::python_ext::tags_of_venv(
+    let tags = crate::plan::build_system::cmake::extension::tags_of_venv(
         &machine.target.venv.root,
         &machine.target.python.site_packages,
     )
