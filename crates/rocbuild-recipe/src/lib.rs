@@ -726,8 +726,7 @@ MKL_ROOT = "{mkl.root}"
         };
         assert_eq!(r.resolve(&windows).build_system, BuildSystem::Cmake);
         let err = parse("x.toml", &text.replace("\"pep517\"", "\"meson\""))
-            .err()
-            .expect("an unknown build system is refused")
+            .expect_err("an unknown build system is refused")
             .to_string();
         assert!(err.contains("cmake") && err.contains("pep517"), "{err}");
     }
