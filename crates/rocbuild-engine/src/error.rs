@@ -292,15 +292,15 @@ pub enum EngineError {
     #[error("{recipe} needs {missing} at run time, and {site} does not have it")]
     #[diagnostic(
         code(rocbuild::plan::missing_python),
-        help(
-            "install it first: {command} (rocbuild installs only its own package, with --no-deps)"
-        )
+        help("install it first: {command} ({why})")
     )]
     MissingPython {
         recipe: String,
         missing: String,
         site: String,
         command: String,
+        /// Why rocbuild does not install it itself.
+        why: String,
     },
 
     #[error(transparent)]

@@ -1,7 +1,9 @@
 //! The manifest of a finished install: made in one place, from the plan's own fields (never
 //! re-derived from an argv or an environment) and what the run learned.
 
-use rocbuild_venv::manifest::{InstalledFile, Manifest, PrebuiltRecord, PythonPartRecord};
+use rocbuild_venv::manifest::{
+    InstalledFile, Manifest, PrebuiltRecord, PythonPartRecord, RequirementRecord,
+};
 
 use crate::plan::{Plan, SourcePlan};
 use crate::stage::StagedExtra;
@@ -65,6 +67,7 @@ impl FromRun for Manifest {
             record: staged.record.clone(),
             dropped: staged.dropped.clone(),
             python_part: python_part(plan, staged, previous),
+            requirements: requirements(staged, previous),
             // Kept across reinstalls: the files a previous install added (e.g. a preload hook).
             extra_files: previous.map(|p| p.extra_files.clone()).unwrap_or_default(),
             compiler_cache: staged.compiler_cache.clone(),
@@ -120,6 +123,19 @@ fn python_part(
         }),
         (None, b) => b.cloned(),
     }
+}
+
+/// The run-time requirements rocbuild installed: this install's, and those an earlier one
+/// installed (still rocbuild's to remove on `restore`).
+fn requirements(staged: &StagedExtra, previous: Option<&Manifest>) -> Vec<RequirementRecord> {
+    let mut out: Vec<RequirementRecord> = previous
+        .map(|p| p.requirements.clone())
+        .unwrap_or_default();
+    for r in &staged.requirements {
+        out.retain(|o| o.name != r.name);
+        out.push(r.clone());
+    }
+    out
 }
 
 /// The options as the manifest keeps them, for `rebuild`: URLs without userinfo (a rebuild

@@ -18,11 +18,12 @@ impl fmt::Display for Plan {
             writeln!(f, "      from: {}", p.url)?;
             writeln!(f, "      sha256: {}", p.sha256)?;
             writeln!(f, "      unpacked: {}", p.unpacked.display())?;
-            return Ok(());
+            return self.fmt_requirements(f, &mut Steps(1));
         }
         let mut s = Steps(0);
         self.fmt_preparation(f, &mut s)?;
         self.fmt_build(f, &mut s)?;
+        self.fmt_requirements(f, &mut s)?;
         self.fmt_install(f, &mut s)?;
         if let Some(v) = &self.verify {
             s.step(f, "verify in a fresh interpreter; roll back on failure")?;
@@ -372,6 +373,32 @@ impl Plan {
             write!(f, "{}", p.install)?;
         }
         Ok(())
+    }
+
+    /// The run-time requirements the venv lacks, installed with the package, the venv pinned.
+    fn fmt_requirements(&self, f: &mut fmt::Formatter<'_>, s: &mut Steps) -> fmt::Result {
+        let Some(r) = &self.requirements else {
+            return Ok(());
+        };
+        s.step(
+            f,
+            &format!(
+                "install the missing run-time requirements in the same transaction: {}",
+                r.missing.join(", ")
+            ),
+        )?;
+        writeln!(
+            f,
+            "      pinned as installed ({} distributions): {}",
+            r.constraints.len(),
+            r.constraints_file.display()
+        )?;
+        writeln!(
+            f,
+            "      staged from: {}",
+            r.prefix.join(&r.site_in_prefix).display()
+        )?;
+        write!(f, "{}", r.install)
     }
 
     /// The install into the venv: where, what, how the files find their libraries.

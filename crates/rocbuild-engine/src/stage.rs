@@ -65,6 +65,7 @@ pub(crate) fn stage(
         Some(_) => s.python_part(log, pip, extra)?,
         None => s.pips_record()?,
     };
+    s.requirements(log, extra)?;
     s.wheel_libraries_to_park();
     s.preload_hook()?;
     s.record(&record_rel, extra)?;
@@ -371,12 +372,127 @@ impl Stager<'_> {
     }
 }
 
+impl Stager<'_> {
+    /// The run-time requirements the venv lacks (`plan.requirements`): pip installs them under
+    /// its prefix in the transaction's directory, every distribution of the venv pinned; their
+    /// files (pip wrote their RECORD) are staged as new files, none of them replacing one the
+    /// venv has.
+    fn requirements(&mut self, log: &mut RunLog, extra: &mut StagedExtra) -> Result<()> {
+        let Some(r) = &self.plan.requirements else {
+            return Ok(());
+        };
+        if r.prefix.exists() {
+            fs_err::remove_dir_all(&r.prefix).map_err(EngineError::io("clean", &r.prefix))?;
+        }
+        let mut text = r.constraints.join("\n");
+        text.push('\n');
+        txn_fs::write(&r.constraints_file, text.as_bytes())
+            .map_err(EngineError::io("write", &r.constraints_file))?;
+        log.note(&format!(
+            "requirements: {} (missing from the venv), with its {} installed distributions pinned as they are",
+            r.missing.join(", "),
+            r.constraints.len()
+        ));
+        log.run("pip install (requirements)", &r.install)?;
+        let site = r.prefix.join(&r.site_in_prefix);
+        let files = walk(&site);
+        if files.is_empty() {
+            return Err(EngineError::Usage {
+                option: "requirements".into(),
+                reason: format!(
+                    "pip installed {} under {}, but nothing is in {}",
+                    r.missing.join(", "),
+                    r.prefix.display(),
+                    site.display()
+                ),
+                help: Some(format!(
+                    "install them yourself ({}), then run again with --no-deps",
+                    r.missing.join(" ")
+                )),
+            });
+        }
+        let outside = walk(&r.prefix).len() - files.len();
+        if outside > 0 {
+            log.note(&format!(
+                "requirements: {outside} file(s) outside site-packages (console scripts) not installed"
+            ));
+        }
+        for (rel, abs) in &files {
+            let there = self.site.join(rel);
+            if std::fs::symlink_metadata(&there).is_ok() || self.new.iter().any(|n| &n.rel == rel) {
+                return Err(EngineError::Usage {
+                    option: "requirements".into(),
+                    reason: format!(
+                        "pip's install of {} would replace {}, which is already there",
+                        r.missing.join(", "),
+                        there.display()
+                    ),
+                    help: Some("install the requirements yourself, then run again with --no-deps".into()),
+                });
+            }
+            self.new.push(NewFile {
+                rel: rel.clone(),
+                staged: abs.clone(),
+            });
+        }
+        extra.requirements = requirement_records(&files);
+        Ok(())
+    }
+}
+
+/// The distributions pip put in site-packages (their dist-info directories), each with its files as
+/// its RECORD lists them; a file no RECORD lists goes with the first, so `restore` removes it.
+fn requirement_records(files: &[(String, PathBuf)]) -> Vec<rocbuild_venv::manifest::RequirementRecord> {
+    let mut out: Vec<rocbuild_venv::manifest::RequirementRecord> = Vec::new();
+    let mut listed = std::collections::BTreeSet::new();
+    for (rel, abs) in files {
+        let Some((di, "RECORD")) = rel.split_once('/') else {
+            continue;
+        };
+        let Some((name, version)) = di.strip_suffix(".dist-info").and_then(|d| d.rsplit_once('-'))
+        else {
+            continue;
+        };
+        let text = std::fs::read_to_string(abs).unwrap_or_default();
+        let mut own: Vec<String> = record::parse(&text)
+            .into_iter()
+            .map(|(p, _, _)| p)
+            .filter(|p| files.iter().any(|(f, _)| f == p))
+            .collect();
+        if !own.contains(rel) {
+            own.push(rel.clone());
+        }
+        listed.extend(own.iter().cloned());
+        out.push(rocbuild_venv::manifest::RequirementRecord {
+            name: name.to_string(),
+            version: version.to_string(),
+            files: own,
+        });
+    }
+    let rest: Vec<String> = files
+        .iter()
+        .map(|(f, _)| f.clone())
+        .filter(|f| !listed.contains(f))
+        .collect();
+    match out.first_mut() {
+        Some(first) => first.files.extend(rest),
+        None => out.push(rocbuild_venv::manifest::RequirementRecord {
+            name: "unknown".into(),
+            version: String::new(),
+            files: rest,
+        }),
+    }
+    out
+}
+
 /// What staging learned beyond the files to place, for the manifest and the backup.
 #[derive(Default)]
 pub(crate) struct StagedExtra {
     pub dropped: Vec<String>,
     pub python_files: Vec<String>,
     pub record: Option<String>,
+    /// The missing run-time requirements installed with the package.
+    pub requirements: Vec<rocbuild_venv::manifest::RequirementRecord>,
     /// The compiler cache the build ran under, with its hits and misses.
     pub compiler_cache: Option<rocbuild_venv::manifest::CompilerCacheRecord>,
 }

@@ -636,6 +636,9 @@ impl Swapped {
             for f in p.python_part.iter().flat_map(|pp| &pp.files) {
                 ours.insert(f, None);
             }
+            for f in p.requirements.iter().flat_map(|r| &r.files) {
+                ours.insert(f, None);
+            }
             for (f, sha) in p.ownership.iter().flat_map(|o| &o.held) {
                 ours.insert(f, Some(sha));
             }

@@ -97,6 +97,18 @@ pub struct PythonPartRecord {
     pub files: Vec<String>,
 }
 
+/// A pure-Python run-time requirement rocbuild installed with the package (it was missing from
+/// the venv, `[needs] python`): `restore` removes its files again.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RequirementRecord {
+    /// The distribution's name as its dist-info spells it.
+    pub name: String,
+    pub version: String,
+    /// Its files (relative to site-packages).
+    #[serde(default)]
+    pub files: Vec<String>,
+}
+
 /// The wheel an install came from (`rocbuild RECIPE --index URL` / `--find-links DIR`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PrebuiltRecord {
@@ -158,6 +170,9 @@ pub struct Manifest {
     pub dropped: Vec<String>,
     #[serde(default)]
     pub python_part: Option<PythonPartRecord>,
+    /// The missing pure-Python run-time requirements installed in the same transaction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<RequirementRecord>,
     /// Files rocbuild added beside `files` that are not build artifacts (a DLL preload hook,
     /// a `.pth`): `restore` removes them. Relative to site-packages.
     #[serde(default)]
@@ -244,6 +259,9 @@ pub fn parse(text: &str) -> std::result::Result<Manifest, String> {
     paths.extend(m.search_added.keys().map(|p| ("search_added", p.as_str())));
     if let Some(pp) = &m.python_part {
         paths.extend(pp.files.iter().map(|p| ("python_part.files", p.as_str())));
+    }
+    for r in &m.requirements {
+        paths.extend(r.files.iter().map(|p| ("requirements.files", p.as_str())));
     }
     if let Some(o) = &m.ownership {
         paths.extend(o.roots.iter().map(|p| ("ownership.roots", p.as_str())));

@@ -72,6 +72,10 @@ pub struct BuildOptions {
     /// `--no-binary`: build even when the index's own wheel would work here.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_binary: bool,
+    /// `--no-deps`: refuse, as before, when a run-time Python requirement is missing, instead
+    /// of installing it in the same transaction.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_deps: bool,
     /// `--source`: a local directory (built as is unless `rev` is given) or a git URL.
     #[serde(default)]
     pub source: Option<String>,

@@ -185,6 +185,9 @@ fn held_of(m: &Manifest) -> (BTreeMap<String, Option<String>>, Option<Package>) 
             held.entry(f.clone()).or_insert(None);
         }
     }
+    for f in m.requirements.iter().flat_map(|r| &r.files) {
+        held.entry(f.clone()).or_insert(None);
+    }
     (held, None)
 }
 

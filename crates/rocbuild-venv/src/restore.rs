@@ -190,6 +190,7 @@ fn ours(m: &Manifest) -> BTreeSet<String> {
     let mut out: BTreeSet<String> = m.files.iter().map(|f| f.path.clone()).collect();
     out.extend(m.extra_files.iter().cloned());
     out.extend(m.python_part.iter().flat_map(|pp| pp.files.iter().cloned()));
+    out.extend(m.requirements.iter().flat_map(|r| r.files.iter().cloned()));
     out.extend(m.ownership.iter().flat_map(|o| o.held.keys().cloned()));
     out
 }

@@ -412,6 +412,10 @@ pub struct BuildArgs {
     /// it, rocbuild says so with the `pip install` line and builds nothing).
     #[arg(long)]
     pub no_binary: bool,
+    /// Do not install the package's missing pure-Python run-time requirements (the recipe's
+    /// `[needs] python`): refuse instead, naming the `pip install` line.
+    #[arg(long)]
+    pub no_deps: bool,
     /// Build another checkout: a local directory (as it is, unless --rev) or a git URL.
     #[arg(long, value_name = "PATH|URL")]
     pub source: Option<String>,

@@ -22,6 +22,7 @@ pub(crate) mod pip;
 pub mod prebuilt;
 mod python_part;
 mod release;
+pub mod requirements;
 pub mod scratch;
 mod source;
 pub mod stock;
@@ -152,6 +153,9 @@ pub struct Plan {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub install_prefix: Option<Command>,
     pub python_part: Option<PythonPart>,
+    /// The recipe's run-time Python requirements the venv lacks, installed with the package.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requirements: Option<requirements::RequirementsPlan>,
     /// The compiler cache the compilers run under, if any.
     pub compiler_cache: Option<compiler_cache::CompilerCache>,
     pub install: InstallPlan,
@@ -203,7 +207,7 @@ pub fn plan(
     )?;
     let version = release.version.clone();
     let stock = stock::judge(recipe, machine, &release, backend.backend.as_str());
-    needs::python(recipe, machine)?;
+    let requirements = requirements::plan(recipe, machine, opts, needs::python(recipe, machine))?;
     let cross = cross::plan(recipe.name(), machine, ctx)?;
     let mut libraries = libraries::found(recipe, machine, backend.backend.as_str());
     // Built from source for this target: its library is used whatever the machine has.
@@ -311,6 +315,7 @@ pub fn plan(
         build: configured.build,
         install_prefix: configured.install_prefix,
         python_part,
+        requirements,
         install,
         verify,
         compiler_cache,

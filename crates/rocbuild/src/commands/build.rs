@@ -30,6 +30,7 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
         version: a.release.clone(),
         force: a.force,
         no_binary: a.no_binary,
+        no_deps: a.no_deps,
         source: a.source.clone(),
         rev: a.rev.clone(),
         jobs: a.jobs,
