@@ -189,7 +189,10 @@ impl Holder {
     fn start(x: &Exe, venv: &Path, code: &str) -> Holder {
         let mut child = Command::new("wine")
             .arg(venv.join("python.exe"))
+            // -B: a `._pth` Python ignores PYTHONDONTWRITEBYTECODE, and its start-up imports
+            // setuptools' `_distutils_hack`: the kernel's bytecode is not rocbuild's doing.
             .args([
+                "-B",
                 "-c",
                 &format!("{code}\nimport time\nprint('holding', flush=True)\ntime.sleep(400)"),
             ])
@@ -197,9 +200,6 @@ impl Holder {
             .env("WINEDEBUG", "-all")
             .env("WINEDLLOVERRIDES", WINE_DLLS)
             .env("KMP_AFFINITY", "disabled")
-            // The kernel's own bytecode (setuptools' `_distutils_hack`, imported at start-up)
-            // is not rocbuild's doing: keep it out of the venv the test compares.
-            .env("PYTHONDONTWRITEBYTECODE", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -661,7 +661,7 @@ fn compile(
 /// child, never us). It runs while the source is fetched, configured and built;
 /// [`torch_imported`] waits for it.
 fn start_torch_import(plan: &Plan) -> Result<duct::Handle> {
-    let e = crate::step::low_priority(duct::cmd(&plan.python, ["-c", "import torch"]));
+    let e = crate::step::low_priority(duct::cmd(&plan.python, ["-B", "-c", "import torch"]));
     crate::command::own_process_group(e)
         .env(crate::command::NO_BYTECODE, "1")
         .env_remove("PYTHONPATH")

@@ -445,7 +445,9 @@ const VERSION_SCRIPT: &str = "import sys; print('%d.%d' % sys.version_info[:2])"
 /// Run `python -c VERSION_SCRIPT`: its `3.12`, or why it did not run (its exit code and the
 /// first line it said on stderr, a timeout, a start that failed, output that is no version).
 fn python_runs(env: &ProbeEnv, python: &Path) -> Result<String, String> {
-    let handle = duct::cmd(python, ["-c", VERSION_SCRIPT])
+    // -B: the venv's `.pth` files run at start-up (setuptools' `distutils-precedence.pth`
+    // imports `_distutils_hack`); nothing of theirs may be compiled into the venv.
+    let handle = duct::cmd(python, ["-B", "-c", VERSION_SCRIPT])
         .full_env(&env.vars)
         .stdin_null()
         .stdout_capture()

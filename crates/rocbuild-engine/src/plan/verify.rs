@@ -19,8 +19,15 @@ pub fn plan(
     let Some(snippet) = &resolved.verify else {
         return Ok(None);
     };
-    let mut c =
-        Command::new(&machine.target.python.exe).args(["-c".to_string(), expand(snippet, vars)?]);
+    // `-B -s` as well as the variables: a Python with a `._pth` file (the embeddable CPython
+    // of a Windows app) ignores every PYTHON* variable, and its `.pth` files (setuptools'
+    // `_distutils_hack`) would leave bytecode in the venv.
+    let mut c = Command::new(&machine.target.python.exe).args([
+        "-B".to_string(),
+        "-s".into(),
+        "-c".into(),
+        expand(snippet, vars)?,
+    ]);
     c.env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
     c.env.insert("PYTHONNOUSERSITE".into(), "1".into());
     c.env_remove = vec!["LD_LIBRARY_PATH".into(), "PYTHONPATH".into()];
@@ -48,7 +55,7 @@ mod tests {
         };
         let vars = BTreeMap::from([("name".to_string(), "torchcodec".to_string())]);
         let c = plan(&m, &r, &vars).unwrap().unwrap();
-        assert_eq!(c.args, ["-c", "import torchcodec"]);
+        assert_eq!(c.args, ["-B", "-s", "-c", "import torchcodec"]);
         assert_eq!(c.env["PYTHONDONTWRITEBYTECODE"], "1");
         assert!(c.env_remove.contains(&"LD_LIBRARY_PATH".to_string()));
         assert_eq!(c.cwd.as_ref(), Some(&m.target.venv.root));
