@@ -585,11 +585,12 @@ fn an_arch_the_real_sdk_cannot_compile_for_is_refused_before_building() {
     );
 }
 
-/// rocbuild installs its own package with --no-deps: the run-time requirements must be
-/// there already, and their absence is said before anything is built.
+/// With `--no-deps` the run-time requirements must be there already, and their absence is
+/// said before anything is built (without it they are installed with the package:
+/// tests/e2e/requirements.rs).
 #[test]
 fn missing_run_time_requirements_are_named_with_the_command_that_installs_them() {
-    let err = refused(&["--backend", "cpu", "--dry-run", "--no-binary"]);
+    let err = refused(&["--backend", "cpu", "--dry-run", "--no-binary", "--no-deps"]);
     assert!(err.contains("ctranslate2 needs numpy, pyyaml"), "{err}");
     assert!(err.contains("-m pip install numpy pyyaml"), "{err}");
 }

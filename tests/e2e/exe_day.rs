@@ -429,21 +429,11 @@ fn install_args(x: &Exe, team: &Team, venv: &Path, cache: &Path, extra: &[&str])
     a
 }
 
-/// rocbuild.exe refuses `--index` and `--find-links` on a machine without a C and C++ compiler
-/// and pkg-config, before it looks at the index (the planner checks the build's
-/// prerequisites first), although a wheel that fits compiles nothing: a Windows user without
-/// Build Tools cannot install the team's wheel. Until the planner defers that check, the day's
-/// installs are given placeholders: a copy of the venv's python.exe as `cl.exe` (named by CC
-/// and CXX) and as `pkg-config.exe`, on Wine's PATH (WINEPATH). Nothing runs them when the
-/// wheel fits: the tests assert that nothing was compiled.
-fn placeholder_tools(x: &Exe, dir: &Path) -> Vec<(&'static str, String)> {
-    let tools = dir.join("placeholder-tools");
-    std::fs::create_dir_all(&tools).unwrap();
-    for name in ["cl.exe", "pkg-config.exe"] {
-        std::fs::copy(x.w.python.join("python.exe"), tools.join(name)).unwrap();
-    }
-    let cl = win(&tools.join("cl.exe"));
-    vec![("CC", cl.clone()), ("CXX", cl), ("WINEPATH", win(&tools))]
+/// A Windows user without Build Tools: no C or C++ compiler (CC and CXX empty, none on Wine's
+/// PATH) and no pkg-config. The team's wheel fits, so none is needed: the planner asks for a
+/// build's prerequisites only when no wheel on the index fits.
+fn no_build_tools() -> Vec<(&'static str, String)> {
+    vec![("CC", String::new()), ("CXX", String::new())]
 }
 
 fn pairs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
@@ -486,7 +476,7 @@ fn exe_installs_a_teams_windows_wheel_from_pypiserver_and_restores_it() {
     let before = state(&venv);
     let cache = tmp.path().join("cache");
     let args = install_args(&x, team, &venv, &cache, &["--index", &simple]);
-    let tools = placeholder_tools(&x, tmp.path());
+    let tools = no_build_tools();
     let out = x.run(&strs(&args), &pairs(&tools));
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
@@ -550,7 +540,7 @@ fn exe_refuses_to_replace_a_dll_a_running_python_holds_and_changes_nothing() {
     let (venv, before) = venv_with_pips_winext(&x, team, tmp.path());
     let cache = tmp.path().join("cache");
     let args = install_args(&x, team, &venv, &cache, &["--find-links", &win(&team.dist)]);
-    let tools = placeholder_tools(&x, tmp.path());
+    let tools = no_build_tools();
     let held = |what: &str, out: &Out| {
         let text = format!("{}{}", out.stdout, out.stderr);
         let flat = flat(&text);
@@ -671,7 +661,7 @@ fn exe_install_stopped_by_ctrl_c_or_killed_is_rolled_back() {
     let (venv, before) = venv_with_pips_winext(&x, team, tmp.path());
     let cache = tmp.path().join("cache");
     let args = install_args(&x, team, &venv, &cache, &["--find-links", &win(&team.dist)]);
-    let tools = placeholder_tools(&x, tmp.path());
+    let tools = no_build_tools();
 
     let (child, rx) = paused_at(&x, &args, &tools, "swap+2");
     assert_ne!(

@@ -268,10 +268,25 @@ fn find_links_installs_from_a_directory_and_the_abi_check_refuses_a_wheel_torch_
     let bad_dir = a.tmp.path().join("bad-wheels");
     tampered_wheel(&wheel, &bad_dir, &lib, &std::fs::read(&so).unwrap());
 
-    // Machine B, from the directory of good wheels: installed, nothing compiled.
+    // Machine B, from the directory of good wheels: installed, nothing compiled; and with no
+    // C or C++ compiler on PATH (a Windows user without Build Tools), since a wheel that fits
+    // needs none (only pkg-config, through which the venv's FFmpeg is found).
     let b = World::new(DECODE_WAV);
     let before = tree_state(&b.venv);
-    let out = b.cmd(&["fakecodec", "--find-links", dist.to_str().unwrap()], &[]);
+    let bare = a.tmp.path().join("no-compilers");
+    std::fs::create_dir_all(&bare).unwrap();
+    let pkg_config = run(Command::new("sh").args(["-c", "command -v pkg-config"]));
+    std::os::unix::fs::symlink(pkg_config.trim(), bare.join("pkg-config")).unwrap();
+    let no_cc = [("PATH", bare.to_str().unwrap()), ("CC", ""), ("CXX", "")];
+    let empty = a.tmp.path().join("no-wheels");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = b.cmd(&["fakecodec", "--find-links", empty.to_str().unwrap()], &no_cc);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let flat = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("2 prerequisites of fakecodec missing"), "{flat}");
+    assert!(flat.contains("no wheel on the index fits, so fakecodec is built here"), "{flat}");
+    assert_eq!(tree_state(&b.venv), before);
+    let out = b.cmd(&["fakecodec", "--find-links", dist.to_str().unwrap()], &no_cc);
     ok(&out);
     assert!(
         out.stdout.contains("installed from the index, not built"),

@@ -37,6 +37,7 @@ mod real_wheels;
 mod recipe_names;
 mod recipes_real;
 mod repair;
+mod requirements;
 mod restore;
 mod schedule;
 mod secrets;

@@ -184,6 +184,11 @@ pub struct Plan {
     /// Whether the index's own wheel of this release would load and work here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stock: Option<stock::StockVerdict>,
+    /// What a build would need that this machine lacks (a compiler, pkg-config), when the
+    /// user asked an index first (`--index`, `--find-links`): a wheel that fits compiles
+    /// nothing, so this is refused only when none does (`usecase/build.rs`).
+    #[serde(skip)]
+    pub missing_prerequisites: Option<tools::Missing>,
 }
 
 pub fn plan(
@@ -219,7 +224,9 @@ pub fn plan(
     );
     let features = (&libraries[..], &dependencies[..]);
     let resolved = resolve(recipe, machine, flavor, &version, &backend, features);
-    let toolset = tools::required(recipe, machine, &backend, &resolved, &opts.defines)?;
+    let asks_index = !opts.index.is_empty() || !opts.find_links.is_empty();
+    let (toolset, missing_prerequisites) =
+        tools::required_unless_index(recipe, machine, &backend, &resolved, &opts.defines, asks_index)?;
     let (source, options) =
         source_and_options(recipe, &release, opts, ctx, (os, flavor), &resolved)?;
     let mut vars = vars::of(
@@ -328,6 +335,7 @@ pub fn plan(
         ffmpeg_pc,
         cross,
         stock,
+        missing_prerequisites,
     })
 }
 

@@ -41,7 +41,7 @@ pub struct RequirementsPlan {
     pub prefix: PathBuf,
     /// site-packages below the prefix, as below the venv's root (`lib/python3.12/site-packages`).
     pub site_in_prefix: PathBuf,
-    /// `pip install --prefix <prefix> -c <constraints> <missing…>`.
+    /// `pip install --only-binary=:all: --prefix <prefix> -c <constraints> <missing…>`.
     pub install: Command,
 }
 
@@ -109,7 +109,9 @@ pub fn plan(
         .filter(|(name, version)| is_plain(name) && is_plain(version))
         .map(|(name, version)| format!("{name}=={version}"))
         .collect();
+    // Wheels only: nothing of the index's is built (no `setup.py` runs) inside the transaction.
     let install = pip::command(&installer, py, machine.target.platform.os, "install")
+        .arg("--only-binary=:all:")
         .arg("--prefix")
         .arg(prefix.display().to_string())
         .arg("-c")
@@ -161,6 +163,7 @@ mod tests {
         assert!(!p.constraints.iter().any(|c| c.contains("evil")));
         let args = p.install.args.join(" ");
         assert!(args.contains("install"), "{args}");
+        assert!(args.contains("--only-binary=:all:"), "{args}");
         assert!(args.contains(&format!("--prefix {}", p.prefix.display())), "{args}");
         assert!(args.contains(&format!("-c {}", p.constraints_file.display())), "{args}");
         assert!(args.ends_with(" pyyaml"), "{args}");
@@ -173,6 +176,18 @@ mod tests {
             Err(EngineError::MissingPython { command, why, .. }) => {
                 assert!(command.contains("-m pip install pyyaml"), "{command}");
                 assert!(why.contains("--no-deps"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A venv of another OS: its pip cannot run here to see what the venv has.
+        m.target.python.installer.host = Some(rocbuild_probe::HostPip {
+            python: "/usr/bin/python3".into(),
+            same_version: true,
+            tags: Vec::new(),
+        });
+        match plan(&r, &m, &opts, vec!["pyyaml".into()]) {
+            Err(EngineError::MissingPython { why, .. }) => {
+                assert!(why.contains("cannot run on this host"), "{why}")
             }
             other => panic!("{other:?}"),
         }

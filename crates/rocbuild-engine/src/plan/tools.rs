@@ -206,6 +206,67 @@ pub fn required(
     })
 }
 
+/// The prerequisites a build lacks, kept while an index is asked first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    recipe: String,
+    count: String,
+    list: String,
+    help: String,
+}
+
+impl Missing {
+    /// The error a build without a fitting wheel stops with.
+    pub fn into_error(self) -> EngineError {
+        EngineError::Prerequisites {
+            help: format!(
+                "no wheel on the index fits, so {} is built here; {}",
+                self.recipe, self.help
+            ),
+            recipe: self.recipe,
+            count: self.count,
+            list: self.list,
+        }
+    }
+}
+
+/// [`required`], except that when the user asked an index first (`asks_index`) missing
+/// prerequisites are kept for later, not refused: a wheel that fits compiles nothing (a
+/// Windows user without Build Tools installs the team's wheel). The compilers are then empty
+/// paths, which nothing runs unless no wheel fits, and then the kept error is returned first.
+pub fn required_unless_index(
+    recipe: &Recipe,
+    machine: &Machine,
+    backend: &BackendPlan,
+    resolved: &Resolved,
+    user_defines: &[(String, String)],
+    asks_index: bool,
+) -> Result<(Found, Option<Missing>)> {
+    match required(recipe, machine, backend, resolved, user_defines) {
+        Ok(found) => Ok((found, None)),
+        Err(EngineError::Prerequisites {
+            recipe,
+            count,
+            list,
+            help,
+        }) if asks_index => Ok((
+            Found {
+                cmake: usable(&machine.host.tools.cmake, "cmake", MIN_CMAKE),
+                ninja: usable(&machine.host.tools.ninja, "ninja", MIN_NINJA),
+                cc: PathBuf::new(),
+                cxx: PathBuf::new(),
+            },
+            Some(Missing {
+                recipe,
+                count,
+                list,
+                help,
+            }),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
 /// A system library the recipe needs for this build that the probe did not find.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MissingLibrary {

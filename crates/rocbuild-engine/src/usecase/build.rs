@@ -274,6 +274,18 @@ fn build_with(
     if !plan.options.index.is_empty() || !plan.options.find_links.is_empty() {
         plan = from_index(plan, &machine, &settings.cache, req.dry_run, reporter)?;
     }
+    if let Some(missing) = plan.missing_prerequisites.take() {
+        // Asked an index first; a build is needed after all unless a wheel was chosen (a
+        // dry run fetches none: one that fits by its name will do).
+        let fits = plan.prebuilt.is_some()
+            || (req.dry_run
+                && plan.index.as_ref().is_some_and(|i| {
+                    i.candidates.iter().any(|c| c.rejected.is_none())
+                }));
+        if !fits {
+            return Err(missing.into_error());
+        }
+    }
     if let (Some(t), false) = (&plan.backend.torch_gpu, req.dry_run) {
         if req.verbosity != Verbosity::Quiet {
             for n in &t.notes {
