@@ -19,7 +19,8 @@ fn tinydep_wheel(dir: &Path) {
         ("tinydep/__init__.py".into(), b"ANSWER = 42\n".to_vec()),
         (
             format!("{di}/METADATA"),
-            b"Metadata-Version: 2.1\nName: tinydep\nVersion: 0.1.0\nRequires-Dist: torch\n".to_vec(),
+            b"Metadata-Version: 2.1\nName: tinydep\nVersion: 0.1.0\nRequires-Dist: torch\n"
+                .to_vec(),
         ),
         (
             format!("{di}/WHEEL"),
@@ -33,8 +34,9 @@ fn tinydep_wheel(dir: &Path) {
         record.push_str(&format!("{p},sha256={h},{}\n", b.len()));
     }
     record.push_str(&format!("{di}/RECORD,,\n"));
-    let mut z =
-        zip::ZipWriter::new(std::fs::File::create(dir.join("tinydep-0.1.0-py3-none-any.whl")).unwrap());
+    let mut z = zip::ZipWriter::new(
+        std::fs::File::create(dir.join("tinydep-0.1.0-py3-none-any.whl")).unwrap(),
+    );
     let opts = zip::write::SimpleFileOptions::default();
     for (p, b) in files
         .iter()
@@ -75,13 +77,22 @@ fn missing_requirements_are_installed_in_the_transaction_pinned_recorded_and_res
         "{}",
         dry.stdout
     );
-    assert!(dry.stdout.contains("pinned as installed ("), "{}", dry.stdout);
+    assert!(
+        dry.stdout.contains("pinned as installed ("),
+        "{}",
+        dry.stdout
+    );
     assert!(dry.stdout.contains("--prefix"), "{}", dry.stdout);
     let json = w.build(&["--dry-run", "--json"]);
     ok(&json);
     let plan: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let r = &plan["requirements"];
-    assert_eq!(r["missing"], serde_json::json!(["tinydep"]), "{}", json.stdout);
+    assert_eq!(
+        r["missing"],
+        serde_json::json!(["tinydep"]),
+        "{}",
+        json.stdout
+    );
     let pins: Vec<&str> = r["constraints"]
         .as_array()
         .unwrap()
@@ -121,7 +132,10 @@ fn missing_requirements_are_installed_in_the_transaction_pinned_recorded_and_res
         .filter_map(|f| f.as_str())
         .collect();
     assert!(files.contains(&"tinydep/__init__.py"), "{files:?}");
-    assert!(files.contains(&"tinydep-0.1.0.dist-info/RECORD"), "{files:?}");
+    assert!(
+        files.contains(&"tinydep-0.1.0.dist-info/RECORD"),
+        "{files:?}"
+    );
 
     // restore gives the venv back byte for byte: tinydep gone with the package.
     let out = w.cmd(&["restore", "fakecodec"], &[]);
@@ -140,7 +154,11 @@ fn no_deps_refuses_a_missing_requirement_as_before() {
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("-m pip install tinydep"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("-m pip install tinydep"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("--no-deps"), "{}", out.stderr);
     assert_eq!(tree_state(&w.venv), before);
 }

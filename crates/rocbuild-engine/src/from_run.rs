@@ -128,9 +128,8 @@ fn python_part(
 /// The run-time requirements rocbuild installed: this install's, and those an earlier one
 /// installed (still rocbuild's to remove on `restore`).
 fn requirements(staged: &StagedExtra, previous: Option<&Manifest>) -> Vec<RequirementRecord> {
-    let mut out: Vec<RequirementRecord> = previous
-        .map(|p| p.requirements.clone())
-        .unwrap_or_default();
+    let mut out: Vec<RequirementRecord> =
+        previous.map(|p| p.requirements.clone()).unwrap_or_default();
     for r in &staged.requirements {
         out.retain(|o| o.name != r.name);
         out.push(r.clone());

@@ -427,7 +427,9 @@ impl Stager<'_> {
                         r.missing.join(", "),
                         there.display()
                     ),
-                    help: Some("install the requirements yourself, then run again with --no-deps".into()),
+                    help: Some(
+                        "install the requirements yourself, then run again with --no-deps".into(),
+                    ),
                 });
             }
             self.new.push(NewFile {
@@ -442,14 +444,18 @@ impl Stager<'_> {
 
 /// The distributions pip put in site-packages (their dist-info directories), each with its files as
 /// its RECORD lists them; a file no RECORD lists goes with the first, so `restore` removes it.
-fn requirement_records(files: &[(String, PathBuf)]) -> Vec<rocbuild_venv::manifest::RequirementRecord> {
+fn requirement_records(
+    files: &[(String, PathBuf)],
+) -> Vec<rocbuild_venv::manifest::RequirementRecord> {
     let mut out: Vec<rocbuild_venv::manifest::RequirementRecord> = Vec::new();
     let mut listed = std::collections::BTreeSet::new();
     for (rel, abs) in files {
         let Some((di, "RECORD")) = rel.split_once('/') else {
             continue;
         };
-        let Some((name, version)) = di.strip_suffix(".dist-info").and_then(|d| d.rsplit_once('-'))
+        let Some((name, version)) = di
+            .strip_suffix(".dist-info")
+            .and_then(|d| d.rsplit_once('-'))
         else {
             continue;
         };

@@ -70,6 +70,14 @@ pub fn plan(
             "--no-deps: rocbuild installs only its own package; without --no-deps it installs the missing requirements in the same transaction",
         ));
     }
+    if missing
+        .iter()
+        .any(|m| rocbuild_probe::normalize_dist(m) == "torch")
+    {
+        return Err(refuse(
+            "rocbuild builds against the venv's torch and never installs one: install the torch you want",
+        ));
+    }
     let what = format!("the run-time requirements of {}", recipe.name());
     let installer = pip::installer(py, &what)?;
     if matches!(installer, Pip::Host { .. }) {
@@ -132,8 +140,7 @@ pub fn plan(
 fn is_plain(s: &str) -> bool {
     !s.is_empty()
         && !s.starts_with('-')
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '+' | '!'))
 }
 
@@ -159,13 +166,23 @@ mod tests {
         let opts = BuildOptions::default();
         assert!(plan(&r, &m, &opts, Vec::new()).unwrap().is_none());
         let p = plan(&r, &m, &opts, vec!["pyyaml".into()]).unwrap().unwrap();
-        assert!(p.constraints.contains(&"numpy==2.1.0".to_string()), "{:?}", p.constraints);
+        assert!(
+            p.constraints.contains(&"numpy==2.1.0".to_string()),
+            "{:?}",
+            p.constraints
+        );
         assert!(!p.constraints.iter().any(|c| c.contains("evil")));
         let args = p.install.args.join(" ");
         assert!(args.contains("install"), "{args}");
         assert!(args.contains("--only-binary=:all:"), "{args}");
-        assert!(args.contains(&format!("--prefix {}", p.prefix.display())), "{args}");
-        assert!(args.contains(&format!("-c {}", p.constraints_file.display())), "{args}");
+        assert!(
+            args.contains(&format!("--prefix {}", p.prefix.display())),
+            "{args}"
+        );
+        assert!(
+            args.contains(&format!("-c {}", p.constraints_file.display())),
+            "{args}"
+        );
         assert!(args.ends_with(" pyyaml"), "{args}");
         assert!(p.prefix.starts_with(&m.target.python.site_packages));
         let no_deps = BuildOptions {
@@ -176,6 +193,13 @@ mod tests {
             Err(EngineError::MissingPython { command, why, .. }) => {
                 assert!(command.contains("-m pip install pyyaml"), "{command}");
                 assert!(why.contains("--no-deps"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // torch is never installed by rocbuild (not a pure-Python requirement).
+        match plan(&r, &m, &opts, vec!["Torch".into()]) {
+            Err(EngineError::MissingPython { why, .. }) => {
+                assert!(why.contains("never installs"), "{why}")
             }
             other => panic!("{other:?}"),
         }
