@@ -272,6 +272,11 @@ fn find_links_installs_from_a_directory_and_the_abi_check_refuses_a_wheel_torch_
     // C or C++ compiler on PATH (a Windows user without Build Tools), since a wheel that fits
     // needs none (only pkg-config, through which the venv's FFmpeg is found).
     let b = World::new(DECODE_WAV);
+    // A `.pth` that imports a module at every start-up, as setuptools' distutils-precedence.pth
+    // does: no Python rocbuild starts may leave its bytecode in the venv (`-I` ignores
+    // PYTHONDONTWRITEBYTECODE, and so does an embeddable Python).
+    std::fs::write(b.site.join("zz_startup.pth"), "import zz_startup\n").unwrap();
+    std::fs::write(b.site.join("zz_startup.py"), "STARTED = True\n").unwrap();
     let before = tree_state(&b.venv);
     let bare = a.tmp.path().join("no-compilers");
     std::fs::create_dir_all(&bare).unwrap();

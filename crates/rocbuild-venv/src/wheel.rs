@@ -28,8 +28,11 @@ impl Tags {
     /// The tags of a venv's Python (one small subprocess, no third-party import, no bytecode).
     pub fn of_python(py: &Path) -> Result<Tags> {
         let out = std::process::Command::new(py)
+            // -B: -I (and a `._pth` Python) ignores PYTHONDONTWRITEBYTECODE, and site's
+            // `.pth` files (setuptools' `_distutils_hack`) would leave bytecode in the venv.
             .args([
                 "-I",
+                "-B",
                 "-c",
                 "import sys, sysconfig; print('%d.%d' % sys.version_info[:2]); print(getattr(sys, 'abiflags', '')); print(sysconfig.get_platform())",
             ])

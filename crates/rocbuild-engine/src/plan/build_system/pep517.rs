@@ -75,7 +75,7 @@ impl BuildSystem for Pep517 {
         let dist = rocbuild_probe::normalize_dist(&i.recipe.raw.package.distribution);
         let pattern = format!("{}-{}-*.whl", dist.replace('-', "_"), i.version);
         let build = Command::new(&py.exe)
-            .args(["-I", "-c", UNPACK])
+            .args(["-I", "-B", "-c", UNPACK])
             .arg(wheel_dir.display().to_string())
             .arg(pattern)
             .arg(prefix.display().to_string());
