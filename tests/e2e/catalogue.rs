@@ -209,7 +209,10 @@ pub const CASES: &[(&str, &str)] = &[
         "repair_rolled_back",
         "`repair` whose edited library then fails to load",
     ),
-    ("test_without_a_test_table", "`test` of a recipe with no `[test]` table"),
+    (
+        "test_without_a_test_table",
+        "`test` of a recipe with no `[test]` table",
+    ),
     (
         "test_source_gone",
         "`test` of a build whose source is gone from the cache and cannot be fetched",
@@ -1725,7 +1728,9 @@ fn repair_rolled_back() {
 fn test_without_a_test_table() {
     let s = Scene::with_torch();
     s.write_recipe("bad", GOOD);
-    let err = check("test_without_a_test_table", &s, 1, || s.rocbuild(&["test", "bad"], &[]));
+    let err = check("test_without_a_test_table", &s, 1, || {
+        s.rocbuild(&["test", "bad"], &[])
+    });
     assert!(said(&err, "has no [test] table"), "{err}");
     assert!(said(&err, "docs/recipes.md"), "{err}");
 }
@@ -1740,11 +1745,20 @@ fn test_source_gone() {
     std::fs::write(&recipe, text).unwrap();
     let built = s.rocbuild(&["fakecodec", "-q"], &[]);
     assert_eq!(built.code, 0, "{}", built.stderr);
-    for gone in [s.cache.join("src"), s.cache.join("git"), s.root().join("repos")] {
+    for gone in [
+        s.cache.join("src"),
+        s.cache.join("git"),
+        s.root().join("repos"),
+    ] {
         std::fs::remove_dir_all(gone).unwrap();
     }
-    let err = check("test_source_gone", &s, 1, || s.rocbuild(&["test", "fakecodec"], &[]));
-    assert!(said(&err, "is gone from the cache and cannot be fetched again"), "{err}");
+    let err = check("test_source_gone", &s, 1, || {
+        s.rocbuild(&["test", "fakecodec"], &[])
+    });
+    assert!(
+        said(&err, "is gone from the cache and cannot be fetched again"),
+        "{err}"
+    );
     assert!(said(&err, "ROCBUILD_MIRROR"), "{err}");
 }
 

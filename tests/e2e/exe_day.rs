@@ -504,7 +504,13 @@ fn exe_installs_a_teams_windows_wheel_from_pypiserver_and_restores_it() {
     assert_eq!(m["prebuilt"]["file"], file.as_str());
 
     let st = x.run(
-        &["status", "--venv", &win(&venv), "--recipes", &win(&team.recipes)],
+        &[
+            "status",
+            "--venv",
+            &win(&venv),
+            "--recipes",
+            &win(&team.recipes),
+        ],
         &[],
     );
     assert_eq!(st.code, 0, "{}{}", st.stdout, st.stderr);

@@ -72,7 +72,14 @@ fn a_fresh_machine_installs_from_the_index_without_compiling_and_another_torch_b
     // Machine B: a fresh venv with the same torch, a fresh cache, and no pip in it (as the
     // embeddable CPython of a Windows app has none): rocbuild copies the checked wheel itself.
     let b = World::new(DECODE_WAV);
-    run(Command::new(b.venv.join("bin/python")).args(["-m", "pip", "uninstall", "-y", "-q", "pip"]));
+    run(Command::new(b.venv.join("bin/python")).args([
+        "-m",
+        "pip",
+        "uninstall",
+        "-y",
+        "-q",
+        "pip",
+    ]));
     let before = tree_state(&b.venv);
     let dry = b.cmd(&["fakecodec", "--index", &simple, "--dry-run"], &[]);
     ok(&dry);
@@ -108,10 +115,16 @@ fn a_fresh_machine_installs_from_the_index_without_compiling_and_another_torch_b
     );
     nothing_compiled(&b);
     let installer = std::fs::read_to_string(
-        b.site
-            .join("fakecodec-1.0.0+cpu.ffmpeg{major}.torch2.9.1.dist-info/INSTALLER".replace("{major}", &major.to_string())),
+        b.site.join(
+            "fakecodec-1.0.0+cpu.ffmpeg{major}.torch2.9.1.dist-info/INSTALLER"
+                .replace("{major}", &major.to_string()),
+        ),
     );
-    assert_eq!(installer.ok().as_deref(), Some("rocbuild\n"), "the Python part was not copied by rocbuild");
+    assert_eq!(
+        installer.ok().as_deref(),
+        Some("rocbuild\n"),
+        "the Python part was not copied by rocbuild"
+    );
     let m = manifest(&b);
     let url = m["source_url"].as_str().unwrap().to_string();
     assert!(
@@ -285,13 +298,25 @@ fn find_links_installs_from_a_directory_and_the_abi_check_refuses_a_wheel_torch_
     let no_cc = [("PATH", bare.to_str().unwrap()), ("CC", ""), ("CXX", "")];
     let empty = a.tmp.path().join("no-wheels");
     std::fs::create_dir_all(&empty).unwrap();
-    let out = b.cmd(&["fakecodec", "--find-links", empty.to_str().unwrap()], &no_cc);
+    let out = b.cmd(
+        &["fakecodec", "--find-links", empty.to_str().unwrap()],
+        &no_cc,
+    );
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     let flat = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(flat.contains("2 prerequisites of fakecodec missing"), "{flat}");
-    assert!(flat.contains("no wheel on the index fits, so fakecodec is built here"), "{flat}");
+    assert!(
+        flat.contains("2 prerequisites of fakecodec missing"),
+        "{flat}"
+    );
+    assert!(
+        flat.contains("no wheel on the index fits, so fakecodec is built here"),
+        "{flat}"
+    );
     assert_eq!(tree_state(&b.venv), before);
-    let out = b.cmd(&["fakecodec", "--find-links", dist.to_str().unwrap()], &no_cc);
+    let out = b.cmd(
+        &["fakecodec", "--find-links", dist.to_str().unwrap()],
+        &no_cc,
+    );
     ok(&out);
     assert!(
         out.stdout.contains("installed from the index, not built"),

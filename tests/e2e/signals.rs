@@ -220,7 +220,12 @@ fn a_signal_during_the_installs_file_moves_rolls_them_back() {
     ok(&w.cmd(&["restore", "fakecodec"], &[]));
     assert_eq!(tree_state(&w.venv), before);
     // `swap+N`: N steps after the swap's journal was written, files already moved in.
-    for (step, signal) in [("2", SIGINT), ("5", SIGTERM), ("9", SIGINT), ("swap+2", SIGINT)] {
+    for (step, signal) in [
+        ("2", SIGINT),
+        ("5", SIGTERM),
+        ("9", SIGINT),
+        ("swap+2", SIGINT),
+    ] {
         let (child, rx) = spawn(
             &w,
             &[],
@@ -239,7 +244,10 @@ fn a_signal_during_the_installs_file_moves_rolls_them_back() {
         let said = said + &rest;
         assert!(said.contains("during the install"), "step {step}: {said}");
         if step.starts_with("swap+") {
-            assert!(said.contains("the install was rolled back"), "step {step}: {said}");
+            assert!(
+                said.contains("the install was rolled back"),
+                "step {step}: {said}"
+            );
         }
         assert_undone(&w, &before, code, signal, &said);
     }

@@ -112,9 +112,8 @@ fn the_suite_runs_on_the_build_known_and_new_failures_told_apart() {
     );
     // A program the tests run that is not on PATH is named before the run (python3 is).
     assert!(
-        out.stderr.contains(
-            "not on PATH: fakecodec-reference-encoder: the tests that run it will fail"
-        ),
+        out.stderr
+            .contains("not on PATH: fakecodec-reference-encoder: the tests that run it will fail"),
         "{all}"
     );
     assert!(

@@ -140,7 +140,10 @@ mod tests {
             "test/test_samplers.py::test_index_based_sampler[*-clips_at_regular_indices]",
             "test.test_samplers.test_index_based_sampler[5-clips_at_regular_indices]"
         ));
-        assert!(matches("test/test_transform_ops.py", "test.test_transform_ops"));
+        assert!(matches(
+            "test/test_transform_ops.py",
+            "test.test_transform_ops"
+        ));
     }
 
     const RECIPE: &str = r#"

@@ -91,7 +91,10 @@ fn tick() {
     if KILL_AFTER.load(Ordering::SeqCst) == n {
         die();
     }
-    let (in_swap, at) = (PAUSE_IN_SWAP.load(Ordering::SeqCst), SWAP_AT.load(Ordering::SeqCst));
+    let (in_swap, at) = (
+        PAUSE_IN_SWAP.load(Ordering::SeqCst),
+        SWAP_AT.load(Ordering::SeqCst),
+    );
     if PAUSE_AFTER.load(Ordering::SeqCst) == n || (in_swap != 0 && at != 0 && n == at + in_swap) {
         pause();
     }

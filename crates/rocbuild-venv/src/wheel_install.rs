@@ -69,10 +69,17 @@ fn the_dist_info(unpacked: &Path, distribution: &str) -> Result<String> {
     let found = crate::ownership::dist_infos(unpacked, distribution);
     match found.as_slice() {
         [one] => Ok(one.clone()),
-        [] => Err(bad(unpacked, format!("it holds no {distribution}-*.dist-info"))),
+        [] => Err(bad(
+            unpacked,
+            format!("it holds no {distribution}-*.dist-info"),
+        )),
         many => Err(bad(
             unpacked,
-            format!("it holds {} dist-info folders: {}", many.len(), many.join(", ")),
+            format!(
+                "it holds {} dist-info folders: {}",
+                many.len(),
+                many.join(", ")
+            ),
         )),
     }
 }
@@ -83,36 +90,53 @@ fn the_dist_info(unpacked: &Path, distribution: &str) -> Result<String> {
 fn checked_rows(unpacked: &Path, di: &str) -> Result<Vec<(String, String, String)>> {
     let record_path = confine::under(unpacked, &format!("{di}/RECORD"))?;
     if !std::fs::symlink_metadata(&record_path).is_ok_and(|m| m.is_file()) {
-        return Err(bad(unpacked, format!("{di}/RECORD is missing or not a file")));
+        return Err(bad(
+            unpacked,
+            format!("{di}/RECORD is missing or not a file"),
+        ));
     }
     let text = fs_err::read_to_string(&record_path).map_err(VenvError::io("read", &record_path))?;
     let unsigned = |p: &str| {
-        p == format!("{di}/RECORD") || p == format!("{di}/RECORD.jws") || p == format!("{di}/RECORD.p7s")
+        p == format!("{di}/RECORD")
+            || p == format!("{di}/RECORD.jws")
+            || p == format!("{di}/RECORD.p7s")
     };
     let mut rows = Vec::new();
     for (rel, hash, size) in parse(&text) {
         if !confine::is_inside(&rel) {
-            return Err(bad(unpacked, format!("its RECORD names `{rel}`, not a plain relative path")));
+            return Err(bad(
+                unpacked,
+                format!("its RECORD names `{rel}`, not a plain relative path"),
+            ));
         }
         if unsigned(&rel) {
             continue;
         }
         let at = confine::under(unpacked, &rel)?;
         if !std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_file()) {
-            return Err(bad(unpacked, format!("`{rel}` is listed in its RECORD but is not a file there")));
+            return Err(bad(
+                unpacked,
+                format!("`{rel}` is listed in its RECORD but is not a file there"),
+            ));
         }
         let (sha, real) = sha256_file(&at)?;
         if record_hash(&sha) != hash || real.to_string() != size {
             return Err(bad(
                 unpacked,
-                format!("`{rel}` does not match its RECORD (sha256 and size {}, {real} now)", hash_or_none(&hash)),
+                format!(
+                    "`{rel}` does not match its RECORD (sha256 and size {}, {real} now)",
+                    hash_or_none(&hash)
+                ),
             ));
         }
         rows.push((rel, hash, size));
     }
     for rel in files_below(unpacked, "")? {
         if !unsigned(&rel) && !rows.iter().any(|(r, _, _)| *r == rel) {
-            return Err(bad(unpacked, format!("`{rel}` is not listed in its RECORD")));
+            return Err(bad(
+                unpacked,
+                format!("`{rel}` is not listed in its RECORD"),
+            ));
         }
     }
     Ok(rows)
@@ -144,7 +168,10 @@ fn files_below(root: &Path, rel: &str) -> Result<Vec<String>> {
         };
         let md = std::fs::symlink_metadata(e.path()).map_err(VenvError::io("read", e.path()))?;
         if confine::is_link(&md) {
-            return Err(bad(root, format!("`{child}` is a link, which a wheel never holds")));
+            return Err(bad(
+                root,
+                format!("`{child}` is a link, which a wheel never holds"),
+            ));
         }
         if md.is_dir() {
             out.extend(files_below(root, &child)?);
@@ -235,7 +262,10 @@ mod tests {
             ]
         );
         assert_eq!(got.dropped, ["demo-1.0.data/headers/demo.h"]);
-        assert_eq!(std::fs::read(dst.join("demo_native.so")).unwrap(), b"\x7fELF");
+        assert_eq!(
+            std::fs::read(dst.join("demo_native.so")).unwrap(),
+            b"\x7fELF"
+        );
         let record = std::fs::read_to_string(dst.join("demo-1.0.dist-info/RECORD")).unwrap();
         // Every installed file is in the new RECORD with its real hash.
         for f in &got.files {

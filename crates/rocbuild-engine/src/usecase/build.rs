@@ -279,9 +279,10 @@ fn build_with(
         // dry run fetches none: one that fits by its name will do).
         let fits = plan.prebuilt.is_some()
             || (req.dry_run
-                && plan.index.as_ref().is_some_and(|i| {
-                    i.candidates.iter().any(|c| c.rejected.is_none())
-                }));
+                && plan
+                    .index
+                    .as_ref()
+                    .is_some_and(|i| i.candidates.iter().any(|c| c.rejected.is_none())));
         if !fits {
             return Err(missing.into_error());
         }
