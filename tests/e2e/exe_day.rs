@@ -691,7 +691,12 @@ fn exe_install_stopped_by_ctrl_c_or_killed_is_rolled_back() {
         before,
         "the killed run left its half-done install"
     );
-    let st = x.run(&["status", "--venv", &win(&venv)], &[]);
+    // The same cache as the killed run: its key sealed the journal (with another cache's key
+    // the journal is refused as planted, and the message says to use that cache).
+    let st = x.run(
+        &["status", "--venv", &win(&venv), "--cache", &win(&cache)],
+        &[],
+    );
     let text = format!("{}{}", st.stdout, st.stderr);
     assert!(text.contains("rolled back"), "{text}");
     same_state(&before, &venv, "after the next command");
