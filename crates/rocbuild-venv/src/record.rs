@@ -94,7 +94,8 @@ pub fn relisted(
     Ok(out)
 }
 
-fn quote(p: &str) -> String {
+/// A RECORD path, quoted when it holds a comma.
+pub fn quote(p: &str) -> String {
     if p.contains(',') {
         format!("\"{p}\"")
     } else {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::confine;
 use crate::error::{Result, VenvError};
 use crate::manifest::sha256_file;
-use crate::record::{parse, record_hash};
+use crate::record::{parse, quote, record_hash};
 
 /// What was put into the target: paths relative to it, `/`-separated, sorted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,14 +200,6 @@ fn destination(rel: &str, di: &str) -> Option<String> {
 fn write(target: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
     let p = confine::under(target, rel)?;
     fs_err::write(&p, bytes).map_err(VenvError::io("write", &p))
-}
-
-fn quote(p: &str) -> String {
-    if p.contains(',') {
-        format!("\"{p}\"")
-    } else {
-        p.to_string()
-    }
 }
 
 fn bad(unpacked: &Path, why: String) -> VenvError {
