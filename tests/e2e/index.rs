@@ -39,8 +39,9 @@ fn change_torch(w: &World, from: &str, to: &str) {
     .unwrap();
 }
 
-#[test]
-fn a_fresh_machine_installs_from_the_index_without_compiling_and_another_torch_builds() {
+/// Machine A builds fakecodec and publishes its wheel to a real pypiserver on 127.0.0.1:
+/// (the world, the running index, the wheel's file name).
+fn machine_a_builds_and_publishes() -> (World, Index, String) {
     // Machine A: build and publish.
     let a = World::new(DECODE_WAV);
     ok(&a.build(&[]));
@@ -67,6 +68,14 @@ fn a_fresh_machine_installs_from_the_index_without_compiling_and_another_torch_b
         "{:?}",
         std::fs::read_dir(&packages).unwrap().collect::<Vec<_>>()
     );
+    (a, index, file)
+}
+
+#[test]
+fn a_fresh_machine_installs_from_the_index_without_compiling_and_another_torch_builds() {
+    let (a, index, file) = machine_a_builds_and_publishes();
+    let major = a.ffmpeg_major();
+    let packages = a.tmp.path().join("index-packages");
     let simple = format!("{}simple/", index.url);
 
     // Machine B: a fresh venv with the same torch, a fresh cache, and no pip in it (as the

@@ -224,15 +224,8 @@ pub fn plan(
     );
     let features = (&libraries[..], &dependencies[..]);
     let resolved = resolve(recipe, machine, flavor, &version, &backend, features);
-    let asks_index = !opts.index.is_empty() || !opts.find_links.is_empty();
-    let (toolset, missing_prerequisites) = tools::required_unless_index(
-        recipe,
-        machine,
-        &backend,
-        &resolved,
-        &opts.defines,
-        asks_index,
-    )?;
+    let (toolset, missing_prerequisites) =
+        tools::required_unless_index(recipe, machine, &backend, &resolved, opts)?;
     let (source, options) =
         source_and_options(recipe, &release, opts, ctx, (os, flavor), &resolved)?;
     let mut vars = vars::of(

@@ -230,7 +230,7 @@ impl Missing {
     }
 }
 
-/// [`required`], except that when the user asked an index first (`asks_index`) missing
+/// [`required`], except that when the user asked an index first (`--index`, `--find-links`) missing
 /// prerequisites are kept for later, not refused: a wheel that fits compiles nothing (a
 /// Windows user without Build Tools installs the team's wheel). The compilers are then empty
 /// paths, which nothing runs unless no wheel fits, and then the kept error is returned first.
@@ -239,10 +239,10 @@ pub fn required_unless_index(
     machine: &Machine,
     backend: &BackendPlan,
     resolved: &Resolved,
-    user_defines: &[(String, String)],
-    asks_index: bool,
+    opts: &rocbuild_venv::options::BuildOptions,
 ) -> Result<(Found, Option<Missing>)> {
-    match required(recipe, machine, backend, resolved, user_defines) {
+    let asks_index = !opts.index.is_empty() || !opts.find_links.is_empty();
+    match required(recipe, machine, backend, resolved, &opts.defines) {
         Ok(found) => Ok((found, None)),
         Err(EngineError::Prerequisites {
             recipe,
