@@ -167,9 +167,34 @@ fn builds_a_cuda_library_with_the_toolkit_from_the_index() {
     names.dedup();
     assert_eq!(names, ["compute_90", "sm_86", "sm_90"], "{codes:?}");
 
-    // doctor reads the same code, and says plainly that there is no NVIDIA driver here; with
-    // a GPU named (TORCH_CUDA_ARCH_LIST, as nvidia-smi would report it) it compares: 8.9 runs
-    // the sm_86 cubin, 12.0 the compute_90 PTX, 7.5 nothing.
+    doctor_reads_the_code_and_says_there_is_no_driver(&recipes, &venv);
+
+    // The same cache, an arch CUDA 13 dropped: refused before anything is fetched.
+    let bad = rocbuild(&[&common[..], &["--cuda-arch", "7.0"]].concat(), &env);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("rocbuild::cuda::arch"),
+        "{}",
+        bad.stderr
+    );
+    assert!(bad.stderr.contains("(sm_70)"), "{}", bad.stderr);
+
+    // A host compiler named that is not there: no other is tried behind the user's back.
+    let host = [&env[..], &[("CUDAHOSTCXX", "/nonexistent/g++-16")]].concat();
+    let bad = rocbuild(&[&common[..], &["--cuda-arch", "8.6"]].concat(), &host);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("rocbuild::cuda::no_host_compiler"),
+        "{}",
+        bad.stderr
+    );
+    assert!(bad.stderr.contains("does not exist"), "{}", bad.stderr);
+}
+
+/// doctor reads the same code, and says plainly that there is no NVIDIA driver here; with
+/// a GPU named (TORCH_CUDA_ARCH_LIST, as nvidia-smi would report it) it compares: 8.9 runs
+/// the sm_86 cubin, 12.0 the compute_90 PTX, 7.5 nothing.
+fn doctor_reads_the_code_and_says_there_is_no_driver(recipes: &Path, venv: &Path) {
     let doctor = |extra: &[(&str, &str)]| {
         rocbuild(
             &[
@@ -204,25 +229,4 @@ fn builds_a_cuda_library_with_the_toolkit_from_the_index() {
         "{}",
         d.stdout
     );
-
-    // The same cache, an arch CUDA 13 dropped: refused before anything is fetched.
-    let bad = rocbuild(&[&common[..], &["--cuda-arch", "7.0"]].concat(), &env);
-    assert_eq!(bad.code, 1, "{}", bad.stderr);
-    assert!(
-        bad.stderr.contains("rocbuild::cuda::arch"),
-        "{}",
-        bad.stderr
-    );
-    assert!(bad.stderr.contains("(sm_70)"), "{}", bad.stderr);
-
-    // A host compiler named that is not there: no other is tried behind the user's back.
-    let host = [&env[..], &[("CUDAHOSTCXX", "/nonexistent/g++-16")]].concat();
-    let bad = rocbuild(&[&common[..], &["--cuda-arch", "8.6"]].concat(), &host);
-    assert_eq!(bad.code, 1, "{}", bad.stderr);
-    assert!(
-        bad.stderr.contains("rocbuild::cuda::no_host_compiler"),
-        "{}",
-        bad.stderr
-    );
-    assert!(bad.stderr.contains("does not exist"), "{}", bad.stderr);
 }
