@@ -120,7 +120,7 @@ pub enum Action {
 impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Action::Run(argv) => write!(f, "{}", shell_words::join(argv)),
+            Action::Run(argv) => write!(f, "{}", command_line(Os::current(), argv)),
             Action::CrontabAdd { line, .. } => {
                 write!(
                     f,
@@ -329,6 +329,29 @@ pub fn launchd_plist(job: &Job) -> String {
     s
 }
 
+/// `argv` as the user would type it in this OS's shell: POSIX quoting (`'…'`) on Unix; on
+/// Windows double quotes, which cmd.exe and PowerShell both read (a single-quoted `'C:\…'`
+/// is one word in neither).
+pub fn command_line(os: Os, argv: &[String]) -> String {
+    if os != Os::Windows {
+        return shell_words::join(argv);
+    }
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && !a.contains([
+                    ' ', '\t', '"', '&', '(', ')', '^', '|', '<', '>', '\'', ';', ',',
+                ]);
+            if plain {
+                a.clone()
+            } else {
+                format!("\"{}\"", a.replace('"', "\"\""))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A cmd.exe word.
 fn cmd_word(s: &str) -> String {
     format!("\"{}\"", s.replace('"', "\"\""))
@@ -467,6 +490,29 @@ pub fn perform(act: &Action) -> std::result::Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_command_shown_is_quoted_for_the_users_shell() {
+        let argv: Vec<String> = [
+            "rebuild",
+            "--if-stale",
+            "--venv",
+            "C:\\Users\\me\\my venv",
+            "x\"y",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            command_line(Os::Windows, &argv),
+            "rebuild --if-stale --venv \"C:\\Users\\me\\my venv\" \"x\"\"y\""
+        );
+        assert_eq!(
+            command_line(Os::Linux, &argv),
+            "rebuild --if-stale --venv 'C:\\Users\\me\\my venv' 'x\"y'"
+        );
+    }
+
     use super::*;
 
     #[test]

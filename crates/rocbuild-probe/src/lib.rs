@@ -504,7 +504,7 @@ pub enum ProbeError {
         chosen_by: String,
     },
     #[error("the venv's Python {exe} failed to describe itself: {reason}")]
-    #[diagnostic(code(rocbuild::probe::python), help("run `{exe} -c 'import sysconfig'` to see the problem; recreate the venv if its Python is broken"))]
+    #[diagnostic(code(rocbuild::probe::python), help("run `{exe} -c \"import sysconfig\"` to see the problem; recreate the venv if its Python is broken"))]
     Python { exe: String, reason: String },
     #[error(
         "{root} is a Windows venv, but its Python cannot be described from its files: {reason}"

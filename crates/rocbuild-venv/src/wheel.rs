@@ -49,7 +49,7 @@ impl Tags {
                     py.display(),
                     String::from_utf8_lossy(&out.stderr).trim()
                 ),
-                help: Some(format!("run `{} -c 'import sysconfig'` to see the problem; recreate the venv if its Python is broken", py.display())),
+                help: Some(format!("run `{} -c \"import sysconfig\"` to see the problem; recreate the venv if its Python is broken", py.display())),
             });
         }
         Ok(Tags::new(lines[0], lines[1], lines[2]))

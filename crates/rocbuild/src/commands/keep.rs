@@ -347,7 +347,7 @@ pub fn schedule(a: &ScheduleArgs, g: &Global) -> Result<ExitStatus> {
             outln!(
                 "runs:  {} {}",
                 job.exe.display(),
-                shell_words::join(job.args())
+                rocbuild_engine::schedule::command_line(rocbuild_probe::Os::current(), &job.args())
             );
             outln!("log:   {}", s.log.display());
             Ok(ExitStatus::Success)
@@ -406,7 +406,10 @@ pub fn schedule(a: &ScheduleArgs, g: &Global) -> Result<ExitStatus> {
                 outln!(
                     "  runs: {} {}",
                     job.exe.display(),
-                    shell_words::join(job.args())
+                    rocbuild_engine::schedule::command_line(
+                        rocbuild_probe::Os::current(),
+                        &job.args()
+                    )
                 );
                 let state = if s.log.exists() { "" } else { " (no run yet)" };
                 outln!("  log:  {}{state}", s.log.display());
