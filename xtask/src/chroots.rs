@@ -250,12 +250,138 @@ pub fn setup(root: bool, only: &[String]) -> Result<Vec<(&'static str, Outcome)>
         } else {
             make(spec, &cache, &dir)?
         };
-        if let Outcome::Skipped(why) = &outcome {
-            println!("xtask: chroot {}: SKIPPED: {why}", spec.name);
+        match &outcome {
+            Outcome::Skipped(why) => println!("xtask: chroot {}: SKIPPED: {why}", spec.name),
+            Outcome::Ready(dir) => trim(spec, dir)?,
         }
         out.push((spec.env, outcome));
     }
     Ok(out)
+}
+
+/// The GPUs whose rocBLAS kernels a ROCm chroot keeps: those the tests build for and ask
+/// `doctor` about (tests/e2e/chroot_rocm.rs: gfx1010 and gfx1030 on ROCm 6.4, gfx1201 on 7.2;
+/// gfx1201 is also the arch ROCm 6.4 is checked to have none for). Debian's rocBLAS ships
+/// kernels for about a dozen GPUs: 2.9 GB in sid's ROCm 6.4, 1.6 GB of them gfx90a's.
+const KEPT_GPU_KERNELS: &[&str] = &["gfx1010", "gfx1030", "gfx1201"];
+
+/// What a ROCm chroot does not need for the tests, removed after it is made (and from one
+/// made before this step existed): the rocBLAS kernel files of GPUs the tests never name, and
+/// documentation, manual pages and translations. Measured 2026-11-27: sid-rocm6.4 from 5.6 GB
+/// to 2.8 GB, experimental-rocm7.2 from 3.6 GB to 2.9 GB. The libraries, headers and CMake
+/// packages stay as Debian installed them.
+fn trim(spec: &Spec, dir: &Path) -> Result<()> {
+    if spec.contents != Contents::Rocm {
+        return Ok(());
+    }
+    let mut freed = 0u64;
+    let mut remove = |path: &Path| -> Result<()> {
+        let meta = std::fs::symlink_metadata(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        freed += tree_bytes(path);
+        let r = if meta.is_dir() {
+            std::fs::remove_dir_all(path)
+        } else {
+            std::fs::remove_file(path)
+        };
+        r.map_err(|e| format!("cannot remove {}: {e}", path.display()))
+    };
+    for d in ["usr/share/doc", "usr/share/man", "usr/share/locale"] {
+        if dir.join(d).is_dir() {
+            remove(&dir.join(d))?;
+        }
+    }
+    for library in rocblas_kernel_dirs(dir) {
+        let entries = std::fs::read_dir(&library)
+            .map_err(|e| format!("cannot read {}: {e}", library.display()))?;
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if unneeded_kernel_file(&name) {
+                remove(&e.path())?;
+            }
+        }
+    }
+    if freed > 0 {
+        println!(
+            "xtask: chroot {}: trimmed {:.1} GB (rocBLAS kernels for GPUs other than {}, docs)",
+            spec.name,
+            freed as f64 / 1e9,
+            KEPT_GPU_KERNELS.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// A rocBLAS kernel file for a GPU the tests never name: its name holds a `gfx` target
+/// (`Kernels.so-000-gfx90a.hsaco`, `TensileLibrary_…_gfx1100.co`, `…_gfx90a.dat`) and none of
+/// [`KEPT_GPU_KERNELS`]. Files without a target (the fallback `.dat` files, the manifest) stay.
+fn unneeded_kernel_file(name: &str) -> bool {
+    let mut targets = name.match_indices("gfx").map(|(i, _)| {
+        let rest = &name[i..];
+        let end = rest
+            .char_indices()
+            .skip(3)
+            .find(|(_, c)| !c.is_ascii_alphanumeric())
+            .map_or(rest.len(), |(j, _)| j);
+        &rest[..end]
+    });
+    let first = targets.next();
+    first.is_some()
+        && !first
+            .into_iter()
+            .chain(targets)
+            .any(|t| KEPT_GPU_KERNELS.contains(&t))
+}
+
+/// Debian's rocBLAS kernel directories: `usr/lib/<triplet>/rocblas/<version>/library`.
+fn rocblas_kernel_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(libs) = std::fs::read_dir(root.join("usr/lib")) else {
+        return out;
+    };
+    for triplet in libs.flatten() {
+        let Ok(versions) = std::fs::read_dir(triplet.path().join("rocblas")) else {
+            continue;
+        };
+        for v in versions.flatten() {
+            let library = v.path().join("library");
+            if library.is_dir() && !v.file_type().is_ok_and(|t| t.is_symlink()) {
+                out.push(library);
+            }
+        }
+    }
+    out
+}
+
+/// Bytes under `path`, links not followed.
+fn tree_bytes(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    std::fs::read_dir(path)
+        .map(|rd| rd.flatten().map(|e| tree_bytes(&e.path())).sum())
+        .unwrap_or(0)
+}
+
+/// On a machine used once (`ROCBUILD_TEST_DISPOSABLE`, which .ci/run sets): remove the ROCm
+/// chroots after the last test that runs in them, so that the Windows build after them has
+/// their disk (xtask/src/setup.rs says what each phase takes).
+pub fn remove_rocm_chroots(prepared: &[(&'static str, Outcome)]) -> Result<()> {
+    for (_, outcome) in prepared {
+        if let Outcome::Ready(dir) = outcome {
+            let bytes = tree_bytes(dir);
+            remove_unfinished(dir)?;
+            println!(
+                "xtask: chroot {}: removed ({:.1} GB), its tests have run",
+                dir.display(),
+                bytes as f64 / 1e9
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The mmdebstrap command for `spec` into `tmp`.
@@ -407,4 +533,65 @@ fn make(spec: &Spec, cache: &Path, dir: &Path) -> Result<Outcome> {
         dir.display()
     );
     Ok(Outcome::Ready(dir.to_path_buf()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_kernel_files_of_gpus_the_tests_never_name_go() {
+        for gone in [
+            "Kernels.so-000-gfx90a.hsaco",
+            "TensileLibrary_Type_HH_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1100.co",
+            "TensileLibrary_lazy_gfx942.dat",
+            "TensileLibrary_Type_SS_fallback_gfx90a:xnack-.hsaco",
+        ] {
+            assert!(unneeded_kernel_file(gone), "{gone}");
+        }
+        for kept in [
+            "Kernels.so-000-gfx1010.hsaco",
+            "TensileLibrary_lazy_gfx1030.dat",
+            "TensileLibrary_Type_HH_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1201.co",
+            // No target in the name: the fallback libraries and the manifest.
+            "TensileLibrary_Type_BB_HPA_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback.dat",
+            "TensileManifest.txt",
+        ] {
+            assert!(!unneeded_kernel_file(kept), "{kept}");
+        }
+        // gfx10100 is not gfx1010: a target is matched whole.
+        assert!(unneeded_kernel_file("Kernels.so-000-gfx10100.hsaco"));
+    }
+
+    #[test]
+    fn trim_keeps_the_named_gpus_and_leaves_other_chroots_alone() {
+        let root = tempfile::tempdir().unwrap();
+        let lib = root
+            .path()
+            .join("usr/lib/x86_64-linux-gnu/rocblas/4.4.0/library");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::create_dir_all(root.path().join("usr/share/doc/rocblas")).unwrap();
+        for f in [
+            "Kernels.so-000-gfx1010.hsaco",
+            "Kernels.so-000-gfx90a.hsaco",
+            "TensileManifest.txt",
+        ] {
+            std::fs::write(lib.join(f), b"x").unwrap();
+        }
+        trim(&SPECS[0], root.path()).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&lib)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["Kernels.so-000-gfx1010.hsaco", "TensileManifest.txt"]
+        );
+        assert!(!root.path().join("usr/share/doc").exists());
+        // The Rust chroot is not a ROCm one: nothing of it is touched.
+        std::fs::write(lib.join("Kernels.so-000-gfx90a.hsaco"), b"x").unwrap();
+        trim(&RUST_WIN, root.path()).unwrap();
+        assert!(lib.join("Kernels.so-000-gfx90a.hsaco").exists());
+    }
 }

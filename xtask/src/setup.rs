@@ -75,18 +75,35 @@ pub struct Prepared {
     pub windows: crate::chroots::Outcome,
     /// rocbuild's own manylinux wheel (`pip install rocbuild`).
     pub py_wheel: PathBuf,
-    /// rocbuild.exe and the unit tests built for `x86_64-pc-windows-msvc` (xtask/src/exe.rs),
-    /// or why not; `None` when `ROCBUILD_TEST_EXE` was given (a developer's own exe).
-    pub exe: Option<std::result::Result<crate::exe::ForTests, String>>,
+    /// What happens with rocbuild.exe and the Windows unit tests (xtask/src/exe.rs).
+    pub exe: WindowsBuild,
+}
+
+/// rocbuild.exe and every crate's unit tests for `x86_64-pc-windows-msvc`, run under Wine.
+pub enum WindowsBuild {
+    /// Built after the host's tests have run (and, on a disposable machine, after the ROCm
+    /// chroots and the host's build outputs are gone: [`free_after_host_tests`]).
+    AfterHostTests,
+    /// The developer named an exe of their own (`ROCBUILD_TEST_EXE`): nothing is built.
+    Named,
+    /// Not built, and why.
+    Skipped(String),
 }
 
 /// Set everything up.
 pub fn setup() -> Result<Prepared> {
-    setup_for(&[])
+    let prepared = setup_for(&[])?;
+    if let WindowsBuild::AfterHostTests = prepared.exe {
+        if let Ok(built) = crate::exe::outcome_for_tests()? {
+            println!("xtask: exe: {}", built.rocbuild_exe.display());
+        }
+    }
+    Ok(prepared)
 }
 
-/// Set everything up for `cargo test ARGS`: a filtered run (ARGS not empty) does not build
-/// rocbuild.exe (minutes cold); its e2e tests say SKIPPED unless `ROCBUILD_TEST_EXE` names one.
+/// Set everything up for `cargo test ARGS`. rocbuild.exe and the Windows unit tests are built
+/// after the host's tests (a whole run only): a filtered run (ARGS not empty) does not build
+/// them (minutes cold); its e2e tests say SKIPPED unless `ROCBUILD_TEST_EXE` names one.
 pub fn setup_for(args: &[String]) -> Result<Prepared> {
     report_disk(&workspace_root())?;
     apt()?;
@@ -96,12 +113,20 @@ pub fn setup_for(args: &[String]) -> Result<Prepared> {
     let chroots = crate::chroots::setup(is_root(), &[])?;
     let windows = crate::windows::outcome(&venv.join("bin/python"));
     let py_wheel = crate::release::prepare()?;
-    let exe = if args.is_empty() {
-        windows_exe(&windows)?
-    } else if std::env::var_os("ROCBUILD_TEST_EXE").is_some() {
-        None
+    if disposable() {
+        remove_build_outputs(&["target/x86_64-unknown-linux-gnu"], "the wheel is built")?;
+    }
+    let exe = if std::env::var_os("ROCBUILD_TEST_EXE").is_some() {
+        WindowsBuild::Named
+    } else if !args.is_empty() {
+        WindowsBuild::Skipped("a filtered `cargo xtask test` does not build rocbuild.exe: name one with ROCBUILD_TEST_EXE=PATH (`cargo xtask exe` makes cache/exe/rocbuild.exe), or run the whole suite".to_string())
     } else {
-        Some(Err("a filtered `cargo xtask test` does not build rocbuild.exe: name one with ROCBUILD_TEST_EXE=PATH (`cargo xtask exe` makes cache/exe/rocbuild.exe), or run the whole suite".to_string()))
+        match &windows {
+            crate::chroots::Outcome::Skipped(why) => WindowsBuild::Skipped(format!(
+                "no Windows world to build rocbuild.exe against: {why}"
+            )),
+            crate::chroots::Outcome::Ready(_) => WindowsBuild::AfterHostTests,
+        }
     };
     Ok(Prepared {
         venv,
@@ -112,20 +137,42 @@ pub fn setup_for(args: &[String]) -> Result<Prepared> {
     })
 }
 
-/// rocbuild.exe and the Windows unit tests, unless the developer named an exe of their own
-/// (`ROCBUILD_TEST_EXE`) or there is no Windows world to build against.
-fn windows_exe(
-    windows: &crate::chroots::Outcome,
-) -> Result<Option<std::result::Result<crate::exe::ForTests, String>>> {
-    if std::env::var_os("ROCBUILD_TEST_EXE").is_some() {
-        return Ok(None);
+/// A machine used once, as CI's (`ROCBUILD_TEST_DISPOSABLE=1`, set by .ci/run): each cached
+/// part that no later step needs is removed as soon as that is so. A developer's machine keeps
+/// everything for the next run.
+fn disposable() -> bool {
+    std::env::var_os("ROCBUILD_TEST_DISPOSABLE").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// On a disposable machine, after the host's tests: the ROCm chroots and the host's test
+/// build, which the Windows build after them does not use. What each phase of a fresh run
+/// takes is measured in [`RUN_DISK_NEED`]'s note.
+fn free_after_host_tests(p: &Prepared) -> Result<()> {
+    crate::chroots::remove_rocm_chroots(&p.chroots)?;
+    remove_build_outputs(
+        &[
+            "target/debug/deps",
+            "target/debug/build",
+            "target/debug/incremental",
+            "target/debug/.fingerprint",
+            "target/tmp",
+        ],
+        "the host's tests have run",
+    )
+}
+
+/// Remove build outputs under the workspace (paths relative to it) that no later step reads.
+fn remove_build_outputs(rel: &[&str], why: &str) -> Result<()> {
+    for r in rel {
+        let dir = workspace_root().join(r);
+        if !dir.exists() {
+            continue;
+        }
+        std::fs::remove_dir_all(&dir)
+            .map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
+        println!("xtask: disk: removed {} ({why})", dir.display());
     }
-    match windows {
-        crate::chroots::Outcome::Skipped(why) => Ok(Some(Err(format!(
-            "no Windows world to build rocbuild.exe against: {why}"
-        )))),
-        crate::chroots::Outcome::Ready(_) => crate::exe::outcome_for_tests().map(Some),
-    }
+    Ok(())
 }
 
 /// Real upstream wheels for other OSes that the repair / bundle tests read (the list of
@@ -256,22 +303,19 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     // `doctor` under Wine hung past its 400 s limit in the one run tried (2026-11-27, not yet
     // understood), where the release exe passes. They run with an exe named by hand.
     match &p.exe {
-        Some(Ok(built)) => cmd.env(
+        WindowsBuild::AfterHostTests => cmd.env(
             "ROCBUILD_TEST_EXE_SKIP",
-            format!(
-                "the dev rocbuild.exe ({}) hung in doctor under Wine: run these with the release exe, `cargo xtask exe` then ROCBUILD_TEST_EXE=cache/exe/rocbuild.exe cargo xtask test -p rocbuild --test e2e exe_day",
-                built.rocbuild_exe.display()
-            ),
+            "the dev rocbuild.exe (built after these tests for the Windows unit tests) hung in doctor under Wine: run these with the release exe, `cargo xtask exe` then ROCBUILD_TEST_EXE=cache/exe/rocbuild.exe cargo xtask test -p rocbuild --test e2e exe_day",
         ),
-        Some(Err(why)) => cmd.env("ROCBUILD_TEST_EXE_SKIP", why),
-        None => &mut cmd,
+        WindowsBuild::Skipped(why) => cmd.env("ROCBUILD_TEST_EXE_SKIP", why),
+        WindowsBuild::Named => &mut cmd,
     };
     let status = cmd
         .status()
         .map_err(|e| format!("cannot run cargo test: {e}"))?;
     // The whole run (no filter) also runs every crate's unit tests for Windows under Wine.
     let windows_ok = match &p.exe {
-        Some(Ok(built)) if extra.is_empty() => crate::exe::run_unit_tests(built, None)?,
+        WindowsBuild::AfterHostTests if extra.is_empty() => windows_unit_tests(p)?,
         _ => true,
     };
     Ok(match status.code() {
@@ -280,6 +324,18 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
         None => ExitCode::FAILURE,
     })
+}
+
+/// rocbuild.exe and the unit tests for Windows, built and run under Wine (after the host's
+/// tests, with their disk freed first on a disposable machine); whether none failed.
+fn windows_unit_tests(p: &Prepared) -> Result<bool> {
+    if disposable() {
+        free_after_host_tests(p)?;
+    }
+    match crate::exe::outcome_for_tests()? {
+        Ok(built) => crate::exe::run_unit_tests(&built, None),
+        Err(_) => Ok(true),
+    }
 }
 
 fn installed(pkg: &str) -> bool {
