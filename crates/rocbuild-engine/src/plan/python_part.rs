@@ -220,28 +220,32 @@ mod tests {
     use rocbuild_probe::Os;
     use rocbuild_testkit::machine::cpu_machine;
 
+    /// The Python part of torchcodec 0.9.1 built from a local checkout, nothing resolved.
+    fn plan_0_9_1(r: &Recipe, m: &Machine) -> Result<Option<PythonPart>> {
+        let src = SourcePlan::Local {
+            dir: PathBuf::from("/src"),
+        };
+        let cmake = Command::new("cmake");
+        plan(
+            r,
+            m,
+            "0.9.1",
+            &Resolved::default(),
+            &BTreeMap::new(),
+            &src,
+            Path::new("/b"),
+            &cmake,
+            None,
+        )
+    }
+
     #[test]
     fn pip_fetches_the_python_part_only_when_another_version_is_installed() {
         let r = recipe("torchcodec");
         let mut m = cpu_machine(Os::Linux);
-        let src = SourcePlan::Local {
-            dir: PathBuf::from("/src"),
-        };
-        let res = Resolved::default();
-        let vars = BTreeMap::new();
-        let pp = plan(
-            &r,
-            &m,
-            "0.9.1",
-            &res,
-            &vars,
-            &src,
-            Path::new("/b"),
-            &Command::new("cmake"),
-            None,
-        )
-        .unwrap()
-        .expect("not installed: pip fetches it");
+        let pp = plan_0_9_1(&r, &m)
+            .unwrap()
+            .expect("not installed: pip fetches it");
         assert_eq!(pp.replaces, None);
         assert!(pp
             .install
@@ -257,36 +261,12 @@ mod tests {
             .python
             .distributions
             .insert("torchcodec".into(), "0.9.1".into());
-        assert!(plan(
-            &r,
-            &m,
-            "0.9.1",
-            &res,
-            &vars,
-            &src,
-            Path::new("/b"),
-            &Command::new("cmake"),
-            None
-        )
-        .unwrap()
-        .is_none());
+        assert!(plan_0_9_1(&r, &m).unwrap().is_none());
         m.target
             .python
             .distributions
             .insert("torchcodec".into(), "0.8.0".into());
-        let pp = plan(
-            &r,
-            &m,
-            "0.9.1",
-            &res,
-            &vars,
-            &src,
-            Path::new("/b"),
-            &Command::new("cmake"),
-            None,
-        )
-        .unwrap()
-        .unwrap();
+        let pp = plan_0_9_1(&r, &m).unwrap().unwrap();
         assert_eq!(pp.replaces.as_deref(), Some("0.8.0"));
     }
 
@@ -335,40 +315,13 @@ mod tests {
         let mut m = cpu_machine(Os::Linux);
         m.target.python.installer.pip = false;
         m.target.python.installer.uv_venv = true;
-        let src = SourcePlan::Local {
-            dir: PathBuf::from("/src"),
-        };
-        let (res, vars) = (Resolved::default(), BTreeMap::new());
-        let e = plan(
-            &r,
-            &m,
-            "0.9.1",
-            &res,
-            &vars,
-            &src,
-            Path::new("/b"),
-            &Command::new("cmake"),
-            None,
-        )
-        .unwrap_err();
+        let e = plan_0_9_1(&r, &m).unwrap_err();
         assert!(
             matches!(&e, crate::error::EngineError::NoPip { what, .. } if what == "the Python part of torchcodec"),
             "{e}"
         );
         m.target.python.installer.uv = Some(PathBuf::from("/usr/local/bin/uv"));
-        let pp = plan(
-            &r,
-            &m,
-            "0.9.1",
-            &res,
-            &vars,
-            &src,
-            Path::new("/b"),
-            &Command::new("cmake"),
-            None,
-        )
-        .unwrap()
-        .unwrap();
+        let pp = plan_0_9_1(&r, &m).unwrap().unwrap();
         assert_eq!(
             pp.install.pip().unwrap().program,
             PathBuf::from("/usr/local/bin/uv")
@@ -385,18 +338,6 @@ mod tests {
             .python
             .distributions
             .insert("torchcodec".into(), "0.9.1".into());
-        assert!(plan(
-            &r,
-            &m,
-            "0.9.1",
-            &res,
-            &vars,
-            &src,
-            Path::new("/b"),
-            &Command::new("cmake"),
-            None
-        )
-        .unwrap()
-        .is_none());
+        assert!(plan_0_9_1(&r, &m).unwrap().is_none());
     }
 }
