@@ -206,6 +206,10 @@ pub const CASES: &[(&str, &str)] = &[
         "`repair` of a package rocbuild built",
     ),
     (
+        "deps_given_a_folder",
+        "`deps` (or `bundle`) given a package's folder instead of its library files",
+    ),
+    (
         "repair_rolled_back",
         "`repair` whose edited library then fails to load",
     ),
@@ -1685,6 +1689,36 @@ fn repair_search_not_a_directory() {
         )
     });
     assert!(said(&err, "is not a directory"), "{err}");
+}
+
+/// A folder where a library file belongs: refused up front with what to name instead (it used
+/// to say "No such device" here and "Access denied" on Windows, from opening the folder).
+#[test]
+fn deps_given_a_folder() {
+    let s = repairable("");
+    let folder = s.site().join("torchcodec");
+    let err = check("deps_given_a_folder", &s, 2, || {
+        crate::common::rocbuild(&["deps", folder.to_str().unwrap()], &[])
+    });
+    assert!(said(&err, "is a folder: deps reads library files"), "{err}");
+    assert!(said(&err, "rocbuild::deps::folder"), "{err}");
+    let into = s.root().join("bundle-out");
+    let bundle = crate::common::rocbuild(
+        &[
+            "bundle",
+            folder.to_str().unwrap(),
+            "--into",
+            into.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(bundle.code, 2, "{}", bundle.stderr);
+    assert!(
+        bundle.stderr.contains("is a folder: bundle reads library"),
+        "{}",
+        bundle.stderr
+    );
+    assert!(!into.exists(), "bundle made its folder before refusing");
 }
 
 /// A manifest of kind `build` (rocbuild built it): repair leaves it to `rebuild`.

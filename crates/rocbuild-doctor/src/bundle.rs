@@ -159,6 +159,7 @@ pub fn bundle(
     search_dirs: &[PathBuf],
     gpu: &rocbuild_probe::GpuTargets,
 ) -> Result<BundleReport, DoctorError> {
+    DoctorError::refuse_folders(files, "bundle")?;
     let gpu_archs = gpu.names();
     let reader = Reader::leaked();
     // Absolute once, at the edge: the same layout for a relative and an absolute spelling.

@@ -71,6 +71,7 @@ fn python_symbol(u: &Unresolved) -> bool {
 }
 
 pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, DoctorError> {
+    DoctorError::refuse_folders(files, "deps")?;
     let reader = Reader::leaked();
     // Paths are made absolute once, here at the edge: a relative and an absolute spelling of
     // the same file give the same tree and the same JSON (`needed_by` is always absolute).

@@ -54,6 +54,17 @@ pub enum DoctorError {
     )]
     BadSearchDir { path: String },
 
+    #[error("{path} is a folder: {command} reads library files")]
+    #[diagnostic(
+        code(rocbuild::deps::folder),
+        help("name the libraries or extension modules themselves (.so, .dll, .pyd, .dylib, or a program), e.g. {example}; for an installed package, `rocbuild doctor PACKAGE --venv VENV` reads all of its files")
+    )]
+    FolderNotFile {
+        path: String,
+        command: &'static str,
+        example: String,
+    },
+
     #[error("{name} is a build of rocbuild's, not pip's files: repair leaves it alone")]
     #[diagnostic(
         code(rocbuild::repair::built),
@@ -96,11 +107,29 @@ impl DoctorError {
                 | DoctorError::NotInstalled { .. }
                 | DoctorError::NothingToRepair { .. }
                 | DoctorError::BadSearchDir { .. }
+                | DoctorError::FolderNotFile { .. }
                 | DoctorError::Probe(
                     rocbuild_probe::ProbeError::NoVenv
                         | rocbuild_probe::ProbeError::NotAVenv { .. }
                 )
         )
+    }
+
+    /// Each of `files` that is a folder is refused before anything is read (a folder opened as a
+    /// file says only "Access denied" on Windows and "Is a directory" or "No such device"
+    /// elsewhere). `command` is the subcommand the user ran.
+    pub fn refuse_folders(files: &[std::path::PathBuf], command: &'static str) -> Result<(), Self> {
+        match files.iter().find(|f| f.is_dir()) {
+            None => Ok(()),
+            Some(dir) => Err(DoctorError::FolderNotFile {
+                path: dir.display().to_string(),
+                command,
+                example: dir
+                    .join(if cfg!(windows) { "*.pyd" } else { "*.so" })
+                    .display()
+                    .to_string(),
+            }),
+        }
     }
 
     pub fn io(action: &'static str, path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self {
