@@ -127,6 +127,12 @@ fn a_new_tag_is_told_once_a_day_and_built_with_the_older_releases_rules() {
     let plan: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(plan["upstream"]["newer"], serde_json::json!(["1.1.0"]));
     assert_eq!(plan["version"], "1.0.0");
+    // A real run's --json outcome carries it too (here the recipe's 1.0.0 is installed).
+    let out = w.cmd(&["fakecodec", "--json"], &[ASK]);
+    ok(&out);
+    let outcome: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(outcome["version"], "1.0.0");
+    assert_eq!(outcome["upstream"]["newer"], serde_json::json!(["1.1.0"]));
 
     // --version 1.1.0: the tag's commit, built with 1.0.0's rules, labelled and recorded.
     make_wheel(&w.wheels, "fakecodec", "1.1.0");

@@ -149,6 +149,7 @@ pub fn check(cache: &Path, key: &str) -> Option<(PathBuf, Outcome)> {
             compiler_cache: None,
             wheel: None,
             unverified: None,
+            upstream: None,
         },
     ))
 }

@@ -39,6 +39,10 @@ pub struct Outcome {
     /// The verification could not run here: why (the install is kept).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unverified: Option<String>,
+    /// Releases upstream has that the recipe does not know yet (as in the plan), set by the
+    /// use case that asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<rocbuild_recipe::upstream::Notice>,
 }
 
 /// `git apply ARGS PATCH` on the plain tree of `checkout`: None when it applied, else git's
@@ -336,6 +340,7 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
             compiler_cache: cache_record,
             wheel: None,
             unverified: m.unverified.clone(),
+            upstream: plan.upstream.clone(),
         });
     }
 
@@ -394,6 +399,7 @@ fn run_prebuilt(
             compiler_cache: None,
             wheel: Some(p.url.clone()),
             unverified: m.unverified.clone(),
+            upstream: plan.upstream.clone(),
         });
     }
     let mut out = install_and_verify(
@@ -814,6 +820,7 @@ fn install_and_verify(
         compiler_cache: cache_record,
         wheel: None,
         unverified: plan.unverified.clone(),
+        upstream: plan.upstream.clone(),
     })
 }
 

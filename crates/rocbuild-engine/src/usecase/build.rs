@@ -223,7 +223,8 @@ fn build_with(
         )
     });
     if let Some(k) = &quick_key {
-        if let Some((dest, outcome)) = quick::check(&settings.cache, k) {
+        if let Some((dest, mut outcome)) = quick::check(&settings.cache, k) {
+            outcome.upstream = upstream;
             return Ok(Built::Unchanged { dest, outcome });
         }
         quick::forget(&settings.cache, k);
