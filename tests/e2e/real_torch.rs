@@ -668,3 +668,101 @@ fn the_real_torchcodec_0_16_decodes_a_real_jpeg_and_png() {
     assert!(o.status.success(), "{text}");
     assert!(text.contains("png exact, jpeg mean error"), "{text}");
 }
+
+/// The faster-whisper failure on a CUDA 13 torch: PyPI's CTranslate2 4.8.5 (a CUDA 12 build)
+/// loads `libcublas.so.12` by name at its first CUDA call, while the venv holds torch's CUDA 13
+/// cuBLAS (`nvidia/cu13/lib/libcublas.so.13`). `import ctranslate2` works, so a load test alone
+/// says all is well; doctor reads the name from the library and searches for it as the loader
+/// would, says which cuBLAS the venv has instead, and what to do (issue 41, point 3). A
+/// `libcublas.so.12` on LD_LIBRARY_PATH (a library built here under that name) ends it.
+#[test]
+fn doctor_names_the_cuda_library_ctranslate2_loads_by_name_and_torch_lacks() {
+    let real = real_torch_venv();
+    let wheel = pypi_wheel(&real, "ctranslate2", "4.8.5");
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    let site = venv_over(&real, &venv);
+    run(Command::new(real.join("bin/python"))
+        .args(["-m", "pip", "--python"])
+        .arg(venv.join("bin/python"))
+        .args(["install", "-q", "--no-deps", "--no-index", "--no-compile"])
+        .arg(&wheel));
+    let doctor = |env: &[(&str, &str)]| {
+        let out = rocbuild(
+            &[
+                "doctor",
+                "ctranslate2",
+                "--venv",
+                venv.to_str().unwrap(),
+                "--json",
+            ],
+            env,
+        );
+        let v: serde_json::Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| {
+                f["what"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("at its first CUDA call")
+            })
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let found = doctor(&[("LD_LIBRARY_PATH", "")]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let f = &found[0];
+    assert_eq!(
+        f["what"],
+        "ctranslate2 loads libcublas.so.12 at its first CUDA call, and the loader finds none"
+    );
+    // No NVIDIA driver here: a warning, not an error (the CPU path works).
+    assert_eq!(f["severity"], "warning", "{f}");
+    let details = f["details"].to_string();
+    assert!(details.contains("libctranslate2-"), "{details}");
+    let cu13 = site.join("nvidia/cu13/lib/libcublas.so.13");
+    assert!(cu13.exists());
+    assert!(details.contains(cu13.to_str().unwrap()), "{details}");
+    let fix = f["fix"].as_str().unwrap();
+    assert!(fix.contains("pip install nvidia-cublas-cu12"), "{fix}");
+    assert!(
+        fix.contains("for the CUDA this venv has (CUDA 13): `rocbuild ctranslate2 --backend cuda`"),
+        "{fix}"
+    );
+    // The text report says the same.
+    let text = rocbuild(
+        &["doctor", "ctranslate2", "--venv", venv.to_str().unwrap()],
+        &[("LD_LIBRARY_PATH", "")],
+    );
+    assert!(
+        text.stdout.contains("ctranslate2 4.8.5: loads"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("loads libcublas.so.12 at its first CUDA call"),
+        "{}",
+        text.stdout
+    );
+
+    // A libcublas.so.12 where LD_LIBRARY_PATH points: found as the loader would find it.
+    let dir = tmp.path().join("cublas12");
+    let src = tmp.path().join("cublas.c");
+    std::fs::write(
+        &src,
+        "int cublasCreate_v2(void **h) { (void)h; return 0; }\n",
+    )
+    .unwrap();
+    rocbuild_testkit::native::shared_library(
+        "cc",
+        &src,
+        &dir.join("libcublas.so.12"),
+        &["-Wl,-soname,libcublas.so.12"],
+    );
+    assert!(doctor(&[("LD_LIBRARY_PATH", dir.to_str().unwrap())]).is_empty());
+}

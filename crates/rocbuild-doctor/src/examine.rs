@@ -100,7 +100,7 @@ impl Examiner<'_> {
             findings.extend(checks::flavor::check(subject, t, &needed));
         }
         findings.extend(self.gpu(subject, &linkages));
-        findings.extend(self.cuda(subject, &linkages));
+        findings.extend(self.cuda(subject, &live, &linkages));
         findings.extend(checks::stale::check(
             site,
             subject,
@@ -373,8 +373,9 @@ impl Examiner<'_> {
     }
 
     /// The NVIDIA GPU code of the package's libraries (their `.nv_fatbin`) against the GPUs
-    /// `nvidia-smi` (or `$TORCH_CUDA_ARCH_LIST`) names; nothing is asked when no library has any.
-    fn cuda(&self, subject: &Subject, linkages: &[Linkage]) -> Vec<Finding> {
+    /// `nvidia-smi` (or `$TORCH_CUDA_ARCH_LIST`) names, and the CUDA libraries they load by name
+    /// at their first CUDA call; nothing is asked when no library has either.
+    fn cuda(&self, subject: &Subject, live: &[PathBuf], linkages: &[Linkage]) -> Vec<Finding> {
         let bins: Vec<(PathBuf, Vec<rocbuild_native::NvCode>)> = linkages
             .iter()
             .filter_map(|l| {
@@ -382,7 +383,8 @@ impl Examiner<'_> {
                 (!codes.is_empty()).then(|| (l.path.clone(), codes))
             })
             .collect();
-        if bins.is_empty() {
+        let by_name = self.cuda_not_found_by_name(subject, live, linkages);
+        if bins.is_empty() && by_name.is_empty() {
             return Vec::new();
         }
         let os = self.machine.target.platform.os;
@@ -392,14 +394,42 @@ impl Examiner<'_> {
         } else {
             g.found_by.clone()
         };
-        checks::cuda::check(
+        let gpu_present = g.found_by == "nvidia-smi";
+        let mut out =
+            checks::cuda::not_found_by_name(subject, &by_name, gpu_present, self.windows());
+        out.extend(checks::cuda::check(
             subject,
             &checks::cuda::CudaFacts {
                 binaries: &bins,
                 gpus: &g.archs,
                 found_by,
             },
-        )
+        ));
+        out
+    }
+
+    /// The CUDA libraries the package's own files load by name that the loader would not find,
+    /// each with the other versions of it the venv holds.
+    fn cuda_not_found_by_name(
+        &self,
+        subject: &Subject,
+        live: &[PathBuf],
+        linkages: &[Linkage],
+    ) -> Vec<checks::cuda::NotFoundByName> {
+        let search = self.search(subject, live);
+        let site = &self.machine.target.python.site_packages;
+        let mut out = Vec::new();
+        for l in linkages {
+            for (name, searched) in linkage::missing_loaded_by_name(&l.path, &search, self.reader) {
+                out.push(checks::cuda::NotFoundByName {
+                    asked_by: file_name(&l.path),
+                    elsewhere: crate::venv_os::cuda_library_versions(site, &name),
+                    name,
+                    searched,
+                });
+            }
+        }
+        out
     }
 
     fn gpu(&self, subject: &Subject, linkages: &[Linkage]) -> Vec<Finding> {

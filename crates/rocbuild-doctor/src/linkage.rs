@@ -447,6 +447,33 @@ pub fn link(root: &Path, search: &Search, reader: &Reader) -> Result<Linkage, Na
     Ok(l)
 }
 
+/// The CUDA libraries `root` loads by name at run time (CTranslate2's cuBLAS and cuDNN) that the
+/// loader would not find, searched as dependencies of `root`: each with the directories tried.
+/// Empty when it names none, or every one is found (or already loaded, as torch's are).
+pub fn missing_loaded_by_name(
+    root: &Path,
+    search: &Search,
+    reader: &Reader,
+) -> Vec<(String, Vec<PathBuf>)> {
+    let full = reader.full(root);
+    let Ok(bin) = full.as_ref() else {
+        return Vec::new();
+    };
+    let names = rocbuild_native::cuda_libraries_loaded_by_name(root, bin);
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let ctx = context(Some(bin.format), search);
+    let Ok(c) = rocbuild_native::closure_with_dlopened(root, &names, &ctx, reader) else {
+        return Vec::new();
+    };
+    c.missing
+        .into_iter()
+        .filter(|m| names.contains(&m.name))
+        .map(|m| (m.name, m.searched))
+        .collect()
+}
+
 /// What `roots` (loaded first: torch's libraries, by `import torch`) find through their own
 /// RPATH/RUNPATH, at any depth. Those files are in the process once the roots are, so a library
 /// loaded later that needs the same soname binds to them without a search: a PyPI CUDA torch's

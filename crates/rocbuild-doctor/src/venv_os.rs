@@ -67,3 +67,56 @@ pub fn locate(v: &rocbuild_probe::Venv) -> Result<(rocbuild_probe::Venv, PathBuf
 pub fn python_from_files(root: &Path, site: &Path, os: Os) -> Python {
     rocbuild_probe::cross::python_from_files(root, site, os, None)
 }
+
+/// The folders of a venv where pip's wheels put CUDA libraries: NVIDIA's (`nvidia/*/lib` on
+/// Linux, `nvidia/*/bin` on Windows, `nvidia/cu13/lib` for CUDA 13's) and torch's own `lib`.
+fn cuda_library_dirs(site: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![site.join("torch").join("lib")];
+    if let Ok(rd) = std::fs::read_dir(site.join("nvidia")) {
+        let mut found: Vec<PathBuf> = rd
+            .flatten()
+            .flat_map(|e| [e.path().join("lib"), e.path().join("bin")])
+            .filter(|d| d.is_dir())
+            .collect();
+        found.sort();
+        dirs.extend(found);
+    }
+    dirs
+}
+
+/// The CUDA library `name` (`libcublas.so.12`, `cublas64_12.dll`) and its other versions in
+/// the venv's CUDA folders: `libcublas.so.13` where torch carries CUDA 13's. Sorted; only
+/// names are compared (nothing is opened).
+pub fn cuda_library_versions(site: &Path, name: &str) -> Vec<PathBuf> {
+    let (prefix, windows) = match name.strip_prefix("lib").and_then(|r| r.split_once(".so.")) {
+        Some((base, _)) => (format!("lib{base}.so."), false),
+        None => match name.strip_suffix(".dll").and_then(|r| r.rsplit_once("64_")) {
+            Some((base, _)) => (format!("{base}64_"), true),
+            None => return Vec::new(),
+        },
+    };
+    let mut out = Vec::new();
+    for dir in cuda_library_dirs(site) {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let same = if windows {
+                n.len() > prefix.len()
+                    && n[..prefix.len()].eq_ignore_ascii_case(&prefix)
+                    && n.to_ascii_lowercase().ends_with(".dll")
+            } else {
+                n.starts_with(&prefix)
+                    && n[prefix.len()..]
+                        .bytes()
+                        .all(|c| c.is_ascii_digit() || c == b'.')
+            };
+            if same {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -121,6 +121,147 @@ pub fn check(subject: &Subject, f: &CudaFacts) -> Vec<Finding> {
     ))]
 }
 
+/// A CUDA library a package loads by name and the loader does not find.
+pub struct NotFoundByName {
+    /// The package's file that asks for it (`libctranslate2-….so.4.8.5`).
+    pub asked_by: String,
+    /// What it asks for (`libcublas.so.12`, `cublas64_12.dll`).
+    pub name: String,
+    /// Where the loader looked.
+    pub searched: Vec<PathBuf>,
+    /// Other versions of the same library the venv has (`nvidia/cu13/lib/libcublas.so.13`).
+    pub elsewhere: Vec<PathBuf>,
+}
+
+/// `libcublas.so.12` -> (`cublas`, 12); `cublas64_12.dll` -> (`cublas`, 12).
+fn base_and_major(name: &str) -> Option<(&str, u32)> {
+    if let Some(rest) = name.strip_prefix("lib") {
+        let (base, major) = rest.split_once(".so.")?;
+        return Some((base, major.parse().ok()?));
+    }
+    let (base, major) = name.strip_suffix(".dll")?.rsplit_once("64_")?;
+    Some((base, major.parse().ok()?))
+}
+
+/// NVIDIA's pip package holding a CUDA library of that CUDA major (cuDNN's own major is not
+/// CUDA's: none is named for it).
+fn pip_package(base: &str, major: u32) -> Option<String> {
+    let pkg = match base {
+        "cublas" | "cublasLt" => "cublas",
+        "cudart" => "cuda-runtime",
+        "nvrtc" => "cuda-nvrtc",
+        "nvJitLink" => "nvjitlink",
+        "cufft" | "curand" | "cusolver" | "cusparse" => base,
+        _ => return None,
+    };
+    Some(if major >= 13 {
+        format!("nvidia-{pkg}=={major}.*")
+    } else {
+        format!("nvidia-{pkg}-cu{major}")
+    })
+}
+
+/// CUDA libraries the package loads by name at its first CUDA call, which the loader will not
+/// find: an error where a GPU is there to use, a warning where none is (the CPU path works).
+pub fn not_found_by_name(
+    subject: &Subject,
+    missing: &[NotFoundByName],
+    gpu_present: bool,
+    windows: bool,
+) -> Vec<Finding> {
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    let mut names: Vec<&str> = missing.iter().map(|m| m.name.as_str()).collect();
+    names.dedup();
+    let mut details = Vec::new();
+    for m in missing {
+        details.push(format!(
+            "{} loads {} by name; searched: {}",
+            m.asked_by,
+            m.name,
+            if m.searched.is_empty() {
+                "nothing (no search path applies)".to_string()
+            } else {
+                m.searched
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ));
+        for e in &m.elsewhere {
+            let same = e
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case(&m.name));
+            details.push(if same {
+                format!(
+                    "the venv has {}, in a folder no search path reaches",
+                    e.display()
+                )
+            } else {
+                format!(
+                    "the venv has {} (another version, which a loader asked for {} does not take)",
+                    e.display(),
+                    m.name
+                )
+            });
+        }
+    }
+    let first = &missing[0];
+    let path_var = if windows {
+        "PATH (or os.add_dll_directory)"
+    } else {
+        "LD_LIBRARY_PATH"
+    };
+    let install = base_and_major(&first.name)
+        .and_then(|(b, m)| pip_package(b, m))
+        .map(|p| format!(" (`pip install {p}`)"))
+        .unwrap_or_default();
+    let asked_major = base_and_major(&first.name).map(|(_, m)| m);
+    let other_major = first
+        .elsewhere
+        .iter()
+        .filter_map(|e| base_and_major(&e.file_name()?.to_string_lossy()).map(|(_, m)| m))
+        .find(|m| Some(*m) != asked_major);
+    let there = first.elsewhere.iter().find(|e| {
+        e.file_name()
+            .is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case(&first.name))
+    });
+    // The index's own wheel is no answer here: it loads the same names.
+    let cuda = other_major
+        .map(|m| format!(" (CUDA {m})"))
+        .unwrap_or_default();
+    let rebuild = match &subject.recipe {
+        Some(r) => {
+            format!("or rebuild it for the CUDA this venv has{cuda}: `rocbuild {r} --backend cuda`")
+        }
+        None => format!(
+            "or install a build of {} made for the CUDA this venv has{cuda}",
+            subject.name
+        ),
+    };
+    vec![Finding::new(
+        if gpu_present { Severity::Error } else { Severity::Warning },
+        Check::Missing,
+        &subject.name,
+        format!(
+            "{} loads {} at its first CUDA call, and the loader finds none",
+            subject.name,
+            names.join(", ")
+        ),
+    )
+    .details(details)
+    .why(format!(
+        "a library loaded by name is not needed at import: `import {}` works and the CPU path runs, and the first CUDA call fails (\"Library {} is not found or cannot be loaded\")",
+        subject.name, first.name
+    ))
+    .fix(match there.and_then(|t| t.parent()) {
+        Some(dir) => format!("put {} on {path_var}, {rebuild}", dir.display()),
+        None => format!("install it{install} and put its folder on {path_var}, {rebuild}"),
+    })]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +334,64 @@ mod tests {
             out[0].what.starts_with("no NVIDIA driver here"),
             "{}",
             out[0].what
+        );
+    }
+
+    #[test]
+    fn a_library_loaded_by_name_is_an_error_only_where_a_gpu_would_use_it() {
+        let m = |elsewhere: &[&str]| NotFoundByName {
+            asked_by: "libctranslate2.so.4".into(),
+            name: "libcublas.so.12".into(),
+            searched: vec![PathBuf::from("/usr/lib")],
+            elsewhere: elsewhere.iter().map(PathBuf::from).collect(),
+        };
+        let s = subject();
+        assert!(not_found_by_name(&s, &[], true, false).is_empty());
+        let gpu = not_found_by_name(
+            &s,
+            &[m(&["/v/nvidia/cu13/lib/libcublas.so.13"])],
+            true,
+            false,
+        );
+        assert_eq!(gpu[0].severity, Severity::Error);
+        assert!(
+            gpu[0].fix.contains("`pip install nvidia-cublas-cu12`"),
+            "{}",
+            gpu[0].fix
+        );
+        assert!(gpu[0].fix.contains("(CUDA 13)"), "{}", gpu[0].fix);
+        assert_eq!(
+            not_found_by_name(&s, &[m(&[])], false, false)[0].severity,
+            Severity::Warning
+        );
+        // Installed but on no search path: the fix names that folder.
+        let there = not_found_by_name(
+            &s,
+            &[m(&["/v/nvidia/cublas/lib/libcublas.so.12"])],
+            true,
+            false,
+        );
+        assert!(
+            there[0]
+                .fix
+                .starts_with("put /v/nvidia/cublas/lib on LD_LIBRARY_PATH"),
+            "{}",
+            there[0].fix
+        );
+        let win = NotFoundByName {
+            name: "cublas64_13.dll".into(),
+            ..m(&[])
+        };
+        let w = not_found_by_name(&s, &[win], true, true);
+        assert!(
+            w[0].fix.contains("`pip install nvidia-cublas==13.*`"),
+            "{}",
+            w[0].fix
+        );
+        assert!(
+            w[0].fix.contains("PATH (or os.add_dll_directory)"),
+            "{}",
+            w[0].fix
         );
     }
 }
