@@ -777,3 +777,61 @@ fn the_real_ctranslate2_is_built_for_the_windows_venv_and_generates_under_wine()
     assert_eq!(rc, 0, "{text}");
     assert!(text.contains("ctranslate2 4.8.1"), "{text}");
 }
+
+/// The real win_amd64 CTranslate2 4.8.1 wheel in the real Windows venv: `ctranslate2.dll` loads
+/// `cublas64_12.dll` by name, and the `cudnn64_9.dll` it carries loads cuDNN's parts
+/// (`cudnn_ops64_9.dll`, …) by name; the wheel carries none of them, and neither does the CPU
+/// torch. doctor (on this Linux host, reading the Windows files, load test under Wine) names
+/// them with the Windows search words, where `import ctranslate2` alone works.
+#[test]
+fn doctor_names_the_cuda_dlls_the_real_windows_ctranslate2_loads_by_name() {
+    let Some(w) = world() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = windows_venv(&w, tmp.path());
+    unpack(
+        &w.wheel("ctranslate2==4.8.1"),
+        &venv.join("Lib").join("site-packages"),
+    );
+    let out = rocbuild(
+        &[
+            "doctor",
+            "ctranslate2",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--json",
+        ],
+        &[("WINEPREFIX", w.wineprefix.to_str().unwrap())],
+    );
+    let v: serde_json::Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+    let f: Vec<&serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["what"]
+                .as_str()
+                .unwrap_or("")
+                .contains("at its first CUDA call")
+        })
+        .collect();
+    assert_eq!(f.len(), 1, "{}", out.stdout);
+    let what = f[0]["what"].as_str().unwrap();
+    for dll in ["cublas64_12.dll", "cudnn_ops64_9.dll", "cudnn_cnn64_9.dll"] {
+        assert!(what.contains(dll), "{dll}: {what}");
+    }
+    let details = f[0]["details"].to_string();
+    assert!(
+        details.contains("ctranslate2.dll loads cublas64_12.dll by name"),
+        "{details}"
+    );
+    assert!(
+        details.contains("cudnn64_9.dll loads cudnn_ops64_9.dll by name"),
+        "{details}"
+    );
+    let fix = f[0]["fix"].as_str().unwrap();
+    assert!(fix.contains("PATH (or os.add_dll_directory)"), "{fix}");
+    assert!(fix.contains("nvidia-cublas-cu12"), "{fix}");
+}
