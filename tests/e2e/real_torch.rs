@@ -750,6 +750,71 @@ fn doctor_names_the_cuda_library_ctranslate2_loads_by_name_and_torch_lacks() {
         text.stdout
     );
 
+    // With a GPU (8.6) and a driver for CUDA 12.4: the missing cuBLAS is an error, and torch's
+    // CUDA 13 runtime needs a newer driver while CTranslate2's CUDA 12 runs on this one. No GPU
+    // can be had here: an `nvidia-smi` script answers as the real one does (its banner, and
+    // `--query-gpu=compute_cap`).
+    let smi = |cuda: &str, driver: &str| {
+        let bin = tmp.path().join(format!("smi-{cuda}"));
+        std::fs::create_dir_all(&bin).unwrap();
+        let script = bin.join("nvidia-smi");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\ncase \"$1\" in\n  --query-gpu=compute_cap) echo 8.6 ;;\n  *) echo '| NVIDIA-SMI {driver}    Driver Version: {driver}    CUDA Version: {cuda}     |' ;;\nesac\n"
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
+    };
+    let old_driver = smi("12.4", "550.54.14");
+    let out = rocbuild(
+        &[
+            "doctor",
+            "ctranslate2",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--json",
+        ],
+        &[("LD_LIBRARY_PATH", ""), ("PATH", &old_driver)],
+    );
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let by_name = findings
+        .iter()
+        .find(|f| {
+            f["what"]
+                .as_str()
+                .unwrap()
+                .contains("at its first CUDA call")
+        })
+        .unwrap();
+    assert_eq!(by_name["severity"], "error", "{by_name}");
+    let driver = findings
+        .iter()
+        .find(|f| f["what"].as_str().unwrap().starts_with("the NVIDIA driver"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert_eq!(
+        driver["what"],
+        "the NVIDIA driver 550.54.14 runs CUDA up to 12.4: torch 2.15.0+cu132's CUDA 13 needs a newer driver"
+    );
+    assert_eq!(driver["severity"], "error");
+    assert!(
+        driver["details"]
+            .to_string()
+            .contains("loads libcublas.so.12"),
+        "{driver}"
+    );
+    assert!(out.code != 0);
+    let new_driver = smi("13.0", "580.82.07");
+    let out = rocbuild(
+        &["doctor", "ctranslate2", "--venv", venv.to_str().unwrap()],
+        &[("LD_LIBRARY_PATH", ""), ("PATH", &new_driver)],
+    );
+    assert!(!out.stdout.contains("the NVIDIA driver"), "{}", out.stdout);
+
     // A libcublas.so.12 where LD_LIBRARY_PATH points: found as the loader would find it.
     let dir = tmp.path().join("cublas12");
     let src = tmp.path().join("cublas.c");

@@ -384,7 +384,8 @@ impl Examiner<'_> {
             })
             .collect();
         let by_name = self.cuda_not_found_by_name(subject, live, linkages);
-        if bins.is_empty() && by_name.is_empty() {
+        let runtimes = self.cuda_runtimes(subject, linkages);
+        if bins.is_empty() && by_name.is_empty() && runtimes.is_empty() {
             return Vec::new();
         }
         let os = self.machine.target.platform.os;
@@ -397,6 +398,28 @@ impl Examiner<'_> {
         let gpu_present = g.found_by == "nvidia-smi";
         let mut out =
             checks::cuda::not_found_by_name(subject, &by_name, gpu_present, self.windows());
+        let driver = gpu_present
+            .then(|| {
+                rocbuild_probe::detect_cuda_driver(&rocbuild_probe::ProbeEnv::from_process(), os)
+            })
+            .flatten();
+        if let Some(d) = driver.filter(|_| !runtimes.is_empty()) {
+            let mut all = runtimes;
+            if let Some(cuda) = self.machine.target.torch.as_ref().and_then(|t| {
+                let (major, _) = t.cuda.as_deref()?.split_once('.')?;
+                Some((t.version.clone(), major.parse::<u32>().ok()?))
+            }) {
+                all.insert(
+                    0,
+                    checks::cuda::Runtime {
+                        who: format!("torch {}", cuda.0),
+                        major: cuda.1,
+                        from: "torch/version.py".into(),
+                    },
+                );
+            }
+            out.extend(checks::cuda::driver_too_old(subject, &d, &all));
+        }
         out.extend(checks::cuda::check(
             subject,
             &checks::cuda::CudaFacts {
@@ -405,6 +428,37 @@ impl Examiner<'_> {
                 found_by,
             },
         ));
+        out
+    }
+
+    /// The CUDA runtimes the package's own files use, by major: read from the toolkit library
+    /// names they link (`libcudart.so.13`) or load by name (`libcublas.so.12`).
+    fn cuda_runtimes(&self, subject: &Subject, linkages: &[Linkage]) -> Vec<checks::cuda::Runtime> {
+        let mut out: Vec<checks::cuda::Runtime> = Vec::new();
+        for l in linkages {
+            let full = self.reader.full(&l.path);
+            let by_name = match full.as_ref() {
+                Ok(bin) => rocbuild_native::cuda_libraries_loaded_by_name(&l.path, bin),
+                Err(_) => Vec::new(),
+            };
+            let named = l
+                .needed
+                .iter()
+                .map(|n| (n, "links"))
+                .chain(by_name.iter().map(|n| (n, "loads")));
+            for (name, how) in named {
+                let Some(major) = rocbuild_native::cuda_library_major(name) else {
+                    continue;
+                };
+                if !out.iter().any(|r| r.major == major) {
+                    out.push(checks::cuda::Runtime {
+                        who: subject.name.clone(),
+                        major,
+                        from: format!("{} {how} {name}", file_name(&l.path)),
+                    });
+                }
+            }
+        }
         out
     }
 

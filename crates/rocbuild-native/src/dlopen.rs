@@ -35,6 +35,25 @@ fn is_cuda_library(base: &str) -> bool {
         })
 }
 
+/// The CUDA major a toolkit library's name says (`libcublas.so.12` -> 12, `cudart64_13.dll`
+/// -> 13); None for other libraries and for cuDNN, whose major is its own.
+pub fn cuda_library_major(name: &str) -> Option<u32> {
+    let (base, major) = match name.strip_prefix("lib") {
+        Some(rest) => {
+            let (base, v) = rest.split_once(".so.")?;
+            (base, v.split('.').next()?)
+        }
+        None => name
+            .get(..name.len().checked_sub(4)?)
+            .filter(|_| name.to_ascii_lowercase().ends_with(".dll"))?
+            .rsplit_once("64_")?,
+    };
+    if base.starts_with("cudnn") || !is_cuda_library(base) {
+        return None;
+    }
+    major.parse().ok()
+}
+
 /// The versioned CUDA library names in `bytes`, sorted and unique: ELF sonames
 /// (`libcublas.so.12`, `libcudnn_ops.so.9`) and Windows DLL names (`cublas64_12.dll`).
 pub fn cuda_library_names(bytes: &[u8]) -> Vec<String> {
@@ -267,7 +286,17 @@ mod tests {
             .iter()
             .find(|m| m.name == "libcudnn.so.9")
             .unwrap();
-        assert_eq!(cudnn.searched, [cuda.clone()]);
+        assert_eq!(cudnn.searched, std::slice::from_ref(&cuda));
         assert!(!c.missing.iter().any(|m| m.name == "libcublas.so.12"));
+    }
+
+    #[test]
+    fn the_cuda_major_of_a_toolkit_library_name() {
+        assert_eq!(cuda_library_major("libcublas.so.12"), Some(12));
+        assert_eq!(cuda_library_major("libcudart.so.13.0.96"), Some(13));
+        assert_eq!(cuda_library_major("cublasLt64_13.dll"), Some(13));
+        assert_eq!(cuda_library_major("libcudnn.so.9"), None);
+        assert_eq!(cuda_library_major("libm.so.6"), None);
+        assert_eq!(cuda_library_major("nvcuda.dll"), None);
     }
 }

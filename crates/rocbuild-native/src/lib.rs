@@ -77,7 +77,9 @@ pub use closure::{
 pub use closure_rules::{is_msvc_runtime, is_python_dll, is_windows_system_dll};
 pub use codesign::{adhoc_sign, adhoc_sign_bytes, signature_problems, Signer};
 pub use demangle::demangle;
-pub use dlopen::{closure_with_dlopened, cuda_libraries_loaded_by_name, cuda_library_names};
+pub use dlopen::{
+    closure_with_dlopened, cuda_libraries_loaded_by_name, cuda_library_major, cuda_library_names,
+};
 pub use elf::{exports_cxx11_abi, read_elf, ElfInfo};
 pub use exports::{symbol_hash, ExportIndex};
 pub use kpack::{expand as expand_kpack_pattern, kpack_search_paths};

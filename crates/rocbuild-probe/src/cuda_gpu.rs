@@ -76,6 +76,43 @@ pub fn detect_cuda_gpu(env: &ProbeEnv, os: Os) -> GpuArchs {
     g
 }
 
+/// What `nvidia-smi` says of the NVIDIA driver: its version and the newest CUDA it runs.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CudaDriver {
+    /// `580.82.07`
+    pub version: String,
+    /// `13.0`: a CUDA runtime of this major runs on it (minor-version compatibility); a newer
+    /// major does not (cudaErrorInsufficientDriver).
+    pub cuda: String,
+}
+
+/// `Driver Version: 580.82.07   CUDA Version: 13.0` from `nvidia-smi`'s banner (or the
+/// `Driver Version : …` lines of `nvidia-smi -q`).
+pub fn parse_driver_banner(text: &str) -> Option<CudaDriver> {
+    let after = |key: &str| -> Option<String> {
+        let i = text.find(key)? + key.len();
+        let rest = text[i..].trim_start_matches([' ', '\t', ':']);
+        let v: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        (!v.is_empty() && v.contains('.')).then_some(v)
+    };
+    Some(CudaDriver {
+        version: after("Driver Version")?,
+        cuda: after("CUDA Version")?,
+    })
+}
+
+/// The driver `nvidia-smi` reports; None without nvidia-smi, or when it cannot say.
+pub fn detect_cuda_driver(env: &ProbeEnv, os: Os) -> Option<CudaDriver> {
+    let smi = env.which("nvidia-smi", os)?;
+    match run_with_timeout(env, &smi, &[], env.timeout) {
+        Ok((out, 0)) => parse_driver_banner(&out),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +125,28 @@ mod tests {
             parse_compute_caps("Field \"compute_cap\" is not a valid field to query.\n").is_empty()
         );
         assert_eq!(split_list("8.6;8.9+PTX 7.5"), ["8.6", "8.9+PTX", "7.5"]);
+    }
+
+    #[test]
+    fn the_driver_is_read_from_the_banner_and_from_q() {
+        let banner =
+            "+-----------------------------------------------------------------------------+\n\
+            | NVIDIA-SMI 550.54.14    Driver Version: 550.54.14    CUDA Version: 12.4     |\n\
+            |-------------------------------+----------------------+----------------------+\n";
+        assert_eq!(
+            parse_driver_banner(banner),
+            Some(CudaDriver {
+                version: "550.54.14".into(),
+                cuda: "12.4".into()
+            })
+        );
+        let q = "Driver Version                            : 580.82.07\nCUDA Version                              : 13.0\n";
+        assert_eq!(parse_driver_banner(q).unwrap().cuda, "13.0");
+        assert_eq!(
+            parse_driver_banner(
+                "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+            ),
+            None
+        );
     }
 }

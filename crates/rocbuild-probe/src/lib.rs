@@ -34,7 +34,9 @@ use thiserror::Error;
 
 pub use cheader::c_define;
 pub use cross::CrossWindows;
-pub use cuda_gpu::{detect_cuda_gpu, parse_compute_caps};
+pub use cuda_gpu::{
+    detect_cuda_driver, detect_cuda_gpu, parse_compute_caps, parse_driver_banner, CudaDriver,
+};
 pub use cuda_toolkit::{
     choose_host_compiler, cuda_vars, dotted_arch, gpu_codes, host_candidates, nvcc_release,
     parse_cuda_arch, read_cuda_toolkit, system_cuda_roots, unknown_cuda_archs, CudaFound,

@@ -262,6 +262,72 @@ pub fn not_found_by_name(
     })]
 }
 
+/// A CUDA runtime the package's process uses: torch's (`13.0`, from torch/version.py) or the
+/// package's own (`12`, read from the toolkit library names it links or loads).
+pub struct Runtime {
+    pub who: String,
+    pub major: u32,
+    /// How it is known: `torch/version.py`, `loads libcublas.so.12`.
+    pub from: String,
+}
+
+/// `13.0` -> (13, 0).
+fn major_minor(v: &str) -> Option<(u32, u32)> {
+    let mut it = v.split('.');
+    Some((
+        it.next()?.parse().ok()?,
+        it.next().unwrap_or("0").parse().ok()?,
+    ))
+}
+
+/// A CUDA runtime of a newer major than the driver runs refuses it at the first CUDA call
+/// (within a major, minor-version compatibility lets a 12.8 runtime run on a 12.4 driver).
+pub fn driver_too_old(
+    subject: &Subject,
+    driver: &rocbuild_probe::CudaDriver,
+    runtimes: &[Runtime],
+) -> Vec<Finding> {
+    let Some((dmajor, _)) = major_minor(&driver.cuda) else {
+        return Vec::new();
+    };
+    let newer: Vec<&Runtime> = runtimes.iter().filter(|r| r.major > dmajor).collect();
+    let Some(newest) = newer.iter().map(|r| r.major).max() else {
+        return Vec::new();
+    };
+    let who: Vec<String> = newer
+        .iter()
+        .map(|r| format!("{}'s CUDA {}", r.who, r.major))
+        .collect();
+    vec![Finding::new(
+        Severity::Error,
+        Check::Gpu,
+        &subject.name,
+        format!(
+            "the NVIDIA driver {} runs CUDA up to {}: {} needs a newer driver",
+            driver.version,
+            driver.cuda,
+            who.join(" and ")
+        ),
+    )
+    .details(
+        runtimes
+            .iter()
+            .map(|r| format!("{}: CUDA {} ({})", r.who, r.major, r.from))
+            .chain([format!(
+                "driver {}: CUDA {} (nvidia-smi)",
+                driver.version, driver.cuda
+            )]),
+    )
+    .why("a CUDA runtime runs on a driver of its own major or newer: on an older one its first call fails with cudaErrorInsufficientDriver (\"CUDA driver version is insufficient for CUDA runtime version\"), and torch.cuda.is_available() is False")
+    .fix(format!(
+        "install an NVIDIA driver for CUDA {newest} or newer, or use builds for the driver's CUDA {dmajor}: a torch built for CUDA {dmajor} and {}",
+        match &subject.recipe {
+            Some(r) => format!("`rocbuild {r} --backend cuda --cuda {dmajor}.x`"),
+            None => format!("a build of {} for CUDA {dmajor}", subject.name),
+        }
+    ))]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,5 +459,39 @@ mod tests {
             "{}",
             w[0].fix
         );
+    }
+
+    #[test]
+    fn a_runtime_of_a_newer_major_than_the_driver_is_an_error_and_a_newer_minor_is_not() {
+        let rt = |who: &str, major| Runtime {
+            who: who.into(),
+            major,
+            from: "test".into(),
+        };
+        let driver = rocbuild_probe::CudaDriver {
+            version: "550.54.14".into(),
+            cuda: "12.4".into(),
+        };
+        let s = subject();
+        // 12.x runtimes (12.8 included) run on a 12.4 driver.
+        assert!(driver_too_old(&s, &driver, &[rt("ctranslate2", 12)]).is_empty());
+        let f = driver_too_old(
+            &s,
+            &driver,
+            &[rt("torch 2.15.0", 13), rt("ctranslate2", 12)],
+        );
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(
+            f[0].what,
+            "the NVIDIA driver 550.54.14 runs CUDA up to 12.4: torch 2.15.0's CUDA 13 needs a newer driver"
+        );
+        assert!(
+            f[0].fix
+                .starts_with("install an NVIDIA driver for CUDA 13 or newer"),
+            "{}",
+            f[0].fix
+        );
+        assert!(f[0].fix.contains("--cuda 12.x"), "{}", f[0].fix);
     }
 }
