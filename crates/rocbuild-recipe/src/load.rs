@@ -458,6 +458,43 @@ impl Checker<'_> {
             if let Some(c) = &w.cuda {
                 self.specifier(c)?;
             }
+            for h in &w.hip {
+                let ok = h.get_ref().split_once('.').is_some_and(|(a, b)| {
+                    !a.is_empty()
+                        && !b.is_empty()
+                        && (a.to_owned() + b).bytes().all(|c| c.is_ascii_digit())
+                });
+                if !ok {
+                    return Err(self.err(
+                        h.span(),
+                        format!("`{}` is not a HIP version", h.get_ref()),
+                        "MAJOR.MINOR",
+                        Some(
+                            "write the HIP version as torch.version.hip begins: \"6.4\", \"7.14\""
+                                .into(),
+                        ),
+                    ));
+                }
+            }
+            for a in &w.gpu_archs {
+                let t = a.get_ref();
+                let ok = t.len() > 3
+                    && t.starts_with("gfx")
+                    && t[3..]
+                        .bytes()
+                        .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
+                if !ok {
+                    return Err(self.err(
+                        a.span(),
+                        format!("`{t}` is not an AMD GPU target"),
+                        "a gfx name",
+                        Some(
+                            "write the targets as the libraries hold them: \"gfx1030\", \"gfx90a\""
+                                .into(),
+                        ),
+                    ));
+                }
+            }
         }
         Ok(())
     }

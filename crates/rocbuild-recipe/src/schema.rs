@@ -91,6 +91,15 @@ pub struct StockWheel {
     /// For a CUDA torch: its CUDA version (a specifier such as ">=13,<14").
     #[serde(default)]
     pub cuda: Option<Text>,
+    /// ROCm builds of a package that picks its library by torch's HIP version (bitsandbytes'
+    /// `_rocm<MAJOR><MINOR>`): the HIP versions (`6.4`, `7.14`) these wheels carry one for.
+    /// Only a rocm build is held to it. Empty: any.
+    #[serde(default)]
+    pub hip: Vec<Text>,
+    /// ROCm builds: the GPU targets their code is for, read from the wheels' own libraries. A
+    /// rocm build for a GPU outside them is not these wheels. Empty: not said (any).
+    #[serde(default)]
+    pub gpu_archs: Vec<Text>,
     /// What these wheels are (`CUDA 13 builds: they link libtorch_cuda and libcudart.so.13`).
     pub says: String,
 }
