@@ -754,22 +754,7 @@ fn doctor_names_the_cuda_library_ctranslate2_loads_by_name_and_torch_lacks() {
     // CUDA 13 runtime needs a newer driver while CTranslate2's CUDA 12 runs on this one. No GPU
     // can be had here: an `nvidia-smi` script answers as the real one does (its banner, and
     // `--query-gpu=compute_cap`).
-    let smi = |cuda: &str, driver: &str| {
-        let bin = tmp.path().join(format!("smi-{cuda}"));
-        std::fs::create_dir_all(&bin).unwrap();
-        let script = bin.join("nvidia-smi");
-        std::fs::write(
-            &script,
-            format!(
-                "#!/bin/sh\ncase \"$1\" in\n  --query-gpu=compute_cap) echo 8.6 ;;\n  *) echo '| NVIDIA-SMI {driver}    Driver Version: {driver}    CUDA Version: {cuda}     |' ;;\nesac\n"
-            ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
-    };
-    let old_driver = smi("12.4", "550.54.14");
+    let old_driver = nvidia_smi_on_path(tmp.path(), "12.4", "550.54.14");
     let out = rocbuild(
         &[
             "doctor",
@@ -808,7 +793,7 @@ fn doctor_names_the_cuda_library_ctranslate2_loads_by_name_and_torch_lacks() {
         "{driver}"
     );
     assert!(out.code != 0);
-    let new_driver = smi("13.0", "580.82.07");
+    let new_driver = nvidia_smi_on_path(tmp.path(), "13.0", "580.82.07");
     let out = rocbuild(
         &["doctor", "ctranslate2", "--venv", venv.to_str().unwrap()],
         &[("LD_LIBRARY_PATH", ""), ("PATH", &new_driver)],
@@ -830,4 +815,23 @@ fn doctor_names_the_cuda_library_ctranslate2_loads_by_name_and_torch_lacks() {
         &["-Wl,-soname,libcublas.so.12"],
     );
     assert!(doctor(&[("LD_LIBRARY_PATH", dir.to_str().unwrap())]).is_empty());
+}
+
+/// PATH with an `nvidia-smi` first that answers as the real one does for a GPU of compute
+/// capability 8.6 and this driver: its banner, and `--query-gpu=compute_cap`. No GPU can be had
+/// here; what doctor reads of the real tool's answers is its format.
+fn nvidia_smi_on_path(dir: &Path, cuda: &str, driver: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join(format!("smi-{cuda}"));
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("nvidia-smi");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in\n  --query-gpu=compute_cap) echo 8.6 ;;\n  *) echo '| NVIDIA-SMI {driver}    Driver Version: {driver}    CUDA Version: {cuda}     |' ;;\nesac\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
 }
