@@ -124,8 +124,8 @@ impl DoctorError {
             Some(dir) => Err(DoctorError::FolderNotFile {
                 path: dir.display().to_string(),
                 command,
-                example: dir
-                    .join(if cfg!(windows) { "*.pyd" } else { "*.so" })
+                example: library_in(dir)
+                    .unwrap_or_else(|| dir.join("LIBRARY"))
                     .display()
                     .to_string(),
             }),
@@ -140,4 +140,25 @@ impl DoctorError {
             source,
         }
     }
+}
+
+/// A native library or extension module directly in `dir` (the first by name), to show what
+/// `deps` and `bundle` take instead of the folder.
+fn library_in(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let mut libs: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_ascii_lowercase();
+            p.is_file()
+                && (n.contains(".so") || [".pyd", ".dll", ".dylib"].iter().any(|x| n.ends_with(x)))
+        })
+        .collect();
+    libs.sort();
+    libs.into_iter().next()
 }
