@@ -551,12 +551,14 @@ fn requirements_from_metadata(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Free bytes on the filesystem that holds `path` (or its nearest existing parent).
 /// What a fresh clone's `cargo xtask test` takes from the disk at its peak, measured on one
-/// (2026-11-26, free space sampled every 20 s: 58.2 GB at the start, 43.4 GB at the lowest):
-/// the torch venv 4.4 GB, the Windows world 2.9 GB, the cargo targets 3.0 GB (tests and the
-/// zig wheel build), real wheels and extras 1.6 GB, and the tests' own venvs and builds.
-const RUN_DISK_NEED: u64 = 15_000_000_000;
+/// (2026-11-27, ROCBUILD_TEST_DISPOSABLE as .ci/run sets it, free space sampled every 15 s):
+/// 22.4 GB while the host's tests run (the torch venv 4.4 GB, the Windows world 2.9 GB, the
+/// ROCm chroots 5.9 GB trimmed, the cargo targets and the tests' own venvs and builds); 12.8 GB
+/// during the Windows build after them (the ROCm chroots and the host's build removed, the
+/// Rust chroot 1.8 GB and the Windows target 2.6 GB added). Stop 46's order (the Windows build
+/// first, nothing removed, chroots untrimmed) needed about 30 GB and ran out of disk in CI.
+const RUN_DISK_NEED: u64 = 23_000_000_000;
 
 /// Says up front how much disk there is against what a whole run takes, so that a run that
 /// ends in "No space left on device" has said why before it started.
@@ -576,6 +578,7 @@ fn report_disk(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Free bytes on the filesystem that holds `path` (or its nearest existing parent).
 pub fn free_bytes(path: &Path) -> Result<u64> {
     let mut p = path;
     while !p.exists() {
