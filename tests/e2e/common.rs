@@ -228,3 +228,16 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The findings of a `doctor --json` run whose `what` contains `needle`.
+pub fn findings_about(out: &Out, needle: &str) -> Vec<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+    v["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no findings: {}", out.stdout))
+        .iter()
+        .filter(|f| f["what"].as_str().unwrap_or("").contains(needle))
+        .cloned()
+        .collect()
+}

@@ -698,20 +698,7 @@ fn doctor_names_the_cuda_library_ctranslate2_loads_by_name_and_torch_lacks() {
             ],
             env,
         );
-        let v: serde_json::Value = serde_json::from_str(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
-        v["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| {
-                f["what"]
-                    .as_str()
-                    .unwrap_or("")
-                    .contains("at its first CUDA call")
-            })
-            .cloned()
-            .collect::<Vec<_>>()
+        findings_about(&out, "at its first CUDA call")
     };
     let found = doctor(&[("LD_LIBRARY_PATH", "")]);
     assert_eq!(found.len(), 1, "{found:?}");
@@ -765,22 +752,11 @@ fn doctor_names_the_cuda_library_ctranslate2_loads_by_name_and_torch_lacks() {
         ],
         &[("LD_LIBRARY_PATH", ""), ("PATH", &old_driver)],
     );
-    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    let findings = v["findings"].as_array().unwrap();
-    let by_name = findings
-        .iter()
-        .find(|f| {
-            f["what"]
-                .as_str()
-                .unwrap()
-                .contains("at its first CUDA call")
-        })
-        .unwrap();
-    assert_eq!(by_name["severity"], "error", "{by_name}");
-    let driver = findings
-        .iter()
-        .find(|f| f["what"].as_str().unwrap().starts_with("the NVIDIA driver"))
-        .unwrap_or_else(|| panic!("{}", out.stdout));
+    let by_name = findings_about(&out, "at its first CUDA call");
+    assert_eq!(by_name.len(), 1, "{}", out.stdout);
+    assert_eq!(by_name[0]["severity"], "error", "{}", by_name[0]);
+    let driver = findings_about(&out, "the NVIDIA driver");
+    let driver = driver.first().unwrap_or_else(|| panic!("{}", out.stdout));
     assert_eq!(
         driver["what"],
         "the NVIDIA driver 550.54.14 runs CUDA up to 12.4: torch 2.15.0+cu132's CUDA 13 needs a newer driver"

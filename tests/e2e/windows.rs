@@ -804,19 +804,7 @@ fn doctor_names_the_cuda_dlls_the_real_windows_ctranslate2_loads_by_name() {
         ],
         &[("WINEPREFIX", w.wineprefix.to_str().unwrap())],
     );
-    let v: serde_json::Value = serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
-    let f: Vec<&serde_json::Value> = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| {
-            f["what"]
-                .as_str()
-                .unwrap_or("")
-                .contains("at its first CUDA call")
-        })
-        .collect();
+    let f = findings_about(&out, "at its first CUDA call");
     assert_eq!(f.len(), 1, "{}", out.stdout);
     let what = f[0]["what"].as_str().unwrap();
     for dll in ["cublas64_12.dll", "cudnn_ops64_9.dll", "cudnn_cnn64_9.dll"] {

@@ -383,8 +383,16 @@ impl Examiner<'_> {
                 (!codes.is_empty()).then(|| (l.path.clone(), codes))
             })
             .collect();
-        let by_name = self.cuda_not_found_by_name(subject, live, linkages);
-        let runtimes = self.cuda_runtimes(subject, linkages);
+        // What each library loads by name, read from its bytes once for both uses.
+        let loaded: Vec<Vec<String>> = linkages
+            .iter()
+            .map(|l| match self.reader.full(&l.path).as_ref() {
+                Ok(bin) => rocbuild_native::cuda_libraries_loaded_by_name(&l.path, bin),
+                Err(_) => Vec::new(),
+            })
+            .collect();
+        let by_name = self.cuda_not_found_by_name(subject, live, linkages, &loaded);
+        let runtimes = self.cuda_runtimes(subject, linkages, &loaded);
         if bins.is_empty() && by_name.is_empty() && runtimes.is_empty() {
             return Vec::new();
         }
@@ -433,14 +441,14 @@ impl Examiner<'_> {
 
     /// The CUDA runtimes the package's own files use, by major: read from the toolkit library
     /// names they link (`libcudart.so.13`) or load by name (`libcublas.so.12`).
-    fn cuda_runtimes(&self, subject: &Subject, linkages: &[Linkage]) -> Vec<checks::cuda::Runtime> {
+    fn cuda_runtimes(
+        &self,
+        subject: &Subject,
+        linkages: &[Linkage],
+        loaded: &[Vec<String>],
+    ) -> Vec<checks::cuda::Runtime> {
         let mut out: Vec<checks::cuda::Runtime> = Vec::new();
-        for l in linkages {
-            let full = self.reader.full(&l.path);
-            let by_name = match full.as_ref() {
-                Ok(bin) => rocbuild_native::cuda_libraries_loaded_by_name(&l.path, bin),
-                Err(_) => Vec::new(),
-            };
+        for (l, by_name) in linkages.iter().zip(loaded) {
             let named = l
                 .needed
                 .iter()
@@ -469,12 +477,17 @@ impl Examiner<'_> {
         subject: &Subject,
         live: &[PathBuf],
         linkages: &[Linkage],
+        loaded: &[Vec<String>],
     ) -> Vec<checks::cuda::NotFoundByName> {
+        let mut out = Vec::new();
+        if loaded.iter().all(Vec::is_empty) {
+            return out;
+        }
         let search = self.search(subject, live);
         let site = &self.machine.target.python.site_packages;
-        let mut out = Vec::new();
-        for l in linkages {
-            for (name, searched) in linkage::missing_loaded_by_name(&l.path, &search, self.reader) {
+        for (l, names) in linkages.iter().zip(loaded) {
+            let missing = linkage::missing_loaded_by_name(&l.path, names, &search, self.reader);
+            for (name, searched) in missing {
                 out.push(checks::cuda::NotFoundByName {
                     asked_by: file_name(&l.path),
                     elsewhere: crate::venv_os::cuda_library_versions(site, &name),

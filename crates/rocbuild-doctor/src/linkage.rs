@@ -447,11 +447,13 @@ pub fn link(root: &Path, search: &Search, reader: &Reader) -> Result<Linkage, Na
     Ok(l)
 }
 
-/// The CUDA libraries `root` loads by name at run time (CTranslate2's cuBLAS and cuDNN) that the
-/// loader would not find, searched as dependencies of `root`: each with the directories tried.
-/// Empty when it names none, or every one is found (or already loaded, as torch's are).
+/// Of `names`, the CUDA libraries `root` loads by name at run time (CTranslate2's cuBLAS and
+/// cuDNN, [`rocbuild_native::cuda_libraries_loaded_by_name`]), those the loader would not find,
+/// searched as dependencies of `root`: each with the directories tried. Empty when every one
+/// is found (or already loaded, as torch's are).
 pub fn missing_loaded_by_name(
     root: &Path,
+    names: &[String],
     search: &Search,
     reader: &Reader,
 ) -> Vec<(String, Vec<PathBuf>)> {
@@ -459,12 +461,11 @@ pub fn missing_loaded_by_name(
     let Ok(bin) = full.as_ref() else {
         return Vec::new();
     };
-    let names = rocbuild_native::cuda_libraries_loaded_by_name(root, bin);
     if names.is_empty() {
         return Vec::new();
     }
     let ctx = context(Some(bin.format), search);
-    let Ok(c) = rocbuild_native::closure_with_dlopened(root, &names, &ctx, reader) else {
+    let Ok(c) = rocbuild_native::closure_with_dlopened(root, names, &ctx, reader) else {
         return Vec::new();
     };
     c.missing

@@ -211,14 +211,7 @@ pub fn plan(
         opts,
     )?;
     let version = release.version.clone();
-    let gpu_archs: &[String] = backend.rocm.as_ref().map_or(&[], |r| &r.archs);
-    let stock = stock::judge(
-        recipe,
-        machine,
-        &release,
-        backend.backend.as_str(),
-        gpu_archs,
-    );
+    let stock = stock::for_build(recipe, machine, &release, &backend);
     let requirements = requirements::plan(recipe, machine, opts, needs::python(recipe, machine))?;
     let cross = cross::plan(recipe.name(), machine, ctx)?;
     let mut libraries = libraries::found(recipe, machine, backend.backend.as_str());

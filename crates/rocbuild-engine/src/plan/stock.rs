@@ -189,6 +189,17 @@ fn gpu_archs_outside(
     })
 }
 
+/// [`judge`] for the build a plan chose: its backend, and the GPUs of its ROCm SDK.
+pub fn for_build(
+    recipe: &Recipe,
+    machine: &Machine,
+    release: &ReleaseInfo,
+    backend: &crate::toolchain::BackendPlan,
+) -> Option<StockVerdict> {
+    let archs: &[String] = backend.rocm.as_ref().map_or(&[], |r| &r.archs);
+    judge(recipe, machine, release, backend.backend.as_str(), archs)
+}
+
 /// Why wheels of this kind are not the build asked for: another torch flavour, another backend.
 fn kind_mismatch(
     w: &rocbuild_recipe::schema::StockWheel,
