@@ -283,29 +283,20 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     let mut cmd = Command::new(cargo());
     cmd.current_dir(workspace_root())
         .args(["test", "--workspace", "--no-fail-fast"])
-        .args(extra)
-        .env("ROCBUILD_TEST_TORCH_VENV", &p.venv)
-        .env("ROCBUILD_TEST_PY_WHEEL", &p.py_wheel);
-    let windows = [("ROCBUILD_TEST_WINDOWS", &p.windows)];
-    for (var, outcome) in p.chroots.iter().map(|(v, o)| (*v, o)).chain(windows) {
-        match outcome {
-            crate::chroots::Outcome::Ready(dir) => cmd.env(var, dir),
-            crate::chroots::Outcome::Skipped(why) => cmd.env(format!("{var}_SKIP"), why),
-        };
-    }
+        .args(extra);
+    test_env(&mut cmd, p);
     // Upstream sources this machine holds as git mirrors (never in CI, which reaches no
     // GitHub): the tests that build the real TorchCodec use them, and say SKIPPED without.
     let mirror = workspace_root().join("cache/mirror");
     if mirror.is_dir() {
         cmd.env("ROCBUILD_TEST_MIRROR", &mirror);
     }
-    // The day's e2e tests (tests/e2e/exe_day.rs) are not handed the dev exe: with it, a
-    // `doctor` under Wine hung past its 400 s limit in the one run tried (2026-11-27, not yet
-    // understood), where the release exe passes. They run with an exe named by hand.
+    // The day's e2e tests (tests/e2e/exe_day.rs) need rocbuild.exe, which a whole run builds
+    // after these tests: they run then ([`windows_day`]).
     match &p.exe {
         WindowsBuild::AfterHostTests => cmd.env(
             "ROCBUILD_TEST_EXE_SKIP",
-            "the dev rocbuild.exe (built after these tests for the Windows unit tests) hung in doctor under Wine: run these with the release exe, `cargo xtask exe` then ROCBUILD_TEST_EXE=cache/exe/rocbuild.exe cargo xtask test -p rocbuild --test e2e exe_day",
+            "rocbuild.exe is built after the host's tests: these run then, with it",
         ),
         WindowsBuild::Skipped(why) => cmd.env("ROCBUILD_TEST_EXE_SKIP", why),
         WindowsBuild::Named => &mut cmd,
@@ -313,7 +304,8 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     let status = cmd
         .status()
         .map_err(|e| format!("cannot run cargo test: {e}"))?;
-    // The whole run (no filter) also runs every crate's unit tests for Windows under Wine.
+    // The whole run (no filter) also runs every crate's unit tests for Windows under Wine,
+    // and the Windows user's day with that rocbuild.exe.
     let windows_ok = match &p.exe {
         WindowsBuild::AfterHostTests if extra.is_empty() => windows_unit_tests(p)?,
         _ => true,
@@ -326,16 +318,89 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     })
 }
 
+/// What every test run is given: the real-torch venv, rocbuild's wheel, the chroots and the
+/// Windows world (each `VAR=DIR`, or `VAR_SKIP=why`).
+fn test_env(cmd: &mut Command, p: &Prepared) {
+    cmd.env("ROCBUILD_TEST_TORCH_VENV", &p.venv)
+        .env("ROCBUILD_TEST_PY_WHEEL", &p.py_wheel);
+    let windows = [("ROCBUILD_TEST_WINDOWS", &p.windows)];
+    for (var, outcome) in p.chroots.iter().map(|(v, o)| (*v, o)).chain(windows) {
+        match outcome {
+            crate::chroots::Outcome::Ready(dir) => cmd.env(var, dir),
+            crate::chroots::Outcome::Skipped(why) => cmd.env(format!("{var}_SKIP"), why),
+        };
+    }
+}
+
 /// rocbuild.exe and the unit tests for Windows, built and run under Wine (after the host's
-/// tests, with their disk freed first on a disposable machine); whether none failed.
+/// tests, with their disk freed first on a disposable machine), then the Windows user's day
+/// with that exe; whether none failed.
 fn windows_unit_tests(p: &Prepared) -> Result<bool> {
+    let day = keep_e2e_binary()?;
     if disposable() {
         free_after_host_tests(p)?;
     }
-    match crate::exe::outcome_for_tests()? {
-        Ok(built) => crate::exe::run_unit_tests(&built, None),
-        Err(_) => Ok(true),
+    let built = match crate::exe::outcome_for_tests()? {
+        Ok(built) => built,
+        Err(_) => return Ok(true),
+    };
+    let units = crate::exe::run_unit_tests(&built, None)?;
+    let day = windows_day(p, &day, &built.rocbuild_exe)?;
+    Ok(units && day)
+}
+
+/// Where the host's e2e test binary is kept for the Windows day (outside target/debug/deps,
+/// which a disposable machine removes before the Windows build).
+const DAY_BINARY: &str = "target/windows-day/e2e";
+
+/// The host's e2e test binary (built by the run just made: cargo only reports it), moved to
+/// [`DAY_BINARY`].
+fn keep_e2e_binary() -> Result<PathBuf> {
+    let out = Command::new(cargo())
+        .current_dir(workspace_root())
+        // The host run's own selection (`-p rocbuild` alone could unify features otherwise
+        // and rebuild): nothing is compiled, cargo lists what it built.
+        .args(["test", "--workspace", "--no-run", "--message-format=json"])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo test --no-run: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo test --no-run for the e2e tests failed ({})", out.status));
     }
+    let built = e2e_executable(&String::from_utf8_lossy(&out.stdout))
+        .ok_or("cargo reported no e2e test executable")?;
+    let kept = workspace_root().join(DAY_BINARY);
+    let dir = kept.parent().unwrap_or(&kept);
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::copy(&built, &kept)
+        .map_err(|e| format!("cannot copy {} to {}: {e}", built.display(), kept.display()))?;
+    Ok(kept)
+}
+
+/// The e2e test executable in cargo's JSON messages.
+fn e2e_executable(json_lines: &str) -> Option<PathBuf> {
+    json_lines.lines().find_map(|line| {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        (v["reason"] == "compiler-artifact" && v["target"]["name"] == "e2e")
+            .then(|| v["executable"].as_str().map(PathBuf::from))?
+    })
+}
+
+/// The Windows user's day (tests/e2e/exe_day.rs) with the dev rocbuild.exe under Wine, run by
+/// the kept e2e binary as cargo would run it (from the package's folder); whether it passed.
+fn windows_day(p: &Prepared, e2e: &Path, exe: &Path) -> Result<bool> {
+    println!("xtask: exe: a Windows user's day (e2e exe_day) with {}", exe.display());
+    let t = Instant::now();
+    let mut cmd = Command::new(e2e);
+    cmd.current_dir(workspace_root().join("crates/rocbuild"))
+        .args(["exe_day::", "--test-threads", "2"])
+        .env("ROCBUILD_TEST_EXE", exe);
+    test_env(&mut cmd, p);
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", e2e.display()))?;
+    println!("xtask: exe: the Windows user's day ran in {}", secs(t.elapsed()));
+    Ok(status.success())
 }
 
 fn installed(pkg: &str) -> bool {
@@ -602,5 +667,18 @@ mod tests {
                 "nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\""
             ]
         );
+    }
+
+    #[test]
+    fn the_e2e_executable_among_cargos_messages() {
+        let lines = r#"{"reason":"compiler-artifact","target":{"name":"rocbuild","kind":["bin"]},"executable":"/t/debug/rocbuild"}
+not json
+{"reason":"compiler-artifact","target":{"name":"e2e","kind":["test"]},"executable":"/t/debug/deps/e2e-1"}
+{"reason":"build-finished","success":true}"#;
+        assert_eq!(
+            e2e_executable(lines),
+            Some(PathBuf::from("/t/debug/deps/e2e-1"))
+        );
+        assert_eq!(e2e_executable(r#"{"reason":"build-finished"}"#), None);
     }
 }
