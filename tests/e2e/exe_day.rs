@@ -523,6 +523,121 @@ fn exe_installs_a_teams_windows_wheel_from_pypiserver_and_restores_it() {
     same_state(&before, &venv, "after restore");
 }
 
+/// The team's wheel is the real TorchCodec 0.15.0 (when this machine has its sources:
+/// `$ROCBUILD_TEST_MIRROR`; CI reaches no GitHub, so there it says SKIPPED), cross-built for
+/// the Windows venv by the Linux rocbuild (clang-cl, the world's MSVC sysroot and FFmpeg; not
+/// verified there: `ROCBUILD_WINE=none`) and packed by `rocbuild wheel`. Served by pypiserver
+/// on 127.0.0.1, `rocbuild.exe torchcodec --index` installs it on a fresh Windows venv without
+/// Build Tools, after the ABI check against the venv's torch, and verifies it in the venv's
+/// python.exe (a native child): audio and video decoded with the world's FFmpeg. `status`
+/// says fresh; `restore` gives the venv back byte for byte.
+#[test]
+fn exe_installs_a_teams_real_torchcodec_wheel_from_pypiserver_and_restores_it() {
+    let Some(x) = exe_world() else { return };
+    let Some(mirror) = windows::torchcodec_mirror() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let wheel = real_torchcodec_wheel(&x, &mirror, &tmp.path().join("team"));
+    let file = wheel.file_name().unwrap().to_string_lossy().to_string();
+    let packages = tmp.path().join("packages");
+    let index = Index::start(tmp.path(), &packages);
+    std::fs::copy(&wheel, packages.join(&file)).unwrap();
+    let user = tmp.path().join("user");
+    std::fs::create_dir_all(&user).unwrap();
+    let venv = windows_venv(&x.w, &user);
+    let before = state(&venv);
+    let cache = user.join("cache");
+    let simple = format!("{}simple/", index.url);
+    let args = [
+        "torchcodec".to_string(),
+        "--version".into(),
+        "0.15.0".into(),
+        "--venv".into(),
+        win(&venv),
+        "--cache".into(),
+        win(&cache),
+        "--ffmpeg".into(),
+        win(&x.w.ffmpeg),
+        "--index".into(),
+        simple,
+    ];
+    let tools = no_build_tools();
+    let out = x.run(&strs(&args), &pairs(&tools));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(&format!("index: installing {file}")),
+        "{}",
+        out.stderr
+    );
+    for said in [
+        "installed from the index, not built",
+        "decoded 16000 samples and a 3x16x32 video frame; FFmpeg 7",
+    ] {
+        assert!(out.stdout.contains(said), "{said}: {}", out.stdout);
+    }
+    assert!(!cache.join("build").exists(), "something was compiled");
+    let st = x.run(&["status", "--venv", &win(&venv)], &[]);
+    assert_eq!(st.code, 0, "{}{}", st.stdout, st.stderr);
+    assert!(st.stdout.contains("fresh"), "{}", st.stdout);
+    let r = x.run(&["restore", "torchcodec", "--venv", &win(&venv)], &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    same_state(&before, &venv, "after restore");
+}
+
+/// The real TorchCodec 0.15.0 built by the Linux rocbuild for a Windows venv under `dir` and
+/// packed as its win_amd64 wheel.
+fn real_torchcodec_wheel(x: &Exe, mirror: &Path, dir: &Path) -> PathBuf {
+    let t = Instant::now();
+    std::fs::create_dir_all(dir).unwrap();
+    let venv = windows_venv(&x.w, dir);
+    let v = venv.to_str().unwrap();
+    let mirror = mirror.display().to_string();
+    let e = [
+        ("WINEPREFIX", x.w.wineprefix.to_str().unwrap()),
+        ("ROCBUILD_MIRROR", mirror.as_str()),
+        ("ROCBUILD_WINSYSROOT", x.w.sysroot.to_str().unwrap()),
+        ("ROCBUILD_WINE", "none"),
+    ];
+    let out = rocbuild(
+        &[
+            "torchcodec",
+            "--version",
+            "0.15.0",
+            // PyPI's 0.15.0 Windows wheel (stable ABI, CPU) would load too: build it anyway.
+            "--no-binary",
+            "--venv",
+            v,
+            "--cache",
+            dir.join("cache").to_str().unwrap(),
+            "--python-headers",
+            x.w.headers.to_str().unwrap(),
+            "--ffmpeg",
+            x.w.ffmpeg.to_str().unwrap(),
+        ],
+        &e,
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let dist = dir.join("dist");
+    let out = rocbuild(
+        &["wheel", "torchcodec", "--venv", v, "--out", dist.to_str().unwrap()],
+        &e,
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let wheel = PathBuf::from(out.stdout.trim().lines().last().unwrap().trim());
+    assert!(
+        wheel.to_string_lossy().ends_with("-win_amd64.whl"),
+        "{}",
+        out.stdout
+    );
+    eprintln!(
+        "the team's TorchCodec wheel {} cross-built in {:.0} s",
+        wheel.display(),
+        t.elapsed().as_secs_f64()
+    );
+    wheel
+}
+
 /// A venv where pip installed the team's wheel (its files as the wheel has them, RECORD and
 /// all), and its state before anything else.
 fn venv_with_pips_winext(x: &Exe, team: &Team, dir: &Path) -> (PathBuf, BTreeMap<String, String>) {

@@ -522,7 +522,7 @@ fn a_windows_build_without_sysroot_or_headers_names_both_ways_to_give_them() {
 /// The real TorchCodec's sources, when this machine has them (`$ROCBUILD_TEST_MIRROR`, a git
 /// mirror `cargo xtask test` passes on when `cache/mirror` holds meta-pytorch/torchcodec; CI
 /// reaches no GitHub, so there it says SKIPPED).
-fn torchcodec_mirror() -> Option<PathBuf> {
+pub(crate) fn torchcodec_mirror() -> Option<PathBuf> {
     let m = PathBuf::from(std::env::var_os("ROCBUILD_TEST_MIRROR")?);
     m.join("github.com/meta-pytorch/torchcodec.git")
         .is_dir()

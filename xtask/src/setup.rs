@@ -285,12 +285,6 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
         .args(["test", "--workspace", "--no-fail-fast"])
         .args(extra);
     test_env(&mut cmd, p);
-    // Upstream sources this machine holds as git mirrors (never in CI, which reaches no
-    // GitHub): the tests that build the real TorchCodec use them, and say SKIPPED without.
-    let mirror = workspace_root().join("cache/mirror");
-    if mirror.is_dir() {
-        cmd.env("ROCBUILD_TEST_MIRROR", &mirror);
-    }
     // The day's e2e tests (tests/e2e/exe_day.rs) need rocbuild.exe, which a whole run builds
     // after these tests: they run then ([`windows_day`]).
     match &p.exe {
@@ -319,7 +313,7 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
 }
 
 /// What every test run is given: the real-torch venv, rocbuild's wheel, the chroots and the
-/// Windows world (each `VAR=DIR`, or `VAR_SKIP=why`).
+/// Windows world (each `VAR=DIR`, or `VAR_SKIP=why`), and the upstream mirror if there is one.
 fn test_env(cmd: &mut Command, p: &Prepared) {
     cmd.env("ROCBUILD_TEST_TORCH_VENV", &p.venv)
         .env("ROCBUILD_TEST_PY_WHEEL", &p.py_wheel);
@@ -329,6 +323,12 @@ fn test_env(cmd: &mut Command, p: &Prepared) {
             crate::chroots::Outcome::Ready(dir) => cmd.env(var, dir),
             crate::chroots::Outcome::Skipped(why) => cmd.env(format!("{var}_SKIP"), why),
         };
+    }
+    // Upstream sources this machine holds as git mirrors (never in CI, which reaches no
+    // GitHub): the tests that build the real TorchCodec use them, and say SKIPPED without.
+    let mirror = workspace_root().join("cache/mirror");
+    if mirror.is_dir() {
+        cmd.env("ROCBUILD_TEST_MIRROR", &mirror);
     }
 }
 
