@@ -365,7 +365,10 @@ fn keep_e2e_binary() -> Result<PathBuf> {
         .output()
         .map_err(|e| format!("cannot run cargo test --no-run: {e}"))?;
     if !out.status.success() {
-        return Err(format!("cargo test --no-run for the e2e tests failed ({})", out.status));
+        return Err(format!(
+            "cargo test --no-run for the e2e tests failed ({})",
+            out.status
+        ));
     }
     let built = e2e_executable(&String::from_utf8_lossy(&out.stdout))
         .ok_or("cargo reported no e2e test executable")?;
@@ -389,7 +392,10 @@ fn e2e_executable(json_lines: &str) -> Option<PathBuf> {
 /// The Windows user's day (tests/e2e/exe_day.rs) with the dev rocbuild.exe under Wine, run by
 /// the kept e2e binary as cargo would run it (from the package's folder); whether it passed.
 fn windows_day(p: &Prepared, e2e: &Path, exe: &Path) -> Result<bool> {
-    println!("xtask: exe: a Windows user's day (e2e exe_day) with {}", exe.display());
+    println!(
+        "xtask: exe: a Windows user's day (e2e exe_day) with {}",
+        exe.display()
+    );
     let t = Instant::now();
     let mut cmd = Command::new(e2e);
     cmd.current_dir(workspace_root().join("crates/rocbuild"))
@@ -399,7 +405,10 @@ fn windows_day(p: &Prepared, e2e: &Path, exe: &Path) -> Result<bool> {
     let status = cmd
         .status()
         .map_err(|e| format!("cannot run {}: {e}", e2e.display()))?;
-    println!("xtask: exe: the Windows user's day ran in {}", secs(t.elapsed()));
+    println!(
+        "xtask: exe: the Windows user's day ran in {}",
+        secs(t.elapsed())
+    );
     Ok(status.success())
 }
 
