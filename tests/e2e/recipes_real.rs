@@ -48,8 +48,10 @@ fn torch_venv_with(dir: &Path, extra: &[&str]) -> PathBuf {
 
 /// bitsandbytes 0.50.1's CPU library, built from its tag by the TOML-only recipe: installed
 /// where the package loads it, its quantization checked by rocbuild's own verification (8-bit
-/// blockwise and NF4 within tolerance, with the native library, not the pure-torch fallback);
-/// then status, doctor and restore work on it with no code of their own for it.
+/// blockwise and NF4 within tolerance, with the native library, not the pure-torch fallback),
+/// with no AVX-512 instruction in it (upstream's flags make one that dies with SIGILL on an
+/// AVX2-only CPU, as this machine's); then status, doctor and restore work on it with no code of
+/// their own for it.
 #[test]
 fn bitsandbytes_cpu_is_built_from_its_tag_and_quantizes() {
     let Some(mirror) = mirror_with("github.com/bitsandbytes-foundation/bitsandbytes.git") else {
@@ -81,8 +83,22 @@ fn bitsandbytes_cpu_is_built_from_its_tag_and_quantizes() {
         out.stdout
     );
     let site = venv.join("lib/python3.11/site-packages");
-    let lib = std::fs::read(site.join("bitsandbytes/libbitsandbytes_cpu.so")).unwrap();
+    let so = site.join("bitsandbytes/libbitsandbytes_cpu.so");
+    let lib = std::fs::read(&so).unwrap();
     assert!(lib.starts_with(b"\x7fELF"));
+    // Built without upstream's target-wide AVX-512 flags (the recipe's note: on an AVX2-only
+    // CPU such a library dies with SIGILL): not one EVEX-encoded (AVX-512) instruction, whose
+    // first byte is 0x62 in 64-bit code (PyPI's 0.50.1 library has 1295).
+    let dis = Command::new("objdump").arg("-d").arg(&so).output().unwrap();
+    assert!(dis.status.success());
+    let evex = String::from_utf8_lossy(&dis.stdout)
+        .lines()
+        .filter(|l| {
+            let cols: Vec<&str> = l.split('\t').collect();
+            cols.len() >= 3 && cols[1].starts_with("62 ")
+        })
+        .count();
+    assert_eq!(evex, 0, "AVX-512 instructions in {}", so.display());
     let status = rocbuild(&["status", "--venv", v], &[]);
     assert!(
         status.stdout.contains("bitsandbytes 0.50.1: fresh"),
