@@ -6,8 +6,8 @@
 //! undid and exits with 128 + the signal; the next run goes on and finishes.
 
 use std::io::BufRead;
-use std::path::PathBuf;
-use std::process::{Child, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -346,4 +346,94 @@ fn a_signal_during_a_dependency_build_stops_it_and_marks_nothing_built() {
         "{}",
         out.stdout
     );
+}
+
+/// `rocbuild test` killed with SIGTERM while upstream's suite runs (a test hangs): pytest and
+/// the Python it runs stop with it, its run folder (the overlay of test requirements, which
+/// holds what the venv lacks and nothing the venv has) is gone,
+/// it ends with 143 saying what it stopped. A run killed outright (SIGKILL) leaves its folder:
+/// the next `rocbuild test` removes it, because its process is gone.
+#[test]
+fn a_signal_during_rocbuild_test_stops_pytest_and_removes_its_run_folder() {
+    let Some(w) = crate::test_suite::world_with_tests() else {
+        return;
+    };
+    // The venv has one of pytest's own requirements (the real `packaging` wheel, unpacked as
+    // pip would): the overlay must not get a second copy of it.
+    let packaging = std::fs::read_dir(&w.wheels)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("packaging-")
+        })
+        .expect("the packaging wheel beside pytest's");
+    let site = site_packages(&w.venv);
+    assert!(Command::new("unzip")
+        .args(["-q", "-o"])
+        .arg(&packaging)
+        .arg("-d")
+        .arg(&site)
+        .status()
+        .unwrap()
+        .success());
+    let venv_before = tree_state(&w.venv);
+    let marker = w.tmp.path().join("hanging-test-pid");
+    let args = [
+        "test",
+        "fakecodec",
+        "--recipes",
+        w.recipes.to_str().unwrap(),
+        "--venv",
+        w.venv.to_str().unwrap(),
+        "--cache",
+        w.cache.to_str().unwrap(),
+    ];
+    let mut env: Vec<(&str, String)> = w.env();
+    env.push(("FAKECODEC_TEST_HANG", marker.display().to_string()));
+    for (signal, code) in [(SIGTERM, 143), (9, -1)] {
+        let _ = std::fs::remove_file(&marker);
+        let (child, rx) = spawn_args(&args, &env);
+        wait_for("the hanging test", || {
+            std::fs::read_to_string(&marker).is_ok_and(|p| !p.is_empty())
+        });
+        let test_pid = std::fs::read_to_string(&marker).unwrap();
+        let runs = crate::test_suite::runs_left(&w.cache);
+        assert_eq!(runs.len(), 1);
+        // What the venv lacks of the test requirements, and only that, is in the overlay.
+        let overlay = w.cache.join("test").join(&runs[0]).join("overlay");
+        assert!(overlay.join("pytest").is_dir() && overlay.join("pluggy").is_dir());
+        assert!(
+            !overlay.join("packaging").exists(),
+            "the venv's packaging again"
+        );
+        send(&child, signal);
+        let (got, said) = finish(child, rx);
+        assert_eq!(got, code, "{said}");
+        if signal == SIGTERM {
+            gone_soon("the test's Python", || {
+                !Path::new("/proc").join(test_pid.trim()).exists()
+            });
+            assert!(
+                said.contains("pytest and what it started were stopped"),
+                "{said}"
+            );
+            assert_eq!(crate::test_suite::runs_left(&w.cache), Vec::<String>::new());
+        } else {
+            // SIGKILL: nothing of rocbuild ran; its pytest is an orphan until killed here.
+            assert_eq!(crate::test_suite::runs_left(&w.cache).len(), 1);
+            // SAFETY: kill(2) of the orphaned test Python this test started; no pointers.
+            unsafe {
+                libc::kill(test_pid.trim().parse::<i32>().unwrap(), 9);
+            }
+        }
+    }
+    // The next run removes the killed run's folder, and its own.
+    let out = w.cmd(&["test", "fakecodec", "--quick"], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(crate::test_suite::runs_left(&w.cache), Vec::<String>::new());
+    assert_eq!(tree_state(&w.venv), venv_before);
 }

@@ -41,6 +41,11 @@ fn pytest_wheels() -> Option<PathBuf> {
     has.then_some(d)
 }
 
+/// The fixture world with the [test] table, built (or None, said).
+pub(crate) fn world_with_tests() -> Option<World> {
+    world(None)
+}
+
 /// The fixture world with the [test] table and pytest's wheels beside the fixture's.
 fn world(init: Option<&str>) -> Option<World> {
     let Some(pytest) = pytest_wheels() else {
@@ -65,7 +70,7 @@ fn world(init: Option<&str>) -> Option<World> {
     Some(w)
 }
 
-fn runs_left(cache: &Path) -> Vec<String> {
+pub(crate) fn runs_left(cache: &Path) -> Vec<String> {
     std::fs::read_dir(cache.join("test"))
         .map(|rd| {
             rd.flatten()

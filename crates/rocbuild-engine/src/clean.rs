@@ -13,7 +13,7 @@ pub enum Kind {
     /// Bare git clones and checkouts.
     Sources,
     /// Build trees, dependencies built from source, rocbuild's TorchConfig.cmake,
-    /// pip-installed build tools.
+    /// pip-installed build tools, the folders of `rocbuild test` runs.
     Builds,
     Logs,
 }
@@ -24,7 +24,7 @@ impl Kind {
     pub fn dirs(self) -> &'static [&'static str] {
         match self {
             Kind::Sources => &["git", "src"],
-            Kind::Builds => &["build", "deps", "torch-lite", "tools"],
+            Kind::Builds => &["build", "deps", "torch-lite", "tools", "test"],
             Kind::Logs => &["logs"],
         }
     }
@@ -135,6 +135,7 @@ mod tests {
             ("git/a.git/pack", 100),
             ("src/a-1/x.c", 20),
             ("build/a-1/lib.so", 3000),
+            ("test/run-a-77/overlay/pytest.py", 5),
             ("logs/a-1.log", 7),
         ] {
             let p = c.join(f);
@@ -145,10 +146,11 @@ mod tests {
         let by = |k: Kind| u.iter().find(|x| x.kind == k).unwrap().bytes;
         assert_eq!(
             (by(Kind::Sources), by(Kind::Builds), by(Kind::Logs)),
-            (120, 3000, 7)
+            (120, 3005, 7)
         );
-        assert_eq!(remove(c, &[Kind::Builds]).unwrap(), 3000);
-        assert!(!c.join("build").exists() && c.join("git").exists() && c.join("logs").exists());
+        assert_eq!(remove(c, &[Kind::Builds]).unwrap(), 3005);
+        assert!(!c.join("build").exists() && !c.join("test").exists());
+        assert!(c.join("git").exists() && c.join("logs").exists());
         assert_eq!(human(1536), "1.5 KiB");
     }
 }

@@ -73,3 +73,22 @@ pub fn stop_group(pids: &[u32], mut gone: impl FnMut() -> bool) {
     #[cfg(not(unix))]
     let _ = pids;
 }
+
+/// Whether no process `pid` runs any more (a run folder of a run killed outright can go).
+/// Unknown, so false, where this cannot be asked (Windows: such folders stay for `clean`).
+pub fn process_gone(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = i32::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: kill(2) with signal 0 only checks that the process exists; no pointers.
+        let r = unsafe { libc::kill(pid, 0) };
+        r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        false
+    }
+}

@@ -250,7 +250,8 @@ pub struct CleanArgs {
     /// Remove the git clones and checkouts.
     #[arg(long)]
     pub sources: bool,
-    /// Remove the build trees (and rocbuild's TorchConfig.cmake, the pip build tools).
+    /// Remove the build trees (and rocbuild's TorchConfig.cmake, the pip build tools, the folders
+    /// `rocbuild test` runs left).
     #[arg(long)]
     pub builds: bool,
     /// Remove the logs.

@@ -107,12 +107,15 @@ fn main() -> ExitCode {
         cli.command,
         None | Some(Command::Rebuild(_)) | Some(Command::Restore(_))
     );
+    // `test` changes no venv, but its pytest (a group of its own) must stop with it and its
+    // run folder under the cache (the test requirements' overlay) must go.
+    let catches_signals = changes_a_venv || matches!(cli.command, Some(Command::Test(_)));
     // A closed stdout (`| head -1`) ends a command that only reads, quietly; one that changes
     // a venv (repair too) goes on without its output, so that it ends as it would have.
     if changes_a_venv || matches!(cli.command, Some(Command::Repair(_))) {
         out::keep_going_on_closed_stdout();
     }
-    if changes_a_venv {
+    if catches_signals {
         if let Err(e) = rocbuild_engine::interrupt::catch() {
             tracing::warn!("cannot catch Ctrl-C: {e}");
         }

@@ -119,6 +119,33 @@ impl Drop for RunDir {
     }
 }
 
+/// Remove the run folders (`run-RECIPE-PID`) under `runs` of runs whose process is gone: one
+/// killed outright (SIGKILL, a power cut) had no chance to. Only real folders with that name
+/// form are touched (the cache is untrusted: a link is left alone).
+fn remove_dead_runs(runs: &Path) {
+    let Ok(entries) = fs_err::read_dir(runs) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = run_folder_pid(&name) else {
+            continue;
+        };
+        let real_dir = fs_err::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir());
+        if real_dir && pid != std::process::id() && crate::interrupt::process_gone(pid) {
+            let _ = fs_err::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// The PID a run folder's name `run-RECIPE-PID` ends with.
+fn run_folder_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("run-")?;
+    let (recipe, pid) = rest.rsplit_once('-')?;
+    (!recipe.is_empty() && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| pid.parse().ok())?
+}
+
 /// Run `req.recipe`'s tests on the build installed in `venv`.
 pub fn test(
     venv: &Venv,
@@ -154,11 +181,9 @@ pub fn test(
         src.how,
         src.dir.display()
     ));
-    let run = RunDir(settings.cache.join("test").join(format!(
-        "run-{}-{}",
-        m.recipe,
-        std::process::id()
-    )));
+    let runs = settings.cache.join("test");
+    remove_dead_runs(&runs);
+    let run = RunDir(runs.join(format!("run-{}-{}", m.recipe, std::process::id())));
     let _ = fs_err::remove_dir_all(&run.0);
     let work = run.0.join("tests");
     let files: Vec<String> = t.files.iter().map(|f| f.get_ref().clone()).collect();
@@ -166,6 +191,7 @@ pub fn test(
     let overlay_dir = run.0.join("overlay");
     fs_err::create_dir_all(&overlay_dir).map_err(EngineError::io("create", &overlay_dir))?;
     let overlay = pytest::overlay(&py, &t.requirements, &overlay_dir)?;
+    crate::interrupt::check("installing the test requirements")?;
     if !overlay.is_empty() {
         reporter.note(&format!(
             "test requirements the venv lacks, in an overlay outside it (removed after the run): {}",
@@ -489,6 +515,55 @@ fn summarize(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn run_folders_of_dead_runs_go_and_nothing_else() {
+        assert_eq!(super::run_folder_pid("run-torchcodec-123"), Some(123));
+        assert_eq!(super::run_folder_pid("run-llama-cpp-python-9"), Some(9));
+        for other in ["run--12", "run-x-", "run-x-1a", "runs-x-1", "keep"] {
+            assert_eq!(super::run_folder_pid(other), None, "{other}");
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let runs = tmp.path();
+        // A child that has exited and been reaped: its pid is free (nobody reuses it this
+        // quickly on a test machine).
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .arg("--list")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let own = std::process::id();
+        for name in [
+            format!("run-a-{dead}"),
+            format!("run-a-{own}"),
+            "notes".into(),
+        ] {
+            std::fs::create_dir_all(runs.join(name).join("overlay")).unwrap();
+        }
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, runs.join(format!("run-b-{dead}"))).unwrap();
+        super::remove_dead_runs(runs);
+        let mut left: Vec<String> = std::fs::read_dir(runs)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec![format!("run-a-{own}"), "notes".into(), "outside".into()];
+        if cfg!(unix) {
+            want.push(format!("run-b-{dead}"));
+        } else {
+            // Where a process cannot be asked about, a dead run's folder stays for `clean`.
+            want.push(format!("run-a-{dead}"));
+        }
+        want.sort();
+        assert_eq!(left, want);
+        assert!(outside.is_dir());
+    }
+
     #[test]
     fn collected_tests_are_read_from_the_last_line() {
         assert_eq!(

@@ -26,42 +26,25 @@ for r in sys.argv[1:]:
         print(r)
 "#;
 
-/// Install what the venv lacks of `reqs` into `overlay`; returns what was installed.
+/// Install what the venv lacks of `reqs` into `overlay`; returns what was asked for.
+///
+/// `pip install --target` resolves as if the folder were the whole environment: a requirement
+/// that depends on torch (bitsandbytes' `lion-pytorch`) put a second torch, with its CUDA
+/// wheels, into the overlay (5.4 GB, where the venv's own torch shadows it anyway). So pip
+/// first resolves the missing requirements against the venv itself (`--dry-run`, nothing
+/// written), and only the distributions that resolution adds, pinned as resolved and not
+/// already in the venv, go into the overlay, without their dependencies.
 pub fn overlay(py: &Python, reqs: &[String], overlay: &Path) -> Result<Vec<String>> {
     if reqs.is_empty() {
         return Ok(Vec::new());
     }
-    let out = Command::new(&py.exe)
-        .args(["-c", MISSING])
-        .args(reqs.iter().cloned())
-        .to_duct()
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()
-        .map_err(EngineError::io("run", &py.exe))?;
-    let missing: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect();
+    let missing = not_installed(py, reqs)?;
     if missing.is_empty() {
         return Ok(missing);
     }
     let installer = pip::installer(py, "the test requirements")?;
-    let c = pip::install_into(&installer, py, Os::current(), overlay, false)
-        .args(missing.iter().cloned());
-    let out = c
-        .to_duct()
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()
-        .map_err(EngineError::io("run", &c.program))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(TestError::Requirements {
+    let fail = |err: &str| -> EngineError {
+        TestError::Requirements {
             requirements: missing.join(" "),
             overlay: overlay.display().to_string(),
             reason: err
@@ -72,9 +55,112 @@ pub fn overlay(py: &Python, reqs: &[String], overlay: &Path) -> Result<Vec<Strin
                 .trim()
                 .to_string(),
         }
-        .into());
+        .into()
+    };
+    let report = overlay.with_file_name("resolution.json");
+    let dry = resolution_command(&installer, py, &report).args(missing.iter().cloned());
+    let out = run_captured(&dry)?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if !err.contains("no such option") {
+            return Err(fail(&err));
+        }
+        // A pip older than 22.2 (no --dry-run/--report): everything into the overlay.
+        let c = pip::install_into(&installer, py, Os::current(), overlay, false)
+            .args(missing.iter().cloned());
+        let out = run_captured(&c)?;
+        if !out.status.success() {
+            return Err(fail(&String::from_utf8_lossy(&out.stderr)));
+        }
+        return Ok(missing);
+    }
+    let resolved = match installer {
+        pip::Pip::Uv(_) => uv_would_install(&String::from_utf8_lossy(&out.stderr)),
+        _ => report_installs(&fs_err::read_to_string(&report).unwrap_or_default()),
+    };
+    let names: Vec<String> = resolved.iter().map(|(n, _)| n.clone()).collect();
+    let absent = not_installed(py, &names)?;
+    let pins: Vec<String> = resolved
+        .iter()
+        .filter(|(n, _)| absent.contains(n))
+        .map(|(n, v)| format!("{n}=={v}"))
+        .collect();
+    if pins.is_empty() {
+        return Ok(missing);
+    }
+    let c = pip::install_into(&installer, py, Os::current(), overlay, true).args(pins);
+    let out = run_captured(&c)?;
+    if !out.status.success() {
+        return Err(fail(&String::from_utf8_lossy(&out.stderr)));
     }
     Ok(missing)
+}
+
+/// The requirements (or distribution names) of `reqs` that `py`'s environment lacks.
+fn not_installed(py: &Python, reqs: &[String]) -> Result<Vec<String>> {
+    let out = run_captured(
+        &Command::new(&py.exe)
+            .args(["-c", MISSING])
+            .args(reqs.iter().cloned()),
+    )?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+fn run_captured(c: &Command) -> Result<std::process::Output> {
+    c.to_duct()
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .map_err(EngineError::io("run", &c.program))
+}
+
+/// `pip install --dry-run` against the venv itself: pip's JSON report into `report`; uv
+/// (which writes no report) says what it would install on stderr.
+fn resolution_command(installer: &pip::Pip, py: &Python, report: &Path) -> Command {
+    let c = pip::command(installer, py, Os::current(), "install").arg("--dry-run");
+    match installer {
+        pip::Pip::Uv(_) => c,
+        _ => c
+            .args(["--quiet", "--report"])
+            .arg(report.display().to_string()),
+    }
+}
+
+/// (name, version) of each distribution pip's installation report would install.
+fn report_installs(json: &str) -> Vec<(String, String)> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else {
+        return Vec::new();
+    };
+    v["install"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| {
+                    let m = &i["metadata"];
+                    Some((
+                        m["name"].as_str()?.to_string(),
+                        m["version"].as_str()?.to_string(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// (name, version) of each ` + name==version` line of `uv pip install --dry-run`.
+fn uv_would_install(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("+ "))
+        .filter_map(|d| d.split_once("=="))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect()
 }
 
 /// Does the torch of `python` see a GPU (CUDA or ROCm: both are `torch.cuda`)? Asked in a
@@ -147,19 +233,48 @@ pub fn run(
     for (k, v) in env {
         c.env.insert(k.clone(), v.clone());
     }
-    let reader = c
-        .to_duct()
+    // A group of its own: on Ctrl-C or SIGTERM rocbuild stops pytest and every Python its
+    // tests started, then its run folder goes (the caller's), and it ends with 128 + signal.
+    let reader = crate::command::own_process_group(c.to_duct())
         .stderr_to_stdout()
         .unchecked()
         .reader()
         .map_err(EngineError::io("run", python))?;
+    let reader = std::sync::Arc::new(reader);
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    {
+        let reader = reader.clone();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(&*reader).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+    }
     let mut tail: Vec<String> = Vec::new();
-    for l in std::io::BufReader::new(&reader).lines() {
-        let Ok(l) = l else { break };
-        line(&l);
-        tail.push(l);
-        if tail.len() > 20 {
-            tail.remove(0);
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok(l) => {
+                line(&l);
+                tail.push(l);
+                if tail.len() > 20 {
+                    tail.remove(0);
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if let Some(e) = crate::interrupt::error("pytest") {
+            crate::interrupt::stop_group(&reader.pids(), || {
+                matches!(reader.try_wait(), Ok(Some(_)))
+            });
+            let _ = reader.kill();
+            return Err(crate::interrupt::undone(
+                e,
+                "pytest and what it started were stopped; the run's folder is removed",
+            ));
         }
     }
     let status = match reader.try_wait() {
@@ -188,4 +303,34 @@ pub fn could_not_run(recipe: &str, ran: &Ran) -> Option<TestError> {
         last,
         help: "run with -v to see pytest's whole output; a usage error is a recipe's `[test] args` or `run` pytest does not accept".into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_resolution_would_install() {
+        let report = r#"{"version": "1", "install": [
+            {"metadata": {"name": "lion-pytorch", "version": "0.2.3"}, "requested": true},
+            {"metadata": {"name": "pluggy", "version": "1.6.0"}},
+            {"metadata": {"version": "1"}}
+        ]}"#;
+        assert_eq!(
+            report_installs(report),
+            [
+                ("lion-pytorch".to_string(), "0.2.3".to_string()),
+                ("pluggy".to_string(), "1.6.0".to_string())
+            ]
+        );
+        assert!(report_installs("not json").is_empty());
+        let uv = "Resolved 5 packages in 20ms\nWould download 2 packages\nWould install 2 packages\n + einops==0.8.1\n + pytest==8.4.2\n";
+        assert_eq!(
+            uv_would_install(uv),
+            [
+                ("einops".to_string(), "0.8.1".to_string()),
+                ("pytest".to_string(), "8.4.2".to_string())
+            ]
+        );
+    }
 }
