@@ -751,6 +751,154 @@ fn sid_rocm_6_4_names_the_hipblaslt_bitsandbytes_needs_before_fetching() {
     assert!(flat.contains("apt-get install libhipblaslt-dev"), "{flat}");
 }
 
+/// bitsandbytes 0.50.1 for ROCm in Debian sid's real ROCm 6.4 with sid's own hipBLASLt
+/// (`libhipblaslt-dev`), for gfx1010 and gfx1030. hipBLASLt goes into a copy of the chroot made
+/// with hard links (the shared chroot keeps the premise of the refusal test above; apt's logs
+/// are unlinked first, so nothing is written through a link). The chroot has no ROCm torch, so
+/// rocbuild's verification (import torch and bitsandbytes) cannot pass there: it fails and the
+/// install is rolled back, as it must. The library the build made stays in the cache's checkout
+/// (`artifacts-in = "source"`): every ROCm library it needs, hipBLASLt included, resolves and it
+/// loads in the chroot's Python, and its code objects are for exactly gfx1010 and gfx1030.
+/// About 12 minutes on 2 cores, too long for CI: runs only with `ROCBUILD_TEST_SLOW_HIP=1` (and
+/// the bitsandbytes mirror, `ROCBUILD_TEST_MIRROR`).
+#[test]
+fn sid_rocm_6_4_with_hipblaslt_builds_bitsandbytes_hip_for_gfx1010_and_gfx1030() {
+    if std::env::var_os("ROCBUILD_TEST_SLOW_HIP").is_none() {
+        eprintln!("SKIPPED: a 12-minute HIP build; set ROCBUILD_TEST_SLOW_HIP=1 to run it");
+        return;
+    }
+    let Some(shared) = chroot("ROCBUILD_TEST_CHROOT_ROCM64", "sid-rocm6.4") else {
+        return;
+    };
+    let repo = "github.com/bitsandbytes-foundation/bitsandbytes.git";
+    let Some(mirror) = std::env::var_os("ROCBUILD_TEST_MIRROR")
+        .map(PathBuf::from)
+        .filter(|m| m.join(repo).is_dir())
+    else {
+        eprintln!("SKIPPED: no {repo} under $ROCBUILD_TEST_MIRROR");
+        return;
+    };
+    let copy = tempfile::Builder::new()
+        .prefix("rocbuild-e2e-sid-hipblaslt-")
+        .tempdir_in(shared.parent().unwrap())
+        .unwrap();
+    let root = copy.path().join("root");
+    run(Command::new("cp").arg("-al").arg(&shared).arg(&root));
+    for appended in [
+        "var/log/dpkg.log",
+        "var/log/apt/history.log",
+        "var/log/apt/term.log",
+        "etc/resolv.conf",
+    ] {
+        let _ = std::fs::remove_file(root.join(appended));
+    }
+    std::fs::copy("/etc/resolv.conf", root.join("etc/resolv.conf")).unwrap();
+    let apt = in_chroot(
+        &root,
+        &[("DEBIAN_FRONTEND", "noninteractive")],
+        &[
+            "sh",
+            "-c",
+            "apt-get update -q && apt-get install -y -q --no-install-recommends libhipblaslt-dev",
+        ],
+    );
+    assert_eq!(apt.code, 0, "{}", show(&apt));
+    let (work, inner, venv) = ct2_scene(&root, "rocbuild-e2e-bnbhip-");
+    let w = work.path();
+    let site = chroot_site(&w.join("venv"));
+    std::fs::create_dir_all(site.join("torch/lib")).unwrap();
+    std::fs::write(site.join("torch/__init__.py"), "").unwrap();
+    std::fs::write(
+        site.join("torch/version.py"),
+        "__version__ = '2.9.1+rocm6.4'\ngit_version = 'abc'\ncuda = None\nhip = '6.4.43482'\n",
+    )
+    .unwrap();
+    for (name, v) in [("torch", "2.9.1+rocm6.4"), ("packaging", "25.0")] {
+        let di = site.join(format!("{name}-{v}.dist-info"));
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n"),
+        )
+        .unwrap();
+    }
+    copy_dir(&mirror.join(repo), &w.join("mirror").join(repo));
+    // The Python part is PyPI's wheel of the release, fetched on the host (the chroot trusts
+    // no proxy certificate the host may).
+    let wheels =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cache/wheels/bitsandbytes-0.50.1");
+    if !wheels.join(".complete").exists() {
+        run(Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-deps",
+            ])
+            .args([
+                "--only-binary=:all:",
+                "--platform",
+                "manylinux_2_24_x86_64",
+                "-d",
+            ])
+            .arg(&wheels)
+            .arg("bitsandbytes==0.50.1"));
+        std::fs::write(wheels.join(".complete"), "").unwrap();
+    }
+    copy_dir(&wheels, &w.join("wheels"));
+    let (rb, cache) = (format!("{inner}/rocbuild"), format!("{inner}/cache"));
+    let (m, links) = (format!("{inner}/mirror"), format!("{inner}/wheels"));
+    let env = [
+        ("ROCBUILD_MIRROR", m.as_str()),
+        ("ROCBUILD_UPSTREAM", "off"),
+        ("PIP_NO_INDEX", "1"),
+        ("PIP_FIND_LINKS", links.as_str()),
+    ];
+    let args = [
+        rb.as_str(),
+        "bitsandbytes",
+        "--venv",
+        &venv,
+        "--cache",
+        &cache,
+        "--arch",
+        "gfx1010;gfx1030",
+    ];
+    let out = in_chroot(&root, &env, &args);
+    // Built and installed; the verification (torch and bitsandbytes imported) cannot run here.
+    assert_ne!(out.code, 0, "{}", show(&out));
+    let flat = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("verification failed, the venv was rolled back"),
+        "{}",
+        show(&out)
+    );
+    let lib = w.join("cache/src/bitsandbytes-37d2a9387f71/bitsandbytes/libbitsandbytes_rocm64.so");
+    let inner_lib = format!(
+        "{inner}/cache/src/bitsandbytes-37d2a9387f71/bitsandbytes/libbitsandbytes_rocm64.so"
+    );
+    let load = in_chroot(
+        &root,
+        &[],
+        &[
+            "python3",
+            "-c",
+            "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('loaded')",
+            &inner_lib,
+        ],
+    );
+    assert_eq!(load.code, 0, "{}", show(&load));
+    let bin = rocbuild_native::read_binary(&lib).unwrap();
+    assert_eq!(bin.gpu_targets, ["gfx1010", "gfx1030"]);
+    assert!(
+        bin.needed.iter().any(|n| n.starts_with("libhipblaslt.so")),
+        "{:?}",
+        bin.needed
+    );
+}
+
 /// llama-cpp-python's TOML recipe for ROCm in Debian sid's real ROCm 6.4: its prerequisites
 /// (hipBLAS, rocBLAS) are found, and the plan builds ggml-hip with the SDK's clang for exactly
 /// gfx1010 and gfx1030, from the sdist, before anything is fetched (the build itself is long:
