@@ -422,6 +422,28 @@ fn ct2_scene(root: &Path, prefix: &str) -> (tempfile::TempDir, String, String) {
     (work, inner, venv)
 }
 
+/// A ROCm torch (2.9.1+rocm6.4, HIP 6.4) in `venv` as the probe reads it, and `packaging`:
+/// bare distributions (the chroot cannot run a ROCm torch).
+fn fake_rocm_torch(venv: &Path) {
+    let site = chroot_site(venv);
+    std::fs::create_dir_all(site.join("torch/lib")).unwrap();
+    std::fs::write(site.join("torch/__init__.py"), "").unwrap();
+    std::fs::write(
+        site.join("torch/version.py"),
+        "__version__ = '2.9.1+rocm6.4'\ngit_version = 'abc'\ncuda = None\nhip = '6.4.43482'\n",
+    )
+    .unwrap();
+    for (name, v) in [("torch", "2.9.1+rocm6.4"), ("packaging", "25.0")] {
+        let di = site.join(format!("{name}-{v}.dist-info"));
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n"),
+        )
+        .unwrap();
+    }
+}
+
 /// A `fakecodec` recipe whose releases carry the real TorchCodec recipe's torch and FFmpeg
 /// ranges (and default flags): the choice below is the one the real recipe makes.
 fn ranged_fakecodec_recipe(git: &str) -> String {
@@ -708,24 +730,7 @@ fn sid_rocm_6_4_names_the_hipblaslt_bitsandbytes_needs_before_fetching() {
     };
     let (work, inner, venv) = ct2_scene(&root, "rocbuild-e2e-bnb-");
     let w = work.path();
-    // A ROCm torch as the probe reads it (the chroot cannot run one).
-    let site = chroot_site(&w.join("venv"));
-    std::fs::create_dir_all(site.join("torch/lib")).unwrap();
-    std::fs::write(site.join("torch/__init__.py"), "").unwrap();
-    std::fs::write(
-        site.join("torch/version.py"),
-        "__version__ = '2.9.1+rocm6.4'\ngit_version = 'abc'\ncuda = None\nhip = '6.4.43482'\n",
-    )
-    .unwrap();
-    for (name, v) in [("torch", "2.9.1+rocm6.4"), ("packaging", "25.0")] {
-        let di = site.join(format!("{name}-{v}.dist-info"));
-        std::fs::create_dir_all(&di).unwrap();
-        std::fs::write(
-            di.join("METADATA"),
-            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n"),
-        )
-        .unwrap();
-    }
+    fake_rocm_torch(&w.join("venv"));
     let rb = format!("{inner}/rocbuild");
     let cache = format!("{inner}/cache");
     let args = [
@@ -805,23 +810,7 @@ fn sid_rocm_6_4_with_hipblaslt_builds_bitsandbytes_hip_for_gfx1010_and_gfx1030()
     assert_eq!(apt.code, 0, "{}", show(&apt));
     let (work, inner, venv) = ct2_scene(&root, "rocbuild-e2e-bnbhip-");
     let w = work.path();
-    let site = chroot_site(&w.join("venv"));
-    std::fs::create_dir_all(site.join("torch/lib")).unwrap();
-    std::fs::write(site.join("torch/__init__.py"), "").unwrap();
-    std::fs::write(
-        site.join("torch/version.py"),
-        "__version__ = '2.9.1+rocm6.4'\ngit_version = 'abc'\ncuda = None\nhip = '6.4.43482'\n",
-    )
-    .unwrap();
-    for (name, v) in [("torch", "2.9.1+rocm6.4"), ("packaging", "25.0")] {
-        let di = site.join(format!("{name}-{v}.dist-info"));
-        std::fs::create_dir_all(&di).unwrap();
-        std::fs::write(
-            di.join("METADATA"),
-            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n"),
-        )
-        .unwrap();
-    }
+    fake_rocm_torch(&w.join("venv"));
     copy_dir(&mirror.join(repo), &w.join("mirror").join(repo));
     // The Python part is PyPI's wheel of the release, fetched on the host (the chroot trusts
     // no proxy certificate the host may).
