@@ -7,7 +7,7 @@
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -371,15 +371,7 @@ fn a_signal_during_rocbuild_test_stops_pytest_and_removes_its_run_folder() {
                 .starts_with("packaging-")
         })
         .expect("the packaging wheel beside pytest's");
-    let site = site_packages(&w.venv);
-    assert!(Command::new("unzip")
-        .args(["-q", "-o"])
-        .arg(&packaging)
-        .arg("-d")
-        .arg(&site)
-        .status()
-        .unwrap()
-        .success());
+    crate::windows::unpack(&packaging, &site_packages(&w.venv));
     let venv_before = tree_state(&w.venv);
     let marker = w.tmp.path().join("hanging-test-pid");
     let args = [

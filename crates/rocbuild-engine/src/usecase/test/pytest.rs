@@ -60,35 +60,31 @@ pub fn overlay(py: &Python, reqs: &[String], overlay: &Path) -> Result<Vec<Strin
     let report = overlay.with_file_name("resolution.json");
     let dry = resolution_command(&installer, py, &report).args(missing.iter().cloned());
     let out = run_captured(&dry)?;
-    if !out.status.success() {
+    let (pins, no_deps) = if out.status.success() {
+        let resolved = match installer {
+            pip::Pip::Uv(_) => uv_would_install(&String::from_utf8_lossy(&out.stderr)),
+            _ => report_installs(&fs_err::read_to_string(&report).unwrap_or_default()),
+        };
+        let names: Vec<String> = resolved.iter().map(|(n, _)| n.clone()).collect();
+        let absent = not_installed(py, &names)?;
+        let pins: Vec<String> = resolved
+            .iter()
+            .filter(|(n, _)| absent.contains(n))
+            .map(|(n, v)| format!("{n}=={v}"))
+            .collect();
+        (pins, true)
+    } else {
         let err = String::from_utf8_lossy(&out.stderr);
         if !err.contains("no such option") {
             return Err(fail(&err));
         }
         // A pip older than 22.2 (no --dry-run/--report): everything into the overlay.
-        let c = pip::install_into(&installer, py, Os::current(), overlay, false)
-            .args(missing.iter().cloned());
-        let out = run_captured(&c)?;
-        if !out.status.success() {
-            return Err(fail(&String::from_utf8_lossy(&out.stderr)));
-        }
-        return Ok(missing);
-    }
-    let resolved = match installer {
-        pip::Pip::Uv(_) => uv_would_install(&String::from_utf8_lossy(&out.stderr)),
-        _ => report_installs(&fs_err::read_to_string(&report).unwrap_or_default()),
+        (missing.clone(), false)
     };
-    let names: Vec<String> = resolved.iter().map(|(n, _)| n.clone()).collect();
-    let absent = not_installed(py, &names)?;
-    let pins: Vec<String> = resolved
-        .iter()
-        .filter(|(n, _)| absent.contains(n))
-        .map(|(n, v)| format!("{n}=={v}"))
-        .collect();
     if pins.is_empty() {
         return Ok(missing);
     }
-    let c = pip::install_into(&installer, py, Os::current(), overlay, true).args(pins);
+    let c = pip::install_into(&installer, py, Os::current(), overlay, no_deps).args(pins);
     let out = run_captured(&c)?;
     if !out.status.success() {
         return Err(fail(&String::from_utf8_lossy(&out.stderr)));
