@@ -240,28 +240,9 @@ pub fn load_test_with(
     }
 }
 
-/// Whether this Windows process runs under Wine: only Wine's ntdll exports `wine_get_version`.
-#[cfg(windows)]
+/// Whether this Windows process runs under Wine.
 pub fn this_process_runs_under_wine() -> bool {
-    use std::ffi::c_void;
-    #[link(name = "kernel32")]
-    extern "system" {
-        fn GetModuleHandleW(name: *const u16) -> *mut c_void;
-        fn GetProcAddress(module: *mut c_void, name: *const u8) -> *mut c_void;
-    }
-    let ntdll: Vec<u16> = "ntdll.dll\0".encode_utf16().collect();
-    // SAFETY: both names are NUL-terminated and outlive the calls; ntdll is always loaded and
-    // GetModuleHandleW takes no reference that would need releasing.
-    unsafe {
-        let module = GetModuleHandleW(ntdll.as_ptr());
-        !module.is_null() && !GetProcAddress(module, b"wine_get_version\0".as_ptr()).is_null()
-    }
-}
-
-/// Only a Windows program runs under Wine.
-#[cfg(not(windows))]
-pub fn this_process_runs_under_wine() -> bool {
-    false
+    rocbuild_probe::platform::host::runs_under_wine()
 }
 
 fn describe_exit(st: std::process::ExitStatus, stderr: &str) -> String {
@@ -277,15 +258,8 @@ fn describe_exit(st: std::process::ExitStatus, stderr: &str) -> String {
     }
 }
 
-#[cfg(unix)]
 fn signal_of(st: &std::process::ExitStatus) -> Option<i32> {
-    use std::os::unix::process::ExitStatusExt;
-    st.signal()
-}
-
-#[cfg(not(unix))]
-fn signal_of(_: &std::process::ExitStatus) -> Option<i32> {
-    None
+    rocbuild_probe::platform::host::signal_of(st)
 }
 
 #[cfg(test)]

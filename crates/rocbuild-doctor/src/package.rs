@@ -138,17 +138,7 @@ impl Subject {
 
 /// Is this file name a native library or extension module on `os`?
 pub fn is_native_name(name: &str, os: Os) -> bool {
-    let lower = name.to_ascii_lowercase();
-    match os {
-        Os::Windows => lower.ends_with(".dll") || lower.ends_with(".pyd"),
-        Os::Macos => lower.ends_with(".dylib") || lower.ends_with(".so"),
-        Os::Linux => {
-            lower.ends_with(".so")
-                || lower
-                    .split_once(".so.")
-                    .is_some_and(|(_, v)| v.split('.').all(|p| p.parse::<u32>().is_ok()))
-        }
-    }
+    os.rules().is_native_name(name)
 }
 
 /// Every native library of the package: under its directory (recursively) and in the

@@ -117,16 +117,8 @@ impl fmt::Display for Command {
 /// undoes its own work; the terminal's Ctrl-C reaches rocbuild alone. Nothing a child runs
 /// reads the terminal (pip gets `--no-input`).
 pub(crate) fn own_process_group(e: duct::Expression) -> duct::Expression {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        e.before_spawn(|cmd| {
-            cmd.process_group(0);
-            Ok(())
-        })
-    }
-    #[cfg(not(unix))]
-    {
-        e
-    }
+    e.before_spawn(|cmd| {
+        rocbuild_probe::platform::host::own_process_group(cmd);
+        Ok(())
+    })
 }

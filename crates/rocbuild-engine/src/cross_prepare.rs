@@ -11,8 +11,11 @@ pub fn prepare(c: &CrossPlan, log: &mut RunLog) -> Result<()> {
     if let Some((link, sdk)) = &c.sdk_include_link {
         if std::fs::read_link(link).ok().as_ref() != Some(sdk) {
             let _ = std::fs::remove_file(link);
-            #[cfg(unix)]
-            std::os::unix::fs::symlink(sdk, link).map_err(EngineError::io("link", link))?;
+            // Cross builds run on a Linux host, where a link is ordinary.
+            if rocbuild_probe::platform::host::LINKS_ARE_ORDINARY {
+                rocbuild_probe::platform::host::symlink(sdk, link, true)
+                    .map_err(EngineError::io("link", link))?;
+            }
         }
     }
     let Some(make) = &c.make_python_lib else {

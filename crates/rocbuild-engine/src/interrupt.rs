@@ -6,6 +6,7 @@
 //! next rocbuild command finish or undo whatever was in flight.
 
 use crate::error::{EngineError, Result};
+use rocbuild_probe::platform::host;
 
 pub use rocbuild_venv::signal::{catch, name, received};
 
@@ -48,47 +49,16 @@ pub fn undone(e: EngineError, what: &str) -> EngineError {
 /// Stop a child and everything it started: SIGTERM to its process group, then SIGKILL to
 /// what is left after a few seconds. Returns when the child is gone (or after the wait).
 pub fn stop_group(pids: &[u32], mut gone: impl FnMut() -> bool) {
-    #[cfg(unix)]
-    for &pid in pids {
-        if let Ok(pid) = i32::try_from(pid) {
-            // SAFETY: kill(2) with a negative pid signals that process group; no pointers.
-            unsafe {
-                libc::kill(-pid, libc::SIGTERM);
-            }
-        }
-    }
+    host::signal_groups(pids, false);
     let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while !gone() && std::time::Instant::now() < until {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    #[cfg(unix)]
-    for &pid in pids {
-        if let Ok(pid) = i32::try_from(pid) {
-            // SAFETY: as above; the group may be gone already (ESRCH is fine).
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = pids;
+    host::signal_groups(pids, true);
 }
 
 /// Whether no process `pid` runs any more (a run folder of a run killed outright can go).
 /// Unknown, so false, where this cannot be asked (Windows: such folders stay for `clean`).
 pub fn process_gone(pid: u32) -> bool {
-    #[cfg(unix)]
-    {
-        let Ok(pid) = i32::try_from(pid) else {
-            return false;
-        };
-        // SAFETY: kill(2) with signal 0 only checks that the process exists; no pointers.
-        let r = unsafe { libc::kill(pid, 0) };
-        r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = pid;
-        false
-    }
+    host::process_gone(pid)
 }

@@ -104,16 +104,7 @@ pub fn stamp(p: &Path) -> Option<Stamp> {
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos() as i128)
     };
-    #[cfg(unix)]
-    let (ctime_ns, ino) = {
-        use std::os::unix::fs::MetadataExt;
-        (
-            md.ctime() as i128 * 1_000_000_000 + md.ctime_nsec() as i128,
-            md.ino(),
-        )
-    };
-    #[cfg(not(unix))]
-    let (ctime_ns, ino) = (ns(md.created()), 0);
+    let (ctime_ns, ino) = rocbuild_probe::platform::host::change_stamp(&md);
     Some(Stamp {
         len: if md.is_dir() { 0 } else { md.len() },
         mtime_ns: ns(md.modified()),

@@ -1,6 +1,7 @@
 //! Sources through git2: bare clones cached by URL, one checkout per commit, submodules
 //! recursively, and offline mirrors (`ROCBUILD_MIRROR`).
 
+use rocbuild_probe::platform::host;
 use std::path::{Path, PathBuf};
 
 use git2::{FetchOptions, ObjectType, Oid, RemoteCallbacks, Repository};
@@ -629,21 +630,18 @@ fn write_tree(
                 let blob = repo.find_blob(entry.id()).map_err(WriteError::Git)?;
                 let io = |e| WriteError::Io(path.clone(), e);
                 if entry.filemode() == 0o120000 {
-                    #[cfg(unix)]
-                    std::os::unix::fs::symlink(
-                        String::from_utf8_lossy(blob.content()).as_ref(),
-                        &path,
-                    )
-                    .map_err(io)?;
-                    #[cfg(not(unix))]
-                    fs_err::write(&path, blob.content()).map_err(io)?;
+                    // Where links are not ordinary, git's `core.symlinks = false`: a file
+                    // holding the link's text.
+                    if host::LINKS_ARE_ORDINARY {
+                        let target = String::from_utf8_lossy(blob.content()).into_owned();
+                        host::symlink(Path::new(&target), &path, false).map_err(io)?;
+                    } else {
+                        fs_err::write(&path, blob.content()).map_err(io)?;
+                    }
                 } else {
                     fs_err::write(&path, blob.content()).map_err(io)?;
-                    #[cfg(unix)]
                     if entry.filemode() == 0o100755 {
-                        use std::os::unix::fs::PermissionsExt;
-                        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-                            .map_err(io)?;
+                        host::set_path_mode(&path, 0o755).map_err(io)?;
                     }
                 }
             }

@@ -315,25 +315,10 @@ fn show_progress(bar: &ProgressBar, n: u64, m: u64) {
 /// critical path, comes first, and the background work takes the cores it leaves idle
 /// (configure, linking) instead of slowing it down.
 pub(crate) fn low_priority(e: duct::Expression) -> duct::Expression {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        e.before_spawn(|cmd| {
-            // SAFETY: runs in the child between fork and exec; nice(2) is one system call
-            // that only lowers the child's own priority (its failure is ignored).
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::nice(10);
-                    Ok(())
-                });
-            }
-            Ok(())
-        })
-    }
-    #[cfg(not(unix))]
-    {
-        e
-    }
+    e.before_spawn(|cmd| {
+        rocbuild_probe::platform::host::lower_priority(cmd);
+        Ok(())
+    })
 }
 
 /// A step running in the background (see [`RunLog::start`]).

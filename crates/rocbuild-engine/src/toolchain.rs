@@ -162,14 +162,7 @@ impl BackendPlan {
             let nvcc = join(
                 os,
                 &c.home,
-                &[
-                    "bin",
-                    if os == Os::Windows {
-                        "nvcc.exe"
-                    } else {
-                        "nvcc"
-                    },
-                ],
+                &["bin", &format!("nvcc{}", os.rules().exe_suffix())],
             );
             env.insert("CUDA_HOME".into(), c.home.display().to_string());
             define
@@ -718,13 +711,7 @@ fn rocm_plan(
         (Err(e), None) => return Err(e.into()),
         (Err(e), Some(lacks)) => return Err(one_answer(recipe, vec![e.into(), lacks])),
     };
-    let exe = |n: &str| {
-        if os == Os::Windows {
-            format!("{n}.exe")
-        } else {
-            n.to_string()
-        }
-    };
+    let exe = |n: &str| format!("{n}{}", os.rules().exe_suffix());
     let llvm = join(os, &sdk.root, &["lib", "llvm"]);
     let llvm_bin = join(os, &llvm, &["bin"]);
     let clang = sdk
@@ -770,11 +757,9 @@ fn rocm_plan(
     } else {
         &sdk.parts[..]
     };
-    let mut runtime: Vec<PathBuf> = match os {
-        Os::Windows => parts.iter().map(|p| join(os, p, &["bin"])).collect(),
-        _ => parts.iter().map(|p| join(os, p, &["lib"])).collect(),
-    };
-    if let Some(l) = sdk.lib_dir.as_ref().filter(|_| os != Os::Windows) {
+    let lib_dir = os.rules().shared_lib_dir();
+    let mut runtime: Vec<PathBuf> = parts.iter().map(|p| join(os, p, &[lib_dir])).collect();
+    if let Some(l) = sdk.lib_dir.as_ref().filter(|_| lib_dir == "lib") {
         if !runtime.contains(l) {
             runtime.insert(0, l.clone());
         }

@@ -447,15 +447,9 @@ fn unversioned_links(lib: &Path) -> Result<(), FetchError> {
     Ok(())
 }
 
-#[cfg(unix)]
+/// A link to the sibling `target` (a copy where links need a privilege).
 fn link(target: &str, at: &Path) -> Result<(), FetchError> {
-    std::os::unix::fs::symlink(target, at).map_err(io("link", at))
-}
-
-#[cfg(not(unix))]
-fn link(target: &str, at: &Path) -> Result<(), FetchError> {
-    let from = at.with_file_name(target);
-    std::fs::copy(&from, at).map(|_| ()).map_err(io("copy", at))
+    rocbuild_probe::platform::host::link_or_copy_sibling(target, at).map_err(io("link", at))
 }
 
 /// rocbuild's own `bin/nvcc.profile` (the wheel's is not trusted, and a CUDA 12 layout has

@@ -402,51 +402,22 @@ impl Staging {
     }
 }
 
-#[cfg(unix)]
-fn make_symlink(target: &str, at: &Path, _is_dir: bool) -> std::io::Result<()> {
-    std::os::unix::fs::symlink(target, at)
-}
-
-#[cfg(windows)]
 fn make_symlink(target: &str, at: &Path, is_dir: bool) -> std::io::Result<()> {
-    let target = target.replace('/', "\\");
-    if is_dir {
-        std::os::windows::fs::symlink_dir(target, at)
-    } else {
-        std::os::windows::fs::symlink_file(target, at)
-    }
-}
-
-#[cfg(not(any(unix, windows)))]
-fn make_symlink(_target: &str, _at: &Path, _is_dir: bool) -> std::io::Result<()> {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "symbolic links are not supported on this system",
-    ))
+    let target = target.replace('/', std::path::MAIN_SEPARATOR_STR);
+    rocbuild_probe::platform::host::symlink(Path::new(&target), at, is_dir)
 }
 
 /// Sets a file's permission bits from the archive through its open handle (no path, so no
 /// link, is involved): rwx only, never setuid, setgid or sticky.
-#[cfg(unix)]
 pub(crate) fn set_file_mode(
     f: &std::fs::File,
     path: &Path,
     mode: Option<u32>,
 ) -> Result<(), FetchError> {
-    use std::os::unix::fs::PermissionsExt;
     if let Some(m) = mode {
-        f.set_permissions(std::fs::Permissions::from_mode(m & 0o777))
+        rocbuild_probe::platform::host::set_file_mode(f, m)
             .map_err(io("set permissions of", path))?;
     }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-pub(crate) fn set_file_mode(
-    _f: &std::fs::File,
-    _path: &Path,
-    _mode: Option<u32>,
-) -> Result<(), FetchError> {
     Ok(())
 }
 

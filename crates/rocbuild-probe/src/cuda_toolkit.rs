@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::probe_env::ProbeEnv;
 use crate::tools::{compiler_of, version_of};
+use crate::Os;
 
 /// Environment variables the CUDA toolkit probe reads (declared once, here).
 pub mod cuda_vars {
@@ -171,8 +172,8 @@ fn nvcc_output(nvcc: &Path, arg: &str) -> Result<String, String> {
 
 /// Reads the toolkit at `root` by asking its nvcc; an error says what is missing or broken.
 pub fn read_cuda_toolkit(root: &Path) -> Result<CudaToolkit, String> {
-    let exe = if cfg!(windows) { "nvcc.exe" } else { "nvcc" };
-    let nvcc = root.join("bin").join(exe);
+    let exe = format!("nvcc{}", Os::current().rules().exe_suffix());
+    let nvcc = root.join("bin").join(&exe);
     if !nvcc.is_file() {
         return Err(format!("{} has no bin/{exe}", root.display()));
     }

@@ -14,7 +14,6 @@ mod gpu_targets;
 pub mod kernels;
 mod light;
 mod mkl;
-pub mod platform;
 mod probe_env;
 mod python;
 mod rocblas;
@@ -55,12 +54,13 @@ pub use gpu::{
 pub use gpu_targets::{split_list, split_lists, GpuTargets};
 pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
 pub use mkl::{find_mkl, is_mkl_root};
-pub use platform::{LinkMethod, PlatformRules};
 pub use probe_env::{vars, ProbeEnv};
 pub use python::{
     distribution_version, installed_distributions, normalize_dist, probe_python, python_in_venv,
 };
 pub use rocblas::{rocblas_tensile_dir, rocblas_version, tensile_candidates};
+pub use rocbuild_platform as platform;
+pub use rocbuild_platform::{join, LinkMethod, Os, PlatformRules};
 pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
 pub use rocm_version::{natural_key, sort_naturally, NaturalPart};
@@ -73,33 +73,6 @@ pub use tools::{
     version_of, Prerequisite,
 };
 pub use torch::{probe_torch, torch_version, TorchVersion};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Os {
-    Linux,
-    Macos,
-    Windows,
-}
-
-impl Os {
-    pub fn current() -> Os {
-        if cfg!(windows) {
-            Os::Windows
-        } else if cfg!(target_os = "macos") {
-            Os::Macos
-        } else {
-            Os::Linux
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Os::Linux => "linux",
-            Os::Macos => "macos",
-            Os::Windows => "windows",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -810,22 +783,4 @@ fn os_release(key: &str) -> Option<String> {
         .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
         .map(|v| v.trim().trim_matches(['"', '\'']).to_string())
         .filter(|v| !v.is_empty())
-}
-
-/// Join path parts with the separator of `os` (a Windows plan made on Linux shows `\`).
-pub fn join(os: Os, base: &Path, parts: &[&str]) -> PathBuf {
-    if os == Os::Windows {
-        let mut s = base
-            .display()
-            .to_string()
-            .trim_end_matches(['\\', '/'])
-            .to_string();
-        for p in parts {
-            s.push('\\');
-            s.push_str(&p.replace('/', "\\"));
-        }
-        PathBuf::from(s)
-    } else {
-        parts.iter().fold(base.to_path_buf(), |acc, p| acc.join(p))
-    }
 }

@@ -7,11 +7,8 @@ use crate::probe_env::ProbeEnv;
 use crate::Os;
 
 /// The static core library upstream's CMake links, per OS, in `lib/` or `lib/intel64/`.
-fn core_library(os: Os) -> &'static str {
-    match os {
-        Os::Windows => "mkl_core.lib",
-        _ => "libmkl_core.a",
-    }
+fn core_library(os: Os) -> String {
+    os.rules().static_lib_name("mkl_core")
 }
 
 /// Is `root` an MKL root as CTranslate2's CMake wants it: `include/mkl.h` and the core library?

@@ -99,7 +99,7 @@ impl ProbeEnv {
 
     /// The directories of `$PATH`, split the way `os` splits them.
     pub fn path_dirs(&self, os: Os) -> Vec<PathBuf> {
-        let sep = if os == Os::Windows { ';' } else { ':' };
+        let sep = os.rules().path_list_separator();
         self.var(vars::PATH)
             .map(|p| {
                 p.split(sep)
@@ -118,11 +118,7 @@ impl ProbeEnv {
     /// Every file named `name` in `$PATH` (`name.exe` on Windows), in `$PATH`'s order, each
     /// once: where the first does not run (a shim), the next may.
     pub fn which_all(&self, name: &str, os: Os) -> Vec<PathBuf> {
-        let file = if os == Os::Windows {
-            format!("{name}.exe")
-        } else {
-            name.to_string()
-        };
+        let file = format!("{name}{}", os.rules().exe_suffix());
         let mut found: Vec<PathBuf> = Vec::new();
         for p in self.path_dirs(os).into_iter().map(|d| d.join(&file)) {
             if p.is_file() && !found.contains(&p) {

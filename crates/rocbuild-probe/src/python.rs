@@ -104,7 +104,11 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
 /// to join paths"): a venv that deep is named as the cause.
 fn with_path_limit(exe: &Path, os: Os, reason: String) -> String {
     let n = exe.to_string_lossy().chars().count();
-    if os != Os::Windows || n < 260 {
+    if os
+        .rules()
+        .program_path_limit()
+        .is_none_or(|limit| n < limit)
+    {
         return reason;
     }
     format!(

@@ -124,7 +124,7 @@ pub fn find_hip_runtime(
         ));
     }
     if let Some(site) = venv_site {
-        let sub = if os == Os::Windows { "bin" } else { "lib" };
+        let sub = os.rules().shared_lib_dir();
         places.push((
             site.join("_rocm_sdk_core").join(sub),
             "TheRock _rocm_sdk_core in the venv",

@@ -9,14 +9,7 @@ use std::error::Error;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The raw codes of a full disk or a spent quota: ENOSPC and EDQUOT on Unix;
-/// ERROR_HANDLE_DISK_FULL, ERROR_DISK_FULL and ERROR_DISK_QUOTA_EXCEEDED on Windows.
-#[cfg(unix)]
-const RAW_CODES: &[i32] = &[libc::ENOSPC, libc::EDQUOT];
-#[cfg(windows)]
-const RAW_CODES: &[i32] = &[39, 112, 1295];
-#[cfg(not(any(unix, windows)))]
-const RAW_CODES: &[i32] = &[];
+use rocbuild_platform::host::DISK_FULL_CODES as RAW_CODES;
 
 /// What the C library (rocbuild and libgit2 run in the C locale) and Windows say.
 const WORDS: [&str; 4] = [

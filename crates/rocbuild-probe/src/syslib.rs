@@ -135,11 +135,7 @@ pub fn search_dirs(platform: &Platform, sdks: &[RocmSdk], venv: Option<&Path>) -
 }
 
 fn lib_file_names(name: &str, os: Os) -> Vec<String> {
-    match os {
-        Os::Windows => vec![format!("{name}.lib"), format!("lib{name}.lib")],
-        Os::Macos => vec![format!("lib{name}.dylib"), format!("lib{name}.a")],
-        Os::Linux => vec![format!("lib{name}.so"), format!("lib{name}.a")],
-    }
+    os.rules().link_file_names(name)
 }
 
 /// Where `spec` is, if every header and library it names is found in `dirs`.

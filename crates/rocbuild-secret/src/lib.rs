@@ -314,48 +314,8 @@ impl<W: std::io::Write> Drop for Redacting<W> {
 /// root's and writable by root alone; when it does not exist yet, the directory it will be
 /// made in must not let others replace it (this user's or root's, and if others can write
 /// there, sticky, like `/tmp`). `Err` says what and why.
-#[cfg(unix)]
 pub fn check_cache_dir(dir: &std::path::Path) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    let owner_ok = |md: &std::fs::Metadata| md.uid() == me || md.uid() == 0;
-    let others_write = |md: &std::fs::Metadata| md.mode() & 0o022 != 0;
-    let sticky = |md: &std::fs::Metadata| md.mode() & 0o1000 != 0;
-    if let Ok(md) = std::fs::metadata(dir) {
-        if md.uid() != me && (md.uid() != 0 || others_write(&md)) {
-            return Err(format!(
-                "{} belongs to user id {} and {}; rocbuild keeps the sources it builds and the libraries it installs there, so another user could replace them",
-                dir.display(),
-                md.uid(),
-                if others_write(&md) { "others can write to it" } else { "that user can write to it" }
-            ));
-        }
-        return Ok(());
-    }
-    let mut parent = dir.parent();
-    while let Some(p) = parent {
-        if let Ok(md) = std::fs::metadata(p) {
-            if !owner_ok(&md) || (others_write(&md) && !sticky(&md)) {
-                return Err(format!(
-                    "{} would be made in {}, which user id {} owns{}: another user could put their own directory there first",
-                    dir.display(),
-                    p.display(),
-                    md.uid(),
-                    if others_write(&md) { " and others can write to without the sticky bit" } else { "" }
-                ));
-            }
-            return Ok(());
-        }
-        parent = p.parent();
-    }
-    Ok(())
-}
-
-/// Windows: ACLs decide, and a per-user cache (`%LOCALAPPDATA%`) is the default.
-#[cfg(not(unix))]
-pub fn check_cache_dir(_dir: &std::path::Path) -> Result<(), String> {
-    Ok(())
+    rocbuild_platform::host::check_private_dir(dir)
 }
 
 /// Open `path` for writing, new or truncated, as `0o644` minus the user's umask on Unix (a
@@ -376,24 +336,7 @@ pub fn create_new_file(path: &std::path::Path) -> std::io::Result<std::fs::File>
 }
 
 fn open_private(o: std::fs::OpenOptions, path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    #[cfg(unix)]
-    let o = {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut o = o;
-        o.mode(0o644);
-        o
-    };
-    let f = o.open(path)?;
-    #[cfg(unix)]
-    {
-        // An umask of 0 must not make it world-writable.
-        use std::os::unix::fs::PermissionsExt;
-        let mode = f.metadata()?.permissions().mode();
-        if mode & 0o022 != 0 {
-            f.set_permissions(std::fs::Permissions::from_mode(mode & !0o022))?;
-        }
-    }
-    Ok(f)
+    rocbuild_platform::host::open_private(o, path)
 }
 
 #[cfg(test)]

@@ -74,18 +74,7 @@ pub fn rel_of(root: &Path, abs: &Path) -> Result<String> {
 
 /// Is this entry a link (a symlink, or on Windows any reparse point: a junction too)?
 pub fn is_link(md: &std::fs::Metadata) -> bool {
-    if md.file_type().is_symlink() {
-        return true;
-    }
-    #[cfg(windows)]
-    {
-        use std::os::windows::fs::MetadataExt;
-        const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
-        if md.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
-            return true;
-        }
-    }
-    false
+    rocbuild_probe::platform::host::is_link(md)
 }
 
 /// Is there a link (not what it points to) at `p`?

@@ -248,7 +248,7 @@ fn untrusted(jp: &Path, why: &str) -> VenvError {
         why: why.to_string(),
         help: format!(
             "rocbuild did not replay it and changed nothing. If no rocbuild run on this venv was interrupted, someone else put it there: read it, then remove it ({}) and run the command again. If one was interrupted with a different cache (--cache / ROCBUILD_CACHE), run again with that cache.",
-            if cfg!(windows) { format!("del \"{}\"", jp.display()) } else { format!("rm '{}'", jp.display()) }
+            rocbuild_probe::Os::current().rules().remove_file_command(jp)
         ),
     }
 }

@@ -2,6 +2,7 @@
 //! (fs2: `flock` on Unix, `LockFileEx` on Windows) that the OS releases when a process dies,
 //! so a SIGKILLed run never leaves a stale lock behind.
 
+use rocbuild_probe::platform::host;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -30,23 +31,11 @@ pub fn open(path: &Path) -> Result<File> {
     }
     let mut o = OpenOptions::new();
     o.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.custom_flags(libc::O_NOFOLLOW);
-    }
-    // Windows: read and write sharing, never delete sharing, so that no one (the holder
-    // included) can delete the file while anyone has it open. Deleting an open file would
-    // leave it "delete pending" where deletes are not POSIX-style (Windows before 10 1903,
-    // FAT and network drives, Wine): its name stays, `.rocbuild/` cannot go, and a waiter
-    // that opens it again is refused.
-    #[cfg(windows)]
-    {
-        use std::os::windows::fs::OpenOptionsExt;
-        const FILE_SHARE_READ: u32 = 0x1;
-        const FILE_SHARE_WRITE: u32 = 0x2;
-        o.share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE);
-    }
+    // Never through a link; where an open file cannot be deleted cleanly, never with delete
+    // sharing, so that no one (the holder included) deletes it while anyone has it open: a
+    // "delete pending" name would stay, `.rocbuild/` could not go, and a waiter that opens it
+    // again would be refused.
+    host::lock_file_options(&mut o);
     o.open(path).map_err(|e| {
         if crate::confine::is_link_at(path) {
             link_refused(path)
@@ -77,20 +66,8 @@ fn holder_pid(file: &mut File) -> Option<u32> {
 
 /// The lock file we hold is still the one at `path` (a releasing holder may have removed it
 /// while we waited on the old inode; then we must lock the new file instead).
-#[cfg(unix)]
 fn still_there(file: &File, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), std::fs::metadata(path)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
-#[cfg(not(unix))]
-fn still_there(_file: &File, path: &Path) -> bool {
-    // Opened without delete sharing (see `open`): no one deletes it while we have it open,
-    // so it cannot have moved.
-    path.exists()
+    host::still_the_file_at(file, path)
 }
 
 impl VenvLock {
@@ -161,19 +138,16 @@ impl Drop for VenvLock {
     /// A run that changes nothing (refused, failed, rolled back) thus leaves the venv byte
     /// for byte as it was, and the lock file a killed run left behind goes with the next run.
     fn drop(&mut self) {
-        #[cfg(unix)]
-        {
+        if host::DELETE_WHILE_OPEN {
             let _ = std::fs::remove_file(&self.path);
             let _ = std::fs::remove_dir(&self.dir);
             if let Some(f) = &self.file {
                 let _ = FileExt::unlock(f);
             }
-        }
-        // Windows: the file cannot be deleted while a handle is open (see `open`): unlock and
-        // close first, then remove it, unless a waiter opened it meanwhile (then it stays, for
-        // the waiter, and so does `.rocbuild/`).
-        #[cfg(not(unix))]
-        {
+        } else {
+            // The file cannot be deleted while a handle is open (see `open`): unlock and
+            // close first, then remove it, unless a waiter opened it meanwhile (then it
+            // stays, for the waiter, and so does `.rocbuild/`).
             if let Some(f) = self.file.take() {
                 let _ = FileExt::unlock(&f);
                 drop(f);

@@ -14,6 +14,7 @@
 //! write journals need it ([`for_writing`] creates the key on first use); commands that only
 //! recover need it to exist ([`for_reading`]), and without it no journal can be trusted.
 
+use rocbuild_probe::platform::host;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -192,11 +193,7 @@ fn create_key(dir: &Path) -> Result<StateKey> {
     let written = (|| {
         let mut o = std::fs::OpenOptions::new();
         o.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            o.mode(0o600);
-        }
+        host::owner_only(&mut o);
         let mut f = o.open(&tmp)?;
         f.write_all(&bytes)?;
         f.sync_all()
@@ -221,19 +218,7 @@ fn create_key(dir: &Path) -> Result<StateKey> {
 pub(crate) fn open_nofollow(p: &Path) -> std::io::Result<std::fs::File> {
     let mut o = std::fs::OpenOptions::new();
     o.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.custom_flags(libc::O_NOFOLLOW);
-    }
-    #[cfg(not(unix))]
-    if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(std::io::Error::other(format!(
-            "{} is a link, not a file",
-            p.display()
-        )));
-    }
-    o.open(p)
+    host::open_no_follow(o, p)
 }
 
 fn hex(b: &[u8]) -> String {

@@ -3,6 +3,7 @@
 //! prove that the next run finishes or undoes whatever was left, or make the disk "fill up"
 //! after the N-th one (see [`arm_disk_full`]) and prove that the run undoes its own work.
 
+use rocbuild_probe::platform::host;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,13 +57,7 @@ pub fn arm_disk_full(n: u64) {
 fn space() -> io::Result<()> {
     let after = FULL_AFTER.load(Ordering::SeqCst);
     if after != 0 && STEPS.load(Ordering::SeqCst) >= after {
-        #[cfg(unix)]
-        return Err(io::Error::from_raw_os_error(libc::ENOSPC));
-        #[cfg(not(unix))]
-        return Err(io::Error::new(
-            io::ErrorKind::StorageFull,
-            "no space left on device",
-        ));
+        return Err(host::no_space_error());
     }
     Ok(())
 }
@@ -100,20 +95,8 @@ fn tick() {
     }
 }
 
-#[cfg(unix)]
 fn die() -> ! {
-    // SAFETY: plain libc calls with no pointers; SIGKILL cannot be caught.
-    unsafe {
-        libc::kill(libc::getpid(), libc::SIGKILL);
-    }
-    // kill() of oneself with SIGKILL does not return; keep the type honest anyway.
-    std::process::abort()
-}
-
-#[cfg(not(unix))]
-fn die() -> ! {
-    // No SIGKILL on Windows: abort is the nearest abrupt end (no destructors run).
-    std::process::abort()
+    host::kill_self()
 }
 
 fn counted<T>(r: io::Result<T>) -> io::Result<T> {
@@ -170,15 +153,8 @@ pub fn copy_entry(from: &Path, to: &Path) -> io::Result<()> {
     }
     space()?;
     let target = std::fs::read_link(from)?;
-    #[cfg(unix)]
-    let r = std::os::unix::fs::symlink(&target, to);
-    #[cfg(windows)]
-    let r = if std::fs::metadata(from).is_ok_and(|m| m.is_dir()) {
-        std::os::windows::fs::symlink_dir(&target, to)
-    } else {
-        std::os::windows::fs::symlink_file(&target, to)
-    };
-    counted(r)
+    let is_dir = std::fs::metadata(from).is_ok_and(|m| m.is_dir());
+    counted(host::symlink(&target, to, is_dir))
 }
 
 /// Write and fsync (a journal must be on disk before the moves it describes).
@@ -220,45 +196,7 @@ pub fn write_atomic(p: &Path, bytes: &[u8]) -> io::Result<()> {
     })
 }
 
-/// Whether another program holds `p` so that it cannot be moved over or deleted: on Windows
-/// a DLL that a running process has loaded (its image section denies write and delete, though
-/// it can still be renamed), or a file opened without `FILE_SHARE_DELETE`. Asked by opening it
-/// for write-data and delete access with every sharing mode, which changes nothing. A
-/// read-only file, a link or a directory is not asked about. Unix replaces and unlinks files
-/// whatever holds them: never in use there.
-#[cfg(windows)]
-pub fn in_use(p: &Path) -> bool {
-    use std::os::windows::fs::OpenOptionsExt;
-    const DELETE: u32 = 0x0001_0000;
-    const FILE_WRITE_DATA: u32 = 0x0002;
-    const FILE_SHARE_ALL: u32 = 0x1 | 0x2 | 0x4;
-    const ERROR_ACCESS_DENIED: i32 = 5;
-    const ERROR_SHARING_VIOLATION: i32 = 32;
-    const ERROR_LOCK_VIOLATION: i32 = 33;
-    let Ok(md) = std::fs::symlink_metadata(p) else {
-        return false;
-    };
-    if !md.is_file() || md.permissions().readonly() {
-        return false;
-    }
-    match std::fs::OpenOptions::new()
-        .access_mode(DELETE | FILE_WRITE_DATA)
-        .share_mode(FILE_SHARE_ALL)
-        .open(p)
-    {
-        Ok(_) => false,
-        Err(e) => matches!(
-            e.raw_os_error(),
-            Some(ERROR_ACCESS_DENIED | ERROR_SHARING_VIOLATION | ERROR_LOCK_VIOLATION)
-        ),
-    }
-}
-
-/// See the Windows version: on Unix a file is never in the way of a rename or an unlink.
-#[cfg(not(windows))]
-pub fn in_use(_: &Path) -> bool {
-    false
-}
+pub use rocbuild_probe::platform::host::in_use;
 
 /// Count an edit made by another crate (RUNPATH rewrite of a staged file).
 pub fn edited<T>(r: T) -> T {

@@ -505,15 +505,8 @@ pub fn wheel_file(tags: &Tags) -> String {
     )
 }
 
-#[cfg(unix)]
 fn file_mode(p: &Path) -> u32 {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).map_or(0o644, |m| m.permissions().mode() & 0o777)
-}
-
-#[cfg(not(unix))]
-fn file_mode(_p: &Path) -> u32 {
-    0o644
+    rocbuild_probe::platform::host::file_mode(p)
 }
 
 #[cfg(test)]

@@ -54,15 +54,15 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
     if let Some(c) = var(ROCBUILD_CACHE) {
         return Some(c);
     }
-    if cfg!(windows) {
-        if let Some(l) = var("LOCALAPPDATA") {
-            return Some(l.join("rocbuild"));
-        }
-    }
-    if let Some(x) = var("XDG_CACHE_HOME") {
-        return Some(x.join("rocbuild"));
-    }
-    var("HOME").map(|h| h.join(".cache").join("rocbuild"))
+    rules()
+        .cache_bases()
+        .iter()
+        .find_map(|(k, under)| var(k).map(|d| under.iter().fold(d, |d, p| d.join(p))))
+        .map(|d| d.join("rocbuild"))
+}
+
+fn rules() -> &'static dyn rocbuild_probe::PlatformRules {
+    rocbuild_probe::Os::current().rules()
 }
 
 fn var(k: &str) -> Option<std::path::PathBuf> {
@@ -74,18 +74,10 @@ fn var(k: &str) -> Option<std::path::PathBuf> {
 /// Home and per-user config directories for `rocbuild schedule`: `$HOME` (`%USERPROFILE%`),
 /// and `$XDG_CONFIG_HOME` else `~/.config` (`%APPDATA%` on Windows). Tests redirect both.
 pub fn user_dirs() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
-    let home = var("HOME").or_else(|| {
-        if cfg!(windows) {
-            var("USERPROFILE")
-        } else {
-            None
-        }
-    })?;
-    let config = if cfg!(windows) {
-        var("APPDATA").unwrap_or_else(|| home.join("AppData").join("Roaming"))
-    } else {
-        var("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config"))
-    };
+    let home = rules().home_vars().iter().find_map(|k| var(k))?;
+    let (config_var, in_home) = rules().config_base();
+    let config =
+        var(config_var).unwrap_or_else(|| in_home.iter().fold(home.clone(), |d, p| d.join(p)));
     Some((home, config))
 }
 
@@ -96,11 +88,11 @@ pub fn cache(g: &crate::cli::Global) -> miette::Result<std::path::PathBuf> {
     let dir = match g.cache.clone().or_else(cache_dir) {
         Some(d) => d,
         None => {
-            let vars = if cfg!(windows) {
-                "ROCBUILD_CACHE, LOCALAPPDATA, XDG_CACHE_HOME and HOME are"
-            } else {
-                "ROCBUILD_CACHE, XDG_CACHE_HOME and HOME are"
-            };
+            let names: Vec<&str> = rules().cache_bases().iter().map(|(k, _)| *k).collect();
+            let vars = format!(
+                "{ROCBUILD_CACHE}, {} are",
+                names.join(", ").replacen(", HOME", " and HOME", 1)
+            );
             return Err(miette::miette!(
                 code = "rocbuild::settings::no_cache",
                 help = "set ROCBUILD_CACHE=DIR (or HOME), or pass --cache DIR",

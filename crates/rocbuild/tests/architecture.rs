@@ -48,7 +48,12 @@ fn sources() -> Vec<Source> {
                 continue;
             }
             let text = std::fs::read_to_string(&p).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            // Code only: stop at the unit tests' module (a test-only item earlier is code).
+            let code = text
+                .split("#[cfg(test)]\nmod ")
+                .next()
+                .and_then(|c| c.split("#[cfg(test)]\npub(crate) mod ").next())
+                .unwrap_or("");
             let lines = code
                 .lines()
                 .enumerate()
@@ -417,7 +422,7 @@ fn the_routes_name_real_functions() {
 /// The files outside the platform module that name an OS themselves (`Os::Windows`,
 /// `cfg!(windows)`, `#[cfg(unix)]`, …), as many as the page says: a new one is a rule for
 /// `PlatformRules`, or this number and the page change with a reason; one fewer, both go down.
-const FILES_NAMING_AN_OS: usize = 47;
+const FILES_NAMING_AN_OS: usize = 17;
 
 #[test]
 fn os_names_do_not_spread_beyond_the_platform_module() {
@@ -440,7 +445,7 @@ fn os_names_do_not_spread_beyond_the_platform_module() {
     );
     let outside: Vec<&String> = found
         .keys()
-        .filter(|f| *f != "crates/rocbuild-probe/src/platform.rs")
+        .filter(|f| !f.starts_with("crates/rocbuild-platform/"))
         .collect();
     let doc = read("docs/architecture.md");
     assert!(

@@ -20,11 +20,7 @@ pub fn core_major(file_name: &str) -> Option<u32> {
 
 /// libavutil's file name for an avutil major on `os`.
 fn avutil_name(os: Os, avutil_major: u32) -> String {
-    match os {
-        Os::Linux => format!("libavutil.so.{avutil_major}"),
-        Os::Macos => format!("libavutil.{avutil_major}.dylib"),
-        Os::Windows => format!("avutil-{avutil_major}.dll"),
-    }
+    os.rules().versioned_lib_name("avutil", avutil_major)
 }
 
 /// FFmpeg majors whose libavutil is in one of `dirs` (first directory wins), major -> path.
@@ -51,41 +47,21 @@ pub fn search_dirs(
     library_path: &[PathBuf],
     path: &[PathBuf],
 ) -> Vec<PathBuf> {
+    // Windows: users copy FFmpeg's DLLs next to the core library; TorchCodec also adds the
+    // directory of `ffmpeg.exe` found on PATH. rocbuild's DLL preload hook adds its
+    // directories (`library_path` here).
+    let rules = os.rules();
+    let own_and_path = rules.searches_own_dir_and_path();
     let mut dirs: Vec<PathBuf> = Vec::new();
-    match os {
-        Os::Linux => {
-            dirs.extend(library_path.iter().cloned());
-            dirs.extend(ffmpeg_lib.map(Path::to_path_buf));
-            for d in [
-                "/lib/x86_64-linux-gnu",
-                "/usr/lib/x86_64-linux-gnu",
-                "/lib/aarch64-linux-gnu",
-                "/usr/lib/aarch64-linux-gnu",
-                "/lib64",
-                "/usr/lib64",
-                "/lib",
-                "/usr/lib",
-                "/usr/local/lib",
-            ] {
-                dirs.push(PathBuf::from(d));
-            }
-        }
-        Os::Macos => {
-            dirs.extend(library_path.iter().cloned());
-            dirs.extend(ffmpeg_lib.map(Path::to_path_buf));
-            dirs.push("/opt/homebrew/lib".into());
-            dirs.push("/usr/local/lib".into());
-        }
-        Os::Windows => {
-            // Users copy FFmpeg's DLLs next to the core library; TorchCodec also adds the
-            // directory of `ffmpeg.exe` found on PATH.
-            // rocbuild's DLL preload hook adds its directories (`library_path` here).
-            dirs.push(package_dir.to_path_buf());
-            dirs.extend(library_path.iter().cloned());
-            dirs.extend(ffmpeg_lib.map(Path::to_path_buf));
-            dirs.extend(path.iter().cloned());
-        }
+    if own_and_path {
+        dirs.push(package_dir.to_path_buf());
     }
+    dirs.extend(library_path.iter().cloned());
+    dirs.extend(ffmpeg_lib.map(Path::to_path_buf));
+    if own_and_path {
+        dirs.extend(path.iter().cloned());
+    }
+    dirs.extend(rules.system_library_dirs().iter().map(PathBuf::from));
     dirs
 }
 
@@ -144,11 +120,7 @@ pub fn check(subject: &Subject, f: &FfmpegFacts) -> Vec<Finding> {
                 ),
             )
             .why("every core library needs FFmpeg's shared libraries (libavutil and friends), and the loader finds none")
-            .fix(match f.os {
-                Os::Linux => "install FFmpeg (Debian/Ubuntu: apt-get install ffmpeg), then run doctor again",
-                Os::Macos => "brew install ffmpeg, then run doctor again",
-                Os::Windows => "install a *shared* FFmpeg build and put its bin directory on PATH",
-            })
+            .fix(f.os.rules().ffmpeg_install_hint())
             .breaks(Breaks::MissingLibrary),
         );
     } else if usable.is_empty() {
@@ -189,9 +161,10 @@ pub fn check(subject: &Subject, f: &FfmpegFacts) -> Vec<Finding> {
             .details(details),
         );
     }
-    if f.os == Os::Windows {
+    // TorchCodec adds the directory of the `ffmpeg` on PATH where the loader searches PATH.
+    if f.os.rules().searches_own_dir_and_path() {
         if let Some(dir) = f.ffmpeg_exe_dir {
-            let shared = (56..=61).any(|m| dir.join(avutil_name(Os::Windows, m)).exists());
+            let shared = (56..=61).any(|m| dir.join(avutil_name(f.os, m)).exists());
             if !shared {
                 out.push(
                     Finding::new(

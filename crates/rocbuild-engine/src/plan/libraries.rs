@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use rocbuild_probe::{Machine, Os};
+use rocbuild_probe::Machine;
 use rocbuild_recipe::Recipe;
 use serde::Serialize;
 
@@ -30,7 +30,7 @@ pub fn found(recipe: &Recipe, machine: &Machine, backend: &str) -> Vec<OptionalL
     let mut out = Vec::new();
     if let (true, Some(root)) = (recipe.uses("mkl"), &machine.host.toolkits.mkl_root) {
         let (used, why) = match machine.target.platform.os {
-            Os::Linux => (
+            os if os.rules().gnu_cxx() => (
                 true,
                 "Intel oneAPI MKL found: linked statically, with GNU OpenMP".to_string(),
             ),
@@ -90,6 +90,7 @@ pub fn used(libs: &[OptionalLibrary]) -> Vec<&str> {
 mod tests {
     use super::*;
     use crate::plan::testing::recipe;
+    use rocbuild_probe::Os;
     use rocbuild_testkit::machine::cpu_machine;
 
     #[test]

@@ -37,11 +37,7 @@ impl Scratch {
 
 pub fn plan(host: Os, build_dir: &Path) -> Scratch {
     let dir = join(host, build_dir, &[".tmp"]);
-    let names: &[&str] = match host {
-        // GetTempPath reads TMP, then TEMP; MSVC, clang-cl and Python read either.
-        Os::Windows => &["TMP", "TEMP"],
-        _ => &["TMPDIR"],
-    };
+    let names = host.rules().temp_dir_vars();
     let env = names
         .iter()
         .map(|n| (n.to_string(), dir.display().to_string()))

@@ -13,25 +13,14 @@ fn cmake_path(p: &std::path::Path) -> String {
 /// The text of TorchConfig.cmake for `torch` on `os`.
 pub fn lite_config(os: Os, torch: &Torch) -> String {
     let lib = |name: &str| -> (String, Option<String>) {
-        match os {
-            Os::Linux => (
-                cmake_path(&join(os, &torch.lib, &[&format!("lib{name}.so")])),
-                None,
-            ),
-            Os::Macos => (
-                cmake_path(&join(os, &torch.lib, &[&format!("lib{name}.dylib")])),
-                None,
-            ),
-            Os::Windows => (
-                cmake_path(&join(os, &torch.lib, &[&format!("{name}.dll")])),
-                Some(cmake_path(&join(os, &torch.lib, &[&format!("{name}.lib")]))),
-            ),
-        }
+        let (shared, import) = os.rules().linked_shared_lib(name);
+        let at = |f: &str| cmake_path(&join(os, &torch.lib, &[f]));
+        (at(&shared), import.as_deref().map(at))
     };
     let inc = cmake_path(&torch.include);
-    let flags = match (os, torch.cxx11_abi) {
-        (Os::Windows, _) | (_, None) => String::new(),
-        (_, Some(abi)) => format!("-D_GLIBCXX_USE_CXX11_ABI={}", u8::from(abi)),
+    let flags = match (os.rules().gnu_cxx(), torch.cxx11_abi) {
+        (true, Some(abi)) => format!("-D_GLIBCXX_USE_CXX11_ABI={}", u8::from(abi)),
+        _ => String::new(),
     };
     let mut s = String::new();
     s.push_str(

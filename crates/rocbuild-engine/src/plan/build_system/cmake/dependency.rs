@@ -153,7 +153,7 @@ fn one(
     let build_dir = join(ctx.host_os, &dir, &["build"]);
     let prefix = join(ctx.host_os, &dir, &["prefix"]);
     define.insert("CMAKE_INSTALL_PREFIX".into(), prefix.display().to_string());
-    if os == Os::Windows {
+    if os.rules().path_separator() != '/' {
         for v in define.values_mut() {
             *v = v.replace('\\', "/");
         }

@@ -247,8 +247,8 @@ pub fn tags(version: &str, ext_suffix: &str, platform: &str, os: Os) -> Tags {
     } else {
         ""
     };
-    let platform = match (os, platform) {
-        (Os::Windows, "") => "win-amd64",
+    let platform = match (os.rules().default_platform_tag(), platform) {
+        (Some(tag), "") => tag,
         (_, p) => p,
     };
     Tags::new(version, abiflags, platform)

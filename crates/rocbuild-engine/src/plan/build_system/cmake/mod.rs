@@ -9,7 +9,7 @@ pub mod extension;
 
 use std::collections::BTreeMap;
 
-use rocbuild_probe::{Flavor, Machine, Os};
+use rocbuild_probe::{Flavor, Machine};
 use rocbuild_recipe::TorchCmake;
 
 use super::{BuildSystem, Inputs, Steps, Titles};
@@ -114,7 +114,8 @@ impl BuildSystem for Cmake {
         define
             .entry("CMAKE_CXX_COMPILER".into())
             .or_insert(i.toolset.cxx.display().to_string());
-        if os == Os::Windows {
+        // MSVC's resource compiler, found with cl.exe (so only for a Windows build).
+        {
             if let Some(rc) = i
                 .machine
                 .host
@@ -172,7 +173,7 @@ impl BuildSystem for Cmake {
         );
         let prefix = join(i.ctx.host_os, &build_dir, &["rocbuild-prefix"]);
         define.insert("CMAKE_INSTALL_PREFIX".into(), prefix.display().to_string());
-        if os == Os::Windows {
+        if os.rules().path_separator() != '/' {
             // CMake reads `\` in a -D value as an escape in some contexts: forward slashes only.
             for v in define.values_mut() {
                 *v = v.replace('\\', "/");
@@ -331,8 +332,9 @@ pub fn compose_user_define(name: &str, ours: Option<&str>, user: &str) -> String
 
 /// MSVC's environment (INCLUDE, LIB, PATH) for a Windows build; empty elsewhere.
 pub fn msvc_env(machine: &Machine) -> BTreeMap<String, String> {
-    match (&machine.target.platform.os, &machine.host.tools.msvc) {
-        (Os::Windows, Some(m)) => {
+    // MSVC is found for a Windows build only (`Tools::msvc`).
+    match &machine.host.tools.msvc {
+        Some(m) => {
             let mut env = m.env.clone();
             // setuptools: use the environment as set up instead of looking for MSVC again.
             env.insert("DISTUTILS_USE_SDK".into(), "1".into());
@@ -349,6 +351,7 @@ mod tests {
     use crate::plan::testing::{ctx, recipe};
     use crate::plan::{source, tools, torch_cmake, vars};
     use crate::toolchain;
+    use rocbuild_probe::Os;
     use rocbuild_testkit::machine::cpu_machine;
     use rocbuild_venv::BuildOptions;
 

@@ -1,12 +1,26 @@
-//! The per-OS rules, in one place, behind one trait chosen from an [`Os`] value at run time
-//! (so every OS's rules run in tests on any host): file suffixes, a venv's layout read from its
-//! files (root, site-packages, interpreter, scripts; Linux/macOS/Windows venvs and conda envs),
-//! the loader's search variable and how installed libraries find their dependencies. No other
-//! file spells `Scripts`, `Lib/site-packages` or `lib/pythonX.Y` (a test checks).
+//! Every OS difference rocbuild knows, in one crate.
+//!
+//! - The rules of a *target* OS, as values: one trait, [`PlatformRules`], with an
+//!   implementation per OS ([`linux`], [`macos`], [`windows`]) chosen from an [`Os`] value at
+//!   run time, so every OS's rules run in tests on any host (a Windows plan is made on Linux).
+//!   File suffixes, a venv's layout read from its files (root, site-packages, interpreter,
+//!   scripts; Linux/macOS/Windows venvs and conda envs), the loader's search rules and how
+//!   installed libraries find their dependencies, and the words a user of that OS is told. No
+//!   other file spells `Scripts`, `Lib/site-packages` or `lib/pythonX.Y` (a test checks).
+//! - The calls *this host* makes to its own OS ([`host`], [`signal`]): links, permission bits,
+//!   process groups, file locks and sharing, signals. They are chosen when rocbuild is
+//!   compiled (`#[cfg]`), so the rest of the workspace never is.
+//!
+//! A file elsewhere that names an OS is counted by the architecture test (at most 8, each
+//! with its reason in a comment).
+
+pub mod host;
+mod linux;
+mod macos;
+pub mod signal;
+mod windows;
 
 use std::path::{Path, PathBuf};
-
-use crate::Os;
 
 /// How an installed native library finds the libraries it needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +36,51 @@ pub enum LinkMethod {
 /// What differs between operating systems, for the files rocbuild reads and writes.
 pub trait PlatformRules: Sync {
     fn os(&self) -> Os;
+    /// `linux`, `macos`, `windows`: the name in recipes, plans and `--machine` files.
+    fn name(&self) -> &'static str;
+    /// The command a user of this OS types to remove one file (`rm '…'`, `del "…"`).
+    fn remove_file_command(&self, path: &Path) -> String;
+    /// Where a per-user cache goes, first set variable first: the variable and the folders
+    /// under it (`XDG_CACHE_HOME`, then `HOME` + `.cache`; `LOCALAPPDATA` first on Windows).
+    fn cache_bases(&self) -> &'static [(&'static str, &'static [&'static str])];
+    /// The variables naming the user's home, first set first.
+    fn home_vars(&self) -> &'static [&'static str];
+    /// The per-user config folder: its variable, else these folders under home.
+    fn config_base(&self) -> (&'static str, &'static [&'static str]);
+    /// The folder of a prefix that holds its shared libraries: `lib`, or `bin` where DLLs
+    /// live beside the programs that use them (Windows).
+    fn shared_lib_dir(&self) -> &'static str;
+    /// The file name of shared library `stem` of major `major` as its build systems name it
+    /// (`libavutil.so.58`, `libavutil.58.dylib`, `avutil-58.dll`).
+    fn versioned_lib_name(&self, stem: &str, major: u32) -> String;
+    /// What the linker is given for library `name`: the files to look for, in order
+    /// (`libz.so`, `libz.a`; `z.lib`, `libz.lib`).
+    fn link_file_names(&self, name: &str) -> Vec<String>;
+    /// A static library's file name (`libmkl_core.a`, `mkl_core.lib`).
+    fn static_lib_name(&self, name: &str) -> String;
+    /// What a program links against for shared library `name` and what is loaded at run
+    /// time: (the shared library, the import library where the linker takes another file).
+    fn linked_shared_lib(&self, name: &str) -> (String, Option<String>);
+    /// Whether a file with this name is a native library or extension module here.
+    fn is_native_name(&self, name: &str) -> bool;
+    /// The separator of this OS's paths.
+    fn path_separator(&self) -> char;
+    /// The variables naming the temporary directory, as its compilers read them.
+    fn temp_dir_vars(&self) -> &'static [&'static str];
+    /// Whether C++ here is GNU's (libstdc++ and its OpenMP, libgomp): what decides the
+    /// `_GLIBCXX_USE_CXX11_ABI` flag and MKL's GNU threading layer.
+    fn gnu_cxx(&self) -> bool;
+    /// The wheel platform tag when a venv names none (a Windows venv read from its files).
+    fn default_platform_tag(&self) -> Option<&'static str>;
+    /// The loader also searches the library's own folder and `PATH` (Windows' DLL search).
+    fn searches_own_dir_and_path(&self) -> bool;
+    /// The system's own library folders the loader searches last, in order.
+    fn system_library_dirs(&self) -> &'static [&'static str];
+    /// How a user of this OS installs a shared FFmpeg, in words.
+    fn ffmpeg_install_hint(&self) -> &'static str;
+    /// A Windows program cannot start from a path this long unless long paths are enabled
+    /// (MAX_PATH); None where there is no such limit.
+    fn program_path_limit(&self) -> Option<usize>;
     /// `""` or `".exe"`.
     fn exe_suffix(&self) -> &'static str;
     /// `.so`, `.dylib`, `.dll`.
@@ -48,120 +107,39 @@ pub trait PlatformRules: Sync {
     }
 }
 
-struct Linux;
-struct Macos;
-struct Windows;
+/// The operating systems rocbuild knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Os {
+    Linux,
+    Macos,
+    Windows,
+}
 
 impl Os {
+    /// The OS this rocbuild was compiled for.
+    pub fn current() -> Os {
+        if cfg!(windows) {
+            Os::Windows
+        } else if cfg!(target_os = "macos") {
+            Os::Macos
+        } else {
+            Os::Linux
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        self.rules().name()
+    }
     /// This OS's rules.
     pub fn rules(self) -> &'static dyn PlatformRules {
         match self {
-            Os::Linux => &Linux,
-            Os::Macos => &Macos,
-            Os::Windows => &Windows,
+            Os::Linux => &linux::Linux,
+            Os::Macos => &macos::Macos,
+            Os::Windows => &windows::Windows,
         }
     }
-}
-
-impl PlatformRules for Linux {
-    fn os(&self) -> Os {
-        Os::Linux
-    }
-    fn exe_suffix(&self) -> &'static str {
-        ""
-    }
-    fn shared_lib_suffix(&self) -> &'static str {
-        ".so"
-    }
-    fn extension_suffix(&self) -> &'static str {
-        ".so"
-    }
-    fn scripts_dir(&self) -> &'static str {
-        "bin"
-    }
-    fn library_search_var(&self) -> &'static str {
-        "LD_LIBRARY_PATH"
-    }
-    fn path_list_separator(&self) -> &'static str {
-        ":"
-    }
-    fn link_method(&self) -> LinkMethod {
-        LinkMethod::Runpath
-    }
-    fn site_packages(&self, root: &Path) -> Option<PathBuf> {
-        unix_site_packages(root)
-    }
-}
-
-impl PlatformRules for Macos {
-    fn os(&self) -> Os {
-        Os::Macos
-    }
-    fn exe_suffix(&self) -> &'static str {
-        ""
-    }
-    fn shared_lib_suffix(&self) -> &'static str {
-        ".dylib"
-    }
-    fn extension_suffix(&self) -> &'static str {
-        ".so"
-    }
-    fn scripts_dir(&self) -> &'static str {
-        "bin"
-    }
-    fn library_search_var(&self) -> &'static str {
-        "DYLD_LIBRARY_PATH"
-    }
-    fn path_list_separator(&self) -> &'static str {
-        ":"
-    }
-    fn link_method(&self) -> LinkMethod {
-        LinkMethod::LoaderPath
-    }
-    fn site_packages(&self, root: &Path) -> Option<PathBuf> {
-        unix_site_packages(root)
-    }
-}
-
-impl PlatformRules for Windows {
-    fn os(&self) -> Os {
-        Os::Windows
-    }
-    fn exe_suffix(&self) -> &'static str {
-        ".exe"
-    }
-    fn shared_lib_suffix(&self) -> &'static str {
-        ".dll"
-    }
-    fn extension_suffix(&self) -> &'static str {
-        ".pyd"
-    }
-    fn scripts_dir(&self) -> &'static str {
-        "Scripts"
-    }
-    fn library_search_var(&self) -> &'static str {
-        "PATH"
-    }
-    fn path_list_separator(&self) -> &'static str {
-        ";"
-    }
-    fn link_method(&self) -> LinkMethod {
-        LinkMethod::Preload
-    }
-    /// `Lib\site-packages` (a venv and a conda env alike).
-    fn site_packages(&self, root: &Path) -> Option<PathBuf> {
-        let p = windows_site_packages(root);
-        p.is_dir().then_some(p)
-    }
-    /// `Scripts\python.exe` in a venv; a conda env keeps `python.exe` at its root.
-    fn venv_python(&self, root: &Path) -> PathBuf {
-        let scripts = self.venv_executable(root, "python");
-        if scripts.exists() {
-            scripts
-        } else {
-            root.join("python.exe")
-        }
-    }
+    /// Every OS rocbuild knows, Linux first.
+    pub const ALL: [Os; 3] = [Os::Linux, Os::Macos, Os::Windows];
 }
 
 /// Where a Windows venv's site-packages is, whether it is there or not (`Lib\site-packages`).
@@ -174,7 +152,7 @@ pub fn windows_site_packages(root: &Path) -> PathBuf {
 /// `sysconfig` gives even when an older Python left another `lib/python*` behind. A
 /// free-threaded build's is `python3.13t`. Without a `pyvenv.cfg` (a conda env), the newest
 /// `lib/python*/site-packages`.
-fn unix_site_packages(root: &Path) -> Option<PathBuf> {
+pub(crate) fn unix_site_packages(root: &Path) -> Option<PathBuf> {
     if let Some((maj, min)) = pyvenv_version(root) {
         return [format!("python{maj}.{min}"), format!("python{maj}.{min}t")]
             .into_iter()
@@ -231,6 +209,24 @@ pub fn any_venv_python(root: &Path) -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
+/// Join path parts with the separator of `os` (a Windows plan made on Linux shows `\`).
+pub fn join(os: Os, base: &Path, parts: &[&str]) -> PathBuf {
+    if os == Os::Windows {
+        let mut s = base
+            .display()
+            .to_string()
+            .trim_end_matches(['\\', '/'])
+            .to_string();
+        for p in parts {
+            s.push('\\');
+            s.push_str(&p.replace('/', "\\"));
+        }
+        PathBuf::from(s)
+    } else {
+        parts.iter().fold(base.to_path_buf(), |acc, p| acc.join(p))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,7 +248,7 @@ mod tests {
         }
     }
 
-    /// No file of the workspace's crates but this one spells a venv's layout.
+    /// No file of the workspace's crates but this crate's spells a venv's layout.
     #[test]
     fn no_other_file_spells_a_venv_layout() {
         let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -267,7 +263,8 @@ mod tests {
                     }
                     continue;
                 }
-                if p.ends_with("platform.rs") || p.extension().is_none_or(|x| x != "rs") {
+                let here = p.components().any(|c| c.as_os_str() == "rocbuild-platform");
+                if here || p.extension().is_none_or(|x| x != "rs") {
                     continue;
                 }
                 let text = std::fs::read_to_string(&p).unwrap();
