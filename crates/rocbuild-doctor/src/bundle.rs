@@ -126,21 +126,29 @@ fn destination(file: &Path, name: &str, loader_dest: Option<&Path>) -> PathBuf {
 /// option.
 fn venv_runtime_dirs(files: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    for f in files {
+    // Only where libraries are found through preload hooks (DLLs) does wheel data hold them.
+    let preload = rocbuild_probe::Os::ALL
+        .into_iter()
+        .map(|o| o.rules())
+        .filter(|r| r.link_method() == rocbuild_probe::LinkMethod::Preload);
+    for (f, rules) in files
+        .iter()
+        .flat_map(|f| preload.clone().map(move |r| (f, r)))
+    {
         let f = linkage::absolute(f);
-        // A venv, or a Windows Python directory used as one (the embeddable distribution:
+        // A venv, or a Python directory used as one (the Windows embeddable distribution:
         // python.exe, its DLLs and Lib\site-packages, no pyvenv.cfg).
-        let windows = rocbuild_probe::Os::Windows.rules();
+        let python = format!("python{}", rules.exe_suffix());
         let Some(root) = f.ancestors().find(|a| {
             a.join("pyvenv.cfg").is_file()
-                || (a.join("python.exe").is_file() && windows.site_packages(a).is_some())
+                || (a.join(&python).is_file() && rules.site_packages(a).is_some())
         }) else {
             continue;
         };
-        let scripts = root.join(windows.scripts_dir());
+        let scripts = root.join(rules.scripts_dir());
         // And the directories rocbuild's DLL preload hooks there add (an SDK's, Intel's
         // OpenMP runtime in the venv's Library\bin): the package finds its DLLs there.
-        let hooks = windows
+        let hooks = rules
             .site_packages(root)
             .map(|site| crate::doctor::preload_hook_dirs(&site))
             .unwrap_or_default();

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rocbuild_probe::{Machine, Os};
+use rocbuild_probe::{LinkMethod, Machine, Os};
 use serde::Serialize;
 
 use crate::error::DoctorError;
@@ -257,6 +257,7 @@ pub(crate) fn variant_major(file: &str) -> Option<u32> {
 fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reader) -> Examiner<'a> {
     let site = &machine.target.python.site_packages;
     let os = machine.target.platform.os;
+    let preload = os.rules().link_method() == LinkMethod::Preload;
     let torch = machine.target.torch.as_ref();
     // A venv for another OS than this host's: its Python cannot run here.
     let foreign = os != Os::current() || !machine.target.python.exe.is_file();
@@ -282,14 +283,16 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
         machine,
         opts,
         reader,
-        python: if os == Os::Windows || !machine.target.python.exe.is_file() {
+        // The interpreter's own libraries are read from its ELF or Mach-O needs; a DLL binds
+        // by name to what is loaded (the Preload world), so there is nothing to read.
+        python: if preload || !machine.target.python.exe.is_file() {
             Vec::new()
         } else {
             linkage::python_runtime(&machine.target.python.exe, reader)
         },
         torch_libs,
         torch_deps,
-        driver_majors: (os == Os::Windows && !foreign)
+        driver_majors: (os.rules().driver_ships_hip_runtime() && !foreign)
             .then(|| {
                 rocbuild_probe::driver_runtime_majors(&rocbuild_probe::ProbeEnv::from_process(), os)
             })
@@ -341,7 +344,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         })
         .collect();
     // A Windows venv on another host runs under Wine when there is one.
-    let wine = (os == Os::Windows && Os::current() != Os::Windows && opts.load_test)
+    let wine = (os != Os::current() && os.rules().runs_under_wine() && opts.load_test)
         .then(rocbuild_probe::cross::find_wine)
         .flatten()
         .filter(|_| machine.target.python.exe.is_file());
@@ -421,7 +424,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
 /// is imported, searched as `add_dll_directory` directories are.
 fn with_preload_dirs(opts: &DoctorOptions, site: &Path, os: Os) -> DoctorOptions {
     let mut opts = opts.clone();
-    if os != Os::Windows {
+    if os.rules().link_method() != LinkMethod::Preload {
         return opts;
     }
     for p in preload_hook_dirs(site) {

@@ -1,5 +1,8 @@
 //! The checks that read files, for one package: FFmpeg, closure, flavor, missing libraries,
 //! ABI, GPU, staleness. No native code is loaded; the load test runs beside, in a child.
+//!
+//! Names an OS: the loader-search seam. Each OS's loader searches its own way (RUNPATH and
+//! ld.so, LC_RPATH and dyld, the DLL search order), and what doctor says uses that OS's words.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -12,6 +12,10 @@
 //! The OS rules are those of the files (ELF, Mach-O, PE), not of this host: a macOS venv is
 //! repaired from Linux. The edit is an install transaction (journal, backups, verify, commit):
 //! `status` sees pip overwriting it, `restore` gives pip's bytes back.
+//!
+//! Names an OS: the relinking seam. `doctor --repair` rewrites RUNPATHs, adds LC_RPATHs and re-
+//! signs, or writes a DLL preload hook; it also knows what Windows supplies itself
+//! (python3NN.dll, the MSVC runtime).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

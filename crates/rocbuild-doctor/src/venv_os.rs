@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rocbuild_native::Format;
 use rocbuild_probe::{Os, Python};
 
 use crate::package::{native_libraries, Subject};
@@ -16,7 +15,7 @@ pub fn os_of_files(site: &Path, names: &[String]) -> Option<Os> {
     let mut dirs: Vec<PathBuf> = vec![site.join("torch").join("lib")];
     dirs.extend(names.iter().map(|n| site.join(n)));
     for d in dirs {
-        for os in [Os::Linux, Os::Macos, Os::Windows] {
+        for os in Os::ALL {
             let s = Subject {
                 name: String::new(),
                 import_dir: d
@@ -33,11 +32,10 @@ pub fn os_of_files(site: &Path, names: &[String]) -> Option<Os> {
             };
             for f in native_libraries(site, &s, os) {
                 if let Some(format) = rocbuild_native::format_of(&f) {
-                    return Some(match format {
-                        Format::Elf => Os::Linux,
-                        Format::MachO => Os::Macos,
-                        Format::Pe => Os::Windows,
-                    });
+                    let name = format.to_string();
+                    return Os::ALL
+                        .into_iter()
+                        .find(|o| o.rules().binary_format() == name);
                 }
             }
         }

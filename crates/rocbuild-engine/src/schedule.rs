@@ -2,6 +2,9 @@
 //! machine's own scheduler: a systemd user timer (Linux), cron (Linux without systemd), a
 //! launchd agent (macOS), a Task Scheduler task (Windows). The files are pure functions of a
 //! [`Job`], so every kind is snapshot-tested on any host; only activation runs OS tools.
+//!
+//! Names an OS: the scheduling seam. launchd, schtasks, systemd timers and cron each belong to
+//! one OS.
 
 use std::path::{Path, PathBuf};
 

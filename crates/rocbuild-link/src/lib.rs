@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use rocbuild_probe::Os;
+use rocbuild_probe::{LinkMethod, Os};
 use serde::Serialize;
 
 use rocbuild_native::NativeError;
@@ -59,15 +59,15 @@ impl Link {
         finds: &[PathBuf],
         own: &[PathBuf],
     ) -> Link {
-        match os {
-            Os::Linux => Link::Runpath {
+        match os.rules().link_method() {
+            LinkMethod::Runpath => Link::Runpath {
                 entries: search_entries("$ORIGIN", dest, site, finds),
             },
-            Os::Macos => Link::MachO {
+            LinkMethod::LoaderPath => Link::MachO {
                 rpaths: search_entries("@loader_path", dest, site, finds),
                 resign: true,
             },
-            Os::Windows => {
+            LinkMethod::Preload => {
                 let module = format!("_rocbuild_preload_{}", recipe.replace('-', "_"));
                 let key = |p: &Path| p.display().to_string().to_lowercase().replace('/', "\\");
                 let own: Vec<String> = own.iter().map(|p| key(p)).collect();

@@ -33,6 +33,20 @@ pub enum LinkMethod {
     Preload,
 }
 
+/// Where a build looks for system headers and libraries (after the venv's and the
+/// variables every compiler reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevSearch {
+    /// Prefixes holding `include/` and `lib/`, first first.
+    pub prefixes: &'static [&'static str],
+    /// Debian-style multiarch folders (`include/<triplet>`, `lib/<triplet>`) and `lib64`.
+    pub multiarch: bool,
+    /// A folder under each prefix whose subfolders are prefixes too (Homebrew's `opt`).
+    pub kegs: Option<&'static str>,
+    /// The variables listing include and library folders (MSVC's `INCLUDE`, `LIB`).
+    pub compiler_vars: Option<(&'static str, &'static str)>,
+}
+
 /// What differs between operating systems, for the files rocbuild reads and writes.
 pub trait PlatformRules: Sync {
     fn os(&self) -> Os;
@@ -81,6 +95,27 @@ pub trait PlatformRules: Sync {
     /// A Windows program cannot start from a path this long unless long paths are enabled
     /// (MAX_PATH); None where there is no such limit.
     fn program_path_limit(&self) -> Option<usize>;
+    /// The object-file format of its programs and libraries, as `rocbuild_native::Format`
+    /// shows it (`ELF`, `Mach-O`, `PE`).
+    fn binary_format(&self) -> &'static str;
+    /// Where a build looks for system headers and libraries.
+    fn dev_search(&self) -> DevSearch;
+    /// The 32-bit Program Files folder's variable and its usual value, where there is one.
+    fn program_files_x86(&self) -> Option<(&'static str, &'static str)>;
+    /// Intel oneAPI MKL's usual roots: absolute, or under [`Self::program_files_x86`].
+    fn oneapi_mkl_dirs(&self) -> &'static [&'static str];
+    /// Whether the GPU driver installs the HIP runtime itself (Windows: `amdhip64_N.dll` in
+    /// System32), so that the driver's runtime major is a fact to check against.
+    fn driver_ships_hip_runtime(&self) -> bool;
+    /// Whether this OS's programs run under Wine on another host.
+    fn runs_under_wine(&self) -> bool;
+    /// The variables naming a ROCm/HIP SDK, the conventional one first.
+    fn rocm_env_vars(&self) -> [&'static str; 2];
+    /// How a user of this OS installs a ROCm/HIP SDK, in words.
+    fn rocm_install_hint(&self) -> &'static str;
+    /// Where a venv's or conda env's packaged C libraries go under its root (`Library` on
+    /// Windows: intel-openmp, mkl-static); None where they go at the root.
+    fn env_data_prefix(&self) -> Option<&'static str>;
     /// `""` or `".exe"`.
     fn exe_suffix(&self) -> &'static str;
     /// `.so`, `.dylib`, `.dll`.

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{unix_site_packages, LinkMethod, Os, PlatformRules};
+use crate::{unix_site_packages, DevSearch, LinkMethod, Os, PlatformRules};
 
 pub(crate) struct Linux;
 
@@ -81,6 +81,38 @@ impl PlatformRules for Linux {
     }
     fn program_path_limit(&self) -> Option<usize> {
         None
+    }
+    fn driver_ships_hip_runtime(&self) -> bool {
+        false
+    }
+    fn runs_under_wine(&self) -> bool {
+        false
+    }
+    fn rocm_env_vars(&self) -> [&'static str; 2] {
+        ["$ROCM_PATH", "$HIP_PATH"]
+    }
+    fn rocm_install_hint(&self) -> &'static str {
+        "install ROCm (/opt/rocm-X.Y.Z from AMD's packages, or Debian/Ubuntu's hipcc + rocm-device-libs + libamdhip64-dev), or set ROCM_PATH to an SDK root"
+    }
+    fn env_data_prefix(&self) -> Option<&'static str> {
+        None
+    }
+    fn binary_format(&self) -> &'static str {
+        "ELF"
+    }
+    fn dev_search(&self) -> DevSearch {
+        DevSearch {
+            prefixes: &["/usr/local", "/usr"],
+            multiarch: true,
+            kegs: None,
+            compiler_vars: None,
+        }
+    }
+    fn program_files_x86(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
+    fn oneapi_mkl_dirs(&self) -> &'static [&'static str] {
+        &["/opt/intel/oneapi/mkl/latest", "/opt/intel/mkl"]
     }
     fn exe_suffix(&self) -> &'static str {
         ""

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{unix_site_packages, LinkMethod, Os, PlatformRules};
+use crate::{unix_site_packages, DevSearch, LinkMethod, Os, PlatformRules};
 
 pub(crate) struct Macos;
 
@@ -67,6 +67,38 @@ impl PlatformRules for Macos {
     }
     fn program_path_limit(&self) -> Option<usize> {
         None
+    }
+    fn driver_ships_hip_runtime(&self) -> bool {
+        false
+    }
+    fn runs_under_wine(&self) -> bool {
+        false
+    }
+    fn rocm_env_vars(&self) -> [&'static str; 2] {
+        ["$ROCM_PATH", "$HIP_PATH"]
+    }
+    fn rocm_install_hint(&self) -> &'static str {
+        "ROCm does not exist for macOS: build with --backend cpu"
+    }
+    fn env_data_prefix(&self) -> Option<&'static str> {
+        None
+    }
+    fn binary_format(&self) -> &'static str {
+        "Mach-O"
+    }
+    fn dev_search(&self) -> DevSearch {
+        DevSearch {
+            prefixes: &["/opt/homebrew", "/usr/local"],
+            multiarch: false,
+            kegs: Some("opt"),
+            compiler_vars: None,
+        }
+    }
+    fn program_files_x86(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
+    fn oneapi_mkl_dirs(&self) -> &'static [&'static str] {
+        &["/opt/intel/oneapi/mkl/latest", "/opt/intel/mkl"]
     }
     fn exe_suffix(&self) -> &'static str {
         ""

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{windows_site_packages, LinkMethod, Os, PlatformRules};
+use crate::{windows_site_packages, DevSearch, LinkMethod, Os, PlatformRules};
 
 pub(crate) struct Windows;
 
@@ -73,6 +73,38 @@ impl PlatformRules for Windows {
     }
     fn program_path_limit(&self) -> Option<usize> {
         Some(260)
+    }
+    fn driver_ships_hip_runtime(&self) -> bool {
+        true
+    }
+    fn runs_under_wine(&self) -> bool {
+        true
+    }
+    fn rocm_env_vars(&self) -> [&'static str; 2] {
+        ["$HIP_PATH", "$ROCM_PATH"]
+    }
+    fn rocm_install_hint(&self) -> &'static str {
+        "install the AMD HIP SDK (C:\\Program Files\\AMD\\ROCm\\<version>) matching your driver's runtime, or TheRock's pip packages into the venv (pip install rocm-sdk-core rocm-sdk-devel, then rocm-sdk init)"
+    }
+    fn env_data_prefix(&self) -> Option<&'static str> {
+        Some("Library")
+    }
+    fn binary_format(&self) -> &'static str {
+        "PE"
+    }
+    fn dev_search(&self) -> DevSearch {
+        DevSearch {
+            prefixes: &[],
+            multiarch: false,
+            kegs: None,
+            compiler_vars: Some(("INCLUDE", "LIB")),
+        }
+    }
+    fn program_files_x86(&self) -> Option<(&'static str, &'static str)> {
+        Some(("ProgramFiles(x86)", r"C:\Program Files (x86)"))
+    }
+    fn oneapi_mkl_dirs(&self) -> &'static [&'static str] {
+        &[r"Intel\oneAPI\mkl\latest"]
     }
     fn exe_suffix(&self) -> &'static str {
         ".exe"

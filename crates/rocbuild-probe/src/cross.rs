@@ -4,12 +4,18 @@
 //! running it (version from `pyvenv.cfg` or `pythonXY.dll`, headers and import library from
 //! the base install or `--python-headers`), and [`cross_windows`] finds the LLVM tools, the
 //! MSVC + Windows SDK sysroot and Wine that build and run Windows binaries on Linux.
+//!
+//! Names an OS: the one cross target. A Windows venv is built from a Linux host with clang-cl,
+//! lld-link and an MSVC sysroot, and run under Wine.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{HostPip, Installer, Os, ProbeEnv, ProbeError, Python};
+use crate::{
+    probe_tools, HostPip, Installer, Os, ProbeEnv, ProbeError, ProbeOptions, Python, Tool, Tools,
+    Venv,
+};
 
 /// The host tools that build for (and run) a Windows venv from another OS: clang-cl and
 /// lld-link with LLVM's librarian, resource compiler and manifest tool, all of one LLVM
@@ -498,6 +504,39 @@ pub fn check_windows_python(root: &Path, py: &Python) -> Result<(), ProbeError> 
         reason: "neither the venv nor its pyvenv.cfg `home` holds a pythonXY.dll".into(),
         help: "point --venv at a Windows venv whose base Python is reachable from this host (pyvenv.cfg's home, under /mnt/<drive> or Wine's Z:), or at a Windows Python directory itself (python.exe, pythonXY.dll, Lib\\site-packages)".into(),
     })
+}
+
+/// A venv of another OS than the host's: its Python from its files, and the host's tools
+/// for that OS (clang-cl, lld-link, … as the C and C++ compilers).
+pub(crate) fn probe_cross(
+    venv: &Venv,
+    opts: &ProbeOptions,
+) -> Result<(Python, Tools, Option<CrossWindows>), ProbeError> {
+    let windows = Os::Windows.rules();
+    let site = windows
+        .site_packages(&venv.root)
+        .unwrap_or_else(|| crate::platform::windows_site_packages(&venv.root));
+    let mut python = python_from_files(
+        &venv.root,
+        &site,
+        Os::Windows,
+        opts.python_headers.as_deref(),
+    );
+    check_windows_python(&venv.root, &python)?;
+    let (host, skipped) = host_pip(&python, &ProbeEnv::from_process());
+    python.installer.host = host;
+    python.installer.host_skipped = skipped;
+    let path = std::env::var_os("PATH");
+    let cross = cross_windows(path.as_deref(), opts.winsysroot.as_deref());
+    let mut tools = probe_tools();
+    let cl = cross.clang_cl.clone().map(|path| Tool {
+        version: Some(format!("clang-cl (LLVM {})", cross.llvm)),
+        path,
+    });
+    tools.cc = cl.clone();
+    tools.cxx = cl;
+    tools.msvc = None;
+    Ok((python, tools, Some(cross)))
 }
 
 #[cfg(test)]

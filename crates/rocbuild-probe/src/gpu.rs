@@ -5,6 +5,9 @@
 //! `rocm_agent_enumerator`, `rocminfo` (Linux) or `hipinfo` (Windows); the Linux KFD topology in
 //! sysfs. The first step that names a GPU wins. Note that every runtime-based step reports what
 //! `HSA_OVERRIDE_GFX_VERSION` makes the runtime say, while sysfs reports the real chip.
+//!
+//! Names an OS: asking the GPU. Linux has rocminfo, the KFD topology and amdgpu-arch; Windows
+//! has hipInfo.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

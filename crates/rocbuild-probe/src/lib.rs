@@ -618,7 +618,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let (python, tools, cross) = if os == host_os {
         (probe_python(&venv, os)?, probe_tools(), None)
     } else {
-        probe_cross(&venv, opts)?
+        cross::probe_cross(&venv, opts)?
     };
     let torch = probe_torch(&python.site_packages);
     // FFmpeg not found is a missing prerequisite the planner reports with the others; a
@@ -741,39 +741,6 @@ pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     machine.host.platform = host_platform;
     machine.host.cross = cross;
     Ok(machine)
-}
-
-/// A venv of another OS than the host's: its Python from its files, and the host's tools
-/// for that OS (clang-cl, lld-link, … as the C and C++ compilers).
-fn probe_cross(
-    venv: &Venv,
-    opts: &ProbeOptions,
-) -> Result<(Python, Tools, Option<CrossWindows>), ProbeError> {
-    let windows = Os::Windows.rules();
-    let site = windows
-        .site_packages(&venv.root)
-        .unwrap_or_else(|| platform::windows_site_packages(&venv.root));
-    let mut python = cross::python_from_files(
-        &venv.root,
-        &site,
-        Os::Windows,
-        opts.python_headers.as_deref(),
-    );
-    cross::check_windows_python(&venv.root, &python)?;
-    let (host, skipped) = cross::host_pip(&python, &ProbeEnv::from_process());
-    python.installer.host = host;
-    python.installer.host_skipped = skipped;
-    let path = std::env::var_os("PATH");
-    let cross = cross::cross_windows(path.as_deref(), opts.winsysroot.as_deref());
-    let mut tools = probe_tools();
-    let cl = cross.clang_cl.clone().map(|path| Tool {
-        version: Some(format!("clang-cl (LLVM {})", cross.llvm)),
-        path,
-    });
-    tools.cc = cl.clone();
-    tools.cxx = cl;
-    tools.msvc = None;
-    Ok((python, tools, Some(cross)))
 }
 
 /// One field of /etc/os-release (`ID`, `ID_LIKE`), unquoted.

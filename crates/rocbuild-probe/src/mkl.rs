@@ -34,24 +34,20 @@ pub fn find_mkl(env: &ProbeEnv, os: Os, cpu: &str, venv: Option<&Path>) -> Optio
     if let Some(r) = env.var("ONEAPI_ROOT") {
         candidates.push(Path::new(r).join("mkl").join("latest"));
     }
-    match os {
-        Os::Windows => {
-            let pf86 = env
-                .var("ProgramFiles(x86)")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(r"C:\Program Files (x86)"));
-            candidates.push(pf86.join(r"Intel\oneAPI\mkl\latest"));
+    let rules = os.rules();
+    match rules.program_files_x86() {
+        Some((var, default)) => {
+            let base = env
+                .var(var)
+                .map_or_else(|| PathBuf::from(default), PathBuf::from);
+            candidates.extend(rules.oneapi_mkl_dirs().iter().map(|d| base.join(d)));
         }
-        _ => {
-            candidates.push(env.unix("/opt/intel/oneapi/mkl/latest"));
-            candidates.push(env.unix("/opt/intel/mkl"));
-        }
+        None => candidates.extend(rules.oneapi_mkl_dirs().iter().map(|d| env.unix(d))),
     }
     if let Some(v) = venv {
-        candidates.push(if os == Os::Windows {
-            v.join("Library")
-        } else {
-            v.to_path_buf()
+        candidates.push(match os.rules().env_data_prefix() {
+            Some(d) => v.join(d),
+            None => v.to_path_buf(),
         });
     }
     candidates.into_iter().find(|c| is_mkl_root(c, os))

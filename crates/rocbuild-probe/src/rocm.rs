@@ -256,11 +256,7 @@ fn newest<'a>(sdks: impl Iterator<Item = &'a RocmSdk>) -> Option<&'a RocmSdk> {
 
 /// The environment variable a user sets to name their SDK, most conventional first per OS.
 fn env_preference(os: Os) -> [&'static str; 2] {
-    if os == Os::Windows {
-        ["$HIP_PATH", "$ROCM_PATH"]
-    } else {
-        ["$ROCM_PATH", "$HIP_PATH"]
-    }
+    os.rules().rocm_env_vars()
 }
 
 /// Choose the SDK to build with.
@@ -462,10 +458,6 @@ fn no_sdk_help(os: Os, sdks: &[RocmSdk]) -> String {
     } else {
         format!(" Candidates: {}.", found_list(sdks))
     };
-    let how = match os {
-        Os::Windows => "install the AMD HIP SDK (C:\\Program Files\\AMD\\ROCm\\<version>) matching your driver's runtime, or TheRock's pip packages into the venv (pip install rocm-sdk-core rocm-sdk-devel, then rocm-sdk init)",
-        Os::Linux => "install ROCm (/opt/rocm-X.Y.Z from AMD's packages, or Debian/Ubuntu's hipcc + rocm-device-libs + libamdhip64-dev), or set ROCM_PATH to an SDK root",
-        Os::Macos => "ROCm does not exist for macOS: build with --backend cpu",
-    };
+    let how = os.rules().rocm_install_hint();
     format!("{how}.{looked}")
 }

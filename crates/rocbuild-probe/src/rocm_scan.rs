@@ -9,6 +9,9 @@
 //! Debian's HIP is built for one LLVM among possibly several installed (`clang-15` and
 //! `clang-19` side by side): its compiler is that LLVM's clang, read from hipcc's own lookup,
 //! the hipcc package's dependencies, or the device libraries (`debian_hip_llvm`).
+//!
+//! Names an OS: finding ROCm SDKs. Linux has /opt/rocm and Debian's multiarch layout; Windows
+//! has the HIP SDK's Program Files layout; macOS has none.
 
 use std::path::{Path, PathBuf};
 

@@ -5,6 +5,9 @@
 //! `libamdhip64.so.7: undefined symbol: hsa_amd_…`), so the SDK must match its major. The
 //! major is in the file name on Windows and in the SONAME on Linux (read from the ELF, not
 //! from a symlink's name).
+//!
+//! Names an OS: finding the HIP runtime. On Windows the GPU driver installs it (System32,
+//! amdhip64_N.dll); on Linux it comes with the SDK or torch (libamdhip64.so.N); macOS has none.
 
 use std::path::{Path, PathBuf};
 

@@ -64,9 +64,9 @@ pub fn search_dirs(platform: &Platform, sdks: &[RocmSdk], venv: Option<&Path>) -
         d.include.push(v.join("include"));
         d.lib.push(v.join("lib"));
         // On Windows their data goes under `Library\` (intel-openmp, mkl-static, as conda).
-        if platform.os == Os::Windows {
-            d.include.push(v.join("Library").join("include"));
-            d.lib.push(v.join("Library").join("lib"));
+        if let Some(data) = platform.os.rules().env_data_prefix() {
+            d.include.push(v.join(data).join("include"));
+            d.lib.push(v.join(data).join("lib"));
         }
     }
     for v in ["CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"] {
@@ -96,36 +96,31 @@ pub fn search_dirs(platform: &Platform, sdks: &[RocmSdk], venv: Option<&Path>) -
             }
         }
     }
-    match platform.os {
-        Os::Linux => {
-            let triplet = format!("{}-linux-gnu", platform.arch);
-            for root in ["/usr/local", "/usr"] {
-                let root = Path::new(root);
-                d.include.push(root.join("include").join(&triplet));
-                d.include.push(root.join("include"));
-                d.lib.push(root.join("lib").join(&triplet));
-                d.lib.push(root.join("lib64"));
-                d.lib.push(root.join("lib"));
+    let dev = platform.os.rules().dev_search();
+    let triplet = dev
+        .multiarch
+        .then(|| format!("{}-linux-gnu", platform.arch));
+    for root in dev.prefixes.iter().map(Path::new) {
+        if let Some(t) = &triplet {
+            d.include.push(root.join("include").join(t));
+        }
+        d.include.push(root.join("include"));
+        if let Some(t) = &triplet {
+            d.lib.push(root.join("lib").join(t));
+            d.lib.push(root.join("lib64"));
+        }
+        d.lib.push(root.join("lib"));
+        // Keg-only formulae (libomp, openblas) live in opt/<name>.
+        if let Some(Ok(rd)) = dev.kegs.map(|k| std::fs::read_dir(root.join(k))) {
+            for e in rd.flatten() {
+                d.include.push(e.path().join("include"));
+                d.lib.push(e.path().join("lib"));
             }
         }
-        Os::Macos => {
-            for root in ["/opt/homebrew", "/usr/local"] {
-                let root = Path::new(root);
-                d.include.push(root.join("include"));
-                d.lib.push(root.join("lib"));
-                // Keg-only formulae (libomp, openblas) live in opt/<name>.
-                if let Ok(rd) = std::fs::read_dir(root.join("opt")) {
-                    for e in rd.flatten() {
-                        d.include.push(e.path().join("include"));
-                        d.lib.push(e.path().join("lib"));
-                    }
-                }
-            }
-        }
-        Os::Windows => {
-            d.include.extend(env_dirs("INCLUDE"));
-            d.lib.extend(env_dirs("LIB"));
-        }
+    }
+    if let Some((include, lib)) = dev.compiler_vars {
+        d.include.extend(env_dirs(include));
+        d.lib.extend(env_dirs(lib));
     }
     let mut seen = std::collections::BTreeSet::new();
     d.include.retain(|p| seen.insert(p.clone()));

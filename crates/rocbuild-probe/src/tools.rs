@@ -1,3 +1,7 @@
+//! Names an OS: MSVC is found through the `cc` crate's Windows registry lookup, which is
+//! compiled only for Windows, and install commands name each OS's package manager (apt, dnf,
+//! brew, winget).
+
 use std::path::Path;
 
 use crate::{Os, Platform, Tool, Tools};

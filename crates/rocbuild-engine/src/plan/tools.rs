@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use rocbuild_probe::{
-    install_command, install_command_with, package_family, Machine, Os, Prerequisite, Tool,
+    install_command, install_command_with, package_family, Machine, Prerequisite, Tool,
 };
 use rocbuild_recipe::{Recipe, Resolved};
 use serde::Serialize;
@@ -189,9 +189,11 @@ pub fn required(
             help,
         });
     }
-    if let (Os::Windows, true, Some(f)) = (machine.target.platform.os, needs.ffmpeg, ffmpeg) {
-        // The libraries load FFmpeg's DLLs at run time: a static build (or one without its
-        // bin/ directory) links but can never load (torchcodec issues 912, 1108, 1289).
+    let dlls_in_bin = machine.target.platform.os.rules().shared_lib_dir() == "bin";
+    if let (true, true, Some(f)) = (dlls_in_bin, needs.ffmpeg, ffmpeg) {
+        // The libraries load FFmpeg's DLLs at run time, from its bin/: a static build (or one
+        // without its bin/ directory) links but can never load (torchcodec issues 912, 1108,
+        // 1289).
         if f.bin.is_none() {
             return Err(EngineError::StaticFfmpeg {
                 dir: f.lib.display().to_string(),
@@ -463,6 +465,7 @@ fn cmake_version(text: &str) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rocbuild_probe::Os;
     use crate::plan::testing::recipe;
     use crate::toolchain;
     use rocbuild_testkit::machine::cpu_machine;
