@@ -528,7 +528,7 @@ fn fetch_and_build(
     let build_lock = crate::cache_lock::CacheLock::acquire(&plan.build_dir)?;
     fresh_scratch(&plan.scratch.dir)?;
     let session = match &plan.compiler_cache {
-        Some(c) => Some(crate::compiler_cache_run::Session::start(c, log)?),
+        Some(c) => Some(crate::compiler_cache::run::Session::start(c, log)?),
         None => None,
     };
     let build_env = |cmd: &crate::command::Command| {

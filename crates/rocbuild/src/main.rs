@@ -1,5 +1,5 @@
 //! rocbuild: the binary. clap structs (cli.rs), the settings layer (settings.rs), one file per
-//! group of commands (commands/), and the exit status. The work is in the library crates.
+//! command (commands/), dispatch and the exit status. The work is in the library crates.
 
 mod cli;
 #[macro_use]
@@ -15,7 +15,7 @@ use miette::{IntoDiagnostic, Result};
 use rocbuild_engine::Verbosity;
 use rocbuild_recipe::RecipeSet;
 
-use cli::{Cli, Command, FfmpegArgs, Global};
+use cli::{Cli, Command, Global};
 
 /// How a run ended, the one place exit codes are decided (docs/manual.md: "Exit status").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,22 +294,22 @@ fn exit_status_of(report: &miette::Report) -> ExitStatus {
 }
 
 fn dispatch(cli: Cli) -> Result<ExitStatus> {
-    use commands::{build, doctor, keep};
+    use commands::{build, clean, doctor, publish, rebuild, restore, schedule, status, wheel};
     let g = &cli.global;
     match cli.command {
-        Some(Command::Ffmpeg(a)) => ffmpeg(&a, g),
+        Some(Command::Ffmpeg(a)) => commands::ffmpeg::ffmpeg(&a, g),
         Some(Command::Recipes { variables, json }) => {
-            list_recipes(&load_recipes(g)?, variables, json, g)?;
+            commands::recipes::list_recipes(&load_recipes(g)?, variables, json, g)?;
             Ok(ExitStatus::Success)
         }
-        Some(Command::Status(a)) => keep::status(&load_recipes(g)?, &a, g),
-        Some(Command::Rebuild(a)) => keep::rebuild(&load_recipes(g)?, &a, g),
-        Some(Command::Schedule(a)) => keep::schedule(&a, g),
-        Some(Command::Restore(a)) => keep::restore(&a),
-        Some(Command::Wheel(a)) => keep::wheel(&a),
+        Some(Command::Status(a)) => status::status(&load_recipes(g)?, &a, g),
+        Some(Command::Rebuild(a)) => rebuild::rebuild(&load_recipes(g)?, &a, g),
+        Some(Command::Schedule(a)) => schedule::schedule(&a, g),
+        Some(Command::Restore(a)) => restore::restore(&a),
+        Some(Command::Wheel(a)) => wheel::wheel(&a),
         Some(Command::Test(a)) => commands::test::test(&load_recipes(g)?, &a, g),
-        Some(Command::Publish(a)) => keep::publish(&a, g),
-        Some(Command::Clean(a)) => keep::clean(&a, g),
+        Some(Command::Publish(a)) => publish::publish(&a, g),
+        Some(Command::Clean(a)) => clean::clean(&a, g),
         Some(Command::Doctor(a)) => doctor::doctor(&load_recipes(g)?, &a),
         Some(Command::Deps(a)) => doctor::deps(&a),
         Some(Command::Bundle(a)) => doctor::bundle(&a),
@@ -330,113 +330,8 @@ fn dispatch(cli: Cli) -> Result<ExitStatus> {
     }
 }
 
-/// `rocbuild ffmpeg`: the pinned shared FFmpeg for this platform (or `--url`/`--sha256`).
-fn ffmpeg(a: &FfmpegArgs, g: &Global) -> Result<ExitStatus> {
-    let cache = settings::cache(g)?;
-    let os = rocbuild_probe::Os::current();
-    let into = a
-        .into
-        .as_deref()
-        .map(std::path::absolute)
-        .transpose()
-        .into_diagnostic()?;
-    let req = rocbuild_fetch::FfmpegRequest {
-        url: a.url.as_deref(),
-        sha256: a.sha256.as_deref(),
-        major: a.major,
-        os: os.as_str(),
-        arch: std::env::consts::ARCH,
-        downloads: &cache.join("downloads"),
-        into: into.as_deref(),
-        ffmpeg_root: &cache.join("ffmpeg"),
-    };
-    let found = rocbuild_fetch::fetch_shared_ffmpeg(&rocbuild_fetch::FfmpegPins::builtin(), &req)?;
-    if a.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&found).into_diagnostic()?
-        );
-    } else {
-        outln!(
-            "FFmpeg {} (libavutil {}), shared, in {}",
-            found.major,
-            found.avutil_major,
-            found.root.display()
-        );
-        outln!(
-            "libraries: {} ({} files)",
-            found.lib_dir.display(),
-            found.libraries.len()
-        );
-        if !found.missing.is_empty() {
-            outln!(
-                "missing (TorchCodec needs them): {}",
-                found.missing.join(", ")
-            );
-        }
-        outln!(
-            "builds use it from now on (as if given --ffmpeg {}); another --ffmpeg DIR wins",
-            found.root.display()
-        );
-    }
-    // The FFmpeg for later builds (and so for the Windows preload hook).
-    let current = cache.join("ffmpeg").join(settings::CURRENT_FFMPEG);
-    fs_err::create_dir_all(cache.join("ffmpeg")).into_diagnostic()?;
-    fs_err::write(&current, found.root.display().to_string()).into_diagnostic()?;
-    Ok(ExitStatus::Success)
-}
-
 fn load_recipes(g: &Global) -> Result<RecipeSet> {
     Ok(RecipeSet::load(&settings::recipe_dirs(g))?)
-}
-
-fn list_recipes(set: &RecipeSet, variables: bool, json: bool, g: &Global) -> Result<()> {
-    // What upstream has beyond each recipe (issue 43): asked at most once a day per source.
-    let settings = settings::settings(g).ok();
-    let notice = |r: &rocbuild_recipe::Recipe| {
-        settings
-            .as_ref()
-            .and_then(|s| rocbuild_engine::upstream::notice_for(r, s))
-    };
-    if json {
-        let all: Vec<serde_json::Value> = set
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "name": r.name(),
-                    "description": r.raw.package.description,
-                    "file": r.file,
-                    "releases": r.releases(),
-                    "upstream": notice(r),
-                })
-            })
-            .collect();
-        outln!("{}", serde_json::to_string_pretty(&all).into_diagnostic()?);
-        return Ok(());
-    }
-    for r in set.iter() {
-        outln!("{} — {} ({})", r.name(), r.raw.package.description, r.file);
-        if let Some(n) = notice(r) {
-            outln!("  upstream: {}", n.line());
-        }
-        for rel in r.releases() {
-            let mut line = format!("  {:<10} torch {}", rel.version, rel.torch);
-            if !rel.default {
-                line.push_str("  [not a default]");
-            }
-            if let Some(n) = &rel.note {
-                line.push_str(&format!("  — {n}"));
-            }
-            outln!("{line}");
-        }
-    }
-    if variables {
-        outln!("\ntemplate variables:");
-        for (name, doc) in rocbuild_recipe::template::VARIABLES {
-            outln!("  {{{name}}}  {doc}");
-        }
-    }
-    Ok(())
 }
 
 pub(crate) fn verbosity(g: &Global) -> Verbosity {

@@ -10,7 +10,6 @@
 //! SDK) are fields of [`Plan`], never read back out of an argv or an environment.
 
 pub mod build_system;
-pub mod compiler_cache;
 pub mod cross;
 pub mod ffmpeg_pc;
 mod fingerprint;
@@ -18,7 +17,6 @@ pub mod hip_compat;
 mod install;
 mod libraries;
 mod needs;
-pub(crate) mod pip;
 pub mod prebuilt;
 mod python_part;
 mod release;
@@ -42,6 +40,7 @@ use rocbuild_venv::BuildOptions;
 use serde::Serialize;
 
 use crate::command::Command;
+use crate::compiler_cache;
 use crate::error::Result;
 use crate::paths::join;
 use crate::toolchain::{self, BackendPlan};

@@ -10,13 +10,13 @@ use rocbuild_recipe::{PythonFrom, Recipe, Resolved};
 use serde::Serialize;
 
 use super::build_system::cmake::{extension, msvc_env};
-use super::pip;
 use super::source::SourcePlan;
 use super::tools::ToolsPlan;
 use super::vars::expand;
 use crate::command::Command;
 use crate::error::Result;
 use crate::paths::join;
+use crate::pip;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PythonPart {

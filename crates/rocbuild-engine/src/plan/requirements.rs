@@ -15,10 +15,10 @@ use rocbuild_recipe::Recipe;
 use rocbuild_venv::BuildOptions;
 use serde::Serialize;
 
-use super::pip::{self, Pip};
 use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::paths::join;
+use crate::pip::{self, Pip};
 
 /// Where, below site-packages, pip's prefix for the requirements is (a plan for another OS
 /// joins the components with that OS's separator).

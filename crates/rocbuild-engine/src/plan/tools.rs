@@ -413,7 +413,7 @@ pub fn python_tools(
     let tools = if reqs.is_empty() {
         None
     } else {
-        let pip = super::pip::tools_installer(py, &format!("the build tools {}", reqs.join(" ")))?;
+        let pip = crate::pip::tools_installer(py, &format!("the build tools {}", reqs.join(" ")))?;
         let mut key: Vec<&str> = reqs.iter().map(String::as_str).collect();
         key.push(&py.version);
         let dir = join(
@@ -421,7 +421,7 @@ pub fn python_tools(
             cache,
             &["tools", &hash_hex(&key)[..16]],
         );
-        let install = super::pip::install_into(&pip, py, os, &dir, false)
+        let install = crate::pip::install_into(&pip, py, os, &dir, false)
             .arg("--quiet")
             .args(reqs.clone());
         Some(ToolsPlan {
@@ -465,9 +465,9 @@ fn cmake_version(text: &str) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocbuild_probe::Os;
     use crate::plan::testing::recipe;
     use crate::toolchain;
+    use rocbuild_probe::Os;
     use rocbuild_testkit::machine::cpu_machine;
 
     fn cpu_backend(r: &Recipe, m: &Machine) -> BackendPlan {

@@ -32,7 +32,7 @@ pub struct Settings {
     /// The FFmpeg `rocbuild ffmpeg` fetched last, used when no `--ffmpeg` is given.
     pub downloaded_ffmpeg: Option<PathBuf>,
     /// `--compiler-cache` and the cache engine's settings.
-    pub compiler_cache: crate::plan::compiler_cache::Request,
+    pub compiler_cache: crate::compiler_cache::Request,
     /// The environment, as far as a build depends on it.
     pub env: Environment,
     /// Ask the recipes' sources, once a day, for releases newer than the recipe's

@@ -72,10 +72,9 @@ pub fn publish(
             },
             Os::current(),
         )?;
-        let pip = crate::plan::pip::installer(&machine_py, "twine")?;
-        let install =
-            crate::plan::pip::install_into(&pip, &machine_py, Os::current(), &tools, false)
-                .args(["--quiet", TWINE]);
+        let pip = crate::pip::installer(&machine_py, "twine")?;
+        let install = crate::pip::install_into(&pip, &machine_py, Os::current(), &tools, false)
+            .args(["--quiet", TWINE]);
         run(&install, "install twine")?;
         fs_err::write(&ok, "").map_err(EngineError::io("write", &ok))?;
     }

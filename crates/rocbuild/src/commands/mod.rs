@@ -1,7 +1,16 @@
-//! One file per group of commands: each turns its arguments into one call of a library crate
-//! and renders the result.
+//! One file per command (`doctor.rs` holds doctor and its three siblings over one venv's
+//! native files: deps, bundle, repair): each turns its arguments into one call of a library
+//! crate and renders the result.
 
 pub mod build;
+pub mod clean;
 pub mod doctor;
-pub mod keep;
+pub mod ffmpeg;
+pub mod publish;
+pub mod rebuild;
+pub mod recipes;
+pub mod restore;
+pub mod schedule;
+pub mod status;
 pub mod test;
+pub mod wheel;

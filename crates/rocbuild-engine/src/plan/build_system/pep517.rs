@@ -15,7 +15,7 @@ use super::{BuildSystem, Inputs, Steps, Titles};
 use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::paths::{hash_hex, join, sanitize};
-use crate::plan::pip;
+use crate::pip;
 use crate::plan::vars::expand;
 
 /// `[build] system = "pep517"`.

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::junit::{Case, Outcome};
 use crate::command::Command;
 use crate::error::{EngineError, Result};
-use crate::plan::pip;
+use crate::pip;
 
 /// The scratch venv with the official wheel, ready to test.
 pub struct Scratch {

@@ -11,7 +11,7 @@ use rocbuild_probe::{Os, Python};
 
 use crate::command::{Command, NO_BYTECODE};
 use crate::error::{EngineError, Result};
-use crate::plan::pip;
+use crate::pip;
 use crate::test_error::TestError;
 
 /// The requirements of `reqs` whose distribution is not installed in `py`'s environment.

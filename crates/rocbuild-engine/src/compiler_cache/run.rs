@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use rocbuild_venv::manifest::CompilerCacheRecord;
 
+use crate::compiler_cache::{CompilerCache, Kind};
 use crate::error::{EngineError, Result};
-use crate::plan::compiler_cache::{CompilerCache, Kind};
 use crate::step::RunLog;
 
 /// A running cache for one build.

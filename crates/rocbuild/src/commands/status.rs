@@ -1,0 +1,86 @@
+//! `rocbuild status`: what rocbuild built or installed in a venv, and whether it is stale.
+use std::path::Path;
+
+use miette::{IntoDiagnostic, Result};
+use rocbuild_engine::usecase;
+use rocbuild_recipe::RecipeSet;
+use rocbuild_venv::manifest::Kind;
+use rocbuild_venv::status::{State, VenvStatus};
+
+use crate::cli::{Global, StatusArgs};
+use crate::settings as env;
+use crate::{ExitStatus, Stderr};
+
+pub fn status(recipes: &RecipeSet, a: &StatusArgs, g: &Global) -> Result<ExitStatus> {
+    let mut r = usecase::status(&env::venv(&a.venv)?, recipes, &mut Stderr)?;
+    // What upstream has beyond each build's recipe (issue 43); without a cache, nothing.
+    if let Ok(settings) = env::settings(g) {
+        rocbuild_engine::upstream::for_status(&mut r.status, recipes, &settings);
+    }
+    if a.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&r.status).into_diagnostic()?
+        );
+    } else {
+        print_status(&r.root, &r.status, r.busy.as_deref());
+    }
+    Ok(if r.status.needs_action() || r.busy.is_some() {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+fn print_status(root: &Path, st: &VenvStatus, busy: Option<&str>) {
+    if let Some(pid) = busy {
+        outln!("a rocbuild run is installing into this venv now (pid {pid}); ask again when it is done");
+    }
+    if st.recipes.is_empty() && st.unreadable.is_empty() {
+        outln!("no rocbuild builds in {}", root.display());
+        return;
+    }
+    for r in &st.recipes {
+        outln!("{} {}: {}", r.recipe, r.version, r.state.as_str());
+        if let Some(base) = &r.rules_of {
+            outln!(
+                "  release: {} is not in the recipe: built with {base}'s rules",
+                r.version
+            );
+        }
+        if let Some(n) = &r.upstream {
+            outln!("  upstream: {}", n.line());
+        }
+        if let Some(why) = &r.unverified {
+            outln!("  unverified: {why}");
+        }
+        for why in &r.reasons {
+            outln!("  stale: {why}");
+        }
+        for f in &r.overwritten {
+            outln!("  overwritten: {f} (pip reinstalled the wheel?)");
+        }
+        for f in &r.missing {
+            outln!("  missing: {f}");
+        }
+        // The command status chose (`--json` carries the same): a repair is made again, a
+        // build rebuilt.
+        if let Some(fix) = &r.fix {
+            if r.state == State::Missing {
+                let again = match r.kind {
+                    Kind::Build => "reinstall",
+                    Kind::Repair => "repair again",
+                };
+                outln!(
+                    "  fix: {fix} ({again}), or rocbuild restore {} (forget it)",
+                    r.recipe
+                );
+            } else {
+                outln!("  fix: {fix}");
+            }
+        }
+    }
+    for u in &st.unreadable {
+        outln!("unreadable manifest {}: {}", u.manifest.display(), u.error);
+    }
+}
