@@ -81,9 +81,12 @@ pub trait PlatformRules: Sync {
     fn path_separator(&self) -> char;
     /// The variables naming the temporary directory, as its compilers read them.
     fn temp_dir_vars(&self) -> &'static [&'static str];
-    /// Whether C++ here is GNU's (libstdc++ and its OpenMP, libgomp): what decides the
-    /// `_GLIBCXX_USE_CXX11_ABI` flag and MKL's GNU threading layer.
+    /// Whether C++ here is GNU's (libstdc++ and its OpenMP, libgomp): what decides MKL's GNU
+    /// threading layer.
     fn gnu_cxx(&self) -> bool;
+    /// Whether native code here is built with MSVC-style compilers (cl.exe, clang-cl) rather
+    /// than GCC- or clang-style ones.
+    fn msvc_style_compilers(&self) -> bool;
     /// The wheel platform tag when a venv names none (a Windows venv read from its files).
     fn default_platform_tag(&self) -> Option<&'static str>;
     /// The loader also searches the library's own folder and `PATH` (Windows' DLL search).

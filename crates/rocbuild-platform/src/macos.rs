@@ -100,6 +100,9 @@ impl PlatformRules for Macos {
     fn oneapi_mkl_dirs(&self) -> &'static [&'static str] {
         &["/opt/intel/oneapi/mkl/latest", "/opt/intel/mkl"]
     }
+    fn msvc_style_compilers(&self) -> bool {
+        false
+    }
     fn exe_suffix(&self) -> &'static str {
         ""
     }

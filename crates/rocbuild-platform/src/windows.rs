@@ -106,6 +106,9 @@ impl PlatformRules for Windows {
     fn oneapi_mkl_dirs(&self) -> &'static [&'static str] {
         &[r"Intel\oneAPI\mkl\latest"]
     }
+    fn msvc_style_compilers(&self) -> bool {
+        true
+    }
     fn exe_suffix(&self) -> &'static str {
         ".exe"
     }

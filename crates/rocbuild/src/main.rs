@@ -11,7 +11,7 @@ mod settings;
 use std::process::ExitCode;
 
 use clap::Parser;
-use miette::{IntoDiagnostic, Result};
+use miette::Result;
 use rocbuild_engine::Verbosity;
 use rocbuild_recipe::RecipeSet;
 
@@ -314,18 +314,8 @@ fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Some(Command::Deps(a)) => doctor::deps(&a),
         Some(Command::Bundle(a)) => doctor::bundle(&a),
         Some(Command::Repair(a)) => doctor::repair(&a),
-        Some(Command::Completions { shell }) => {
-            let mut text = Vec::new();
-            reference::completions(shell, &mut text).into_diagnostic()?;
-            crate::out::stdout_raw(&String::from_utf8_lossy(&text));
-            Ok(ExitStatus::Success)
-        }
-        Some(Command::Man) => {
-            let mut text = Vec::new();
-            reference::man(&mut text).into_diagnostic()?;
-            crate::out::stdout_raw(&String::from_utf8_lossy(&text));
-            Ok(ExitStatus::Success)
-        }
+        Some(Command::Completions { shell }) => commands::completions::completions(shell),
+        Some(Command::Man) => commands::man::man(),
         None => build::build(&load_recipes(g)?, &cli.build, g),
     }
 }

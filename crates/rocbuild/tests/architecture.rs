@@ -488,3 +488,57 @@ fn os_names_do_not_spread_beyond_the_platform_module() {
         );
     }
 }
+
+/// `commands/` holds one command per file: every arm of `main.rs`'s dispatch calls into a
+/// file of its own under `commands/`, and no file but `doctor.rs` (doctor, deps, bundle, repair: one venv's native files)
+/// is called for two commands.
+#[test]
+fn commands_are_one_per_file() {
+    let main = read("crates/rocbuild/src/main.rs");
+    let dispatch = main
+        .split("fn dispatch(")
+        .nth(1)
+        .and_then(|s| s.split("\n}\n").next())
+        .expect("main.rs has dispatch");
+    let mut by_file: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut wrong = Vec::new();
+    for arm in dispatch.split("Some(Command::").skip(1) {
+        let name: String = arm.chars().take_while(|c| c.is_alphanumeric()).collect();
+        let call = arm
+            .split("=>")
+            .nth(1)
+            .and_then(|body| {
+                body.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                    .find(|w| w.matches("::").count() >= 1 && !w.starts_with("crate::out"))
+            })
+            .unwrap_or_default()
+            .trim_start_matches("commands::")
+            .to_string();
+        let Some((file, func)) = call.split_once("::") else {
+            wrong.push(format!("{name}: implemented in main.rs"));
+            continue;
+        };
+        if !root()
+            .join(format!("crates/rocbuild/src/commands/{file}.rs"))
+            .is_file()
+        {
+            wrong.push(format!(
+                "{name}: calls {file}::{func}, not a file under commands/"
+            ));
+        }
+        by_file
+            .entry(file.to_string())
+            .or_default()
+            .insert(func.to_string());
+    }
+    for (file, funcs) in &by_file {
+        if funcs.len() > 1 && file != "doctor" {
+            wrong.push(format!(
+                "commands/{file}.rs holds {} commands: {funcs:?}",
+                funcs.len()
+            ));
+        }
+    }
+    assert!(by_file.len() >= 10, "dispatch read wrong: {by_file:?}");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

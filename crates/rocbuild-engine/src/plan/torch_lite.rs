@@ -18,8 +18,10 @@ pub fn lite_config(os: Os, torch: &Torch) -> String {
         (at(&shared), import.as_deref().map(at))
     };
     let inc = cmake_path(&torch.include);
-    let flags = match (os.rules().gnu_cxx(), torch.cxx11_abi) {
-        (true, Some(abi)) => format!("-D_GLIBCXX_USE_CXX11_ABI={}", u8::from(abi)),
+    // GCC- and clang-style compilers take torch's libstdc++ ABI define (libc++ ignores it);
+    // MSVC-style ones have no such ABI.
+    let flags = match (os.rules().msvc_style_compilers(), torch.cxx11_abi) {
+        (false, Some(abi)) => format!("-D_GLIBCXX_USE_CXX11_ABI={}", u8::from(abi)),
         _ => String::new(),
     };
     let mut s = String::new();

@@ -25,6 +25,8 @@ pub struct BuildRequest<'a> {
     pub dry_run: bool,
     pub no_wait: bool,
     pub verbosity: Verbosity,
+    /// The caller holds the venv's lock already (`rebuild`): it is not taken again.
+    pub lock_held: bool,
 }
 
 pub enum Built {
@@ -164,24 +166,7 @@ fn context(
 }
 
 pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter) -> Result<Built> {
-    build_with(req, settings, reporter, true)
-}
-
-/// A build whose caller already holds the venv lock (`rebuild`).
-pub(super) fn build_locked(
-    req: BuildRequest,
-    settings: &Settings,
-    reporter: &mut dyn Reporter,
-) -> Result<Built> {
-    build_with(req, settings, reporter, false)
-}
-
-fn build_with(
-    req: BuildRequest,
-    settings: &Settings,
-    reporter: &mut dyn Reporter,
-    take_lock: bool,
-) -> Result<Built> {
+    let take_lock = !req.lock_held;
     let mut opts = req.options;
     if opts.ffmpeg_dir.is_none() {
         opts.ffmpeg_dir = settings.downloaded_ffmpeg.clone();

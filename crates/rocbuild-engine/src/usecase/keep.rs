@@ -134,7 +134,7 @@ pub fn rebuild(
         let result = match req.recipes.get(&r.recipe) {
             Err(e) => Err(e.into()),
             // The venv is locked here already: the build runs under this lock.
-            Ok(recipe) => build::build_locked(
+            Ok(recipe) => build::build(
                 BuildRequest {
                     recipe,
                     options: m.options.clone(),
@@ -143,6 +143,7 @@ pub fn rebuild(
                     dry_run: false,
                     no_wait: req.no_wait,
                     verbosity: req.verbosity,
+                    lock_held: true,
                 },
                 settings,
                 reporter,

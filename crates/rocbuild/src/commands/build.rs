@@ -110,6 +110,7 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
             dry_run: a.dry_run,
             no_wait: a.no_wait,
             verbosity,
+            lock_held: false,
         },
         &settings::settings(g)?,
         &mut Stderr,

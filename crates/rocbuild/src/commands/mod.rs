@@ -4,8 +4,10 @@
 
 pub mod build;
 pub mod clean;
+pub mod completions;
 pub mod doctor;
 pub mod ffmpeg;
+pub mod man;
 pub mod publish;
 pub mod rebuild;
 pub mod recipes;
