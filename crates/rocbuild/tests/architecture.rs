@@ -542,3 +542,31 @@ fn commands_are_one_per_file() {
     assert!(by_file.len() >= 10, "dispatch read wrong: {by_file:?}");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The engine's `usecase/` holds one use case per file: each module `usecase/mod.rs`
+/// re-exports gives one function (the use case, named as its file) and only types besides.
+#[test]
+fn use_cases_are_one_per_file() {
+    let text = read("crates/rocbuild-engine/src/usecase/mod.rs");
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for line in text.lines().filter(|l| l.starts_with("pub use ")) {
+        let Some((module, names)) = line["pub use ".len()..].split_once("::") else {
+            continue;
+        };
+        let functions: Vec<&str> = names
+            .trim_matches(|c| c == '{' || c == '}' || c == ';')
+            .split(',')
+            .map(str::trim)
+            .filter(|n| n.chars().next().is_some_and(|c| c.is_lowercase()))
+            .collect();
+        seen += 1;
+        if functions != [module] {
+            wrong.push(format!(
+                "usecase/{module} gives {functions:?}, not one use case named {module}"
+            ));
+        }
+    }
+    assert!(seen >= 7, "usecase/mod.rs read wrong ({seen} re-exports)");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -3,17 +3,23 @@
 //! what a user should see while they run; they return data the CLI renders.
 
 mod build;
-mod keep;
 mod publish;
+mod rebuild;
+mod restore;
+mod status;
 pub mod test;
 pub mod upstream;
+mod wheel;
 
 use std::path::PathBuf;
 
 pub use build::{build, BuildRequest, Built};
-pub use keep::{rebuild, restore, status, wheel, RebuildRequest, Rebuilt, StatusReport};
 pub use publish::{publish, Published};
+pub use rebuild::{rebuild, RebuildRequest, Rebuilt};
+pub use restore::restore;
+pub use status::{status, StatusReport};
 pub use test::{test, TestReport, TestRequest};
+pub use wheel::wheel;
 
 use rocbuild_probe::{Os, Venv};
 use rocbuild_venv::install::{self, Recovered};

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rocbuild_probe::Os;
 
-use super::{keep, Reporter};
+use super::{wheel, Reporter};
 use crate::command::Command;
 use crate::error::{EngineError, Result};
 
@@ -46,7 +46,7 @@ pub fn publish(
         });
     }
     let out = cache.join("wheels").join(recipe);
-    let built = keep::wheel(venv, recipe, &out, reporter)?;
+    let built = wheel::wheel(venv, recipe, &out, reporter)?;
     if dry_run {
         reporter.note(&format!(
             "would upload {} to {index} (twine, {})",

@@ -1,59 +1,13 @@
-//! Keeping builds working: status (with recovery), rebuild, restore, wheel.
-
-use std::path::{Path, PathBuf};
+//! The rebuild use case: build again what the venv's manifests record (`--if-stale`: what went stale).
 
 use rocbuild_probe::Venv;
 use rocbuild_recipe::RecipeSet;
-use rocbuild_venv::install;
-use rocbuild_venv::lock::VenvLock;
-use rocbuild_venv::restore::Restored;
-use rocbuild_venv::status::{RecipeStatus, VenvStatus};
+use rocbuild_venv::status::RecipeStatus;
 use rocbuild_venv::{manifest, VenvError};
 
-use super::{build, locate, lock_and_recover, note_recovery, BuildRequest, Reporter, Settings};
+use super::{build, locate, lock_and_recover, BuildRequest, Reporter, Settings};
 use crate::error::{EngineError, Result};
 use crate::step::Verbosity;
-
-pub struct StatusReport {
-    pub root: PathBuf,
-    pub status: VenvStatus,
-    /// A run is installing into the venv now (its pid).
-    pub busy: Option<String>,
-}
-
-/// The status of every build in the venv. Traces of a run (journal, staging area, a pid in
-/// the lock): one is going on, or one was killed. The latter is finished or undone first, so
-/// the status is the truth; the former is reported as busy. Read-only otherwise.
-pub fn status(
-    venv: &Venv,
-    recipes: &RecipeSet,
-    reporter: &mut dyn Reporter,
-) -> Result<StatusReport> {
-    let layout = locate(venv)?;
-    let mut busy = None;
-    if install::needs_recovery(&layout.site) {
-        match VenvLock::acquire(&layout.site, false, &mut |_| {}) {
-            Ok(_lock) => match install::recover(&layout.site) {
-                Ok(r) => note_recovery(r, reporter),
-                // Reported, never acted on; the status below is still the truth of the files.
-                Err(e @ VenvError::UntrustedJournal { .. }) => {
-                    reporter.note(&format!("warning: {e}"));
-                    if let VenvError::UntrustedJournal { help, .. } = &e {
-                        reporter.note(&format!("  {help}"));
-                    }
-                }
-                Err(e) => return Err(e.into()),
-            },
-            Err(VenvError::Locked { pid, .. }) => busy = Some(pid),
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(StatusReport {
-        status: rocbuild_venv::status::status(&layout.site, recipes),
-        root: layout.root,
-        busy,
-    })
-}
 
 pub struct RebuildRequest<'a> {
     pub recipes: &'a RecipeSet,
@@ -156,37 +110,4 @@ pub fn rebuild(
         });
     }
     Ok(out)
-}
-
-/// Give the venv back pip's files of `recipe`.
-pub fn restore(
-    venv: &Venv,
-    recipe: &str,
-    no_wait: bool,
-    reporter: &mut dyn Reporter,
-) -> Result<(PathBuf, Restored)> {
-    let layout = locate(venv)?;
-    let _lock = lock_and_recover(&layout, no_wait, reporter)?;
-    let r = rocbuild_venv::restore::restore(&layout.site, recipe)?;
-    Ok((layout.site, r))
-}
-
-/// A wheel of what rocbuild installed for `recipe`, tagged for the venv's Python.
-pub fn wheel(
-    venv: &Venv,
-    recipe: &str,
-    out: &Path,
-    reporter: &mut dyn Reporter,
-) -> Result<rocbuild_venv::wheel::Built> {
-    let layout = locate(venv)?;
-    let _lock = lock_and_recover(&layout, false, reporter)?;
-    let tags =
-        crate::plan::build_system::cmake::extension::tags_of_venv(&layout.root, &layout.site)?;
-    let out = std::path::absolute(out).map_err(EngineError::io("resolve", out))?;
-    Ok(rocbuild_venv::wheel::build_wheel(
-        &layout.site,
-        recipe,
-        &tags,
-        &out,
-    )?)
 }
