@@ -125,40 +125,45 @@ fn destination(file: &Path, name: &str, loader_dest: Option<&Path>) -> PathBuf {
 /// directories its DLL preload hooks add: searched after `--search`, so they are found with no
 /// option.
 fn venv_runtime_dirs(files: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
     // Only where libraries are found through preload hooks (DLLs) does wheel data hold them.
-    let preload = rocbuild_probe::Os::ALL
+    let preload: Vec<&dyn rocbuild_probe::PlatformRules> = rocbuild_probe::Os::ALL
         .into_iter()
         .map(|o| o.rules())
-        .filter(|r| r.link_method() == rocbuild_probe::LinkMethod::Preload);
-    for (f, rules) in files
-        .iter()
-        .flat_map(|f| preload.clone().map(move |r| (f, r)))
-    {
-        let f = linkage::absolute(f);
-        // A venv, or a Python directory used as one (the Windows embeddable distribution:
-        // python.exe, its DLLs and Lib\site-packages, no pyvenv.cfg).
-        let python = format!("python{}", rules.exe_suffix());
-        let Some(root) = f.ancestors().find(|a| {
-            a.join("pyvenv.cfg").is_file()
-                || (a.join(&python).is_file() && rules.site_packages(a).is_some())
-        }) else {
-            continue;
-        };
-        let scripts = root.join(rules.scripts_dir());
-        // And the directories rocbuild's DLL preload hooks there add (an SDK's, Intel's
-        // OpenMP runtime in the venv's Library\bin): the package finds its DLLs there.
-        let hooks = rules
-            .site_packages(root)
-            .map(|site| crate::doctor::preload_hook_dirs(&site))
-            .unwrap_or_default();
-        for d in [root.to_path_buf(), scripts].into_iter().chain(hooks) {
-            if d.is_dir() && !out.contains(&d) {
-                out.push(d);
-            }
+        .filter(|r| r.link_method() == rocbuild_probe::LinkMethod::Preload)
+        .collect();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for f in files.iter().map(|f| linkage::absolute(f)) {
+        for rules in &preload {
+            venv_dll_dirs(&f, *rules, &mut out);
         }
     }
     out
+}
+
+/// The venv (or Python directory) holding `f`, laid out by `rules`: its root, its scripts
+/// folder and the directories its DLL preload hooks add, each onto `out` once.
+fn venv_dll_dirs(f: &Path, rules: &dyn rocbuild_probe::PlatformRules, out: &mut Vec<PathBuf>) {
+    // A venv, or a Python directory used as one (the Windows embeddable distribution:
+    // python.exe, its DLLs and Lib\site-packages, no pyvenv.cfg).
+    let python = format!("python{}", rules.exe_suffix());
+    let Some(root) = f.ancestors().find(|a| {
+        a.join("pyvenv.cfg").is_file()
+            || (a.join(&python).is_file() && rules.site_packages(a).is_some())
+    }) else {
+        return;
+    };
+    let scripts = root.join(rules.scripts_dir());
+    // And the directories rocbuild's DLL preload hooks there add (an SDK's, Intel's OpenMP
+    // runtime in the venv's Library\bin): the package finds its DLLs there.
+    let hooks = rules
+        .site_packages(root)
+        .map(|site| crate::doctor::preload_hook_dirs(&site))
+        .unwrap_or_default();
+    for d in [root.to_path_buf(), scripts].into_iter().chain(hooks) {
+        if d.is_dir() && !out.contains(&d) {
+            out.push(d);
+        }
+    }
 }
 
 pub fn bundle(

@@ -18,6 +18,7 @@ pub mod host;
 mod linux;
 mod macos;
 pub mod signal;
+mod unix;
 mod windows;
 
 use std::path::{Path, PathBuf};

@@ -6,17 +6,14 @@ use std::path::{Path, PathBuf};
 use crate::probe_env::ProbeEnv;
 use crate::Os;
 
-/// The static core library upstream's CMake links, per OS, in `lib/` or `lib/intel64/`.
-fn core_library(os: Os) -> String {
-    os.rules().static_lib_name("mkl_core")
-}
-
 /// Is `root` an MKL root as CTranslate2's CMake wants it: `include/mkl.h` and the core library?
 pub fn is_mkl_root(root: &Path, os: Os) -> bool {
     root.join("include").join("mkl.h").is_file()
-        && ["lib", "lib/intel64"]
-            .iter()
-            .any(|l| root.join(l).join(core_library(os)).is_file())
+        && ["lib", "lib/intel64"].iter().any(|l| {
+            root.join(l)
+                .join(os.rules().static_lib_name("mkl_core"))
+                .is_file()
+        })
 }
 
 /// The first MKL root among: `$MKLROOT` (set by oneAPI's setvars), `$ONEAPI_ROOT/mkl/latest`,

@@ -254,11 +254,6 @@ fn newest<'a>(sdks: impl Iterator<Item = &'a RocmSdk>) -> Option<&'a RocmSdk> {
         })
 }
 
-/// The environment variable a user sets to name their SDK, most conventional first per OS.
-fn env_preference(os: Os) -> [&'static str; 2] {
-    os.rules().rocm_env_vars()
-}
-
 /// Choose the SDK to build with.
 ///
 /// `--rocm X.Y` picks by version (a version not found lists those that were). Otherwise the SDK
@@ -304,7 +299,7 @@ pub fn choose_sdk<'a>(
             help: no_sdk_help(os, sdks),
         });
     }
-    let env_named = env_preference(os).into_iter().find_map(|var| {
+    let env_named = os.rules().rocm_env_vars().into_iter().find_map(|var| {
         usable
             .iter()
             .copied()

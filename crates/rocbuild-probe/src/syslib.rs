@@ -129,10 +129,6 @@ pub fn search_dirs(platform: &Platform, sdks: &[RocmSdk], venv: Option<&Path>) -
     d
 }
 
-fn lib_file_names(name: &str, os: Os) -> Vec<String> {
-    os.rules().link_file_names(name)
-}
-
 /// Where `spec` is, if every header and library it names is found in `dirs`.
 pub fn find_library(spec: &LibrarySpec, dirs: &SearchDirs, os: Os) -> Option<FoundLibrary> {
     let mut first = None;
@@ -148,7 +144,7 @@ pub fn find_library(spec: &LibrarySpec, dirs: &SearchDirs, os: Os) -> Option<Fou
     }
     let mut files = Vec::new();
     for l in &spec.libs {
-        let names = lib_file_names(l, os);
+        let names = os.rules().link_file_names(l);
         let (dir, at) = dirs
             .lib
             .iter()

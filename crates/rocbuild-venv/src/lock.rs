@@ -64,12 +64,6 @@ fn holder_pid(file: &mut File) -> Option<u32> {
     s.trim().parse().ok()
 }
 
-/// The lock file we hold is still the one at `path` (a releasing holder may have removed it
-/// while we waited on the old inode; then we must lock the new file instead).
-fn still_there(file: &File, path: &Path) -> bool {
-    host::still_the_file_at(file, path)
-}
-
 impl VenvLock {
     /// Lock the venv whose site-packages is `site`. When another run holds it: with `wait`,
     /// call `on_wait(pid of the holder)` once and block until it is done; else fail at once.
@@ -115,7 +109,9 @@ impl VenvLock {
                     std::thread::sleep(std::time::Duration::from_millis(100));
                 }
             }
-            if !still_there(&file, &path) {
+            // A releasing holder may have removed it while we waited on the old inode: then
+            // the new file is the one to lock.
+            if !host::still_the_file_at(&file, &path) {
                 continue;
             }
             // Who holds it, for the message of a run that has to wait.

@@ -84,7 +84,7 @@ pub fn swap_began() {
 fn tick() {
     let n = STEPS.fetch_add(1, Ordering::SeqCst) + 1;
     if KILL_AFTER.load(Ordering::SeqCst) == n {
-        die();
+        host::kill_self();
     }
     let (in_swap, at) = (
         PAUSE_IN_SWAP.load(Ordering::SeqCst),
@@ -93,10 +93,6 @@ fn tick() {
     if PAUSE_AFTER.load(Ordering::SeqCst) == n || (in_swap != 0 && at != 0 && n == at + in_swap) {
         pause();
     }
-}
-
-fn die() -> ! {
-    host::kill_self()
 }
 
 fn counted<T>(r: io::Result<T>) -> io::Result<T> {
