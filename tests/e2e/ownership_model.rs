@@ -1078,6 +1078,18 @@ fn ownership_model_regressions() {
             },
             &[Op::Install(1), Op::Install(0)],
         ),
+        // A disk that filled up while the baseline of a uv-installed package was being
+        // staged left `.rocbuild/txn` behind after the refusal.
+        (
+            Pkg::Installed {
+                owner: Owner::Uv,
+                version: 0,
+            },
+            &[Op::InstallDiskFull {
+                version: 0,
+                step: 11,
+            }],
+        ),
     ];
     for (pkg, ops) in cases {
         let init = Reference {

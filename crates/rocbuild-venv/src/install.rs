@@ -456,13 +456,19 @@ pub fn swap(
         return Err(e);
     }
     let keep_old_baseline = take_over.is_some() && orphaned_baseline(site, recipe);
-    let baseline = match take_over.filter(|_| !keep_old_baseline) {
-        Some(pkg) => Some(stage_baseline(site, pkg)?),
-        None => None,
-    };
-    let mut journal = Journal::new(recipe, created_state_dir)?;
-    journal.ops = ops;
-    journal.write(site, &key)?;
+    // Until the journal is on disk nothing in the venv has moved: a failure here (a disk
+    // that fills up while the baseline is copied) leaves only the staging area to remove.
+    let journaled = (|| {
+        let baseline = match take_over.filter(|_| !keep_old_baseline) {
+            Some(pkg) => Some(stage_baseline(site, pkg)?),
+            None => None,
+        };
+        let mut journal = Journal::new(recipe, created_state_dir)?;
+        journal.ops = ops;
+        journal.write(site, &key)?;
+        Ok((journal, baseline))
+    })();
+    let (journal, baseline) = journaled.inspect_err(|_| abandon(site, created_state_dir))?;
     txn_fs::swap_began();
     let swapped = Swapped {
         site: site.to_path_buf(),

@@ -186,10 +186,13 @@ pub fn write_atomic(p: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp = p.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = std::path::PathBuf::from(tmp);
-    write_synced(&tmp, bytes)?;
-    rename(&tmp, p).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    // A half-written temporary file (a full disk) goes with the error, as does one that
+    // could not be renamed.
+    write_synced(&tmp, bytes)
+        .and_then(|()| rename(&tmp, p))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
 }
 
 pub use rocbuild_probe::platform::host::in_use;
