@@ -5,8 +5,9 @@ use rocbuild_venv::manifest::{
     InstalledFile, Manifest, PrebuiltRecord, PythonPartRecord, RequirementRecord,
 };
 
-use crate::plan::{Plan, SourcePlan};
-use crate::stage::StagedExtra;
+use crate::install::stage::StagedExtra;
+use crate::plan::Plan;
+use crate::source::plan::SourcePlan;
 
 pub(crate) trait FromRun {
     fn from_run(
@@ -74,12 +75,11 @@ impl FromRun for Manifest {
             kind: rocbuild_venv::manifest::Kind::Build,
             search_added: Default::default(),
             recipe_fixes: match &plan.source {
-                crate::plan::SourcePlan::Git { shipped, .. } => {
+                crate::source::plan::SourcePlan::Git { shipped, .. } => {
                     shipped.iter().map(|p| p.record()).collect()
                 }
-                crate::plan::SourcePlan::Local { .. } | crate::plan::SourcePlan::Sdist { .. } => {
-                    Vec::new()
-                }
+                crate::source::plan::SourcePlan::Local { .. }
+                | crate::source::plan::SourcePlan::Sdist { .. } => Vec::new(),
             },
             prebuilt: plan.prebuilt.as_ref().map(|p| PrebuiltRecord {
                 url: rocbuild_secret::strip_userinfo(&p.url),

@@ -1,16 +1,19 @@
-//! The engine: [`plan`] (pure) turns a recipe and a machine into concrete steps; [`run`]
+//! The engine: [`plan()`] (pure) turns a recipe and a machine into concrete steps; [`run()`]
 //! executes them: fetch, configure, build, stage, install, verify, record.
 
+mod build_system;
 pub mod cache_lock;
 pub mod clean;
 mod command;
 pub mod compiler_cache;
-mod compiler_scan;
-mod cross_prepare;
-mod cuda_setup;
+mod context;
+mod cross;
 mod error;
 mod from_run;
+mod index;
+mod install;
 pub mod interrupt;
+mod libraries;
 pub use rocbuild_link as link;
 mod paths;
 pub(crate) mod pip;
@@ -20,23 +23,24 @@ mod quick;
 mod render;
 mod run;
 pub mod schedule;
-mod sdist;
 pub mod source;
-mod stage;
 mod step;
 mod test_error;
 mod toolchain;
 pub mod usecase;
+mod vars;
 /// The upstream-release notice and unlisted releases: a use case's step (usecase/upstream.rs).
 pub use usecase::upstream;
 
 pub use command::Command;
+pub use context::Context;
 pub use error::{EngineError, Result};
 pub use link::runpath_entries;
 pub use paths::{hash_hex, join};
-pub use plan::{plan, prebuilt as index, stock, Context, Plan, SourcePlan};
+pub use plan::{plan, stock, Plan};
 pub use rocbuild_venv::{Backend, BackendOptions, BuildOptions};
 pub use run::{run, Outcome};
+pub use source::plan::SourcePlan;
 pub use step::Verbosity;
 pub use toolchain::{BackendPlan, CudaPlan, RocmPlan};
 pub use usecase::{Reporter, Settings};

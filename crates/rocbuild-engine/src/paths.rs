@@ -32,6 +32,19 @@ pub fn looks_like_url(s: &str) -> bool {
     s.contains("://") || s.starts_with("git@")
 }
 
+/// Write `text` to `path` unless it holds exactly that already (a file CMake reads is not
+/// touched, so nothing is reconfigured for it).
+pub fn write_if_changed(path: &std::path::Path, text: &str) -> crate::error::Result<()> {
+    use crate::error::EngineError;
+    if fs_err::read_to_string(path).ok().as_deref() == Some(text) {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
+    }
+    fs_err::write(path, text).map_err(EngineError::io("write", path))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

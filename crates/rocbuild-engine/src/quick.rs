@@ -27,8 +27,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::paths::hash_hex;
-use crate::plan::{Plan, SourcePlan};
+use crate::plan::Plan;
 use crate::run::Outcome;
+use crate::source::plan::SourcePlan;
 
 const SCHEMA: u32 = 1;
 

@@ -5,7 +5,8 @@ use std::fmt;
 use rocbuild_recipe::SubmoduleSel;
 
 use crate::link::{preload_paths, Link};
-use crate::plan::{Plan, SourcePlan};
+use crate::plan::Plan;
+use crate::source::plan::SourcePlan;
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -8,14 +8,16 @@ use serde::Serialize;
 
 use crate::error::{EngineError, Result};
 
-use crate::stage::{collect_artifacts, Built, Staged, StagedExtra};
+use crate::install::stage::{collect_artifacts, Built, Staged, StagedExtra};
 use rocbuild_venv::install;
 use rocbuild_venv::manifest::{self, sha256_file, Manifest};
 
 use crate::from_run::FromRun;
+use crate::install::python_part::{PartInstall, PythonPart};
 use crate::interrupt;
-use crate::plan::{PartInstall, Plan, PythonPart, SourcePlan};
+use crate::plan::Plan;
 use crate::source;
+use crate::source::plan::SourcePlan;
 use crate::step::{Background, RunLog, Verbosity};
 use rocbuild_venv::ownership::{self, Package};
 
@@ -73,7 +75,7 @@ fn git_apply(checkout: &Path, args: &[&str], patch: &Path) -> Option<String> {
 /// recipe's fault, said as such.
 fn apply_shipped(
     checkout: &Path,
-    shipped: &[crate::plan::ShippedFile],
+    shipped: &[crate::source::plan::ShippedFile],
     log: &mut RunLog,
 ) -> Result<()> {
     if shipped.is_empty() {
@@ -168,7 +170,7 @@ fn source(
     log: &mut RunLog,
 ) -> Result<(PathBuf, Option<String>)> {
     match source {
-        SourcePlan::Sdist { .. } => crate::sdist::prepare(source, log),
+        SourcePlan::Sdist { .. } => crate::source::sdist::prepare(source, log),
         SourcePlan::Local { dir } => {
             if !dir.join("CMakeLists.txt").exists() && !dir.is_dir() {
                 return Err(EngineError::Usage {
@@ -363,7 +365,7 @@ fn artifacts_root(plan: &Plan) -> PathBuf {
 /// verification and manifest. Nothing is fetched, configured or compiled.
 fn run_prebuilt(
     plan: &Plan,
-    p: &crate::plan::prebuilt::PrebuiltInstall,
+    p: &crate::index::PrebuiltInstall,
     mut log: RunLog,
     previous: Option<Manifest>,
 ) -> Result<Outcome> {
@@ -448,7 +450,7 @@ fn build(plan: &Plan, log: &mut RunLog, torch_check: Option<duct::Handle>) -> Re
     built
 }
 
-/// The compilers' temp dir (plan::scratch), emptied as a build in this tree starts, under the
+/// The compilers' temp dir (build_system::scratch), emptied as a build in this tree starts, under the
 /// tree's lock (concurrent runs on other venvs share a build tree). It is kept afterwards: the
 /// reproduce command a failed step prints sets it, and must work when pasted.
 fn fresh_scratch(dir: &Path) -> Result<()> {
@@ -505,10 +507,10 @@ fn fetch_and_build(
     }
 
     if let Some(c) = &plan.cross {
-        crate::cross_prepare::prepare(c, log)?;
+        crate::cross::prepare::prepare(c, log)?;
     }
     if let Some(pc) = &plan.ffmpeg_pc {
-        crate::cross_prepare::write_pc_files(pc, log)?;
+        crate::libraries::ffmpeg_pc::write_pc_files(pc, log)?;
     }
     if let Some(hc) = &plan.hip_compat {
         if fs_err::read_to_string(&hc.path).ok().as_deref() != Some(hc.contents.as_str()) {
@@ -557,7 +559,7 @@ fn fetch_and_build(
                 .collect()
         }
         rocbuild_recipe::schema::ArtifactLayout::Site => {
-            crate::stage::collect_site_artifacts(&from, import, &plan.install.artifacts)?
+            crate::install::stage::collect_site_artifacts(&from, import, &plan.install.artifacts)?
         }
     };
     if artifacts.is_empty() {
@@ -753,8 +755,14 @@ fn install_and_verify(
         compiler_cache: cache_record.clone(),
         ..StagedExtra::default()
     };
-    let staged = match crate::stage::stage(plan, log, &built, &mut pip, &mut staged_extra)
-        .and_then(|s| interrupt::check("the install").map(|()| s))
+    let staged = match crate::install::stage::stage(
+        &plan.to_stage(),
+        log,
+        &built,
+        &mut pip,
+        &mut staged_extra,
+    )
+    .and_then(|s| interrupt::check("the install").map(|()| s))
     {
         Ok(s) => s,
         Err(e) => {

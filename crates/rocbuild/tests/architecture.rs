@@ -273,9 +273,16 @@ fn the_environment_is_read_only_in_the_settings_modules() {
 /// these".
 #[test]
 fn the_planner_reads_no_environment_and_starts_no_process() {
+    let planner = planner_files();
+    let only_planner = |found: BTreeMap<String, String>| -> BTreeMap<String, String> {
+        found
+            .into_iter()
+            .filter(|(f, _)| planner.contains(f))
+            .collect()
+    };
     only_in(
         "the planner reads no environment and starts no process",
-        files_with(
+        only_planner(files_with(
             &[
                 "std::env::",
                 "std::process",
@@ -285,38 +292,171 @@ fn the_planner_reads_no_environment_and_starts_no_process() {
                 "current_dir",
                 "current_exe",
             ],
-            "crates/rocbuild-engine/src/plan/",
-        ),
+            ENGINE,
+        )),
         &[],
     );
     only_in(
         "the files the planner reads",
-        files_with(
+        only_planner(files_with(
             &[
                 "std::fs::",
                 "fs::read",
+                "fs_err::read",
                 "read_dir(",
                 ".exists()",
                 ".is_file()",
                 ".is_dir()",
             ],
-            "crates/rocbuild-engine/src/plan/",
-        ),
+            ENGINE,
+        )),
         &[
             (
-                "crates/rocbuild-engine/src/plan/source.rs",
+                "crates/rocbuild-engine/src/source/plan.rs",
                 "the --patch files, whose sha256 is part of the plan",
             ),
             (
-                "crates/rocbuild-engine/src/plan/cross.rs",
+                "crates/rocbuild-engine/src/cross/mod.rs",
                 "pythonXY.dll's size and time (the import library's key); the winsysroot's SDK versions",
             ),
             (
-                "crates/rocbuild-engine/src/plan/ffmpeg_pc.rs",
+                "crates/rocbuild-engine/src/libraries/ffmpeg_pc.rs",
                 "FFmpeg's version headers, for the .pc files a Windows FFmpeg lacks",
+            ),
+            (
+                "crates/rocbuild-engine/src/build_system/cmake/dependency.rs",
+                "a dependency build's stamp, asked by run() (`is_built`) before it builds it again",
             ),
         ],
     );
+}
+
+const ENGINE: &str = "crates/rocbuild-engine/src/";
+
+/// The engine's concern folders (and single-file concerns below the planner): each holds the
+/// planning of its concern, and its running half, if any, in a file named in [`RUN_HALVES`].
+const CONCERNS: &[&str] = &[
+    "plan/",
+    "build_system/",
+    "cross/",
+    "install/",
+    "libraries/",
+    "prebuilt/",
+    "source/",
+    "toolchain/",
+    "context.rs",
+    "index.rs",
+    "vars.rs",
+];
+
+/// The files of a concern folder that run, not plan (docs/architecture.md lists them).
+const RUN_HALVES: &[(&str, &str)] = &[
+    (
+        "source/mod.rs",
+        "git: clones, checkouts, submodules, mirrors",
+    ),
+    (
+        "source/sdist.rs",
+        "an sdist downloaded, checked and unpacked",
+    ),
+    (
+        "cross/prepare.rs",
+        "the toolchain file and pythonXY.lib written before configure",
+    ),
+    ("install/stage.rs", "the transaction's staging area filled"),
+    (
+        "prebuilt/fetch.rs",
+        "an index read, a wheel downloaded and checked",
+    ),
+    (
+        "toolchain/compiler_scan.rs",
+        "the wheels' compiler looked for on PATH before planning (an input)",
+    ),
+    (
+        "toolchain/cuda_setup.rs",
+        "a CUDA toolkit found or installed before planning (an input)",
+    ),
+];
+
+/// The planner's files: every file of the concerns, less their run halves.
+fn planner_files() -> BTreeSet<String> {
+    let files: BTreeSet<String> = sources()
+        .into_iter()
+        .map(|s| s.path)
+        .filter(|p| p.starts_with(ENGINE))
+        .collect();
+    for (half, _) in RUN_HALVES {
+        assert!(
+            files.contains(&format!("{ENGINE}{half}")),
+            "RUN_HALVES names {half}, which is not there"
+        );
+    }
+    files
+        .into_iter()
+        .filter(|p| {
+            let rel = &p[ENGINE.len()..];
+            CONCERNS.iter().any(|c| rel.starts_with(c))
+                && !RUN_HALVES.iter().any(|(h, _)| *h == rel)
+        })
+        .collect()
+}
+
+/// One folder per concern: no file at the engine's top names a concern that has a folder
+/// (`source.rs` beside `source/`, `cross_prepare.rs` beside `cross/`), no concern's folder
+/// holds a file named after another concern (`plan/source.rs`), and the page lists every run
+/// half.
+#[test]
+fn concerns_are_folders_without_twins() {
+    let tops: Vec<String> = sources()
+        .into_iter()
+        .filter_map(|s| s.path.strip_prefix(ENGINE).map(str::to_string))
+        .filter(|r| !r.contains('/'))
+        .collect();
+    let folders: Vec<&str> = CONCERNS
+        .iter()
+        .filter_map(|c| c.strip_suffix('/'))
+        .collect();
+    let twins: Vec<&String> = tops
+        .iter()
+        .filter(|t| {
+            let stem = t.trim_end_matches(".rs");
+            folders.iter().any(|f| {
+                stem == *f || stem.starts_with(&format!("{f}_")) || stem.ends_with(&format!("_{f}"))
+            })
+        })
+        .collect();
+    assert!(
+        twins.is_empty(),
+        "files at the engine's top beside their concern's folder: {twins:?}"
+    );
+    // A file directly in one concern's folder named after another concern (`plan/source.rs`
+    // beside `source/`) is that concern split in two.
+    let split: Vec<String> = sources()
+        .into_iter()
+        .filter_map(|s| s.path.strip_prefix(ENGINE).map(str::to_string))
+        .filter(|rel| {
+            let parts: Vec<&str> = rel.split('/').collect();
+            parts.len() == 2
+                && folders.contains(&parts[0])
+                && folders
+                    .iter()
+                    // (`plan/` asks the concerns; a concern's `plan.rs` is its planning half.)
+                    .any(|f| {
+                        *f != parts[0] && *f != "plan" && parts[1].trim_end_matches(".rs") == *f
+                    })
+        })
+        .collect();
+    assert!(
+        split.is_empty(),
+        "a concern's file in another concern's folder: {split:?}"
+    );
+    let page = read("docs/architecture.md");
+    for (half, _) in RUN_HALVES {
+        assert!(
+            page.contains(&format!("`{half}`")),
+            "docs/architecture.md does not list the run half {half}"
+        );
+    }
 }
 
 /// The page: "`--venv` is declared once and chosen once per command".

@@ -5,9 +5,9 @@
 use rocbuild_probe::Torch;
 use rocbuild_recipe::Recipe;
 
-use super::install::InstallPlan;
 use super::source::SourcePlan;
 use crate::command::Command;
+use crate::install::InstallPlan;
 use crate::paths::hash_hex;
 
 pub fn of(
@@ -69,7 +69,7 @@ mod tests {
         };
         assert_ne!(base, plan(&r, &m, &d, &c).unwrap().fingerprint);
         // The number of jobs decides nothing about the result.
-        let more = crate::plan::Context {
+        let more = crate::context::Context {
             jobs: 16,
             ..c.clone()
         };

@@ -1,35 +1,20 @@
-//! `plan()`: recipe + machine + options -> every step spelled out. No I/O.
+//! `plan()`: recipe + machine + context -> every step spelled out. No I/O.
 //!
-//! The plan is a pipeline of named sub-plans, each a pure function in its own file with its own
-//! tests: what is needed ([`needs`]), which release ([`release`]), which backend (the
-//! toolchain), which optional libraries ([`libraries`]), the tools ([`tools`]), the source
-//! ([`source`]), the template variables ([`vars`]), pip-installed build tools, torch's CMake
-//! package ([`torch_cmake`]), the configure/build commands ([`configure`]), the install
-//! ([`install`]), the Python part ([`python_part`]), the verification ([`verify`]) and the
-//! fingerprint ([`fingerprint`]). What `run()` needs later (the defines, the toolkit, torch's
-//! SDK) are fields of [`Plan`], never read back out of an argv or an environment.
+//! The planner is the one place that asks each concern for its part of the plan, in order:
+//! what is needed ([`needs`]), which release ([`release`]), which backend
+//! ([`crate::toolchain`]), which optional libraries ([`crate::libraries`]), the tools, the
+//! source ([`crate::source::plan`]), the template variables ([`vars`]), a cross build
+//! ([`crate::cross`]), the build itself ([`crate::build_system`]), the install ([`install`]),
+//! the Python part ([`python_part`]), the verification ([`verify`]) and the fingerprint
+//! ([`fingerprint`]). What `run()` needs later (the defines, the toolkit, torch's SDK) are
+//! fields of [`Plan`], never read back out of an argv or an environment.
 
-pub mod build_system;
-pub mod cross;
-pub mod ffmpeg_pc;
 mod fingerprint;
-pub mod hip_compat;
-mod install;
-mod libraries;
-mod needs;
-pub mod prebuilt;
-mod python_part;
+pub(crate) mod needs;
 mod release;
-pub mod requirements;
-pub mod scratch;
-mod source;
 pub mod stock;
-mod tools;
-mod torch_cmake;
-mod torch_lite;
-mod vars;
+pub(crate) mod vars;
 mod verify;
-pub mod wheel_compiler;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,57 +24,20 @@ use rocbuild_recipe::{Recipe, Resolved, Target};
 use rocbuild_venv::BuildOptions;
 use serde::Serialize;
 
+use crate::build_system::cmake::{dependency, torch as torch_cmake};
+use crate::build_system::{self, cmake::torch::TorchCmakePlan, scratch};
 use crate::command::Command;
 use crate::compiler_cache;
+use crate::context::Context;
+use crate::cross;
 use crate::error::Result;
+use crate::install::python_part::{self, PythonPart};
+use crate::install::{self, requirements, InstallPlan};
+use crate::libraries::{self, ffmpeg_pc, OptionalLibrary};
 use crate::paths::join;
-use crate::toolchain::{self, BackendPlan};
-
-use build_system::cmake::dependency;
-pub use install::InstallPlan;
-pub use libraries::OptionalLibrary;
-pub use python_part::{PartInstall, PythonPart};
-pub use source::{ShippedFile, SourcePlan};
-pub use tools::ToolsPlan;
-pub use torch_cmake::TorchCmakePlan;
-
-/// Where and how hard a build works: decided once by the caller, not by the user's options.
-#[derive(Debug, Clone, Serialize)]
-pub struct Context {
-    /// Where sources, build trees, tools and logs live.
-    pub cache: PathBuf,
-    /// `ROCBUILD_MIRROR`: offline mirror of git repositories.
-    pub mirror: Option<PathBuf>,
-    /// Parallel compile jobs (`--jobs`, else the machine's cores).
-    pub jobs: usize,
-    /// `--compiler-cache` and the cache engine's own settings (not shown: they may hold a
-    /// password).
-    #[serde(skip)]
-    pub compiler_cache: compiler_cache::Request,
-    /// The compilers the user named in the environment (`CC`, `CXX`), read once by the
-    /// settings step: the planner reads no environment.
-    #[serde(skip)]
-    pub user_compiler: bool,
-    /// The wheels' compiler (`g++-14`), found on PATH before planning
-    /// (`crate::compiler_scan`): the planner starts no process.
-    #[serde(skip)]
-    pub wheels_compiler: Option<wheel_compiler::Alternative>,
-    /// `ROCBUILD_WINE_TIMEOUT`: seconds a verification under Wine may take.
-    #[serde(skip)]
-    pub wine_timeout: Option<u64>,
-    /// Where sdists are read before the index is asked: `ROCBUILD_SDISTS` (the mirror's
-    /// `pypi/` is added by the planner).
-    #[serde(skip)]
-    pub sdists: Vec<PathBuf>,
-    /// The index's simple API root for sdists: `ROCBUILD_SDIST_INDEX`, else `PIP_INDEX_URL`
-    /// (None: PyPI).
-    #[serde(skip)]
-    pub sdist_index: Option<String>,
-    /// The host's OS: paths under the cache (sources, build trees, tools, logs) are the
-    /// host's, whatever OS the venv is for. Set by [`plan`] from `machine.host`.
-    #[serde(skip)]
-    pub host_os: Os,
-}
+use crate::source::plan::{self as source, SourcePlan};
+use crate::toolchain::tools::{self, ToolsPlan};
+use crate::toolchain::{self, hip_compat, wheel_compiler, BackendPlan};
 
 /// Every step of one build, concrete.
 #[derive(Debug, Clone, Serialize)]
@@ -165,10 +113,10 @@ pub struct Plan {
     pub fingerprint: String,
     /// `--index` / `--find-links`: where rebuilt wheels were looked for, and what was found.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub index: Option<prebuilt::IndexPlan>,
+    pub index: Option<crate::index::IndexPlan>,
     /// The wheel installed instead of a build (chosen and checked).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub prebuilt: Option<prebuilt::PrebuiltInstall>,
+    pub prebuilt: Option<crate::index::PrebuiltInstall>,
     /// The recipe has a verification that cannot run on this host (a Windows venv, no Wine):
     /// why. The install is kept and marked unverified.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -345,6 +293,19 @@ impl Plan {
     /// The build system that planned the steps.
     pub(crate) fn system(&self) -> &'static dyn build_system::BuildSystem {
         build_system::of(self.build_system)
+    }
+
+    /// What staging the install reads of this plan.
+    pub(crate) fn to_stage(&self) -> install::stage::StagePlan<'_> {
+        install::stage::StagePlan {
+            recipe: &self.recipe,
+            version: &self.version,
+            install: &self.install,
+            python_part: self.python_part.as_ref(),
+            requirements: self.requirements.as_ref(),
+            scratch: &self.scratch,
+            cross: self.cross.as_ref(),
+        }
     }
 }
 

@@ -21,7 +21,7 @@ pub fn torch(recipe: &Recipe, machine: &Machine) -> Result<()> {
 
 /// The Python packages the library imports at run time that the venv lacks, as the recipe
 /// names them: checked once the backend is known (a wrong `--arch` or `--rocm` is the first
-/// thing to say); [`super::requirements`] installs them or refuses.
+/// thing to say); [`crate::install::requirements`] installs them or refuses.
 pub fn python(recipe: &Recipe, machine: &Machine) -> Vec<String> {
     let py = &machine.target.python;
     recipe

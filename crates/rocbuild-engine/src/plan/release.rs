@@ -225,7 +225,7 @@ fn release_of_rev(recipe: &Recipe, all: &[ReleaseInfo], rev: &str) -> Result<(St
             ("name".to_string(), recipe.name().to_string()),
             ("version".to_string(), v.to_string()),
         ]);
-        super::vars::expand(template, &vars).unwrap_or_else(|_| template.clone())
+        crate::vars::expand(template, &vars).unwrap_or_else(|_| template.clone())
     };
     if let Some(r) = all.iter().find(|r| tag_of(&r.version) == name) {
         return Ok((r.version.clone(), format!("--rev {rev} is its tag")));

@@ -1,26 +1,16 @@
 //! The template variables a recipe may use (`{torch.lib}`, `{ffmpeg.major}`, …), from the
-//! machine and the plan so far; and their expansion, with an error that says what is missing.
+//! machine and the plan so far (their expansion: [`crate::vars`]).
 
 use std::collections::BTreeMap;
 
-use rocbuild_probe::{Flavor, Machine, Os};
-use rocbuild_recipe::{template, Recipe};
+use rocbuild_probe::{Flavor, Machine};
+use rocbuild_recipe::Recipe;
 
-use super::libraries::OptionalLibrary;
-use super::source::SourcePlan;
-use super::Context;
-use crate::error::{EngineError, Result};
+use crate::context::Context;
+use crate::libraries::OptionalLibrary;
+use crate::source::plan::SourcePlan;
 use crate::toolchain::BackendPlan;
-
-/// The variables known before anything else: `{name}`, `{version}`, `{os}`, `{flavor}`.
-pub fn base(name: &str, version: &str, os: Os, flavor: Flavor) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        ("name".to_string(), name.to_string()),
-        ("version".to_string(), version.to_string()),
-        ("os".to_string(), os.as_str().to_string()),
-        ("flavor".to_string(), flavor.as_str().to_string()),
-    ])
-}
+use crate::vars::base;
 
 /// Every variable known once the source and the backend are chosen.
 pub fn of(
@@ -123,27 +113,14 @@ pub fn of(
     vars
 }
 
-/// Expand `s`; a variable without a value is an error that says why it has none.
-pub fn expand(s: &str, vars: &BTreeMap<String, String>) -> Result<String> {
-    template::expand(s, vars).map_err(|missing| EngineError::NoValue {
-        why: match missing.split('.').next() {
-            Some("ffmpeg") => "no FFmpeg was found".into(),
-            Some("torch") => "no torch was found".into(),
-            Some("cuda") => "no CUDA toolkit was found (set CUDA_HOME)".into(),
-            Some("rocm") => "no ROCm root was found (set ROCM_PATH)".into(),
-            Some("tools") => "the recipe declares no [needs] python-build".into(),
-            _ => "it has no value at this point of the plan".into(),
-        },
-        help: "install what it names, or change the recipe".into(),
-        variable: missing,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::EngineError;
     use crate::plan::testing::{ctx, recipe};
     use crate::toolchain;
+    use crate::vars::expand;
+    use rocbuild_probe::Os;
     use rocbuild_testkit::machine::cpu_machine;
     use std::path::PathBuf;
 

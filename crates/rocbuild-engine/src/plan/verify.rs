@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use rocbuild_probe::Machine;
 use rocbuild_recipe::Resolved;
 
-use super::vars::expand;
 use crate::command::Command;
 use crate::error::Result;
+use crate::vars::expand;
 
 pub fn plan(
     machine: &Machine,

@@ -9,8 +9,9 @@ use rocbuild_venv::{Backend, BuildOptions};
 use rocbuild_venv::lock::VenvLock;
 
 use super::{locate, Reporter, Settings};
+use crate::context::Context;
 use crate::error::{EngineError, Result};
-use crate::plan::{plan, Context, Plan};
+use crate::plan::{plan, Plan};
 use crate::quick;
 use crate::run::{run, Outcome};
 use crate::step::Verbosity;
@@ -91,16 +92,16 @@ fn from_index(
     reporter: &mut dyn Reporter,
 ) -> Result<Plan> {
     // The venv's wheel tags; a `--machine` plan has no Python to ask.
-    let tags = crate::plan::build_system::cmake::extension::tags_of_venv(
+    let tags = crate::build_system::cmake::extension::tags_of_venv(
         &machine.target.venv.root,
         &machine.target.python.site_packages,
     )
     .ok();
-    let mut index = crate::prebuilt::look(&plan, tags)?;
+    let mut index = crate::prebuilt::fetch::look(&plan, tags)?;
     let mut chosen = None;
     if !dry_run {
         for c in index.candidates.iter_mut().filter(|c| c.rejected.is_none()) {
-            match crate::prebuilt::fetch_and_check(&plan, machine, c, cache) {
+            match crate::prebuilt::fetch::fetch_and_check(&plan, machine, c, cache) {
                 Ok(p) => {
                     chosen = Some(p);
                     break;
@@ -125,7 +126,7 @@ fn from_index(
     let mut plan = match chosen {
         Some(p) => {
             reporter.note(&format!("index: installing {} ({})", p.file, p.url));
-            crate::plan::prebuilt::install_plan(&plan, machine, p)?
+            crate::prebuilt::install_plan(&plan, machine, p)?
         }
         None => plan,
     };
@@ -152,7 +153,7 @@ fn context(
                 .unwrap_or(2)
         }),
         user_compiler: env.user_compiler,
-        wheels_compiler: crate::compiler_scan::wheels_compiler(
+        wheels_compiler: crate::toolchain::compiler_scan::wheels_compiler(
             recipe,
             machine,
             env.path.as_deref(),
@@ -218,13 +219,15 @@ pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter
         Some(m) => m,
         None => {
             let mut m = rocbuild_probe::probe(&probe_options(recipe, &opts, req.venv.clone()))?;
-            let cuda = crate::cuda_setup::CudaRequest {
+            let cuda = crate::toolchain::cuda_setup::CudaRequest {
                 cache: &settings.cache,
                 wheels: &settings.env.cuda_wheels,
                 dry_run: req.dry_run,
                 version: opts.version.as_deref(),
             };
-            crate::cuda_setup::for_build(recipe, &mut m, &opts, &cuda, &mut |n| reporter.note(n))?;
+            crate::toolchain::cuda_setup::for_build(recipe, &mut m, &opts, &cuda, &mut |n| {
+                reporter.note(n)
+            })?;
             m
         }
     };

@@ -9,14 +9,14 @@ use rocbuild_probe::Machine;
 use rocbuild_recipe::{PythonFrom, Recipe, Resolved};
 use serde::Serialize;
 
-use super::build_system::cmake::{extension, msvc_env};
-use super::source::SourcePlan;
-use super::tools::ToolsPlan;
-use super::vars::expand;
+use crate::build_system::cmake::{extension, msvc_env};
 use crate::command::Command;
 use crate::error::Result;
 use crate::paths::join;
 use crate::pip;
+use crate::source::plan::SourcePlan;
+use crate::toolchain::tools::ToolsPlan;
+use crate::vars::expand;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PythonPart {

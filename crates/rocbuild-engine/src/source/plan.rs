@@ -9,10 +9,10 @@ use rocbuild_recipe::{Recipe, ReleaseInfo, Resolved, SubmoduleSel};
 use rocbuild_venv::{BuildOptions, Patch};
 use serde::Serialize;
 
-use super::vars::{base, expand};
-use super::Context;
+use crate::context::Context;
 use crate::error::{EngineError, Result};
 use crate::paths::{join, looks_like_url, sanitize};
+use crate::vars::{base, expand};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum SourcePlan {

@@ -1,5 +1,5 @@
 //! The build-system seam: how a source becomes artifacts. Between the toolchain (backend,
-//! compilers, tools: `crate::toolchain`, [`super::tools`]) and the plan, one trait,
+//! compilers, tools: `crate::toolchain`, [`crate::toolchain::tools`]) and the plan, one trait,
 //! [`BuildSystem`], with an implementation per `[build] system` of the recipe:
 //!
 //! - [`cmake`]: the source's CMake project, configured by rocbuild with the toolchain's defines
@@ -13,6 +13,7 @@
 
 pub mod cmake;
 pub mod pep517;
+pub mod scratch;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,13 +22,13 @@ use rocbuild_probe::Machine;
 use rocbuild_recipe::{Recipe, Resolved};
 use rocbuild_venv::BuildOptions;
 
-use super::source::SourcePlan;
-use super::tools::Toolset;
-use super::torch_cmake::TorchCmakePlan;
-use super::Context;
 use crate::command::Command;
+use crate::context::Context;
 use crate::error::Result;
+use crate::source::plan::SourcePlan;
+use crate::toolchain::tools::Toolset;
 use crate::toolchain::BackendPlan;
+use cmake::torch::TorchCmakePlan;
 
 /// How the source becomes files under the staging prefix.
 pub trait BuildSystem: Sync {
@@ -76,13 +77,13 @@ pub struct Inputs<'a> {
     pub cmake: &'a PathBuf,
     pub toolset: &'a Toolset,
     /// The build-only Python tools (`{tools}`): on a PEP 517 backend's `PYTHONPATH`.
-    pub tools: Option<&'a super::tools::ToolsPlan>,
+    pub tools: Option<&'a crate::toolchain::tools::ToolsPlan>,
     /// The compatibility header to force-include into HIP sources.
-    pub hip_compat: Option<&'a super::hip_compat::HipCompatPlan>,
+    pub hip_compat: Option<&'a crate::toolchain::hip_compat::HipCompatPlan>,
     /// A Windows venv built from another OS.
-    pub cross: Option<&'a super::cross::CrossPlan>,
+    pub cross: Option<&'a crate::cross::CrossPlan>,
     /// pkg-config files rocbuild writes for an FFmpeg that has none.
-    pub ffmpeg_pc: Option<&'a super::ffmpeg_pc::FfmpegPc>,
+    pub ffmpeg_pc: Option<&'a crate::libraries::ffmpeg_pc::FfmpegPc>,
 }
 
 /// The steps a build system plans: `configure`, then `build`, then (when it has one)

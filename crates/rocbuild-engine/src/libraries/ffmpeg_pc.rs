@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use rocbuild_probe::Ffmpeg;
 use serde::Serialize;
 
-use crate::paths::{hash_hex, join};
+use crate::error::Result;
+use crate::paths::{hash_hex, join, write_if_changed};
+use crate::step::RunLog;
 
 /// The libraries FFmpeg installs, as pkg-config names them.
 const LIBRARIES: [&str; 7] = [
@@ -77,6 +79,18 @@ fn pc_file(prefix: &Path, f: &Ffmpeg, name: &str) -> Option<String> {
         lib = slash(&f.lib),
         inc = slash(&f.include),
     ))
+}
+
+/// The pkg-config files of an FFmpeg that has none.
+pub fn write_pc_files(pc: &FfmpegPc, log: &mut RunLog) -> Result<()> {
+    for (name, text) in &pc.files {
+        write_if_changed(&pc.dir.join(name), text)?;
+    }
+    log.note(&format!(
+        "pkg-config files for the FFmpeg given -> {}",
+        pc.dir.display()
+    ));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::error::Result;
-use crate::plan::SourcePlan;
+use crate::source::plan::SourcePlan;
 use crate::step::RunLog;
 
 /// The sdist from the index's project page (PEP 503, as every index serves it), checked
@@ -25,7 +25,7 @@ fn download(
     };
     let html =
         rocbuild_fetch::get_text(&page)?.ok_or_else(|| not_there(format!("project {project}")))?;
-    let listed = crate::plan::prebuilt::parse_simple_page(&page, &html)
+    let listed = crate::index::parse_simple_page(&page, &html)
         .map_err(|e| not_there(format!("readable project page ({e})")))?;
     let names = [
         rocbuild_fetch::sdist_file_name(project, version),

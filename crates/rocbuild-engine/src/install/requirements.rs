@@ -45,7 +45,7 @@ pub struct RequirementsPlan {
     pub install: Command,
 }
 
-/// The plan for `missing` (from [`super::needs::python`]): none when nothing is missing; the
+/// The plan for `missing` (from [`crate::plan::needs::python`]): none when nothing is missing; the
 /// refusal of old when `--no-deps` was given or the venv's Python cannot run pip here (a venv
 /// of another OS).
 pub fn plan(

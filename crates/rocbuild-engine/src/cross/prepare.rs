@@ -1,8 +1,9 @@
 //! Before a cross build's configure: the toolchain file written (when its contents changed)
 //! and the venv's `pythonXY.lib` made from `pythonXY.dll` when its install has none.
 
+use crate::cross::CrossPlan;
 use crate::error::{EngineError, Result};
-use crate::plan::cross::CrossPlan;
+use crate::paths::write_if_changed;
 use crate::step::RunLog;
 
 pub fn prepare(c: &CrossPlan, log: &mut RunLog) -> Result<()> {
@@ -52,26 +53,4 @@ pub fn prepare(c: &CrossPlan, log: &mut RunLog) -> Result<()> {
         &make.command(&c.python_lib),
     )?;
     Ok(())
-}
-
-/// The pkg-config files of an FFmpeg that has none.
-pub fn write_pc_files(pc: &crate::plan::ffmpeg_pc::FfmpegPc, log: &mut RunLog) -> Result<()> {
-    for (name, text) in &pc.files {
-        write_if_changed(&pc.dir.join(name), text)?;
-    }
-    log.note(&format!(
-        "pkg-config files for the FFmpeg given -> {}",
-        pc.dir.display()
-    ));
-    Ok(())
-}
-
-fn write_if_changed(path: &std::path::Path, text: &str) -> Result<()> {
-    if fs_err::read_to_string(path).ok().as_deref() == Some(text) {
-        return Ok(());
-    }
-    if let Some(dir) = path.parent() {
-        fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
-    }
-    fs_err::write(path, text).map_err(EngineError::io("write", path))
 }

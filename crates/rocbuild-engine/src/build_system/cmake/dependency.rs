@@ -14,13 +14,13 @@ use rocbuild_recipe::SubmoduleSel;
 use serde::Serialize;
 
 use crate::command::Command;
+use crate::context::Context;
 use crate::error::Result;
+use crate::libraries::OptionalLibrary;
 use crate::paths::{hash_hex, join, sanitize};
-use crate::plan::libraries::OptionalLibrary;
-use crate::plan::source::SourcePlan;
-use crate::plan::tools::Toolset;
-use crate::plan::vars::expand;
-use crate::plan::Context;
+use crate::source::plan::SourcePlan;
+use crate::toolchain::tools::Toolset;
+use crate::vars::expand;
 
 /// One dependency to build (or found built) before the package's configure.
 #[derive(Debug, Clone, Serialize)]
@@ -74,10 +74,7 @@ impl DependencyPlan {
 /// The commands that build each dependency the recipe has for this target, with the package
 /// build's compilers, cmake and ninja. `vars` expands templates in their defines.
 /// A Windows venv built from another OS: the dependency gets the package's cross toolchain.
-pub type Cross<'a> = Option<(
-    &'a crate::plan::cross::CrossPlan,
-    &'a rocbuild_probe::Machine,
-)>;
+pub type Cross<'a> = Option<(&'a crate::cross::CrossPlan, &'a rocbuild_probe::Machine)>;
 
 pub fn plan(
     deps: &[(&str, &Dependency)],
@@ -116,7 +113,7 @@ fn one(
     }
     match cross {
         // The toolchain file names the compilers; the target and sysroot flags go in front.
-        Some((c, machine)) => crate::plan::cross::defines(c, machine, &mut define),
+        Some((c, machine)) => super::cross::defines(c, machine, &mut define),
         None => {
             define.insert("CMAKE_C_COMPILER".into(), toolset.cc.display().to_string());
             define.insert(

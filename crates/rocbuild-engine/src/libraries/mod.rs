@@ -1,5 +1,7 @@
 //! Optional libraries a recipe can use (`[with.X]`) that the machine has, used or not.
 
+pub mod ffmpeg_pc;
+
 use std::path::PathBuf;
 
 use rocbuild_probe::Machine;
@@ -126,8 +128,9 @@ mod tests {
         ignore = "a Unix-host test: it plans a Linux build, whose paths a Windows host (which never builds for Linux) joins with `\\`"
     )]
     fn ctranslate2_takes_onednn_from_source_on_linux_x86_64_and_from_the_venv_elsewhere() {
+        use crate::plan::plan;
         use crate::plan::testing::ctx;
-        use crate::plan::{plan, BuildOptions};
+        use rocbuild_venv::BuildOptions;
         let r = recipe("ctranslate2");
         let mut m = cpu_machine(Os::Linux);
         let opts = BuildOptions {
@@ -264,9 +267,9 @@ mod tests {
         commit: &'a str,
     }
 
-    fn git(s: &crate::plan::SourcePlan) -> SourcePlanGit<'_> {
+    fn git(s: &crate::source::plan::SourcePlan) -> SourcePlanGit<'_> {
         match s {
-            crate::plan::SourcePlan::Git {
+            crate::source::plan::SourcePlan::Git {
                 url,
                 expected_commit,
                 ..

@@ -3,6 +3,12 @@
 //! Pure: every fact comes from the [`Machine`]; the choices themselves (SDK by version and
 //! runtime, archs by cascade) are rocbuild-probe's pure functions.
 
+pub mod compiler_scan;
+pub mod cuda_setup;
+pub mod hip_compat;
+pub mod tools;
+pub mod wheel_compiler;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -12,11 +12,11 @@ use rocbuild_probe::{
 use rocbuild_recipe::{Recipe, Resolved};
 use serde::Serialize;
 
-use super::vars::expand;
 use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::paths::{hash_hex, join};
 use crate::toolchain::BackendPlan;
+use crate::vars::expand;
 
 /// The pip requirements the build needs, installed into a directory of the cache.
 #[derive(Debug, Clone, Serialize)]

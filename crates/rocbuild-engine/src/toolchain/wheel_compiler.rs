@@ -82,7 +82,7 @@ impl CompilerParity {
 /// The note, when the recipe names the wheels' compiler for this OS and backend and this
 /// build's C++ compiler (`cxx`, as the toolset runs it) is known to be another one. When the
 /// wheels' compiler was found on PATH as versioned drivers (g++-14: `found`, looked for
-/// before planning by `crate::compiler_scan`) and `user_named` is false (no CC or CXX in the
+/// before planning by `crate::toolchain::compiler_scan`) and `user_named` is false (no CC or CXX in the
 /// environment), it is chosen for the build.
 pub fn check(
     recipe: &Recipe,
@@ -210,8 +210,12 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         driver(dir.path(), "gcc-14", "gcc-14 (Debian 14.2.0-19) 14.2.0");
         driver(dir.path(), "g++-14", "g++-14 (Debian 14.2.0-19) 14.2.0");
-        let found =
-            crate::compiler_scan::wheels_compiler(&r, &m, Some(dir.path().as_os_str()), dir.path());
+        let found = crate::toolchain::compiler_scan::wheels_compiler(
+            &r,
+            &m,
+            Some(dir.path().as_os_str()),
+            dir.path(),
+        );
         let p = check(&r, &m, "cpu", cxx, found.as_ref(), false).unwrap();
         let a = p.chosen().expect("chosen");
         assert_eq!(a.cc, dir.path().join("gcc-14"));

@@ -1,6 +1,9 @@
 //! Sources through git2: bare clones cached by URL, one checkout per commit, submodules
 //! recursively, and offline mirrors (`ROCBUILD_MIRROR`).
 
+pub mod plan;
+pub mod sdist;
+
 use rocbuild_probe::platform::host;
 use std::path::{Path, PathBuf};
 
@@ -1076,8 +1079,8 @@ pub const REACH_SECS: u64 = 3;
 /// within [`REACH_SECS`]), saying what works offline. Nothing is checked when the source needs
 /// no network: a local path, a mirror holding the repository, the release already in the
 /// cache, or a proxy configured (the connection would go through it).
-pub fn preflight(source: &crate::plan::SourcePlan) -> Result<()> {
-    let crate::plan::SourcePlan::Git {
+pub fn preflight(source: &crate::source::plan::SourcePlan) -> Result<()> {
+    let crate::source::plan::SourcePlan::Git {
         url,
         reference,
         expected_commit,
@@ -1254,7 +1257,7 @@ mod preflight_tests {
     )]
     fn an_unreachable_source_fails_fast_and_says_what_works_offline() {
         let t = tempfile::tempdir().unwrap();
-        let source = crate::plan::SourcePlan::Git {
+        let source = crate::source::plan::SourcePlan::Git {
             url: "https://unreachable.invalid/owner/repo".into(),
             reference: "refs/tags/v1.0".into(),
             expected_commit: None,
@@ -1299,7 +1302,7 @@ mod preflight_tests {
         );
         // A mirror holding the repository: nothing to check.
         std::fs::create_dir_all(t.path().join("m/unreachable.invalid/owner/repo.git")).unwrap();
-        let crate::plan::SourcePlan::Git {
+        let crate::source::plan::SourcePlan::Git {
             url,
             reference,
             git_cache,
@@ -1309,7 +1312,7 @@ mod preflight_tests {
         else {
             unreachable!()
         };
-        let mirrored = crate::plan::SourcePlan::Git {
+        let mirrored = crate::source::plan::SourcePlan::Git {
             url,
             reference,
             expected_commit: None,

@@ -1,6 +1,6 @@
 //! Install from an index, the I/O half: read the index pages (`--index`, PEP 503) and the
 //! `--find-links` directories, then download, unpack and check the candidates whose names
-//! fit (see [`crate::plan::prebuilt`]) until one passes. Nothing here touches the venv: the
+//! fit (see [`super`]) until one passes. Nothing here touches the venv: the
 //! wheel is unpacked under the cache, and a wheel that passes is installed by `run()` through
 //! the build's own transaction.
 
@@ -10,11 +10,11 @@ use rocbuild_doctor::Subject;
 use rocbuild_probe::Machine;
 use rocbuild_venv::wheel::Tags;
 
-use crate::error::{EngineError, Result};
-use crate::plan::prebuilt::{
+use super::{
     candidates, check_torch, project_page, torch_dist, wanted, Candidate, IndexPlan, Listed,
     PrebuiltInstall,
 };
+use crate::error::{EngineError, Result};
 use crate::plan::Plan;
 
 /// List every file the indexes and directories of the plan's options offer, judged by name.
@@ -26,13 +26,12 @@ pub fn look(plan: &Plan, tags: Option<Tags>) -> Result<IndexPlan> {
         let page = project_page(index, &plan.install.distribution);
         match rocbuild_fetch::get_text(&page) {
             Ok(Some(html)) => {
-                let files =
-                    crate::plan::prebuilt::parse_simple_page(&page, &html).map_err(|reason| {
-                        EngineError::IndexMalformed {
-                            page: page.clone(),
-                            reason,
-                        }
-                    })?;
+                let files = crate::index::parse_simple_page(&page, &html).map_err(|reason| {
+                    EngineError::IndexMalformed {
+                        page: page.clone(),
+                        reason,
+                    }
+                })?;
                 listed.extend(files.into_iter().map(|l| (page.clone(), l)));
             }
             // PEP 503: no page, no such project on this index.
@@ -147,7 +146,7 @@ pub fn fetch_and_check(
     ) {
         return Err(r);
     }
-    let libs: Vec<PathBuf> = crate::stage::collect_artifacts(
+    let libs: Vec<PathBuf> = crate::install::stage::collect_artifacts(
         &unpacked.join(&plan.install.import_dir),
         &plan.install.artifacts,
     )

@@ -1,6 +1,10 @@
 //! The install: where the artifacts go, how they find their dependencies at run time (the
 //! recipe's `finds` plus the SDK's runtime, never copied), which wheel files are parked.
 
+pub mod python_part;
+pub mod requirements;
+pub mod stage;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -8,11 +12,11 @@ use rocbuild_probe::Machine;
 use rocbuild_recipe::{Recipe, Resolved};
 use serde::Serialize;
 
-use super::vars::expand;
 use crate::error::Result;
 use crate::link::Link;
 use crate::paths::join;
 use crate::toolchain::BackendPlan;
+use crate::vars::expand;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct InstallPlan {

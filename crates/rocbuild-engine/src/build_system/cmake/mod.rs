@@ -4,8 +4,11 @@
 //! it is unchanged). What else is CMake's lives beside it: the `[dependency.X]` builds
 //! ([`dependency`]) and rocbuild's own project for a Python extension ([`extension`]).
 
+pub mod cross;
 pub mod dependency;
 pub mod extension;
+pub mod torch;
+mod torch_lite;
 
 use std::collections::BTreeMap;
 
@@ -13,11 +16,11 @@ use rocbuild_probe::{Flavor, Machine};
 use rocbuild_recipe::TorchCmake;
 
 use super::{BuildSystem, Inputs, Steps, Titles};
+use crate::build_system::cmake::torch::native_toolkit;
 use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::paths::{hash_hex, join, sanitize};
-use crate::plan::torch_cmake::native_toolkit;
-use crate::plan::vars::expand;
+use crate::vars::expand;
 
 /// The recipe's defines and environment with their templates expanded, and FFmpeg's
 /// pkg-config directory when `--ffmpeg` gave one.
@@ -89,7 +92,7 @@ impl BuildSystem for Cmake {
         }
         i.backend.apply(i.ctx.host_os, &mut define, &mut env);
         if let Some(hc) = i.hip_compat {
-            let flag = crate::plan::hip_compat::include_flag(hc);
+            let flag = crate::toolchain::hip_compat::include_flag(hc);
             let v = compose_user_define(
                 "CMAKE_HIP_FLAGS",
                 define.get("CMAKE_HIP_FLAGS").map(String::as_str),
@@ -139,7 +142,7 @@ impl BuildSystem for Cmake {
         }
         // Last: the target and sysroot flags go in front of every flags variable set so far.
         if let Some(c) = i.cross {
-            crate::plan::cross::defines(c, i.machine, &mut define);
+            cross::defines(c, i.machine, &mut define);
         }
         let src = i.source.dir();
         let cmake_src = match expand(&i.resolved.cmake_source, i.vars)?.as_str() {
@@ -347,10 +350,13 @@ pub fn msvc_env(machine: &Machine) -> BTreeMap<String, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::torch as torch_cmake;
     use super::*;
     use crate::plan::testing::{ctx, recipe};
-    use crate::plan::{source, tools, torch_cmake, vars};
+    use crate::plan::vars;
+    use crate::source::plan as source;
     use crate::toolchain;
+    use crate::toolchain::tools;
     use rocbuild_probe::Os;
     use rocbuild_testkit::machine::cpu_machine;
     use rocbuild_venv::BuildOptions;

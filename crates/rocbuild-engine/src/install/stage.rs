@@ -11,9 +11,13 @@ use rocbuild_venv::install::NewFile;
 use rocbuild_venv::manifest::{self, sha256_file, InstalledFile};
 use rocbuild_venv::{record, txn_fs, walk};
 
+use crate::build_system::scratch::Scratch;
+use crate::cross::CrossPlan;
 use crate::error::{EngineError, Result};
+use crate::install::python_part::{PartInstall, PythonPart};
+use crate::install::requirements::RequirementsPlan;
+use crate::install::InstallPlan;
 use crate::link::{self, Link};
-use crate::plan::{PartInstall, Plan, PythonPart};
 use crate::step::{Background, RunLog};
 
 /// What staging leaves for the swap.
@@ -23,9 +27,20 @@ pub(crate) struct Staged {
     pub installed: Vec<InstalledFile>,
 }
 
+/// What staging reads of the plan (the planner makes it: `Plan::to_stage`).
+pub(crate) struct StagePlan<'a> {
+    pub recipe: &'a str,
+    pub version: &'a str,
+    pub install: &'a InstallPlan,
+    pub python_part: Option<&'a PythonPart>,
+    pub requirements: Option<&'a RequirementsPlan>,
+    pub scratch: &'a Scratch,
+    pub cross: Option<&'a CrossPlan>,
+}
+
 /// The staging of one install, step by step.
 struct Stager<'a> {
-    plan: &'a Plan,
+    plan: &'a StagePlan<'a>,
     built: &'a Built,
     site: &'a Path,
     stage: &'a Path,
@@ -40,7 +55,7 @@ struct Stager<'a> {
 /// Stage everything of `plan`'s install; `pip` is the Python part's install when it was
 /// started early, in the background.
 pub(crate) fn stage(
-    plan: &Plan,
+    plan: &StagePlan,
     log: &mut RunLog,
     built: &Built,
     pip: &mut Option<Background>,
@@ -61,7 +76,7 @@ pub(crate) fn stage(
         record_set: BTreeMap::new(),
     };
     s.built_libraries()?;
-    let record_rel = match &plan.python_part {
+    let record_rel = match plan.python_part {
         Some(_) => s.python_part(log, pip, extra)?,
         None => s.pips_record()?,
     };
@@ -113,8 +128,8 @@ fn install_part(log: &mut RunLog, pp: &PythonPart) -> Result<Vec<String>> {
 /// it beside the package's Python files; that tree becomes the wheel pip installs.
 fn python_extension(
     log: &mut RunLog,
-    x: &crate::plan::build_system::cmake::extension::ExtensionBuild,
-    scratch: &crate::plan::scratch::Scratch,
+    x: &crate::build_system::cmake::extension::ExtensionBuild,
+    scratch: &Scratch,
     dist: &str,
     version: &str,
 ) -> Result<()> {
@@ -233,7 +248,7 @@ impl Stager<'_> {
         pip: &mut Option<Background>,
         extra: &mut StagedExtra,
     ) -> Result<String> {
-        let Some(pp) = &self.plan.python_part else {
+        let Some(pp) = self.plan.python_part else {
             return self.pips_record();
         };
         if let Some(b) = &pp.build {
@@ -244,7 +259,7 @@ impl Stager<'_> {
             log.run("build the Python package", &self.plan.scratch.apply(b))?;
         }
         if let Some(x) = &pp.extension {
-            python_extension(log, x, &self.plan.scratch, &pp.distribution, &pp.version)?;
+            python_extension(log, x, self.plan.scratch, &pp.distribution, &pp.version)?;
         }
         match pip.take() {
             Some(bg) => log.finish(bg)?,
@@ -335,7 +350,7 @@ impl Stager<'_> {
         for (rel, text) in [
             (
                 &p.module_rel,
-                link::preload_module(p, &self.plan.recipe, &self.plan.version, &dlls),
+                link::preload_module(p, self.plan.recipe, self.plan.version, &dlls),
             ),
             (&p.pth_rel, link::preload_pth(p)),
         ] {
@@ -378,7 +393,7 @@ impl Stager<'_> {
     /// files (pip wrote their RECORD) are staged as new files, none of them replacing one the
     /// venv has.
     fn requirements(&mut self, log: &mut RunLog, extra: &mut StagedExtra) -> Result<()> {
-        let Some(r) = &self.plan.requirements else {
+        let Some(r) = self.plan.requirements else {
             return Ok(());
         };
         if r.prefix.exists() {

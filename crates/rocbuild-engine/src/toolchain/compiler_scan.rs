@@ -8,7 +8,7 @@ use rocbuild_probe::Machine;
 use rocbuild_recipe::schema::CompilerSpec;
 use rocbuild_recipe::Recipe;
 
-use crate::plan::wheel_compiler::Alternative;
+use crate::toolchain::wheel_compiler::Alternative;
 
 /// The versioned drivers of the compiler the recipe says its wheels are built with on the
 /// target's OS, when both are on `path` and say they are that compiler; None when the recipe
@@ -40,7 +40,7 @@ pub fn alternative(
     let (cc, cxx) = (found(c)?, found(cxx)?);
     let line = rocbuild_probe::version_of(&cxx, "--version")?;
     let (family, version) = rocbuild_probe::compiler_of(&line)?;
-    crate::plan::wheel_compiler::is(wheels, family, &version).then(|| Alternative {
+    crate::toolchain::wheel_compiler::is(wheels, family, &version).then(|| Alternative {
         cc,
         cxx,
         name: format!("{} {version}", CompilerSpec::family_name(family)),
@@ -50,7 +50,7 @@ pub fn alternative(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::wheel_compiler::tests::driver;
+    use crate::toolchain::wheel_compiler::tests::driver;
 
     /// Both drivers are needed, and the C++ one must say it is the wheels' version.
     #[test]

@@ -19,9 +19,9 @@ use serde::Serialize;
 use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::paths::join;
-use crate::plan::source::SourcePlan;
-use crate::plan::tools::ToolsPlan;
-use crate::plan::vars::expand;
+use crate::source::plan::SourcePlan;
+use crate::toolchain::tools::ToolsPlan;
+use crate::vars::expand;
 
 /// The steps of the module's build and the wheel they make.
 #[derive(Debug, Clone, Serialize)]

@@ -16,7 +16,7 @@ use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::paths::{hash_hex, join, sanitize};
 use crate::pip;
-use crate::plan::vars::expand;
+use crate::vars::expand;
 
 /// `[build] system = "pep517"`.
 pub struct Pep517;
@@ -164,7 +164,7 @@ fn environment(i: &Inputs) -> Result<BTreeMap<String, String>> {
         env.insert("CUDA_HOME".into(), s(&c.home));
         env.insert("TORCH_CUDA_ARCH_LIST".into(), c.archs.join(";"));
     }
-    env.extend(crate::plan::build_system::cmake::msvc_env(i.machine));
+    env.extend(crate::build_system::cmake::msvc_env(i.machine));
     for (k, v) in &i.resolved.env {
         env.insert(k.clone(), expand(v, i.vars)?);
     }
@@ -183,13 +183,14 @@ fn toolkit(i: &Inputs) -> Option<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use crate::error::EngineError;
+    use crate::install::python_part::PartInstall;
+    use crate::plan::plan;
     use crate::plan::testing::{ctx, recipe};
-    use crate::plan::{plan, PartInstall};
     use rocbuild_probe::Os;
     use rocbuild_testkit::machine::cpu_machine;
     use rocbuild_venv::BuildOptions;
 
-    const TORCHSORT: &str = include_str!("../../../../../recipes/torchsort.toml");
+    const TORCHSORT: &str = include_str!("../../../../recipes/torchsort.toml");
 
     #[test]
     fn torchsort_is_a_pip_wheel_without_isolation_unpacked_into_the_prefix() {
