@@ -503,9 +503,6 @@ pub enum ProbeError {
 /// What the caller tells the probe.
 #[derive(Debug, Clone, Default)]
 pub struct ProbeOptions {
-    /// The venv the command chose ([`choose_venv`], once, in the CLI's settings step); None:
-    /// choose it here the same way (tests, library callers).
-    pub venv: Option<Venv>,
     pub ffmpeg_dir: Option<PathBuf>,
     /// Probe FFmpeg at all (the recipe needs it).
     pub want_ffmpeg: bool,
@@ -529,91 +526,18 @@ pub struct ProbeOptions {
     pub python_headers: Option<PathBuf>,
 }
 
-/// Pick the venv: `--venv`, then `$VIRTUAL_ENV`, then `$CONDA_PREFIX`, then `./.venv`.
-pub fn choose_venv(explicit: Option<&Path>) -> Result<Venv, ProbeError> {
-    if let Some(p) = explicit {
-        return Ok(Venv {
-            root: absolute(p),
-            chosen_by: "--venv".into(),
-        });
-    }
-    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
-        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-            return Ok(Venv {
-                root: absolute(Path::new(&v)),
-                chosen_by: format!("${var}"),
-            });
-        }
-    }
-    // `pip install rocbuild` put the binary into the user's venv: that venv. Not the private
-    // environment of a tool installer (`uv tool`, `uvx`, `pipx`), which holds only rocbuild.
-    if let Some(root) = std::env::current_exe()
-        .ok()
-        .and_then(|exe| venv_of_executable(&exe))
-    {
-        return Ok(Venv {
-            root,
-            chosen_by: "the venv rocbuild is installed in".into(),
-        });
-    }
-    let local = Path::new(".venv");
-    if local.is_dir() {
-        return Ok(Venv {
-            root: absolute(local),
-            chosen_by: "./.venv".into(),
-        });
-    }
-    Err(ProbeError::NoVenv)
-}
-
-/// The venv an executable was installed into (`<venv>/bin/rocbuild`, `<venv>\Scripts\
-/// rocbuild.exe`, a `pyvenv.cfg` beside them), unless it is a tool installer's own
-/// environment: `uv tool install` (`…/uv/tools/NAME`), `uvx` (uv's cache, `…/archive-v0/…`),
-/// `pipx` (`…/pipx/venvs/NAME`). Those hold rocbuild alone, never the user's torch.
-pub fn venv_of_executable(exe: &Path) -> Option<PathBuf> {
-    let exe = dunce::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
-    let dir = exe.parent()?;
-    let name = dir.file_name()?.to_string_lossy().to_ascii_lowercase();
-    if name != "bin" && name != "scripts" {
-        return None;
-    }
-    let root = dir.parent()?;
-    if !root.join("pyvenv.cfg").is_file() || is_tool_environment(root) {
-        return None;
-    }
-    Some(root.to_path_buf())
-}
-
-/// Is `root` a tool installer's private environment (uv tool, uvx, pipx)?
-pub fn is_tool_environment(root: &Path) -> bool {
-    let parts: Vec<String> = root
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().to_ascii_lowercase())
-        .collect();
-    let has = |a: &str, b: &str| parts.windows(2).any(|w| w[0] == a && w[1] == b);
-    has("uv", "tools")
-        || has("pipx", "venvs")
-        || parts.iter().any(|p| p.starts_with("archive-v"))
-        || std::env::var_os("UV_TOOL_DIR").is_some_and(|d| root.starts_with(d))
-        || std::env::var_os("PIPX_HOME").is_some_and(|d| root.starts_with(d))
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
-}
-
 /// Describe the real machine.
 ///
 /// Cost: ROCm SDKs and the HIP runtime are read from files (milliseconds) and only when a ROCm
 /// build is wanted, `--arch` is given, or torch is a ROCm build (its plan may need the SDK for
 /// torch's CMake package). GPU detection, which may import torch in a child Python, runs only
 /// for a wanted ROCm build without `--arch`: a no-op rerun of a CPU recipe starts no process.
-pub fn probe(opts: &ProbeOptions) -> Result<Machine, ProbeError> {
+///
+/// `venv` is the one the settings step chose (the CLI's `settings::venv`): the probe never
+/// chooses one itself.
+pub fn probe(venv: &Venv, opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let host_os = Os::current();
-    let venv = match &opts.venv {
-        Some(v) => v.clone(),
-        None => choose_venv(None)?,
-    };
+    let venv = venv.clone();
     let os = cross::venv_os(&venv.root, host_os);
     let (python, tools, cross) = if os == host_os {
         (probe_python(&venv, os)?, probe_tools(), None)

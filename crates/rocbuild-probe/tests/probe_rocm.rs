@@ -2,7 +2,7 @@
 //! cheap path: a CPU torch and no ROCm wanted probes nothing of ROCm. Also: machine files
 //! written before the ROCm fields existed still load.
 
-use rocbuild_probe::{probe, Machine, ProbeOptions, SdkKind};
+use rocbuild_probe::{probe, Machine, ProbeOptions, SdkKind, Venv};
 use rocbuild_testkit::{install_fake_torch, make_venv};
 
 #[test]
@@ -12,10 +12,16 @@ fn probe_fills_rocm_fields_only_when_wanted() {
     let site = make_venv(&venv);
     install_fake_torch(&site, "2.9.1");
 
-    let cpu = probe(&ProbeOptions {
-        venv: Some(rocbuild_probe::choose_venv(Some(&venv)).unwrap()),
-        ..ProbeOptions::default()
-    })
+    let v = Venv {
+        root: venv.clone(),
+        chosen_by: "--venv".into(),
+    };
+    let cpu = probe(
+        &v,
+        &ProbeOptions {
+            ..ProbeOptions::default()
+        },
+    )
     .unwrap();
     assert!(
         cpu.host.rocm_sdks.is_empty()
@@ -23,12 +29,14 @@ fn probe_fills_rocm_fields_only_when_wanted() {
             && cpu.target.gpu.is_none()
     );
 
-    let rocm = probe(&ProbeOptions {
-        venv: Some(rocbuild_probe::choose_venv(Some(&venv)).unwrap()),
-        want_rocm: true,
-        gpu_named: true,
-        ..ProbeOptions::default()
-    })
+    let rocm = probe(
+        &v,
+        &ProbeOptions {
+            want_rocm: true,
+            gpu_named: true,
+            ..ProbeOptions::default()
+        },
+    )
     .unwrap();
     let debian = rocm
         .host
@@ -50,11 +58,13 @@ fn probe_fills_rocm_fields_only_when_wanted() {
 
     // Without --arch the cascade runs and logs each step; the fake torch is not ROCm, so no
     // child Python is started for it.
-    let detect = probe(&ProbeOptions {
-        venv: Some(rocbuild_probe::choose_venv(Some(&venv)).unwrap()),
-        want_rocm: true,
-        ..ProbeOptions::default()
-    })
+    let detect = probe(
+        &v,
+        &ProbeOptions {
+            want_rocm: true,
+            ..ProbeOptions::default()
+        },
+    )
     .unwrap();
     let steps = detect.target.gpu.unwrap().steps;
     assert_eq!(steps[0], "--arch: not given");
@@ -74,11 +84,11 @@ fn machine_files_without_rocm_fields_still_load() {
     let d = tempfile::tempdir().unwrap();
     let venv = d.path().join("venv");
     make_venv(&venv);
-    let m = probe(&ProbeOptions {
-        venv: Some(rocbuild_probe::choose_venv(Some(&venv)).unwrap()),
-        ..ProbeOptions::default()
-    })
-    .unwrap();
+    let chosen = Venv {
+        root: venv.clone(),
+        chosen_by: "--venv".into(),
+    };
+    let m = probe(&chosen, &ProbeOptions::default()).unwrap();
     let mut v = serde_json::to_value(&m).unwrap();
     for k in ["rocm_sdks", "hip_runtime", "gpu"] {
         v.as_object_mut().unwrap().remove(k);

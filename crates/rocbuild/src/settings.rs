@@ -1,7 +1,19 @@
 //! The settings layer: every environment variable the CLI reads, declared once here, and the
-//! one place they are read (the venv variables `VIRTUAL_ENV` / `CONDA_PREFIX` and the GPU
-//! probe's are declared in `rocbuild_probe::vars`, which the probe reads through its
-//! `ProbeEnv`).
+//! one place they are read (the GPU probe's are declared in `rocbuild_probe::vars`, which the
+//! probe reads through its `ProbeEnv`).
+
+use std::path::{Path, PathBuf};
+
+use rocbuild_probe::Venv;
+
+/// The active venv (`source V/bin/activate` sets it): the venv when `--venv` is not given.
+pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
+/// The active conda environment: the venv when neither `--venv` nor `VIRTUAL_ENV` is given.
+pub const CONDA_PREFIX: &str = "CONDA_PREFIX";
+/// uv's tool environments (`uv tool install rocbuild`): never the user's venv.
+pub const UV_TOOL_DIR: &str = "UV_TOOL_DIR";
+/// pipx's environments (`pipx install rocbuild`): never the user's venv.
+pub const PIPX_HOME: &str = "PIPX_HOME";
 
 /// Extra recipe directories, separated like PATH. Same as `--recipes`.
 pub const ROCBUILD_RECIPES: &str = "ROCBUILD_RECIPES";
@@ -158,12 +170,6 @@ pub fn pytorch_rocm_arch() -> rocbuild_probe::GpuTargets {
     rocbuild_probe::GpuTargets::parse(&[std::env::var(PYTORCH_ROCM_ARCH).unwrap_or_default()])
 }
 
-/// `--arch` (build) and `--gpu-arch` (doctor, bundle): one parser, one set of separators
-/// (`;`, `,`, whitespace) for every command.
-pub fn gpu_targets(values: &[String]) -> rocbuild_probe::GpuTargets {
-    rocbuild_probe::GpuTargets::parse(values)
-}
-
 /// Names the FFmpeg `rocbuild ffmpeg` fetched last, in `<cache>/ffmpeg/`.
 pub const CURRENT_FFMPEG: &str = "current";
 
@@ -188,8 +194,74 @@ pub fn split_env_paths(var: &str) -> Vec<std::path::PathBuf> {
 
 /// The venv of this command, chosen once (`--venv`, `$VIRTUAL_ENV`, `$CONDA_PREFIX`, the venv
 /// rocbuild is installed in, `./.venv`) and handed down as it is: nothing below chooses again.
-pub fn venv(a: &crate::cli::VenvArg) -> Result<rocbuild_probe::Venv, rocbuild_probe::ProbeError> {
-    rocbuild_probe::choose_venv(a.venv.as_deref())
+pub fn venv(a: &crate::cli::VenvArg) -> Result<Venv, rocbuild_probe::ProbeError> {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    if let Some(p) = &a.venv {
+        return Ok(Venv {
+            root: absolute(p),
+            chosen_by: "--venv".into(),
+        });
+    }
+    for var in [VIRTUAL_ENV, CONDA_PREFIX] {
+        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            return Ok(Venv {
+                root: absolute(Path::new(&v)),
+                chosen_by: format!("${var}"),
+            });
+        }
+    }
+    // `pip install rocbuild` put the binary into the user's venv: that venv. Not the private
+    // environment of a tool installer (`uv tool`, `uvx`, `pipx`), which holds only rocbuild.
+    if let Some(root) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| venv_of_executable(&exe))
+    {
+        return Ok(Venv {
+            root,
+            chosen_by: "the venv rocbuild is installed in".into(),
+        });
+    }
+    let local = Path::new(".venv");
+    if local.is_dir() {
+        return Ok(Venv {
+            root: absolute(local),
+            chosen_by: "./.venv".into(),
+        });
+    }
+    Err(rocbuild_probe::ProbeError::NoVenv)
+}
+
+/// The venv an executable was installed into (`<venv>/bin/rocbuild`, `<venv>\Scripts\
+/// rocbuild.exe`, a `pyvenv.cfg` beside them), unless it is a tool installer's own
+/// environment: `uv tool install` (`…/uv/tools/NAME`), `uvx` (uv's cache, `…/archive-v0/…`),
+/// `pipx` (`…/pipx/venvs/NAME`). Those hold rocbuild alone, never the user's torch.
+fn venv_of_executable(exe: &Path) -> Option<PathBuf> {
+    let exe = dunce::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
+    let dir = exe.parent()?;
+    let name = dir.file_name()?.to_string_lossy().to_ascii_lowercase();
+    if name != "bin" && name != "scripts" {
+        return None;
+    }
+    let root = dir.parent()?;
+    if !root.join("pyvenv.cfg").is_file() || is_tool_environment(root) {
+        return None;
+    }
+    Some(root.to_path_buf())
+}
+
+/// Is `root` a tool installer's private environment (uv tool, uvx, pipx)?
+fn is_tool_environment(root: &Path) -> bool {
+    let parts: Vec<String> = root
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_ascii_lowercase())
+        .collect();
+    let has = |a: &str, b: &str| parts.windows(2).any(|w| w[0] == a && w[1] == b);
+    has("uv", "tools")
+        || has("pipx", "venvs")
+        || parts.iter().any(|p| p.starts_with("archive-v"))
+        || [UV_TOOL_DIR, PIPX_HOME]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|d| root.starts_with(d)))
 }
 
 /// Environment variables that change from shell to shell without changing anything a build

@@ -471,16 +471,17 @@ fn the_venv_is_declared_once_and_chosen_in_the_settings_step() {
         declared, 1,
         "crates/rocbuild/src/cli.rs: --venv is declared {declared} times; flatten VenvArg instead"
     );
+    // Chosen in the settings step: the variables that name the venv are read there only, and
+    // the probe takes the chosen venv as its argument (it has no choice of its own).
     only_in(
-        "the venv is chosen (choose_venv) in the settings step",
-        files_with(&["choose_venv("], "crates/"),
-        &[
-            ("crates/rocbuild/src/settings.rs", "the settings step"),
-            (
-                "crates/rocbuild-probe/src/lib.rs",
-                "its definition, and the probe's own choice when a caller gave none (tests)",
-            ),
-        ],
+        "the venv is chosen in the settings step",
+        files_with(&["\"VIRTUAL_ENV\"", "venv_of_executable("], "crates/"),
+        &[("crates/rocbuild/src/settings.rs", "the settings step")],
+    );
+    let probe = read("crates/rocbuild-probe/src/lib.rs");
+    assert!(
+        probe.contains("pub fn probe(venv: &Venv, opts: &ProbeOptions)"),
+        "the probe takes the venv the settings step chose"
     );
 }
 

@@ -152,10 +152,8 @@ fn environment(i: &Inputs) -> Result<BTreeMap<String, String>> {
     env.insert("CC".to_string(), s(&i.toolset.cc));
     env.insert("CXX".to_string(), s(&i.toolset.cxx));
     env.insert("MAX_JOBS".to_string(), i.ctx.jobs.max(1).to_string());
-    // The toolchain's own variables (ROCM_PATH, HIP_PATH, CUDA_HOME …); its CMake defines
-    // are CMake's and dropped.
-    i.backend
-        .apply(i.ctx.host_os, &mut BTreeMap::new(), &mut env);
+    // The toolchain's own variables (ROCM_PATH, HIP_PATH, CUDA_HOME …).
+    env.extend(i.backend.env());
     if let Some(r) = &i.backend.rocm {
         env.insert("ROCM_HOME".into(), s(&r.root));
         env.insert("PYTORCH_ROCM_ARCH".into(), r.archs.join(";"));

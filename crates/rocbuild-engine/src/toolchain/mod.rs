@@ -12,7 +12,7 @@ pub mod wheel_compiler;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rocbuild_probe::{choose_sdk, resolve_archs, Flavor, Machine, Os};
+use rocbuild_probe::{choose_sdk, resolve_archs, Flavor, Machine};
 use rocbuild_recipe::Recipe;
 use serde::Serialize;
 
@@ -121,16 +121,13 @@ impl BackendPlan {
         }
     }
 
-    /// The environment and defines every CMake HIP/CUDA project needs with this toolchain
-    /// (upstream CTranslate2's ROCm CI sets the same variables). Recipe defines win.
-    pub fn apply(
-        &self,
-        os: Os,
-        define: &mut BTreeMap<String, String>,
-        env: &mut BTreeMap<String, String>,
-    ) {
+    /// The environment every HIP/CUDA build reads with this toolchain, whatever builds it
+    /// (upstream CTranslate2's ROCm CI sets the same variables); a build system's own
+    /// settings (CMake's defines: `build_system/cmake/toolchain.rs`) are its own.
+    pub fn env(&self) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        let s = |p: &Path| p.display().to_string();
         if let Some(r) = &self.rocm {
-            let s = |p: &Path| p.display().to_string();
             env.insert("ROCM_PATH".into(), s(&r.root));
             env.insert("HIP_PATH".into(), s(&r.root));
             env.insert("HIP_PLATFORM".into(), "amd".into());
@@ -138,55 +135,14 @@ impl BackendPlan {
             if let Some(d) = &r.device_lib {
                 env.insert("HIP_DEVICE_LIB_PATH".into(), s(d));
             }
-            let set = |define: &mut BTreeMap<String, String>, k: &str, v: String| {
-                define.entry(k.to_string()).or_insert(v);
-            };
-            set(define, "CMAKE_C_COMPILER", s(&r.clang));
-            set(define, "CMAKE_CXX_COMPILER", s(&r.clangxx));
-            set(define, "CMAKE_HIP_COMPILER", s(&r.clangxx));
-            set(define, "CMAKE_HIP_ARCHITECTURES", r.archs.join(";"));
-            // clang looks for the HIP headers and runtime next to itself; with a ROCm laid out
-            // elsewhere (Debian's /usr, TheRock's split packages) it must be told.
-            // CMAKE_HIP_FLAGS is split at spaces: quote a root such as C:/Program Files/….
-            let root = s(&r.root).replace('\\', "/");
-            let rocm_path = if root.contains(' ') {
-                format!("--rocm-path=\"{root}\"")
-            } else {
-                format!("--rocm-path={root}")
-            };
-            match define.get_mut("CMAKE_HIP_FLAGS") {
-                Some(f) if !f.contains("--rocm-path") => *f = format!("{f} {rocm_path}"),
-                Some(_) => {}
-                None => {
-                    define.insert("CMAKE_HIP_FLAGS".into(), rocm_path);
-                }
-            }
-            set(define, "CMAKE_PREFIX_PATH", s(&r.root));
-            set(define, "CMAKE_HIP_PLATFORM", "amd".into());
         }
         if let Some(c) = &self.cuda {
-            let nvcc = join(
-                os,
-                &c.home,
-                &["bin", &format!("nvcc{}", os.rules().exe_suffix())],
-            );
-            env.insert("CUDA_HOME".into(), c.home.display().to_string());
-            define
-                .entry("CUDA_TOOLKIT_ROOT_DIR".into())
-                .or_insert(c.home.display().to_string());
-            define
-                .entry("CMAKE_CUDA_COMPILER".into())
-                .or_insert(nvcc.display().to_string());
+            env.insert("CUDA_HOME".into(), s(&c.home));
             if let Some(h) = &c.host_compiler {
-                // CMake's CUDA language and the legacy FindCUDA (CTranslate2) each read their own.
-                let h = h.display().to_string();
-                env.insert("CUDAHOSTCXX".into(), h.clone());
-                define
-                    .entry("CMAKE_CUDA_HOST_COMPILER".into())
-                    .or_insert(h.clone());
-                define.entry("CUDA_HOST_COMPILER".into()).or_insert(h);
+                env.insert("CUDAHOSTCXX".into(), s(h));
             }
         }
+        env
     }
 }
 
@@ -848,6 +804,7 @@ mod tests {
     use super::*;
     use crate::plan::testing::recipe;
     use rocbuild_probe::GpuArchs;
+    use rocbuild_probe::Os;
     use rocbuild_testkit::machine::{cpu_machine, machine};
 
     #[test]

@@ -48,11 +48,10 @@ pub enum Built {
 }
 
 /// What the probe must look at for this recipe and these options.
-fn probe_options(recipe: &Recipe, opts: &BuildOptions, venv: Option<Venv>) -> ProbeOptions {
+fn probe_options(recipe: &Recipe, opts: &BuildOptions) -> ProbeOptions {
     let b = &opts.backend;
     let has = |x: &str| recipe.backends().iter().any(|r| r == x);
     ProbeOptions {
-        venv,
         ffmpeg_dir: opts.ffmpeg_dir.clone(),
         winsysroot: opts.winsysroot.clone(),
         python_headers: opts.python_headers.clone(),
@@ -215,10 +214,11 @@ pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter
         }
         quick::forget(&settings.cache, k);
     }
-    let machine = match req.machine {
-        Some(m) => m,
-        None => {
-            let mut m = rocbuild_probe::probe(&probe_options(recipe, &opts, req.venv.clone()))?;
+    let machine = match (req.machine, &req.venv) {
+        (Some(m), _) => m,
+        (None, None) => return Err(rocbuild_probe::ProbeError::NoVenv.into()),
+        (None, Some(venv)) => {
+            let mut m = rocbuild_probe::probe(venv, &probe_options(recipe, &opts))?;
             let cuda = crate::toolchain::cuda_setup::CudaRequest {
                 cache: &settings.cache,
                 wheels: &settings.env.cuda_wheels,

@@ -59,7 +59,7 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
                 BackendArg::Cuda => Backend::Cuda,
             }),
             rocm: a.rocm.clone(),
-            arch: settings::gpu_targets(&a.arch),
+            arch: rocbuild_probe::GpuTargets::parse(&a.arch),
             cuda_arch: a.cuda_arch.clone(),
             cuda: a.cuda.clone(),
         },

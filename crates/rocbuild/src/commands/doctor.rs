@@ -109,7 +109,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
     let opts = DoctorOptions {
         requested: a.packages.clone(),
         candidates,
-        gpu_arch: env::gpu_targets(&a.gpu_arch).or(env::pytorch_rocm_arch()),
+        gpu_arch: rocbuild_probe::GpuTargets::parse(&a.gpu_arch).or(env::pytorch_rocm_arch()),
         timeout: Duration::from_secs(a.timeout.max(1)),
         load_test: !a.no_load,
         library_path: split_env_paths(library_var),
@@ -133,12 +133,15 @@ pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
 }
 
 pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
-    let report =
-        match rocbuild_doctor::bundle(&a.files, &a.into, &a.search, &env::gpu_targets(&a.gpu_arch))
-        {
-            Ok(r) => r,
-            Err(e) => return fail(e, a.json()),
-        };
+    let report = match rocbuild_doctor::bundle(
+        &a.files,
+        &a.into,
+        &a.search,
+        &rocbuild_probe::GpuTargets::parse(&a.gpu_arch),
+    ) {
+        Ok(r) => r,
+        Err(e) => return fail(e, a.json()),
+    };
     let text = if a.format == crate::cli::BundleFormat::Pyinstaller {
         rocbuild_doctor::text::bundle_pyinstaller(&report)
     } else {

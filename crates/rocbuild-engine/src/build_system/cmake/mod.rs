@@ -7,6 +7,7 @@
 pub mod cross;
 pub mod dependency;
 pub mod extension;
+pub mod toolchain;
 pub mod torch;
 mod torch_lite;
 
@@ -90,7 +91,8 @@ impl BuildSystem for Cmake {
                 toolkit = native_toolkit(i.machine, flavor, &mut define, &mut env)?;
             }
         }
-        i.backend.apply(i.ctx.host_os, &mut define, &mut env);
+        env.extend(i.backend.env());
+        toolchain::defines(i.backend, i.ctx.host_os, &mut define);
         if let Some(hc) = i.hip_compat {
             let flag = crate::toolchain::hip_compat::include_flag(hc);
             let v = compose_user_define(
