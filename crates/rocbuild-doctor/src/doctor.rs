@@ -345,7 +345,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         .collect();
     // A Windows venv on another host runs under Wine when there is one.
     let wine = (os != Os::current() && os.rules().runs_under_wine() && opts.load_test)
-        .then(rocbuild_probe::cross::find_wine)
+        .then(|| rocbuild_probe::cross::find_wine(&rocbuild_probe::ProbeEnv::from_process()))
         .flatten()
         .filter(|_| machine.target.python.exe.is_file());
     // A venv for another OS than this host's: its Python cannot run here.

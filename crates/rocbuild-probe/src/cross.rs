@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    probe_tools, HostPip, Installer, Os, ProbeEnv, ProbeError, ProbeOptions, Python, Tool, Tools,
-    Venv,
+    probe_tools, vars, HostPip, Installer, Os, ProbeEnv, ProbeError, ProbeOptions, Python, Tool,
+    Tools, Venv,
 };
 
 /// The host tools that build for (and run) a Windows venv from another OS: clang-cl and
@@ -71,10 +71,8 @@ pub fn venv_os(root: &Path, host: Os) -> Os {
 /// The host tools for a Windows target: the newest LLVM whose `clang-cl-N` and `lld-link-N`
 /// are both on `path` (unversioned names last), the sysroot from `--winsysroot` or
 /// `$ROCBUILD_WINSYSROOT`, and Wine.
-pub fn cross_windows(path: Option<&std::ffi::OsStr>, winsysroot: Option<&Path>) -> CrossWindows {
-    let dirs: Vec<PathBuf> = path
-        .map(|p| std::env::split_paths(p).collect())
-        .unwrap_or_default();
+pub fn cross_windows(env: &ProbeEnv, winsysroot: Option<&Path>) -> CrossWindows {
+    let dirs: Vec<PathBuf> = env.dirs(vars::PATH);
     let find =
         |name: &str| -> Option<PathBuf> { dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()) };
     let mut majors: Vec<String> = dirs
@@ -98,14 +96,14 @@ pub fn cross_windows(path: Option<&std::ffi::OsStr>, winsysroot: Option<&Path>) 
     };
     let (winsysroot, winsysroot_from) = match winsysroot {
         Some(d) => (Some(d.to_path_buf()), Some("--winsysroot".to_string())),
-        None => match std::env::var_os("ROCBUILD_WINSYSROOT").filter(|v| !v.is_empty()) {
+        None => match env.var(vars::ROCBUILD_WINSYSROOT) {
             Some(d) => (Some(PathBuf::from(d)), Some("$ROCBUILD_WINSYSROOT".into())),
             None => (None, None),
         },
     };
     // The compilers run in the build tree: an absolute path, whatever the caller's directory.
     let winsysroot = winsysroot.map(|d| std::path::absolute(&d).unwrap_or(d));
-    let wine = wine_with(find);
+    let wine = wine_with(env, find);
     CrossWindows {
         clang_cl: tool("clang-cl"),
         lld_link: tool("lld-link"),
@@ -324,14 +322,14 @@ pub const WINE_ENV: [(&str, &str); 3] = [
 ];
 
 /// Wine, when this host has it: `$ROCBUILD_WINE` (`none`: never), else `wine` on PATH.
-pub fn find_wine() -> Option<PathBuf> {
-    wine_with(|n| which::which(n).ok())
+pub fn find_wine(env: &ProbeEnv) -> Option<PathBuf> {
+    wine_with(env, |n| which::which(n).ok())
 }
 
 /// [`find_wine`], looking programs up with `find`.
-fn wine_with(find: impl Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
-    match std::env::var_os("ROCBUILD_WINE").filter(|v| !v.is_empty()) {
-        Some(v) if v == "none" => None,
+fn wine_with(env: &ProbeEnv, find: impl Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
+    match env.var(vars::ROCBUILD_WINE) {
+        Some("none") => None,
         Some(v) => Some(PathBuf::from(v)),
         None => find("wine"),
     }
@@ -511,6 +509,7 @@ pub fn check_windows_python(root: &Path, py: &Python) -> Result<(), ProbeError> 
 pub(crate) fn probe_cross(
     venv: &Venv,
     opts: &ProbeOptions,
+    env: &ProbeEnv,
 ) -> Result<(Python, Tools, Option<CrossWindows>), ProbeError> {
     let windows = Os::Windows.rules();
     let site = windows
@@ -523,11 +522,10 @@ pub(crate) fn probe_cross(
         opts.python_headers.as_deref(),
     );
     check_windows_python(&venv.root, &python)?;
-    let (host, skipped) = host_pip(&python, &ProbeEnv::from_process());
+    let (host, skipped) = host_pip(&python, env);
     python.installer.host = host;
     python.installer.host_skipped = skipped;
-    let path = std::env::var_os("PATH");
-    let cross = cross_windows(path.as_deref(), opts.winsysroot.as_deref());
+    let cross = cross_windows(env, opts.winsysroot.as_deref());
     let mut tools = probe_tools();
     let cl = cross.clang_cl.clone().map(|path| Tool {
         version: Some(format!("clang-cl (LLVM {})", cross.llvm)),
@@ -710,7 +708,10 @@ mod tests {
         ] {
             std::fs::write(d.path().join(n), b"").unwrap();
         }
-        let c = cross_windows(Some(d.path().as_os_str()), Some(Path::new("/nowhere")));
+        let c = cross_windows(
+            &ProbeEnv::rooted(Path::new("/")).with_var(vars::PATH, d.path().display().to_string()),
+            Some(Path::new("/nowhere")),
+        );
         assert_eq!(c.llvm, "19", "clang-cl-20 has no lld-link-20");
         assert_eq!(c.clang_cl, Some(d.path().join("clang-cl-19")));
         assert_eq!(c.llvm_lib, Some(d.path().join("llvm-lib-19")));

@@ -537,12 +537,14 @@ pub struct ProbeOptions {
 /// chooses one itself.
 pub fn probe(venv: &Venv, opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let host_os = Os::current();
+    // The probe's environment, read once: every variable below is asked of it.
+    let env = ProbeEnv::from_process();
     let venv = venv.clone();
     let os = cross::venv_os(&venv.root, host_os);
     let (python, tools, cross) = if os == host_os {
         (probe_python(&venv, os)?, probe_tools(), None)
     } else {
-        cross::probe_cross(&venv, opts)?
+        cross::probe_cross(&venv, opts, &env)?
     };
     let torch = probe_torch(&python.site_packages);
     // FFmpeg not found is a missing prerequisite the planner reports with the others; a
@@ -560,7 +562,6 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     };
     let torch_is_rocm = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Rocm);
     let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || opts.gpu_named || torch_is_rocm {
-        let env = ProbeEnv::from_process();
         let site = Some(python.site_packages.as_path());
         let sdks = discover_sdks(&env, os, site);
         let runtime = find_hip_runtime(&env, os, torch.as_ref().map(|t| t.lib.as_path()), site);
@@ -592,19 +593,16 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions) -> Result<Machine, ProbeError> {
         (Vec::new(), None, None)
     };
     let toolkits = Toolkits {
-        cuda_home: std::env::var_os("CUDA_HOME")
-            .or_else(|| std::env::var_os("CUDA_PATH"))
+        cuda_home: env
+            .var(vars::CUDA_HOME)
+            .or_else(|| env.var(vars::CUDA_PATH))
             .map(PathBuf::from),
-        rocm_path: std::env::var_os("ROCM_PATH")
-            .or_else(|| std::env::var_os("HIP_PATH"))
+        rocm_path: env
+            .var(vars::ROCM_PATH)
+            .or_else(|| env.var(vars::HIP_PATH))
             .map(PathBuf::from),
-        hip_clang_path: std::env::var_os("HIP_CLANG_PATH").map(PathBuf::from),
-        mkl_root: find_mkl(
-            &ProbeEnv::from_process(),
-            os,
-            std::env::consts::ARCH,
-            Some(venv.root.as_path()),
-        ),
+        hip_clang_path: env.var(vars::HIP_CLANG_PATH).map(PathBuf::from),
+        mkl_root: find_mkl(&env, os, std::env::consts::ARCH, Some(venv.root.as_path())),
         cuda: None,
         cuda_version: None,
     };
@@ -612,7 +610,7 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     // no nvidia-smi runs.
     let torch_is_cuda = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Cuda);
     let cuda_gpu = (opts.want_cuda_gpu && (torch_is_cuda || toolkits.cuda_home.is_some()))
-        .then(|| detect_cuda_gpu(&ProbeEnv::from_process(), os));
+        .then(|| detect_cuda_gpu(&env, os));
     let host_platform = Platform {
         os: host_os,
         arch: std::env::consts::ARCH.to_string(),
@@ -637,7 +635,7 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let libraries = if opts.libraries.is_empty() {
         Default::default()
     } else {
-        let dirs = search_dirs(&platform, &rocm_sdks, Some(&venv.root));
+        let dirs = search_dirs(&platform, &rocm_sdks, Some(&venv.root), &env);
         opts.libraries
             .iter()
             .filter_map(|spec| Some((spec.name.clone(), find_library(spec, &dirs, os)?)))

@@ -29,6 +29,20 @@ pub mod vars {
     pub const PROGRAM_FILES: &str = "ProgramFiles";
     /// `C:\Windows` on Windows.
     pub const SYSTEM_ROOT: &str = "SystemRoot";
+    /// The CUDA toolkit's root (`CUDA_PATH` is the Windows installer's name for it).
+    pub const CUDA_HOME: &str = "CUDA_HOME";
+    pub const CUDA_PATH: &str = "CUDA_PATH";
+    /// The LLVM whose clang builds HIP, when it is not the SDK's own.
+    pub const HIP_CLANG_PATH: &str = "HIP_CLANG_PATH";
+    /// The MSVC + Windows SDK for a Windows venv built from another OS (`--winsysroot`).
+    pub const ROCBUILD_WINSYSROOT: &str = "ROCBUILD_WINSYSROOT";
+    /// Wine for a Windows venv's verification (`none`: never), else `wine` on PATH.
+    pub const ROCBUILD_WINE: &str = "ROCBUILD_WINE";
+    /// The active conda environment, whose `include/` and `lib/` a compiler searches.
+    pub const CONDA_PREFIX: &str = "CONDA_PREFIX";
+    /// The compilers' own search variables.
+    pub const INCLUDE_PATHS: [&str; 3] = ["CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"];
+    pub const LIBRARY_PATH: &str = "LIBRARY_PATH";
 }
 
 #[derive(Debug, Clone)]
@@ -90,6 +104,18 @@ impl ProbeEnv {
             .get(name)
             .map(String::as_str)
             .filter(|v| !v.trim().is_empty())
+    }
+
+    /// The directories a variable lists, separated as this host separates PATH (empty entries
+    /// dropped).
+    pub fn dirs(&self, name: &str) -> Vec<PathBuf> {
+        self.var(name)
+            .map(|v| {
+                std::env::split_paths(v)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// An absolute Unix path under `fs_root` (`/opt` -> `<fs_root>/opt`).

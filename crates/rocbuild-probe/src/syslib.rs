@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Os, Platform, RocmSdk};
+use crate::{vars, Os, Platform, ProbeEnv, RocmSdk};
 
 /// What identifies a library on disk: headers (relative to an include directory) and
 /// library names (`openblas` for `libopenblas.so`, `libopenblas.a`, `openblas.lib`).
@@ -42,21 +42,16 @@ pub struct SearchDirs {
     pub lib: Vec<PathBuf>,
 }
 
-fn env_dirs(var: &str) -> Vec<PathBuf> {
-    std::env::var_os(var)
-        .map(|v| {
-            std::env::split_paths(&v)
-                .filter(|p| !p.as_os_str().is_empty())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The directories a compiler on this machine searches: the environment's (`CPATH`,
 /// `LIBRARY_PATH`, conda), the system's (multiarch on Debian), Homebrew's, and each ROCm
 /// SDK's, with the clang resource directory its device libraries live in (LLVM's `omp.h`)
 /// and that LLVM's own `lib/` (`libomp.so`).
-pub fn search_dirs(platform: &Platform, sdks: &[RocmSdk], venv: Option<&Path>) -> SearchDirs {
+pub fn search_dirs(
+    platform: &Platform,
+    sdks: &[RocmSdk],
+    venv: Option<&Path>,
+    env: &ProbeEnv,
+) -> SearchDirs {
     let mut d = SearchDirs::default();
     // The venv's own prefix first: PyPI's development wheels (onednn-devel-*, mkl-include)
     // put `include/` and `lib/` there, as conda does.
@@ -69,11 +64,11 @@ pub fn search_dirs(platform: &Platform, sdks: &[RocmSdk], venv: Option<&Path>) -
             d.lib.push(v.join(data).join("lib"));
         }
     }
-    for v in ["CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"] {
-        d.include.extend(env_dirs(v));
+    for v in vars::INCLUDE_PATHS {
+        d.include.extend(env.dirs(v));
     }
-    d.lib.extend(env_dirs("LIBRARY_PATH"));
-    if let Some(conda) = std::env::var_os("CONDA_PREFIX").map(PathBuf::from) {
+    d.lib.extend(env.dirs(vars::LIBRARY_PATH));
+    if let Some(conda) = env.var(vars::CONDA_PREFIX).map(PathBuf::from) {
         d.include.push(conda.join("include"));
         d.lib.push(conda.join("lib"));
     }
@@ -119,8 +114,8 @@ pub fn search_dirs(platform: &Platform, sdks: &[RocmSdk], venv: Option<&Path>) -
         }
     }
     if let Some((include, lib)) = dev.compiler_vars {
-        d.include.extend(env_dirs(include));
-        d.lib.extend(env_dirs(lib));
+        d.include.extend(env.dirs(include));
+        d.lib.extend(env.dirs(lib));
     }
     let mut seen = std::collections::BTreeSet::new();
     d.include.retain(|p| seen.insert(p.clone()));
@@ -223,7 +218,7 @@ mod tests {
             distro: None,
             distro_like: Vec::new(),
         };
-        let d = search_dirs(&p, &[], Some(&venv));
+        let d = search_dirs(&p, &[], Some(&venv), &ProbeEnv::rooted(Path::new("/")));
         assert_eq!(d.include[0], venv.join("include"));
         assert_eq!(d.lib[0], venv.join("lib"));
         let found = find_library(
@@ -239,7 +234,7 @@ mod tests {
         assert_eq!(found.lib_dir.as_deref(), Some(venv.join("lib").as_path()));
         assert!(find_library(
             &spec(&["oneapi/dnnl/dnnl_common.h"], &["dnnl"]),
-            &search_dirs(&p, &[], None),
+            &search_dirs(&p, &[], None, &ProbeEnv::rooted(Path::new("/"))),
             Os::Linux
         )
         .is_none_or(|f| f.include_dir != Some(venv.join("include"))));
@@ -296,7 +291,7 @@ mod tests {
             distro: None,
             distro_like: vec![],
         };
-        let d = search_dirs(&p, &[sdk], None);
+        let d = search_dirs(&p, &[sdk], None, &ProbeEnv::rooted(Path::new("/")));
         assert!(d.include.contains(&res.join("include")), "{:?}", d.include);
         assert!(d.lib.contains(&llvm.join("lib")), "{:?}", d.lib);
     }

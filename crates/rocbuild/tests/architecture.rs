@@ -249,22 +249,6 @@ fn the_environment_is_read_only_in_the_settings_modules() {
                 "crates/rocbuild-engine/src/usecase/publish.rs",
                 "TWINE_USERNAME/TWINE_PASSWORD are twine's own: only whether they are set",
             ),
-            (
-                "crates/rocbuild-engine/src/usecase/upstream.rs",
-                "not yet moved: the index's URL for upstream releases (issue 43's)",
-            ),
-            (
-                "crates/rocbuild-probe/src/lib.rs",
-                "not yet moved into ProbeEnv: CUDA_HOME, ROCM_PATH, HIP_PATH, HIP_CLANG_PATH, PATH",
-            ),
-            (
-                "crates/rocbuild-probe/src/cross.rs",
-                "not yet moved into ProbeEnv: ROCBUILD_WINSYSROOT, ROCBUILD_WINE",
-            ),
-            (
-                "crates/rocbuild-probe/src/syslib.rs",
-                "not yet moved into ProbeEnv: the system library search variables, CONDA_PREFIX",
-            ),
         ],
     );
 }

@@ -173,12 +173,7 @@ pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter
     }
     // A release the recipe does not list (`--version`, `--rev`) is resolved, or refused,
     // before anything else; what upstream has that the recipe lacks is said (issue 43).
-    let unlisted = super::upstream::for_build(
-        req.recipe,
-        &opts,
-        &settings.cache,
-        settings.mirror.as_deref(),
-    )?;
+    let unlisted = super::upstream::for_build(req.recipe, &opts, settings)?;
     let recipe = unlisted.as_ref().unwrap_or(req.recipe);
     let upstream = super::upstream::notice_for(recipe, settings);
     if let (Some(n), false) = (&upstream, req.dry_run) {

@@ -4,7 +4,6 @@
 //! recipe does not list, asked for with `--version` or `--rev`, resolved to its tag's commit
 //! and built with the rules of the nearest older release (`rocbuild_recipe::upstream`).
 
-use std::path::Path;
 use std::str::FromStr;
 
 use rocbuild_fetch::upstream::{self as ask, Answer, Origin};
@@ -13,11 +12,13 @@ use rocbuild_recipe::upstream::{tagged_versions, unknown_versions, Notice};
 use rocbuild_recipe::Recipe;
 use rocbuild_venv::BuildOptions;
 
+use super::Settings;
 use crate::error::{EngineError, Result};
 
 /// Where the recipe's releases are read: the key the day's answer is kept under (no
 /// password), what is asked, and what is shown.
-fn origin(recipe: &Recipe, mirror: Option<&Path>) -> Option<(String, Origin, String)> {
+fn origin(recipe: &Recipe, settings: &Settings) -> Option<(String, Origin, String)> {
+    let mirror = settings.mirror.as_deref();
     let raw = &recipe.raw.source;
     if let Some(git) = &raw.git {
         let vars =
@@ -42,9 +43,8 @@ fn origin(recipe: &Recipe, mirror: Option<&Path>) -> Option<(String, Origin, Str
         return Some((key.clone(), Origin::Dir(dir), key));
     }
     // The index the sdist itself would come from (as the source plan reads it).
-    let index = ["ROCBUILD_SDIST_INDEX", "PIP_INDEX_URL"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    let index = (settings.env.sdist_index.clone())
+        .filter(|v| !v.is_empty())
         .unwrap_or_else(|| "https://pypi.org/simple".into());
     let shown = format!(
         "{}/{project}/",
@@ -103,21 +103,16 @@ fn now() -> u64 {
 }
 
 /// The day's answer about `recipe`'s source (`refresh`: ask again whatever the cache says).
-fn answer(
-    recipe: &Recipe,
-    cache: &Path,
-    mirror: Option<&Path>,
-    refresh: bool,
-) -> Option<(Answer, String)> {
-    let (key, origin, shown) = origin(recipe, mirror)?;
-    let a = ask::daily(cache, &key, &origin, now(), ask::TIMEOUT, refresh);
+fn answer(recipe: &Recipe, settings: &Settings, refresh: bool) -> Option<(Answer, String)> {
+    let (key, origin, shown) = origin(recipe, settings)?;
+    let a = ask::daily(&settings.cache, &key, &origin, now(), ask::TIMEOUT, refresh);
     Some((a, shown))
 }
 
 /// What upstream has that is newer than every release of the recipe; `None` when nothing is,
 /// or the source could not be reached (offline says nothing).
-pub fn notice(recipe: &Recipe, cache: &Path, mirror: Option<&Path>) -> Option<Notice> {
-    let (a, source) = answer(recipe, cache, mirror, false)?;
+pub fn notice(recipe: &Recipe, settings: &Settings) -> Option<Notice> {
+    let (a, source) = answer(recipe, settings, false)?;
     let found: Vec<Version> = releases(recipe, &a).into_iter().map(|(v, ..)| v).collect();
     let known = recipe.known_versions();
     let (newer, _) = unknown_versions(&found, &known);
@@ -133,10 +128,10 @@ pub fn notice(recipe: &Recipe, cache: &Path, mirror: Option<&Path>) -> Option<No
 }
 
 /// [`notice`], unless the settings turn the check off (`ROCBUILD_UPSTREAM=off`).
-pub fn notice_for(recipe: &Recipe, settings: &super::Settings) -> Option<Notice> {
+pub fn notice_for(recipe: &Recipe, settings: &Settings) -> Option<Notice> {
     settings
         .upstream
-        .then(|| notice(recipe, &settings.cache, settings.mirror.as_deref()))
+        .then(|| notice(recipe, settings))
         .flatten()
 }
 
@@ -157,8 +152,7 @@ fn unlisted(recipe: &Recipe, opts: &BuildOptions) -> Option<String> {
 pub fn for_build(
     recipe: &Recipe,
     opts: &BuildOptions,
-    cache: &Path,
-    mirror: Option<&Path>,
+    settings: &Settings,
 ) -> Result<Option<Recipe>> {
     let Some(version) = unlisted(recipe, opts) else {
         return Ok(None);
@@ -191,9 +185,9 @@ pub fn for_build(
             .into_iter()
             .find(|(x, ..)| Some(x) == v.as_ref())
     };
-    let mut got = answer(recipe, cache, mirror, false);
+    let mut got = answer(recipe, settings, false);
     if got.as_ref().is_none_or(|(a, _)| find(a).is_none()) {
-        got = answer(recipe, cache, mirror, true);
+        got = answer(recipe, settings, true);
     }
     let tag = recipe
         .tag_of(&version)
@@ -230,7 +224,7 @@ pub fn for_build(
 pub fn for_status(
     status: &mut rocbuild_venv::status::VenvStatus,
     recipes: &rocbuild_recipe::RecipeSet,
-    settings: &super::Settings,
+    settings: &Settings,
 ) {
     for r in &mut status.recipes {
         if let Ok(recipe) = recipes.get(&r.recipe) {
