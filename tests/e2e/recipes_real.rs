@@ -211,7 +211,32 @@ fn llama_cpp_python_cpu_is_built_from_its_sdist_and_generates() {
     assert!(generated.starts_with("8 '"), "{generated}");
 
     every_feature_applies(&tmp, &venv, &site, &cache);
+    upstream_tests_pass(&venv, &cache);
     published_and_generating_elsewhere(&tmp, &venv, &site, &model);
+}
+
+/// `rocbuild test`: the recipe's table of upstream's own tests, from the unpacked sdist the
+/// build was made from (a build from an sdist records the sdist's sha256, not a commit).
+fn upstream_tests_pass(venv: &Path, cache: &Path) {
+    let out = rocbuild(
+        &[
+            "test",
+            "llama-cpp-python",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let all = format!("{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 0, "{all}");
+    assert!(all.contains("the build's unpacked sdist"), "{all}");
+    assert!(
+        out.stdout
+            .contains("llama-cpp-python 0.3.36: 7 passed, 0 failed (0 known, 0 new), 0 skipped"),
+        "{all}"
+    );
 }
 
 /// status, doctor, the plan as data, bundle, wheel and restore on the llama-cpp-python just

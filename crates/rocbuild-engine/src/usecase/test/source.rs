@@ -34,7 +34,31 @@ pub fn find(recipe: &Recipe, m: &Manifest, s: &Settings) -> Result<TestSource> {
         m.recipe, m.version
     );
     let src = s.cache.join("src");
+    // A build from an sdist records the sdist's sha256 where a commit would be, and PyPI's
+    // project page as its URL: its source is the unpacked sdist with that sha256.
+    let from_sdist = recipe.raw.source.sdist.is_some()
+        && m.source_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with(SDIST_URL));
     match (&m.source_commit, &m.source_url) {
+        (sha256, Some(url)) if from_sdist => unpacked_sdist(&src, m, sha256.as_deref())
+            .map(|dir| TestSource {
+                how: format!("the build's unpacked sdist ({url})"),
+                dir,
+            })
+            .ok_or_else(|| {
+                gone(
+                    format!(
+                        "the unpacked sdist{} is not under {}",
+                        sha256
+                            .as_deref()
+                            .map(|h| format!(" (sha256 {})", short(h)))
+                            .unwrap_or_default(),
+                        src.display()
+                    ),
+                    rebuild.clone(),
+                )
+            }),
         (Some(commit), Some(url)) => {
             if let Some(dir) = stamped_checkout(&src, &m.recipe, commit) {
                 return Ok(TestSource {
@@ -49,22 +73,6 @@ pub fn find(recipe: &Recipe, m: &Manifest, s: &Settings) -> Result<TestSource> {
                 )
             })
         }
-        (None, Some(url)) if recipe.raw.source.sdist.is_some() => {
-            let prefix = format!("{}-{}-", m.recipe, crate::paths::sanitize(&m.version));
-            match entries(&src)
-                .into_iter()
-                .find(|p| file_name(p).starts_with(&prefix))
-            {
-                Some(dir) => Ok(TestSource {
-                    how: format!("the build's unpacked sdist ({url})"),
-                    dir: sdist_root(&dir),
-                }),
-                None => Err(gone(
-                    format!("the unpacked sdist is not under {}", src.display()),
-                    rebuild,
-                )),
-            }
-        }
         (None, Some(dir)) if Path::new(dir).is_dir() => Ok(TestSource {
             dir: PathBuf::from(dir),
             how: format!("the source folder it was built from ({dir})"),
@@ -74,6 +82,23 @@ pub fn find(recipe: &Recipe, m: &Manifest, s: &Settings) -> Result<TestSource> {
             rebuild,
         )),
     }
+}
+
+/// What a build from an sdist records as its source URL (`from_run`).
+const SDIST_URL: &str = "https://pypi.org/project/";
+
+/// The sdist of the build `m` unpacked under `src` (`NAME-VERSION-SHA12/`), when its marker
+/// names `sha256` (the build's own source, not another file of the same name).
+fn unpacked_sdist(src: &Path, m: &Manifest, sha256: Option<&str>) -> Option<PathBuf> {
+    let prefix = format!("{}-{}-", m.recipe, crate::paths::sanitize(&m.version));
+    entries(src).into_iter().find_map(|dir| {
+        let marker = fs_err::read_to_string(dir.join(".rocbuild-sdist-sha256")).ok();
+        let same = match sha256 {
+            Some(h) => marker.as_deref().map(str::trim) == Some(h),
+            None => true,
+        };
+        (file_name(&dir).starts_with(&prefix) && dir.is_dir() && same).then(|| sdist_root(&dir))
+    })
 }
 
 /// A checkout of the build under `src` whose stamp names `commit` (patched or not: the
@@ -139,7 +164,35 @@ pub fn copy_files(from: &Path, to: &Path, files: &[String], m: &Manifest) -> Res
         })?;
         copy_tree(from, &src, &to.join(f), &md)?;
     }
-    Ok(())
+    pin_pytest_config(to)
+}
+
+/// pytest looks for its configuration from the tests' folder upwards: with none among the
+/// copied files it would find one above the cache (a `pytest.ini` or `pyproject.toml` in the
+/// user's home, with its own `addopts`). An empty `pytest.ini` at the run's root ends that
+/// search there; upstream's own configuration, when copied, is used as it is.
+fn pin_pytest_config(root: &Path) -> Result<()> {
+    let has = |name: &str, section: Option<&str>| {
+        let p = root.join(name);
+        match section {
+            None => p.is_file(),
+            Some(sec) => fs_err::read_to_string(&p).is_ok_and(|t| t.contains(sec)),
+        }
+    };
+    let configured = has("pytest.ini", None)
+        || has(".pytest.ini", None)
+        || has("pyproject.toml", Some("[tool.pytest.ini_options]"))
+        || has("tox.ini", Some("[pytest]"))
+        || has("setup.cfg", Some("[tool:pytest]"));
+    if configured {
+        return Ok(());
+    }
+    let ini = root.join("pytest.ini");
+    fs_err::write(
+        &ini,
+        "# Written by rocbuild test: upstream's tests bring no pytest configuration, and none\n# from the folders above the run may apply.\n[pytest]\n",
+    )
+    .map_err(EngineError::io("write", &ini))
 }
 
 fn copy_tree(root: &Path, src: &Path, dst: &Path, md: &std::fs::Metadata) -> Result<()> {
