@@ -428,10 +428,8 @@ fn compared(
         &pkg.import_dir,
     )? {
         Ok(s) => s,
-        Err(why) => {
-            reporter.note(&format!("--compare: {why}: nothing to compare with"));
-            return Ok(Comparison::Unavailable { why });
-        }
+        // Said once, with the result (the command's summary).
+        Err(why) => return Ok(Comparison::Unavailable { why }),
     };
     let work = run.join("official-tests");
     source::copy_files(src, &work, files, m)?;
