@@ -20,6 +20,10 @@ tools = ["python3", "fakecodec-reference-encoder"]
 [test.device]
 marker = "needs_gpu"
 
+[[test.optional-module]]
+module = "fakecodec_extras"
+keyword = "optional_package"
+
 [[test.known-failure]]
 test = "test/test_fakecodec.py::test_upstream_expectation"
 reason = "upstream expects 5 on every build (fixture's own bug)"
@@ -121,6 +125,14 @@ fn the_suite_runs_on_the_build_known_and_new_failures_told_apart() {
     assert!(
         out.stdout
             .contains("device tests: the venv's torch sees no GPU: 1 deselected"),
+        "{all}"
+    );
+    // A test that imports a package the venv lacks (and fakecodec does not need): deselected
+    // and counted, not a new failure.
+    assert!(
+        out.stdout.contains(
+            "tests that need fakecodec_extras: the venv has no fakecodec_extras: 1 deselected"
+        ),
         "{all}"
     );
     // A program the tests run that is not on PATH is named before the run (python3 is).

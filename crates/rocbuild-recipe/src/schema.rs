@@ -661,6 +661,23 @@ pub struct Test {
     /// Failures that are upstream's own, not the build's.
     #[serde(default)]
     pub known_failure: Vec<KnownFailure>,
+    /// Tests that import a package the package itself does not need (CTranslate2's that
+    /// convert torch weights): deselected, and said, when the venv cannot import it.
+    #[serde(default)]
+    pub optional_module: Vec<OptionalModule>,
+}
+
+/// `[[test.optional-module]]`: the tests that need `module`, by pytest marker or by `-k`
+/// expression.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct OptionalModule {
+    /// What the tests import (`torch`).
+    pub module: String,
+    /// A pytest marker (`-m "not MARKER"` deselects them).
+    pub marker: Option<String>,
+    /// A pytest `-k` expression (`-k "not (EXPR)"` deselects them).
+    pub keyword: Option<String>,
 }
 
 /// `[test.device]`: the tests that need a GPU, by pytest marker or by `-k` expression.

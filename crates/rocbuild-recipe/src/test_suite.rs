@@ -241,5 +241,20 @@ flavors = ["rocm"]
             .contains("exactly one"));
         let typo = RECIPE.replace("@@", "pytest-args = []");
         assert!(crate::parse("x.toml", &typo).is_err());
+        // An optional module names what is imported, and how its tests are selected.
+        let module =
+            |body: &str| RECIPE.replace("@@", &format!("[[test.optional-module]]\n{body}"));
+        assert!(crate::parse("x.toml", &module("module = \"torch\"\nkeyword = \"torch\"")).is_ok());
+        for wrong in [
+            "module = \"torch\"",
+            "module = \"torch\"\nmarker = \"t\"\nkeyword = \"t\"",
+            "module = \"torch; rm -rf\"\nkeyword = \"torch\"",
+            "module = \"\"\nkeyword = \"torch\"",
+        ] {
+            let e = crate::parse("x.toml", &module(wrong))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("optional-module"), "{wrong}: {e}");
+        }
     }
 }

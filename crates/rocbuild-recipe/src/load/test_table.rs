@@ -36,6 +36,23 @@ impl Checker<'_> {
                 ));
             }
         }
+        for o in &t.optional_module {
+            let module_ok = !o.module.is_empty()
+                && o.module
+                    .split('.')
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_'));
+            if !module_ok || o.marker.is_none() == o.keyword.is_none() {
+                return Err(self.err(
+                    0..0,
+                    &format!(
+                        "`[[test.optional-module]]` `{}` needs a module name and exactly one of `marker` and `keyword`",
+                        o.module
+                    ),
+                    "",
+                    Some("module = \"torch\" with keyword = \"torch\" deselects the tests whose names match when the venv has no torch".into()),
+                ));
+            }
+        }
         for k in &t.known_failure {
             if k.test.get_ref().trim().is_empty() {
                 return Err(self.err(

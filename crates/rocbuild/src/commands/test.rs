@@ -36,11 +36,19 @@ pub fn test(recipes: &RecipeSet, a: &TestArgs, g: &Global) -> Result<ExitStatus>
 }
 
 fn print(r: &TestReport) {
+    // Regressions against the official wheel first: they are what the run is for.
+    if let Some(c) = &r.compare {
+        print_compare(c);
+    }
     if let Some(n) = r.device_deselected {
         outln!("device tests: the venv's torch sees no GPU: {n} deselected");
     }
-    if let Some(c) = &r.compare {
-        print_compare(c);
+    for m in &r.missing_modules {
+        outln!(
+            "tests that need {0}: the venv has no {0}: {1} deselected (install {0} into the venv to run them)",
+            m.module,
+            m.deselected
+        );
     }
     for k in &r.known {
         outln!("known failure: {} ({})", k.test, k.reason);

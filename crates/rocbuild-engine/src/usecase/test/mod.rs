@@ -89,6 +89,9 @@ pub struct TestReport {
     pub gpu: bool,
     /// Device tests deselected because it does not (None: none deselected).
     pub device_deselected: Option<u64>,
+    /// `[[test.optional-module]]`s the venv cannot import, each with how many tests that
+    /// took away.
+    pub missing_modules: Vec<MissingModule>,
     /// Requirements the venv lacked, installed into the overlay for this run.
     pub overlay: Vec<String>,
     /// Programs of `[test] tools` not on PATH.
@@ -101,6 +104,13 @@ pub struct TestReport {
     pub junit: Option<PathBuf>,
     pub compare: Option<Comparison>,
     pub seconds: u64,
+}
+
+/// A module some tests import that the venv lacks: those tests were deselected.
+#[derive(Debug, Clone, Serialize)]
+pub struct MissingModule {
+    pub module: String,
+    pub deselected: u64,
 }
 
 impl TestReport {
@@ -213,7 +223,13 @@ pub fn test(
         ));
     }
     let gpu = pytest::sees_gpu(&py.exe);
-    let plan = RunPlan::new(t, req, gpu, reporter);
+    let wanted: Vec<&str> = t
+        .optional_module
+        .iter()
+        .map(|o| o.module.as_str())
+        .collect();
+    let missing = pytest::missing_modules(&py.exe, &wanted);
+    let plan = RunPlan::new(t, req, gpu, &missing, reporter);
     let ours = plan.run(
         &py.exe,
         &work,
@@ -261,6 +277,8 @@ struct RunPlan {
     dirs: Vec<String>,
     /// The device tests are deselected: the arguments that collect just them, to count them.
     device_only: Option<Vec<String>>,
+    /// Each optional module the venv lacks, with the arguments that collect its tests.
+    module_only: Vec<(String, Vec<String>)>,
 }
 
 /// One pytest run read back.
@@ -268,10 +286,17 @@ struct Results {
     cases: Vec<Case>,
     /// How many device tests pytest deselected (None: none were).
     device_deselected: Option<u64>,
+    missing_modules: Vec<MissingModule>,
 }
 
 impl RunPlan {
-    fn new(t: &Test, req: &TestRequest, gpu: bool, reporter: &mut dyn Reporter) -> RunPlan {
+    fn new(
+        t: &Test,
+        req: &TestRequest,
+        gpu: bool,
+        missing: &[String],
+        reporter: &mut dyn Reporter,
+    ) -> RunPlan {
         // A module that cannot be imported (a test dependency missing) is one failure, not
         // the end of the run.
         let mut args: Vec<String> = [
@@ -297,6 +322,22 @@ impl RunPlan {
                 deselect(&mut args, flag, &format!("not {expr}"));
             }
         }
+        // Tests that import a module the venv lacks (and the package does not need).
+        let mut module_only = Vec::new();
+        for o in t
+            .optional_module
+            .iter()
+            .filter(|o| missing.contains(&o.module))
+        {
+            let (flag, expr) = match (&o.marker, &o.keyword) {
+                (Some(m), _) => ("-m", m.clone()),
+                (_, k) => ("-k", format!("({})", k.clone().unwrap_or_default())),
+            };
+            let mut only = args.clone();
+            deselect(&mut only, flag, &expr);
+            module_only.push((o.module.clone(), only));
+            deselect(&mut args, flag, &format!("not {expr}"));
+        }
         let targets = if req.quick && t.quick.is_empty() {
             reporter.note("the recipe names no quick subset ([test] quick): running all its tests");
             &t.run
@@ -306,35 +347,32 @@ impl RunPlan {
             &t.run
         };
         args.extend(targets.iter().cloned());
-        if let Some(only) = &mut device_only {
+        let collect = ["--collect-only", "-q"].map(String::from);
+        for only in device_only
+            .iter_mut()
+            .chain(module_only.iter_mut().map(|(_, a)| a))
+        {
             only.extend(targets.iter().cloned());
-            only.extend(["--collect-only", "-q"].map(String::from));
+            only.extend(collect.iter().cloned());
         }
         RunPlan {
             args,
             env: t.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             dirs: t.dirs.iter().map(|d| d.get_ref().clone()).collect(),
             device_only,
+            module_only,
         }
     }
 
-    /// How many tests the device selection takes away (collected, not run).
-    fn count_device_tests(
-        &self,
-        python: &Path,
-        work: &Path,
-        overlay: &Path,
-    ) -> Result<Option<u64>> {
-        let Some(only) = &self.device_only else {
-            return Ok(None);
-        };
+    /// How many tests a selection (`--collect-only`) takes: collected, not run.
+    fn count(&self, python: &Path, work: &Path, overlay: &Path, only: &[String]) -> Result<u64> {
         let mut n = 0;
         pytest::run(python, work, overlay, only, &self.env, &mut |l| {
             if let Some(c) = collected(l) {
                 n = c;
             }
         })?;
-        Ok(Some(n))
+        Ok(n)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -352,7 +390,17 @@ impl RunPlan {
             let p = work.join(d);
             fs_err::create_dir_all(&p).map_err(EngineError::io("create", &p))?;
         }
-        let device_deselected = self.count_device_tests(python, work, overlay)?;
+        let device_deselected = match &self.device_only {
+            Some(only) => Some(self.count(python, work, overlay, only)?),
+            None => None,
+        };
+        let mut missing_modules = Vec::new();
+        for (module, only) in &self.module_only {
+            missing_modules.push(MissingModule {
+                module: module.clone(),
+                deselected: self.count(python, work, overlay, only)?,
+            });
+        }
         let mut args = self.args.clone();
         args.push(format!("--junitxml={}", junit_file.display()));
         let ran = pytest::run(python, work, overlay, &args, &self.env, &mut |l| {
@@ -367,6 +415,7 @@ impl RunPlan {
         Ok(Results {
             cases: junit::parse(&xml),
             device_deselected,
+            missing_modules,
         })
     }
 }
@@ -499,6 +548,7 @@ fn summarize(
         quick: req.quick,
         gpu,
         device_deselected: ours.device_deselected,
+        missing_modules: ours.missing_modules,
         overlay,
         missing_tools: Vec::new(),
         tally: tally(&ours.cases),

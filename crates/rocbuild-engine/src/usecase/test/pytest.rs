@@ -159,6 +159,30 @@ fn uv_would_install(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Which of `modules` the venv's Python cannot import (found by `importlib.util.find_spec`,
+/// nothing imported). A Python that does not answer lacks them all.
+pub fn missing_modules(python: &Path, modules: &[&str]) -> Vec<String> {
+    const ASK: &str = "import importlib.util, sys\nfor m in sys.argv[1:]:\n    try:\n        found = importlib.util.find_spec(m) is not None\n    except (ImportError, ValueError):\n        found = False\n    print(('found ' if found else 'missing ') + m)";
+    if modules.is_empty() {
+        return Vec::new();
+    }
+    let answer = Command::new(python)
+        .args(["-c", ASK])
+        .args(modules.iter().map(|m| m.to_string()))
+        .to_duct()
+        .stdout_capture()
+        .stderr_null()
+        .unchecked()
+        .run()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    modules
+        .iter()
+        .filter(|m| !answer.lines().any(|l| l.trim() == format!("found {m}")))
+        .map(|m| m.to_string())
+        .collect()
+}
+
 /// Does the torch of `python` see a GPU (CUDA or ROCm: both are `torch.cuda`)? Asked in a
 /// child: loading torch may crash. No torch, or a torch that does not load: no.
 pub fn sees_gpu(python: &Path) -> bool {
