@@ -44,7 +44,7 @@ impl Checker<'_> {
             if !module_ok || o.marker.is_none() == o.keyword.is_none() {
                 return Err(self.err(
                     0..0,
-                    &format!(
+                    format!(
                         "`[[test.optional-module]]` `{}` needs a module name and exactly one of `marker` and `keyword`",
                         o.module
                     ),
