@@ -41,7 +41,11 @@ fn print(r: &TestReport) {
         print_compare(c);
     }
     if let Some(n) = r.device_deselected {
-        outln!("device tests: the venv's torch sees no GPU: {n} deselected");
+        if r.torch {
+            outln!("device tests: the venv's torch sees no GPU: {n} deselected");
+        } else {
+            outln!("device tests: the venv has no torch to see a GPU with: {n} deselected");
+        }
     }
     for m in &r.missing_modules {
         outln!(

@@ -87,6 +87,8 @@ pub struct TestReport {
     pub quick: bool,
     /// The venv's torch sees a GPU.
     pub gpu: bool,
+    /// The venv has a torch at all (without one, no GPU can be seen through it).
+    pub torch: bool,
     /// Device tests deselected because it does not (None: none deselected).
     pub device_deselected: Option<u64>,
     /// `[[test.optional-module]]`s the venv cannot import, each with how many tests that
@@ -223,12 +225,17 @@ pub fn test(
         ));
     }
     let gpu = pytest::sees_gpu(&py.exe);
-    let wanted: Vec<&str> = t
+    let mut wanted: Vec<&str> = t
         .optional_module
         .iter()
         .map(|o| o.module.as_str())
         .collect();
-    let missing = pytest::missing_modules(&py.exe, &wanted);
+    wanted.push("torch");
+    let mut missing = pytest::missing_modules(&py.exe, &wanted);
+    let torch = !missing.iter().any(|m| m == "torch");
+    if !t.optional_module.iter().any(|o| o.module == "torch") {
+        missing.retain(|m| m != "torch");
+    }
     let plan = RunPlan::new(t, req, gpu, &missing, reporter);
     let ours = plan.run(
         &py.exe,
@@ -266,6 +273,7 @@ pub fn test(
         &m, src.how, req, gpu, ours, overlay, &known, compare, started,
     );
     r.missing_tools = missing_tools;
+    r.torch = torch;
     Ok(r)
 }
 
@@ -547,6 +555,7 @@ fn summarize(
         source,
         quick: req.quick,
         gpu,
+        torch: true,
         device_deselected: ours.device_deselected,
         missing_modules: ours.missing_modules,
         overlay,
