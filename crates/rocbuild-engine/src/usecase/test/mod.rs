@@ -224,19 +224,14 @@ pub fn test(
             missing_tools.join(", ")
         ));
     }
-    let gpu = pytest::sees_gpu(&py.exe);
-    let mut wanted: Vec<&str> = t
+    let sight = pytest::torch_sight(&py.exe);
+    let wanted: Vec<&str> = t
         .optional_module
         .iter()
         .map(|o| o.module.as_str())
         .collect();
-    wanted.push("torch");
-    let mut missing = pytest::missing_modules(&py.exe, &wanted);
-    let torch = !missing.iter().any(|m| m == "torch");
-    if !t.optional_module.iter().any(|o| o.module == "torch") {
-        missing.retain(|m| m != "torch");
-    }
-    let plan = RunPlan::new(t, req, gpu, &missing, reporter);
+    let missing = pytest::missing_modules(&py.exe, &wanted);
+    let plan = RunPlan::new(t, req, sight.gpu, &missing, reporter);
     let ours = plan.run(
         &py.exe,
         &work,
@@ -270,10 +265,9 @@ pub fn test(
         None
     };
     let mut r = summarize(
-        &m, src.how, req, gpu, ours, overlay, &known, compare, started,
+        &m, src.how, req, sight, ours, overlay, &known, compare, started,
     );
     r.missing_tools = missing_tools;
-    r.torch = torch;
     Ok(r)
 }
 
@@ -316,36 +310,21 @@ impl RunPlan {
         .map(String::from)
         .to_vec();
         args.extend(t.args.iter().cloned());
-        let mut device_only = None;
-        if let (false, Some(d)) = (gpu, &t.device) {
-            let (flag, expr) = match (&d.marker, &d.keyword) {
-                (Some(m), _) => ("-m", m.clone()),
-                (None, Some(k)) => ("-k", format!("({k})")),
-                (None, None) => ("-m", String::new()),
-            };
-            if !expr.is_empty() {
-                let mut only = args.clone();
-                deselect(&mut only, flag, &expr);
-                device_only = Some(only);
-                deselect(&mut args, flag, &format!("not {expr}"));
-            }
-        }
-        // Tests that import a module the venv lacks (and the package does not need).
-        let mut module_only = Vec::new();
-        for o in t
+        // The device tests without a GPU, and those that import a module the venv lacks (and
+        // the package does not need): deselected, with the arguments that collect just them.
+        let mut device_only = match (gpu, &t.device) {
+            (false, Some(d)) => take_away(&mut args, &d.marker, &d.keyword),
+            _ => None,
+        };
+        let mut module_only: Vec<(String, Vec<String>)> = t
             .optional_module
             .iter()
             .filter(|o| missing.contains(&o.module))
-        {
-            let (flag, expr) = match (&o.marker, &o.keyword) {
-                (Some(m), _) => ("-m", m.clone()),
-                (_, k) => ("-k", format!("({})", k.clone().unwrap_or_default())),
-            };
-            let mut only = args.clone();
-            deselect(&mut only, flag, &expr);
-            module_only.push((o.module.clone(), only));
-            deselect(&mut args, flag, &format!("not {expr}"));
-        }
+            .filter_map(|o| {
+                let only = take_away(&mut args, &o.marker, &o.keyword)?;
+                Some((o.module.clone(), only))
+            })
+            .collect();
         let targets = if req.quick && t.quick.is_empty() {
             reporter.note("the recipe names no quick subset ([test] quick): running all its tests");
             &t.run
@@ -438,6 +417,24 @@ fn collected(line: &str) -> Option<u64> {
     word.split('/').next()?.parse().ok()
 }
 
+/// Deselect from `args` the tests a marker (`-m`) or `-k` expression selects; the arguments
+/// that select just them are returned, to count them. Neither given: nothing.
+fn take_away(
+    args: &mut Vec<String>,
+    marker: &Option<String>,
+    keyword: &Option<String>,
+) -> Option<Vec<String>> {
+    let (flag, expr) = match (marker, keyword) {
+        (Some(m), _) => ("-m", m.clone()),
+        (None, Some(k)) => ("-k", format!("({k})")),
+        (None, None) => return None,
+    };
+    let mut only = args.clone();
+    deselect(&mut only, flag, &expr);
+    deselect(args, flag, &format!("not {expr}"));
+    Some(only)
+}
+
 /// Add `expr` to the selection of `flag` (`-m` or `-k`): joined with `and` to the recipe's
 /// own (`-m "not slow"`), since pytest keeps only the last one given.
 fn deselect(args: &mut Vec<String>, flag: &str, expr: &str) {
@@ -511,7 +508,7 @@ fn summarize(
     m: &Manifest,
     source: String,
     req: &TestRequest,
-    gpu: bool,
+    sight: pytest::TorchSight,
     ours: Results,
     overlay: Vec<String>,
     known: &[Known],
@@ -554,8 +551,8 @@ fn summarize(
         commit: m.source_commit.clone(),
         source,
         quick: req.quick,
-        gpu,
-        torch: true,
+        gpu: sight.gpu,
+        torch: sight.torch,
         device_deselected: ours.device_deselected,
         missing_modules: ours.missing_modules,
         overlay,

@@ -183,19 +183,32 @@ pub fn missing_modules(python: &Path, modules: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Does the torch of `python` see a GPU (CUDA or ROCm: both are `torch.cuda`)? Asked in a
-/// child: loading torch may crash. No torch, or a torch that does not load: no.
-pub fn sees_gpu(python: &Path) -> bool {
-    const ASK: &str = "import torch\nprint('gpu' if torch.cuda.is_available() and torch.cuda.device_count() > 0 else 'none')";
-    Command::new(python)
+/// What the venv's torch sees.
+#[derive(Debug, Clone, Copy)]
+pub struct TorchSight {
+    /// The venv has a torch (one that crashes on import counts: it is there).
+    pub torch: bool,
+    /// It sees a GPU (CUDA or ROCm: both are `torch.cuda`).
+    pub gpu: bool,
+}
+
+/// Ask the torch of `python` whether it sees a GPU. Asked in a child: loading torch may
+/// crash. No torch, or a torch that does not load: no GPU.
+pub fn torch_sight(python: &Path) -> TorchSight {
+    const ASK: &str = "try:\n    import torch\nexcept ImportError:\n    print('no-torch')\n    raise SystemExit\nprint('gpu' if torch.cuda.is_available() and torch.cuda.device_count() > 0 else 'none')";
+    let answer = Command::new(python)
         .args(["-c", ASK])
         .to_duct()
         .stdout_capture()
         .stderr_null()
         .unchecked()
         .run()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "gpu")
-        .unwrap_or(false)
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    TorchSight {
+        torch: answer != "no-torch",
+        gpu: answer == "gpu",
+    }
 }
 
 /// `python -c BOOT ARGS…`: pytest, run by the venv's Python.

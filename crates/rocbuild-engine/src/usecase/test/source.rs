@@ -97,7 +97,7 @@ fn unpacked_sdist(src: &Path, m: &Manifest, sha256: Option<&str>) -> Option<Path
             Some(h) => marker.as_deref().map(str::trim) == Some(h),
             None => true,
         };
-        (file_name(&dir).starts_with(&prefix) && dir.is_dir() && same).then(|| sdist_root(&dir))
+        (file_name(&dir).starts_with(&prefix) && real_dir(&dir) && same).then(|| sdist_root(&dir))
     })
 }
 
@@ -108,6 +108,7 @@ fn stamped_checkout(src: &Path, recipe: &str, commit: &str) -> Option<PathBuf> {
     entries(src).into_iter().find(|dir| {
         file_name(dir).starts_with(&prefix)
             && !file_name(dir).ends_with(".partial")
+            && real_dir(dir)
             && fs_err::read_to_string(dir.join(".rocbuild-commit"))
                 .ok()
                 .and_then(|s| s.split_whitespace().next().map(str::to_string))
@@ -144,7 +145,7 @@ fn fetch(url: &str, commit: &str, m: &Manifest, s: &Settings) -> Result<TestSour
 fn sdist_root(dir: &Path) -> PathBuf {
     let inner = entries(dir);
     match inner.as_slice() {
-        [one] if one.is_dir() => one.clone(),
+        [one] if real_dir(one) => one.clone(),
         _ => dir.to_path_buf(),
     }
 }
@@ -244,6 +245,11 @@ fn link_inside(root: &Path, link: &Path) -> Option<PathBuf> {
     }
     let md = fs_err::symlink_metadata(&p).ok()?;
     (p.starts_with(root) && md.is_file()).then_some(p)
+}
+
+/// A directory itself, not a link to one: the cache's folders are read, never followed out.
+fn real_dir(p: &Path) -> bool {
+    fs_err::symlink_metadata(p).is_ok_and(|m| m.is_dir())
 }
 
 fn entries(dir: &Path) -> Vec<PathBuf> {
