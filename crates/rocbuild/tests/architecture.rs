@@ -253,6 +253,28 @@ fn the_environment_is_read_only_in_the_settings_modules() {
     );
 }
 
+/// The page: "The probe's own settings are `ProbeEnv`, read once per probe (`probe()` makes
+/// it and hands it to every scan)".
+#[test]
+fn the_probe_reads_its_environment_once() {
+    let found = files_with(&["ProbeEnv::from_process("], "crates/rocbuild-probe/src/");
+    assert_eq!(
+        found.keys().collect::<Vec<_>>(),
+        ["crates/rocbuild-probe/src/lib.rs"],
+        "{found:?}"
+    );
+    let lib = sources()
+        .into_iter()
+        .find(|s| s.path == "crates/rocbuild-probe/src/lib.rs")
+        .unwrap();
+    let n = lib
+        .lines
+        .iter()
+        .filter(|(_, l)| l.contains("ProbeEnv::from_process("))
+        .count();
+    assert_eq!(n, 1, "probe() makes the one ProbeEnv and hands it on");
+}
+
 /// The page: "plan() reads no environment and starts no process; the files it reads are
 /// these".
 #[test]
