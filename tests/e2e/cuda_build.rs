@@ -49,7 +49,7 @@ print("CUDA runtime loaded; devices:", lib.fakecuda_devices())
 }
 
 /// The pinned wheels, cached by `cargo xtask test`; None (SKIPPED said) when absent.
-fn cuda_wheels() -> Option<PathBuf> {
+pub(crate) fn cuda_wheels() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cache/wheels/cuda");
     let pins = rocbuild_fetch::CudaPins::builtin();
     let pin = pins.pick("linux", "x86_64", Some("13.2")).unwrap();

@@ -301,16 +301,31 @@ fn linux_cuda_ctranslate2() {
     let p = ok(plan(
         &m,
         tmp.path(),
-        &["ctranslate2", "--cuda-arch", "8.6", "--cuda-arch", "8.9"],
+        &[
+            "ctranslate2",
+            "--cuda-arch",
+            "8.6",
+            "--cuda-arch",
+            "8.9;12.0+PTX",
+        ],
     ));
     assert!(p.contains("backend: cuda"), "{p}");
+    // FindCUDA names no two-digit major: 12.0 goes to nvcc as a -gencode flag.
     assert!(p.contains("'-DCUDA_ARCH_LIST=8.6;8.9'"), "{p}");
+    assert!(
+        p.contains("'-DCUDA_NVCC_FLAGS=-gencode=arch=compute_120,code=[sm_120,compute_120]'"),
+        "{p}"
+    );
     assert!(p.contains("-DWITH_CUDA=ON"), "{p}");
     assert!(
         p.contains("-DCMAKE_CUDA_COMPILER=/usr/local/cuda-12.8/bin/nvcc"),
         "{p}"
     );
-    assert!(p.contains("third_party/thrust, third_party/cutlass"), "{p}");
+    // cutlass is only compiled with WITH_FLASH_ATTN (off): not fetched.
+    assert!(
+        p.contains("third_party/thrust") && !p.contains("cutlass"),
+        "{p}"
+    );
     snap!("linux_cuda_ctranslate2", p);
 }
 

@@ -112,6 +112,237 @@ fn bitsandbytes_cpu_is_built_from_its_tag_and_quantizes() {
     assert!(!site.join("bitsandbytes").exists());
 }
 
+/// bitsandbytes 0.50.1's CUDA library (issue 41), built by the same TOML-only recipe with the
+/// CUDA 13.2 toolkit rocbuild assembles from the package index, for sm_90 only (the lent GPU
+/// machines' arch; `cargo xtask gpu-check --prepare` makes the same build): named after the
+/// toolkit as the package looks it up, holding sm_90 SASS and nothing else,
+/// verified here without a GPU through its own CPU kernels, said by doctor to lack a driver (not
+/// to be broken), made into a `+cu132` wheel; and the GPU check's script runs its comparisons on
+/// it with the CPU on both sides.
+#[test]
+fn bitsandbytes_cuda_is_built_with_the_index_toolkit_for_sm_90() {
+    let Some(mirror) = mirror_with("github.com/bitsandbytes-foundation/bitsandbytes.git") else {
+        return;
+    };
+    let Some(wheels) = crate::cuda_build::cuda_wheels() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = torch_venv_with(tmp.path(), &["numpy", "packaging"]);
+    let v = venv.to_str().unwrap();
+    let cache = tmp.path().join("cache");
+    let mirror_s = mirror.display().to_string();
+    let env = [
+        ("ROCBUILD_MIRROR", mirror_s.as_str()),
+        ("ROCBUILD_CUDA_WHEELS", wheels.to_str().unwrap()),
+    ];
+    let args = [
+        "bitsandbytes",
+        "--backend",
+        "cuda",
+        "--cuda",
+        "13.2",
+        "--cuda-arch",
+        "9.0",
+        "--no-binary",
+        "--venv",
+        v,
+        "--cache",
+        cache.to_str().unwrap(),
+    ];
+    let out = rocbuild(&args, &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("verified: bitsandbytes 0.50.1 with libbitsandbytes_cuda132.so")
+            && out
+                .stdout
+                .contains("none here, its CUDA kernels were not run"),
+        "{}",
+        out.stdout
+    );
+    let site = venv.join("lib/python3.11/site-packages");
+    let so = site.join("bitsandbytes/libbitsandbytes_cuda132.so");
+    let codes = rocbuild_native::nv_fatbin_codes(&std::fs::read(&so).unwrap()).unwrap();
+    let mut names: Vec<String> = codes.iter().map(|c| c.name()).collect();
+    names.sort();
+    names.dedup();
+    // SASS only: upstream asks nvcc for compute_90 PTX too, but compiles with relocatable
+    // device code, and the device link keeps only the cubin (cuobjdump agrees: one sm_90 ELF,
+    // no PTX).
+    assert_eq!(names, ["sm_90"], "{codes:?}");
+    let doctor = rocbuild(
+        &["doctor", "--venv", v, "bitsandbytes"],
+        &[("PATH", "/usr/bin:/bin")],
+    );
+    assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
+    assert!(
+        doctor.stdout.contains("no NVIDIA driver here"),
+        "{}",
+        doctor.stdout
+    );
+    let dist = tmp.path().join("dist");
+    let wheel = rocbuild(
+        &[
+            "wheel",
+            "bitsandbytes",
+            "--out",
+            dist.to_str().unwrap(),
+            "--venv",
+            v,
+        ],
+        &[],
+    );
+    assert_eq!(wheel.code, 0, "{}", wheel.stderr);
+    let made: Vec<String> = std::fs::read_dir(&dist)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        made.len() == 1 && made[0].starts_with("bitsandbytes-0.50.1+cu132"),
+        "{made:?}"
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../xtask/src/gpu_check/check.py");
+    let none = Command::new(venv.join("bin/python"))
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_eq!(
+        none.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&none.stdout)
+    );
+    let cpu = Command::new(venv.join("bin/python"))
+        .arg(&script)
+        .args(["--device", "cpu"])
+        .env("BNB_CUDA_VERSION", "132")
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&cpu.stdout);
+    assert_eq!(
+        cpu.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&cpu.stderr)
+    );
+    assert!(said.contains("\"ok\": true"), "{said}");
+}
+
+/// CTranslate2 4.8.1 for CUDA with the CUDA 13.2 toolkit from the package index (issue 41),
+/// for the compute capabilities faster-whisper users' GPUs have that upstream's CUDA 12 wheels
+/// skip or cover (8.6, 8.9, 9.0, 12.0) plus PTX for the newest: all 25 CUDA sources compile
+/// against 4.8.1's own cccl 2.7.0, the library holds SASS for exactly those archs and PTX for
+/// 12.0, it loads and translates on this GPU-less machine's CPU, counts 0 CUDA devices, doctor
+/// says there is no driver (not a broken build, not stale), and `wheel` labels it `+cu132`.
+/// Needs the mirror (CTranslate2 and its spdlog, cpu_features, ruy, cpuinfo and cccl).
+#[test]
+fn ctranslate2_cuda_13_is_built_with_the_index_toolkit() {
+    let Some(mirror) = mirror_with("github.com/OpenNMT/CTranslate2.git") else {
+        return;
+    };
+    let Some(wheels) = crate::cuda_build::cuda_wheels() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = torch_venv_with(tmp.path(), &["numpy", "pyyaml"]);
+    let v = venv.to_str().unwrap();
+    let cache = tmp.path().join("cache");
+    let mirror_s = mirror.display().to_string();
+    let env = [
+        ("ROCBUILD_MIRROR", mirror_s.as_str()),
+        ("ROCBUILD_CUDA_WHEELS", wheels.to_str().unwrap()),
+    ];
+    let t0 = std::time::Instant::now();
+    let out = rocbuild(
+        &[
+            "ctranslate2",
+            "--backend",
+            "cuda",
+            "--cuda",
+            "13.2",
+            "--cuda-arch",
+            "8.6;8.9;9.0;12.0+PTX",
+            "--no-binary",
+            "-D",
+            "WITH_DNNL=OFF",
+            "--venv",
+            v,
+            "--cache",
+            cache.to_str().unwrap(),
+        ],
+        &env,
+    );
+    eprintln!(
+        "ctranslate2 4.8.1 CUDA build: {:.0} s",
+        t0.elapsed().as_secs_f64()
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("verified: ctranslate2 4.8.1 generated"),
+        "{}",
+        out.stdout
+    );
+    let site = venv.join("lib/python3.11/site-packages");
+    let so = site.join("ctranslate2/libctranslate2.so.4");
+    let codes = rocbuild_native::nv_fatbin_codes(&std::fs::read(&so).unwrap()).unwrap();
+    let mut names: Vec<String> = codes.iter().map(|c| c.name()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(
+        names,
+        ["compute_120", "sm_120", "sm_86", "sm_89", "sm_90"],
+        "{codes:?}"
+    );
+    let py = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import ctranslate2; print(ctranslate2.get_cuda_device_count())",
+        ])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), "0", "{py:?}");
+    let doctor = rocbuild(
+        &["doctor", "--venv", v, "ctranslate2"],
+        &[("PATH", "/usr/bin:/bin")],
+    );
+    assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
+    assert!(
+        doctor.stdout.contains("no NVIDIA driver here"),
+        "{}",
+        doctor.stdout
+    );
+    let status = rocbuild(&["status", "--venv", v], &[]);
+    assert!(
+        status.stdout.contains("ctranslate2 4.8.1: fresh"),
+        "{}",
+        status.stdout
+    );
+    let dist = tmp.path().join("dist");
+    let wheel = rocbuild(
+        &[
+            "wheel",
+            "ctranslate2",
+            "--out",
+            dist.to_str().unwrap(),
+            "--venv",
+            v,
+        ],
+        &[],
+    );
+    assert_eq!(wheel.code, 0, "{}", wheel.stderr);
+    let made: Vec<String> = std::fs::read_dir(&dist)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        made.len() == 1 && made[0].starts_with("ctranslate2-4.8.1+cu132"),
+        "{made:?}"
+    );
+}
+
 /// The repository's cache directory (kept between runs: downloads and build trees).
 fn repo_cache(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -186,6 +186,22 @@ fn the_suite_runs_on_the_build_known_and_new_failures_told_apart() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("fetched again"), "{}", out.stderr);
     assert_eq!(tree_state(&w.venv), venv_before, "the venv changed");
+
+    // A venv whose Python cannot import torch (CTranslate2's faster-whisper venvs have none):
+    // the device tests are deselected with that reason, not "torch sees no GPU".
+    std::fs::write(
+        w.site.join("torch/__init__.py"),
+        "raise ImportError('no torch in this venv')\n",
+    )
+    .unwrap();
+    let out = w.cmd(&["test", "fakecodec"], &[]);
+    assert!(
+        out.stdout
+            .contains("device tests: the venv has no torch to see a GPU with: 1 deselected"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
 }
 
 /// The Python part of a package whose index wheel carries no loadable library (the

@@ -11,6 +11,7 @@ mod bench_status;
 mod chroots;
 mod exe;
 mod fuzz;
+mod gpu_check;
 mod release;
 mod setup;
 mod upstream;
@@ -55,6 +56,11 @@ commands:
   soak [N]        run N (default 50) random sequences of the model-based ownership test
                   (tests/e2e/ownership_model.rs): installs, pip, uv, torch upgrades,
                   rebuilds, restores and kills on a real venv
+  gpu-check --prepare | --run [--device cpu]
+                  the GPU check (issue 41): --prepare builds bitsandbytes' CUDA library for
+                  sm_90 with the CUDA 13.2 toolkit from the index, verifies it and puts its
+                  wheel, check.py and run.sh in cache/gpu-check (under 64 MiB: what a device
+                  call carries); --run runs run.sh (GPU against CPU; exit 3: no CUDA device)
   fuzz [SECONDS]  run every fuzz target (fuzz/) for SECONDS each (default 60) on stable Rust;
                   crashes in fuzz/artifacts, figures into BENCHMARKS.md (not part of `test`)
 ";
@@ -99,6 +105,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::bench(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("fuzz") => fuzz::fuzz(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("soak") => soak(&args[1..]),
+        Some("gpu-check") => gpu_check::gpu_check(&args[1..]),
         Some("help" | "-h" | "--help") => {
             print!("{USAGE}");
             Ok(ExitCode::SUCCESS)

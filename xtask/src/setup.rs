@@ -490,7 +490,7 @@ fn torch_version_py(venv: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn torch_venv() -> Result<PathBuf> {
+pub fn torch_venv() -> Result<PathBuf> {
     let venv = workspace_root().join(TORCH_VENV);
     if let Some(v) = torch_version_py(&venv) {
         let version = std::fs::read_to_string(&v).unwrap_or_default();

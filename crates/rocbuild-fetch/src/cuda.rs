@@ -229,7 +229,8 @@ pub fn install_cuda_toolkit(
     }
     let cuda = req.tools.join("cuda");
     let mut sources = Vec::new();
-    let mut key: Vec<String> = vec![pin.release.clone()];
+    // `layout 2`: the root carries version.json (roots assembled before are assembled again).
+    let mut key: Vec<String> = vec![pin.release.clone(), "layout 2".into()];
     for w in &wanted {
         let s = match venv_copy(w, req.site_packages.as_deref())? {
             Some(s) => s,
@@ -261,6 +262,7 @@ pub fn install_cuda_toolkit(
     }
     unversioned_links(&at.join("lib"))?;
     write_profile(at)?;
+    write_version(at, &pin.release)?;
     let driver_stub = match req.cc {
         Some(cc) => crate::cuda_stub::make_driver_stub(cc, at)?,
         None => false,
@@ -450,6 +452,17 @@ fn unversioned_links(lib: &Path) -> Result<(), FetchError> {
 /// A link to the sibling `target` (a copy where links need a privilege).
 fn link(target: &str, at: &Path) -> Result<(), FetchError> {
     rocbuild_probe::platform::host::link_or_copy_sibling(target, at).map_err(io("link", at))
+}
+
+/// `version.json` as NVIDIA's toolkits have it (`{"cuda": {"version": "13.2.86"}}`): what
+/// status, doctor and `wheel` read a toolkit's version from, for this root as for a system one.
+fn write_version(root: &Path, release: &str) -> Result<(), FetchError> {
+    let at = root.join("version.json");
+    if std::fs::symlink_metadata(&at).is_ok() {
+        std::fs::remove_file(&at).map_err(io("replace", &at))?;
+    }
+    let text = serde_json::json!({"cuda": {"name": "CUDA SDK", "version": release}});
+    std::fs::write(&at, format!("{text:#}\n")).map_err(io("write", &at))
 }
 
 /// rocbuild's own `bin/nvcc.profile` (the wheel's is not trusted, and a CUDA 12 layout has

@@ -136,6 +136,11 @@ fn the_index_toolkit_compiles_exactly_the_archs_asked() {
     assert!(profile.starts_with("# Written by rocbuild"), "{profile}");
     assert!(profile.contains("$(TOP)/include/cccl"), "{profile}");
     assert!(cuda.driver_stub);
+    // Its version where status, doctor and `wheel` read a toolkit's (NVIDIA's version.json).
+    assert_eq!(
+        rocbuild_probe::toolkit_version(root).as_deref(),
+        Some("13.2.86")
+    );
 
     // What the toolkit is, asked of its own nvcc; the host compiler, from its host_config.h.
     let tk = read_cuda_toolkit(root).unwrap();

@@ -36,6 +36,11 @@ const WORD_VARIABLES: &[&str] = &[
     "gpu.archs",
     "cuda.archs",
     "cuda.cmake-archs",
+    "cuda.sm",
+    "cuda.findcuda-archs",
+    "cuda.findcuda-gencode",
+    "cuda.version",
+    "cuda.version-short",
 ];
 
 /// Why a string is not what its field must be: the label under it and the help line.

@@ -86,6 +86,26 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "the same as CMAKE_CUDA_ARCHITECTURES takes them: 8.6 -> 86-real (SASS only), 9.0+PTX -> 90 (SASS and PTX)",
     ),
     (
+        "cuda.sm",
+        "the same as compute-capability numbers, `;`-separated (8.6;9.0+PTX -> 86;90), for projects that choose PTX themselves",
+    ),
+    (
+        "cuda.findcuda-archs",
+        "the archs CMake's old FindCUDA can name (one-digit majors: 8.6;9.0), for CUDA_ARCH_LIST-style options",
+    ),
+    (
+        "cuda.findcuda-gencode",
+        "nvcc -gencode flags for the others (12.0 and later), `;`-separated, for CUDA_NVCC_FLAGS",
+    ),
+    (
+        "cuda.version",
+        "the CUDA toolkit's version as its nvcc says it (13.2)",
+    ),
+    (
+        "cuda.version-short",
+        "its major and minor run together (132), as per-CUDA library names use them",
+    ),
+    (
         "mkl.root",
         "Intel oneAPI MKL's root (include/mkl.h), when found and used (`[with.mkl]`)",
     ),

@@ -259,7 +259,9 @@ impl LocalVersion {
         };
         let (tag, archs) = match backend {
             "cuda" => (
-                match &m.sdk.torch_cuda {
+                // torch's CUDA; for a package that does not build against torch
+                // (bitsandbytes), the toolkit's.
+                match m.sdk.torch_cuda.as_ref().or(m.sdk.toolkit_version.as_ref()) {
                     Some(c) => format!("cu{}", major_minor(c).replace('.', "")),
                     None => "cuda".into(),
                 },
@@ -538,6 +540,11 @@ mod tests {
             local_version(&manifest("cuda", Some("13.2"), None, None)),
             "cu132"
         );
+        // A cuda build of a package that does not build against torch: the toolkit's CUDA.
+        let mut no_torch = manifest("cpu", None, None, None);
+        no_torch.sdk.backend = Some("cuda".into());
+        no_torch.sdk.toolkit_version = Some("13.2".into());
+        assert_eq!(local_version(&no_torch), "cu132");
         assert_eq!(
             local_version(&manifest(
                 "rocm",

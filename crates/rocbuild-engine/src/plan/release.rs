@@ -426,29 +426,26 @@ mod tests {
         assert!(text.contains("HIP >=6.1"), "{text}");
     }
 
-    /// CTranslate2 up to 4.8.1 does not build with CUDA 13 (upstream issue 1933): a CUDA 13
-    /// toolkit is refused before anything is fetched, with the recipe's why and what works.
+    /// CTranslate2 4.8.1 was built here with CUDA 13.2; the older releases were not (upstream
+    /// lists CUDA 12 only, issue 1933): for them a CUDA 13 toolkit is refused before anything is
+    /// fetched, with the recipe's why and the release that works.
     #[test]
-    fn ctranslate2_releases_refuse_cuda_13_with_why() {
+    fn ctranslate2_takes_cuda_13_only_for_the_release_built_with_it() {
         let r = recipe("ctranslate2");
         let cuda = |v| Against::default().with_cuda(Some(v));
         let (rel, _) = choose(&r, cuda("12.9"), &BuildOptions::default()).unwrap();
         assert_eq!(rel.version, newest_default(&r));
-        let e = choose(&r, cuda("13.2"), &BuildOptions::default()).unwrap_err();
-        let text = format!("{e} | {}", miette::Diagnostic::help(&e).unwrap());
-        assert!(
-            text.contains("no release of ctranslate2 supports CUDA 13.2"),
-            "{text}"
-        );
-        assert!(text.contains("issue 1933"), "{text}");
+        // 4.8.1 was built here with CUDA 13.2 (recipes_real::ctranslate2_cuda_13_…).
+        let (rel, _) = choose(&r, cuda("13.2"), &BuildOptions::default()).unwrap();
+        assert_eq!(rel.version, "4.8.1");
         let asked = BuildOptions {
-            version: Some("4.8.1".into()),
+            version: Some("4.8.0".into()),
             ..BuildOptions::default()
         };
         let e = choose(&r, cuda("13.2"), &asked).unwrap_err();
-        assert!(
-            e.to_string().contains("CUDA 13.2: it builds with CUDA <13"),
-            "{e}"
-        );
+        let text = format!("{e} | {}", miette::Diagnostic::help(&e).unwrap());
+        assert!(text.contains("CUDA 13.2: it builds with CUDA <13"), "{text}");
+        assert!(text.contains("issue 1933"), "{text}");
+        assert!(text.contains("releases that support CUDA 13.2: 4.8.1"), "{text}");
     }
 }

@@ -98,7 +98,7 @@ pub struct BackendPlan {
 }
 
 impl BackendPlan {
-    /// Template variables: `{backend}`, `{rocm.*}`, `{gpu.archs}`, `{cuda.archs}`.
+    /// Template variables: `{backend}`, `{rocm.*}`, `{gpu.archs}`, `{cuda.*}`.
     pub fn vars(&self, vars: &mut BTreeMap<String, String>) {
         vars.insert("backend".into(), self.backend.as_str().to_string());
         if let Some(r) = &self.rocm {
@@ -118,6 +118,15 @@ impl BackendPlan {
             vars.insert("cuda.home".into(), c.home.display().to_string());
             vars.insert("cuda.archs".into(), c.archs.join(";"));
             vars.insert("cuda.cmake-archs".into(), cmake_cuda_archs(&c.archs));
+            vars.insert("cuda.sm".into(), cuda_sm(&c.archs));
+            let (named, gencode) = findcuda_split(&c.archs);
+            vars.insert("cuda.findcuda-archs".into(), named);
+            vars.insert("cuda.findcuda-gencode".into(), gencode);
+            if let Some(v) = &c.version {
+                vars.insert("cuda.version".into(), v.clone());
+                let short: String = v.split('.').take(2).collect();
+                vars.insert("cuda.version-short".into(), short);
+            }
         }
     }
 
@@ -159,6 +168,43 @@ fn cmake_cuda_archs(archs: &[String]) -> String {
         },
     };
     archs.iter().map(one).collect::<Vec<_>>().join(";")
+}
+
+/// `8.6;9.0+PTX;12.0a` as compute-capability numbers (`86;90;120a`), what bitsandbytes'
+/// COMPUTE_CAPABILITY takes (it decides itself which of them also get PTX: the newest);
+/// keywords (`Common`, `All`) pass as written.
+fn cuda_sm(archs: &[String]) -> String {
+    let one = |a: &String| match rocbuild_probe::parse_cuda_arch(a) {
+        Some((n, _, s)) => format!("{n}{s}"),
+        None => a.clone(),
+    };
+    archs.iter().map(one).collect::<Vec<_>>().join(";")
+}
+
+/// CMake's FindCUDA (`cuda_select_nvcc_arch_flags`, CMake 3.25 to 4.3 alike) names only
+/// one-digit majors (`9.0`): `12.0` is "Unknown CUDA Architecture Name". Projects still on it
+/// (CTranslate2) get the archs it can name, and nvcc `-gencode` flags for the others, to add to
+/// CUDA_NVCC_FLAGS. With none it can name, all stay in the first (its error then says why).
+fn findcuda_split(archs: &[String]) -> (String, String) {
+    let mut named = Vec::new();
+    let mut gencode = Vec::new();
+    for a in archs {
+        match rocbuild_probe::parse_cuda_arch(a) {
+            Some((n, ptx, s)) if n >= 100 => {
+                let code = if ptx {
+                    format!("[sm_{n}{s},compute_{n}{s}]")
+                } else {
+                    format!("sm_{n}{s}")
+                };
+                gencode.push(format!("-gencode=arch=compute_{n}{s},code={code}"));
+            }
+            _ => named.push(a.clone()),
+        }
+    }
+    if named.is_empty() {
+        return (archs.join(";"), String::new());
+    }
+    (named.join(";"), gencode.join(";"))
 }
 
 fn usage(option: &str, reason: String, help: String) -> EngineError {
@@ -813,6 +859,33 @@ mod tests {
         assert_eq!(a(&["8.6", "9.0+PTX"]), "86-real;90");
         assert_eq!(a(&["sm_120", "12.0a"]), "120-real;120a-real");
         assert_eq!(a(&["Common"]), "all-major");
+    }
+
+    #[test]
+    fn cuda_archs_as_compute_capability_numbers() {
+        let a = |v: &[&str]| cuda_sm(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(a(&["8.6", "9.0+PTX", "sm_120", "12.0a"]), "86;90;120;120a");
+        assert_eq!(a(&["Common"]), "Common");
+    }
+
+    #[test]
+    fn findcuda_gets_the_archs_it_can_name_and_nvcc_flags_for_the_rest() {
+        let a = |v: &[&str]| findcuda_split(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            a(&["8.6", "9.0", "12.0+PTX"]),
+            (
+                "8.6;9.0".to_string(),
+                "-gencode=arch=compute_120,code=[sm_120,compute_120]".to_string()
+            )
+        );
+        assert_eq!(
+            a(&["8.9", "10.0"]),
+            (
+                "8.9".to_string(),
+                "-gencode=arch=compute_100,code=sm_100".to_string()
+            )
+        );
+        assert_eq!(a(&["12.0"]), ("12.0".to_string(), String::new()));
     }
 
     fn arch(a: &str) -> BackendOptions {
