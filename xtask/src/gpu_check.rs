@@ -5,7 +5,7 @@
 //! 13.2 toolkit from the package index (`cache/wheels/cuda`, offline) for `--cuda-arch 9.0` into
 //! a throwaway venv over the real PyPI torch, verifies it, and makes its wheel; the wheel, the
 //! comparison script and its runner go into `cache/gpu-check/` (what the device call carries).
-//! `--run` runs that runner here with the real torch venv's Python: where torch sees no CUDA
+//! `--run` runs that runner here with the prepared venv's Python (the real torch): where torch sees no CUDA
 //! device it says so and exits 3, and `--run --device cpu` exercises the script's comparisons
 //! with the CPU on both sides. On the device machine the runner needs no cargo, pip or index:
 //! `bash cache/gpu-check/run.sh` (it unpacks the wheel onto PYTHONPATH).
@@ -127,11 +127,12 @@ fn run(out: &Path, extra: &[String]) -> Result<ExitCode> {
             "cache/gpu-check/run.sh is missing: run `cargo xtask gpu-check --prepare` first".into(),
         );
     }
-    let torch = crate::setup::torch_venv()?;
+    // The prepared venv: the real torch, and numpy (which the shared torch venv lacks).
+    let venv = workspace_root().join("cache/gpu-check-work/venv");
     let status = Command::new("bash")
         .arg(&script)
         .args(extra)
-        .env("PYTHON", torch.join("bin/python"))
+        .env("PYTHON", venv.join("bin/python"))
         .status()
         .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
     Ok(ExitCode::from(status.code().unwrap_or(2) as u8))

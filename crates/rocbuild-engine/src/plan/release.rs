@@ -444,8 +444,14 @@ mod tests {
         };
         let e = choose(&r, cuda("13.2"), &asked).unwrap_err();
         let text = format!("{e} | {}", miette::Diagnostic::help(&e).unwrap());
-        assert!(text.contains("CUDA 13.2: it builds with CUDA <13"), "{text}");
+        assert!(
+            text.contains("CUDA 13.2: it builds with CUDA <13"),
+            "{text}"
+        );
         assert!(text.contains("issue 1933"), "{text}");
-        assert!(text.contains("releases that support CUDA 13.2: 4.8.1"), "{text}");
+        assert!(
+            text.contains("releases that support CUDA 13.2: 4.8.1"),
+            "{text}"
+        );
     }
 }
