@@ -161,47 +161,11 @@ fn bitsandbytes_cuda_is_built_with_the_index_toolkit_for_sm_90() {
         "{}",
         out.stdout
     );
-    let site = venv.join("lib/python3.11/site-packages");
-    let so = site.join("bitsandbytes/libbitsandbytes_cuda132.so");
-    let codes = rocbuild_native::nv_fatbin_codes(&std::fs::read(&so).unwrap()).unwrap();
-    let mut names: Vec<String> = codes.iter().map(|c| c.name()).collect();
-    names.sort();
-    names.dedup();
+    let so = venv.join("lib/python3.11/site-packages/bitsandbytes/libbitsandbytes_cuda132.so");
     // SASS only: upstream asks nvcc for compute_90 PTX too, but compiles with relocatable
     // device code, and the device link keeps only the cubin (cuobjdump agrees: one sm_90 ELF,
     // no PTX).
-    assert_eq!(names, ["sm_90"], "{codes:?}");
-    let doctor = rocbuild(
-        &["doctor", "--venv", v, "bitsandbytes"],
-        &[("PATH", "/usr/bin:/bin")],
-    );
-    assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
-    assert!(
-        doctor.stdout.contains("no NVIDIA driver here"),
-        "{}",
-        doctor.stdout
-    );
-    let dist = tmp.path().join("dist");
-    let wheel = rocbuild(
-        &[
-            "wheel",
-            "bitsandbytes",
-            "--out",
-            dist.to_str().unwrap(),
-            "--venv",
-            v,
-        ],
-        &[],
-    );
-    assert_eq!(wheel.code, 0, "{}", wheel.stderr);
-    let made: Vec<String> = std::fs::read_dir(&dist)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(
-        made.len() == 1 && made[0].starts_with("bitsandbytes-0.50.1+cu132"),
-        "{made:?}"
-    );
+    built_for_cuda_without_a_gpu(tmp.path(), &venv, "bitsandbytes 0.50.1", &so, &["sm_90"]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../xtask/src/gpu_check/check.py");
     let none = Command::new(venv.join("bin/python"))
         .arg(&script)
@@ -284,17 +248,9 @@ fn ctranslate2_cuda_13_is_built_with_the_index_toolkit() {
         "{}",
         out.stdout
     );
-    let site = venv.join("lib/python3.11/site-packages");
-    let so = site.join("ctranslate2/libctranslate2.so.4");
-    let codes = rocbuild_native::nv_fatbin_codes(&std::fs::read(&so).unwrap()).unwrap();
-    let mut names: Vec<String> = codes.iter().map(|c| c.name()).collect();
-    names.sort();
-    names.dedup();
-    assert_eq!(
-        names,
-        ["compute_120", "sm_120", "sm_86", "sm_89", "sm_90"],
-        "{codes:?}"
-    );
+    let so = venv.join("lib/python3.11/site-packages/ctranslate2/libctranslate2.so.4");
+    let codes = ["compute_120", "sm_120", "sm_86", "sm_89", "sm_90"];
+    built_for_cuda_without_a_gpu(tmp.path(), &venv, "ctranslate2 4.8.1", &so, &codes);
     let py = Command::new(venv.join("bin/python"))
         .args([
             "-c",
@@ -304,10 +260,27 @@ fn ctranslate2_cuda_13_is_built_with_the_index_toolkit() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), "0", "{py:?}");
-    let doctor = rocbuild(
-        &["doctor", "--venv", v, "ctranslate2"],
-        &[("PATH", "/usr/bin:/bin")],
-    );
+}
+
+/// A CUDA build installed on this GPU-less machine (`package` is `NAME VERSION`): its library
+/// holds exactly `codes` (SASS and PTX, read from its .nv_fatbin), doctor says there is no
+/// NVIDIA driver and finds nothing wrong (not broken, not stale), status says fresh, and
+/// `wheel` labels it with the toolkit's CUDA (`+cu132`).
+fn built_for_cuda_without_a_gpu(
+    tmp: &Path,
+    venv: &Path,
+    package: &str,
+    lib: &Path,
+    codes: &[&str],
+) {
+    let (name, version) = package.split_once(' ').unwrap();
+    let v = venv.to_str().unwrap();
+    let found = rocbuild_native::nv_fatbin_codes(&std::fs::read(lib).unwrap()).unwrap();
+    let mut names: Vec<String> = found.iter().map(|c| c.name()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names, codes, "{found:?}");
+    let doctor = rocbuild(&["doctor", "--venv", v, name], &[("PATH", "/usr/bin:/bin")]);
     assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
     assert!(
         doctor.stdout.contains("no NVIDIA driver here"),
@@ -316,20 +289,13 @@ fn ctranslate2_cuda_13_is_built_with_the_index_toolkit() {
     );
     let status = rocbuild(&["status", "--venv", v], &[]);
     assert!(
-        status.stdout.contains("ctranslate2 4.8.1: fresh"),
+        status.stdout.contains(&format!("{package}: fresh")),
         "{}",
         status.stdout
     );
-    let dist = tmp.path().join("dist");
+    let dist = tmp.join("dist");
     let wheel = rocbuild(
-        &[
-            "wheel",
-            "ctranslate2",
-            "--out",
-            dist.to_str().unwrap(),
-            "--venv",
-            v,
-        ],
+        &["wheel", name, "--out", dist.to_str().unwrap(), "--venv", v],
         &[],
     );
     assert_eq!(wheel.code, 0, "{}", wheel.stderr);
@@ -337,10 +303,8 @@ fn ctranslate2_cuda_13_is_built_with_the_index_toolkit() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(
-        made.len() == 1 && made[0].starts_with("ctranslate2-4.8.1+cu132"),
-        "{made:?}"
-    );
+    let want = format!("{name}-{version}+cu132");
+    assert!(made.len() == 1 && made[0].starts_with(&want), "{made:?}");
 }
 
 /// The repository's cache directory (kept between runs: downloads and build trees).
