@@ -168,6 +168,24 @@ fn builds_a_cuda_library_with_the_toolkit_from_the_index() {
     assert_eq!(names, ["compute_90", "sm_86", "sm_90"], "{codes:?}");
 
     doctor_reads_the_code_and_says_there_is_no_driver(&recipes, &venv);
+    // status says what the build is for, from its manifest (the toolkit's version.json).
+    let status = rocbuild(
+        &[
+            "status",
+            "--recipes",
+            recipes.to_str().unwrap(),
+            "--venv",
+            venv.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        status
+            .stdout
+            .contains("cuda: built with CUDA 13.2.86 (its toolkit), for 8.6;9.0+PTX"),
+        "{}",
+        status.stdout
+    );
 
     // The same cache, an arch CUDA 13 dropped: refused before anything is fetched.
     let bad = rocbuild(&[&common[..], &["--cuda-arch", "7.0"]].concat(), &env);

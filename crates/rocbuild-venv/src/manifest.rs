@@ -44,6 +44,9 @@ pub struct SdkRecord {
     pub rocm_version: Option<String>,
     #[serde(default)]
     pub gpu_archs: Vec<String>,
+    /// The CUDA compute capabilities a cuda build was compiled for, as asked (`8.6;9.0+PTX`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cuda_archs: Vec<String>,
     /// HIP's own version of the SDK built with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hip_version: Option<String>,
@@ -53,6 +56,23 @@ pub struct SdkRecord {
 }
 
 impl SdkRecord {
+    /// For a cuda build: the toolkit's CUDA and the archs it compiled for
+    /// (`CUDA 13.2.86 (its toolkit), for 8.6;9.0+PTX`); None for any other.
+    pub fn cuda_build(&self) -> Option<String> {
+        if self.backend.as_deref() != Some("cuda") {
+            return None;
+        }
+        let cuda = match (&self.toolkit_version, &self.torch_cuda) {
+            (Some(v), _) => format!("CUDA {v} (its toolkit)"),
+            (None, Some(t)) => format!("CUDA {t} (torch's)"),
+            (None, None) => "CUDA of unknown version".to_string(),
+        };
+        Some(match self.cuda_archs.is_empty() {
+            true => cuda,
+            false => format!("{cuda}, for {}", self.cuda_archs.join(";")),
+        })
+    }
+
     /// `cuda 13.2`, `rocm 6.2.41134 (toolkit /opt/rocm 6.2.4)`, or `cpu`.
     pub fn describe(&self) -> String {
         let mut s = match (&self.torch_hip, &self.torch_cuda) {
@@ -366,6 +386,26 @@ pub fn sha256_file(p: &Path) -> Result<(String, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cuda_build_says_its_cuda_and_archs_and_no_other_does() {
+        let mut sdk = SdkRecord {
+            backend: Some("cuda".into()),
+            toolkit_version: Some("13.2.86".into()),
+            cuda_archs: vec!["8.6".into(), "12.0+PTX".into()],
+            ..SdkRecord::default()
+        };
+        assert_eq!(
+            sdk.cuda_build().as_deref(),
+            Some("CUDA 13.2.86 (its toolkit), for 8.6;12.0+PTX")
+        );
+        sdk.toolkit_version = None;
+        sdk.torch_cuda = Some("13.0".into());
+        sdk.cuda_archs.clear();
+        assert_eq!(sdk.cuda_build().as_deref(), Some("CUDA 13.0 (torch's)"));
+        sdk.backend = Some("cpu".into());
+        assert_eq!(sdk.cuda_build(), None);
+    }
 
     #[test]
     fn a_manifest_of_schema_1_without_the_newer_fields_loads() {

@@ -62,6 +62,10 @@ pub struct RecipeStatus {
     /// who asks upstream).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upstream: Option<rocbuild_recipe::upstream::Notice>,
+    /// A cuda build: the CUDA it was built with and for which archs (from its manifest; doctor
+    /// compares them with the GPU and the driver).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<String>,
 }
 
 impl RecipeStatus {
@@ -139,5 +143,6 @@ fn one(site: &Path, m: &Manifest, now: &Now) -> RecipeStatus {
         fix: (state != State::Fresh).then(|| stale::fix_command(m)),
         rules_of: m.rules_of.clone(),
         upstream: None,
+        cuda: m.sdk.cuda_build(),
     }
 }

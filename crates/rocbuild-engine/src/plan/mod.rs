@@ -326,6 +326,12 @@ impl Plan {
                 (None, Some(t)) => t.archs.clone(),
                 (None, None) => Vec::new(),
             },
+            cuda_archs: plan
+                .backend
+                .cuda
+                .as_ref()
+                .map(|c| c.archs.clone())
+                .unwrap_or_default(),
             hip_version: plan
                 .backend
                 .rocm

@@ -51,6 +51,11 @@ fn print_status(root: &Path, st: &VenvStatus, busy: Option<&str>) {
         if let Some(n) = &r.upstream {
             outln!("  upstream: {}", n.line());
         }
+        if let Some(c) = &r.cuda {
+            outln!(
+                "  cuda: built with {c} (`rocbuild doctor` compares it with the GPU and driver)"
+            );
+        }
         if let Some(why) = &r.unverified {
             outln!("  unverified: {why}");
         }
