@@ -121,21 +121,15 @@ fn bitsandbytes_cpu_is_built_from_its_tag_and_quantizes() {
 /// it with the CPU on both sides.
 #[test]
 fn bitsandbytes_cuda_is_built_with_the_index_toolkit_for_sm_90() {
-    let Some(mirror) = mirror_with("github.com/bitsandbytes-foundation/bitsandbytes.git") else {
+    let Some(CudaWorld { tmp, venv, env }) = cuda_world(
+        "github.com/bitsandbytes-foundation/bitsandbytes.git",
+        &["numpy", "packaging"],
+    ) else {
         return;
     };
-    let Some(wheels) = crate::cuda_build::cuda_wheels() else {
-        return;
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let venv = torch_venv_with(tmp.path(), &["numpy", "packaging"]);
     let v = venv.to_str().unwrap();
     let cache = tmp.path().join("cache");
-    let mirror_s = mirror.display().to_string();
-    let env = [
-        ("ROCBUILD_MIRROR", mirror_s.as_str()),
-        ("ROCBUILD_CUDA_WHEELS", wheels.to_str().unwrap()),
-    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let args = [
         "bitsandbytes",
         "--backend",
@@ -203,21 +197,14 @@ fn bitsandbytes_cuda_is_built_with_the_index_toolkit_for_sm_90() {
 /// Needs the mirror (CTranslate2 and its spdlog, cpu_features, ruy, cpuinfo and cccl).
 #[test]
 fn ctranslate2_cuda_13_is_built_with_the_index_toolkit() {
-    let Some(mirror) = mirror_with("github.com/OpenNMT/CTranslate2.git") else {
+    let Some(CudaWorld { tmp, venv, env }) =
+        cuda_world("github.com/OpenNMT/CTranslate2.git", &["numpy", "pyyaml"])
+    else {
         return;
     };
-    let Some(wheels) = crate::cuda_build::cuda_wheels() else {
-        return;
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let venv = torch_venv_with(tmp.path(), &["numpy", "pyyaml"]);
     let v = venv.to_str().unwrap();
     let cache = tmp.path().join("cache");
-    let mirror_s = mirror.display().to_string();
-    let env = [
-        ("ROCBUILD_MIRROR", mirror_s.as_str()),
-        ("ROCBUILD_CUDA_WHEELS", wheels.to_str().unwrap()),
-    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let t0 = std::time::Instant::now();
     let out = rocbuild(
         &[
@@ -260,6 +247,29 @@ fn ctranslate2_cuda_13_is_built_with_the_index_toolkit() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), "0", "{py:?}");
+}
+
+/// What a CUDA build from a real upstream source needs here: the mirror holding the repo, the
+/// cached CUDA toolkit wheels (offline), and a venv of its own over the real torch.
+struct CudaWorld {
+    tmp: tempfile::TempDir,
+    venv: PathBuf,
+    /// ROCBUILD_MIRROR and ROCBUILD_CUDA_WHEELS.
+    env: [(&'static str, String); 2],
+}
+
+/// A [`CudaWorld`] for `repo` with `extra` pip-installed; None (said) without the mirror or
+/// the wheels.
+fn cuda_world(repo: &str, extra: &[&str]) -> Option<CudaWorld> {
+    let mirror = mirror_with(repo)?;
+    let wheels = crate::cuda_build::cuda_wheels()?;
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = torch_venv_with(tmp.path(), extra);
+    let env = [
+        ("ROCBUILD_MIRROR", mirror.display().to_string()),
+        ("ROCBUILD_CUDA_WHEELS", wheels.display().to_string()),
+    ];
+    Some(CudaWorld { tmp, venv, env })
 }
 
 /// A CUDA build installed on this GPU-less machine (`package` is `NAME VERSION`): its library

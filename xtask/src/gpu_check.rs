@@ -95,7 +95,7 @@ fn prepare(out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `rocbuild ARGS` into `venv`, with the CUDA wheels offline and the mirror passed on.
+/// `rocbuild ARGS` into `venv`, with the CUDA wheels offline and the caller's mirror passed on.
 fn rocbuild(exe: &Path, venv: &Path, work: &Path, wheels: &Path, args: &[&str]) -> Result<()> {
     let mut c = Command::new(exe);
     c.args(args)
@@ -107,14 +107,12 @@ fn rocbuild(exe: &Path, venv: &Path, work: &Path, wheels: &Path, args: &[&str]) 
         .env("ROCBUILD_UPSTREAM", "off")
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());
-    for k in [
-        "VIRTUAL_ENV",
-        "CONDA_PREFIX",
-        "ROCBUILD_RECIPES",
-        "LD_LIBRARY_PATH",
-        "PYTHONPATH",
-    ] {
+    for k in crate::bench::SCRUB {
         c.env_remove(k);
+    }
+    // The caller's mirror is the one scrubbed variable the real source may need.
+    if let Some(m) = std::env::var_os("ROCBUILD_MIRROR") {
+        c.env("ROCBUILD_MIRROR", m);
     }
     println!("xtask: gpu-check: rocbuild {}", args.join(" "));
     run_inherit(&mut c)

@@ -93,23 +93,11 @@ fn links_stay_in_lib(root: &Path, dir: &Path) {
     }
 }
 
-#[test]
-fn the_index_toolkit_compiles_exactly_the_archs_asked() {
-    let d = tempfile::tempdir().unwrap();
-    let t0 = Instant::now();
-    let Some(cuda) = assemble(&d.path().join("tools")) else {
-        return;
-    };
-    let assembled = t0.elapsed();
+/// One root: nvcc and its parts, the headers (CCCL's too), the libraries, libdevice, the
+/// unversioned links inside lib/, rocbuild's nvcc.profile, the driver stub, and NVIDIA's
+/// version.json.
+fn the_root_is_one_toolkit(cuda: &CudaRoot) {
     let root = &cuda.root;
-    eprintln!(
-        "assembled CUDA {} in {assembled:.1?}: {} MiB at {}\n  {}",
-        cuda.release,
-        du(root) >> 20,
-        root.display(),
-        cuda.wheels.join("\n  ")
-    );
-    // One root: nvcc and its parts, the headers (CCCL's too), the libraries, libdevice.
     for p in [
         "bin/nvcc",
         "bin/ptxas",
@@ -141,6 +129,25 @@ fn the_index_toolkit_compiles_exactly_the_archs_asked() {
         rocbuild_probe::toolkit_version(root).as_deref(),
         Some("13.2.86")
     );
+}
+
+#[test]
+fn the_index_toolkit_compiles_exactly_the_archs_asked() {
+    let d = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let Some(cuda) = assemble(&d.path().join("tools")) else {
+        return;
+    };
+    let assembled = t0.elapsed();
+    let root = &cuda.root;
+    eprintln!(
+        "assembled CUDA {} in {assembled:.1?}: {} MiB at {}\n  {}",
+        cuda.release,
+        du(root) >> 20,
+        root.display(),
+        cuda.wheels.join("\n  ")
+    );
+    the_root_is_one_toolkit(&cuda);
 
     // What the toolkit is, asked of its own nvcc; the host compiler, from its host_config.h.
     let tk = read_cuda_toolkit(root).unwrap();
