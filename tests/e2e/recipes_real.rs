@@ -123,7 +123,8 @@ fn bitsandbytes_cpu_is_built_from_its_tag_and_quantizes() {
 fn bitsandbytes_cuda_is_built_with_the_index_toolkit_for_sm_90() {
     let Some(CudaWorld { tmp, venv, env }) = cuda_world(
         "github.com/bitsandbytes-foundation/bitsandbytes.git",
-        &["numpy", "packaging"],
+        // As its users have it: PyPI's wheel installed by pip, upstream's libraries in it.
+        &["numpy", "packaging", "bitsandbytes==0.50.1"],
     ) else {
         return;
     };
@@ -156,6 +157,7 @@ fn bitsandbytes_cuda_is_built_with_the_index_toolkit_for_sm_90() {
         out.stdout
     );
     let so = venv.join("lib/python3.11/site-packages/bitsandbytes/libbitsandbytes_cuda132.so");
+    upstreams_cuda_libraries_are_parked(&venv, &out.stdout);
     // SASS only: upstream asks nvcc for compute_90 PTX too, but compiles with relocatable
     // device code, and the device link keeps only the cubin (cuobjdump agrees: one sm_90 ELF,
     // no PTX).
@@ -186,6 +188,54 @@ fn bitsandbytes_cuda_is_built_with_the_index_toolkit_for_sm_90() {
         String::from_utf8_lossy(&cpu.stderr)
     );
     assert!(said.contains("\"ok\": true"), "{said}");
+    let rebuilt = std::fs::read(&so).unwrap();
+    let back = rocbuild(
+        &["restore", "bitsandbytes", "--venv", v, "--cache", cache.to_str().unwrap()],
+        &env,
+    );
+    assert_eq!(back.code, 0, "{}\n{}", back.stdout, back.stderr);
+    let pkg = venv.join("lib/python3.11/site-packages/bitsandbytes");
+    assert!(
+        pkg.join("libbitsandbytes_cuda130.so").is_file()
+            && std::fs::read(&so).is_ok_and(|upstreams| upstreams != rebuilt),
+        "restore puts upstream's libraries back, its own _cuda132 in place of the rebuild:\n{}",
+        back.stdout
+    );
+}
+
+/// PyPI's Python part of bitsandbytes comes with upstream's own CUDA libraries, and the package
+/// takes an exact match with torch's CUDA first: they are parked, so the rebuilt one is the only
+/// CUDA library left, and the package's own choice for a CUDA 13.0 torch (the lent GPU
+/// machine's) and a 13.2 one (this venv's) is the rebuild. `restore` puts them back.
+fn upstreams_cuda_libraries_are_parked(venv: &Path, said: &str) {
+    let pkg = venv.join("lib/python3.11/site-packages/bitsandbytes");
+    let mut cuda: Vec<String> = std::fs::read_dir(&pkg)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("libbitsandbytes_cuda"))
+        .collect();
+    cuda.sort();
+    assert_eq!(cuda, ["libbitsandbytes_cuda132.so"], "{said}");
+    assert!(
+        said.contains("parked:   bitsandbytes/libbitsandbytes_cuda130.so"),
+        "{said}"
+    );
+    let chosen = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "from bitsandbytes.cextension import get_cuda_bnb_library_path as p\n\
+             from bitsandbytes.cuda_specs import CUDASpecs as S\n\
+             for v in ((13, 0), (13, 2)):\n\
+             \tprint(p(S((9, 0), '%d%d' % v, v)).name)",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&chosen.stdout),
+        "libbitsandbytes_cuda132.so\nlibbitsandbytes_cuda132.so\n",
+        "{}",
+        String::from_utf8_lossy(&chosen.stderr)
+    );
 }
 
 /// CTranslate2 4.8.1 for CUDA with the CUDA 13.2 toolkit from the package index (issue 41),
