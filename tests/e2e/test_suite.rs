@@ -274,3 +274,52 @@ fn compare_lists_what_passes_with_the_official_wheel_and_fails_with_the_rebuild(
         "{j}"
     );
 }
+
+/// A Python with a `._pth` file: Windows' embeddable CPython (ComfyUI's portable build runs
+/// on one), read by every CPython from 3.11 on when it lies next to the executable. It ignores
+/// `PYTHONPATH` and `PYTHONDONTWRITEBYTECODE`, as `-I` does: pytest must still be found in the
+/// overlay and the tests run, no bytecode be left in the venv, and the one thing that cannot
+/// work be said: a Python the tests start does not see the overlay (the fixture's quick test
+/// checks that a child Python imports pytest).
+#[test]
+fn a_python_with_a_pth_file_runs_the_suite_and_leaves_the_venv_as_it_was() {
+    let Some(w) = world(None) else { return };
+    let py = w.venv.join("bin/python");
+    let paths = std::process::Command::new(&py)
+        .args(["-c", "import sys; print('\\n'.join(p for p in sys.path if p))"])
+        .output()
+        .unwrap();
+    let mut pth = String::from_utf8(paths.stdout).unwrap();
+    pth.push_str("import site\n");
+    std::fs::write(w.venv.join("bin/python._pth"), pth).unwrap();
+    let isolated = std::process::Command::new(&py)
+        .args(["-c", "import sys; print(sys.flags.isolated)"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&isolated.stdout).trim(),
+        "1",
+        "the ._pth file is read"
+    );
+    let before = tree_state(&w.venv);
+    let out = w.cmd(&["test", "fakecodec", "--quick", "--json"], &[]);
+    let all = format!("{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("this venv's Python ignores PYTHONPATH (a `._pth` file next to it"),
+        "{all}"
+    );
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).expect(&all);
+    assert_eq!(j["ignores_python_path"], true, "{j}");
+    // pytest ran from the overlay and collected the test; it fails only at the child Python.
+    assert_eq!(j["tally"]["failed"], 1, "{j}");
+    assert_eq!(
+        j["new_failures"][0]["test"], "test.test_fakecodec.test_decodes_a_wav",
+        "{j}"
+    );
+    assert_eq!(
+        j["new_failures"][0]["message"], "AssertionError: assert 1 == 0",
+        "the child's `import pytest` failed, nothing else: {j}"
+    );
+    assert_eq!(tree_state(&w.venv), before, "the venv changed");
+}

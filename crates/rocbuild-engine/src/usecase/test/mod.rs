@@ -98,6 +98,9 @@ pub struct TestReport {
     pub overlay: Vec<String>,
     /// Programs of `[test] tools` not on PATH.
     pub missing_tools: Vec<String>,
+    /// The venv's Python ignores `PYTHONPATH` (`._pth`): the Pythons the tests start do not
+    /// see the overlay.
+    pub ignores_python_path: bool,
     pub tally: Tally,
     pub known: Vec<KnownFailure>,
     pub new_failures: Vec<NewFailure>,
@@ -210,6 +213,12 @@ pub fn test(
             overlay.join(" ")
         ));
     }
+    let ignores_python_path = pytest::ignores_python_path(&py.exe);
+    if ignores_python_path && !overlay.is_empty() {
+        reporter.note(
+            "this venv's Python ignores PYTHONPATH (a `._pth` file next to it, as the embeddable Python has): pytest is given the overlay itself, but a Python the tests start is not, so a test that runs `python -c` needing a test requirement fails",
+        );
+    }
     let missing_tools: Vec<String> = t
         .tools
         .iter()
@@ -268,6 +277,7 @@ pub fn test(
         &m, src.how, req, sight, ours, overlay, &known, compare, started,
     );
     r.missing_tools = missing_tools;
+    r.ignores_python_path = ignores_python_path;
     Ok(r)
 }
 
@@ -395,7 +405,7 @@ impl RunPlan {
                 reporter.note(l);
             }
         })?;
-        if let Some(e) = pytest::could_not_run(recipe, &ran) {
+        if let Some(e) = pytest::could_not_run(recipe, &ran, junit_file.is_file()) {
             return Err(e.into());
         }
         let xml = fs_err::read_to_string(junit_file).unwrap_or_default();
@@ -557,6 +567,7 @@ fn summarize(
         missing_modules: ours.missing_modules,
         overlay,
         missing_tools: Vec::new(),
+        ignores_python_path: false,
         tally: tally(&ours.cases),
         known: known_hit,
         new_failures,

@@ -3,6 +3,11 @@
 //! (after site-packages, so the venv's own packages always win and only what it lacks comes
 //! from the overlay) through a `sitecustomize` on `PYTHONPATH`; whether the venv's torch sees
 //! a GPU; pytest's output streamed as progress.
+//!
+//! A Python with a `._pth` file (the embeddable CPython of Windows apps, ComfyUI's portable
+//! build among them; any CPython from 3.11 on reads one) ignores every `PYTHON*` variable, as
+//! `-I` does: so pytest's own process puts the overlay on `sys.path` itself (`BOOT`), and every
+//! Python started here gets `-B`, or it would write bytecode into the venv.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -58,7 +63,8 @@ pub fn overlay(py: &Python, reqs: &[String], overlay: &Path) -> Result<Vec<Strin
         .into()
     };
     let report = overlay.with_file_name("resolution.json");
-    let dry = resolution_command(&installer, py, &report).args(missing.iter().cloned());
+    let dry = no_bytecode(resolution_command(&installer, py, &report), py)
+        .args(missing.iter().cloned());
     let out = run_captured(&dry)?;
     let (pins, no_deps) = if out.status.success() {
         let resolved = match installer {
@@ -84,7 +90,11 @@ pub fn overlay(py: &Python, reqs: &[String], overlay: &Path) -> Result<Vec<Strin
     if pins.is_empty() {
         return Ok(missing);
     }
-    let c = pip::install_into(&installer, py, Os::current(), overlay, no_deps).args(pins);
+    let c = no_bytecode(
+        pip::install_into(&installer, py, Os::current(), overlay, no_deps),
+        py,
+    )
+    .args(pins);
     let out = run_captured(&c)?;
     if !out.status.success() {
         return Err(fail(&String::from_utf8_lossy(&out.stderr)));
@@ -96,7 +106,7 @@ pub fn overlay(py: &Python, reqs: &[String], overlay: &Path) -> Result<Vec<Strin
 fn not_installed(py: &Python, reqs: &[String]) -> Result<Vec<String>> {
     let out = run_captured(
         &Command::new(&py.exe)
-            .args(["-c", MISSING])
+            .args(["-B", "-c", MISSING])
             .args(reqs.iter().cloned()),
     )?;
     Ok(String::from_utf8_lossy(&out.stdout)
@@ -105,6 +115,15 @@ fn not_installed(py: &Python, reqs: &[String]) -> Result<Vec<String>> {
         .filter(|l| !l.is_empty())
         .map(str::to_string)
         .collect())
+}
+
+/// `-B` for a pip run by the venv's own Python (`python -m pip`), which would otherwise leave
+/// pip's bytecode in the venv when its Python ignores `PYTHONDONTWRITEBYTECODE` (`._pth`).
+fn no_bytecode(mut c: Command, py: &Python) -> Command {
+    if c.program == py.exe {
+        c.args.insert(0, "-B".into());
+    }
+    c
 }
 
 fn run_captured(c: &Command) -> Result<std::process::Output> {
@@ -167,7 +186,7 @@ pub fn missing_modules(python: &Path, modules: &[&str]) -> Vec<String> {
         return Vec::new();
     }
     let answer = Command::new(python)
-        .args(["-c", ASK])
+        .args(["-B", "-c", ASK])
         .args(modules.iter().map(|m| m.to_string()))
         .to_duct()
         .stdout_capture()
@@ -181,6 +200,19 @@ pub fn missing_modules(python: &Path, modules: &[&str]) -> Vec<String> {
         .filter(|m| !answer.lines().any(|l| l.trim() == format!("found {m}")))
         .map(|m| m.to_string())
         .collect()
+}
+
+/// The venv's Python ignores `PYTHONPATH` (a `._pth` file next to it, or an isolated build):
+/// pytest still finds the overlay (`BOOT`), the Pythons its tests start do not.
+pub fn ignores_python_path(python: &Path) -> bool {
+    Command::new(python)
+        .args(["-B", "-c", "import sys; print(sys.flags.isolated)"])
+        .to_duct()
+        .stdout_capture()
+        .stderr_null()
+        .unchecked()
+        .run()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1")
 }
 
 /// What the venv's torch sees.
@@ -197,7 +229,7 @@ pub struct TorchSight {
 pub fn torch_sight(python: &Path) -> TorchSight {
     const ASK: &str = "try:\n    import torch\nexcept ImportError:\n    print('no-torch')\n    raise SystemExit\nprint('gpu' if torch.cuda.is_available() and torch.cuda.device_count() > 0 else 'none')";
     let answer = Command::new(python)
-        .args(["-c", ASK])
+        .args(["-B", "-c", ASK])
         .to_duct()
         .stdout_capture()
         .stderr_null()
@@ -211,8 +243,9 @@ pub fn torch_sight(python: &Path) -> TorchSight {
     }
 }
 
-/// `python -c BOOT ARGS…`: pytest, run by the venv's Python.
-const BOOT: &str = "import sys, pytest\nsys.exit(pytest.main(sys.argv[1:]))";
+/// `python -B -c BOOT ARGS…`: pytest, run by the venv's Python, with the overlay on its path
+/// whether or not the `sitecustomize` below was read (a `._pth` Python reads no `PYTHONPATH`).
+const BOOT: &str = "import os, sys\n_o = os.environ.get('ROCBUILD_TEST_OVERLAY')\nif _o and _o not in sys.path:\n    sys.path.append(_o)\nimport pytest\nsys.exit(pytest.main(sys.argv[1:]))";
 
 /// The only folder on the run's `PYTHONPATH`: a `sitecustomize` that appends the overlay to
 /// `sys.path` (after site-packages: the venv's own packages win) in pytest and in every
@@ -253,7 +286,7 @@ pub fn run(
     fs_err::create_dir_all(&boot).map_err(EngineError::io("create", &boot))?;
     let site = boot.join("sitecustomize.py");
     fs_err::write(&site, SITECUSTOMIZE).map_err(EngineError::io("write", &site))?;
-    let mut c = Command::new(python).args(["-c", BOOT]);
+    let mut c = Command::new(python).args(["-B", "-c", BOOT]);
     c = c.args(args.iter().cloned());
     c.cwd = Some(work.to_path_buf());
     c.env.insert(NO_BYTECODE.into(), "1".into());
@@ -318,9 +351,10 @@ pub fn run(
 }
 
 /// pytest's exit status when it could not run the tests at all (2 interrupted, 3 internal
-/// error, 4 usage error; anything but 0, 1 and 5).
-pub fn could_not_run(recipe: &str, ran: &Ran) -> Option<TestError> {
-    if matches!(ran.status, 0 | 1 | 5) {
+/// error, 4 usage error; anything but 0, 1 and 5), or no report when pytest never got as far
+/// as its session's end (a Python that exits 1 because it cannot import pytest at all).
+pub fn could_not_run(recipe: &str, ran: &Ran, reported: bool) -> Option<TestError> {
+    if matches!(ran.status, 0 | 1 | 5) && reported {
         return None;
     }
     let last = ran
@@ -341,6 +375,19 @@ pub fn could_not_run(recipe: &str, ran: &Ran) -> Option<TestError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_that_wrote_no_report_could_not_run_whatever_its_status() {
+        let ran = |status| Ran {
+            status,
+            tail: vec!["ModuleNotFoundError: No module named 'pytest'".into()],
+        };
+        assert!(could_not_run("r", &ran(1), true).is_none());
+        assert!(could_not_run("r", &ran(5), true).is_none());
+        assert!(could_not_run("r", &ran(4), true).is_some());
+        let e = could_not_run("r", &ran(1), false).expect("no report: it did not run");
+        assert!(e.to_string().contains("(exit status 1): ModuleNotFoundError"), "{e}");
+    }
 
     #[test]
     fn what_a_resolution_would_install() {
