@@ -329,6 +329,38 @@ fn linux_cuda_ctranslate2() {
     snap!("linux_cuda_ctranslate2", p);
 }
 
+/// A CUDA 13 toolkit for a venv whose torch is CUDA 12: the plan says what the build will need
+/// at run time that torch's wheels do not bring, and that bitsandbytes, which picks its library
+/// by torch's CUDA, takes none of another major. A toolkit of torch's own major says nothing.
+#[test]
+fn a_toolkit_of_another_cuda_major_than_torchs_is_told() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut m = machine("linux");
+    m["torch"]["version"] = json!("2.9.1+cu128");
+    m["torch"]["flavor"] = json!("cuda");
+    m["torch"]["hip"] = Value::Null;
+    m["torch"]["cuda"] = json!("12.8");
+    m["toolkits"] = json!({"cuda_home": "/opt/cuda", "rocm_path": null, "hip_clang_path": null});
+    let args = |v: &'static str| {
+        [
+            "bitsandbytes",
+            "--backend",
+            "cuda",
+            "--cuda",
+            v,
+            "--cuda-arch",
+            "9.0",
+        ]
+    };
+    let p = ok(plan(&m, tmp.path(), &args("13.2")));
+    assert!(
+        p.contains("torch is a CUDA 12.8 build and this build is CUDA 13.2: at run time it needs CUDA 13's own libraries (libcudart.so.13"),
+        "{p}"
+    );
+    let p = ok(plan(&m, tmp.path(), &args("12.9")));
+    assert!(!p.contains("torch is a CUDA"), "{p}");
+}
+
 /// Without --cuda-arch, the plan builds for the GPUs the probe found (nvidia-smi's compute
 /// capabilities), and says where the list came from; nothing found: the toolkit's common list.
 #[test]

@@ -190,7 +190,14 @@ fn bitsandbytes_cuda_is_built_with_the_index_toolkit_for_sm_90() {
     assert!(said.contains("\"ok\": true"), "{said}");
     let rebuilt = std::fs::read(&so).unwrap();
     let back = rocbuild(
-        &["restore", "bitsandbytes", "--venv", v, "--cache", cache.to_str().unwrap()],
+        &[
+            "restore",
+            "bitsandbytes",
+            "--venv",
+            v,
+            "--cache",
+            cache.to_str().unwrap(),
+        ],
         &env,
     );
     assert_eq!(back.code, 0, "{}\n{}", back.stdout, back.stderr);

@@ -286,7 +286,10 @@ fn a_python_with_a_pth_file_runs_the_suite_and_leaves_the_venv_as_it_was() {
     let Some(w) = world(None) else { return };
     let py = w.venv.join("bin/python");
     let paths = std::process::Command::new(&py)
-        .args(["-c", "import sys; print('\\n'.join(p for p in sys.path if p))"])
+        .args([
+            "-c",
+            "import sys; print('\\n'.join(p for p in sys.path if p))",
+        ])
         .output()
         .unwrap();
     let mut pth = String::from_utf8(paths.stdout).unwrap();

@@ -393,6 +393,8 @@ fn cuda_plan(machine: &Machine, opts: &BackendOptions) -> Result<CudaPlan> {
             Vec::new(),
         ),
     };
+    let mut notes = notes;
+    notes.extend(across_majors(machine, version.as_deref()));
     Ok(CudaPlan {
         home,
         archs,
@@ -400,6 +402,21 @@ fn cuda_plan(machine: &Machine, opts: &BackendOptions) -> Result<CudaPlan> {
         version,
         host_compiler,
         notes,
+    })
+}
+
+/// A toolkit of another CUDA major than the venv's torch: what the build will need at run time
+/// that torch's own CUDA wheels do not bring (the build itself is not wrong: CTranslate2 has no
+/// use for torch, and a system install may hold that major's libraries).
+fn across_majors(machine: &Machine, toolkit: Option<&str>) -> Option<String> {
+    let torch = machine.target.torch.as_ref()?.cuda.as_deref()?;
+    let toolkit = toolkit?;
+    let major = |v: &str| v.split('.').next().map(str::to_string);
+    let (m, t) = (major(toolkit)?, major(torch)?);
+    (m != t).then(|| {
+        format!(
+            "torch is a CUDA {torch} build and this build is CUDA {toolkit}: at run time it needs CUDA {m}'s own libraries (libcudart.so.{m}, libcublas.so.{m}, …), which torch's CUDA {t} wheels do not bring, and a package that picks its library by torch's CUDA (bitsandbytes) takes none of another major; a toolkit of CUDA {t} (--cuda {t}.x) matches torch"
+        )
     })
 }
 

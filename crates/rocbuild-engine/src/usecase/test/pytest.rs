@@ -63,8 +63,8 @@ pub fn overlay(py: &Python, reqs: &[String], overlay: &Path) -> Result<Vec<Strin
         .into()
     };
     let report = overlay.with_file_name("resolution.json");
-    let dry = no_bytecode(resolution_command(&installer, py, &report), py)
-        .args(missing.iter().cloned());
+    let dry =
+        no_bytecode(resolution_command(&installer, py, &report), py).args(missing.iter().cloned());
     let out = run_captured(&dry)?;
     let (pins, no_deps) = if out.status.success() {
         let resolved = match installer {
@@ -386,7 +386,11 @@ mod tests {
         assert!(could_not_run("r", &ran(5), true).is_none());
         assert!(could_not_run("r", &ran(4), true).is_some());
         let e = could_not_run("r", &ran(1), false).expect("no report: it did not run");
-        assert!(e.to_string().contains("(exit status 1): ModuleNotFoundError"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("(exit status 1): ModuleNotFoundError"),
+            "{e}"
+        );
     }
 
     #[test]
