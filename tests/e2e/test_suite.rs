@@ -326,3 +326,26 @@ fn a_python_with_a_pth_file_runs_the_suite_and_leaves_the_venv_as_it_was() {
     );
     assert_eq!(tree_state(&w.venv), before, "the venv changed");
 }
+
+/// Point 4 of issue 42 where no GPU is lent: a venv whose torch sees a GPU (its `torch.cuda`
+/// says one device, as a CUDA or ROCm torch on a GPU machine does) runs the recipe's device
+/// tests instead of deselecting them, and counts them with the rest.
+#[test]
+fn the_device_tests_run_where_the_venvs_torch_sees_a_gpu() {
+    let Some(w) = world(None) else { return };
+    std::fs::write(
+        w.site.join("torch/__init__.py"),
+        "from .version import __version__\nimport types\n\
+         cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1)\n",
+    )
+    .unwrap();
+    let out = w.cmd(&["test", "fakecodec", "--json"], &[]);
+    let all = format!("{}\n{}", out.stdout, out.stderr);
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).expect(&all);
+    assert_eq!(j["gpu"], true, "{j}");
+    assert!(j["device_deselected"].is_null(), "{j}");
+    // The GPU test passed beside the one that passes without a GPU; the failures are as ever.
+    assert_eq!(j["tally"]["passed"], 2, "{j}");
+    assert_eq!(j["tally"]["failed"], 2, "{j}");
+    assert!(!out.stderr.contains("device tests:"), "{all}");
+}
