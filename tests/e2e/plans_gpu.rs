@@ -288,16 +288,21 @@ fn linux_cpu_ctranslate2() {
     snap!("linux_cpu_ctranslate2", p);
 }
 
-#[test]
-fn linux_cuda_ctranslate2() {
-    let tmp = tempfile::tempdir().unwrap();
+/// A Linux machine whose venv has a CUDA 12.8 torch and a CUDA toolkit at `cuda_home`.
+fn cuda_12_8_machine(cuda_home: &str) -> Value {
     let mut m = machine("linux");
     m["torch"]["version"] = json!("2.9.1+cu128");
     m["torch"]["flavor"] = json!("cuda");
     m["torch"]["hip"] = Value::Null;
     m["torch"]["cuda"] = json!("12.8");
-    m["toolkits"] =
-        json!({"cuda_home": "/usr/local/cuda-12.8", "rocm_path": null, "hip_clang_path": null});
+    m["toolkits"] = json!({"cuda_home": cuda_home, "rocm_path": null, "hip_clang_path": null});
+    m
+}
+
+#[test]
+fn linux_cuda_ctranslate2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut m = cuda_12_8_machine("/usr/local/cuda-12.8");
     let p = ok(plan(
         &m,
         tmp.path(),
@@ -335,12 +340,7 @@ fn linux_cuda_ctranslate2() {
 #[test]
 fn a_toolkit_of_another_cuda_major_than_torchs_is_told() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut m = machine("linux");
-    m["torch"]["version"] = json!("2.9.1+cu128");
-    m["torch"]["flavor"] = json!("cuda");
-    m["torch"]["hip"] = Value::Null;
-    m["torch"]["cuda"] = json!("12.8");
-    m["toolkits"] = json!({"cuda_home": "/opt/cuda", "rocm_path": null, "hip_clang_path": null});
+    let m = cuda_12_8_machine("/opt/cuda");
     let args = |v: &'static str| {
         [
             "bitsandbytes",
@@ -366,13 +366,7 @@ fn a_toolkit_of_another_cuda_major_than_torchs_is_told() {
 #[test]
 fn linux_cuda_ctranslate2_for_the_detected_gpu() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut m = machine("linux");
-    m["torch"]["version"] = json!("2.9.1+cu128");
-    m["torch"]["flavor"] = json!("cuda");
-    m["torch"]["hip"] = Value::Null;
-    m["torch"]["cuda"] = json!("12.8");
-    m["toolkits"] =
-        json!({"cuda_home": "/usr/local/cuda-12.8", "rocm_path": null, "hip_clang_path": null});
+    let mut m = cuda_12_8_machine("/usr/local/cuda-12.8");
     m["cuda_gpu"] = json!({"archs": ["8.6", "8.9"], "found_by": "nvidia-smi",
         "steps": ["$TORCH_CUDA_ARCH_LIST: not set", "nvidia-smi: 8.6;8.9"]});
     let p = ok(plan(&m, tmp.path(), &["ctranslate2"]));
