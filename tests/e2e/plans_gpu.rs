@@ -302,7 +302,7 @@ fn cuda_12_8_machine(cuda_home: &str) -> Value {
 #[test]
 fn linux_cuda_ctranslate2() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut m = cuda_12_8_machine("/usr/local/cuda-12.8");
+    let m = cuda_12_8_machine("/usr/local/cuda-12.8");
     let p = ok(plan(
         &m,
         tmp.path(),
