@@ -151,7 +151,7 @@ fn chroot(var: &str, name: &str) -> Option<PathBuf> {
 
 /// `cmd...` run inside `root` as root, with /proc, /dev and /sys of the host mounted in a
 /// private mount namespace (gone when the command ends; parallel tests do not interfere).
-fn in_chroot(root: &Path, env: &[(&str, &str)], cmd: &[&str]) -> Out {
+pub(crate) fn in_chroot(root: &Path, env: &[(&str, &str)], cmd: &[&str]) -> Out {
     in_chroot_with(root, &[], env, cmd)
 }
 
@@ -196,7 +196,7 @@ fn in_chroot_with(root: &Path, binds: &[(&Path, &str)], env: &[(&str, &str)], cm
     }
 }
 
-fn show(o: &Out) -> String {
+pub(crate) fn show(o: &Out) -> String {
     format!("stdout:\n{}\nstderr:\n{}", o.stdout, o.stderr)
 }
 
@@ -384,7 +384,7 @@ fn experimental_rocm_7_2_builds_ctranslate2_shaped_hip_for_gfx1201() {
 
 /// The site-packages of a venv made inside the chroot (its `bin/python` names the chroot's
 /// Python, which the host cannot run).
-fn chroot_site(venv: &Path) -> PathBuf {
+pub(crate) fn chroot_site(venv: &Path) -> PathBuf {
     std::fs::read_dir(venv.join("lib"))
         .unwrap()
         .flatten()
@@ -812,31 +812,7 @@ fn sid_rocm_6_4_with_hipblaslt_builds_bitsandbytes_hip_for_gfx1010_and_gfx1030()
     let w = work.path();
     fake_rocm_torch(&w.join("venv"));
     copy_dir(&mirror.join(repo), &w.join("mirror").join(repo));
-    // The Python part is PyPI's wheel of the release, fetched on the host (the chroot trusts
-    // no proxy certificate the host may).
-    let wheels =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cache/wheels/bitsandbytes-0.50.1");
-    if !wheels.join(".complete").exists() {
-        run(Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "download",
-                "-q",
-                "--disable-pip-version-check",
-                "--no-deps",
-            ])
-            .args([
-                "--only-binary=:all:",
-                "--platform",
-                "manylinux_2_24_x86_64",
-                "-d",
-            ])
-            .arg(&wheels)
-            .arg("bitsandbytes==0.50.1"));
-        std::fs::write(wheels.join(".complete"), "").unwrap();
-    }
-    copy_dir(&wheels, &w.join("wheels"));
+    copy_dir(&bitsandbytes_wheels(), &w.join("wheels"));
     let (rb, cache) = (format!("{inner}/rocbuild"), format!("{inner}/cache"));
     let (m, links) = (format!("{inner}/mirror"), format!("{inner}/wheels"));
     let env = [
@@ -886,6 +862,34 @@ fn sid_rocm_6_4_with_hipblaslt_builds_bitsandbytes_hip_for_gfx1010_and_gfx1030()
         "{:?}",
         bin.needed
     );
+}
+
+/// PyPI's wheel of bitsandbytes 0.50.1 (its Python part), fetched once on the host into
+/// cache/wheels: the chroot trusts no proxy certificate the host may.
+pub(crate) fn bitsandbytes_wheels() -> PathBuf {
+    let wheels =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cache/wheels/bitsandbytes-0.50.1");
+    if !wheels.join(".complete").exists() {
+        run(Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-deps",
+            ])
+            .args([
+                "--only-binary=:all:",
+                "--platform",
+                "manylinux_2_24_x86_64",
+                "-d",
+            ])
+            .arg(&wheels)
+            .arg("bitsandbytes==0.50.1"));
+        std::fs::write(wheels.join(".complete"), "").unwrap();
+    }
+    wheels
 }
 
 /// llama-cpp-python's TOML recipe for ROCm in Debian sid's real ROCm 6.4: its prerequisites

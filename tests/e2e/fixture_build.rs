@@ -420,3 +420,49 @@ fn which(tool: &str) -> std::path::PathBuf {
         .find(|p| p.is_file())
         .unwrap_or_else(|| panic!("{tool} is not on PATH"))
 }
+
+/// torch outside the venv, in a site directory the venv's Python also reads (a venv made with
+/// `--system-site-packages` over a system torch: Debian's `python3-torch`, a ROCm or Jetson
+/// image's; here a `.pth` names it, as `conda-pack` and shared installs do): the probe finds
+/// it where the Python does, the build links against it and verifies, and doctor names it. The
+/// venv's own site-packages has no torch at all.
+#[test]
+fn a_torch_in_a_site_the_venvs_python_shares_is_the_one_built_against() {
+    let w = World::new(DECODE_WAV);
+    let shared = w.tmp.path().join("system/lib/python3/dist-packages");
+    std::fs::create_dir_all(&shared).unwrap();
+    for e in std::fs::read_dir(&w.site).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "torch" || name.starts_with("torch-") {
+            std::fs::rename(e.path(), shared.join(&name)).unwrap();
+        }
+    }
+    assert!(!w.site.join("torch").exists());
+    std::fs::write(
+        w.site.join("system-site.pth"),
+        format!("{}\n", shared.display()),
+    )
+    .unwrap();
+    let out = w.build(&[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("verified"), "{}", out.stdout);
+    let doctor = w.cmd(&["doctor", "fakecodec"], &[]);
+    assert!(
+        doctor.stdout.contains("torch 2.9.1"),
+        "{}\n{}",
+        doctor.stdout,
+        doctor.stderr
+    );
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(w.site.join(".rocbuild/fakecodec.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["torch_version"], "2.9.1", "{m}");
+    let status = w.cmd(&["status"], &[]);
+    assert!(
+        status.stdout.contains("fakecodec 1.0.0: fresh"),
+        "{}\n{}",
+        status.stdout,
+        status.stderr
+    );
+}

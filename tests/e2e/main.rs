@@ -2,6 +2,7 @@
 //! ninja, compilers, FFmpeg and git repositories.
 
 mod catalogue;
+mod chroot_cuda;
 mod chroot_rocm;
 mod clean;
 mod cli_text;

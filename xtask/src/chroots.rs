@@ -77,9 +77,41 @@ const BUILD_ONLY: &[&str] = &[
     "python3-dev",
 ];
 
+/// What the CUDA chroot holds: Debian's own CUDA toolkit (non-free: 12.4 in trixie, whose nvcc
+/// takes GCC up to 13 while trixie's default is 14, so g++-13 beside it), Debian's CPU torch
+/// for a `--system-site-packages` venv, and the build tools.
+const CUDA: &[&str] = &[
+    "nvidia-cuda-toolkit",
+    "g++",
+    "g++-13",
+    "cmake",
+    "ninja-build",
+    "git",
+    "file",
+    "ca-certificates",
+    "python3-venv",
+    "python3-torch",
+    "python3-numpy",
+    "python3-packaging",
+];
+
+/// Debian 13 (trixie) with its own CUDA 12.4 toolkit and torch 2.6 (tests/e2e/chroot_cuda.rs):
+/// a system toolkit found by `nvcc` on PATH, rooted at `/usr`. 6.6 GB; not made for the tests
+/// unless asked (`cargo xtask chroots trixie-cuda12`), and its test needs the upstream mirror.
+pub const TRIXIE_CUDA: Spec = Spec {
+    name: "trixie-cuda12",
+    env: "ROCBUILD_TEST_CHROOT_CUDA",
+    experimental: false,
+    suite: "trixie",
+    contents: Contents::Cuda,
+    need_bytes: 9_000_000_000,
+};
+
 /// What a chroot holds besides Debian's base.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Contents {
+    /// [`CUDA`], from Debian's contrib and non-free.
+    Cuda,
     /// [`COMMON`] and the ROCm SDK ([`ROCM`]).
     Rocm,
     /// Only [`BUILD_ONLY`].
@@ -180,6 +212,12 @@ fn complete(spec: &Spec, dir: &Path) -> bool {
         }
         Contents::BuildOnly => {
             dir.join("usr/bin/g++").exists() && dir.join("usr/bin/python3").exists()
+        }
+        Contents::Cuda => {
+            dir.join("usr/bin/nvcc").exists()
+                && dir
+                    .join("usr/lib/python3/dist-packages/torch/version.py")
+                    .is_file()
         }
         Contents::RustWindows => {
             [
@@ -399,6 +437,10 @@ fn mmdebstrap(spec: &Spec, tmp: &Path) -> Command {
         }
         Contents::BuildOnly => BUILD_ONLY.to_vec(),
         Contents::RustWindows => RUST_WINDOWS.to_vec(),
+        Contents::Cuda => {
+            c.arg("--components=main contrib non-free non-free-firmware");
+            CUDA.to_vec()
+        }
     };
     c.arg(format!("--include={}", include.join(",")));
     if spec.experimental {

@@ -30,7 +30,9 @@ commands:
                   world in cache/windows), then run
                   `cargo test --workspace --no-fail-fast ARGS...`
   setup           only the set-up part of `test`
-  chroots [NAME]  only the ROCm chroots of the set-up (sid-rocm6.4, experimental-rocm7.2)
+  chroots [NAME]  only the ROCm chroots of the set-up (sid-rocm6.4, experimental-rocm7.2);
+                  `chroots trixie-cuda12`: Debian's CUDA 12.4 and torch 2.6 (6.6 GB, not part
+                  of the set-up; tests/e2e/chroot_cuda.rs)
   windows         only the Windows world of the set-up (cache/windows: MSVC sysroot, Windows
                   CPython 3.11 + headers, FFmpeg DLLs, torch wheels unpacked, a Wine prefix);
                   prints its world.json
@@ -94,6 +96,20 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test") => setup::setup_for(&args[1..]).and_then(|p| setup::run_tests(&p, &args[1..])),
         Some("setup") => setup::setup().map(|_| ExitCode::SUCCESS),
+        Some("chroots") if args[1..].iter().any(|a| a == chroots::TRIXIE_CUDA.name) => {
+            match chroots::ensure(&chroots::TRIXIE_CUDA, setup::is_root()) {
+                Ok(chroots::Outcome::Ready(d)) => {
+                    println!(
+                        "xtask: chroot {}: {}",
+                        chroots::TRIXIE_CUDA.name,
+                        d.display()
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+                Ok(chroots::Outcome::Skipped(why)) => Err(why.into()),
+                Err(e) => Err(e),
+            }
+        }
         Some("chroots") => chroots::setup(setup::is_root(), &args[1..]).map(|_| ExitCode::SUCCESS),
         Some("windows") => windows::main().map(|_| ExitCode::SUCCESS),
         Some("exe") => exe::main(&args[1..]),

@@ -117,7 +117,7 @@ pub fn probe(
             python,
         )
     };
-    let torch = rocbuild_probe::probe_torch(&python.site_packages);
+    let torch = rocbuild_probe::probe_torch(&python.torch_site());
     // FFmpeg's development files are not needed to *run*: without pkg-config's answer the
     // FFmpeg check relies on the library directories alone. This host's FFmpeg says nothing
     // about another OS's venv.

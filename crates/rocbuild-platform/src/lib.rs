@@ -228,6 +228,80 @@ pub(crate) fn pyvenv_version(root: &Path) -> Option<(u32, u32)> {
     })
 }
 
+/// The site directories outside a venv that its Python also reads packages from, found from
+/// its files without running it (the light commands: `status`, `wheel`), in the order `site`
+/// adds them: those its `.pth` files name, then, with `include-system-site-packages = true`
+/// in `pyvenv.cfg`, the base Python's that exist (`{prefix}/lib/pythonX.Y/site-packages`,
+/// Debian's `{prefix}/local/lib/pythonX.Y/dist-packages` and `{prefix}/lib/python3/dist-packages`,
+/// `{home}/Lib/site-packages`). Read from only. `site` is the venv's own site-packages.
+pub fn shared_sites_of(site: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut push = |p: PathBuf| {
+        if p.is_dir() && p != site && !out.contains(&p) {
+            out.push(p);
+        }
+    };
+    let mut pths: Vec<PathBuf> = std::fs::read_dir(site)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "pth") && p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    pths.sort();
+    for pth in pths {
+        let text = std::fs::File::open(&pth)
+            .and_then(|f| {
+                let mut s = String::new();
+                std::io::Read::read_to_string(&mut std::io::Read::take(f, 64 * 1024), &mut s)
+                    .map(|_| s)
+            })
+            .unwrap_or_default();
+        for line in text.lines().map(str::trim) {
+            if !(line.is_empty() || line.starts_with('#') || line.starts_with("import")) {
+                push(site.join(line));
+            }
+        }
+    }
+    let Some(root) = site.ancestors().find(|a| a.join("pyvenv.cfg").is_file()) else {
+        return out;
+    };
+    let cfg = std::fs::read_to_string(root.join("pyvenv.cfg")).unwrap_or_default();
+    let value = |key: &str| {
+        cfg.lines().find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        })
+    };
+    if value("include-system-site-packages").as_deref() != Some("true") {
+        return out;
+    }
+    let (Some(home), Some((maj, min))) = (value("home"), pyvenv_version(root)) else {
+        return out;
+    };
+    let home = PathBuf::from(home);
+    if let Some(prefix) = home.parent() {
+        let xy = format!("python{maj}.{min}");
+        push(
+            prefix
+                .join("local")
+                .join("lib")
+                .join(&xy)
+                .join("dist-packages"),
+        );
+        push(
+            prefix
+                .join("lib")
+                .join(format!("python{maj}"))
+                .join("dist-packages"),
+        );
+        push(prefix.join("lib").join(&xy).join("site-packages"));
+    }
+    push(windows_site_packages(&home));
+    out
+}
+
 /// The layouts [`any_site_packages`] knows, in words (for an error that none was found).
 pub const SITE_LAYOUTS: &str = "lib/pythonX.Y/site-packages from pyvenv.cfg, or Lib/site-packages";
 
@@ -268,6 +342,38 @@ pub fn join(os: Os, base: &Path, parts: &[&str]) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_venv_shares_the_sites_its_pth_files_name_and_with_system_site_packages_the_base_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let (root, base) = (d.path().join("venv"), d.path().join("usr"));
+        let site = root.join("lib/python3.13/site-packages");
+        let debian = base.join("lib/python3/dist-packages");
+        let named = d.path().join("shared");
+        for p in [&site, &debian, &named] {
+            std::fs::create_dir_all(p).unwrap();
+        }
+        let cfg = |system: bool| {
+            format!(
+                "home = {}\ninclude-system-site-packages = {system}\nversion = 3.13.5\n",
+                base.join("bin").display()
+            )
+        };
+        std::fs::write(root.join("pyvenv.cfg"), cfg(false)).unwrap();
+        assert!(shared_sites_of(&site).is_empty());
+        std::fs::write(
+            site.join("a.pth"),
+            format!(
+                "# a comment\nimport os\n{}\n/no/such/dir\n",
+                named.display()
+            ),
+        )
+        .unwrap();
+        assert_eq!(shared_sites_of(&site), [named.clone()]);
+        std::fs::write(root.join("pyvenv.cfg"), cfg(true)).unwrap();
+        assert_eq!(shared_sites_of(&site), [named, debian]);
+    }
+
     use super::*;
 
     #[test]

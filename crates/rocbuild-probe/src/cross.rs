@@ -224,6 +224,7 @@ pub fn python_from_files(root: &Path, site: &Path, os: Os, headers: Option<&Path
         ext_suffix,
         platform,
         distributions: crate::installed_distributions(site),
+        shared_sites: Vec::new(),
         installer: Installer {
             pip: false,
             ..Installer::default()

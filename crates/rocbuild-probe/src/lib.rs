@@ -52,7 +52,7 @@ pub use gpu::{
     read_kfd_topology, GpuArchs, GpuQuery,
 };
 pub use gpu_targets::{split_list, split_lists, GpuTargets};
-pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version};
+pub use light::{ffmpeg_major_now, site_packages_of, toolkit_version, venv_torch_version};
 pub use mkl::{find_mkl, is_mkl_root};
 pub use probe_env::{vars, ProbeEnv};
 pub use python::{
@@ -362,9 +362,15 @@ pub struct Python {
     pub ext_suffix: String,
     /// sysconfig.get_platform(), e.g. linux-x86_64, win-amd64, macosx-14.0-arm64
     pub platform: String,
-    /// Installed distributions (normalized name -> version), from the dist-info directories.
+    /// Installed distributions (normalized name -> version), from the dist-info directories
+    /// of site-packages and of `shared_sites` (site-packages' own win).
     #[serde(default)]
     pub distributions: std::collections::BTreeMap<String, String>,
+    /// The site directories outside the venv its Python also reads packages from (a venv
+    /// made with `--system-site-packages`: Debian's `python3-torch`, a ROCm image's torch).
+    /// Read from, never written to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_sites: Vec<PathBuf>,
     /// What can install packages for this Python (a `uv venv` has no pip).
     #[serde(default)]
     pub installer: Installer,
@@ -375,6 +381,18 @@ pub struct Python {
     /// embeddable Python has none: rocbuild makes the import library from the DLL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub libs: Option<PathBuf>,
+}
+
+impl Python {
+    /// Where this Python finds torch: its own site-packages, else the first shared site that
+    /// has one (torch in a `--system-site-packages` venv's system Python).
+    pub fn torch_site(&self) -> PathBuf {
+        std::iter::once(&self.site_packages)
+            .chain(&self.shared_sites)
+            .find(|s| s.join("torch").join("version.py").is_file())
+            .unwrap_or(&self.site_packages)
+            .clone()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -546,7 +564,7 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     } else {
         cross::probe_cross(&venv, opts, &env)?
     };
-    let torch = probe_torch(&python.site_packages);
+    let torch = probe_torch(&python.torch_site());
     // FFmpeg not found is a missing prerequisite the planner reports with the others; a
     // `--ffmpeg DIR` that is wrong, or an FFmpeg rocbuild cannot use, is an error here. For
     // a venv of another OS, only `--ffmpeg DIR` (the host's pkg-config knows the host's).

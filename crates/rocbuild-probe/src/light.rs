@@ -11,6 +11,15 @@ pub fn site_packages_of(root: &Path, os: Os) -> Option<PathBuf> {
     os.rules().site_packages(root)
 }
 
+/// torch as the venv's Python finds it, read from files without running it: its own
+/// site-packages first, then the sites it shares (a `--system-site-packages` venv over a
+/// system torch; `platform::shared_sites_of`). None when there is none.
+pub fn venv_torch_version(site: &Path) -> Option<crate::TorchVersion> {
+    std::iter::once(site.to_path_buf())
+        .chain(crate::platform::shared_sites_of(site))
+        .find_map(|s| crate::torch_version(&s))
+}
+
 /// The FFmpeg major a build would find now, the way the full probe finds it (pkg-config,
 /// optionally pointed at `dir`, else `dir`'s headers). None when there is none.
 pub fn ffmpeg_major_now(dir: Option<&Path>) -> Option<u32> {
@@ -43,19 +52,44 @@ pub fn toolkit_version(root: &Path) -> Option<String> {
             }
         }
     }
-    let text = std::fs::read_to_string(root.join("include/hip/hip_version.h")).ok()?;
-    let get = |name: &str| crate::c_define(&text, name);
-    Some(format!(
-        "{}.{}.{}",
-        get("HIP_VERSION_MAJOR")?,
-        get("HIP_VERSION_MINOR")?,
-        get("HIP_VERSION_PATCH").unwrap_or_else(|| "0".into())
-    ))
+    let hip = std::fs::read_to_string(root.join("include/hip/hip_version.h"))
+        .ok()
+        .and_then(|text| {
+            let get = |name: &str| crate::c_define(&text, name);
+            Some(format!(
+                "{}.{}.{}",
+                get("HIP_VERSION_MAJOR")?,
+                get("HIP_VERSION_MINOR")?,
+                get("HIP_VERSION_PATCH").unwrap_or_else(|| "0".into())
+            ))
+        });
+    hip.or_else(|| cuda_header_version(root))
+}
+
+/// A CUDA toolkit without `version.json` (Debian's `nvidia-cuda-toolkit`, whose root is
+/// `/usr`): `CUDA_VERSION` of `include/cuda.h` (`12040`: 12.4).
+fn cuda_header_version(root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join("include/cuda.h")).ok()?;
+    let n: u32 = crate::c_define(&text, "CUDA_VERSION")?.parse().ok()?;
+    Some(format!("{}.{}", n / 1000, (n % 1000) / 10))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cuda_root_without_version_files_is_read_from_cuda_h() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(toolkit_version(d.path()), None);
+        std::fs::create_dir_all(d.path().join("include")).unwrap();
+        std::fs::write(
+            d.path().join("include/cuda.h"),
+            "#ifndef __cuda_cuda_h__\n#define CUDA_VERSION 12040\n",
+        )
+        .unwrap();
+        assert_eq!(toolkit_version(d.path()).as_deref(), Some("12.4"));
+    }
 
     #[test]
     fn finds_site_packages_without_python() {

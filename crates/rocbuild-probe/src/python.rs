@@ -32,6 +32,9 @@ print(json.dumps({
     "include": p["include"],
     "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX") or "",
     "platform": sysconfig.get_platform(),
+    "shared_sites": [d for d in sys.path if d and d not in (p["platlib"], p["purelib"])
+                     and os.path.basename(d) in ("site-packages", "dist-packages")
+                     and os.path.isdir(d)],
 }))
 "#;
 
@@ -45,6 +48,8 @@ struct Described {
     platform: String,
     pip: bool,
     bundled_pip: Option<PathBuf>,
+    #[serde(default)]
+    shared_sites: Vec<PathBuf>,
 }
 
 /// Ask the venv's own Python about itself (no third-party import, so it cannot crash on a
@@ -86,7 +91,14 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
     };
     Ok(Python {
         installer,
-        distributions: installed_distributions(&d.site_packages),
+        distributions: d
+            .shared_sites
+            .iter()
+            .rev()
+            .chain([&d.site_packages])
+            .flat_map(|s| installed_distributions(s))
+            .collect(),
+        shared_sites: d.shared_sites,
         exe,
         version: d.version,
         full_version: d.full_version,
@@ -158,7 +170,10 @@ pub fn installed_distributions(site: &Path) -> std::collections::BTreeMap<String
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let stem = name.strip_suffix(".dist-info")?;
+            // Debian's own packages (python3-torch) carry `.egg-info`.
+            let stem = name
+                .strip_suffix(".dist-info")
+                .or_else(|| name.strip_suffix(".egg-info"))?;
             let (dist, version) = stem.rsplit_once('-')?;
             Some((normalize_dist(dist), version.to_string()))
         })

@@ -33,7 +33,12 @@ pub struct TorchVersion {
 
 /// Read `site/torch/version.py` (None when there is no torch package).
 pub fn torch_version(site: &Path) -> Option<TorchVersion> {
-    let text = std::fs::read_to_string(site.join("torch").join("version.py")).ok()?;
+    let file = site.join("torch").join("version.py");
+    // A regular file only: a FIFO planted there would block the read for ever.
+    if !file.is_file() {
+        return None;
+    }
+    let text = std::fs::read_to_string(file).ok()?;
     Some(TorchVersion {
         version: assignment(&text, "__version__")?,
         git_version: assignment(&text, "git_version"),

@@ -101,7 +101,7 @@ pub fn status(site: &Path, recipes: &RecipeSet) -> VenvStatus {
         recipes: Vec::new(),
         unreadable: Vec::new(),
     };
-    let torch = rocbuild_probe::torch_version(site);
+    let torch = rocbuild_probe::venv_torch_version(site);
     let os = rocbuild_probe::Os::current();
     let gpus = rocbuild_probe::gpu_archs_light(&rocbuild_probe::ProbeEnv::from_process(), os);
     let now = Now {

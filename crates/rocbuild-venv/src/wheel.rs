@@ -81,7 +81,7 @@ fn torch_requirement(site: &Path, m: &Manifest) -> Result<Option<String>> {
     let Some(built) = m.torch_version.as_deref() else {
         return Ok(None);
     };
-    let now = rocbuild_probe::torch_version(site).map(|t| t.version);
+    let now = rocbuild_probe::venv_torch_version(site).map(|t| t.version);
     if now.as_deref() != Some(built) {
         return Err(VenvError::Usage {
             option: "wheel".into(),

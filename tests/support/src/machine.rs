@@ -84,6 +84,7 @@ pub fn machine(os: Os) -> Machine {
                     ("pyyaml".to_string(), "6.0.3".to_string()),
                 ]),
                 installer: Default::default(),
+                shared_sites: Vec::new(),
             },
             torch: Some(Torch {
                 version: torch_v.into(),
