@@ -133,7 +133,12 @@ fn dll_name_ending_at(bytes: &[u8], dot: usize) -> Option<String> {
 /// The CUDA libraries `path` names in its bytes and does not link: what it loads by name at
 /// run time. Empty for a file without any (or one that cannot be read).
 pub fn cuda_libraries_loaded_by_name(path: &Path, bin: &Binary) -> Vec<String> {
-    let Ok(bytes) = std::fs::read(path) else {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    // SAFETY: read-only and private, as in `read_binary_with`: a file truncated by someone else
+    // while it is read could fault, the accepted risk of every mmap-based binary reader.
+    let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else {
         return Vec::new();
     };
     let linked = |n: &String| {
@@ -146,10 +151,44 @@ pub fn cuda_libraries_loaded_by_name(path: &Path, bin: &Binary) -> Vec<String> {
                 .as_ref()
                 .is_some_and(|s| s.eq_ignore_ascii_case(n))
     };
-    cuda_library_names(&bytes)
+    let mut names: Vec<String> = constant_data(&map)
         .into_iter()
+        .flat_map(cuda_library_names)
         .filter(|n| !linked(n))
-        .collect()
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Where a library keeps the string constants it hands to `dlopen`/`LoadLibrary`: an ELF
+/// file's `.rodata*` sections (read from the section headers alone, no symbol table parsed),
+/// a PE file's `.rdata`; the whole file for anything else or a file whose headers do not
+/// parse. torch's CUDA library is 1.4 GB, nearly all of it GPU code (`.nv_fatbin`): scanning
+/// all of it made `doctor --no-load` four times slower (BENCHMARKS.md (e″)).
+fn constant_data(bytes: &[u8]) -> Vec<&[u8]> {
+    let slice = |off: u64, size: u64| {
+        let start = usize::try_from(off).ok()?;
+        bytes.get(start..start.checked_add(usize::try_from(size).ok()?)?)
+    };
+    if let Some(Ok(data)) = crate::elf_sections::sections(bytes, |n| n.starts_with(".rodata")) {
+        if !data.is_empty() {
+            return data.into_iter().map(|(_, d)| d).collect();
+        }
+    } else if bytes.starts_with(b"MZ") {
+        if let Ok(pe) = goblin::pe::PE::parse(bytes) {
+            let data: Vec<&[u8]> = pe
+                .sections
+                .iter()
+                .filter(|s| s.name().is_ok_and(|n| n == ".rdata"))
+                .filter_map(|s| slice(s.pointer_to_raw_data.into(), s.size_of_raw_data.into()))
+                .collect();
+            if !data.is_empty() {
+                return data;
+            }
+        }
+    }
+    vec![bytes]
 }
 
 /// The file system of a closure in which `root` also needs `extra`: a library loaded by name

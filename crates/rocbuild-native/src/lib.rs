@@ -58,6 +58,7 @@ mod codesign;
 mod demangle;
 mod dlopen;
 mod elf;
+mod elf_sections;
 mod exports;
 mod kpack;
 mod macho;

@@ -9,7 +9,6 @@
 //! All little-endian. Checked on real nvcc 13.2 output against `cuobjdump --list-elf
 //! --list-ptx` (the CUDA toolkit test in rocbuild-fetch).
 
-use goblin::elf::Elf;
 use serde::Serialize;
 
 use crate::NativeError;
@@ -133,18 +132,11 @@ pub fn nv_fatbin_codes_of(path: &std::path::Path) -> Result<Vec<NvCode>, NativeE
 
 /// The GPU code in an ELF file's `.nv_fatbin` section (empty when it has none).
 pub fn nv_fatbin_codes(bytes: &[u8]) -> Result<Vec<NvCode>, NativeError> {
-    let elf = Elf::parse(bytes).map_err(|e| bad(format!("not an ELF file: {e}")))?;
+    let found = crate::elf_sections::sections(bytes, |n| n == ".nv_fatbin")
+        .ok_or_else(|| bad("not an ELF file whose section headers can be read".into()))?
+        .map_err(|n| bad(format!("{n} lies outside the file")))?;
     let mut codes = Vec::new();
-    for sh in &elf.section_headers {
-        if elf.shdr_strtab.get_at(sh.sh_name) != Some(".nv_fatbin") {
-            continue;
-        }
-        let start = usize::try_from(sh.sh_offset).unwrap_or(usize::MAX);
-        let len = usize::try_from(sh.sh_size).unwrap_or(usize::MAX);
-        let data = start
-            .checked_add(len)
-            .and_then(|e| bytes.get(start..e))
-            .ok_or_else(|| bad(".nv_fatbin lies outside the file".into()))?;
+    for (_, data) in found {
         codes.extend(parse_nv_fatbin(data)?);
     }
     Ok(codes)
