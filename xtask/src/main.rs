@@ -106,7 +106,7 @@ fn main() -> ExitCode {
                     );
                     Ok(ExitCode::SUCCESS)
                 }
-                Ok(chroots::Outcome::Skipped(why)) => Err(why.into()),
+                Ok(chroots::Outcome::Skipped(why)) => Err(why),
                 Err(e) => Err(e),
             }
         }
