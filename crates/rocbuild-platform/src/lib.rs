@@ -369,7 +369,7 @@ mod tests {
             ),
         )
         .unwrap();
-        assert_eq!(shared_sites_of(&site), [named.clone()]);
+        assert_eq!(shared_sites_of(&site), std::slice::from_ref(&named));
         std::fs::write(root.join("pyvenv.cfg"), cfg(true)).unwrap();
         assert_eq!(shared_sites_of(&site), [named, debian]);
     }
