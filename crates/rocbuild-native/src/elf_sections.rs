@@ -7,13 +7,13 @@ use goblin::elf::header::{EI_CLASS, EI_DATA, ELFCLASS64, ELFDATA2MSB};
 use goblin::elf::section_header::SHT_NOBITS;
 use goblin::elf::{Elf, SectionHeader};
 
+/// Sections found: each one's name and contents, or the name of one that lies outside the file.
+pub(crate) type Found<'a> = Result<Vec<(&'a str, &'a [u8])>, String>;
+
 /// The contents of each section whose name `wanted` accepts, in file order, with its name.
 /// None when `bytes` is not an ELF file whose section headers and their names can be read; a
 /// section that lies outside the file is an `Err` with its name.
-pub(crate) fn sections<'a>(
-    bytes: &'a [u8],
-    wanted: impl Fn(&str) -> bool,
-) -> Option<Result<Vec<(&'a str, &'a [u8])>, String>> {
+pub(crate) fn sections(bytes: &[u8], wanted: impl Fn(&str) -> bool) -> Option<Found<'_>> {
     let h = Elf::parse_header(bytes).ok()?;
     let ctx = Ctx::new(
         if h.e_ident[EI_CLASS] == ELFCLASS64 {
