@@ -164,7 +164,7 @@ pub fn cuda_libraries_loaded_by_name(path: &Path, bin: &Binary) -> Vec<String> {
 /// Where a library keeps the string constants it hands to `dlopen`/`LoadLibrary`: an ELF
 /// file's `.rodata*` sections (read from the section headers alone, no symbol table parsed),
 /// a PE file's `.rdata`; the whole file for anything else or a file whose headers do not
-/// parse. torch's CUDA library is 1.4 GB, nearly all of it GPU code (`.nv_fatbin`): scanning
+/// parse. torch 2.15's CUDA library is 520 MB, most of it GPU code (`.nv_fatbin`): scanning
 /// all of it made `doctor --no-load` four times slower (BENCHMARKS.md (e″)).
 fn constant_data(bytes: &[u8]) -> Vec<&[u8]> {
     let slice = |off: u64, size: u64| {

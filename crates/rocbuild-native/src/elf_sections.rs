@@ -1,6 +1,6 @@
 //! An ELF file's sections by name, read from its section headers alone: no symbol or string
-//! table is parsed. torch's CUDA library is 1.4 GB with a symbol string table of its own size
-//! class; a full `goblin` parse of it for one section made `doctor` several times slower.
+//! table is parsed. torch 2.15's CUDA library is 520 MB, with a symbol string table to match:
+//! a full `goblin` parse of it for one section made `doctor` several times slower.
 
 use goblin::container::{Container, Ctx, Endian};
 use goblin::elf::header::{EI_CLASS, EI_DATA, ELFCLASS64, ELFDATA2MSB};
@@ -27,8 +27,7 @@ pub(crate) fn sections(bytes: &[u8], wanted: impl Fn(&str) -> bool) -> Option<Fo
             Endian::Little
         },
     );
-    let shdrs =
-        SectionHeader::parse(bytes, h.e_shoff as usize, h.e_shnum as usize, ctx).ok()?;
+    let shdrs = SectionHeader::parse(bytes, h.e_shoff as usize, h.e_shnum as usize, ctx).ok()?;
     let slice = |off: u64, size: u64| {
         let start = usize::try_from(off).ok()?;
         bytes.get(start..start.checked_add(usize::try_from(size).ok()?)?)
