@@ -106,8 +106,10 @@ impl Exe {
         let out = self.run_once(args, env);
         // A read-only command that hung once under Wine (a dev-profile `doctor`, stop 45, on
         // a loaded machine: 3 s of CPU in 5 minutes) is given one more try, said loudly; one
-        // that hangs twice fails. Commands that change the venv are never retried.
-        let read_only = matches!(args.first(), Some(&("doctor" | "deps")));
+        // that hangs twice fails. Commands that change the venv are never retried; `schedule`
+        // changes none (its XML and the task are replaced whole, schtasks /F), and hung once
+        // in schtasks under Wine (2026-11-28, a fresh-clone run: 400 s, after writing its XML).
+        let read_only = matches!(args.first(), Some(&("doctor" | "deps" | "schedule")));
         if out.code == 124 && read_only {
             eprintln!(
                 "rocbuild.exe {} HUNG past the timeout: Wine's server was killed; trying once more",
