@@ -41,11 +41,7 @@ fn cuda_chroot() -> Option<PathBuf> {
 fn debian_cuda_12_4_builds_bitsandbytes_with_the_host_compiler_its_nvcc_takes() {
     let Some(root) = cuda_chroot() else { return };
     let repo = "github.com/bitsandbytes-foundation/bitsandbytes.git";
-    let Some(mirror) = std::env::var_os("ROCBUILD_TEST_MIRROR")
-        .map(PathBuf::from)
-        .filter(|m| m.join(repo).is_dir())
-    else {
-        eprintln!("SKIPPED: no {repo} under $ROCBUILD_TEST_MIRROR");
+    let Some(mirror) = crate::recipes_real::mirror_with(repo) else {
         return;
     };
     let work = tempfile::Builder::new()

@@ -8,7 +8,7 @@ use std::process::Command;
 use crate::common::*;
 
 /// The mirror holding `repo` (`github.com/owner/name.git`), or None (said).
-fn mirror_with(repo: &str) -> Option<PathBuf> {
+pub(crate) fn mirror_with(repo: &str) -> Option<PathBuf> {
     let m = PathBuf::from(std::env::var_os("ROCBUILD_TEST_MIRROR")?);
     if m.join(repo).is_dir() {
         Some(m)

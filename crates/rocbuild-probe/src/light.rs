@@ -15,9 +15,12 @@ pub fn site_packages_of(root: &Path, os: Os) -> Option<PathBuf> {
 /// site-packages first, then the sites it shares (a `--system-site-packages` venv over a
 /// system torch; `platform::shared_sites_of`). None when there is none.
 pub fn venv_torch_version(site: &Path) -> Option<crate::TorchVersion> {
-    std::iter::once(site.to_path_buf())
-        .chain(crate::platform::shared_sites_of(site))
-        .find_map(|s| crate::torch_version(&s))
+    // The venv's own first: `status` reads no `.pth` file when torch is there.
+    crate::torch_version(site).or_else(|| {
+        crate::platform::shared_sites_of(site)
+            .iter()
+            .find_map(|s| crate::torch_version(s))
+    })
 }
 
 /// The FFmpeg major a build would find now, the way the full probe finds it (pkg-config,
