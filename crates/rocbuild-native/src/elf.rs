@@ -53,8 +53,27 @@ pub fn exports_cxx11_abi(path: &Path) -> Result<bool, NativeError> {
 
 /// Parse an ELF image (called through [`crate::parse_binary`], which guards panics).
 pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeError> {
+    let elf = lean_parse(bytes)
+        .or_else(|_| Elf::parse(bytes))
+        .map_err(|e| malformed(Format::Elf, e.to_string()))?;
+    binary(&elf, bytes, opts)
+}
+
+/// Both parses, each made into a [`Binary`] (tests: the lean parse must read what the whole one
+/// reads). `None` where the lean parse does not apply.
+#[cfg(test)]
+fn both_parses(bytes: &[u8]) -> Option<(Result<Binary, NativeError>, Result<Binary, NativeError>)> {
+    let opts = ReadOptions { demangle: false };
+    let lean = lean_parse(bytes).ok()?;
+    let whole = Elf::parse(bytes).map_err(|e| malformed(Format::Elf, e.to_string()));
+    Some((
+        binary(&lean, bytes, &opts),
+        whole.and_then(|e| binary(&e, bytes, &opts)),
+    ))
+}
+
+fn binary(elf: &Elf, bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeError> {
     let demangle = |n: &str| if opts.demangle { demangle(n) } else { None };
-    let elf = Elf::parse(bytes).map_err(|e| malformed(Format::Elf, e.to_string()))?;
     let str_at = |off: usize| elf.dynstrtab.get_at(off).map(str::to_string);
 
     // Version index -> (version name, file that defines it) for imports (verneed), and
@@ -125,7 +144,7 @@ pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeEr
         }
     }
 
-    let offload = fatbin_entries(&elf, bytes)?;
+    let offload = fatbin_entries(elf, bytes)?;
     let gpu_targets = crate::offload::gpu_names(&offload);
     Ok(Binary {
         format: Format::Elf,
@@ -146,6 +165,70 @@ pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeEr
         offload,
         universal_arches: Vec::new(),
     })
+}
+
+/// What the loader reads, and no more: goblin's `Elf::parse` also reads the static symbol
+/// table and its strings (`.strtab`: 78 MB in torch 2.15's `libtorch_cpu.so`, most of doctor's
+/// time) and every relocation. The dynamic symbols are counted by their section header; a file
+/// without one (section headers stripped) is an error here, and the caller parses it whole.
+fn lean_parse(bytes: &[u8]) -> goblin::error::Result<Elf<'_>> {
+    use goblin::elf::section_header::{SHT_DYNSYM, SHT_SYMTAB};
+    use goblin::elf::{dynamic, program_header, Dynamic, ProgramHeader, SectionHeader, Symtab};
+    use goblin::elf::{VerdefSection, VerneedSection, VersymSection};
+    use goblin::strtab::Strtab;
+    let header = Elf::parse_header(bytes)?;
+    let mut elf = Elf::lazy_parse(header)?;
+    let ctx = goblin::container::Ctx::new(header.container()?, header.endianness()?);
+    let no = |what: &str| goblin::error::Error::Malformed(what.to_string());
+    elf.program_headers =
+        ProgramHeader::parse(bytes, header.e_phoff as usize, header.e_phnum as usize, ctx)?;
+    for ph in &elf.program_headers {
+        if ph.p_type == program_header::PT_INTERP && ph.p_filesz != 0 {
+            let (offset, count) = (ph.p_offset as usize, (ph.p_filesz - 1) as usize);
+            elf.interpreter = bytes
+                .get(offset..offset.saturating_add(count))
+                .and_then(|b| std::str::from_utf8(b).ok());
+        }
+    }
+    elf.section_headers =
+        SectionHeader::parse(bytes, header.e_shoff as usize, header.e_shnum as usize, ctx)?;
+    let shdrs = &elf.section_headers;
+    let dynsym = shdrs
+        .iter()
+        .find(|s| s.sh_type == SHT_DYNSYM && s.sh_entsize != 0)
+        .ok_or_else(|| no("no .dynsym section header"))?;
+    if let Some(s) = shdrs
+        .get(header.e_shstrndx as usize)
+        .filter(|s| s.sh_type != SHT_SYMTAB)
+    {
+        s.check_size(bytes.len())?;
+        elf.shdr_strtab = Strtab::parse(bytes, s.sh_offset as usize, s.sh_size as usize, 0)?;
+    }
+    let Some(dynamic) = Dynamic::parse(bytes, &elf.program_headers, ctx)? else {
+        return Err(no("no dynamic section"));
+    };
+    let info = &dynamic.info;
+    elf.dynstrtab = Strtab::parse(bytes, info.strtab, info.strsz, 0)?;
+    let strs = &elf.dynstrtab;
+    elf.soname = (info.soname != 0)
+        .then(|| strs.get_at(info.soname))
+        .flatten();
+    elf.libraries = dynamic.get_libraries(strs);
+    for d in &dynamic.dyns {
+        let at = || strs.get_at(d.d_val as usize);
+        match d.d_tag {
+            dynamic::DT_RPATH => elf.rpaths.extend(at()),
+            dynamic::DT_RUNPATH => elf.runpaths.extend(at()),
+            _ => {}
+        }
+    }
+    let count = (dynsym.sh_size / dynsym.sh_entsize) as usize;
+    elf.dynsyms = Symtab::parse(bytes, dynsym.sh_offset as usize, count, ctx)?;
+    elf.versym = VersymSection::parse(bytes, shdrs, ctx)?;
+    elf.verdef = VerdefSection::parse(bytes, shdrs, ctx)?;
+    elf.verneed = VerneedSection::parse(bytes, shdrs, ctx)?;
+    elf.dynamic = Some(dynamic);
+    Ok(elf)
 }
 
 /// Offload bundles in `.hip_fatbin` (and `__CLANG_OFFLOAD_BUNDLE__` sections of any name
@@ -186,5 +269,50 @@ fn normalise_machine(m: u16) -> String {
         EM_RISCV => "riscv".into(),
         EM_AMDGPU => "amdgpu".into(),
         other => machine_to_str(other).to_lowercase(),
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::both_parses;
+
+    /// Every ELF file of this machine's library and program folders (Debian's own, hundreds of
+    /// them: libraries with symbol versions, RUNPATHs, executables with an interpreter) reads the
+    /// same through the lean parse as through goblin's whole one.
+    #[test]
+    fn the_lean_parse_reads_what_the_whole_parse_reads_on_this_machines_files() {
+        let mut compared = 0;
+        for dir in [
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/bin",
+            "/usr/lib/python3.11/lib-dynload",
+        ] {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                let is_file = std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file());
+                let Some(bytes) = is_file.then(|| std::fs::read(&p).ok()).flatten() else {
+                    continue;
+                };
+                if !bytes.starts_with(b"\x7fELF") {
+                    continue;
+                }
+                let Some((lean, whole)) = both_parses(&bytes) else {
+                    continue;
+                };
+                if let Ok(whole) = whole {
+                    assert_eq!(
+                        lean.expect("the lean parse fails where the whole one reads"),
+                        whole,
+                        "{}",
+                        p.display()
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared >= 200, "only {compared} ELF files compared");
     }
 }
