@@ -30,6 +30,7 @@ fuzz_target!(|data: &[u8]| {
             let version = releases.first().map_or("1.0", |r| r.version.as_str());
             let resolved = recipe.resolve(&Target {
                 os,
+                arch: "x86_64",
                 flavor: backend,
                 version,
                 backend,
