@@ -106,6 +106,13 @@ fn debian_cuda_12_4_builds_bitsandbytes_with_the_host_compiler_its_nvcc_takes() 
         "{}",
         show(&out)
     );
+    // The run itself says the toolkit and nvcc's host compiler before it builds.
+    assert!(
+        out.stderr.contains("note: CUDA 12.4 at /usr, for 8.6;9.0 (from --cuda-arch)")
+            && out.stderr.contains("note: host compiler: gcc 13."),
+        "{}",
+        show(&out)
+    );
     let lib = chroot_site(&w.join("venv")).join("bitsandbytes/libbitsandbytes_cuda124.so");
     cuda_12_code_for(&lib, &["sm_86", "sm_90"]);
     let status = in_chroot(&root, &[], &[&rb, "status", "--venv", &venv]);

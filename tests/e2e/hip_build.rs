@@ -99,11 +99,19 @@ fn builds_a_hip_library_for_gfx1010_with_the_real_sdk() {
     );
     assert!(plan.stdout.contains("--rocm-path=/usr"), "{}", plan.stdout);
 
-    let out = rocbuild(&[&common[..], &["--arch", "gfx1010", "-q"]].concat(), &env);
+    let out = rocbuild(&[&common[..], &["--arch", "gfx1010"]].concat(), &env);
     assert_eq!(
         out.code, 0,
         "stdout:\n{}\nstderr:\n{}",
         out.stdout, out.stderr
+    );
+    // The run itself (not only --dry-run) says which SDK and which archs before it builds.
+    assert!(
+        out.stderr.contains("note: ROCm 5.2")
+            && out.stderr.contains("at /usr (")
+            && out.stderr.contains("for gfx1010 (from --arch)"),
+        "{}",
+        out.stderr
     );
     assert!(
         out.stdout.contains("HIP runtime loaded; devices: 0"),

@@ -98,6 +98,40 @@ pub struct BackendPlan {
 }
 
 impl BackendPlan {
+    /// What a run says before it builds (a dry run prints the whole plan instead): the SDK or
+    /// toolkit and the GPU architectures, with the notes on them; and what will not work on
+    /// the GPU, as warnings (said even with `-q`). The notes first, the warnings second.
+    pub fn before_run(&self) -> (Vec<String>, Vec<String>) {
+        let (mut notes, mut warnings) = (Vec::new(), Vec::new());
+        if let Some(r) = &self.rocm {
+            notes.push(format!(
+                "ROCm {} at {} ({}), for {} (from {})",
+                r.version.as_deref().unwrap_or("(version unknown)"),
+                r.root.display(),
+                r.kind,
+                r.archs.join(";"),
+                r.archs_found_by
+            ));
+            notes.extend(r.notes.iter().cloned());
+            warnings.extend(r.warnings.iter().cloned());
+        }
+        if let Some(c) = &self.cuda {
+            notes.push(format!(
+                "CUDA {} at {}, for {} (from {})",
+                c.version.as_deref().unwrap_or("(version unknown)"),
+                c.home.display(),
+                c.archs.join(";"),
+                c.archs_from
+            ));
+            notes.extend(c.notes.iter().cloned());
+        }
+        if let Some(t) = &self.torch_gpu {
+            notes.extend(t.notes.iter().cloned());
+            warnings.extend(t.warnings.iter().cloned());
+        }
+        (notes, warnings)
+    }
+
     /// Template variables: `{backend}`, `{rocm.*}`, `{gpu.archs}`, `{cuda.*}`.
     pub fn vars(&self, vars: &mut BTreeMap<String, String>) {
         vars.insert("backend".into(), self.backend.as_str().to_string());
@@ -1127,5 +1161,36 @@ mod tests {
             Err(EngineError::Arch(_))
         ));
         assert!(choose(&r, &m, &arch("gfx1010")).is_ok());
+    }
+
+    /// `rocbuild ctranslate2 --arch gfx1010` with a ROCm whose rocBLAS has no kernels for it:
+    /// the build would succeed and fail at its first GEMM, so the run says so before it builds
+    /// (not only `--dry-run`), with the SDK and the archs it builds for.
+    #[test]
+    fn a_run_says_the_sdk_its_archs_and_what_will_not_work_before_it_builds() {
+        let r = recipe("ctranslate2");
+        let mut m = machine(Os::Linux);
+        let mut s = sdk(
+            "6.2.4",
+            "/opt/rocm-6.2.4",
+            &["gfx1010", "gfx1100"],
+            Some("2.2.0"),
+        );
+        s.rocblas = true;
+        s.tensile_archs = vec!["gfx1100".into()];
+        m.host.rocm_sdks = vec![s];
+        let (notes, warnings) = choose(&r, &m, &arch("gfx1010")).unwrap().before_run();
+        assert_eq!(
+            notes[0],
+            "ROCm 6.2.4 at /opt/rocm-6.2.4 (AMD ROCm packages (/opt/rocm*)), for gfx1010 (from --arch)"
+        );
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("no Tensile kernels for gfx1010")),
+            "{warnings:?}"
+        );
+        let (_, warnings) = choose(&r, &m, &arch("gfx1100")).unwrap().before_run();
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 }

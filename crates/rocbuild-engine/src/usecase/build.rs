@@ -271,13 +271,14 @@ pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter
             return Err(missing.into_error());
         }
     }
-    if let (Some(t), false) = (&plan.backend.torch_gpu, req.dry_run) {
+    if !req.dry_run {
+        let (notes, warnings) = plan.backend.before_run();
         if req.verbosity != Verbosity::Quiet {
-            for n in &t.notes {
+            for n in &notes {
                 reporter.note(&format!("note: {n}"));
             }
         }
-        for w in &t.warnings {
+        for w in &warnings {
             reporter.note(&format!("warning: {w}"));
         }
     }
