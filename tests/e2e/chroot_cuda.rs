@@ -108,7 +108,8 @@ fn debian_cuda_12_4_builds_bitsandbytes_with_the_host_compiler_its_nvcc_takes() 
     );
     // The run itself says the toolkit and nvcc's host compiler before it builds.
     assert!(
-        out.stderr.contains("note: CUDA 12.4 at /usr, for 8.6;9.0 (from --cuda-arch)")
+        out.stderr
+            .contains("note: CUDA 12.4 at /usr, for 8.6;9.0 (from --cuda-arch)")
             && out.stderr.contains("note: host compiler: gcc 13."),
         "{}",
         show(&out)

@@ -511,8 +511,26 @@ fn gpu_target_lists_are_split_in_one_place() {
     );
 }
 
+/// The body of `fn name` in `text`: from its line to the closing brace at its indent.
+fn body_of(text: &str, name: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| {
+        let t = l.trim_start();
+        let at = t
+            .find(&format!("fn {name}("))
+            .or_else(|| t.find(&format!("fn {name}<")));
+        at.is_some_and(|i| t[..i].split_whitespace().all(|w| w.starts_with("pub")))
+    })?;
+    let indent = lines[start].len() - lines[start].trim_start().len();
+    let end = (start + 1..lines.len())
+        .find(|&i| lines[i].len() == indent + 1 && lines[i].ends_with('}'))?;
+    Some(lines[start..=end].join("\n"))
+}
+
 /// The page's routes ("Two routes, hop by hop"): each hop names `FILE:FUNCTION`, a function
-/// that is in that file, and each heading's count is the number of its hops.
+/// that is in that file; each heading's count is the number of its hops; and the list leaves
+/// no function out: every hop after the first is called by one before it (the one that hands
+/// the value on, or the caller a value was returned to, which hands it on next).
 #[test]
 fn the_routes_name_real_functions() {
     let doc = read("docs/architecture.md");
@@ -543,6 +561,7 @@ fn the_routes_name_real_functions() {
                 hops.len()
             ));
         }
+        let mut bodies: Vec<String> = Vec::new();
         for h in hops {
             let named = h.split('`').nth(1).unwrap_or_default();
             let Some((file, function)) = named.split_once(".rs:") else {
@@ -551,11 +570,21 @@ fn the_routes_name_real_functions() {
             };
             let text =
                 std::fs::read_to_string(root().join(format!("{file}.rs"))).unwrap_or_default();
-            if !text.contains(&format!("fn {function}("))
-                && !text.contains(&format!("fn {function}<"))
-            {
+            let Some(body) = body_of(&text, function) else {
                 wrong.push(format!("{file}.rs has no fn {function}: {h}"));
+                continue;
+            };
+            let called = |b: &String| {
+                [format!("{function}("), format!("{function}::<")]
+                    .iter()
+                    .any(|c| b.lines().skip(1).any(|l| l.contains(c.as_str())))
+            };
+            if !bodies.is_empty() && !bodies.iter().any(called) {
+                wrong.push(format!(
+                    "no hop before it calls {function}: a function that hands the value on is left out: {h}"
+                ));
             }
+            bodies.push(body);
         }
     }
     assert_eq!(routes, 2, "the page's routes: --arch and --venv");
