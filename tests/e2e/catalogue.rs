@@ -96,6 +96,10 @@ pub const CASES: &[(&str, &str)] = &[
     ),
     ("venv_without_torch", "A venv without torch"),
     (
+        "isolated_python",
+        "A Python with a `._pth` file (the embeddable CPython) without the build tools it imports",
+    ),
+    (
         "torch_cannot_be_imported",
         "A torch that cannot be imported",
     ),
@@ -926,6 +930,25 @@ fn venv_without_torch() {
         s.rocbuild(&["torchcodec"], &[])
     });
     assert!(said(&err, "no torch in"), "{err}");
+}
+
+/// The embeddable CPython (ComfyUI's portable build) reads a `._pth` file and ignores
+/// `PYTHONPATH`, where rocbuild puts the build tools a PEP 517 build imports: refused before
+/// anything is fetched, naming them and the command that installs them.
+#[test]
+fn isolated_python() {
+    let s = Scene::with_torch();
+    let py = s.venv.join("bin/python");
+    let paths = Command::new(&py)
+        .args(["-c", "import sys; print('\\n'.join(p for p in sys.path if p))"])
+        .output()
+        .unwrap();
+    let mut pth = String::from_utf8(paths.stdout).unwrap();
+    pth.push_str("import site\n");
+    std::fs::write(s.venv.join("bin/python._pth"), pth).unwrap();
+    let err = check("isolated_python", &s, 1, || s.rocbuild(&["torchsort"], &[]));
+    assert!(said(&err, "rocbuild::plan::isolated_python"), "{err}");
+    assert!(said(&err, "-m pip install \"setuptools>=61\""), "{err}");
 }
 
 #[test]

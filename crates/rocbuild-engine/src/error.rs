@@ -36,6 +36,16 @@ pub enum EngineError {
         python: String,
     },
 
+    #[error("{python} ignores PYTHONPATH ({pth} lies next to it), so {what} cannot import the build tools rocbuild would put there: {missing}")]
+    #[diagnostic(code(rocbuild::plan::isolated_python), help("install them into that Python once (rocbuild then finds them there, and never changes its ._pth file): {install}"))]
+    IsolatedPython {
+        python: String,
+        pth: String,
+        what: String,
+        missing: String,
+        install: String,
+    },
+
     #[error("the venv's Python {python} has no pip, and nothing else can install {what} into it")]
     #[diagnostic(code(rocbuild::plan::no_pip), help("{help}"))]
     NoPip {

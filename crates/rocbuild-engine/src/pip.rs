@@ -133,6 +133,55 @@ pub fn install_into(pip: &Pip, py: &Python, os: Os, target: &Path, no_deps: bool
     c.arg("--target").arg(target.display().to_string())
 }
 
+/// The build tools a command's Python imports (`tools.imported`), put on its `PYTHONPATH`. A
+/// Python with a `._pth` file ignores that variable: then each of them must be in the venv
+/// already, else the build is refused now, naming them and the command that installs them (it
+/// would fail later, deep in pip, with "No module named …").
+pub fn tools_on_python_path(
+    c: &mut Command,
+    py: &Python,
+    os: Os,
+    tools: &crate::toolchain::tools::ToolsPlan,
+    what: &str,
+) -> Result<()> {
+    if let Some(pth) = &py.pth_file {
+        let missing: Vec<&String> = tools
+            .imported
+            .iter()
+            .filter(|r| {
+                let name: String = r
+                    .chars()
+                    .take_while(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(*ch))
+                    .collect();
+                !py.distributions
+                    .contains_key(&rocbuild_probe::normalize_dist(&name))
+            })
+            .collect();
+        if !missing.is_empty() {
+            let list: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+            let quoted: Vec<String> = list.iter().map(|r| format!("\"{r}\"")).collect();
+            return Err(EngineError::IsolatedPython {
+                python: py.exe.display().to_string(),
+                pth: pth.display().to_string(),
+                what: what.to_string(),
+                missing: list.join(", "),
+                install: format!(
+                    "{} -m pip install {}{}",
+                    py.exe.display(),
+                    quoted.join(" "),
+                    if py.installer.pip {
+                        ""
+                    } else {
+                        " (it has no pip: add it first, with get-pip.py for the embeddable Python)"
+                    }
+                ),
+            });
+        }
+    }
+    prepend_python_path(c, os, &tools.dir);
+    Ok(())
+}
+
 /// Add `dir` in front of the command's `PYTHONPATH` (the tools a build imports).
 pub fn prepend_python_path(c: &mut Command, os: Os, dir: &Path) {
     let old = c.env.get("PYTHONPATH").cloned();
@@ -223,5 +272,49 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A Python with a `._pth` file ignores `PYTHONPATH`: the tools it would import from
+    /// there must be in it already, else the build is refused before anything runs.
+    #[test]
+    fn a_python_that_ignores_python_path_must_have_the_tools_it_imports() {
+        let mut py = cpu_machine(Os::Windows).target.python;
+        py.distributions.remove("setuptools");
+        let tools = crate::toolchain::tools::ToolsPlan {
+            dir: "/cache/tools/1".into(),
+            install: Command::new("pip"),
+            why: Vec::new(),
+            fallback: None,
+            imported: vec![
+                "setuptools>=61".into(),
+                "Scikit_Build.Core[pyproject]>=0.9".into(),
+            ],
+        };
+        let mut c = Command::new(&py.exe);
+        // An ordinary Python: the tools go on PYTHONPATH.
+        tools_on_python_path(&mut c, &py, Os::Windows, &tools, "the build").unwrap();
+        assert_eq!(c.env["PYTHONPATH"], "/cache/tools/1");
+        py.pth_file = Some("C:/py/python312._pth".into());
+        let mut c = Command::new(&py.exe);
+        let e = tools_on_python_path(&mut c, &py, Os::Windows, &tools, "the build").unwrap_err();
+        match &e {
+            EngineError::IsolatedPython {
+                missing, install, ..
+            } => {
+                assert_eq!(missing, "setuptools>=61, Scikit_Build.Core[pyproject]>=0.9");
+                assert!(
+                    install.ends_with(
+                        "-m pip install \"setuptools>=61\" \"Scikit_Build.Core[pyproject]>=0.9\""
+                    ),
+                    "{install}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Both in the venv (names compared as pip compares them): nothing refused.
+        py.distributions.insert("setuptools".into(), "75.0".into());
+        py.distributions
+            .insert("scikit-build-core".into(), "0.10".into());
+        tools_on_python_path(&mut c, &py, Os::Windows, &tools, "the build").unwrap();
     }
 }

@@ -234,6 +234,10 @@ pub fn python_from_files(root: &Path, site: &Path, os: Os, headers: Option<&Path
             .map(|b| b.join("libs"))
             .filter(|l| l.join(format!("python{nodot}.lib")).is_file()),
         dll,
+        pth_file: ["python".to_string(), format!("python{nodot}")]
+            .iter()
+            .map(|n| root.join(format!("{n}._pth")))
+            .find(|f| f.is_file()),
     }
 }
 

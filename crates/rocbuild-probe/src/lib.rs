@@ -381,6 +381,10 @@ pub struct Python {
     /// embeddable Python has none: rocbuild makes the import library from the DLL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub libs: Option<PathBuf>,
+    /// The `._pth` file next to the interpreter (Windows' embeddable CPython, as in ComfyUI's
+    /// portable build): this Python ignores `PYTHONPATH` and every `PYTHON*` variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pth_file: Option<PathBuf>,
 }
 
 impl Python {

@@ -23,9 +23,20 @@ def bundled_pip():
         if wheels:
             return wheels[-1]
     return None
+def pth_file():
+    # CPython 3.11+ (and Windows' since 3.6) reads `<executable>._pth` or `pythonXY._pth` next
+    # to it: sys.path is then that file's, and PYTHON* variables are ignored (as under -I).
+    d = os.path.dirname(sys.executable)
+    stem = os.path.splitext(os.path.basename(sys.executable))[0]
+    for n in (stem, "python%d%d" % sys.version_info[:2]):
+        f = os.path.join(d, n + "._pth")
+        if os.path.isfile(f):
+            return f
+    return None
 print(json.dumps({
     "pip": importlib.util.find_spec("pip") is not None,
     "bundled_pip": bundled_pip(),
+    "pth_file": pth_file(),
     "version": "%d.%d" % sys.version_info[:2],
     "full_version": platform.python_version(),
     "site_packages": p["platlib"],
@@ -48,6 +59,8 @@ struct Described {
     platform: String,
     pip: bool,
     bundled_pip: Option<PathBuf>,
+    #[serde(default)]
+    pth_file: Option<PathBuf>,
     #[serde(default)]
     shared_sites: Vec<PathBuf>,
 }
@@ -108,6 +121,7 @@ pub fn probe_python(venv: &Venv, os: Os) -> Result<Python, ProbeError> {
         platform: d.platform,
         dll: None,
         libs: None,
+        pth_file: d.pth_file,
     })
 }
 

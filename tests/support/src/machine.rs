@@ -78,6 +78,7 @@ pub fn machine(os: Os) -> Machine {
                 .into(),
                 dll: None,
                 libs: None,
+                pth_file: None,
                 distributions: BTreeMap::from([
                     ("torch".to_string(), "2.9.1".to_string()),
                     ("numpy".to_string(), "2.4.6".to_string()),

@@ -29,6 +29,10 @@ pub struct ToolsPlan {
     /// The system command that installs those tools instead, should PyPI be out of reach.
     #[serde(default)]
     pub fallback: Option<String>,
+    /// The recipe's `python-build` requirements among them: what a Python the build runs
+    /// imports from `dir` (on its `PYTHONPATH`).
+    #[serde(skip)]
+    pub imported: Vec<String>,
 }
 
 /// The programs the configure and build steps run.
@@ -380,6 +384,7 @@ pub fn python_tools(
         .iter()
         .map(|t| expand(t.get_ref(), vars))
         .collect::<Result<_>>()?;
+    let imported = reqs.clone();
     let mut why: Vec<String> = Vec::new();
     // CMake's HIP language reads a multiarch ROCm (Debian's /usr) only from 3.27: an older
     // system CMake is replaced for this build by CMake from PyPI, in the build-only tools.
@@ -429,6 +434,7 @@ pub fn python_tools(
             install,
             why: why.clone(),
             fallback: fallback.clone(),
+            imported,
         })
     };
     let exe = |n: &str| format!("{n}{}", os.rules().exe_suffix());
