@@ -940,7 +940,10 @@ fn isolated_python() {
     let s = Scene::with_torch();
     let py = s.venv.join("bin/python");
     let paths = Command::new(&py)
-        .args(["-c", "import sys; print('\\n'.join(p for p in sys.path if p))"])
+        .args([
+            "-c",
+            "import sys; print('\\n'.join(p for p in sys.path if p))",
+        ])
         .output()
         .unwrap();
     let mut pth = String::from_utf8(paths.stdout).unwrap();

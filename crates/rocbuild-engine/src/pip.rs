@@ -133,7 +133,8 @@ pub fn install_into(pip: &Pip, py: &Python, os: Os, target: &Path, no_deps: bool
     c.arg("--target").arg(target.display().to_string())
 }
 
-/// The build tools a command's Python imports (`tools.imported`), put on its `PYTHONPATH`. A
+/// The build tools a command's Python imports (`imported`, installed in `dir`), put on its
+/// `PYTHONPATH`. A
 /// Python with a `._pth` file ignores that variable: then each of them must be in the venv
 /// already, else the build is refused now, naming them and the command that installs them (it
 /// would fail later, deep in pip, with "No module named …").
@@ -141,12 +142,11 @@ pub fn tools_on_python_path(
     c: &mut Command,
     py: &Python,
     os: Os,
-    tools: &crate::toolchain::tools::ToolsPlan,
+    (dir, imported): (&Path, &[String]),
     what: &str,
 ) -> Result<()> {
     if let Some(pth) = &py.pth_file {
-        let missing: Vec<&String> = tools
-            .imported
+        let missing: Vec<&String> = imported
             .iter()
             .filter(|r| {
                 let name: String = r
@@ -178,7 +178,7 @@ pub fn tools_on_python_path(
             });
         }
     }
-    prepend_python_path(c, os, &tools.dir);
+    prepend_python_path(c, os, dir);
     Ok(())
 }
 
@@ -280,23 +280,18 @@ mod tests {
     fn a_python_that_ignores_python_path_must_have_the_tools_it_imports() {
         let mut py = cpu_machine(Os::Windows).target.python;
         py.distributions.remove("setuptools");
-        let tools = crate::toolchain::tools::ToolsPlan {
-            dir: "/cache/tools/1".into(),
-            install: Command::new("pip"),
-            why: Vec::new(),
-            fallback: None,
-            imported: vec![
-                "setuptools>=61".into(),
-                "Scikit_Build.Core[pyproject]>=0.9".into(),
-            ],
-        };
+        let imported: Vec<String> = vec![
+            "setuptools>=61".into(),
+            "Scikit_Build.Core[pyproject]>=0.9".into(),
+        ];
+        let tools = (Path::new("/cache/tools/1"), &imported[..]);
         let mut c = Command::new(&py.exe);
         // An ordinary Python: the tools go on PYTHONPATH.
-        tools_on_python_path(&mut c, &py, Os::Windows, &tools, "the build").unwrap();
+        tools_on_python_path(&mut c, &py, Os::Windows, tools, "the build").unwrap();
         assert_eq!(c.env["PYTHONPATH"], "/cache/tools/1");
         py.pth_file = Some("C:/py/python312._pth".into());
         let mut c = Command::new(&py.exe);
-        let e = tools_on_python_path(&mut c, &py, Os::Windows, &tools, "the build").unwrap_err();
+        let e = tools_on_python_path(&mut c, &py, Os::Windows, tools, "the build").unwrap_err();
         match &e {
             EngineError::IsolatedPython {
                 missing, install, ..
@@ -315,6 +310,6 @@ mod tests {
         py.distributions.insert("setuptools".into(), "75.0".into());
         py.distributions
             .insert("scikit-build-core".into(), "0.10".into());
-        tools_on_python_path(&mut c, &py, Os::Windows, &tools, "the build").unwrap();
+        tools_on_python_path(&mut c, &py, Os::Windows, tools, "the build").unwrap();
     }
 }

@@ -70,7 +70,7 @@ impl BuildSystem for Pep517 {
             .arg(src.display().to_string());
         configure.env.extend(env);
         if let Some(t) = i.tools {
-            pip::tools_on_python_path(&mut configure, py, os, t, &what)?;
+            pip::tools_on_python_path(&mut configure, py, os, (&t.dir, &t.imported), &what)?;
         }
         let dist = rocbuild_probe::normalize_dist(&i.recipe.raw.package.distribution);
         let pattern = format!("{}-{}-*.whl", dist.replace('-', "_"), i.version);

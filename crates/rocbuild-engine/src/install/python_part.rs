@@ -145,7 +145,7 @@ pub fn plan(
                 build.env.insert(k.clone(), expand(v, vars)?);
             }
             if let Some(t) = tools {
-                pip::tools_on_python_path(&mut build, py, os, t, &what)?;
+                pip::tools_on_python_path(&mut build, py, os, (&t.dir, &t.imported), &what)?;
             }
             build.env.extend(msvc_env(machine));
             let mut part = from_wheel_dir(recipe, machine, &version, &wheel_dir, &what)?;
