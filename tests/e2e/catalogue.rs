@@ -938,17 +938,7 @@ fn venv_without_torch() {
 #[test]
 fn isolated_python() {
     let s = Scene::with_torch();
-    let py = s.venv.join("bin/python");
-    let paths = Command::new(&py)
-        .args([
-            "-c",
-            "import sys; print('\\n'.join(p for p in sys.path if p))",
-        ])
-        .output()
-        .unwrap();
-    let mut pth = String::from_utf8(paths.stdout).unwrap();
-    pth.push_str("import site\n");
-    std::fs::write(s.venv.join("bin/python._pth"), pth).unwrap();
+    give_pth_file(&s.venv);
     let err = check("isolated_python", &s, 1, || s.rocbuild(&["torchsort"], &[]));
     assert!(said(&err, "rocbuild::plan::isolated_python"), "{err}");
     assert!(said(&err, "-m pip install \"setuptools>=61\""), "{err}");

@@ -241,3 +241,19 @@ pub fn findings_about(out: &Out, needle: &str) -> Vec<serde_json::Value> {
         .cloned()
         .collect()
 }
+
+/// Makes the venv's Python read a `bin/python._pth` (as Windows' embeddable CPython does, and
+/// every CPython from 3.11 on): its own `sys.path` and `import site`. It then ignores
+/// `PYTHONPATH` and every other `PYTHON*` variable.
+pub fn give_pth_file(venv: &Path) {
+    let paths = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import sys; print('\\n'.join(p for p in sys.path if p))",
+        ])
+        .output()
+        .unwrap();
+    let mut pth = String::from_utf8(paths.stdout).unwrap();
+    pth.push_str("import site\n");
+    std::fs::write(venv.join("bin/python._pth"), pth).unwrap();
+}

@@ -285,16 +285,7 @@ fn compare_lists_what_passes_with_the_official_wheel_and_fails_with_the_rebuild(
 fn a_python_with_a_pth_file_runs_the_suite_and_leaves_the_venv_as_it_was() {
     let Some(w) = world(None) else { return };
     let py = w.venv.join("bin/python");
-    let paths = std::process::Command::new(&py)
-        .args([
-            "-c",
-            "import sys; print('\\n'.join(p for p in sys.path if p))",
-        ])
-        .output()
-        .unwrap();
-    let mut pth = String::from_utf8(paths.stdout).unwrap();
-    pth.push_str("import site\n");
-    std::fs::write(w.venv.join("bin/python._pth"), pth).unwrap();
+    give_pth_file(&w.venv);
     let isolated = std::process::Command::new(&py)
         .args(["-c", "import sys; print(sys.flags.isolated)"])
         .output()

@@ -134,10 +134,9 @@ pub fn install_into(pip: &Pip, py: &Python, os: Os, target: &Path, no_deps: bool
 }
 
 /// The build tools a command's Python imports (`imported`, installed in `dir`), put on its
-/// `PYTHONPATH`. A
-/// Python with a `._pth` file ignores that variable: then each of them must be in the venv
-/// already, else the build is refused now, naming them and the command that installs them (it
-/// would fail later, deep in pip, with "No module named …").
+/// `PYTHONPATH`. A Python with a `._pth` file ignores that variable: then each of them must be
+/// in the venv already, else the build is refused now, naming them and the command that
+/// installs them (it would fail later, deep in pip, with "No module named …").
 pub fn tools_on_python_path(
     c: &mut Command,
     py: &Python,
@@ -146,8 +145,9 @@ pub fn tools_on_python_path(
     what: &str,
 ) -> Result<()> {
     if let Some(pth) = &py.pth_file {
-        let missing: Vec<&String> = imported
+        let missing: Vec<&str> = imported
             .iter()
+            .map(String::as_str)
             .filter(|r| {
                 let name: String = r
                     .chars()
@@ -158,13 +158,12 @@ pub fn tools_on_python_path(
             })
             .collect();
         if !missing.is_empty() {
-            let list: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
-            let quoted: Vec<String> = list.iter().map(|r| format!("\"{r}\"")).collect();
+            let quoted: Vec<String> = missing.iter().map(|r| format!("\"{r}\"")).collect();
             return Err(EngineError::IsolatedPython {
                 python: py.exe.display().to_string(),
                 pth: pth.display().to_string(),
                 what: what.to_string(),
-                missing: list.join(", "),
+                missing: missing.join(", "),
                 install: format!(
                     "{} -m pip install {}{}",
                     py.exe.display(),

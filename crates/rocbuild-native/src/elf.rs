@@ -172,7 +172,7 @@ fn binary(elf: &Elf, bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeE
 /// time) and every relocation. The dynamic symbols are counted by their section header; a file
 /// without one (section headers stripped) is an error here, and the caller parses it whole.
 fn lean_parse(bytes: &[u8]) -> goblin::error::Result<Elf<'_>> {
-    use goblin::elf::section_header::{SHT_DYNSYM, SHT_SYMTAB};
+    use goblin::elf::section_header::{SHN_XINDEX, SHT_DYNSYM};
     use goblin::elf::{dynamic, program_header, Dynamic, ProgramHeader, SectionHeader, Symtab};
     use goblin::elf::{VerdefSection, VerneedSection, VersymSection};
     use goblin::strtab::Strtab;
@@ -197,10 +197,12 @@ fn lean_parse(bytes: &[u8]) -> goblin::error::Result<Elf<'_>> {
         .iter()
         .find(|s| s.sh_type == SHT_DYNSYM && s.sh_entsize != 0)
         .ok_or_else(|| no("no .dynsym section header"))?;
-    if let Some(s) = shdrs
-        .get(header.e_shstrndx as usize)
-        .filter(|s| s.sh_type != SHT_SYMTAB)
-    {
+    // The section names' index, in section 0's sh_link when there are too many sections.
+    let names = match u32::from(header.e_shstrndx) {
+        SHN_XINDEX => shdrs.first().map_or(0, |s| s.sh_link as usize),
+        i => i as usize,
+    };
+    if let Some(s) = shdrs.get(names) {
         s.check_size(bytes.len())?;
         elf.shdr_strtab = Strtab::parse(bytes, s.sh_offset as usize, s.sh_size as usize, 0)?;
     }
