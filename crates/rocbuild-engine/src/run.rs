@@ -261,6 +261,9 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         install::Recovered::Completed => {
             log.note("an interrupted earlier run was found and completed")
         }
+        install::Recovered::Salvaged => log.note(
+            "an interrupted earlier run without a journal rocbuild could trust was salvaged (.rocbuild/salvage/)",
+        ),
         install::Recovered::Nothing => {}
     }
     // A build against a torch that does not import cannot be verified: say so before the

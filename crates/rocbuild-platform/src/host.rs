@@ -398,6 +398,15 @@ mod unix {
         let others_write = |md: &std::fs::Metadata| md.mode() & 0o022 != 0;
         let sticky = |md: &std::fs::Metadata| md.mode() & 0o1000 != 0;
         if let Ok(md) = std::fs::metadata(dir) {
+            if md.uid() == me && others_write(&md) {
+                return Err(format!(
+                    "{} is yours but {} can write to it (mode {:o}): anyone who can could replace the sources rocbuild builds, or its key; run `chmod go-w '{}'`",
+                    dir.display(),
+                    if md.mode() & 0o002 != 0 { "everyone" } else { "your group" },
+                    md.mode() & 0o7777,
+                    dir.display()
+                ));
+            }
             if md.uid() != me && (md.uid() != 0 || others_write(&md)) {
                 return Err(format!(
                     "{} belongs to user id {} and {}; rocbuild keeps the sources it builds and the libraries it installs there, so another user could replace them",

@@ -18,6 +18,7 @@ pub mod host;
 mod linux;
 mod macos;
 pub mod signal;
+pub mod state_files;
 mod unix;
 mod windows;
 
@@ -55,6 +56,9 @@ pub trait PlatformRules: Sync {
     fn name(&self) -> &'static str;
     /// The command a user of this OS types to remove one file (`rm '…'`, `del "…"`).
     fn remove_file_command(&self, path: &Path) -> String;
+    /// The command a user of this OS types to move one file to where nothing is, and that
+    /// never overwrites what is there (`mkdir -p … && mv -n '…' '…'`, `move /-Y "…" "…"`).
+    fn move_file_command(&self, from: &Path, to: &Path) -> String;
     /// Where a per-user cache goes, first set variable first: the variable and the folders
     /// under it (`XDG_CACHE_HOME`, then `HOME` + `.cache`; `LOCALAPPDATA` first on Windows).
     fn cache_bases(&self) -> &'static [(&'static str, &'static [&'static str])];

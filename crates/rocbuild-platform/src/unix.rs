@@ -7,6 +7,13 @@ macro_rules! unix_conventions {
         fn remove_file_command(&self, path: &Path) -> String {
             format!("rm '{}'", path.display())
         }
+        fn move_file_command(&self, from: &Path, to: &Path) -> String {
+            let q = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+            match to.parent() {
+                Some(dir) => format!("mkdir -p {} && mv -n {} {}", q(dir), q(from), q(to)),
+                None => format!("mv -n {} {}", q(from), q(to)),
+            }
+        }
         fn cache_bases(&self) -> &'static [(&'static str, &'static [&'static str])] {
             &[("XDG_CACHE_HOME", &[]), ("HOME", &[".cache"])]
         }

@@ -16,6 +16,9 @@ impl PlatformRules for Windows {
     fn remove_file_command(&self, path: &Path) -> String {
         format!("del \"{}\"", path.display())
     }
+    fn move_file_command(&self, from: &Path, to: &Path) -> String {
+        format!("move /-Y \"{}\" \"{}\"", from.display(), to.display())
+    }
     fn cache_bases(&self) -> &'static [(&'static str, &'static [&'static str])] {
         &[
             ("LOCALAPPDATA", &[]),

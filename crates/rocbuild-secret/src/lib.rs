@@ -315,7 +315,26 @@ impl<W: std::io::Write> Drop for Redacting<W> {
 /// made in must not let others replace it (this user's or root's, and if others can write
 /// there, sticky, like `/tmp`). `Err` says what and why.
 pub fn check_cache_dir(dir: &std::path::Path) -> Result<(), String> {
+    if let Some(venv) = enclosing_environment(dir) {
+        return Err(format!(
+            "{} is inside the Python environment {}: any wheel pip installs there can write into it (its key and its sources included)",
+            dir.display(),
+            venv.display()
+        ));
+    }
     rocbuild_platform::host::check_private_dir(dir)
+}
+
+/// The venv or conda environment (a directory with `pyvenv.cfg` or `conda-meta/`), or the
+/// `site-packages` / `dist-packages` directory, that `dir` lies in, if any.
+fn enclosing_environment(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    dir.ancestors().find_map(|a| {
+        let named = a
+            .file_name()
+            .is_some_and(|n| n == "site-packages" || n == "dist-packages");
+        let env = a.join("pyvenv.cfg").is_file() || a.join("conda-meta").is_dir();
+        (named || env).then(|| a.to_path_buf())
+    })
 }
 
 /// Open `path` for writing, new or truncated, as `0o644` minus the user's umask on Unix (a
@@ -388,6 +407,24 @@ mod tests {
         assert_eq!(u.public(), "https://h.example/r");
     }
 
+    #[test]
+    fn a_cache_inside_a_python_environment_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let venv = d.path().join("venv");
+        std::fs::create_dir_all(venv.join("lib/python3.11/site-packages")).unwrap();
+        assert_eq!(check_cache_dir(&venv.join("cache")), Ok(()));
+        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        for inside in [
+            venv.join("cache"),
+            venv.join("lib/python3.11/site-packages/x/.cache"),
+        ] {
+            let e = check_cache_dir(&inside).unwrap_err();
+            assert!(e.contains("inside the Python environment"), "{e}");
+        }
+        let e = check_cache_dir(&d.path().join("usr/lib/python3/dist-packages/c")).unwrap_err();
+        assert!(e.contains("dist-packages"), "{e}");
+    }
+
     #[cfg(unix)]
     #[test]
     fn a_cache_others_can_write_to_is_refused() {
@@ -402,20 +439,25 @@ mod tests {
         std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o777)).unwrap();
         let e = check_cache_dir(&mine.join("x")).unwrap_err();
         assert!(e.contains("without the sticky bit"), "{e}");
+        // Ours, but others can write to it: refused as OpenSSH refuses such a ~/.ssh.
+        let e = check_cache_dir(&mine).unwrap_err();
+        assert!(
+            e.contains("everyone can write") && e.contains("chmod go-w"),
+            "{e}"
+        );
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o770)).unwrap();
+        let e = check_cache_dir(&mine).unwrap_err();
+        assert!(e.contains("your group can write"), "{e}");
         std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o1777)).unwrap();
         assert_eq!(check_cache_dir(&mine.join("x")), Ok(()));
         std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).unwrap();
         // /tmp is root's and sticky: a new cache there is fine; /tmp itself as the cache is not
-        // (others write there), unless we are root.
+        // (others write there), not even for root.
         assert_eq!(
             check_cache_dir(std::path::Path::new("/tmp/rocbuild-cache-test-none")),
             Ok(())
         );
-        let me = unsafe { libc::geteuid() };
-        assert_eq!(
-            check_cache_dir(std::path::Path::new("/tmp")).is_ok(),
-            me == 0
-        );
+        assert!(check_cache_dir(std::path::Path::new("/tmp")).is_err());
         // A file never comes out world-writable, whatever the umask.
         let f = mine.join("log");
         let old = unsafe { libc::umask(0) };

@@ -53,7 +53,7 @@ pub enum VenvError {
     #[error("the manifest {path} cannot be used: {reason}")]
     #[diagnostic(
         code(rocbuild::manifest::invalid),
-        help("it was edited or damaged, so rocbuild will not touch the files it names; move it out of .rocbuild/ and build again with `rocbuild {recipe}`: pip's original files in .rocbuild/backup/{recipe} stay the baseline that `rocbuild restore {recipe}` gives back")
+        help("rocbuild will not remove or replace any file on its word. If the cache that holds rocbuild's key was cleared or another is in use, run with that cache again (--cache / ROCBUILD_CACHE). Otherwise build again with `rocbuild {recipe}` (it writes a new manifest; pip's files kept in .rocbuild/backup/{recipe} stay what `rocbuild restore {recipe}` gives back), or give pip's package back with `pip install --force-reinstall --no-deps {recipe}`")
     )]
     BadManifest {
         path: String,
@@ -75,6 +75,14 @@ pub enum VenvError {
     #[error("the journal {path} was not acted on: {why}")]
     #[diagnostic(code(rocbuild::journal::untrusted), help("{help}"))]
     UntrustedJournal {
+        path: String,
+        why: String,
+        help: String,
+    },
+
+    #[error("the key that seals rocbuild's state ({path}) was refused: {why}")]
+    #[diagnostic(code(rocbuild::state::key_refused), help("{help}"))]
+    KeyRefused {
         path: String,
         why: String,
         help: String,

@@ -10,6 +10,7 @@ pub use crate::journal::{Journal, Op, Phase};
 use crate::layout;
 use crate::manifest;
 use crate::ownership::{self, Package};
+use crate::salvage;
 use crate::state_key::{self, StateKey};
 use crate::txn_fs;
 
@@ -304,6 +305,16 @@ pub enum Recovered {
     RolledBack,
     /// A run killed after its commit point: finished.
     Completed,
+    /// A run's leftovers without a journal it could trust: salvaged (crate::salvage).
+    Salvaged,
+}
+
+/// Remove the transaction's directory after salvaging what a run without a trusted journal
+/// left there (crate::salvage): pip's files are never deleted with it.
+fn clear_txn(site: &Path) -> Result<Option<salvage::Salvaged>> {
+    let salvaged = salvage::salvage(site)?;
+    remove_txn(site)?;
+    Ok(salvaged)
 }
 
 /// Finish the job of a run that was killed mid-install. Call with the venv lock held. A
@@ -312,8 +323,9 @@ pub enum Recovered {
 pub fn recover(site: &Path) -> Result<Recovered> {
     let key = state_key::for_reading()?;
     let Some(journal) = crate::journal::read(site, key.as_ref())? else {
-        // A staging dir without a journal: the swap never started.
-        remove_txn(site)?;
+        // A transaction's directory without a journal: the swap never started, or its
+        // journal was lost; what it moved out of pip's packages is salvaged, never deleted.
+        let salvaged = clear_txn(site)?;
         // The journal's temp file, killed while being written: nothing was moved yet.
         let tmp = layout::journal(site).with_extension("json.tmp");
         if confine::exists(&tmp) {
@@ -322,7 +334,10 @@ pub fn recover(site: &Path) -> Result<Recovered> {
                 empty_state_dir(site);
             }
         }
-        return Ok(Recovered::Nothing);
+        return Ok(match salvaged {
+            Some(_) => Recovered::Salvaged,
+            None => Recovered::Nothing,
+        });
     };
     match journal.phase {
         Phase::Swap => {
@@ -352,7 +367,7 @@ fn state_dir_is_new(site: &Path) -> bool {
 /// Start a transaction: make `.rocbuild/txn/stage/` and return whether `.rocbuild/` is new.
 pub fn begin(site: &Path) -> Result<bool> {
     let created = state_dir_is_new(site);
-    remove_txn(site)?;
+    clear_txn(site)?;
     let stage = under(site, &state_rel(&["txn", "stage"]))?;
     txn_fs::create_dir_all(&stage).map_err(io("create", &stage))?;
     Ok(created)
@@ -466,6 +481,12 @@ pub fn swap(
         let mut journal = Journal::new(recipe, created_state_dir)?;
         journal.ops = ops;
         journal.write(site, &key)?;
+        // What is about to be placed, for a salvage if this journal is ever lost or cannot
+        // be trusted (crate::salvage): written after the journal, so that a list without a
+        // journal means the swap may have begun.
+        let list = salvage::placed_list(new.iter().map(|f| (f.rel.as_str(), f.staged.as_path())))?;
+        let placed = under(site, &state_rel(&["txn", salvage::PLACED]))?;
+        txn_fs::write_synced(&placed, list.as_bytes()).map_err(io("write", &placed))?;
         Ok((journal, baseline))
     })();
     let (journal, baseline) = journaled.inspect_err(|_| abandon(site, created_state_dir))?;
@@ -591,7 +612,7 @@ impl Swapped {
         }
         let staged = state_rel(&["txn", "manifest.json"]);
         let staged_path = under(&site, &staged)?;
-        let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
+        let text = manifest::sealed_text(&site, &manifest, &self.key);
         txn_fs::write_synced(&staged_path, text.as_bytes()).map_err(io("write", &staged_path))?;
         self.journal.phase = Phase::Commit;
         self.journal.keep = keep;

@@ -14,7 +14,6 @@
 //! name and every path in it is a plain relative path. Anything else is an
 //! [`VenvError::UntrustedJournal`]: reported, never replayed.
 
-use std::io::Read;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -24,6 +23,7 @@ use crate::error::{Result, VenvError};
 use crate::layout;
 use crate::state_key::{self, StateKey};
 use crate::txn_fs;
+use rocbuild_probe::platform::state_files::{self as host_files, cap};
 
 const FORMAT: &str = "rocbuild-journal-2";
 
@@ -190,25 +190,27 @@ impl Journal {
     }
 }
 
-/// Read and check the journal of `site`, if there is one. `None`: no journal file.
+/// Read and check the journal of `site`, if there is one. `None`: no journal file. It is
+/// read only when it is a regular file (a link, a FIFO or a device is refused at once) of at
+/// most [`cap::STATE`] bytes.
 pub fn read(site: &Path, key: Option<&StateKey>) -> Result<Option<Journal>> {
     let jp = layout::journal(site);
-    let mut text = String::new();
-    match state_key::open_nofollow(&jp) {
-        Ok(mut f) => {
-            if let Err(e) = f.read_to_string(&mut text) {
-                return Err(untrusted(&jp, &format!("it cannot be read as text ({e})")));
-            }
-        }
+    let text = match host_files::read_capped_text(&jp, cap::STATE) {
+        Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(_) if confine::is_link_at(&jp) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData
+            ) =>
+        {
             return Err(untrusted(
                 &jp,
-                "it is a link, and rocbuild never writes one",
+                &format!("rocbuild never writes such a file: {e}"),
             ))
         }
         Err(e) => return Err(VenvError::io("read", &jp)(e)),
-    }
+    };
     parse(site, &text, key)
         .map(Some)
         .map_err(|why| untrusted(&jp, &why))
@@ -243,12 +245,13 @@ pub fn parse(
 }
 
 fn untrusted(jp: &Path, why: &str) -> VenvError {
+    let rules = rocbuild_probe::Os::current().rules();
     VenvError::UntrustedJournal {
         path: jp.display().to_string(),
         why: why.to_string(),
         help: format!(
-            "rocbuild did not replay it and changed nothing. If no rocbuild run on this venv was interrupted, someone else put it there: read it, then remove it ({}) and run the command again. If one was interrupted with a different cache (--cache / ROCBUILD_CACHE), run again with that cache.",
-            rocbuild_probe::Os::current().rules().remove_file_command(jp)
+            "rocbuild did not replay it and changed nothing. If a rocbuild run on this venv was interrupted with a different cache (--cache / ROCBUILD_CACHE), run again with that cache. Otherwise remove it ({}) and run the command again: with no journal, rocbuild puts back the files an interrupted run had moved out of pip's packages (those that are byte for byte what a RECORD lists), moves what it had put in their place to .rocbuild/salvage/, and deletes none of them; `rocbuild status` then names what was kept and how to put it back by hand",
+            rules.remove_file_command(jp)
         ),
     }
 }

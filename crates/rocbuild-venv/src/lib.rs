@@ -15,6 +15,7 @@ pub mod options;
 pub mod ownership;
 pub mod record;
 pub mod restore;
+pub mod salvage;
 pub use rocbuild_probe::platform::signal;
 pub mod stale;
 pub mod state_key;

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Result, VenvError};
+use rocbuild_probe::platform::state_files::{self as host_files, cap};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct InstalledFile {
@@ -235,27 +236,89 @@ pub fn path(site: &Path, recipe: &str) -> PathBuf {
     crate::layout::manifest(site, recipe)
 }
 
+/// The manifest of `recipe` when there is one rocbuild can prove it wrote for this venv
+/// (see [`read_checked`]); `None` otherwise.
 pub fn read(site: &Path, recipe: &str) -> Option<Manifest> {
-    let text = fs_err::read_to_string(path(site, recipe)).ok()?;
-    parse(&text).ok()
+    read_checked(site, recipe).ok().flatten()
 }
 
 /// The manifest of `recipe`: `None` when there is none, an error when it is there but
-/// cannot be used (damaged, or naming paths outside site-packages).
+/// cannot be used: not a regular file, too big, damaged, naming paths outside site-packages,
+/// or not sealed by this user's rocbuild for this venv (see [`open_sealed`]). Nothing is
+/// ever deleted or overwritten on the word of a manifest that is not rocbuild's own.
 pub fn read_checked(site: &Path, recipe: &str) -> Result<Option<Manifest>> {
     let p = path(site, recipe);
-    let text = match std::fs::read_to_string(&p) {
+    let bad = |reason: String| VenvError::BadManifest {
+        path: p.display().to_string(),
+        recipe: recipe.to_string(),
+        reason,
+    };
+    let text = match host_files::read_capped_text(&p, cap::STATE) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData
+            ) =>
+        {
+            return Err(bad(e.to_string()))
+        }
         Err(e) => return Err(VenvError::io("read", &p)(e)),
     };
-    parse(&text)
-        .map(Some)
-        .map_err(|reason| VenvError::BadManifest {
-            path: p.display().to_string(),
-            recipe: recipe.to_string(),
-            reason,
-        })
+    let m = open_sealed(site, recipe, &text).map_err(bad)?;
+    Ok(Some(m))
+}
+
+/// The manifest of `recipe` in `site` from its sealed text: rocbuild's own only when this
+/// user's key exists and the seal verifies for this venv (its site-packages directory, not
+/// its path: see `state_key`), this recipe and these exact contents; and then only when
+/// [`parse`]'s checks pass.
+pub fn open_sealed(site: &Path, recipe: &str, text: &str) -> std::result::Result<Manifest, String> {
+    let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let seal = match value.as_object_mut().and_then(|o| o.remove(SEAL)) {
+        Some(serde_json::Value::String(s)) => s,
+        _ => return Err("it carries no seal, so rocbuild did not write it (a file a package planted, or one a rocbuild older than sealed manifests wrote)".into()),
+    };
+    let m: Manifest = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let canonical = serde_json::to_string(&m).map_err(|e| e.to_string())?;
+    let key = match crate::state_key::for_reading() {
+        Ok(Some(k)) => k,
+        Ok(None) => return Err("this user's key (journal.key in rocbuild's cache) does not exist, so rocbuild cannot tell its own manifest from a planted one: the cache was cleared, or another cache is in use (--cache / ROCBUILD_CACHE)".into()),
+        Err(e) => return Err(format!("{e}")),
+    };
+    if !key.verifies_manifest(site, recipe, &canonical, &seal) {
+        return Err("its seal does not verify: rocbuild did not write it for this venv and this recipe with this user's key (a file a package planted, an edited manifest, one copied from another venv, or sealed with a key from another cache)".into());
+    }
+    let m = parse(&canonical)?;
+    if m.recipe != recipe {
+        return Err(format!(
+            "it names the recipe `{}`, not `{recipe}`",
+            m.recipe
+        ));
+    }
+    Ok(m)
+}
+
+/// The member of a manifest's JSON that holds its seal.
+const SEAL: &str = "seal";
+
+/// The text of `m` as written to `site`'s `.rocbuild/`: its JSON with a `seal` member, an
+/// HMAC of the rest (as `serde_json` writes it) under this user's key, bound to this venv and
+/// this recipe.
+pub fn sealed_text(site: &Path, m: &Manifest, key: &crate::state_key::StateKey) -> String {
+    #[derive(Serialize)]
+    struct Sealed<'a> {
+        #[serde(flatten)]
+        manifest: &'a Manifest,
+        seal: String,
+    }
+    let canonical = serde_json::to_string(m).unwrap_or_default();
+    let sealed = Sealed {
+        manifest: m,
+        seal: key.seal_manifest(site, &m.recipe, &canonical),
+    };
+    serde_json::to_string_pretty(&sealed).unwrap_or_default()
 }
 
 /// Read a manifest's text. Besides the JSON, every path in it must be a plain relative path
@@ -326,21 +389,25 @@ pub fn read_all(site: &Path) -> Vec<std::result::Result<Manifest, (PathBuf, Stri
     let Ok(rd) = std::fs::read_dir(dir(site)) else {
         return Vec::new();
     };
-    let mut paths: Vec<PathBuf> = rd
+    let mut recipes: Vec<(PathBuf, String)> = rd
         .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.is_file()
-                && p.file_name()
-                    .is_some_and(|n| crate::layout::is_manifest_name(&n.to_string_lossy()))
+        .filter_map(|e| {
+            // A name that is not UTF-8 is no recipe's (rocbuild writes plain names).
+            let name = e.file_name().into_string().ok()?;
+            if !crate::layout::is_manifest_name(&name) || e.file_type().is_ok_and(|t| t.is_dir()) {
+                return None;
+            }
+            Some((e.path(), name.strip_suffix(".json")?.to_string()))
         })
         .collect();
-    paths.sort();
-    paths
+    recipes.sort();
+    recipes
         .into_iter()
-        .map(|p| {
-            let text = fs_err::read_to_string(&p).map_err(|e| (p.clone(), e.to_string()))?;
-            parse(&text).map_err(|e| (p.clone(), e))
+        .map(|(p, recipe)| match read_checked(site, &recipe) {
+            Ok(Some(m)) => Ok(m),
+            Ok(None) => Err((p, "it went while rocbuild read it".into())),
+            Err(VenvError::BadManifest { reason, .. }) => Err((p, reason)),
+            Err(e) => Err((p, e.to_string())),
         })
         .collect()
 }
@@ -355,17 +422,18 @@ pub fn mtime_ns(md: &std::fs::Metadata) -> Option<u64> {
     u64::try_from(d.as_nanos()).ok()
 }
 
-/// Write atomically: a temp file beside, then rename.
+/// Write atomically (a temp file beside, then a rename), sealed with this user's key.
 pub fn write(site: &Path, m: &Manifest) -> Result<()> {
+    let key = crate::state_key::for_writing()?;
     let p = path(site, &m.recipe);
-    let tmp = p.with_extension("json.tmp");
-    let text = serde_json::to_string_pretty(m).unwrap_or_default();
-    fs_err::write(&tmp, text).map_err(VenvError::io("write", &tmp))?;
-    fs_err::rename(&tmp, &p).map_err(VenvError::io("write", &p))
+    crate::txn_fs::write_atomic(&p, sealed_text(site, m, &key).as_bytes())
+        .map_err(VenvError::io("write", &p))
 }
 
+/// The sha256 and size of the regular file `p` (never through a link at `p`, never waiting
+/// on a FIFO or a device).
 pub fn sha256_file(p: &Path) -> Result<(String, u64)> {
-    let mut f = fs_err::File::open(p).map_err(VenvError::io("read", p))?;
+    let mut f = host_files::open_regular(p).map_err(VenvError::io("read", p))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     let mut size = 0u64;

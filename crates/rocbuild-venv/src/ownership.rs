@@ -237,8 +237,7 @@ pub fn recorded_hashes(site: &Path) -> BTreeMap<String, String> {
         if !e.file_name().to_string_lossy().ends_with(".dist-info") {
             continue;
         }
-        let text = std::fs::read_to_string(e.path().join("RECORD")).unwrap_or_default();
-        for (p, hash, _) in record::parse(&text) {
+        for (p, hash, _) in record::parse(&read_record(&e.path())) {
             out.insert(p, hash);
         }
     }
@@ -246,6 +245,42 @@ pub fn recorded_hashes(site: &Path) -> BTreeMap<String, String> {
 }
 
 /// Every path that some dist-info in `site` lists in its RECORD (files someone else owns).
+/// The RECORD of a dist-info directory, read as any file from a venv is: a regular file,
+/// never through a link, at most [`cap::RECORD`] bytes; empty when it is not that.
+fn read_record(dist_info: &Path) -> String {
+    use rocbuild_probe::platform::state_files::{cap, read_capped_text};
+    read_capped_text(&dist_info.join("RECORD"), cap::RECORD).unwrap_or_default()
+}
+
+/// Every path a RECORD lists, with the distribution (normalized) whose RECORD lists it, for
+/// every distribution but `own` (normalized names): what rocbuild, acting on `own`, must
+/// never remove.
+pub fn recorded_by_others(site: &Path, own: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(rd) = std::fs::read_dir(site) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        let Some((dist, _)) = name
+            .strip_suffix(".dist-info")
+            .and_then(|s| s.rsplit_once('-'))
+        else {
+            continue;
+        };
+        let dist = rocbuild_probe::normalize_dist(dist);
+        if own.contains(&dist) {
+            continue;
+        }
+        for (p, _, _) in record::parse(&read_record(&e.path())) {
+            out.entry(p).or_insert_with(|| dist.clone());
+        }
+    }
+    out
+}
+
 pub fn recorded_by_anyone(site: &Path) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let Ok(rd) = std::fs::read_dir(site) else {
@@ -256,8 +291,11 @@ pub fn recorded_by_anyone(site: &Path) -> BTreeSet<String> {
         if !name.ends_with(".dist-info") {
             continue;
         }
-        let text = std::fs::read_to_string(e.path().join("RECORD")).unwrap_or_default();
-        out.extend(record::parse(&text).into_iter().map(|(p, _, _)| p));
+        out.extend(
+            record::parse(&read_record(&e.path()))
+                .into_iter()
+                .map(|(p, _, _)| p),
+        );
         // The dist-info's own files are its installer's, listed or not.
         for (rel, _) in crate::layout::walk(&e.path()) {
             out.insert(format!("{name}/{rel}"));

@@ -101,6 +101,8 @@ pub fn restore(site: &Path, recipe: &str) -> Result<Restored> {
     } else {
         release(site, &m, &backup, &backup_rel, &mut journal)
     };
+    let mut out = out;
+    guard(site, &m, &mut journal, &mut out);
     journal
         .drop
         .push(crate::confine::rel_of(site, &manifest::path(site, recipe))?);
@@ -114,6 +116,52 @@ pub fn restore(site: &Path, recipe: &str) -> Result<Restored> {
     )?;
     install::finish(site, &journal)?;
     Ok(out)
+}
+
+/// The last word before anything moves: of the files this restore would remove or put a
+/// backup over, those another distribution's RECORD lists (torch's `libc10.so`, when a
+/// planted or stale manifest claims it) and those whose bytes are no longer what rocbuild
+/// recorded are left as they are, and said so.
+fn guard(site: &Path, m: &Manifest, journal: &mut Journal, out: &mut Restored) {
+    let mut own: BTreeSet<String> = [m.recipe.as_str()]
+        .into_iter()
+        .chain(m.ownership.iter().map(|o| o.distribution.as_str()))
+        .chain(m.requirements.iter().map(|r| r.name.as_str()))
+        .map(rocbuild_probe::normalize_dist)
+        .collect();
+    own.remove("");
+    let others = ownership::recorded_by_others(site, &own);
+    let recorded: std::collections::BTreeMap<&str, &str> = m
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.sha256.as_str()))
+        .chain(
+            m.ownership
+                .iter()
+                .flat_map(|o| o.held.iter().map(|(p, h)| (p.as_str(), h.as_str()))),
+        )
+        .collect();
+    let changed = |rel: &str| {
+        recorded
+            .get(rel)
+            .is_some_and(|sha| sha256_file(&native(site, rel)).is_ok_and(|(now, _)| now != *sha))
+    };
+    let keep = |rel: &str| others.contains_key(rel) || changed(rel);
+    let left: Vec<String> = journal.remove.iter().filter(|r| keep(r)).cloned().collect();
+    journal.remove.retain(|r| !keep(r));
+    out.removed.retain(|r| !left.contains(r));
+    let claimed: Vec<String> = journal
+        .put_back
+        .iter()
+        .map(|(_, to)| to.clone())
+        .filter(|to| others.contains_key(to))
+        .collect();
+    journal.put_back.retain(|(_, to)| !others.contains_key(to));
+    out.restored.retain(|r| !claimed.contains(r));
+    out.left.extend(left);
+    out.left.extend(claimed);
+    out.left.sort();
+    out.left.dedup();
 }
 
 /// The kept baseline is there, a real directory, and holds exactly what the manifest

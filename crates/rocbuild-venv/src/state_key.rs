@@ -15,6 +15,7 @@
 //! recover need it to exist ([`for_reading`]), and without it no journal can be trusted.
 
 use rocbuild_probe::platform::host;
+use rocbuild_probe::platform::state_files as host_files;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -27,14 +28,18 @@ use crate::error::{Result, VenvError};
 /// The key file's name in the cache.
 pub const KEY_FILE: &str = "journal.key";
 const KEY_LEN: usize = 32;
-/// Domain separation: a seal of anything else under the same key is never a journal's.
-const CONTEXT: &[u8] = b"rocbuild journal seal v2\n";
+/// Domain separation: a seal of a journal is never a manifest's, nor the other way round.
+const JOURNAL: &[u8] = b"rocbuild journal seal v3\n";
+const MANIFEST: &[u8] = b"rocbuild manifest seal v1\n";
 
-static KEY_DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+/// Where the key lives, or why there is no safe place for it.
+static KEY_DIR: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
 
-/// The settings step names the directory of the key (rocbuild's cache), once per process;
-/// `None` when there is no cache (then journals can be neither written nor trusted).
-pub fn configure(dir: Option<PathBuf>) {
+/// The settings step names the directory of the key (rocbuild's cache), once per process,
+/// or says why there is none it can use (no cache; a cache others can write to or inside a
+/// venv): then journals and manifests can be neither written nor trusted, and the error says
+/// that reason.
+pub fn configure(dir: std::result::Result<PathBuf, String>) {
     let _ = KEY_DIR.set(dir);
 }
 
@@ -43,16 +48,23 @@ pub fn configure(dir: Option<PathBuf>) {
 pub(crate) fn configure_for_tests() {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let d = DIR.get_or_init(|| {
-        // One fixed directory: every test run reuses the same key, nothing piles up.
-        let d = std::env::temp_dir().join("rocbuild-venv-unit-test-key");
+        // One directory per test process, private as the checks require.
+        let d = std::env::temp_dir().join(format!(
+            "rocbuild-venv-unit-test-key-{}",
+            std::process::id()
+        ));
         let _ = std::fs::create_dir_all(&d);
         d
     });
-    configure(Some(d.clone()));
+    configure(Ok(d.clone()));
 }
 
-fn key_dir() -> Option<&'static Path> {
-    KEY_DIR.get().and_then(|d| d.as_deref())
+fn key_dir() -> std::result::Result<&'static Path, &'static str> {
+    match KEY_DIR.get() {
+        Some(Ok(d)) => Ok(d),
+        Some(Err(why)) => Err(why),
+        None => Err("no cache directory is known: set ROCBUILD_CACHE or HOME, or pass --cache"),
+    }
 }
 
 /// A user's journal key.
@@ -74,25 +86,43 @@ impl StateKey {
     /// The seal of `text`, a journal of the venv whose site-packages is `site`, in
     /// transaction `txn`.
     pub fn seal(&self, site: &Path, txn: &str, text: &str) -> String {
-        let mac = self.mac(site, txn, text).finalize().into_bytes();
-        hex(&mac)
+        hex(&self.mac(JOURNAL, site, txn, text).finalize().into_bytes())
     }
 
-    /// Does `seal` seal exactly this? (Constant-time comparison.)
+    /// Does `seal` seal exactly this journal? (Constant-time comparison.)
     pub fn verifies(&self, site: &Path, txn: &str, text: &str, seal: &str) -> bool {
+        self.check(JOURNAL, site, txn, text, seal)
+    }
+
+    /// The seal of `text`, the manifest of `recipe` in the venv whose site-packages is `site`.
+    pub fn seal_manifest(&self, site: &Path, recipe: &str, text: &str) -> String {
+        hex(&self
+            .mac(MANIFEST, site, recipe, text)
+            .finalize()
+            .into_bytes())
+    }
+
+    /// Does `seal` seal exactly this manifest?
+    pub fn verifies_manifest(&self, site: &Path, recipe: &str, text: &str, seal: &str) -> bool {
+        self.check(MANIFEST, site, recipe, text, seal)
+    }
+
+    fn check(&self, context: &[u8], site: &Path, id: &str, text: &str, seal: &str) -> bool {
         let Some(bytes) = unhex(seal) else {
             return false;
         };
-        self.mac(site, txn, text).verify_slice(&bytes).is_ok()
+        self.mac(context, site, id, text)
+            .verify_slice(&bytes)
+            .is_ok()
     }
 
-    fn mac(&self, site: &Path, txn: &str, text: &str) -> Hmac<Sha256> {
+    fn mac(&self, context: &[u8], site: &Path, id: &str, text: &str) -> Hmac<Sha256> {
         // new_from_slice accepts a key of any length; ours is always 32 bytes.
         let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.0)
             .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
-        m.update(CONTEXT);
+        m.update(context);
         let site = site_identity(site);
-        for part in [site.as_bytes(), txn.as_bytes(), text.as_bytes()] {
+        for part in [site.as_slice(), id.as_bytes(), text.as_bytes()] {
             m.update(&(part.len() as u64).to_le_bytes());
             m.update(part);
         }
@@ -100,13 +130,20 @@ impl StateKey {
     }
 }
 
-/// The venv a journal belongs to, as the seal names it: its site-packages, resolved (the same
-/// venv reached through another path still verifies; a journal copied to another venv not).
-fn site_identity(site: &Path) -> String {
-    dunce::canonicalize(site)
-        .unwrap_or_else(|_| site.to_path_buf())
-        .to_string_lossy()
-        .into_owned()
+/// The venv a seal belongs to: its site-packages directory itself (device, inode and birth
+/// time; Windows: volume, file index and creation time), not its path. A renamed or moved
+/// venv keeps its state; a copy of the state in another venv never verifies, even once that
+/// venv is renamed into the first one's path. A site-packages that cannot be identified (it
+/// is gone) is named by its path's bytes, never converted lossily.
+fn site_identity(site: &Path) -> Vec<u8> {
+    match host_files::dir_identity(site) {
+        Ok(id) => id,
+        Err(_) => {
+            let mut v = b"path\0".to_vec();
+            v.extend_from_slice(site.as_os_str().as_encoded_bytes());
+            v
+        }
+    }
 }
 
 /// A fresh random transaction id (16 bytes, hex).
@@ -122,9 +159,7 @@ pub fn new_txn_id() -> Result<String> {
 
 /// The key, created on first use: for commands that write journals.
 pub fn for_writing() -> Result<StateKey> {
-    let Some(dir) = key_dir() else {
-        return Err(no_key_dir());
-    };
+    let dir = key_dir().map_err(no_key_dir)?;
     match read_key(dir)? {
         Some(k) => Ok(k),
         None => create_key(dir),
@@ -132,45 +167,81 @@ pub fn for_writing() -> Result<StateKey> {
 }
 
 /// The key if there is one: for recovery (no key file means no journal of this user's can
-/// exist, so any journal found is not rocbuild's).
+/// exist, so any journal found is not rocbuild's). A cache or key that fails the checks is
+/// an error that says why and how to fix it.
 pub fn for_reading() -> Result<Option<StateKey>> {
-    match key_dir() {
-        Some(dir) => read_key(dir),
-        None => Ok(None),
+    read_key(key_dir().map_err(no_key_dir)?)
+}
+
+fn no_key_dir(why: &str) -> VenvError {
+    VenvError::KeyRefused {
+        path: "rocbuild's cache".into(),
+        why: why.to_string(),
+        help: "give rocbuild a cache directory of your own that no one else can write to and that is not inside a Python environment: --cache DIR or ROCBUILD_CACHE=DIR (the default is ~/.cache/rocbuild)".into(),
     }
 }
 
-fn no_key_dir() -> VenvError {
-    VenvError::Io {
-        action: "find rocbuild's cache, where the key that seals its journals lives".into(),
-        path: "(no cache directory)".into(),
-        source: std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "no cache directory is known: set ROCBUILD_CACHE or HOME, or pass --cache",
-        ),
+fn key_refused(p: &Path, why: String) -> VenvError {
+    VenvError::KeyRefused {
+        path: p.display().to_string(),
+        help: "rocbuild changed nothing; fix the key as said, then run the command again".into(),
+        why,
     }
 }
 
 fn read_key(dir: &Path) -> Result<Option<StateKey>> {
+    // A first run making the key links it into place, then unlinks its temp name: for that
+    // instant the key has two links. Look again a few times before refusing it.
+    let mut tries = 0;
+    loop {
+        match read_key_once(dir) {
+            Err(Refused::Checks(_)) if tries < 10 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(Refused::Checks(e) | Refused::Other(e)) => return Err(e),
+            Ok(k) => return Ok(k),
+        }
+    }
+}
+
+enum Refused {
+    /// The key failed the owner, mode or link-count checks.
+    Checks(VenvError),
+    Other(VenvError),
+}
+
+fn read_key_once(dir: &Path) -> std::result::Result<Option<StateKey>, Refused> {
     let p = dir.join(KEY_FILE);
-    let mut f = match open_nofollow(&p) {
+    let f = match host_files::open_regular(&p) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(VenvError::io("read the journal key", &p)(e)),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            return Err(Refused::Other(key_refused(
+                &p,
+                format!(
+                    "{e}; remove it (`rm '{}'`): rocbuild makes a new one",
+                    p.display()
+                ),
+            )))
+        }
+        Err(e) => return Err(Refused::Other(VenvError::io("read the journal key", &p)(e))),
     };
+    host_files::check_private_file(&f, &p).map_err(|why| Refused::Checks(key_refused(&p, why)))?;
     let mut buf = Vec::new();
-    f.read_to_end(&mut buf)
-        .map_err(VenvError::io("read the journal key", &p))?;
-    let bytes: [u8; KEY_LEN] = buf.try_into().map_err(|b: Vec<u8>| VenvError::Io {
-        action: "read the journal key".into(),
-        path: p.display().to_string(),
-        source: std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
+    f.take(KEY_LEN as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Refused::Other(VenvError::io("read the journal key", &p)(e)))?;
+    let bytes: [u8; KEY_LEN] = buf.try_into().map_err(|b: Vec<u8>| {
+        Refused::Other(key_refused(
+            &p,
             format!(
-                "it holds {} bytes, not {KEY_LEN}: remove it (rocbuild makes a new one)",
-                b.len()
+                "it holds {}{} bytes, not {KEY_LEN}: remove it (`rm '{}'`): rocbuild makes a new one",
+                if b.len() > KEY_LEN { "more than " } else { "" },
+                b.len().min(KEY_LEN),
+                p.display()
             ),
-        ),
+        ))
     })?;
     Ok(Some(StateKey(bytes)))
 }
@@ -212,13 +283,6 @@ fn create_key(dir: &Path) -> Result<StateKey> {
         }
         Err(e) => Err(VenvError::io("write the journal key", &p)(e)),
     }
-}
-
-/// Open for reading without following a link at `p` itself.
-pub(crate) fn open_nofollow(p: &Path) -> std::io::Result<std::fs::File> {
-    let mut o = std::fs::OpenOptions::new();
-    o.read(true);
-    host::open_no_follow(o, p)
 }
 
 fn hex(b: &[u8]) -> String {
@@ -276,5 +340,13 @@ mod tests {
         std::fs::write(d.path().join(KEY_FILE), b"short").unwrap();
         let e = read_key(d.path()).unwrap_err().to_string();
         assert!(e.contains("5 bytes"), "{e}");
+        // A link to /dev/zero is neither followed nor read without bound.
+        std::fs::remove_file(d.path().join(KEY_FILE)).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("/dev/zero", d.path().join(KEY_FILE)).unwrap();
+            let e = read_key(d.path()).unwrap_err().to_string();
+            assert!(e.contains("a link") && e.contains("rm "), "{e}");
+        }
     }
 }

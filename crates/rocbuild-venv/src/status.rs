@@ -81,17 +81,50 @@ pub struct Unreadable {
     pub error: String,
 }
 
+/// A file kept in `.rocbuild/salvage/` (see [`crate::salvage`]): where it came from and the
+/// command that puts it back by hand.
+#[derive(Debug, Clone, Serialize)]
+pub struct SalvagedFile {
+    pub kept: PathBuf,
+    pub goes_to: PathBuf,
+    pub put_back: String,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct VenvStatus {
     pub site: PathBuf,
     pub recipes: Vec<RecipeStatus>,
     pub unreadable: Vec<Unreadable>,
+    /// What an interrupted run without a trusted journal left that nothing proved.
+    pub salvaged: Vec<SalvagedFile>,
 }
 
 impl VenvStatus {
     pub fn needs_action(&self) -> bool {
-        !self.unreadable.is_empty() || self.recipes.iter().any(RecipeStatus::needs_action)
+        !self.unreadable.is_empty()
+            || !self.salvaged.is_empty()
+            || self.recipes.iter().any(RecipeStatus::needs_action)
     }
+}
+
+fn salvaged(site: &Path) -> Vec<SalvagedFile> {
+    let rules = rocbuild_probe::Os::current().rules();
+    crate::salvage::kept(site)
+        .into_iter()
+        .map(|(kept, to)| {
+            let (kept, goes_to) = (join(site, &kept), join(site, &to));
+            SalvagedFile {
+                put_back: rules.move_file_command(&kept, &goes_to),
+                kept,
+                goes_to,
+            }
+        })
+        .collect()
+}
+
+fn join(site: &Path, rel: &str) -> PathBuf {
+    rel.split('/')
+        .fold(site.to_path_buf(), |p, part| p.join(part))
 }
 
 /// The status of every build in `site`. `recipes` tells whether a recipe changed since.
@@ -100,6 +133,7 @@ pub fn status(site: &Path, recipes: &RecipeSet) -> VenvStatus {
         site: site.to_path_buf(),
         recipes: Vec::new(),
         unreadable: Vec::new(),
+        salvaged: salvaged(site),
     };
     let torch = rocbuild_probe::venv_torch_version(site);
     let os = rocbuild_probe::Os::current();

@@ -123,13 +123,20 @@ pub fn cache(g: &crate::cli::Global) -> miette::Result<std::path::PathBuf> {
     Ok(dir)
 }
 
-/// The directory of the key that seals rocbuild's journals (`rocbuild_venv::state_key`): the
-/// cache as [`cache`] finds it, or none when there is no cache or it is not safe (another
-/// user could write there, so a key there would prove nothing).
-pub fn state_key_dir(g: &crate::cli::Global) -> Option<std::path::PathBuf> {
-    let dir = std::path::absolute(g.cache.clone().or_else(cache_dir)?).ok()?;
-    rocbuild_secret::check_cache_dir(&dir).ok()?;
-    Some(dir)
+/// The directory of the key that seals rocbuild's journals and manifests
+/// (`rocbuild_venv::state_key`): the cache as [`cache`] finds it, or why there is none it can
+/// use (no cache; a cache another user or group can write to, or inside a Python environment,
+/// where a key would prove nothing).
+pub fn state_key_dir(g: &crate::cli::Global) -> Result<std::path::PathBuf, String> {
+    let Some(dir) = g.cache.clone().or_else(cache_dir) else {
+        return Err(
+            "no cache directory is known: set ROCBUILD_CACHE or HOME, or pass --cache".into(),
+        );
+    };
+    let dir = std::path::absolute(dir).map_err(|e| e.to_string())?;
+    rocbuild_secret::check_cache_dir(&dir)
+        .map_err(|why| format!("the cache is not safe: {why}"))?;
+    Ok(dir)
 }
 
 /// `ROCBUILD_INDEX`: the indexes to look for rebuilt wheels on when no `--index` is given.

@@ -114,6 +114,9 @@ fn note_recovery(r: Recovered, reporter: &mut dyn Reporter) {
         Recovered::Completed => {
             reporter.note("note: an interrupted rocbuild run on this venv was completed")
         }
+        Recovered::Salvaged => reporter.note(
+            "note: an interrupted rocbuild run on this venv left no journal rocbuild could trust: pip's files it had moved were put back where their RECORD proves them, the rest kept in .rocbuild/salvage/ (`rocbuild status` names them)",
+        ),
         Recovered::Nothing => {}
     }
 }

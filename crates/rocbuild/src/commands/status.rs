@@ -36,6 +36,7 @@ fn print_status(root: &Path, st: &VenvStatus, busy: Option<&str>) {
     if let Some(pid) = busy {
         outln!("a rocbuild run is installing into this venv now (pid {pid}); ask again when it is done");
     }
+    print_salvaged(st);
     if st.recipes.is_empty() && st.unreadable.is_empty() {
         outln!("no rocbuild builds in {}", root.display());
         return;
@@ -88,4 +89,24 @@ fn print_status(root: &Path, st: &VenvStatus, busy: Option<&str>) {
     for u in &st.unreadable {
         outln!("unreadable manifest {}: {}", u.manifest.display(), u.error);
     }
+}
+
+/// Files an interrupted run left that nothing proved: each with the command that puts it
+/// back, and how to let them go once checked.
+fn print_salvaged(st: &VenvStatus) {
+    if st.salvaged.is_empty() {
+        return;
+    }
+    outln!(
+        "kept from an interrupted run whose journal could not be trusted ({} files; rocbuild deleted none):",
+        st.salvaged.len()
+    );
+    for f in &st.salvaged {
+        outln!("  {} (from {})", f.kept.display(), f.goes_to.display());
+        outln!("    put it back: {}", f.put_back);
+    }
+    outln!(
+        "  once you have checked them, remove {} yourself",
+        st.site.join(".rocbuild").join("salvage").display()
+    );
 }
