@@ -43,6 +43,7 @@ mod restore;
 mod schedule;
 mod secrets;
 mod signals;
+mod state_trust;
 mod status;
 mod test_suite;
 mod the_rock;

@@ -18,7 +18,11 @@ const SIGTERM: i32 = 15;
 
 /// The real binary on the fixture package of `w`, started as [`rocbuild`] runs it, with its
 /// stderr read line by line.
-fn spawn(w: &World, extra: &[&str], env: &[(&str, String)]) -> (Child, Receiver<String>) {
+pub(crate) fn spawn(
+    w: &World,
+    extra: &[&str],
+    env: &[(&str, String)],
+) -> (Child, Receiver<String>) {
     let mut args = vec![
         "fakecodec",
         "--recipes",
@@ -57,7 +61,7 @@ fn spawn_args(args: &[&str], env: &[(&str, String)]) -> (Child, Receiver<String>
 }
 
 /// Wait (at most 120 s) until `ready` holds.
-fn wait_for(what: &str, ready: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, ready: impl FnMut() -> bool) {
     wait_within(120, what, ready)
 }
 
@@ -82,7 +86,7 @@ fn send(child: &Child, signal: i32) {
 }
 
 /// Wait for the run to end (at most 60 s); its exit code and everything it said on stderr.
-fn finish(mut child: Child, rx: Receiver<String>) -> (i32, String) {
+pub(crate) fn finish(mut child: Child, rx: Receiver<String>) -> (i32, String) {
     let until = Instant::now() + Duration::from_secs(60);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {

@@ -92,7 +92,8 @@ pub fn adhoc_sign(path: &Path) -> Result<Signer, NativeError> {
         path: path.display().to_string(),
         reason,
     };
-    let data = fs_err::read(path).map_err(|e| err(e.to_string()))?;
+    let data = rocbuild_platform::state_files::read_file_capped(path, crate::read::MAX_FILE_SIZE)
+        .map_err(|e| err(e.to_string()))?;
     let identifier = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -129,7 +130,8 @@ pub fn adhoc_sign(path: &Path) -> Result<Signer, NativeError> {
             Signer::Codesign
         }
     };
-    let after = fs_err::read(path).map_err(|e| err(e.to_string()))?;
+    let after = rocbuild_platform::state_files::read_file_capped(path, crate::read::MAX_FILE_SIZE)
+        .map_err(|e| err(e.to_string()))?;
     let problems = signature_problems(&after);
     if !problems.is_empty() {
         return Err(err(format!(

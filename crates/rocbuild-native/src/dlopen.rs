@@ -133,7 +133,7 @@ fn dll_name_ending_at(bytes: &[u8], dot: usize) -> Option<String> {
 /// The CUDA libraries `path` names in its bytes and does not link: what it loads by name at
 /// run time. Empty for a file without any (or one that cannot be read).
 pub fn cuda_libraries_loaded_by_name(path: &Path, bin: &Binary) -> Vec<String> {
-    let Ok(file) = std::fs::File::open(path) else {
+    let Ok(file) = rocbuild_platform::state_files::open_file(path) else {
         return Vec::new();
     };
     // SAFETY: read-only and private, as in `read_binary_with`: a file truncated by someone else

@@ -163,7 +163,8 @@ pub fn add_macho_rpaths(path: &Path, rpaths: &[String]) -> Result<(), NativeErro
     if todo.is_empty() {
         return Ok(());
     }
-    let bytes = fs_err::read(path).map_err(|e| err(e.to_string()))?;
+    let bytes = rocbuild_platform::state_files::read_file_capped(path, crate::read::MAX_FILE_SIZE)
+        .map_err(|e| err(e.to_string()))?;
     let need: usize = todo
         .iter()
         .map(|r| (12 + r.len() + 1 + 8).next_multiple_of(8))

@@ -117,13 +117,13 @@ pub fn nv_fatbin_codes_of(path: &std::path::Path) -> Result<Vec<NvCode>, NativeE
         path: path.display().to_string(),
         source,
     };
-    let file = fs_err::File::open(path).map_err(io)?;
+    let file = rocbuild_platform::state_files::open_file(path).map_err(io)?;
     if file.metadata().map_err(io)?.len() < 64 {
         return Ok(Vec::new());
     }
     // SAFETY: read-only and private, as in `read_binary_with`: a file truncated by someone else
     // while it is read could fault, the accepted risk of every mmap-based binary reader.
-    let map = unsafe { memmap2::Mmap::map(file.file()) }.map_err(io)?;
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
     if !map.starts_with(b"\x7fELF") {
         return Ok(Vec::new());
     }

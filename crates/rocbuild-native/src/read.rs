@@ -44,7 +44,7 @@ pub fn read_binary_with(path: &Path, opts: &ReadOptions) -> Result<Binary, Nativ
         path: path.display().to_string(),
         source,
     };
-    let file = fs_err::File::open(path).map_err(io)?;
+    let file = rocbuild_platform::state_files::open_file(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
     if size > MAX_FILE_SIZE {
         return Err(NativeError::TooLarge {
@@ -59,7 +59,7 @@ pub fn read_binary_with(path: &Path, opts: &ReadOptions) -> Result<Binary, Nativ
     // SAFETY: the map is read-only and private; a file truncated by someone else while we read
     // it could fault, which is the accepted risk of every mmap-based binary reader (goblin,
     // object, rattler-build) and far rarer than the cost of copying gigabytes.
-    let map = unsafe { memmap2::Mmap::map(file.file()) }.map_err(io)?;
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
     parse_binary_with(&map, opts).map_err(|e| e.at(path))
 }
 
@@ -117,7 +117,7 @@ pub(crate) fn malformed(format: crate::Format, reason: impl Into<String>) -> Nat
 pub fn format_of(path: &Path) -> Option<crate::Format> {
     use std::io::Read;
     let mut head = [0u8; 8];
-    let mut f = std::fs::File::open(path).ok()?;
+    let mut f = rocbuild_platform::state_files::open_file(path).ok()?;
     let n = f.read(&mut head).ok()?;
     sniff(&head[..n])
 }

@@ -18,7 +18,8 @@ pub fn set_runpath(path: &Path, entries: &[String]) -> Result<(), NativeError> {
     // A file cut short or damaged is said as such by the reader, before either editor
     // tries (and fails with its own less telling words).
     read_elf(path)?;
-    let bytes = fs_err::read(path).map_err(|e| err(e.to_string()))?;
+    let bytes = rocbuild_platform::state_files::read_file_capped(path, crate::read::MAX_FILE_SIZE)
+        .map_err(|e| err(e.to_string()))?;
     let first = match in_place(&bytes, &joined) {
         Some(edited) => write_beside(path, &edited),
         None => with_arwen(path, &joined),
@@ -50,7 +51,8 @@ pub fn set_runpath(path: &Path, entries: &[String]) -> Result<(), NativeError> {
 }
 
 fn with_arwen(path: &Path, runpath: &str) -> Result<(), String> {
-    let bytes = fs_err::read(path).map_err(|e| e.to_string())?;
+    let bytes = rocbuild_platform::state_files::read_file_capped(path, crate::read::MAX_FILE_SIZE)
+        .map_err(|e| e.to_string())?;
     let mut elf = arwen::elf::ElfContainer::parse(&bytes).map_err(|e| format!("{e:?}"))?;
     // Dropping DT_RPATH first makes arwen add a DT_RUNPATH: RPATH would also apply to the
     // dependencies' dependencies and override LD_LIBRARY_PATH, which we do not want.

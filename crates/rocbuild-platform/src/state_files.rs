@@ -43,9 +43,32 @@ pub fn open_regular(p: &Path) -> io::Result<File> {
     if !md.is_file() {
         return Err(not_regular(kind_of(&md)));
     }
+    Ok(blocking(f))
+}
+
+/// Open `p` for reading when it is, or a link at it leads to, a regular file (a library a
+/// loader would follow a link to): never waiting on a FIFO or a device, which are refused
+/// at once as `InvalidInput`.
+pub fn open_file(p: &Path) -> io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true);
     #[cfg(unix)]
     {
-        // Reads of a regular file never block; clear the flag all the same.
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let f = o.open(p)?;
+    let md = f.metadata()?;
+    if !md.is_file() {
+        return Err(not_regular(kind_of(&md)));
+    }
+    Ok(blocking(f))
+}
+
+/// The descriptor back in blocking mode (reads of a regular file never block anyway).
+fn blocking(f: File) -> File {
+    #[cfg(unix)]
+    {
         use std::os::fd::AsRawFd;
         // SAFETY: fcntl on a descriptor we own, with flags we read from it first.
         unsafe {
@@ -55,13 +78,27 @@ pub fn open_regular(p: &Path) -> io::Result<File> {
             }
         }
     }
-    Ok(f)
+    f
+}
+
+/// The whole of the regular file `p` (links followed) when it holds at most `cap` bytes.
+pub fn read_file_capped(p: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    read_capped_from(open_file(p)?, cap)
+}
+
+/// As [`read_file_capped`], as UTF-8 text.
+pub fn read_file_capped_text(p: &Path, cap: u64) -> io::Result<String> {
+    String::from_utf8(read_file_capped(p, cap)?)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
 }
 
 /// The whole of the regular file `p` when it holds at most `cap` bytes (see [`open_regular`]);
 /// a bigger one is `InvalidData`, naming its size and the cap, and is not read.
 pub fn read_capped(p: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    let f = open_regular(p)?;
+    read_capped_from(open_regular(p)?, cap)
+}
+
+fn read_capped_from(f: File, cap: u64) -> io::Result<Vec<u8>> {
     let len = f.metadata()?.len();
     if len > cap {
         return Err(too_big(len, cap));

@@ -181,7 +181,7 @@ pub const SYSROOT_HELP: &str = "pass --winsysroot DIR (or set ROCBUILD_WINSYSROO
 /// and the import library directory (`libs`) when the base install has one; for another OS,
 /// the version from `pyvenv.cfg` or `lib/pythonX.Y`.
 pub fn python_from_files(root: &Path, site: &Path, os: Os, headers: Option<&Path>) -> Python {
-    let cfg = std::fs::read_to_string(root.join("pyvenv.cfg")).unwrap_or_default();
+    let cfg = crate::read_text(root.join("pyvenv.cfg")).unwrap_or_default();
     let cfg_version = cfg_value(&cfg, &["version", "version_info"]);
     let base = (os == Os::Windows)
         .then(|| windows_base(root, &cfg))
@@ -245,7 +245,7 @@ pub fn python_from_files(root: &Path, site: &Path, os: Os, headers: Option<&Path
 /// headers of another Python version (`patchlevel.h`).
 pub fn headers_problem(py: &Python) -> Option<String> {
     let inc = &py.include;
-    let Ok(patch) = std::fs::read_to_string(inc.join("patchlevel.h")) else {
+    let Ok(patch) = crate::read_text(inc.join("patchlevel.h")) else {
         return Some(
             if inc.as_os_str().is_empty() || !inc.join("Python.h").is_file() {
                 format!(

@@ -192,7 +192,7 @@ pub fn read_cuda_toolkit(root: &Path) -> Result<CudaToolkit, String> {
         "targets/x86_64-linux/include/crt/host_config.h",
     ]
     .iter()
-    .find_map(|p| std::fs::read_to_string(root.join(p)).ok())
+    .find_map(|p| crate::read_text(root.join(p)).ok())
     .unwrap_or_default();
     Ok(CudaToolkit {
         root: root.to_path_buf(),

@@ -99,7 +99,7 @@ fn from_headers(dir: &Path) -> Result<Ffmpeg, ProbeError> {
     let inc = dir.join("include");
     let mut text = String::new();
     for f in ["version_major.h", "version.h"] {
-        text.push_str(&std::fs::read_to_string(inc.join("libavutil").join(f)).unwrap_or_default());
+        text.push_str(&crate::read_text(inc.join("libavutil").join(f)).unwrap_or_default());
     }
     let get = |name: &str| crate::c_define(&text, name);
     let Some(major) = get("LIBAVUTIL_VERSION_MAJOR") else {

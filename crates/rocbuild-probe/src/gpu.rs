@@ -160,7 +160,7 @@ pub fn read_kfd_topology(nodes: &Path) -> Vec<String> {
     });
     let mut v = Vec::new();
     for d in dirs {
-        let Ok(text) = std::fs::read_to_string(d.join("properties")) else {
+        let Ok(text) = crate::read_text(d.join("properties")) else {
             continue;
         };
         let tv = text.lines().find_map(|l| {

@@ -60,6 +60,13 @@ pub use python::{
 };
 pub use rocblas::{rocblas_tensile_dir, rocblas_version, tensile_candidates};
 pub use rocbuild_platform as platform;
+
+/// A text file the probe reads (a venv's `pyvenv.cfg`, `torch/version.py`, a dist-info's
+/// `METADATA`, an SDK's version header): links followed, but never a FIFO or a device (which
+/// would block), and never more than 64 MiB (a planted 3 GB `version.py` is refused, not read).
+pub(crate) fn read_text(p: impl AsRef<std::path::Path>) -> std::io::Result<String> {
+    platform::state_files::read_file_capped_text(p.as_ref(), platform::state_files::cap::RECORD)
+}
 pub use rocbuild_platform::{join, LinkMethod, Os, PlatformRules};
 pub use rocm::{choose_sdk, version_key, version_matches, RocmError, RocmSdk, SdkChoice, SdkKind};
 pub use rocm_scan::{bitcode_targets, discover_sdks, tensile_archs};
@@ -689,7 +696,7 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions) -> Result<Machine, ProbeError> {
 
 /// One field of /etc/os-release (`ID`, `ID_LIKE`), unquoted.
 fn os_release(key: &str) -> Option<String> {
-    let text = std::fs::read_to_string("/etc/os-release").ok()?;
+    let text = crate::read_text("/etc/os-release").ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
         .map(|v| v.trim().trim_matches(['"', '\'']).to_string())

@@ -39,7 +39,7 @@ pub fn ffmpeg_major_now(dir: Option<&Path>) -> Option<u32> {
 /// `version.json` (CUDA 11.1+), `version.txt` (older CUDA), `.info/version` (ROCm),
 /// `include/hip/hip_version.h` (HIP SDK, Debian's ROCm).
 pub fn toolkit_version(root: &Path) -> Option<String> {
-    if let Ok(text) = std::fs::read_to_string(root.join("version.json")) {
+    if let Ok(text) = crate::read_text(root.join("version.json")) {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
             if let Some(s) = v["cuda"]["version"].as_str() {
                 return Some(s.to_string());
@@ -47,7 +47,7 @@ pub fn toolkit_version(root: &Path) -> Option<String> {
         }
     }
     for f in ["version.txt", ".info/version"] {
-        if let Ok(text) = std::fs::read_to_string(root.join(f)) {
+        if let Ok(text) = crate::read_text(root.join(f)) {
             let t = text.trim();
             let t = t.strip_prefix("CUDA Version ").unwrap_or(t);
             if !t.is_empty() {
@@ -55,7 +55,7 @@ pub fn toolkit_version(root: &Path) -> Option<String> {
             }
         }
     }
-    let hip = std::fs::read_to_string(root.join("include/hip/hip_version.h"))
+    let hip = crate::read_text(root.join("include/hip/hip_version.h"))
         .ok()
         .and_then(|text| {
             let get = |name: &str| crate::c_define(&text, name);
@@ -72,7 +72,7 @@ pub fn toolkit_version(root: &Path) -> Option<String> {
 /// A CUDA toolkit without `version.json` (Debian's `nvidia-cuda-toolkit`, whose root is
 /// `/usr`): `CUDA_VERSION` of `include/cuda.h` (`12040`: 12.4).
 fn cuda_header_version(root: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(root.join("include/cuda.h")).ok()?;
+    let text = crate::read_text(root.join("include/cuda.h")).ok()?;
     let n: u32 = crate::c_define(&text, "CUDA_VERSION")?.parse().ok()?;
     Some(format!("{}.{}", n / 1000, (n % 1000) / 10))
 }

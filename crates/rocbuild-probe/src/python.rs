@@ -144,7 +144,7 @@ fn with_path_limit(exe: &Path, os: Os, reason: String) -> String {
 
 /// pyvenv.cfg of a venv uv made has a `uv = 0.x.y` line.
 pub fn made_by_uv(root: &Path) -> bool {
-    std::fs::read_to_string(root.join("pyvenv.cfg")).is_ok_and(|text| {
+    crate::read_text(root.join("pyvenv.cfg")).is_ok_and(|text| {
         text.lines()
             .any(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == "uv"))
     })
@@ -207,7 +207,7 @@ pub fn distribution_version(site: &Path, name: &str) -> Option<String> {
         if normalize_dist(dist) != want {
             return None;
         }
-        let text = std::fs::read_to_string(e.path().join("METADATA")).ok()?;
+        let text = crate::read_text(e.path().join("METADATA")).ok()?;
         text.lines()
             .take_while(|l| !l.is_empty())
             .find_map(|l| {

@@ -97,7 +97,7 @@ pub fn rocblas_version(parts: &[PathBuf]) -> Option<String> {
     .find_map(|rel| {
         parts
             .iter()
-            .find_map(|p| std::fs::read_to_string(p.join(rel)).ok())
+            .find_map(|p| crate::read_text(p.join(rel)).ok())
     })?;
     let def = |name: &str| -> Option<u32> { crate::c_define(&text, name)?.parse().ok() };
     Some(format!(

@@ -428,7 +428,7 @@ fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Step 2 of `debian_hip_llvm`: the `clang-N` / `llvm-N` an installed `hipcc` package depends on.
 fn dpkg_hipcc_llvm(status: &Path) -> Option<(u32, String)> {
-    let text = std::fs::read_to_string(status).ok()?;
+    let text = crate::read_text(status).ok()?;
     let stanza = text.split("\n\n").find(|st| {
         st.lines().any(|l| l.trim_end() == "Package: hipcc")
             && st
@@ -792,7 +792,7 @@ fn rocm_sdk_script(site: &Path, os: Os) -> PathBuf {
 /// whose Python cannot run here are read the same way, and no code of the venv runs.
 fn build_targets(site: &Path) -> Vec<String> {
     let file = site.join("_rocm_sdk_core/share/therock/dist_info.json");
-    let Ok(text) = std::fs::read_to_string(file) else {
+    let Ok(text) = crate::read_text(file) else {
         return Vec::new();
     };
     serde_json::from_str::<serde_json::Value>(&text)

@@ -66,7 +66,7 @@ pub(crate) fn read_versions(
 
 /// `.info/version`: "6.2.4-120" -> "6.2.4".
 fn read_info_version(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::read_text(path).ok()?;
     let v = text
         .lines()
         .next()?
@@ -78,7 +78,7 @@ fn read_info_version(path: &Path) -> Option<String> {
 }
 
 fn cmake_package_version(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::read_text(path).ok()?;
     let line = text
         .lines()
         .find(|l| l.trim_start().starts_with("set(PACKAGE_VERSION "))?;
@@ -90,7 +90,7 @@ fn cmake_package_version(path: &Path) -> Option<String> {
 fn hip_version_h(parts: &[PathBuf]) -> Option<(String, String)> {
     let text = parts
         .iter()
-        .find_map(|p| std::fs::read_to_string(p.join("include/hip/hip_version.h")).ok())?;
+        .find_map(|p| crate::read_text(p.join("include/hip/hip_version.h")).ok())?;
     let def = |name: &str| crate::c_define(&text, name);
     mmp(
         def("HIP_VERSION_MAJOR")?,
@@ -101,7 +101,7 @@ fn hip_version_h(parts: &[PathBuf]) -> Option<(String, String)> {
 
 /// `HIP_VERSION_MAJOR=5` lines (`bin/.hipVersion`, Debian's `share/hip/version`).
 fn key_value_version(path: &Path) -> Option<(String, String)> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::read_text(path).ok()?;
     let get = |k: &str| {
         text.lines().find_map(|l| {
             l.strip_prefix(k)?
@@ -136,7 +136,7 @@ pub(crate) fn hipblas_version(parts: &[PathBuf]) -> Option<String> {
     .find_map(|rel| {
         parts
             .iter()
-            .find_map(|p| std::fs::read_to_string(p.join(rel)).ok())
+            .find_map(|p| crate::read_text(p.join(rel)).ok())
     })?;
     let def = |name: &str| -> Option<u32> { crate::c_define(&text, name)?.parse().ok() };
     let major = def("hipblasVersionMajor")?;
@@ -154,12 +154,10 @@ pub(crate) fn dist_version(site: &Path, normalized: &str) -> Option<String> {
         if dist.to_ascii_lowercase().replace(['-', '.'], "_") != normalized {
             return None;
         }
-        let from_metadata = std::fs::read_to_string(d.join("METADATA"))
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find_map(|l| l.strip_prefix("Version:").map(|v| v.trim().to_string()))
-            });
+        let from_metadata = crate::read_text(d.join("METADATA")).ok().and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("Version:").map(|v| v.trim().to_string()))
+        });
         Some(from_metadata.unwrap_or_else(|| version.to_string()))
     })
 }

@@ -38,7 +38,7 @@ pub fn torch_version(site: &Path) -> Option<TorchVersion> {
     if !file.is_file() {
         return None;
     }
-    let text = std::fs::read_to_string(file).ok()?;
+    let text = crate::read_text(file).ok()?;
     Some(TorchVersion {
         version: assignment(&text, "__version__")?,
         git_version: assignment(&text, "git_version"),

@@ -433,4 +433,82 @@ mod tests {
         );
         assert_eq!(std::fs::read(site.join("pkg/a.so")).unwrap(), b"pip a");
     }
+
+    /// A sealed manifest (rocbuild's own, say of an older install) that names a file another
+    /// distribution's RECORD lists: restore leaves it, whatever the manifest says.
+    #[test]
+    fn restore_never_removes_a_file_another_distributions_record_lists() {
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path();
+        let write = |rel: &str, b: &[u8]| {
+            std::fs::create_dir_all(site.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(site.join(rel), b).unwrap();
+        };
+        write("torch/lib/libc10.so", b"torch c10");
+        write(
+            "torch-2.0.dist-info/RECORD",
+            format!(
+                "torch/lib/libc10.so,{},9\n",
+                record_hash(&sha(b"torch c10"))
+            )
+            .as_bytes(),
+        );
+        write("pkg/mine.so", b"mine");
+        std::fs::create_dir_all(site.join(".rocbuild")).unwrap();
+        let file = |p: &str, b: &[u8]| manifest::InstalledFile {
+            path: p.into(),
+            sha256: sha(b),
+            size: b.len() as u64,
+            ..manifest::InstalledFile::default()
+        };
+        let m = Manifest {
+            schema: 1,
+            recipe: "pkg".into(),
+            files: vec![
+                file("pkg/mine.so", b"mine"),
+                file("torch/lib/libc10.so", b"torch c10"),
+            ],
+            ..Manifest::default()
+        };
+        manifest::write(site, &m).unwrap();
+        let r = restore(site, "pkg").unwrap();
+        assert_eq!(
+            std::fs::read(site.join("torch/lib/libc10.so")).unwrap(),
+            b"torch c10"
+        );
+        assert!(r.left.contains(&"torch/lib/libc10.so".to_string()), "{r:?}");
+        assert!(!site.join("pkg/mine.so").exists(), "{r:?}");
+    }
+
+    /// A manifest that is not sealed, or sealed for another venv, is never acted on.
+    #[test]
+    fn an_unsealed_or_foreign_manifest_is_refused() {
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        for s in [&a, &b] {
+            std::fs::create_dir_all(s.join(".rocbuild")).unwrap();
+        }
+        let m = Manifest {
+            schema: 1,
+            recipe: "pkg".into(),
+            ..Manifest::default()
+        };
+        manifest::write(&a, &m).unwrap();
+        assert!(manifest::read(&a, "pkg").is_some());
+        std::fs::copy(manifest::path(&a, "pkg"), manifest::path(&b, "pkg")).unwrap();
+        let e = manifest::read_checked(&b, "pkg").unwrap_err().to_string();
+        assert!(e.contains("cannot be used"), "{e}");
+        std::fs::write(
+            manifest::path(&b, "pkg"),
+            serde_json::to_string(&m).unwrap(),
+        )
+        .unwrap();
+        let e = format!("{:?}", manifest::read_checked(&b, "pkg").unwrap_err());
+        assert!(e.contains("no seal"), "{e}");
+        // Renamed to another recipe's name: its seal names the recipe.
+        std::fs::rename(manifest::path(&a, "pkg"), manifest::path(&a, "other")).unwrap();
+        assert!(manifest::read(&a, "other").is_none());
+    }
 }

@@ -67,17 +67,41 @@ fn read_placed(txn: &Path) -> BTreeMap<String, String> {
 }
 
 /// Every path some dist-info RECORD lists with a hash: in site-packages, and in the run's
-/// backup (the RECORD of a version the run replaced).
-fn recorded(site: &Path, backup: &Path) -> BTreeMap<String, String> {
-    let mut out = crate::ownership::recorded_hashes(site);
+/// backup (the RECORD of a version the run replaced). A RECORD in site-packages that the
+/// run itself put there (the list names it, with its bytes) is rocbuild's rewrite, not
+/// pip's, and proves nothing.
+fn recorded(
+    site: &Path,
+    backup: &Path,
+    placed: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut add = |text: &str| {
+        for (path, hash, _) in record::parse(text) {
+            if !hash.is_empty() {
+                out.entry(path).or_insert(hash);
+            }
+        }
+    };
+    for d in std::fs::read_dir(site).into_iter().flatten().flatten() {
+        let Ok(name) = d.file_name().into_string() else {
+            continue;
+        };
+        if !name.ends_with(".dist-info") {
+            continue;
+        }
+        let rel = format!("{name}/RECORD");
+        let p = d.path().join("RECORD");
+        let ours = placed
+            .get(&rel)
+            .is_some_and(|sha| sha256_file(&p).is_ok_and(|(h, _)| h == *sha));
+        if !ours {
+            add(&host_files::read_capped_text(&p, cap::RECORD).unwrap_or_default());
+        }
+    }
     for (rel, p) in layout::walk(backup) {
         if rel.ends_with(".dist-info/RECORD") {
-            let text = host_files::read_capped_text(&p, cap::RECORD).unwrap_or_default();
-            for (path, hash, _) in record::parse(&text) {
-                if !hash.is_empty() {
-                    out.entry(path).or_insert(hash);
-                }
-            }
+            add(&host_files::read_capped_text(&p, cap::RECORD).unwrap_or_default());
         }
     }
     out
@@ -145,7 +169,7 @@ pub fn salvage(site: &Path) -> Result<Option<Salvaged>> {
     if placed.is_empty() && backed_up.is_empty() {
         return Ok(None);
     }
-    let recorded = recorded(site, &backup);
+    let recorded = recorded(site, &backup, &placed);
     let (dir_rel, dir) = new_salvage_dir(site)?;
     let mut out = Salvaged::default();
     let is_pips = |p: &Path, rel: &str| {
@@ -219,4 +243,118 @@ pub fn kept(site: &Path) -> Vec<(String, String)> {
             Some((format!("{prefix}{rel}"), path.to_string()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sha(b: &[u8]) -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect()
+    }
+
+    fn write(root: &Path, rel: &str, bytes: &[u8]) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+
+    fn record(files: &[(&str, &[u8])]) -> String {
+        files
+            .iter()
+            .map(|(p, b)| format!("{p},{},{}\n", record_hash(&sha(b)), b.len()))
+            .collect::<String>()
+            + "pkg-1.0.dist-info/RECORD,,\n"
+    }
+
+    /// A run killed mid-swap, its journal gone: pip's `a.so` is in the backup, rocbuild's in
+    /// its place; rocbuild's RECORD rewrite is in place too; a new `b.so` has no backup.
+    #[test]
+    fn pips_exact_copies_go_back_and_nothing_is_deleted() {
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path();
+        let txn = layout::txn(site);
+        let pip_record = record(&[("pkg/a.so", b"pip a")]);
+        let our_record = record(&[("pkg/a.so", b"ours a"), ("pkg/b.so", b"ours b")]);
+        write(&txn, "backup/pkg/a.so", b"pip a");
+        write(
+            &txn,
+            "backup/pkg-1.0.dist-info/RECORD",
+            pip_record.as_bytes(),
+        );
+        write(site, "pkg/a.so", b"ours a");
+        write(site, "pkg/b.so", b"ours b");
+        write(site, "pkg-1.0.dist-info/RECORD", our_record.as_bytes());
+        // A file in the backup that no RECORD proves, and torch's file the list names.
+        write(&txn, "backup/pkg/unproven.so", b"who knows");
+        write(
+            site,
+            "torch-2.0.dist-info/RECORD",
+            &record(&[("torch/lib.so", b"torch")]).into_bytes(),
+        );
+        write(site, "torch/lib.so", b"torch");
+        let placed = format!(
+            "{} pkg/a.so\n{} pkg/b.so\n{} pkg-1.0.dist-info/RECORD\n{} torch/lib.so\n",
+            sha(b"ours a"),
+            sha(b"ours b"),
+            sha(our_record.as_bytes()),
+            sha(b"torch")
+        );
+        write(&txn, PLACED, placed.as_bytes());
+        let s = salvage(site).unwrap().unwrap();
+        assert_eq!(std::fs::read(site.join("pkg/a.so")).unwrap(), b"pip a");
+        assert_eq!(
+            std::fs::read_to_string(site.join("pkg-1.0.dist-info/RECORD")).unwrap(),
+            pip_record
+        );
+        assert!(!site.join("pkg/b.so").exists());
+        assert_eq!(
+            std::fs::read(site.join("torch/lib.so")).unwrap(),
+            b"torch",
+            "pip's exact copy never moves"
+        );
+        // Everything rocbuild had put in place, and the unproven file, kept and named.
+        let kept: Vec<String> = kept(site).into_iter().map(|(_, to)| to).collect();
+        for f in [
+            "pkg/a.so",
+            "pkg/b.so",
+            "pkg-1.0.dist-info/RECORD",
+            "pkg/unproven.so",
+        ] {
+            assert!(kept.contains(&f.to_string()), "{f}: {kept:?}");
+        }
+        assert_eq!(s.put_back, vec!["pkg/a.so", "pkg-1.0.dist-info/RECORD"]);
+        // Nothing left to salvage a second time.
+        crate::txn_fs::remove_dir_all(&txn).unwrap();
+        assert_eq!(salvage(site).unwrap(), None);
+    }
+
+    /// A planted backup of a file pip has exactly, and a planted list naming pip's file: both
+    /// change nothing.
+    #[test]
+    fn planted_leftovers_never_replace_or_move_pips_exact_copy() {
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path();
+        let txn = layout::txn(site);
+        write(
+            site,
+            "pkg-1.0.dist-info/RECORD",
+            record(&[("pkg/a.so", b"pip a")]).as_bytes(),
+        );
+        write(site, "pkg/a.so", b"pip a");
+        write(&txn, "backup/pkg/a.so", b"evil");
+        write(
+            &txn,
+            PLACED,
+            format!("{} pkg/a.so\n", sha(b"pip a")).as_bytes(),
+        );
+        let s = salvage(site).unwrap().unwrap();
+        assert_eq!(std::fs::read(site.join("pkg/a.so")).unwrap(), b"pip a");
+        assert!(s.put_back.is_empty() && s.moved_aside.is_empty(), "{s:?}");
+        assert_eq!(s.kept.len(), 1);
+    }
 }
