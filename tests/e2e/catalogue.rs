@@ -190,6 +190,14 @@ pub const CASES: &[(&str, &str)] = &[
         "No cache directory: `HOME` (and `ROCBUILD_CACHE`, `XDG_CACHE_HOME`) unset",
     ),
     (
+        "planted_manifest",
+        "A wheel that ships `.rocbuild/NAME.json` claiming torch's files (with their real hashes)",
+    ),
+    (
+        "key_not_private",
+        "The key that seals rocbuild's state made readable and writable by everyone",
+    ),
+    (
         "cache_another_user_can_write",
         "A cache directory that another user owns and can write to (a shared `/tmp` cache)",
     ),
@@ -1430,16 +1438,16 @@ fn manifest_outside_site_packages() {
     let state_dir = s.site().join(".rocbuild");
     std::fs::create_dir_all(&state_dir).unwrap();
     let sha = "0".repeat(64);
-    std::fs::write(
-        state_dir.join("fakecodec.json"),
-        format!(
+    write_sealed_manifest(
+        &s.site(),
+        &s.cache,
+        &format!(
             r#"{{"schema":1,"recipe":"fakecodec","version":"1.0.0","recipe_hash":"h","fingerprint":"f",
 "source_url":null,"source_commit":null,"torch_version":"2.9.1","torch_git":null,"flavor":"cpu",
 "ffmpeg_major":7,"python":"p","defines":{{}},"runpath":[],
 "files":[{{"path":"../../../precious.txt","sha256":"{sha}","size":1}}],"parked":[],"installed_at":0}}"#
         ),
-    )
-    .unwrap();
+    );
     let err = check("manifest_outside_site_packages", &s, 1, || {
         s.rocbuild(&["restore", "fakecodec"], &[])
     });
@@ -1455,6 +1463,49 @@ fn canary(s: &Scene) -> (PathBuf, BTreeMap<String, String>) {
     std::fs::write(c.join("photos/1.jpg"), "a photo").unwrap();
     let st = tree_state(&c);
     (c, st)
+}
+
+/// A wheel can ship `.rocbuild/evil.json` claiming torch's files with their public hashes:
+/// `restore evil` removes none of them (it is not sealed by this user's rocbuild).
+#[test]
+fn planted_manifest() {
+    let s = Scene::with_torch();
+    let site = s.site();
+    let files: Vec<serde_json::Value> = ["torch/version.py", "torch/__init__.py"]
+        .iter()
+        .filter(|p| site.join(p).exists())
+        .map(|p| {
+            let sha = sha256_hex(&std::fs::read(site.join(p)).unwrap());
+            serde_json::json!({"path": p, "sha256": sha, "size": 1})
+        })
+        .collect();
+    assert!(!files.is_empty());
+    let m = serde_json::json!({
+        "schema": 1, "recipe": "evil", "version": "1.0", "recipe_hash": "h", "fingerprint": "f",
+        "source_url": null, "source_commit": null, "torch_version": "2.9.1", "torch_git": null,
+        "flavor": "cpu", "ffmpeg_major": 7, "python": "p", "defines": {}, "runpath": [],
+        "files": files, "parked": [], "installed_at": 0,
+    });
+    std::fs::create_dir_all(site.join(".rocbuild")).unwrap();
+    std::fs::write(site.join(".rocbuild/evil.json"), m.to_string()).unwrap();
+    let err = check("planted_manifest", &s, 1, || {
+        s.rocbuild(&["restore", "evil"], &[])
+    });
+    assert!(said(&err, "carries no seal"), "{err}");
+}
+
+/// `chmod 666` on the key: refused as OpenSSH refuses such a private key.
+#[test]
+fn key_not_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Scene::with_torch();
+    held_install(&s, true);
+    let key = s.cache.join(rocbuild_venv::state_key::KEY_FILE);
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let err = check("key_not_private", &s, 1, || {
+        s.rocbuild(&["restore", "pkg"], &[])
+    });
+    assert!(said(&err, "chmod 600"), "{err}");
 }
 
 /// A wheel can ship `.rocbuild/journal.json`: one naming files outside the venv, in the
@@ -1523,7 +1574,7 @@ fn held_install(s: &Scene, backup: bool) {
             "baseline": {"pkg/lib.so": sha256_hex(b"pip's"), "pkg-1.0.dist-info/METADATA": sha256_hex(b"m")},
         },
     });
-    std::fs::write(site.join(".rocbuild/pkg.json"), m.to_string()).unwrap();
+    write_sealed_manifest(&site, &s.cache, &m.to_string());
 }
 
 /// `restore` with the kept baseline gone (a clean-up removed `.rocbuild/backup/`): it refuses
@@ -1744,14 +1795,14 @@ fn repair_a_rocbuild_build() {
     let s = repairable("");
     let state_dir = s.site().join(".rocbuild");
     std::fs::create_dir_all(&state_dir).unwrap();
-    std::fs::write(
-        state_dir.join("torchcodec.json"),
+    write_sealed_manifest(
+        &s.site(),
+        &s.cache,
         r#"{"schema":2,"recipe":"torchcodec","version":"0.17.0","recipe_hash":"h","fingerprint":"f",
 "source_url":null,"source_commit":null,"torch_version":"2.9.1","torch_git":null,"flavor":"cpu",
 "ffmpeg_major":7,"python":"p","defines":{},"runpath":[],"files":[],"parked":[],"installed_at":0,
 "kind":"build"}"#,
-    )
-    .unwrap();
+    );
     let err = check("repair_a_rocbuild_build", &s, 1, || {
         s.rocbuild(&["repair", "torchcodec"], &[])
     });

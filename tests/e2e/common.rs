@@ -257,3 +257,28 @@ pub fn give_pth_file(venv: &Path) {
     pth.push_str("import site\n");
     std::fs::write(venv.join("bin/python._pth"), pth).unwrap();
 }
+
+/// Write `json` as the manifest rocbuild itself would have written into `site` with the key
+/// in `cache` (made there, private, when it has none): a test's hand-made install that
+/// rocbuild must treat as its own (manifests are sealed: see `rocbuild_venv::state_key`).
+pub fn write_sealed_manifest(site: &Path, cache: &Path, json: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let key_file = cache.join(rocbuild_venv::state_key::KEY_FILE);
+    if !key_file.exists() {
+        std::fs::create_dir_all(cache).unwrap();
+        let seed = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
+        let bytes: [u8; 32] = <sha2::Sha256 as sha2::Digest>::digest(seed.as_bytes()).into();
+        std::fs::write(&key_file, bytes).unwrap();
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let bytes: [u8; 32] = std::fs::read(&key_file).unwrap().try_into().unwrap();
+    let key = rocbuild_venv::state_key::StateKey::from_bytes(bytes);
+    let m: rocbuild_venv::manifest::Manifest = serde_json::from_str(json).unwrap();
+    let dir = site.join(".rocbuild");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{}.json", m.recipe)),
+        rocbuild_venv::manifest::sealed_text(site, &m, &key),
+    )
+    .unwrap();
+}

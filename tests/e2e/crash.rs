@@ -14,7 +14,8 @@ use crate::common::*;
 /// venv's own tooling (pip, setuptools, the interpreter), which an install never writes, is
 /// compared by size and mtime (any write would change those). The manifest records when it
 /// was written (`installed_at`) and the mtimes of the files it installed, which differ from
-/// run to run by nature: its other fields are compared exactly, those two are left out.
+/// run to run by nature: its other fields are compared exactly, those two (and the seal over
+/// them) are left out.
 fn state(w: &World) -> BTreeMap<String, String> {
     let site_rel = w.site.strip_prefix(&w.venv).unwrap().to_path_buf();
     let mut s = BTreeMap::new();
@@ -57,6 +58,8 @@ fn state(w: &World) -> BTreeMap<String, String> {
         let mut m: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(w.venv.join(&rel)).unwrap()).unwrap();
         m["installed_at"] = 0.into();
+        // The seal covers those two as well: it differs with them.
+        m["seal"] = serde_json::Value::Null;
         for f in m["files"].as_array_mut().unwrap() {
             f["mtime_ns"] = serde_json::Value::Null;
         }

@@ -226,6 +226,172 @@ pub fn check_private_file(f: &File, p: &Path) -> Result<(), String> {
     }
 }
 
+/// A directory of rocbuild's state, held open: files are created, renamed and removed in
+/// *this* directory, whatever its path names later (Unix: `openat`/`renameat` on a descriptor
+/// opened with `O_NOFOLLOW`). A process that swaps the directory's name for a link while
+/// rocbuild works cannot make it create a file where the link points. Elsewhere: the path,
+/// with a link at it refused when it is opened.
+pub struct HeldDir {
+    path: std::path::PathBuf,
+    #[cfg(unix)]
+    fd: std::os::fd::OwnedFd,
+}
+
+impl HeldDir {
+    /// Hold the directory at `path`, which must be a real directory (not a link).
+    pub fn open(path: &Path) -> io::Result<HeldDir> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let f = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+                .open(path)
+                .map_err(|e| match e.raw_os_error() {
+                    Some(libc::ELOOP) | Some(libc::ENOTDIR) => {
+                        not_regular("a link or not a directory")
+                    }
+                    _ => e,
+                })?;
+            Ok(HeldDir {
+                path: path.to_path_buf(),
+                fd: f.into(),
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let md = std::fs::symlink_metadata(path)?;
+            if !md.is_dir() || crate::host::is_link(&md) {
+                return Err(not_regular("a link or not a directory"));
+            }
+            Ok(HeldDir {
+                path: path.to_path_buf(),
+            })
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Create `name` (a plain name) in this directory, new: fails when anything is there,
+    /// a link included. Mode 0644 less the umask, never writable by others.
+    pub fn create_new(&self, name: &str) -> io::Result<File> {
+        #[cfg(unix)]
+        {
+            use std::os::fd::{AsRawFd, FromRawFd};
+            let c = std::ffi::CString::new(name).map_err(io::Error::other)?;
+            // SAFETY: a descriptor we hold and a NUL-terminated name.
+            let fd = unsafe {
+                libc::openat(
+                    self.fd.as_raw_fd(),
+                    c.as_ptr(),
+                    libc::O_WRONLY
+                        | libc::O_CREAT
+                        | libc::O_EXCL
+                        | libc::O_NOFOLLOW
+                        | libc::O_CLOEXEC,
+                    0o644 as libc::c_uint,
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: a descriptor openat just returned, owned from here on.
+            let f = unsafe { File::from_raw_fd(fd) };
+            use std::os::unix::fs::PermissionsExt;
+            let mode = f.metadata()?.permissions().mode();
+            if mode & 0o022 != 0 {
+                f.set_permissions(std::fs::Permissions::from_mode(mode & !0o022))?;
+            }
+            Ok(f)
+        }
+        #[cfg(not(unix))]
+        {
+            let mut o = OpenOptions::new();
+            o.write(true).create_new(true);
+            crate::host::open_private(o, &self.path.join(name))
+        }
+    }
+
+    /// Open `name` in this directory to read and write, made when missing, never through a
+    /// link (a lock file). Windows: as [`crate::host::lock_file_options`] says.
+    pub fn open_lock(&self, name: &str) -> io::Result<File> {
+        #[cfg(unix)]
+        {
+            use std::os::fd::{AsRawFd, FromRawFd};
+            let c = std::ffi::CString::new(name).map_err(io::Error::other)?;
+            // SAFETY: a descriptor we hold and a NUL-terminated name.
+            let fd = unsafe {
+                libc::openat(
+                    self.fd.as_raw_fd(),
+                    c.as_ptr(),
+                    libc::O_RDWR | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                    0o644 as libc::c_uint,
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: a descriptor openat just returned, owned from here on.
+            Ok(unsafe { File::from_raw_fd(fd) })
+        }
+        #[cfg(not(unix))]
+        {
+            let mut o = OpenOptions::new();
+            o.read(true).write(true).create(true).truncate(false);
+            crate::host::lock_file_options(&mut o);
+            o.open(self.path.join(name))
+        }
+    }
+
+    /// Rename `from` to `to`, both plain names in this directory (over what `to` names).
+    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let (a, b) = (
+                std::ffi::CString::new(from).map_err(io::Error::other)?,
+                std::ffi::CString::new(to).map_err(io::Error::other)?,
+            );
+            let fd = self.fd.as_raw_fd();
+            // SAFETY: a descriptor we hold and NUL-terminated names.
+            if unsafe { libc::renameat(fd, a.as_ptr(), fd, b.as_ptr()) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        }
+        #[cfg(not(unix))]
+        {
+            std::fs::rename(self.path.join(from), self.path.join(to))
+        }
+    }
+
+    /// Remove the file `name` (a plain name) from this directory; a missing one is no error.
+    pub fn remove(&self, name: &str) -> io::Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let c = std::ffi::CString::new(name).map_err(io::Error::other)?;
+            // SAFETY: a descriptor we hold and a NUL-terminated name.
+            if unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) } != 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::NotFound {
+                    return Err(e);
+                }
+            }
+            Ok(())
+        }
+        #[cfg(not(unix))]
+        {
+            match std::fs::remove_file(self.path.join(name)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            }
+        }
+    }
+}
+
 #[cfg(windows)]
 mod windows {
     use std::io;
@@ -340,5 +506,30 @@ mod tests {
         std::fs::hard_link(&p, d.path().join("other")).unwrap();
         let e = check(&p).unwrap_err();
         assert!(e.contains("2 hard links"), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_held_directory_swapped_for_a_link_still_gets_the_files() {
+        let d = tempfile::tempdir().unwrap();
+        let (state, outside) = (d.path().join("state"), d.path().join("outside"));
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let held = HeldDir::open(&state).unwrap();
+        // Swapped after it was opened: the real directory moves away, a link takes its name.
+        let moved = d.path().join("moved");
+        std::fs::rename(&state, &moved).unwrap();
+        std::os::unix::fs::symlink(&outside, &state).unwrap();
+        held.create_new("j.tmp").unwrap();
+        held.rename("j.tmp", "j").unwrap();
+        assert!(moved.join("j").exists());
+        assert!(
+            std::fs::read_dir(&outside).unwrap().next().is_none(),
+            "nothing outside"
+        );
+        // And a link at the directory's name is refused when it is opened.
+        assert!(HeldDir::open(&state).is_err());
+        held.remove("j").unwrap();
+        assert!(!moved.join("j").exists());
     }
 }

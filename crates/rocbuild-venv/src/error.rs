@@ -88,6 +88,13 @@ pub enum VenvError {
         help: String,
     },
 
+    #[error("{package} holds a file whose name is not UTF-8: {path}")]
+    #[diagnostic(
+        code(rocbuild::venv::name_not_utf8),
+        help("rocbuild records every file it backs up by name, as text, so it could not give this one back byte for byte; nothing was changed. Rename or remove it (or reinstall the package with pip, which never writes such a name), then run again")
+    )]
+    NameNotUtf8 { package: String, path: String },
+
     #[error("{what} of {recipe} cannot be restored: {why}")]
     #[diagnostic(code(rocbuild::restore::no_baseline), help("{help}"))]
     NoBaseline {

@@ -381,6 +381,25 @@ pub fn abandon(site: &Path, created: bool) {
     }
 }
 
+/// A package whose folders hold a name that is not UTF-8 cannot be backed up byte for byte
+/// (rocbuild records paths as text): refused before anything moves, naming the file.
+fn refuse_unnamable(site: &Path, pkg: &Package) -> Result<()> {
+    let dirs = pkg
+        .roots
+        .iter()
+        .cloned()
+        .chain(ownership::dist_infos(site, &pkg.distribution));
+    for rel in dirs {
+        if let Some(p) = layout::non_utf8_names(&under(site, &rel)?).first() {
+            return Err(VenvError::NameNotUtf8 {
+                package: pkg.distribution.clone(),
+                path: p.display().to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Copy `pkg`'s whole footprint (bytecode included), byte for byte, to the transaction's
 /// `baseline/`: what `restore` gives back once this install commits. A link is copied as the
 /// link it is, never followed.
@@ -458,6 +477,12 @@ pub fn swap(
     take_over: Option<&Package>,
 ) -> Result<Swapped> {
     let key = state_key::for_writing()?;
+    if let Some(pkg) = take_over {
+        if let Err(e) = refuse_unnamable(site, pkg) {
+            abandon(site, created_state_dir);
+            return Err(e);
+        }
+    }
     let ops = swap_ops(site, new, park)?;
     // Every file moved aside here is deleted once the install commits (or kept, and deleted by
     // a later restore): one a running program holds (Windows: a loaded DLL) would stop that
@@ -961,6 +986,47 @@ mod baseline {
         };
         let sw = swap(site, "r", created, &new, &[], take_over.then_some(&pkg)).unwrap();
         sw.commit(&manifest_of("r"), None).unwrap();
+    }
+
+    /// A file of pip's package whose name is not UTF-8: refused before anything moves,
+    /// naming it (not a misleading "back up …: No such file" half-way through).
+    #[cfg(unix)]
+    #[test]
+    fn a_package_with_a_name_that_is_not_utf8_is_refused_before_anything_moves() {
+        use std::os::unix::ffi::OsStrExt;
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path();
+        std::fs::create_dir_all(site.join("pkg")).unwrap();
+        std::fs::write(site.join("pkg/lib.so"), b"pip").unwrap();
+        let odd = site
+            .join("pkg")
+            .join(std::ffi::OsStr::from_bytes(b"caf\xe9.py"));
+        std::fs::write(&odd, b"x").unwrap();
+        let snapshot = |d: &Path| -> Vec<(String, Vec<u8>)> {
+            layout::walk(d)
+                .into_iter()
+                .map(|(r, p)| (r, std::fs::read(p).unwrap_or_default()))
+                .collect()
+        };
+        let before = snapshot(site);
+        let created = begin(site).unwrap();
+        let staged = layout::txn(site).join("stage/lib.so");
+        std::fs::write(&staged, b"ours").unwrap();
+        let new = [NewFile {
+            rel: "pkg/lib.so".into(),
+            staged,
+        }];
+        let pkg = Package {
+            distribution: "pkg".into(),
+            roots: vec!["pkg".into()],
+        };
+        let e = swap(site, "r", created, &new, &[], Some(&pkg))
+            .err()
+            .unwrap();
+        assert!(matches!(e, VenvError::NameNotUtf8 { .. }), "{e}");
+        assert!(e.to_string().contains("caf"), "{e}");
+        assert_eq!(snapshot(site), before);
     }
 
     /// rocbuild's own advice after a damaged manifest is "move it away and build again": the

@@ -156,6 +156,28 @@ pub fn walk(root: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
+/// Files and folders under `root` whose names are not UTF-8 (links not followed): rocbuild
+/// records paths as text, so it cannot back them up and give them back byte for byte.
+pub fn non_utf8_names(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if !crate::confine::is_real_dir(root) {
+        return out;
+    }
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_name().to_str().is_none() {
+                out.push(p);
+            } else if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

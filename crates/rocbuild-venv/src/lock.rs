@@ -80,7 +80,17 @@ impl VenvLock {
                 return Err(link_refused(&dir));
             }
             fs_err::create_dir_all(&dir).map_err(VenvError::io("create", &dir))?;
-            let mut file = open(&path)?;
+            // Made in `.rocbuild/` held open: a swap of it for a link meanwhile cannot put the
+            // lock file where the link points.
+            let held = rocbuild_probe::platform::state_files::HeldDir::open(&dir)
+                .map_err(|_| link_refused(&dir))?;
+            let mut file = held.open_lock(LOCK_FILE).map_err(|e| {
+                if crate::confine::is_link_at(&path) {
+                    link_refused(&path)
+                } else {
+                    VenvError::io("open the lock", &path)(e)
+                }
+            })?;
             if file.try_lock_exclusive().is_err() {
                 let pid = holder_pid(&mut file);
                 if !wait {

@@ -181,8 +181,34 @@ pub fn write(p: &Path, bytes: &[u8]) -> io::Result<()> {
     counted(fs_err::write(p, bytes))
 }
 
-/// Replace `p` atomically: a synced temp file beside it, then a rename.
+/// Replace `p` atomically: a synced temp file beside it, then a rename, both in the
+/// directory of `p` held open (`HeldDir`): a process that swaps that directory for a link
+/// meanwhile cannot make rocbuild write where the link points.
 pub fn write_atomic(p: &Path, bytes: &[u8]) -> io::Result<()> {
+    use rocbuild_probe::platform::state_files::HeldDir;
+    let (Some(dir), Some(name)) = (p.parent(), p.file_name().and_then(|n| n.to_str())) else {
+        return write_atomic_by_path(p, bytes);
+    };
+    let held = HeldDir::open(dir)?;
+    let tmp = format!("{name}.tmp");
+    space()?;
+    let written = (|| {
+        use std::io::Write;
+        held.remove(&tmp)?;
+        let mut f = held.create_new(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    })();
+    if written.is_err() {
+        let _ = held.remove(&tmp);
+    }
+    counted(written)?;
+    counted(held.rename(&tmp, name)).inspect_err(|_| {
+        let _ = held.remove(&tmp);
+    })
+}
+
+fn write_atomic_by_path(p: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp = p.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = std::path::PathBuf::from(tmp);
