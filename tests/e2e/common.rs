@@ -282,3 +282,18 @@ pub fn write_sealed_manifest(site: &Path, cache: &Path, json: &str) {
     )
     .unwrap();
 }
+
+/// The manifest of `recipe` in `site` as rocbuild reads it with the key in `cache`: `None`
+/// when there is none or it is not rocbuild's own (not sealed with that key for this venv).
+pub fn read_manifest(
+    site: &Path,
+    cache: &Path,
+    recipe: &str,
+) -> Option<rocbuild_venv::manifest::Manifest> {
+    let key = std::fs::read(cache.join(rocbuild_venv::state_key::KEY_FILE))
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .map(rocbuild_venv::state_key::StateKey::from_bytes);
+    let text = std::fs::read_to_string(rocbuild_venv::manifest::path(site, recipe)).ok()?;
+    rocbuild_venv::manifest::open_sealed_with(site, recipe, &text, Ok(key)).ok()
+}

@@ -14,7 +14,8 @@ use rocbuild_testkit::downloads::FileServer;
 /// when this machine cannot make one (no root and no user namespaces).
 fn with_full_disk(dir: &Path, size: &str, cmd: &Command) -> Option<Out> {
     std::fs::create_dir_all(dir).unwrap();
-    let script = r#"mount -t tmpfs -o "size=$1" tmpfs "$2" || exit 97; shift 2; exec "$@""#;
+    let script =
+        r#"mount -t tmpfs -o "size=$1,mode=0755" tmpfs "$2" || exit 97; shift 2; exec "$@""#;
     for unshare in [
         &["--mount"][..],
         &["--user", "--map-root-user", "--mount"][..],
@@ -42,7 +43,9 @@ fn with_full_disk(dir: &Path, size: &str, cmd: &Command) -> Option<Out> {
             stderr,
         });
     }
-    eprintln!("SKIPPED: no mount namespace here (unshare --mount, with or without --user)");
+    rocbuild_testkit::skip::skipped(
+        "no mount namespace here (unshare --mount, with or without --user)",
+    );
     None
 }
 

@@ -592,7 +592,7 @@ impl Sut {
         );
         let now = package_bytes(&self.w.site);
         if now != before {
-            let m = rocbuild_venv::manifest::read(&self.w.site, "fakecodec")
+            let m = read_manifest(&self.w.site, &self.w.cache, "fakecodec")
                 .expect("a venv changed by a stopped install holds its manifest");
             assert!(
                 rocbuild_venv::ownership::holds(&self.w.site, &m),
@@ -744,7 +744,7 @@ impl Sut {
                 "a failed install changed the venv"
             );
         } else {
-            let m = rocbuild_venv::manifest::read(&self.w.site, "fakecodec").unwrap();
+            let m = read_manifest(&self.w.site, &self.w.cache, "fakecodec").unwrap();
             assert!(rocbuild_venv::ownership::holds(&self.w.site, &m));
         }
         self.no_leftovers("an install on a full disk");
@@ -851,7 +851,7 @@ impl StateMachineTest for OwnershipTest {
                 ok(&out);
             }
             Op::Restore | Op::RestoreKilled(_) => {
-                let had_record = rocbuild_venv::manifest::read(&sut.w.site, "fakecodec").is_some();
+                let had_record = read_manifest(&sut.w.site, &sut.w.cache, "fakecodec").is_some();
                 if let Op::RestoreKilled(step) = op {
                     let _ = sut.rocbuild(
                         &["restore", "fakecodec"],
@@ -901,7 +901,7 @@ impl StateMachineTest for OwnershipTest {
             canary_bytes(&sut.canary) == sut.canary_at_start(),
             "a file outside the venv changed"
         );
-        check_records(&sut.w.site);
+        check_records(&sut.w.site, &sut.w.cache);
         check_presence(sut, &r.model);
         check_status(sut, &r.model);
     }
@@ -909,7 +909,7 @@ impl StateMachineTest for OwnershipTest {
 
 /// Every dist-info's RECORD names files that are there with those hashes; every file under
 /// the package folder (bytecode aside) is someone's: a RECORD's or rocbuild's manifest's.
-fn check_records(site: &Path) {
+fn check_records(site: &Path, cache: &Path) {
     use base64::Engine;
     use sha2::Digest;
     let mut owned = std::collections::BTreeSet::new();
@@ -941,7 +941,7 @@ fn check_records(site: &Path) {
             );
         }
     }
-    if let Some(m) = rocbuild_venv::manifest::read(site, "fakecodec") {
+    if let Some(m) = read_manifest(site, cache, "fakecodec") {
         owned.extend(m.files.iter().map(|f| f.path.clone()));
         owned.extend(m.extra_files.iter().cloned());
     }

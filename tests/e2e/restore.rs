@@ -113,7 +113,8 @@ fn restore_after_rocbuild_installed_the_python_part_leaves_no_package_at_all() {
     let mut m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
     m["extra_files"] = serde_json::json!(["fakecodec/_rocbuild_preload.py"]);
-    std::fs::write(&manifest, serde_json::to_string(&m).unwrap()).unwrap();
+    m.as_object_mut().unwrap().remove("seal");
+    write_sealed_manifest(&w.site, &w.cache, &serde_json::to_string(&m).unwrap());
     std::fs::write(w.site.join("fakecodec/_rocbuild_preload.py"), "# preload\n").unwrap();
 
     let out = w.cmd(&["restore", "fakecodec"], &[]);

@@ -326,3 +326,90 @@ fn a_key_or_cache_others_could_change_is_refused_with_how_to_fix_it() {
     // Fixed as said: it works.
     ok(&w.cmd(&["restore", "fakecodec"], &[]));
 }
+
+/// A process that swaps `.rocbuild/` with a link to a folder outside the venv, over and over
+/// (renameat2 RENAME_EXCHANGE), while `restore` runs: rocbuild creates its lock and journal in
+/// the directory it holds open, never where the link points. (Before, 5 runs in 32 left a
+/// lock or a journal outside.)
+#[test]
+fn a_racing_swap_of_the_state_folder_for_a_link_puts_no_file_outside() {
+    use std::ffi::CString;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let w = World::new(DECODE_WAV);
+    let outside = w.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let state = w.site.join(".rocbuild");
+    let link = w.site.join(".rocbuild-swap");
+    for round in 0..32 {
+        // A held install to restore (its manifest sealed with this world's key).
+        std::fs::create_dir_all(w.site.join("pkg")).unwrap();
+        std::fs::write(w.site.join("pkg/lib.so"), "rocbuild's build").unwrap();
+        let m = serde_json::json!({
+            "schema": 1, "recipe": "pkg", "version": "1.0", "recipe_hash": "h",
+            "fingerprint": "f", "source_url": null, "source_commit": null,
+            "torch_version": "2.9.1", "torch_git": null, "flavor": "cpu", "ffmpeg_major": 7,
+            "python": "p", "defines": {}, "runpath": [], "parked": [], "installed_at": 0,
+            "files": [{"path": "pkg/lib.so", "size": 16,
+                "sha256": format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(b"rocbuild's build"))}],
+        });
+        write_sealed_manifest(&w.site, &w.cache, &m.to_string());
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (stop, a, b) = (
+                stop.clone(),
+                CString::new(state.to_str().unwrap()).unwrap(),
+                CString::new(link.to_str().unwrap()).unwrap(),
+            );
+            std::thread::spawn(move || {
+                let mut swapped = false;
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: NUL-terminated paths; the call changes only those two names.
+                    let r = unsafe {
+                        libc::renameat2(
+                            libc::AT_FDCWD,
+                            a.as_ptr(),
+                            libc::AT_FDCWD,
+                            b.as_ptr(),
+                            libc::RENAME_EXCHANGE,
+                        )
+                    };
+                    if r == 0 {
+                        swapped = !swapped;
+                    }
+                }
+                if swapped {
+                    // SAFETY: as above: swap back, so the real folder is at `.rocbuild` again.
+                    unsafe {
+                        libc::renameat2(
+                            libc::AT_FDCWD,
+                            a.as_ptr(),
+                            libc::AT_FDCWD,
+                            b.as_ptr(),
+                            libc::RENAME_EXCHANGE,
+                        )
+                    };
+                }
+            })
+        };
+        let _ = w.cmd(&["restore", "pkg"], &[]);
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        let made: Vec<_> = std::fs::read_dir(&outside)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(
+            made.is_empty(),
+            "round {round}: rocbuild made {made:?} outside the venv"
+        );
+        // Whatever the race did to this round's restore, start the next from a clean state.
+        let _ = std::fs::remove_file(&link);
+        if state.is_dir() {
+            std::fs::remove_dir_all(&state).unwrap();
+        }
+    }
+}

@@ -275,6 +275,16 @@ pub fn read_checked(site: &Path, recipe: &str) -> Result<Option<Manifest>> {
 /// its path: see `state_key`), this recipe and these exact contents; and then only when
 /// [`parse`]'s checks pass.
 pub fn open_sealed(site: &Path, recipe: &str, text: &str) -> std::result::Result<Manifest, String> {
+    open_sealed_with(site, recipe, text, crate::state_key::for_reading())
+}
+
+/// As [`open_sealed`], with the key given (a tool or a test that reads another cache's state).
+pub fn open_sealed_with(
+    site: &Path,
+    recipe: &str,
+    text: &str,
+    key: Result<Option<crate::state_key::StateKey>>,
+) -> std::result::Result<Manifest, String> {
     let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let seal = match value.as_object_mut().and_then(|o| o.remove(SEAL)) {
         Some(serde_json::Value::String(s)) => s,
@@ -282,7 +292,7 @@ pub fn open_sealed(site: &Path, recipe: &str, text: &str) -> std::result::Result
     };
     let m: Manifest = serde_json::from_value(value).map_err(|e| e.to_string())?;
     let canonical = serde_json::to_string(&m).map_err(|e| e.to_string())?;
-    let key = match crate::state_key::for_reading() {
+    let key = match key {
         Ok(Some(k)) => k,
         Ok(None) => return Err("this user's key (journal.key in rocbuild's cache) does not exist, so rocbuild cannot tell its own manifest from a planted one: the cache was cleared, or another cache is in use (--cache / ROCBUILD_CACHE)".into()),
         Err(e) => return Err(format!("{e}")),
@@ -521,5 +531,28 @@ mod tests {
         let mut m = good;
         m.recipe = "../r".into();
         assert!(parse(&serde_json::to_string(&m).unwrap()).is_err());
+    }
+
+    /// A name in `.rocbuild/` that is not UTF-8 is no manifest of rocbuild's (it writes plain
+    /// names): skipped, and the others still read.
+    #[cfg(unix)]
+    #[test]
+    fn a_manifest_name_that_is_not_utf8_is_skipped() {
+        use std::os::unix::ffi::OsStrExt;
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path();
+        std::fs::create_dir_all(dir(site)).unwrap();
+        let m = Manifest {
+            schema: 1,
+            recipe: "good".into(),
+            ..Manifest::default()
+        };
+        write(site, &m).unwrap();
+        let odd = dir(site).join(std::ffi::OsStr::from_bytes(b"\xff.json"));
+        std::fs::write(odd, "{}").unwrap();
+        let all = read_all(site);
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert_eq!(all[0].as_ref().unwrap().recipe, "good");
     }
 }
