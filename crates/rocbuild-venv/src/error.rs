@@ -95,6 +95,20 @@ pub enum VenvError {
     )]
     NameNotUtf8 { package: String, path: String },
 
+    #[error(
+        "{package} holds a file whose path is too long for rocbuild to keep a copy of: {path}"
+    )]
+    #[diagnostic(
+        code(rocbuild::venv::path_too_long),
+        help("its copy in .rocbuild/backup/ would need a path of {len} bytes, more than the {max} the OS opens, so `restore` could not give it back; nothing was changed. Move the venv to a shorter path, or remove the file (reinstall the package with pip), then run again")
+    )]
+    PathTooLong {
+        package: String,
+        path: String,
+        len: usize,
+        max: usize,
+    },
+
     #[error("{what} of {recipe} cannot be restored: {why}")]
     #[diagnostic(code(rocbuild::restore::no_baseline), help("{help}"))]
     NoBaseline {

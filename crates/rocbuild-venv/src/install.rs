@@ -381,9 +381,15 @@ pub fn abandon(site: &Path, created: bool) {
     }
 }
 
-/// A package whose folders hold a name that is not UTF-8 cannot be backed up byte for byte
-/// (rocbuild records paths as text): refused before anything moves, naming the file.
-fn refuse_unnamable(site: &Path, pkg: &Package) -> Result<()> {
+/// The longest path the OS opens (Linux's PATH_MAX less its NUL; Windows without long-path
+/// support is shorter still, but rocbuild's own paths there are checked the same way).
+const PATH_MAX: usize = 4095;
+
+/// A package whose folders hold a name that is not UTF-8, or a file whose kept copy's path
+/// (`.rocbuild/backup/<recipe>/…`, the longest rocbuild makes of it) would be longer than
+/// the OS opens, cannot be backed up and given back byte for byte: refused before anything
+/// moves, naming the file (not after installing, at `restore`).
+fn refuse_unnamable(site: &Path, recipe: &str, pkg: &Package) -> Result<()> {
     let dirs = pkg
         .roots
         .iter()
@@ -394,6 +400,18 @@ fn refuse_unnamable(site: &Path, pkg: &Package) -> Result<()> {
             return Err(VenvError::NameNotUtf8 {
                 package: pkg.distribution.clone(),
                 path: p.display().to_string(),
+            });
+        }
+    }
+    let kept = backup_dir(site, recipe);
+    for rel in ownership::footprint(site, pkg) {
+        let len = kept.join(&rel).as_os_str().len();
+        if len > PATH_MAX {
+            return Err(VenvError::PathTooLong {
+                package: pkg.distribution.clone(),
+                path: site.join(&rel).display().to_string(),
+                len,
+                max: PATH_MAX,
             });
         }
     }
@@ -478,7 +496,7 @@ pub fn swap(
 ) -> Result<Swapped> {
     let key = state_key::for_writing()?;
     if let Some(pkg) = take_over {
-        if let Err(e) = refuse_unnamable(site, pkg) {
+        if let Err(e) = refuse_unnamable(site, recipe, pkg) {
             abandon(site, created_state_dir);
             return Err(e);
         }
@@ -1027,6 +1045,43 @@ mod baseline {
         assert!(matches!(e, VenvError::NameNotUtf8 { .. }), "{e}");
         assert!(e.to_string().contains("caf"), "{e}");
         assert_eq!(snapshot(site), before);
+    }
+
+    /// A file of pip's whose kept copy would have a path longer than the OS opens: refused
+    /// before anything moves (before, it installed and then `restore` refused).
+    #[cfg(unix)]
+    #[test]
+    fn a_package_file_too_deep_to_keep_a_copy_of_is_refused_before_anything_moves() {
+        crate::state_key::configure_for_tests();
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path();
+        let mut rel = String::from("pkg");
+        while site.join(&rel).as_os_str().len() < PATH_MAX - 210 {
+            rel.push('/');
+            rel.push_str(&"d".repeat(200));
+        }
+        let fill = PATH_MAX - 1 - site.join(&rel).as_os_str().len();
+        rel.push('/');
+        rel.push_str(&"f".repeat(fill.min(250)));
+        std::fs::create_dir_all(site.join(&rel).parent().unwrap()).unwrap();
+        std::fs::write(site.join(&rel), b"pip").unwrap();
+        let created = begin(site).unwrap();
+        let staged = layout::txn(site).join("stage/lib.so");
+        std::fs::write(&staged, b"ours").unwrap();
+        let new = [NewFile {
+            rel: "pkg/lib.so".into(),
+            staged,
+        }];
+        let pkg = Package {
+            distribution: "pkg".into(),
+            roots: vec!["pkg".into()],
+        };
+        let e = swap(site, "r", created, &new, &[], Some(&pkg))
+            .err()
+            .unwrap();
+        assert!(matches!(e, VenvError::PathTooLong { .. }), "{e}");
+        assert!(!site.join("pkg/lib.so").exists());
+        assert!(site.join(&rel).exists());
     }
 
     /// rocbuild's own advice after a damaged manifest is "move it away and build again": the
