@@ -30,6 +30,9 @@ pub struct Context {
     /// `ROCBUILD_WINE_TIMEOUT`: seconds a verification under Wine may take.
     #[serde(skip)]
     pub wine_timeout: Option<u64>,
+    /// A proxy is configured (the settings step read it): no network check before a run.
+    #[serde(skip)]
+    pub proxied: bool,
     /// Where sdists are read before the index is asked: `ROCBUILD_SDISTS` (the mirror's
     /// `pypi/` is added by the planner).
     #[serde(skip)]

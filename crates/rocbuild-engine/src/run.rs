@@ -275,7 +275,7 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         return run_prebuilt(plan, p, log, previous);
     }
     // A source this machine cannot reach fails now, before any tool or pip install starts.
-    crate::source::preflight(&plan.source)?;
+    crate::source::preflight(&plan.source, plan.proxied)?;
     let likely_noop = previous
         .as_ref()
         .is_some_and(|m| m.fingerprint == plan.fingerprint);

@@ -301,6 +301,17 @@ const VOLATILE_ENV: &[&str] = &[
     "CLICOLOR_FORCE",
 ];
 
+/// The proxy variables git and the downloads honour: when one is set, the network check
+/// before a run is skipped.
+const PROXY_VARS: [&str; 6] = [
+    "https_proxy",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "HTTP_PROXY",
+    "ALL_PROXY",
+    "all_proxy",
+];
+
 /// The environment as far as a build depends on it: the planner's inputs (`CC`/`CXX`, `PATH`,
 /// the working directory, `ROCBUILD_WINE_TIMEOUT`, `ROCBUILD_SDISTS`, the sdist index) and
 /// what the build's processes inherit, read here once.
@@ -323,6 +334,7 @@ pub fn environment() -> rocbuild_engine::usecase::Environment {
         path: std::env::var_os(PATH),
         cwd: std::env::current_dir().unwrap_or_default(),
         wine_timeout: text(ROCBUILD_WINE_TIMEOUT).and_then(|v| v.trim().parse().ok()),
+        proxied: PROXY_VARS.iter().any(|v| text(v).is_some()),
         sdists: std::env::var_os(ROCBUILD_SDISTS)
             .filter(|v| !v.is_empty())
             .map(|v| std::env::split_paths(&v).collect())

@@ -48,12 +48,9 @@ fn sources() -> Vec<Source> {
                 continue;
             }
             let text = std::fs::read_to_string(&p).unwrap();
-            // Code only: stop at the unit tests' module (a test-only item earlier is code).
-            let code = text
-                .split("#[cfg(test)]\nmod ")
-                .next()
-                .and_then(|c| c.split("#[cfg(test)]\npub(crate) mod ").next())
-                .unwrap_or("");
+            // Code only: every `#[cfg(test)]` module is left out wherever it sits (code after
+            // it is read: a test module in the middle of a file hides nothing).
+            let code = without_test_modules(&text);
             let lines = code
                 .lines()
                 .enumerate()
@@ -65,6 +62,99 @@ fn sources() -> Vec<Source> {
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
+}
+
+/// `text` with each `#[cfg(test)] mod … { … }` (or `pub(crate) mod`) blanked out, line
+/// numbers kept: the module's braces are matched outside strings, chars and comments.
+fn without_test_modules(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let start = ["#[cfg(test)]\nmod ", "#[cfg(test)]\npub(crate) mod "]
+            .iter()
+            .filter_map(|m| rest.find(m))
+            .min();
+        let Some(start) = start else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..start]);
+        let end = match rest[start..].find('{') {
+            Some(open) => start + open + matching_brace(&rest[start + open..]),
+            None => rest.len(),
+        };
+        // Blank the module, keeping its newlines so line numbers stay true.
+        out.extend(rest[start..end].chars().filter(|c| *c == '\n'));
+        rest = &rest[end..];
+    }
+}
+
+/// The length of `s` (which starts with `{`) up to and including its matching `}`.
+fn matching_brace(s: &str) -> usize {
+    let b = s.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'r' if matches!(b.get(i + 1), Some(b'#') | Some(b'"'))
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) =>
+            {
+                let hashes = b[i + 1..].iter().take_while(|c| **c == b'#').count();
+                if b.get(i + 1 + hashes) == Some(&b'"') {
+                    let close = format!("\"{}", "#".repeat(hashes));
+                    let from = i + 2 + hashes;
+                    i = s[from..]
+                        .find(&close)
+                        .map_or(b.len(), |k| from + k + close.len())
+                        - 1;
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'\'' if b.get(i + 2) == Some(&b'\'') => i += 2,
+            b'\'' if b.get(i + 1) == Some(&b'\\') => {
+                // '\n', '\'', '\u{…}'
+                i += 2;
+                while i < b.len() && b[i] != b'\'' {
+                    i += 1;
+                }
+            }
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+#[test]
+fn test_modules_are_left_out_wherever_they_sit() {
+    let text = "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn t() { let s = \"}\"; let c = '}'; }\n    // }\n}\nfn b() { std::env::var(\"X\"); }\n";
+    let code = without_test_modules(text);
+    assert!(code.contains("fn a()") && code.contains("fn b()"), "{code}");
+    assert!(!code.contains("fn t()"), "{code}");
+    assert_eq!(code.lines().count(), text.lines().count());
 }
 
 /// The files whose code has a line with one of `needles`, each with its first such line.

@@ -78,6 +78,9 @@ pub struct Plan {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compiler: Option<wheel_compiler::CompilerParity>,
     pub source: SourcePlan,
+    /// A proxy is configured (from the settings step): the run skips its network check.
+    #[serde(skip)]
+    pub proxied: bool,
     pub tools: Option<ToolsPlan>,
     pub torch_cmake: Option<TorchCmakePlan>,
     /// rocBLAS/HIP compatibility header rocbuild writes and force-includes (HIP < 7).
@@ -255,6 +258,7 @@ pub fn plan(
         dependencies,
         compiler,
         source,
+        proxied: ctx.proxied,
         tools,
         torch_cmake,
         hip_compat,
@@ -621,6 +625,7 @@ pub(crate) mod testing {
             wheels_compiler: None,
             host_os: os,
             wine_timeout: None,
+            proxied: false,
             sdists: Vec::new(),
             sdist_index: None,
         }

@@ -1079,7 +1079,7 @@ pub const REACH_SECS: u64 = 3;
 /// within [`REACH_SECS`]), saying what works offline. Nothing is checked when the source needs
 /// no network: a local path, a mirror holding the repository, the release already in the
 /// cache, or a proxy configured (the connection would go through it).
-pub fn preflight(source: &crate::source::plan::SourcePlan) -> Result<()> {
+pub fn preflight(source: &crate::source::plan::SourcePlan, proxied: bool) -> Result<()> {
     let crate::source::plan::SourcePlan::Git {
         url,
         reference,
@@ -1096,16 +1096,6 @@ pub fn preflight(source: &crate::source::plan::SourcePlan) -> Result<()> {
         .as_deref()
         .and_then(|m| mirror_path(m, url))
         .is_some_and(|p| p.exists());
-    let proxied = [
-        "https_proxy",
-        "HTTPS_PROXY",
-        "http_proxy",
-        "HTTP_PROXY",
-        "ALL_PROXY",
-        "all_proxy",
-    ]
-    .iter()
-    .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
     if local_repo(url).is_some() || in_mirror || proxied || checkout.join(".git").exists() {
         return Ok(());
     }
@@ -1284,7 +1274,7 @@ mod preflight_tests {
         let c = r.commit(None, &sig, &sig, "x", &tree, &[]).unwrap();
         r.tag_lightweight("v0.15.0", &r.find_object(c, None).unwrap(), false)
             .unwrap();
-        let e = preflight(&source).unwrap_err();
+        let e = preflight(&source, false).unwrap_err();
         assert!(started.elapsed().as_secs() <= REACH_SECS + 1);
         let help = miette::Diagnostic::help(&e).unwrap().to_string();
         assert!(
@@ -1323,6 +1313,6 @@ mod preflight_tests {
             patches: Vec::new(),
             shipped: Vec::new(),
         };
-        assert!(preflight(&mirrored).is_ok());
+        assert!(preflight(&mirrored, false).is_ok());
     }
 }

@@ -160,6 +160,7 @@ fn context(
         ),
         host_os: machine.host.platform.os,
         wine_timeout: env.wine_timeout,
+        proxied: env.proxied,
         sdists: env.sdists.clone(),
         sdist_index: env.sdist_index.clone(),
     }

@@ -58,6 +58,9 @@ pub struct Environment {
     pub cwd: PathBuf,
     /// `ROCBUILD_WINE_TIMEOUT`: seconds a verification under Wine may take.
     pub wine_timeout: Option<u64>,
+    /// A proxy is configured (`https_proxy`, `HTTP_PROXY`, `ALL_PROXY`, …): the network check
+    /// before a run is skipped (the connection would go through the proxy).
+    pub proxied: bool,
     /// `ROCBUILD_SDISTS`: directories of sdists read before an index.
     pub sdists: Vec<PathBuf>,
     /// `ROCBUILD_SDIST_INDEX`, else `PIP_INDEX_URL`.
