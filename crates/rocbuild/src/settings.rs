@@ -139,6 +139,14 @@ pub fn state_key_dir(g: &crate::cli::Global) -> Result<std::path::PathBuf, Strin
     Ok(dir)
 }
 
+/// `TWINE_USERNAME` or `TWINE_PASSWORD` is set: twine has credentials of the user's (publish
+/// then gives it no placeholders). Only whether they are set is read, never their values.
+pub fn twine_configured() -> bool {
+    ["TWINE_USERNAME", "TWINE_PASSWORD"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+}
+
 /// `ROCBUILD_INDEX`: the indexes to look for rebuilt wheels on when no `--index` is given.
 pub fn index() -> Vec<String> {
     std::env::var(ROCBUILD_INDEX)

@@ -335,10 +335,6 @@ fn the_environment_is_read_only_in_the_settings_modules() {
                 "crates/rocbuild-doctor/src/examine.rs",
                 "ROCBLAS_TENSILE_LIBPATH as the user's Python will see it (doctor reports it)",
             ),
-            (
-                "crates/rocbuild-engine/src/usecase/publish.rs",
-                "TWINE_USERNAME/TWINE_PASSWORD are twine's own: only whether they are set",
-            ),
         ],
     );
 }

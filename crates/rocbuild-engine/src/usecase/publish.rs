@@ -36,6 +36,7 @@ pub fn publish(
     index: &str,
     cache: &Path,
     dry_run: bool,
+    twine_configured: bool,
     reporter: &mut dyn Reporter,
 ) -> Result<Published> {
     if index.trim().is_empty() {
@@ -91,7 +92,9 @@ pub fn publish(
     upload
         .env
         .insert("PYTHONPATH".into(), tools.display().to_string());
-    upload.env.extend(anonymous_credentials(index));
+    upload
+        .env
+        .extend(anonymous_credentials(index, twine_configured));
     reporter.note(&format!("upload {} -> {index}", built.path.display()));
     run(&upload, "upload the wheel").map_err(|e| match e {
         EngineError::Step { tail, .. } => EngineError::Publish {
@@ -113,10 +116,8 @@ pub fn publish(
 /// the user configured none — no `TWINE_USERNAME`/`TWINE_PASSWORD`, no userinfo in the URL,
 /// the index a URL rather than a `~/.pypirc` section — placeholders go: an index that does
 /// want credentials answers 401/403, and the error says where credentials are looked up.
-fn anonymous_credentials(index: &str) -> Vec<(String, String)> {
-    let configured = ["TWINE_USERNAME", "TWINE_PASSWORD"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+/// (`configured`: the settings step found `TWINE_USERNAME` or `TWINE_PASSWORD` set.)
+fn anonymous_credentials(index: &str, configured: bool) -> Vec<(String, String)> {
     let is_url = index.contains("://");
     if configured || !is_url || rocbuild_secret::credentials(index).is_some() {
         return Vec::new();

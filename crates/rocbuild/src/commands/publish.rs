@@ -15,6 +15,7 @@ pub fn publish(a: &PublishArgs, g: &Global) -> Result<ExitStatus> {
         &a.index,
         &cache,
         a.dry_run,
+        env::twine_configured(),
         &mut Stderr,
     )?;
     if a.dry_run {
