@@ -510,6 +510,14 @@ mod tests {
         std::fs::hard_link(&p, d.path().join("other")).unwrap();
         let e = check(&p).unwrap_err();
         assert!(e.contains("2 hard links"), "{e}");
+        std::fs::remove_file(d.path().join("other")).unwrap();
+        // Another user's key (only root can make one here).
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&p, Some(65534), None).unwrap();
+            let e = check(&p).unwrap_err();
+            assert!(e.contains("belongs to user id 65534"), "{e}");
+        }
     }
 
     #[cfg(unix)]
