@@ -1006,6 +1006,25 @@ mod baseline {
         sw.commit(&manifest_of("r"), None).unwrap();
     }
 
+    /// An install of `pkg/lib.so` that takes package `pkg` over: the error it is refused with.
+    fn take_over_refused(site: &Path) -> VenvError {
+        let created = begin(site).unwrap();
+        let staged = layout::txn(site).join("stage/lib.so");
+        std::fs::write(&staged, b"ours").unwrap();
+        let new = [NewFile {
+            rel: "pkg/lib.so".into(),
+            staged,
+        }];
+        let pkg = Package {
+            distribution: "pkg".into(),
+            roots: vec!["pkg".into()],
+        };
+        match swap(site, "r", created, &new, &[], Some(&pkg)) {
+            Ok(_) => panic!("the install was not refused"),
+            Err(e) => e,
+        }
+    }
+
     /// A file of pip's package whose name is not UTF-8: refused before anything moves,
     /// naming it (not a misleading "back up …: No such file" half-way through).
     #[cfg(unix)]
@@ -1028,20 +1047,7 @@ mod baseline {
                 .collect()
         };
         let before = snapshot(site);
-        let created = begin(site).unwrap();
-        let staged = layout::txn(site).join("stage/lib.so");
-        std::fs::write(&staged, b"ours").unwrap();
-        let new = [NewFile {
-            rel: "pkg/lib.so".into(),
-            staged,
-        }];
-        let pkg = Package {
-            distribution: "pkg".into(),
-            roots: vec!["pkg".into()],
-        };
-        let e = swap(site, "r", created, &new, &[], Some(&pkg))
-            .err()
-            .unwrap();
+        let e = take_over_refused(site);
         assert!(matches!(e, VenvError::NameNotUtf8 { .. }), "{e}");
         assert!(e.to_string().contains("caf"), "{e}");
         assert_eq!(snapshot(site), before);
@@ -1065,20 +1071,7 @@ mod baseline {
         rel.push_str(&"f".repeat(fill.min(250)));
         std::fs::create_dir_all(site.join(&rel).parent().unwrap()).unwrap();
         std::fs::write(site.join(&rel), b"pip").unwrap();
-        let created = begin(site).unwrap();
-        let staged = layout::txn(site).join("stage/lib.so");
-        std::fs::write(&staged, b"ours").unwrap();
-        let new = [NewFile {
-            rel: "pkg/lib.so".into(),
-            staged,
-        }];
-        let pkg = Package {
-            distribution: "pkg".into(),
-            roots: vec!["pkg".into()],
-        };
-        let e = swap(site, "r", created, &new, &[], Some(&pkg))
-            .err()
-            .unwrap();
+        let e = take_over_refused(site);
         assert!(matches!(e, VenvError::PathTooLong { .. }), "{e}");
         assert!(!site.join("pkg/lib.so").exists());
         assert!(site.join(&rel).exists());
