@@ -60,7 +60,7 @@ impl DepsReport {
 
 /// The venv `file` is in (a parent holding `pyvenv.cfg`), for its Python's `Py*` exports.
 fn venv_python(file: &Path) -> Option<PathBuf> {
-    let root = file.ancestors().find(|a| a.join("pyvenv.cfg").is_file())?;
+    let root = rocbuild_probe::platform::venv_root_of(file)?;
     rocbuild_probe::platform::any_venv_python(root)
 }
 

@@ -299,7 +299,7 @@ fn is_default_lib_dir(p: &Path) -> bool {
 /// onednn-cpu-gomp put shared libraries); absolute otherwise.
 pub fn search_entries(origin: &str, dest: &Path, site: &Path, finds: &[PathBuf]) -> Vec<String> {
     let mut out = vec![origin.to_string()];
-    let venv_root = site.ancestors().find(|a| a.join("pyvenv.cfg").is_file());
+    let venv_root = rocbuild_probe::platform::venv_root_of(site);
     for f in finds {
         if f.as_os_str().is_empty() || is_default_lib_dir(f) {
             continue;

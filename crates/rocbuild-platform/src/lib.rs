@@ -268,7 +268,7 @@ pub fn shared_sites_of(site: &Path) -> Vec<PathBuf> {
             }
         }
     }
-    let Some(root) = site.ancestors().find(|a| a.join("pyvenv.cfg").is_file()) else {
+    let Some(root) = venv_root_of(site) else {
         return out;
     };
     let cfg = std::fs::read_to_string(root.join("pyvenv.cfg")).unwrap_or_default();
@@ -315,6 +315,13 @@ pub fn any_site_packages(root: &Path, first: Os) -> Option<PathBuf> {
     [first, Os::Linux, Os::Windows]
         .into_iter()
         .find_map(|os| os.rules().site_packages(root))
+}
+
+/// The venv `path` lies in: its nearest ancestor (itself included) that holds `pyvenv.cfg`.
+/// The one place this rule is written (the probe, doctor, the linker, the venv state and the
+/// cache check ask here).
+pub fn venv_root_of(path: &Path) -> Option<&Path> {
+    path.ancestors().find(|a| a.join("pyvenv.cfg").is_file())
 }
 
 /// The interpreter of a venv found from one of its files: the first of every OS's layouts

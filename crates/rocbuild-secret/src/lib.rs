@@ -328,12 +328,14 @@ pub fn check_cache_dir(dir: &std::path::Path) -> Result<(), String> {
 /// The venv or conda environment (a directory with `pyvenv.cfg` or `conda-meta/`), or the
 /// `site-packages` / `dist-packages` directory, that `dir` lies in, if any.
 fn enclosing_environment(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    if let Some(venv) = rocbuild_platform::venv_root_of(dir) {
+        return Some(venv.to_path_buf());
+    }
     dir.ancestors().find_map(|a| {
         let named = a
             .file_name()
             .is_some_and(|n| n == "site-packages" || n == "dist-packages");
-        let env = a.join("pyvenv.cfg").is_file() || a.join("conda-meta").is_dir();
-        (named || env).then(|| a.to_path_buf())
+        (named || a.join("conda-meta").is_dir()).then(|| a.to_path_buf())
     })
 }
 

@@ -62,9 +62,7 @@ impl VenvLayout {
 
     /// A layout for a known site-packages (the root is its venv's, when it looks like one).
     pub fn at_site(site: &Path) -> VenvLayout {
-        let root = site
-            .ancestors()
-            .find(|a| a.join("pyvenv.cfg").is_file())
+        let root = rocbuild_probe::platform::venv_root_of(site)
             .unwrap_or(site)
             .to_path_buf();
         VenvLayout {
