@@ -57,7 +57,7 @@ fn world() -> &'static World {
         std::fs::write(canary.join("dir/file"), b"keep too").unwrap();
         let keys = root.join("cache");
         std::fs::create_dir_all(&keys).unwrap();
-        state_key::configure(Some(keys));
+        state_key::configure(Ok(keys));
         state_key::for_writing().unwrap();
         let site = root.join("venv/lib/python3.11/site-packages");
         let mut w = World { root, site, canary, before: BTreeMap::new() };
@@ -106,13 +106,20 @@ fuzz_target!(|data: &[u8]| {
         let _ = install::recover(&w.site);
         check(w, "recovering a sealed journal");
     }
-    // 3. The bytes as a manifest, restored.
+    // 3. The bytes as a manifest, restored: as they are (a planted manifest), and sealed with
+    //    the user's key (rocbuild's own, with whatever it holds).
     if let Ok(m) = manifest::parse(text) {
-        reset(w);
         if manifest::is_plain_name(&m.recipe) {
+            reset(w);
             std::fs::write(manifest::path(&w.site, &m.recipe), text).unwrap();
             let _ = restore::restore(&w.site, &m.recipe);
-            check(w, "restoring a manifest");
+            check(w, "restoring a planted manifest");
+            reset(w);
+            let key = state_key::for_writing().unwrap();
+            let sealed = manifest::sealed_text(&w.site, &m, &key);
+            std::fs::write(manifest::path(&w.site, &m.recipe), sealed).unwrap();
+            let _ = restore::restore(&w.site, &m.recipe);
+            check(w, "restoring a sealed manifest");
         }
     }
 });
