@@ -11,8 +11,16 @@ use std::path::{Path, PathBuf};
 use crate::chroot_rocm::{bitsandbytes_wheels, chroot_site, in_chroot, show};
 use crate::common::*;
 
-/// The CUDA chroot (`$ROCBUILD_TEST_CHROOT_CUDA`, else under the chroot cache), or None said.
+/// The CUDA chroot (`$ROCBUILD_TEST_CHROOT_CUDA`, else under the chroot cache), or None said
+/// (also when `$ROCBUILD_TEST_CHROOT_CUDA_SKIP` says why).
 fn cuda_chroot() -> Option<PathBuf> {
+    if let (None, Ok(why)) = (
+        std::env::var_os("ROCBUILD_TEST_CHROOT_CUDA"),
+        std::env::var("ROCBUILD_TEST_CHROOT_CUDA_SKIP"),
+    ) {
+        rocbuild_testkit::skip::skipped(&why);
+        return None;
+    }
     let d = std::env::var_os("ROCBUILD_TEST_CHROOT_CUDA")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -24,10 +32,10 @@ fn cuda_chroot() -> Option<PathBuf> {
     if d.join("usr/bin/nvcc").exists() {
         return Some(d);
     }
-    eprintln!(
-        "SKIPPED: no CUDA chroot at {} (`cargo xtask chroots trixie-cuda12`, as root, makes it)",
+    rocbuild_testkit::skip::skipped(&format!(
+        "no CUDA chroot at {} (`cargo xtask chroots trixie-cuda12`, as root, makes it)",
         d.display()
-    );
+    ));
     None
 }
 

@@ -132,7 +132,7 @@ fn chroot(var: &str, name: &str) -> Option<PathBuf> {
         return Some(PathBuf::from(d));
     }
     if let Ok(why) = std::env::var(format!("{var}_SKIP")) {
-        eprintln!("SKIPPED: {why}");
+        rocbuild_testkit::skip::skipped(&why);
         return None;
     }
     let cache = std::env::var_os("ROCBUILD_TEST_CHROOTS")
@@ -142,10 +142,10 @@ fn chroot(var: &str, name: &str) -> Option<PathBuf> {
     if d.join("usr/include/hip/hip_version.h").is_file() {
         return Some(d);
     }
-    eprintln!(
-        "SKIPPED: the {name} chroot is absent ({}); `cargo xtask chroots` (as root) makes it",
+    rocbuild_testkit::skip::skipped(&format!(
+        "the {name} chroot is absent ({}); `cargo xtask chroots` (as root) makes it",
         d.display()
-    );
+    ));
     None
 }
 
@@ -587,7 +587,7 @@ fn sid_rocm_6_4_real_ctranslate2_recipe_checks_its_system_libraries_first() {
         return;
     };
     if root.join("usr/include/x86_64-linux-gnu/cblas.h").exists() {
-        eprintln!("SKIPPED: this sid chroot has OpenBLAS installed");
+        rocbuild_testkit::skip::skipped("this sid chroot has OpenBLAS installed");
         return;
     }
     let (work, inner, venv) = ct2_scene(&root, "rocbuild-e2e-ct2-");
@@ -677,8 +677,8 @@ fn experimental_rocm_7_2_names_the_openmp_runtime_of_its_own_clang() {
     if !has("usr/lib/llvm-22/lib/clang/22/amdgcn")
         || has("usr/lib/llvm-22/lib/clang/22/include/omp.h")
     {
-        eprintln!(
-            "SKIPPED: this chroot's ROCm is not on clang 22, or clang 22 has its OpenMP runtime"
+        rocbuild_testkit::skip::skipped(
+            "this chroot's ROCm is not on clang 22, or clang 22 has its OpenMP runtime",
         );
         return;
     }
@@ -769,7 +769,9 @@ fn sid_rocm_6_4_names_the_hipblaslt_bitsandbytes_needs_before_fetching() {
 #[test]
 fn sid_rocm_6_4_with_hipblaslt_builds_bitsandbytes_hip_for_gfx1010_and_gfx1030() {
     if std::env::var_os("ROCBUILD_TEST_SLOW_HIP").is_none() {
-        eprintln!("SKIPPED: a 12-minute HIP build; set ROCBUILD_TEST_SLOW_HIP=1 to run it");
+        rocbuild_testkit::skip::skipped(
+            "a 12-minute HIP build; set ROCBUILD_TEST_SLOW_HIP=1 to run it",
+        );
         return;
     }
     let Some(shared) = chroot("ROCBUILD_TEST_CHROOT_ROCM64", "sid-rocm6.4") else {
@@ -780,7 +782,7 @@ fn sid_rocm_6_4_with_hipblaslt_builds_bitsandbytes_hip_for_gfx1010_and_gfx1030()
         .map(PathBuf::from)
         .filter(|m| m.join(repo).is_dir())
     else {
-        eprintln!("SKIPPED: no {repo} under $ROCBUILD_TEST_MIRROR");
+        rocbuild_testkit::skip::skipped(&format!("no {repo} under $ROCBUILD_TEST_MIRROR"));
         return;
     };
     let copy = tempfile::Builder::new()
@@ -955,7 +957,9 @@ fn sid_rocm_6_4_plans_llama_cpp_python_for_gfx1010_and_gfx1030() {
 #[test]
 fn sid_rocm_6_4_builds_llama_cpp_python_hip_for_gfx1010_and_gfx1030() {
     if std::env::var_os("ROCBUILD_TEST_SLOW_HIP").is_none() {
-        eprintln!("SKIPPED: a 12-minute HIP build; set ROCBUILD_TEST_SLOW_HIP=1 to run it");
+        rocbuild_testkit::skip::skipped(
+            "a 12-minute HIP build; set ROCBUILD_TEST_SLOW_HIP=1 to run it",
+        );
         return;
     }
     let Some(root) = chroot("ROCBUILD_TEST_CHROOT_ROCM64", "sid-rocm6.4") else {
@@ -964,10 +968,10 @@ fn sid_rocm_6_4_builds_llama_cpp_python_hip_for_gfx1010_and_gfx1030() {
     let sdist = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../cache/llama/sdists/llama_cpp_python-0.3.36.tar.gz");
     if !sdist.is_file() {
-        eprintln!(
-            "SKIPPED: {} is absent (the CPU llama test fetches it)",
+        rocbuild_testkit::skip::skipped(&format!(
+            "{} is absent (the CPU llama test fetches it)",
             sdist.display()
-        );
+        ));
         return;
     }
     let (work, inner, venv) = ct2_scene(&root, "rocbuild-e2e-llamahip-");

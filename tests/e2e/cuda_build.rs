@@ -63,10 +63,10 @@ pub(crate) fn cuda_wheels() -> Option<PathBuf> {
     if missing.is_empty() {
         return Some(dir);
     }
-    eprintln!(
-        "SKIPPED: the CUDA 13.2 wheels {missing:?} are not in {} (cargo xtask test downloads them)",
+    rocbuild_testkit::skip::skipped(&format!(
+        "the CUDA 13.2 wheels {missing:?} are not in {} (cargo xtask test downloads them)",
         dir.display()
-    );
+    ));
     None
 }
 

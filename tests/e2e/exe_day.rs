@@ -32,15 +32,10 @@ pub(crate) struct Exe {
 }
 
 pub(crate) fn exe_world() -> Option<Exe> {
-    if let Ok(why) = std::env::var("ROCBUILD_TEST_EXE_SKIP") {
-        eprintln!("SKIPPED: {why}");
-        return None;
-    }
-    let exe = std::env::var_os("ROCBUILD_TEST_EXE")
-        .map(PathBuf::from)
-        .expect(
-        "ROCBUILD_TEST_EXE: run the tests through `cargo xtask test`, which builds rocbuild.exe",
-    );
+    let exe = rocbuild_testkit::skip::world(
+        "ROCBUILD_TEST_EXE",
+        "rocbuild.exe for Windows: `cargo xtask exe` makes cache/exe/rocbuild.exe",
+    )?;
     assert!(
         exe.is_file(),
         "ROCBUILD_TEST_EXE={} is no file",

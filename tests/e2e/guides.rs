@@ -148,7 +148,7 @@ fn same_everywhere(text: &str) -> String {
 /// (said, with why); `cargo xtask test` makes every one of them.
 fn stage_for(guide: &str) -> Option<Stage> {
     match guide {
-        "torchcodec-rocm.md" => Some(torchcodec_rocm()),
+        "torchcodec-rocm.md" => torchcodec_rocm(),
         "import-fails.md" => Some(import_fails()),
         "keep-working.md" | "team.md" => Some(fixture_built()),
         "ctranslate2-rdna1.md" => Some(ctranslate2_rdna1()),
@@ -220,7 +220,7 @@ fn matches(label: &str, actual: &str, shown: &str) -> Result<(), snapbox::assert
 fn known_guide(name: &str) -> bool {
     matches!(
         name,
-        "frozen-app.md" | "macos-ffmpeg.md" | "windows-from-linux.md"
+        "torchcodec-rocm.md" | "frozen-app.md" | "macos-ffmpeg.md" | "windows-from-linux.md"
     )
 }
 
@@ -266,7 +266,7 @@ fn planned(stage: &mut Stage, m: &serde_json::Value) {
     .to_vec();
 }
 
-fn torchcodec_rocm() -> Stage {
+fn torchcodec_rocm() -> Option<Stage> {
     let mut stage = Stage::new();
     // A 2026 ROCm torch, with Debian's libjpeg-turbo and libpng development files.
     let mut m = crate::plans::machine("linux");
@@ -284,7 +284,7 @@ fn torchcodec_rocm() -> Stage {
     planned(&mut stage, &m);
     // The stock-wheel answer is about the real PyPI torch (a CUDA 13 build): that command
     // runs on this machine, in the venv `cargo xtask test` installed it in.
-    let real = crate::real_torch::real_torch_venv();
+    let real = crate::real_torch::real_torch_venv()?;
     let cache = stage.root.join("cache").display().to_string();
     let venv = real.display().to_string();
     stage
@@ -292,7 +292,7 @@ fn torchcodec_rocm() -> Stage {
         .push(("rocbuild torchcodec".into(), vec!["--cache".into(), cache]));
     stage.env("VIRTUAL_ENV", &real);
     stage.shown_as.push((venv, "/home/me/.venv".into()));
-    stage
+    Some(stage)
 }
 
 fn import_fails() -> Stage {

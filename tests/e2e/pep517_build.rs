@@ -22,9 +22,12 @@ fn repo_cache(name: &str) -> PathBuf {
 
 #[test]
 fn torchsort_is_built_from_its_sdist_by_its_own_backend_against_the_venvs_torch() {
+    let Some(real) = real_torch_venv() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let venv = tmp.path().join("venv");
-    let site = venv_over(&real_torch_venv(), &venv);
+    let site = venv_over(&real, &venv);
     let v = venv.to_str().unwrap();
     let cache = repo_cache("torchsort");
     let c = cache.to_str().unwrap();

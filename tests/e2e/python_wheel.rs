@@ -11,15 +11,10 @@ use crate::common::*;
 use crate::ctranslate2_build::fixture_recipes;
 
 fn wheel() -> Option<PathBuf> {
-    match std::env::var("ROCBUILD_TEST_PY_WHEEL") {
-        Ok(w) => Some(PathBuf::from(w)),
-        Err(_) => {
-            eprintln!(
-                "SKIPPED: ROCBUILD_TEST_PY_WHEEL is not set (cargo xtask test builds the wheel)"
-            );
-            None
-        }
-    }
+    rocbuild_testkit::skip::world(
+        "ROCBUILD_TEST_PY_WHEEL",
+        "rocbuild's own manylinux wheel: `cargo xtask wheel` makes it in cache/dist",
+    )
 }
 
 /// A fresh venv at `dir` with the wheel installed by pip; its `rocbuild`.

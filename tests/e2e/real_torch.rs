@@ -13,13 +13,19 @@ assert lib.realext_sum() == 4.0, lib.realext_sum()
 import torch
 print("at::ones(4).sum() =", lib.realext_sum(), "with torch", torch.__version__)"#;
 
-pub(crate) fn real_torch_venv() -> PathBuf {
-    PathBuf::from(std::env::var("ROCBUILD_TEST_TORCH_VENV").expect("ROCBUILD_TEST_TORCH_VENV: run the tests through `cargo xtask test`, which installs the real torch"))
+/// The venv holding the real PyPI torch, or None (SKIPPED said: `cargo xtask test` makes it).
+pub(crate) fn real_torch_venv() -> Option<PathBuf> {
+    rocbuild_testkit::skip::world(
+        "ROCBUILD_TEST_TORCH_VENV",
+        "the venv with the real PyPI torch, cache/venvs/torch-real",
+    )
 }
 
 #[test]
 fn builds_against_the_real_pypi_torch_with_the_lite_package() {
-    let venv = real_torch_venv();
+    let Some(venv) = real_torch_venv() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let (recipes, wheels) = realext_world(root);
@@ -126,7 +132,9 @@ pub(crate) fn venv_over(real: &Path, venv: &Path) -> PathBuf {
 /// and must not call an error what its own load test shows loading (issue 11, item 6).
 #[test]
 fn doctor_does_not_contradict_its_load_test_on_the_pypi_cuda_torch() {
-    let real = real_torch_venv();
+    let Some(real) = real_torch_venv() else {
+        return;
+    };
     let wheel = pypi_torchcodec_wheel(&real);
     let tmp = tempfile::tempdir().unwrap();
     let venv = tmp.path().join("venv");
@@ -221,7 +229,9 @@ fn complete_torch_requirements(real: &Path, site: &Path) {
 /// same torch WITH its dependencies resolved, and `pip check` passes (issue 11, item 2).
 #[test]
 fn the_wheel_of_a_build_against_the_pypi_cuda_torch_installs_with_pip_and_passes_pip_check() {
-    let real = real_torch_venv();
+    let Some(real) = real_torch_venv() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let (recipes, wheels) = realext_world(root);
@@ -305,7 +315,9 @@ fn the_wheel_of_a_build_against_the_pypi_cuda_torch_installs_with_pip_and_passes
 /// top directory; torch's own libraries are `torch`'s. Text and JSON agree.
 #[test]
 fn deps_names_the_distribution_that_installed_each_library() {
-    let venv = real_torch_venv();
+    let Some(venv) = real_torch_venv() else {
+        return;
+    };
     let lib = site_packages(&venv).join("torch/lib/libtorch_cuda.so");
     let out = rocbuild(&["deps", lib.to_str().unwrap(), "--json"], &[]);
     assert!(!out.stdout.is_empty(), "{}", out.stderr);
@@ -395,7 +407,9 @@ fn package_bytes(
 /// Before ownership was recorded, the restore left only pip's orphaned libraries.
 #[test]
 fn restore_after_pip_overwrote_and_a_rebuild_gives_pips_torchcodec_back() {
-    let real = real_torch_venv();
+    let Some(real) = real_torch_venv() else {
+        return;
+    };
     let wheel = pypi_wheel(&real, "torchcodec", "0.15.0");
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
@@ -523,7 +537,9 @@ fn restore_after_pip_overwrote_and_a_rebuild_gives_pips_torchcodec_back() {
 /// (nothing fetched, the venv untouched); `--dry-run --no-binary` plans the build anyway.
 #[test]
 fn no_build_when_the_stock_wheel_works_with_the_real_torch() {
-    let venv = real_torch_venv();
+    let Some(venv) = real_torch_venv() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let cache = tmp.path().join("cache");
     let site_before = std::fs::read_dir(venv.join("lib"))
@@ -606,10 +622,12 @@ fn the_real_torchcodec_0_16_decodes_a_real_jpeg_and_png() {
         .map(PathBuf::from)
         .filter(|m| m.join("github.com/meta-pytorch/torchcodec.git").is_dir())
     else {
-        eprintln!("SKIPPED: no torchcodec mirror under $ROCBUILD_TEST_MIRROR");
+        rocbuild_testkit::skip::skipped("no torchcodec mirror under $ROCBUILD_TEST_MIRROR");
         return;
     };
-    let real = real_torch_venv();
+    let Some(real) = real_torch_venv() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let venv = tmp.path().join("venv");
     venv_over(&real, &venv);
@@ -677,7 +695,9 @@ fn the_real_torchcodec_0_16_decodes_a_real_jpeg_and_png() {
 /// `libcublas.so.12` on LD_LIBRARY_PATH (a library built here under that name) ends it.
 #[test]
 fn doctor_names_the_cuda_library_ctranslate2_loads_by_name_and_torch_lacks() {
-    let real = real_torch_venv();
+    let Some(real) = real_torch_venv() else {
+        return;
+    };
     let wheel = pypi_wheel(&real, "ctranslate2", "4.8.5");
     let tmp = tempfile::tempdir().unwrap();
     let venv = tmp.path().join("venv");

@@ -13,16 +13,16 @@ pub(crate) fn mirror_with(repo: &str) -> Option<PathBuf> {
     if m.join(repo).is_dir() {
         Some(m)
     } else {
-        eprintln!("SKIPPED: no {repo} under $ROCBUILD_TEST_MIRROR");
+        rocbuild_testkit::skip::skipped(&format!("no {repo} under $ROCBUILD_TEST_MIRROR"));
         None
     }
 }
 
 /// A venv of its own holding the real PyPI torch (hard links to the shared one, which stays
-/// untouched) plus `extra` from PyPI.
-fn torch_venv_with(dir: &Path, extra: &[&str]) -> PathBuf {
+/// untouched) plus `extra` from PyPI; None (SKIPPED said) without the real torch venv.
+fn torch_venv_with(dir: &Path, extra: &[&str]) -> Option<PathBuf> {
     let venv = dir.join("venv");
-    let real = crate::real_torch::real_torch_venv();
+    let real = crate::real_torch::real_torch_venv()?;
     let ok = Command::new("cp")
         .arg("-al")
         .arg(&real)
@@ -43,7 +43,7 @@ fn torch_venv_with(dir: &Path, extra: &[&str]) -> PathBuf {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    venv
+    Some(venv)
 }
 
 /// bitsandbytes 0.50.1's CPU library, built from its tag by the TOML-only recipe: installed
@@ -58,7 +58,9 @@ fn bitsandbytes_cpu_is_built_from_its_tag_and_quantizes() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let venv = torch_venv_with(tmp.path(), &["numpy", "packaging"]);
+    let Some(venv) = torch_venv_with(tmp.path(), &["numpy", "packaging"]) else {
+        return;
+    };
     let v = venv.to_str().unwrap();
     let cache = tmp.path().join("cache");
     let mirror_s = mirror.display().to_string();
@@ -321,7 +323,7 @@ fn cuda_world(repo: &str, extra: &[&str]) -> Option<CudaWorld> {
     let mirror = mirror_with(repo)?;
     let wheels = crate::cuda_build::cuda_wheels()?;
     let tmp = tempfile::tempdir().unwrap();
-    let venv = torch_venv_with(tmp.path(), extra);
+    let venv = torch_venv_with(tmp.path(), extra)?;
     let env = [
         ("ROCBUILD_MIRROR", mirror.display().to_string()),
         ("ROCBUILD_CUDA_WHEELS", wheels.display().to_string()),

@@ -53,8 +53,8 @@ pub(crate) fn world_with_tests() -> Option<World> {
 /// The fixture world with the [test] table and pytest's wheels beside the fixture's.
 fn world(init: Option<&str>) -> Option<World> {
     let Some(pytest) = pytest_wheels() else {
-        eprintln!(
-            "SKIPPED: no pytest wheels under cache/wheels/pytest (cargo xtask test fetches them)"
+        rocbuild_testkit::skip::skipped(
+            "no pytest wheels under cache/wheels/pytest (cargo xtask test fetches them)",
         );
         return None;
     };

@@ -45,13 +45,10 @@ impl World {
 
 /// The world, or None (the test says SKIPPED and why) when `cargo xtask` could not make it.
 pub(crate) fn world() -> Option<World> {
-    if let Ok(why) = std::env::var("ROCBUILD_TEST_WINDOWS_SKIP") {
-        eprintln!("SKIPPED: {why}");
-        return None;
-    }
-    let dir = std::env::var("ROCBUILD_TEST_WINDOWS").expect(
-        "ROCBUILD_TEST_WINDOWS: run the tests through `cargo xtask test`, which makes the Windows world",
-    );
+    let dir = rocbuild_testkit::skip::world(
+        "ROCBUILD_TEST_WINDOWS",
+        "the Windows world's folder, cache/windows: MSVC sysroot, Windows CPython, torch wheels, Wine prefix",
+    )?;
     let text = std::fs::read_to_string(Path::new(&dir).join("world.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let p = |k: &str| PathBuf::from(v[k].as_str().unwrap_or_else(|| panic!("world.json: {k}")));
@@ -528,7 +525,7 @@ pub(crate) fn torchcodec_mirror() -> Option<PathBuf> {
         .is_dir()
         .then_some(m)
         .or_else(|| {
-            eprintln!("SKIPPED: no torchcodec mirror under $ROCBUILD_TEST_MIRROR");
+            rocbuild_testkit::skip::skipped("no torchcodec mirror under $ROCBUILD_TEST_MIRROR");
             None
         })
 }
@@ -680,7 +677,9 @@ fn the_real_ctranslate2_is_built_for_the_windows_venv_and_generates_under_wine()
                 && m.join("github.com/uxlfoundation/oneDNN.git").is_dir()
         })
     else {
-        eprintln!("SKIPPED: no CTranslate2 + oneDNN mirror under $ROCBUILD_TEST_MIRROR");
+        rocbuild_testkit::skip::skipped(
+            "no CTranslate2 + oneDNN mirror under $ROCBUILD_TEST_MIRROR",
+        );
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

@@ -12,6 +12,7 @@ pub mod machine;
 pub mod native;
 pub mod redis;
 pub mod rocm;
+pub mod skip;
 pub mod upstream;
 
 use base64::Engine;

@@ -145,18 +145,18 @@ pub fn wheel(w: &Wheel) -> Option<PathBuf> {
     match (out, find(&dir, w)) {
         (_, Some(p)) => Some(p),
         (Ok(o), None) => {
-            eprintln!(
-                "SKIPPED: {}=={} ({}) is not in {} and pip could not download it (no network?): {}",
+            crate::skip::skipped(&format!(
+                "{}=={} ({}) is not in {} and pip could not download it (no network?; `cargo xtask setup` fetches it): {}",
                 w.name,
                 w.version,
                 w.platform,
                 dir.display(),
                 String::from_utf8_lossy(&o.stderr).trim()
-            );
+            ));
             None
         }
         (Err(e), None) => {
-            eprintln!("SKIPPED: cannot run pip to download {}: {e}", w.name);
+            crate::skip::skipped(&format!("cannot run pip to download {}: {e}", w.name));
             None
         }
     }
