@@ -120,84 +120,40 @@ pub fn fuzz(args: &[String]) -> Result<()> {
         None => 60,
     };
     let ws = workspace_root();
-    let fuzz_dir = ws.join("fuzz");
-    let host = host_triple()?;
-    println!("xtask: fuzz: building the targets with sanitizer coverage ({host}, stable rustc)");
-    // --target keeps RUSTFLAGS off build scripts and proc macros (they must not be
-    // instrumented: nothing links libFuzzer's coverage callbacks into them).
-    run_inherit(
-        Command::new(cargo())
-            .current_dir(&fuzz_dir)
-            .args(["build", "--release", "--bins", "--target", &host])
-            .env("RUSTFLAGS", RUSTFLAGS.join(" "))
-            .env("CARGO_TARGET_DIR", fuzz_dir.join("target")),
-    )?;
-    let bin_dir = fuzz_dir.join("target").join(&host).join("release");
+    let bin_dir = build(&ws)?;
     let mut figures = Vec::new();
     for t in TARGETS {
-        let corpus = fuzz_dir.join("corpus").join(t);
-        let seeds = fuzz_dir.join("target/seeds").join(t);
-        seed(&ws, t, &seeds)?;
-        std::fs::create_dir_all(&corpus).map_err(|e| e.to_string())?;
-        let artifacts = fuzz_dir.join("artifacts").join(t);
-        std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
-        println!("xtask: fuzz: {t} for {seconds} s");
-        let started = Instant::now();
-        let out = Command::new(bin_dir.join(t))
-            .arg(&corpus)
-            .arg(&seeds)
-            .arg(format!("-max_total_time={seconds}"))
-            .arg("-print_final_stats=1")
-            .arg("-timeout=10")
-            .arg("-rss_limit_mb=2048")
-            .arg("-max_len=1048576")
-            .arg(format!("-artifact_prefix={}/", artifacts.display()))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run the {t} fuzzer: {e}"))?;
-        let log = String::from_utf8_lossy(&out.stderr);
-        let execs = stat(&log, "number_of_executed_units").unwrap_or(0);
-        let crash = if out.status.success() {
-            None
-        } else {
-            let found = log.lines().find_map(|l| {
-                l.split("Test unit written to ")
-                    .nth(1)
-                    .map(|p| PathBuf::from(p.trim()))
-            });
-            let tail: Vec<&str> = log.lines().rev().take(40).collect();
-            eprintln!(
-                "xtask: fuzz: {t} FAILED ({}):\n{}",
-                out.status,
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-            );
-            Some(found.unwrap_or_else(|| artifacts.clone()))
-        };
-        let corpus_n = std::fs::read_dir(&corpus).map(|d| d.count()).unwrap_or(0);
-        let f = Figures {
-            target: t.to_string(),
-            seconds: started.elapsed().as_secs(),
-            execs,
-            execs_per_sec: stat(&log, "average_exec_per_sec").unwrap_or(0),
-            corpus: corpus_n,
-            crash,
-        };
-        println!(
-            "xtask: fuzz: {t}: {} runs in {} s ({} /s), corpus {}, {}",
-            f.execs,
-            f.seconds,
-            f.execs_per_sec,
-            f.corpus,
-            f.crash.as_ref().map_or("no crash".to_string(), |c| format!(
-                "CRASH: {}",
-                c.display()
-            ))
-        );
-        figures.push(f);
+        figures.push(run_target(&ws, &bin_dir, t, seconds)?);
     }
     let section = markdown(&figures);
     crate::bench::replace_section(&ws.join("BENCHMARKS.md"), FUZZ_SECTION, &section)?;
     println!("\n{section}\nxtask: fuzz: wrote the figures into BENCHMARKS.md");
+    crashed(&figures)
+}
+
+/// The fuzz crate built and each target run for [`SMOKE_SECONDS`], as part of `cargo xtask
+/// test`: the crate is no workspace member, so nothing else would notice when it stops
+/// compiling, and a target that crashes at once on its seeds fails the run. BENCHMARKS.md is
+/// not touched (`cargo xtask fuzz` writes the figures of a real fuzzing run there).
+pub fn smoke() -> Result<()> {
+    let ws = workspace_root();
+    let bin_dir = crate::report::phase("fuzz: build the targets (release)", || build(&ws))?;
+    crate::report::phase(
+        &format!("fuzz: {} targets x {SMOKE_SECONDS} s", TARGETS.len()),
+        || {
+            let mut figures = Vec::new();
+            for t in TARGETS {
+                figures.push(run_target(&ws, &bin_dir, t, SMOKE_SECONDS)?);
+            }
+            crashed(&figures)
+        },
+    )
+}
+
+/// Seconds each target runs in `cargo xtask test`.
+pub const SMOKE_SECONDS: u64 = 10;
+
+fn crashed(figures: &[Figures]) -> Result<()> {
     let crashed: Vec<&str> = figures
         .iter()
         .filter(|f| f.crash.is_some())
@@ -208,6 +164,94 @@ pub fn fuzz(args: &[String]) -> Result<()> {
     } else {
         Err(format!("crashes found by: {}", crashed.join(", ")))
     }
+}
+
+/// Build every target with sanitizer coverage; the folder holding the binaries.
+fn build(ws: &Path) -> Result<PathBuf> {
+    let fuzz_dir = ws.join("fuzz");
+    let host = host_triple()?;
+    // The fuzz crate is its own workspace with a git-ignored lock file: started from the
+    // workspace's, it builds the same dependency versions the tests ran with.
+    let lock = fuzz_dir.join("Cargo.lock");
+    if !lock.exists() {
+        std::fs::copy(ws.join("Cargo.lock"), &lock)
+            .map_err(|e| format!("cannot copy Cargo.lock to {}: {e}", lock.display()))?;
+    }
+    println!("xtask: fuzz: building the targets with sanitizer coverage ({host}, stable rustc)");
+    // --target keeps RUSTFLAGS off build scripts and proc macros (they must not be
+    // instrumented: nothing links libFuzzer's coverage callbacks into them).
+    run_inherit(
+        Command::new(cargo())
+            .current_dir(&fuzz_dir)
+            .args(["build", "--release", "--bins", "--target", &host])
+            .env("RUSTFLAGS", RUSTFLAGS.join(" "))
+            .env("CARGO_TARGET_DIR", fuzz_dir.join("target")),
+    )?;
+    Ok(fuzz_dir.join("target").join(&host).join("release"))
+}
+
+/// One target run for `seconds` from its corpus and seeds.
+fn run_target(ws: &Path, bin_dir: &Path, t: &str, seconds: u64) -> Result<Figures> {
+    let fuzz_dir = ws.join("fuzz");
+    let corpus = fuzz_dir.join("corpus").join(t);
+    let seeds = fuzz_dir.join("target/seeds").join(t);
+    seed(ws, t, &seeds)?;
+    std::fs::create_dir_all(&corpus).map_err(|e| e.to_string())?;
+    let artifacts = fuzz_dir.join("artifacts").join(t);
+    std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
+    println!("xtask: fuzz: {t} for {seconds} s");
+    let started = Instant::now();
+    let out = Command::new(bin_dir.join(t))
+        .arg(&corpus)
+        .arg(&seeds)
+        .arg(format!("-max_total_time={seconds}"))
+        .arg("-print_final_stats=1")
+        .arg("-timeout=10")
+        .arg("-rss_limit_mb=2048")
+        .arg("-max_len=1048576")
+        .arg(format!("-artifact_prefix={}/", artifacts.display()))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run the {t} fuzzer: {e}"))?;
+    let log = String::from_utf8_lossy(&out.stderr);
+    let execs = stat(&log, "number_of_executed_units").unwrap_or(0);
+    let crash = if out.status.success() {
+        None
+    } else {
+        let found = log.lines().find_map(|l| {
+            l.split("Test unit written to ")
+                .nth(1)
+                .map(|p| PathBuf::from(p.trim()))
+        });
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        eprintln!(
+            "xtask: fuzz: {t} FAILED ({}):\n{}",
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+        Some(found.unwrap_or_else(|| artifacts.clone()))
+    };
+    let corpus_n = std::fs::read_dir(&corpus).map(|d| d.count()).unwrap_or(0);
+    let f = Figures {
+        target: t.to_string(),
+        seconds: started.elapsed().as_secs(),
+        execs,
+        execs_per_sec: stat(&log, "average_exec_per_sec").unwrap_or(0),
+        corpus: corpus_n,
+        crash,
+    };
+    println!(
+        "xtask: fuzz: {t}: {} runs in {} s ({} /s), corpus {}, {}",
+        f.execs,
+        f.seconds,
+        f.execs_per_sec,
+        f.corpus,
+        f.crash.as_ref().map_or("no crash".to_string(), |c| format!(
+            "CRASH: {}",
+            c.display()
+        ))
+    );
+    Ok(f)
 }
 
 /// The marker of the fuzzing section in BENCHMARKS.md (`cargo xtask bench` keeps it).

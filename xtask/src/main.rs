@@ -12,13 +12,16 @@ mod chroots;
 mod exe;
 mod fuzz;
 mod gpu_check;
+mod quick;
 mod release;
+mod report;
 mod setup;
 mod upstream;
 mod util;
 mod windows;
 
 use std::process::ExitCode;
+use std::time::Instant;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -28,7 +31,14 @@ commands:
                   in cache/venvs/torch-real, Debian sid chroots with ROCm 6.4 and 7.2 under
                   /var/cache/rocbuild-test/chroots or $ROCBUILD_TEST_CHROOTS, the Windows
                   world in cache/windows), then run
-                  `cargo test --workspace --no-fail-fast ARGS...`
+                  `cargo test --workspace --no-fail-fast ARGS...`; with no ARGS also the
+                  Windows build and its tests under Wine, and a 10 s smoke run of each fuzz
+                  target. Ends with each phase's wall time and the 15 slowest tests; every
+                  test's time in target/xtask/junit.xml
+  test --quick [ARGS...]
+                  the contributor's loop: unit tests, architecture checks and the fixture
+                  end-to-end tests, none of the heavy set-up (the tests that need it say
+                  SKIPPED); checks the apt packages they build with (CONTRIBUTING.md)
   setup           only the set-up part of `test`
   chroots [NAME]  only the ROCm chroots of the set-up (sid-rocm6.4, experimental-rocm7.2);
                   `chroots trixie-cuda12`: Debian's CUDA 12.4 and torch 2.6 (6.6 GB, not part
@@ -91,10 +101,21 @@ fn soak(args: &[String]) -> Result<ExitCode, String> {
     setup::run_tests(&prepared, &args)
 }
 
+/// `cargo xtask test [--quick] ARGS`, then where its time went (also when it failed).
+fn test(args: &[String]) -> Result<ExitCode, String> {
+    let started = Instant::now();
+    let result = match args.first().map(String::as_str) {
+        Some("--quick") => quick::run(&args[1..]),
+        _ => setup::setup_for(args).and_then(|p| setup::run_tests(&p, args)),
+    };
+    report::finish(&util::workspace_root(), started);
+    result
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("test") => setup::setup_for(&args[1..]).and_then(|p| setup::run_tests(&p, &args[1..])),
+        Some("test") => test(&args[1..]),
         Some("setup") => setup::setup().map(|_| ExitCode::SUCCESS),
         Some("chroots") if args[1..].iter().any(|a| a == chroots::TRIXIE_CUDA.name) => {
             match chroots::ensure(&chroots::TRIXIE_CUDA, setup::is_root()) {

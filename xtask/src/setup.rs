@@ -4,13 +4,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
+use crate::report;
 use crate::util::{cargo, run_inherit, secs, workspace_root, Result};
 
 /// Debian packages the tests use: the build tools, FFmpeg's development files, patchelf, the
 /// MinGW cross compilers (Windows plans), a python3 with venv and headers (the fixture
 /// builds a Python extension; `python3 -m venv` needs python3-venv on Debian), and the
 /// HIP / LLVM tools the binary-reader tests build their fixtures with.
-const APT_PACKAGES: &[&str] = &[
+pub const APT_PACKAGES: &[&str] = &[
     "cmake",
     "ninja-build",
     "pkg-config",
@@ -106,13 +107,23 @@ pub fn setup() -> Result<Prepared> {
 /// them (minutes cold); its e2e tests say SKIPPED unless `ROCBUILD_TEST_EXE` names one.
 pub fn setup_for(args: &[String]) -> Result<Prepared> {
     report_disk(&workspace_root())?;
-    apt()?;
-    upstream_wheels()?;
-    engine_wheels()?;
-    let venv = torch_venv()?;
+    report::phase("set-up: apt packages", apt)?;
+    report::phase("set-up: wheels (pip download)", || {
+        upstream_wheels()?;
+        engine_wheels()
+    })?;
+    let venv = report::phase("set-up: torch venv", torch_venv)?;
+    let t = Instant::now();
     let chroots = crate::chroots::setup(is_root(), &[])?;
+    report::record(
+        "set-up: ROCm chroots",
+        t.elapsed(),
+        &outcomes(chroots.iter().map(|(_, o)| o)),
+    );
+    let t = Instant::now();
     let windows = crate::windows::outcome(&venv.join("bin/python"));
-    let py_wheel = crate::release::prepare()?;
+    report::record("set-up: Windows world", t.elapsed(), &outcomes([&windows]));
+    let py_wheel = report::phase("set-up: rocbuild wheel (maturin)", crate::release::prepare)?;
     if disposable() {
         remove_build_outputs(&["target/x86_64-unknown-linux-gnu"], "the wheel is built")?;
     }
@@ -135,6 +146,16 @@ pub fn setup_for(args: &[String]) -> Result<Prepared> {
         py_wheel,
         exe,
     })
+}
+
+/// `ok`, or `skipped: why` for the first world that is not there.
+fn outcomes<'a>(o: impl IntoIterator<Item = &'a crate::chroots::Outcome>) -> String {
+    o.into_iter()
+        .find_map(|o| match o {
+            crate::chroots::Outcome::Skipped(why) => Some(format!("skipped: {why}")),
+            crate::chroots::Outcome::Ready(_) => None,
+        })
+        .unwrap_or_else(|| "ok".into())
 }
 
 /// A machine used once, as CI's (`ROCBUILD_TEST_DISPOSABLE=1`, set by .ci/run): each cached
@@ -277,39 +298,85 @@ fn engine_wheels() -> Result<()> {
 
 /// `cargo test --workspace ARGS...` with ROCBUILD_TEST_TORCH_VENV, the chroot variables and
 /// ROCBUILD_TEST_WINDOWS (the directory of the Windows world's world.json) set (`<VAR>=path`,
-/// or `<VAR>_SKIP=reason`); its exit status.
+/// or `<VAR>_SKIP=reason`); its exit status. Built first (`--no-run`), then run, each timed;
+/// each test's time is read off libtest's output (xtask/src/report.rs).
 pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     println!("xtask: cargo test --workspace {}", extra.join(" "));
-    let mut cmd = Command::new(cargo());
-    cmd.current_dir(workspace_root())
-        .args(["test", "--workspace", "--no-fail-fast"])
-        .args(extra);
-    test_env(&mut cmd, p);
-    // The day's e2e tests (tests/e2e/exe_day.rs) need rocbuild.exe, which a whole run builds
-    // after these tests: they run then ([`windows_day`]).
-    match &p.exe {
-        WindowsBuild::AfterHostTests => cmd.env(
-            "ROCBUILD_TEST_EXE_SKIP",
-            "rocbuild.exe is built after the host's tests: these run then, with it",
-        ),
-        WindowsBuild::Skipped(why) => cmd.env("ROCBUILD_TEST_EXE_SKIP", why),
-        WindowsBuild::Named => &mut cmd,
+    let env = |cmd: &mut Command| {
+        test_env(cmd, p);
+        // The day's e2e tests (tests/e2e/exe_day.rs) need rocbuild.exe, which a whole run builds
+        // after these tests: they run then ([`windows_day`]).
+        match &p.exe {
+            WindowsBuild::AfterHostTests => {
+                cmd.env(
+                    "ROCBUILD_TEST_EXE_SKIP",
+                    "rocbuild.exe is built after the host's tests: these run then, with it",
+                );
+            }
+            WindowsBuild::Skipped(why) => {
+                cmd.env("ROCBUILD_TEST_EXE_SKIP", why);
+            }
+            WindowsBuild::Named => {}
+        }
     };
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run cargo test: {e}"))?;
+    let status = host_tests(extra, env)?;
     // The whole run (no filter) also runs every crate's unit tests for Windows under Wine,
-    // and the Windows user's day with that rocbuild.exe.
-    let windows_ok = match &p.exe {
+    // the Windows user's day with that rocbuild.exe, and the fuzz targets' smoke run.
+    let mut later_ok = match &p.exe {
         WindowsBuild::AfterHostTests if extra.is_empty() => windows_unit_tests(p)?,
         _ => true,
     };
-    Ok(match status.code() {
-        Some(0) if windows_ok => ExitCode::SUCCESS,
-        Some(0) => ExitCode::FAILURE,
+    if extra.is_empty() {
+        if let Err(e) = crate::fuzz::smoke() {
+            eprintln!("xtask: fuzz: FAILED: {e}");
+            later_ok = false;
+        }
+    }
+    Ok(exit_code(status, later_ok))
+}
+
+/// The host's tests, `cargo test --workspace --no-fail-fast ARGS` with the environment `env`
+/// gives: built (`--no-run`), then run, each a phase of its own; the run's exit code (None:
+/// it did not build).
+pub fn host_tests(extra: &[String], env: impl Fn(&mut Command)) -> Result<Option<i32>> {
+    let root = workspace_root();
+    let cargo_args: Vec<&String> = extra.iter().take_while(|a| *a != "--").collect();
+    let built = report::phase_passed("host tests: build", || {
+        let mut cmd = Command::new(cargo());
+        cmd.current_dir(&root)
+            .args(["test", "--workspace", "--no-fail-fast", "--no-run"])
+            .args(&cargo_args);
+        env(&mut cmd);
+        cmd.status()
+            .map(|s| s.success())
+            .map_err(|e| format!("cannot run cargo test --no-run: {e}"))
+    })?;
+    if !built {
+        return Ok(None);
+    }
+    let t = Instant::now();
+    let mut cmd = Command::new(cargo());
+    cmd.current_dir(&root)
+        .args(["test", "--workspace", "--no-fail-fast"])
+        .args(extra);
+    env(&mut cmd);
+    let status = report::run_timed(&mut cmd, None, report::test_threads(extra))?;
+    report::record(
+        "host tests: run",
+        t.elapsed(),
+        if status.success() { "ok" } else { "FAILED" },
+    );
+    Ok(Some(status.code().unwrap_or(1)))
+}
+
+/// The exit code of a run whose host tests ended with `host` and whose later phases passed
+/// or not.
+pub fn exit_code(host: Option<i32>, later_ok: bool) -> ExitCode {
+    match host {
+        Some(0) if later_ok => ExitCode::SUCCESS,
+        Some(0) | None => ExitCode::FAILURE,
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
-        None => ExitCode::FAILURE,
-    })
+    }
 }
 
 /// What every test run is given: the real-torch venv, rocbuild's wheel, the chroots and the
@@ -338,14 +405,33 @@ fn test_env(cmd: &mut Command, p: &Prepared) {
 fn windows_unit_tests(p: &Prepared) -> Result<bool> {
     let day = keep_e2e_binary()?;
     if disposable() {
-        free_after_host_tests(p)?;
+        report::phase("disk: free the chroots and the host build", || {
+            free_after_host_tests(p)
+        })?;
     }
-    let built = match crate::exe::outcome_for_tests()? {
-        Ok(built) => built,
-        Err(_) => return Ok(true),
+    let t = Instant::now();
+    let built = crate::exe::outcome_for_tests();
+    let name = "Windows: build rocbuild.exe and the unit tests";
+    let built = match built {
+        Ok(Ok(built)) => {
+            report::record(name, t.elapsed(), "ok");
+            built
+        }
+        Ok(Err(why)) => {
+            report::record(name, t.elapsed(), &format!("skipped: {why}"));
+            return Ok(true);
+        }
+        Err(e) => {
+            report::record(name, t.elapsed(), "FAILED");
+            return Err(e);
+        }
     };
-    let units = crate::exe::run_unit_tests(&built, None)?;
-    let day = windows_day(p, &day, &built.rocbuild_exe)?;
+    let units = report::phase_passed("Windows: unit tests under Wine", || {
+        crate::exe::run_unit_tests(&built, None)
+    })?;
+    let day = report::phase_passed("Windows: a user's day (e2e exe_day) under Wine", || {
+        windows_day(p, &day, &built.rocbuild_exe)
+    })?;
     Ok(units && day)
 }
 
@@ -402,9 +488,7 @@ fn windows_day(p: &Prepared, e2e: &Path, exe: &Path) -> Result<bool> {
         .args(["exe_day::", "--test-threads", "2"])
         .env("ROCBUILD_TEST_EXE", exe);
     test_env(&mut cmd, p);
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run {}: {e}", e2e.display()))?;
+    let status = report::run_timed(&mut cmd, Some("e2e (Windows day)"), 2)?;
     println!(
         "xtask: exe: the Windows user's day ran in {}",
         secs(t.elapsed())
@@ -430,27 +514,29 @@ pub fn is_root() -> bool {
 }
 
 fn apt() -> Result<()> {
+    apt_ensure(APT_PACKAGES, is_root())
+}
+
+/// Each of `packages` installed: checked with dpkg-query, and the missing ones installed with
+/// apt-get when `root` (else an error naming them and the command).
+pub fn apt_ensure(packages: &[&str], root: bool) -> Result<()> {
     if !crate::util::on_path("dpkg-query") {
         println!(
             "xtask: apt: no dpkg-query (not Debian?): not checking packages; the tests need {}",
-            APT_PACKAGES.join(" ")
+            packages.join(" ")
         );
         return Ok(());
     }
-    let missing: Vec<&str> = APT_PACKAGES
-        .iter()
-        .copied()
-        .filter(|p| !installed(p))
-        .collect();
+    let missing: Vec<&str> = packages.iter().copied().filter(|p| !installed(p)).collect();
     if missing.is_empty() {
-        println!("xtask: apt: all {} packages present", APT_PACKAGES.len());
+        println!("xtask: apt: all {} packages present", packages.len());
         return Ok(());
     }
     let install = format!(
         "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {}",
         missing.join(" ")
     );
-    if !is_root() {
+    if !root {
         return Err(format!(
             "missing packages: {}; as root run:\n  apt-get update && {install}",
             missing.join(" ")
