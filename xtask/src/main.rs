@@ -74,7 +74,8 @@ commands:
                   wheel, check.py and run.sh in cache/gpu-check (under 64 MiB: what a device
                   call carries); --run runs run.sh (GPU against CPU; exit 3: no CUDA device)
   fuzz [SECONDS]  run every fuzz target (fuzz/) for SECONDS each (default 60) on stable Rust;
-                  crashes in fuzz/artifacts, figures into BENCHMARKS.md (not part of `test`)
+                  crashes in fuzz/artifacts, figures into BENCHMARKS.md
+  fuzz --smoke    what a whole `cargo xtask test` runs: the targets built, each run 10 s
 ";
 
 /// `cargo xtask soak N`: the ownership model test with N random cases, after the set-up.
@@ -140,6 +141,12 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }),
         Some("bench") => bench::bench(&args[1..]).map(|_| ExitCode::SUCCESS),
+        Some("fuzz") if args.get(1).is_some_and(|a| a == "--smoke") => {
+            let started = Instant::now();
+            let r = fuzz::smoke();
+            report::finish(&util::workspace_root(), started);
+            r.map(|_| ExitCode::SUCCESS)
+        }
         Some("fuzz") => fuzz::fuzz(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("soak") => soak(&args[1..]),
         Some("gpu-check") => gpu_check::gpu_check(&args[1..]),
