@@ -78,6 +78,8 @@ pub struct Prepared {
     pub py_wheel: PathBuf,
     /// What happens with rocbuild.exe and the Windows unit tests (xtask/src/exe.rs).
     pub exe: WindowsBuild,
+    /// Whether the fuzz targets built and ran their smoke run (true when not asked for).
+    pub fuzz_ok: bool,
 }
 
 /// rocbuild.exe and every crate's unit tests for `x86_64-pc-windows-msvc`, run under Wine.
@@ -93,7 +95,7 @@ pub enum WindowsBuild {
 
 /// Set everything up.
 pub fn setup() -> Result<Prepared> {
-    let prepared = setup_for(&[])?;
+    let prepared = setup_for(&[], false)?;
     if let WindowsBuild::AfterHostTests = prepared.exe {
         if let Ok(built) = crate::exe::outcome_for_tests()? {
             println!("xtask: exe: {}", built.rocbuild_exe.display());
@@ -105,9 +107,17 @@ pub fn setup() -> Result<Prepared> {
 /// Set everything up for `cargo test ARGS`. rocbuild.exe and the Windows unit tests are built
 /// after the host's tests (a whole run only): a filtered run (ARGS not empty) does not build
 /// them (minutes cold); its e2e tests say SKIPPED unless `ROCBUILD_TEST_EXE` names one.
-pub fn setup_for(args: &[String]) -> Result<Prepared> {
+/// `fuzz`: also build the fuzz targets, alongside the set-up, and give each its smoke run
+/// (a whole `cargo xtask test`; xtask/src/fuzz.rs).
+pub fn setup_for(args: &[String], fuzz: bool) -> Result<Prepared> {
     report_disk(&workspace_root())?;
     report::phase("set-up: apt packages", apt)?;
+    // After apt: the build compiles C (zstd, ring) with what apt installs.
+    let fuzz_build = if fuzz {
+        Some(crate::fuzz::SmokeBuild::start()?)
+    } else {
+        None
+    };
     report::phase("set-up: wheels (pip download)", || {
         upstream_wheels()?;
         engine_wheels()
@@ -127,6 +137,19 @@ pub fn setup_for(args: &[String]) -> Result<Prepared> {
     if disposable() {
         remove_build_outputs(&["target/x86_64-unknown-linux-gnu"], "the wheel is built")?;
     }
+    let fuzz_ok = match fuzz_build {
+        Some(b) => {
+            let done = b.finish();
+            if let Err(e) = &done {
+                eprintln!("xtask: fuzz: FAILED: {e}");
+            }
+            if disposable() {
+                remove_build_outputs(&["fuzz/target"], "the fuzz targets have run")?;
+            }
+            done.is_ok()
+        }
+        None => true,
+    };
     let exe = if std::env::var_os("ROCBUILD_TEST_EXE").is_some() {
         WindowsBuild::Named
     } else if !args.is_empty() {
@@ -145,6 +168,7 @@ pub fn setup_for(args: &[String]) -> Result<Prepared> {
         windows,
         py_wheel,
         exe,
+        fuzz_ok,
     })
 }
 
@@ -321,18 +345,13 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     };
     let status = host_tests(extra, env)?;
     // The whole run (no filter) also runs every crate's unit tests for Windows under Wine,
-    // the Windows user's day with that rocbuild.exe, and the fuzz targets' smoke run.
-    let mut later_ok = match &p.exe {
+    // and the Windows user's day with that rocbuild.exe. The fuzz targets' smoke run was part
+    // of the set-up.
+    let later_ok = match &p.exe {
         WindowsBuild::AfterHostTests if extra.is_empty() => windows_unit_tests(p)?,
         _ => true,
     };
-    if extra.is_empty() {
-        if let Err(e) = crate::fuzz::smoke() {
-            eprintln!("xtask: fuzz: FAILED: {e}");
-            later_ok = false;
-        }
-    }
-    Ok(exit_code(status, later_ok))
+    Ok(exit_code(status, later_ok && p.fuzz_ok))
 }
 
 /// The host's tests, `cargo test --workspace --no-fail-fast ARGS` with the environment `env`
