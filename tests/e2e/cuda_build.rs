@@ -169,6 +169,7 @@ fn builds_a_cuda_library_with_the_toolkit_from_the_index() {
 
     doctor_reads_the_code_and_says_there_is_no_driver(&recipes, &venv);
     // status says what the build is for, from its manifest (the toolkit's version.json).
+    // (With the build's cache: its key sealed the manifest.)
     let status = rocbuild(
         &[
             "status",
@@ -176,6 +177,8 @@ fn builds_a_cuda_library_with_the_toolkit_from_the_index() {
             recipes.to_str().unwrap(),
             "--venv",
             venv.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
         ],
         &[],
     );

@@ -355,13 +355,15 @@ fn staleness_from_the_manifest() {
         "runpath": [], "parked": [], "installed_at": 0,
         "files": [{"path": "torchcodec/libtorchcodec_core5.so", "sha256": "0".repeat(64), "size": std::fs::metadata(&core).unwrap().len()}],
     });
-    std::fs::create_dir_all(v.site.join(".rocbuild")).unwrap();
-    std::fs::write(
-        v.site.join(".rocbuild/torchcodec.json"),
-        manifest.to_string(),
-    )
-    .unwrap();
-    let out = v.doctor(&["torchcodec", "--no-load"]);
+    // rocbuild's own manifest: sealed with the key of the cache doctor is given.
+    let cache = v.root().join("cache");
+    write_sealed_manifest(&v.site, &cache, &manifest.to_string());
+    let out = v.doctor(&[
+        "torchcodec",
+        "--no-load",
+        "--cache",
+        cache.to_str().unwrap(),
+    ]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains(
