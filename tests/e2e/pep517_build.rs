@@ -104,13 +104,13 @@ fn torchsort_is_built_from_its_sdist_by_its_own_backend_against_the_venvs_torch(
     .unwrap();
     assert_eq!(m["version"], "0.1.10");
 
-    let status = rocbuild(&["status", "--venv", v], &[]);
+    let status = rocbuild(&["status", "--venv", v, "--cache", c], &[]);
     assert!(
         status.stdout.contains("torchsort 0.1.10: fresh"),
         "{}",
         status.stdout
     );
-    let restore = rocbuild(&["restore", "torchsort", "--venv", v], &[]);
+    let restore = rocbuild(&["restore", "torchsort", "--venv", v, "--cache", c], &[]);
     assert_eq!(restore.code, 0, "{}\n{}", restore.stdout, restore.stderr);
     assert!(!site.join("torchsort").exists());
 }

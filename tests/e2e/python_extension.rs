@@ -246,6 +246,8 @@ fn a_windows_venv_gets_the_extension_compiled_with_clang_cl_and_verified_under_w
             "faketrans",
             "--venv",
             venv.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
             "--out",
             dist.to_str().unwrap(),
         ],

@@ -562,6 +562,8 @@ fn every_feature_applies(tmp: &tempfile::TempDir, venv: &Path, site: &Path, cach
             "llama-cpp-python",
             "--venv",
             v,
+            "--cache",
+            cache.to_str().unwrap(),
             "--out",
             dist.to_str().unwrap(),
         ],
