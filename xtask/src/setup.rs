@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::report;
 use crate::util::{cargo, run_inherit, secs, workspace_root, Result};
@@ -343,7 +343,7 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
             WindowsBuild::Named => {}
         }
     };
-    let status = host_tests(extra, env)?;
+    let (status, _) = host_tests(extra, env)?;
     // The whole run (no filter) also runs every crate's unit tests for Windows under Wine,
     // and the Windows user's day with that rocbuild.exe. The fuzz targets' smoke run was part
     // of the set-up.
@@ -356,8 +356,8 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
 
 /// The host's tests, `cargo test --workspace --no-fail-fast ARGS` with the environment `env`
 /// gives: built (`--no-run`), then run, each a phase of its own; the run's exit code (None:
-/// it did not build).
-pub fn host_tests(extra: &[String], env: impl Fn(&mut Command)) -> Result<Option<i32>> {
+/// it did not build) and how long the run took.
+pub fn host_tests(extra: &[String], env: impl Fn(&mut Command)) -> Result<(Option<i32>, Duration)> {
     let root = workspace_root();
     let cargo_args: Vec<&String> = extra.iter().take_while(|a| *a != "--").collect();
     let built = report::phase_passed("host tests: build", || {
@@ -371,7 +371,7 @@ pub fn host_tests(extra: &[String], env: impl Fn(&mut Command)) -> Result<Option
             .map_err(|e| format!("cannot run cargo test --no-run: {e}"))
     })?;
     if !built {
-        return Ok(None);
+        return Ok((None, Duration::ZERO));
     }
     let t = Instant::now();
     let mut cmd = Command::new(cargo());
@@ -385,7 +385,7 @@ pub fn host_tests(extra: &[String], env: impl Fn(&mut Command)) -> Result<Option
         t.elapsed(),
         if status.success() { "ok" } else { "FAILED" },
     );
-    Ok(Some(status.code().unwrap_or(1)))
+    Ok((Some(status.code().unwrap_or(1)), t.elapsed()))
 }
 
 /// The exit code of a run whose host tests ended with `host` and whose later phases passed
