@@ -9,7 +9,12 @@ use crate::common::*;
 
 /// The mirror holding `repo` (`github.com/owner/name.git`), or None (said).
 pub(crate) fn mirror_with(repo: &str) -> Option<PathBuf> {
-    let m = PathBuf::from(std::env::var_os("ROCBUILD_TEST_MIRROR")?);
+    let Some(m) = std::env::var_os("ROCBUILD_TEST_MIRROR").map(PathBuf::from) else {
+        rocbuild_testkit::skip::skipped(
+            "ROCBUILD_TEST_MIRROR is not set (git mirrors of upstream sources: `cargo xtask test` sets it when cache/mirror holds them; CI reaches no GitHub and has none)",
+        );
+        return None;
+    };
     if m.join(repo).is_dir() {
         Some(m)
     } else {

@@ -520,7 +520,12 @@ fn a_windows_build_without_sysroot_or_headers_names_both_ways_to_give_them() {
 /// mirror `cargo xtask test` passes on when `cache/mirror` holds meta-pytorch/torchcodec; CI
 /// reaches no GitHub, so there it says SKIPPED).
 pub(crate) fn torchcodec_mirror() -> Option<PathBuf> {
-    let m = PathBuf::from(std::env::var_os("ROCBUILD_TEST_MIRROR")?);
+    let Some(m) = std::env::var_os("ROCBUILD_TEST_MIRROR").map(PathBuf::from) else {
+        rocbuild_testkit::skip::skipped(
+            "ROCBUILD_TEST_MIRROR is not set (git mirrors of upstream sources: `cargo xtask test` sets it when cache/mirror holds them; CI reaches no GitHub and has none)",
+        );
+        return None;
+    };
     m.join("github.com/meta-pytorch/torchcodec.git")
         .is_dir()
         .then_some(m)
