@@ -525,6 +525,8 @@ fn exe_installs_a_teams_windows_wheel_from_pypiserver_and_restores_it() {
             &win(&venv),
             "--recipes",
             &win(&team.recipes),
+            "--cache",
+            &win(&cache),
         ],
         &[],
     );
@@ -533,7 +535,17 @@ fn exe_installs_a_teams_windows_wheel_from_pypiserver_and_restores_it() {
     let again = x.run(&strs(&args), &pairs(&tools));
     assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
     assert!(again.stdout.contains("up to date"), "{}", again.stdout);
-    let r = x.run(&["restore", "winext", "--venv", &win(&venv)], &[]);
+    let r = x.run(
+        &[
+            "restore",
+            "winext",
+            "--venv",
+            &win(&venv),
+            "--cache",
+            &win(&cache),
+        ],
+        &[],
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     same_state(&before, &venv, "after restore");
 }
@@ -592,10 +604,21 @@ fn exe_installs_a_teams_real_torchcodec_wheel_from_pypiserver_and_restores_it() 
         assert!(out.stdout.contains(said), "{said}: {}", out.stdout);
     }
     assert!(!cache.join("build").exists(), "something was compiled");
-    let st = x.run(&["status", "--venv", &win(&venv)], &[]);
+    let c = win(&cache);
+    let st = x.run(&["status", "--venv", &win(&venv), "--cache", &c], &[]);
     assert_eq!(st.code, 0, "{}{}", st.stdout, st.stderr);
     assert!(st.stdout.contains("fresh"), "{}", st.stdout);
-    let r = x.run(&["restore", "torchcodec", "--venv", &win(&venv)], &[]);
+    let r = x.run(
+        &[
+            "restore",
+            "torchcodec",
+            "--venv",
+            &win(&venv),
+            "--cache",
+            &c,
+        ],
+        &[],
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     same_state(&before, &venv, "after restore");
 }
@@ -714,11 +737,31 @@ fn exe_refuses_to_replace_a_dll_a_running_python_holds_and_changes_nothing() {
     let installed = state(&venv);
 
     let kernel = Holder::start(&x, &venv, "import winext");
-    let out = x.run(&["restore", "winext", "--venv", &win(&venv)], &[]);
+    let out = x.run(
+        &[
+            "restore",
+            "winext",
+            "--venv",
+            &win(&venv),
+            "--cache",
+            &win(&cache),
+        ],
+        &[],
+    );
     held("restore winext", &out);
     same_state(&installed, &venv, "a restore refused while a DLL is loaded");
     drop(kernel);
-    let out = x.run(&["restore", "winext", "--venv", &win(&venv)], &[]);
+    let out = x.run(
+        &[
+            "restore",
+            "winext",
+            "--venv",
+            &win(&venv),
+            "--cache",
+            &win(&cache),
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     same_state(&before, &venv, "pip's install back after restore");
 }

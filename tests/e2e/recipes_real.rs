@@ -106,15 +106,16 @@ fn bitsandbytes_cpu_is_built_from_its_tag_and_quantizes() {
         })
         .count();
     assert_eq!(evex, 0, "AVX-512 instructions in {}", so.display());
-    let status = rocbuild(&["status", "--venv", v], &[]);
+    let c = cache.to_str().unwrap();
+    let status = rocbuild(&["status", "--venv", v, "--cache", c], &[]);
     assert!(
         status.stdout.contains("bitsandbytes 0.50.1: fresh"),
         "{}",
         status.stdout
     );
-    let doctor = rocbuild(&["doctor", "--venv", v, "bitsandbytes"], &[]);
+    let doctor = rocbuild(&["doctor", "--venv", v, "--cache", c, "bitsandbytes"], &[]);
     assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
-    let restore = rocbuild(&["restore", "bitsandbytes", "--venv", v], &[]);
+    let restore = rocbuild(&["restore", "bitsandbytes", "--venv", v, "--cache", c], &[]);
     assert_eq!(restore.code, 0, "{}", restore.stderr);
     assert!(!site.join("bitsandbytes").exists());
 }
@@ -349,19 +350,25 @@ fn built_for_cuda_without_a_gpu(
 ) {
     let (name, version) = package.split_once(' ').unwrap();
     let v = venv.to_str().unwrap();
+    // The build's cache: its key sealed the manifest status and wheel read.
+    let cache = tmp.join("cache");
+    let c = cache.to_str().unwrap();
     let found = rocbuild_native::nv_fatbin_codes(&std::fs::read(lib).unwrap()).unwrap();
     let mut names: Vec<String> = found.iter().map(|c| c.name()).collect();
     names.sort();
     names.dedup();
     assert_eq!(names, codes, "{found:?}");
-    let doctor = rocbuild(&["doctor", "--venv", v, name], &[("PATH", "/usr/bin:/bin")]);
+    let doctor = rocbuild(
+        &["doctor", "--venv", v, "--cache", c, name],
+        &[("PATH", "/usr/bin:/bin")],
+    );
     assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
     assert!(
         doctor.stdout.contains("no NVIDIA driver here"),
         "{}",
         doctor.stdout
     );
-    let status = rocbuild(&["status", "--venv", v], &[]);
+    let status = rocbuild(&["status", "--venv", v, "--cache", c], &[]);
     assert!(
         status.stdout.contains(&format!("{package}: fresh")),
         "{}",
@@ -369,7 +376,16 @@ fn built_for_cuda_without_a_gpu(
     );
     let dist = tmp.join("dist");
     let wheel = rocbuild(
-        &["wheel", name, "--out", dist.to_str().unwrap(), "--venv", v],
+        &[
+            "wheel",
+            name,
+            "--out",
+            dist.to_str().unwrap(),
+            "--venv",
+            v,
+            "--cache",
+            c,
+        ],
         &[],
     );
     assert_eq!(wheel.code, 0, "{}", wheel.stderr);
@@ -481,7 +497,7 @@ fn llama_cpp_python_cpu_is_built_from_its_sdist_and_generates() {
 
     every_feature_applies(&tmp, &venv, &site, &cache);
     upstream_tests_pass(&venv, &cache);
-    published_and_generating_elsewhere(&tmp, &venv, &site, &model);
+    published_and_generating_elsewhere(&tmp, &venv, &site, &cache, &model);
 }
 
 /// `rocbuild test`: the recipe's table of upstream's own tests, from the unpacked sdist the
@@ -512,13 +528,17 @@ fn upstream_tests_pass(venv: &Path, cache: &Path) {
 /// installed in `venv`: the features every recipe gets, with no code of their own for it.
 fn every_feature_applies(tmp: &tempfile::TempDir, venv: &Path, site: &Path, cache: &Path) {
     let v = venv.to_str().unwrap();
-    let status = rocbuild(&["status", "--venv", v], &[]);
+    let c = cache.to_str().unwrap();
+    let status = rocbuild(&["status", "--venv", v, "--cache", c], &[]);
     assert!(
         status.stdout.contains("llama-cpp-python 0.3.36: fresh"),
         "{}",
         status.stdout
     );
-    let doctor = rocbuild(&["doctor", "--venv", v, "llama-cpp-python"], &[]);
+    let doctor = rocbuild(
+        &["doctor", "--venv", v, "--cache", c, "llama-cpp-python"],
+        &[],
+    );
     assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
     // The plan as data, and bundle: the features every recipe gets.
     let plan = rocbuild(
@@ -590,9 +610,11 @@ fn published_and_generating_elsewhere(
     tmp: &tempfile::TempDir,
     venv: &Path,
     site: &Path,
+    cache: &Path,
     model: &Path,
 ) {
     let v = venv.to_str().unwrap();
+    let c = cache.to_str().unwrap();
     let packages = tmp.path().join("index-packages");
     let index = crate::publish::Index::start(tmp.path(), &packages);
     let index_wheels = crate::publish::pypi_wheels("index", &["pypiserver", "twine"]);
@@ -603,6 +625,8 @@ fn published_and_generating_elsewhere(
             "llama-cpp-python",
             "--venv",
             v,
+            "--cache",
+            c,
             "--index",
             &index.url,
         ],
@@ -643,7 +667,10 @@ fn published_and_generating_elsewhere(
         String::from_utf8_lossy(&gen.stderr)
     );
 
-    let restore = rocbuild(&["restore", "llama-cpp-python", "--venv", v], &[]);
+    let restore = rocbuild(
+        &["restore", "llama-cpp-python", "--venv", v, "--cache", c],
+        &[],
+    );
     assert_eq!(restore.code, 0, "{}", restore.stderr);
     assert!(!site.join("llama_cpp").exists());
 }

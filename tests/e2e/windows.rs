@@ -247,7 +247,16 @@ fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine(
         "{}",
         out.stdout
     );
-    let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &no_wine);
+    let st = rocbuild(
+        &[
+            "status",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+        ],
+        &no_wine,
+    );
     assert!(
         st.stdout
             .contains("unverified: the venv's Python is a Windows program"),
@@ -265,7 +274,17 @@ fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine(
         "{}",
         out.stdout
     );
-    let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &e);
+    let st = rocbuild(
+        &[
+            "status",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+        ],
+        &e,
+    );
+    assert!(st.stdout.contains(": fresh"), "{}", st.stdout);
     assert!(!st.stdout.contains("unverified"), "{}", st.stdout);
     // Real MSVC-ABI binaries: the MSVC runtime and torch's DLLs imported, no MinGW runtime.
     let site = venv.join("Lib").join("site-packages");
@@ -589,8 +608,16 @@ fn the_real_torchcodec_is_rebuilt_for_the_windows_venv_and_decodes_under_wine() 
     ] {
         assert!(site.join("torchcodec").join(lib).is_file(), "{lib}");
     }
+    let cache = tmp.path().join("cache");
     let doc = rocbuild(
-        &["doctor", "torchcodec", "--venv", venv.to_str().unwrap()],
+        &[
+            "doctor",
+            "torchcodec",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+        ],
         &e,
     );
     assert_eq!(doc.code, 0, "{}\n{}", doc.stdout, doc.stderr);
@@ -752,7 +779,16 @@ fn the_real_ctranslate2_is_built_for_the_windows_venv_and_generates_under_wine()
     assert!(site.join("ctranslate2/_ext.cp311-win_amd64.pyd").is_file());
     // PyPI's copies of what the build replaces are gone (its libiomp5md.dll is the venv's now).
     assert!(!site.join("ctranslate2/cudnn64_9.dll").exists());
-    let st = rocbuild(&["status", "--venv", venv.to_str().unwrap()], &e);
+    let st = rocbuild(
+        &[
+            "status",
+            "--venv",
+            venv.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+        ],
+        &e,
+    );
     assert_eq!(st.code, 0, "{}\n{}", st.stdout, st.stderr);
 
     // bundle of the build: its DLLs, Intel's OpenMP runtime from the venv's Library\bin

@@ -48,7 +48,44 @@ pub struct TestTime {
 struct Phase {
     name: String,
     secs: f64,
+    /// CPU seconds its processes used (children's user + system time, measured when it ended);
+    /// None where the phase overlapped another one, which would share its children's time.
+    cpu: Option<f64>,
     outcome: String,
+}
+
+/// CPU seconds (user + system) this process and its waited-for descendants have used so far.
+pub fn cpu_now() -> f64 {
+    let used = |who| {
+        // SAFETY: getrusage writes one rusage into the zeroed value it is given.
+        let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(who, &mut r) } != 0 {
+            return 0.0;
+        }
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        secs(r.ru_utime) + secs(r.ru_stime)
+    };
+    used(libc::RUSAGE_SELF) + used(libc::RUSAGE_CHILDREN)
+}
+
+/// When a phase began: its wall clock and the CPU used until then.
+#[derive(Clone, Copy)]
+pub struct Mark {
+    wall: Instant,
+    cpu: f64,
+}
+
+impl Mark {
+    pub fn now() -> Mark {
+        Mark {
+            wall: Instant::now(),
+            cpu: cpu_now(),
+        }
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.wall.elapsed()
+    }
 }
 
 #[derive(Default)]
@@ -69,32 +106,44 @@ fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Record a phase that took `d` and ended as `outcome` (`ok`, `FAILED`, `skipped: why`).
+/// Record a phase that took `d` and ended as `outcome` (`ok`, `FAILED`, `skipped: why`), run
+/// beside others (its CPU time is not its own).
 pub fn record(name: &str, d: Duration, outcome: &str) {
     state().phases.push(Phase {
         name: name.to_string(),
         secs: d.as_secs_f64(),
+        cpu: None,
+        outcome: outcome.to_string(),
+    });
+}
+
+/// Record a phase that began at `m`, ran alone and ended as `outcome`, with its CPU time.
+pub fn record_since(name: &str, m: Mark, outcome: &str) {
+    state().phases.push(Phase {
+        name: name.to_string(),
+        secs: m.elapsed().as_secs_f64(),
+        cpu: Some((cpu_now() - m.cpu).max(0.0)),
         outcome: outcome.to_string(),
     });
 }
 
 /// Run one phase of the run, timed: `ok`, or `FAILED` when it returns an error.
 pub fn phase<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    let t = Instant::now();
+    let m = Mark::now();
     let r = f();
-    record(name, t.elapsed(), if r.is_ok() { "ok" } else { "FAILED" });
+    record_since(name, m, if r.is_ok() { "ok" } else { "FAILED" });
     r
 }
 
 /// Run one phase whose answer is whether it passed: `ok` or `FAILED`.
 pub fn phase_passed(name: &str, f: impl FnOnce() -> Result<bool>) -> Result<bool> {
-    let t = Instant::now();
+    let m = Mark::now();
     let r = f();
     let outcome = match &r {
         Ok(true) => "ok",
         _ => "FAILED",
     };
-    record(name, t.elapsed(), outcome);
+    record_since(name, m, outcome);
     r
 }
 
@@ -311,7 +360,26 @@ fn human(secs: f64) -> String {
 pub fn finish(root: &Path, started: Instant) {
     let st = state();
     let mut s = String::new();
-    let _ = writeln!(s, "\nxtask: where the time went");
+    slowest_and_skips(&mut s, &st);
+    // Where the time went comes last: a log shown by its end (CI's) shows it whole.
+    where_the_time_went(&mut s, &st, started);
+    print!("{s}");
+    if !st.tests.is_empty() {
+        let path = root.join(JUNIT);
+        match write_junit(&path, &st.tests, &st.skips) {
+            Ok(()) => println!("xtask: every test's time: {}", path.display()),
+            Err(e) => println!("xtask: could not write {}: {e}", path.display()),
+        }
+    }
+}
+
+/// Each phase's wall time and, where it ran alone, its CPU time and the cores that is; then the
+/// whole run's.
+fn where_the_time_went(s: &mut String, st: &State, started: Instant) {
+    let _ = writeln!(
+        s,
+        "\nxtask: where the time went (wall, then CPU where known)"
+    );
     let width = st
         .phases
         .iter()
@@ -319,27 +387,38 @@ pub fn finish(root: &Path, started: Instant) {
         .max()
         .unwrap_or(10)
         .max(10);
+    let cpu = |cpu: Option<f64>, secs: f64| match cpu {
+        Some(c) if secs >= 1.0 => format!("{:>12} {:>4.1} cores", human(c), c / secs),
+        _ => format!("{:>12} {:>10}", "", ""),
+    };
     for p in &st.phases {
         let _ = writeln!(
             s,
-            "  {:<width$}  {:>12}  {}",
+            "  {:<width$}  {:>12}  {}  {}",
             p.name,
             human(p.secs),
+            cpu(p.cpu, p.secs),
             p.outcome
         );
     }
+    let wall = started.elapsed().as_secs_f64();
     let _ = writeln!(
         s,
-        "  {:<width$}  {:>12}",
+        "  {:<width$}  {:>12}  {}",
         "whole run",
-        human(started.elapsed().as_secs_f64())
+        human(wall),
+        cpu(Some(cpu_now()), wall)
     );
+}
+
+/// The slowest tests, and the SKIPPED lines counted by reason.
+fn slowest_and_skips(s: &mut String, st: &State) {
     let mut tests: Vec<&TestTime> = st.tests.iter().collect();
     tests.sort_by(|a, b| b.secs.total_cmp(&a.secs));
     if !tests.is_empty() {
         let _ = writeln!(
             s,
-            "xtask: the {} slowest of {} tests (each test's time: {JUNIT})",
+            "\nxtask: the {} slowest of {} tests (each test's time: {JUNIT})",
             SLOWEST.min(tests.len()),
             tests.len()
         );
@@ -365,14 +444,6 @@ pub fn finish(root: &Path, started: Instant) {
         );
         for (w, n) in &why {
             let _ = writeln!(s, "  {n:>4} x {w}");
-        }
-    }
-    print!("{s}");
-    if !st.tests.is_empty() {
-        let path = root.join(JUNIT);
-        match write_junit(&path, &st.tests, &st.skips) {
-            Ok(()) => println!("xtask: every test's time: {}", path.display()),
-            Err(e) => println!("xtask: could not write {}: {e}", path.display()),
         }
     }
 }

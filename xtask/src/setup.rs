@@ -123,16 +123,16 @@ pub fn setup_for(args: &[String], fuzz: bool) -> Result<Prepared> {
         engine_wheels()
     })?;
     let venv = report::phase("set-up: torch venv", torch_venv)?;
-    let t = Instant::now();
+    let m = report::Mark::now();
     let chroots = crate::chroots::setup(is_root(), &[])?;
-    report::record(
+    report::record_since(
         "set-up: ROCm chroots",
-        t.elapsed(),
+        m,
         &outcomes(chroots.iter().map(|(_, o)| o)),
     );
-    let t = Instant::now();
+    let m = report::Mark::now();
     let windows = crate::windows::outcome(&venv.join("bin/python"));
-    report::record("set-up: Windows world", t.elapsed(), &outcomes([&windows]));
+    report::record_since("set-up: Windows world", m, &outcomes([&windows]));
     let py_wheel = report::phase("set-up: rocbuild wheel (maturin)", crate::release::prepare)?;
     if disposable() {
         remove_build_outputs(&["target/x86_64-unknown-linux-gnu"], "the wheel is built")?;
@@ -373,19 +373,19 @@ pub fn host_tests(extra: &[String], env: impl Fn(&mut Command)) -> Result<(Optio
     if !built {
         return Ok((None, Duration::ZERO));
     }
-    let t = Instant::now();
+    let m = report::Mark::now();
     let mut cmd = Command::new(cargo());
     cmd.current_dir(&root)
         .args(["test", "--workspace", "--no-fail-fast"])
         .args(extra);
     env(&mut cmd);
     let status = report::run_timed(&mut cmd, None, report::test_threads(extra))?;
-    report::record(
+    report::record_since(
         "host tests: run",
-        t.elapsed(),
+        m,
         if status.success() { "ok" } else { "FAILED" },
     );
-    Ok((Some(status.code().unwrap_or(1)), t.elapsed()))
+    Ok((Some(status.code().unwrap_or(1)), m.elapsed()))
 }
 
 /// The exit code of a run whose host tests ended with `host` and whose later phases passed
@@ -428,20 +428,20 @@ fn windows_unit_tests(p: &Prepared) -> Result<bool> {
             free_after_host_tests(p)
         })?;
     }
-    let t = Instant::now();
+    let m = report::Mark::now();
     let built = crate::exe::outcome_for_tests();
     let name = "Windows: build rocbuild.exe and the unit tests";
     let built = match built {
         Ok(Ok(built)) => {
-            report::record(name, t.elapsed(), "ok");
+            report::record_since(name, m, "ok");
             built
         }
         Ok(Err(why)) => {
-            report::record(name, t.elapsed(), &format!("skipped: {why}"));
+            report::record_since(name, m, &format!("skipped: {why}"));
             return Ok(true);
         }
         Err(e) => {
-            report::record(name, t.elapsed(), "FAILED");
+            report::record_since(name, m, "FAILED");
             return Err(e);
         }
     };
