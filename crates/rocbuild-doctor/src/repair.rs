@@ -189,43 +189,7 @@ impl Index {
 }
 
 fn looks_native(name: &str) -> bool {
-    let l = name.to_ascii_lowercase();
-    l.ends_with(".so")
-        || l.ends_with(".dylib")
-        || l.ends_with(".dll")
-        || l.ends_with(".pyd")
-        || l.contains(".so.")
-}
-
-/// `to` as seen from `from` (both absolute directories): `../torch/lib`, or `` for the same.
-fn relative(from: &Path, to: &Path) -> Option<String> {
-    let a: Vec<_> = from.components().collect();
-    let b: Vec<_> = to.components().collect();
-    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    if common == 0 {
-        return None;
-    }
-    let mut parts: Vec<String> = vec!["..".into(); a.len() - common];
-    parts.extend(
-        b[common..]
-            .iter()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
-    );
-    Some(parts.join("/"))
-}
-
-/// The search-path entry that makes `dir` findable from a file in `file_dir`.
-fn entry_for(origin: &str, site: &Path, file_dir: &Path, dir: &Path) -> String {
-    if dir.starts_with(site) && file_dir.starts_with(site) {
-        if let Some(rel) = relative(file_dir, dir) {
-            return if rel.is_empty() {
-                origin.to_string()
-            } else {
-                format!("{origin}/{rel}")
-            };
-        }
-    }
-    dir.display().to_string()
+    rocbuild_probe::platform::libname::is_native(name)
 }
 
 fn is_ffmpeg_lib(leaf: &str) -> bool {
@@ -611,38 +575,9 @@ impl Planning<'_> {
 
     /// The search entries a fixed file gets: its RUNPATH with the new `$ORIGIN/…` entries
     /// (ELF), the LC_RPATHs to add (`@loader_path/…`, Mach-O), or the directories for the
-    /// preload hook (PE).
+    /// preload hook (PE): the file's own format's relinker decides.
     fn entries(&self, file: &Path, bin: &rocbuild_native::Binary, dirs: &[PathBuf]) -> Vec<String> {
-        let origin = if self.os == Os::Macos {
-            "@loader_path"
-        } else {
-            "$ORIGIN"
-        };
-        let file_dir = file.parent().unwrap_or(self.site);
-        let mut new: Vec<String> = Vec::new();
-        for d in dirs {
-            let e = entry_for(origin, self.site, file_dir, d);
-            if !new.contains(&e) {
-                new.push(e);
-            }
-        }
-        match bin.format {
-            Format::Pe => dirs.iter().map(|d| d.display().to_string()).collect(),
-            Format::Elf => {
-                let mut all = if bin.runpath.is_empty() {
-                    bin.rpath.clone()
-                } else {
-                    bin.runpath.clone()
-                };
-                for e in new {
-                    if !all.contains(&e) {
-                        all.push(e);
-                    }
-                }
-                all
-            }
-            Format::MachO => new.into_iter().filter(|e| !bin.rpath.contains(e)).collect(),
-        }
+        rocbuild_link::relinker(self.os).repair_entries(self.site, file, bin, dirs)
     }
 }
 
@@ -800,7 +735,7 @@ fn apply(
 ) -> Result<Vec<String>, DoctorError> {
     let venv_err = DoctorError::from;
     let created = install::begin(site).map_err(venv_err)?;
-    let staged = stage_edits(site, p).and_then(|(mut new, signed)| {
+    let staged = stage_edits(site, os, p).and_then(|(mut new, signed)| {
         new.extend(stage_records(site, &subject.distribution, &new)?);
         Ok((new, signed))
     });
@@ -830,7 +765,12 @@ fn apply(
 
 /// Edited copies of the files to fix, in the stage: what goes where, and the Mach-O files
 /// that were signed again.
-fn stage_edits(site: &Path, p: &PackageRepair) -> Result<(Vec<NewFile>, Vec<String>), DoctorError> {
+fn stage_edits(
+    site: &Path,
+    os: Os,
+    p: &PackageRepair,
+) -> Result<(Vec<NewFile>, Vec<String>), DoctorError> {
+    let relinker = rocbuild_link::relinker(os);
     let stage = rocbuild_venv::layout::stage(site);
     let mut new = Vec::new();
     let mut signed = Vec::new();
@@ -843,11 +783,11 @@ fn stage_edits(site: &Path, p: &PackageRepair) -> Result<(Vec<NewFile>, Vec<Stri
             .into_owned();
         let to = stage.join(format!("{i}-{name}"));
         fs_err::copy(&from, &to).map_err(DoctorError::io("copy", &from))?;
-        if f.format == Format::MachO.to_string() {
-            rocbuild_native::add_macho_rpaths(&to, &f.entries)?;
-            signed.push(f.path.clone());
-        } else {
-            rocbuild_native::set_runpath(&to, &f.entries)?;
+        if let Some(link) = relinker.with_entries(&f.entries) {
+            rocbuild_link::apply(&link, &to)?;
+            if link.resigns() {
+                signed.push(f.path.clone());
+            }
         }
         new.push(NewFile {
             rel: f.path.clone(),
@@ -993,15 +933,15 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
     let dest = site.join(&subject.import_dir);
     // torch adds torch/lib itself (its `__init__`), and must load its DLLs first.
     let own = [site.join("torch").join("lib")];
-    let Link::Preload(pre) = Link::plan(
-        Os::Windows,
-        &p.name,
-        &subject.import_dir,
-        &dest,
+    let at = link::Placement {
+        recipe: &p.name,
+        import_dir: &subject.import_dir,
+        dest: &dest,
         site,
-        &dirs,
-        &own,
-    ) else {
+        finds: &dirs,
+        own: &own,
+    };
+    let Link::Preload(pre) = link::relinker(Os::Windows).plan(&at) else {
         unreachable!("Windows plans a preload hook")
     };
     let files: Vec<PathBuf> = p.fixes.iter().map(|f| site.join(&f.path)).collect();
@@ -1222,25 +1162,6 @@ pub fn human(r: &RepairReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn entries_are_relative_inside_site_packages_and_absolute_outside() {
-        let site = Path::new("/v/lib/python3.12/site-packages");
-        let tc = site.join("torchcodec");
-        assert_eq!(entry_for("$ORIGIN", site, &tc, &tc), "$ORIGIN");
-        assert_eq!(
-            entry_for("@loader_path", site, &tc, &site.join("torch/lib")),
-            "@loader_path/../torch/lib"
-        );
-        assert_eq!(
-            entry_for("$ORIGIN", site, &tc, &site.join("nvidia/cu13/lib")),
-            "$ORIGIN/../nvidia/cu13/lib"
-        );
-        assert_eq!(
-            entry_for("@loader_path", site, &tc, Path::new("/opt/homebrew/lib")),
-            "/opt/homebrew/lib"
-        );
-    }
 
     #[test]
     fn only_names_a_search_path_can_change_are_fixable() {

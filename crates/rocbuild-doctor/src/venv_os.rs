@@ -86,12 +86,9 @@ fn cuda_library_dirs(site: &Path) -> Vec<PathBuf> {
 /// the venv's CUDA folders: `libcublas.so.13` where torch carries CUDA 13's. Sorted; only
 /// names are compared (nothing is opened).
 pub fn cuda_library_versions(site: &Path, name: &str) -> Vec<PathBuf> {
-    let (prefix, windows) = match name.strip_prefix("lib").and_then(|r| r.split_once(".so.")) {
-        Some((base, _)) => (format!("lib{base}.so."), false),
-        None => match name.strip_suffix(".dll").and_then(|r| r.rsplit_once("64_")) {
-            Some((base, _)) => (format!("{base}64_"), true),
-            None => return Vec::new(),
-        },
+    let Some(lib) = rocbuild_probe::platform::libname::parse(name).filter(|l| l.is_cuda_form(name))
+    else {
+        return Vec::new();
     };
     let mut out = Vec::new();
     for dir in cuda_library_dirs(site) {
@@ -100,16 +97,7 @@ pub fn cuda_library_versions(site: &Path, name: &str) -> Vec<PathBuf> {
         };
         for e in rd.flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
-            let same = if windows {
-                n.len() > prefix.len()
-                    && n[..prefix.len()].eq_ignore_ascii_case(&prefix)
-                    && n.to_ascii_lowercase().ends_with(".dll")
-            } else {
-                n.starts_with(&prefix)
-                    && n[prefix.len()..]
-                        .bytes()
-                        .all(|c| c.is_ascii_digit() || c == b'.')
-            };
+            let same = lib.same_library(&n);
             if same {
                 out.push(e.path());
             }

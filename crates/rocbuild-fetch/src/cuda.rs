@@ -437,10 +437,11 @@ fn unversioned_links(lib: &Path) -> Result<(), FetchError> {
     // The shortest versioned name (`.so.13` before `.so.13.2`) is the one linked to.
     names.sort_by_key(|n| (n.len(), n.clone()));
     for n in &names {
-        let Some((stem, _)) = n.split_once(".so.") else {
+        let Some(l) = rocbuild_probe::platform::libname::parse(n).filter(|l| l.version.is_some())
+        else {
             continue;
         };
-        let plain = lib.join(format!("{stem}.so"));
+        let plain = lib.join(l.stem.trim_end_matches('.'));
         if std::fs::symlink_metadata(&plain).is_ok() {
             continue;
         }

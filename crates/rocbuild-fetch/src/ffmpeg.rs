@@ -107,16 +107,8 @@ const ALL: &[&str] = &[
 
 /// `avutil-59.dll`, `libavutil.so.59`, `libavutil.59.dylib` -> ("avutil", 59).
 fn shared_lib_major(file: &str) -> Option<(&str, u32)> {
-    if let Some(stem) = file.strip_suffix(".dll") {
-        let (name, major) = stem.rsplit_once('-')?;
-        return Some((name, major.parse().ok()?));
-    }
-    if let Some(stem) = file.strip_suffix(".dylib") {
-        let (name, major) = stem.strip_prefix("lib")?.split_once('.')?;
-        return Some((name, major.parse().ok()?));
-    }
-    let (name, rest) = file.strip_prefix("lib")?.split_once(".so.")?;
-    Some((name, rest.split('.').next()?.parse().ok()?))
+    let l = rocbuild_probe::platform::libname::parse(file)?;
+    Some((l.base, l.major()?))
 }
 
 fn recognise(root: &Path) -> Option<FfmpegShared> {

@@ -1,22 +1,23 @@
-//! How installed native files find their dependencies at run time, per platform.
+//! How installed native files find their dependencies at run time: one [`Relinker`] per
+//! platform, used by the install (rocbuild's own builds) and by `repair` (pip's files).
 //!
-//! - Linux: DT_RUNPATH on every artifact (`$ORIGIN`, torch's lib dir relative to it, outside
-//!   directories absolute).
-//! - macOS: LC_RPATH entries (`@loader_path`, …) on every `.dylib` and `.so`, then an ad-hoc
-//!   re-sign (an edited Mach-O's signature is invalid and arm64 macOS refuses to load it).
-//! - Windows: no search path is stored in a DLL. A startup hook (a `.pth` line importing a
-//!   generated module) adds the outside directories with `os.add_dll_directory` and preloads
-//!   the DLLs the artifacts need from there by absolute path, when the package is first
-//!   imported. No upstream file is edited, and `restore` removes the two files.
+//! - Linux ([`elf::Runpath`]): DT_RUNPATH on every artifact.
+//! - macOS ([`macho::LoaderPath`]): LC_RPATH entries, then an ad-hoc re-sign.
+//! - Windows ([`windows::PreloadHook`]): no search path is stored in a DLL; a startup hook adds
+//!   the outside directories and preloads the DLLs.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use rocbuild_probe::{LinkMethod, Os};
 use serde::Serialize;
 
-use rocbuild_native::NativeError;
-use rocbuild_probe::join;
+use rocbuild_native::{Binary, NativeError};
+
+pub mod elf;
+pub mod macho;
+pub mod windows;
+
+pub use windows::{preload_dirs_in, preload_module, preload_order, preload_paths, preload_pth};
 
 type Result<T> = std::result::Result<T, NativeError>;
 
@@ -46,50 +47,70 @@ pub struct Preload {
     pub dirs: Vec<PathBuf>,
 }
 
-impl Link {
-    /// Decide the set-up for artifacts installed in `dest`, which must find `finds`.
-    /// `own` are directories whose package adds them itself on Windows (torch's lib dir:
-    /// torch's `__init__` sets up its DLLs its own way, and must load them first).
-    pub fn plan(
-        os: Os,
-        recipe: &str,
-        import_dir: &str,
-        dest: &Path,
+/// Where native files go and what they must find.
+pub struct Placement<'a> {
+    /// The recipe (names the Windows hook).
+    pub recipe: &'a str,
+    /// The package's import directory (`torchcodec`, `llama_cpp/lib`).
+    pub import_dir: &'a str,
+    /// Where the files are installed.
+    pub dest: &'a Path,
+    pub site: &'a Path,
+    /// Directories they must find at run time.
+    pub finds: &'a [PathBuf],
+    /// Directories whose package adds them itself on Windows (torch's lib dir: torch's
+    /// `__init__` sets up its DLLs its own way, and must load them first).
+    pub own: &'a [PathBuf],
+}
+
+/// How one platform's loader is told where a native file's dependencies are.
+pub trait Relinker: Sync {
+    /// The set-up for native files installed at `at`.
+    fn plan(&self, at: &Placement<'_>) -> Link;
+    /// What `file` (in site-packages, read as `bin`) gets so that it also finds `dirs`: its
+    /// whole new RUNPATH (ELF), the LC_RPATHs to add (Mach-O), the hook's directories (PE).
+    fn repair_entries(
+        &self,
         site: &Path,
-        finds: &[PathBuf],
-        own: &[PathBuf],
-    ) -> Link {
-        match os.rules().link_method() {
-            LinkMethod::Runpath => Link::Runpath {
-                entries: search_entries("$ORIGIN", dest, site, finds),
-            },
-            LinkMethod::LoaderPath => Link::MachO {
-                rpaths: search_entries("@loader_path", dest, site, finds),
-                resign: true,
-            },
-            LinkMethod::Preload => {
-                let module = format!("_rocbuild_preload_{}", recipe.replace('-', "_"));
-                let key = |p: &Path| p.display().to_string().to_lowercase().replace('/', "\\");
-                let own: Vec<String> = own.iter().map(|p| key(p)).collect();
-                let mut dirs: Vec<PathBuf> = Vec::new();
-                for f in finds {
-                    if !own.contains(&key(f)) && !f.as_os_str().is_empty() && !dirs.contains(f) {
-                        dirs.push(f.clone());
-                    }
-                }
-                Link::Preload(Preload {
-                    module_rel: format!("{module}.py"),
-                    pth_rel: format!("{module}.pth"),
-                    module,
-                    trigger: import_dir
-                        .split('/')
-                        .next()
-                        .unwrap_or(import_dir)
-                        .to_string(),
-                    dirs,
-                })
-            }
+        file: &Path,
+        bin: &Binary,
+        dirs: &[PathBuf],
+    ) -> Vec<String>;
+    /// The set-up that gives a file the search entries [`Relinker::repair_entries`] chose;
+    /// None where no file holds them (Windows: the hook carries them).
+    fn with_entries(&self, entries: &[String]) -> Option<Link>;
+    /// Edit one staged file as `link` says; a data file among the artifacts (a `.json`, a
+    /// `.py`) is left alone.
+    fn apply(&self, link: &Link, file: &Path) -> Result<()>;
+}
+
+/// The relinker of `os`'s loader.
+pub fn relinker(os: Os) -> &'static dyn Relinker {
+    match os.rules().link_method() {
+        LinkMethod::Runpath => &elf::Runpath,
+        LinkMethod::LoaderPath => &macho::LoaderPath,
+        LinkMethod::Preload => &windows::PreloadHook,
+    }
+}
+
+impl Link {
+    /// Decide the set-up for artifacts installed on `os` at `at`.
+    pub fn plan(os: Os, at: &Placement<'_>) -> Link {
+        relinker(os).plan(at)
+    }
+
+    /// The relinker that made this set-up.
+    fn relinker(&self) -> &'static dyn Relinker {
+        match self {
+            Link::Runpath { .. } => &elf::Runpath,
+            Link::MachO { .. } => &macho::LoaderPath,
+            Link::Preload(_) => &windows::PreloadHook,
         }
+    }
+
+    /// Whether applying it invalidates a code signature, so the file is signed again.
+    pub fn resigns(&self) -> bool {
+        matches!(self, Link::MachO { resign: true, .. })
     }
 
     /// The RUNPATH entries, for the manifest (empty off Linux).
@@ -101,154 +122,9 @@ impl Link {
     }
 }
 
-/// Lower-cased DLL file names in `dirs`, mapped to their paths (first directory wins).
-fn dlls_in(dirs: &[PathBuf]) -> BTreeMap<String, PathBuf> {
-    let mut out = BTreeMap::new();
-    for d in dirs {
-        let Ok(rd) = std::fs::read_dir(d) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-        files.sort();
-        for p in files {
-            let name = p.file_name().map(|n| n.to_string_lossy().to_lowercase());
-            if let Some(n) = name.filter(|n| n.ends_with(".dll")) {
-                out.entry(n).or_insert(p);
-            }
-        }
-    }
-    out
-}
-
-fn needed(path: &Path) -> Result<Vec<String>> {
-    rocbuild_native::read_binary(path).map(|b| b.needed)
-}
-
-/// The DLLs from the preload directories that `artifacts` need (directly or through each
-/// other), dependencies first, so each `WinDLL` finds its own imports already loaded.
-pub fn preload_order(artifacts: &[PathBuf], dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let available = dlls_in(dirs);
-    let mut order: Vec<PathBuf> = Vec::new();
-    let mut done: BTreeSet<String> = BTreeSet::new();
-    let mut visiting: BTreeSet<String> = BTreeSet::new();
-    fn visit(
-        name: &str,
-        available: &BTreeMap<String, PathBuf>,
-        done: &mut BTreeSet<String>,
-        visiting: &mut BTreeSet<String>,
-        order: &mut Vec<PathBuf>,
-    ) -> Result<()> {
-        let key = name.to_lowercase();
-        let Some(path) = available.get(&key) else {
-            return Ok(()); // a system DLL, or one found elsewhere: not ours to preload
-        };
-        if done.contains(&key) || !visiting.insert(key.clone()) {
-            return Ok(()); // done, or an import cycle (Windows resolves those itself)
-        }
-        for dep in needed(path)? {
-            visit(&dep, available, done, visiting, order)?;
-        }
-        visiting.remove(&key);
-        done.insert(key);
-        order.push(path.clone());
-        Ok(())
-    }
-    for a in artifacts {
-        for dep in needed(a)? {
-            visit(&dep, &available, &mut done, &mut visiting, &mut order)?;
-        }
-    }
-    Ok(order)
-}
-
-fn py_str(p: &Path) -> String {
-    // A Python string literal; json escaping is valid Python for these characters.
-    serde_json::to_string(&p.display().to_string()).unwrap_or_default()
-}
-
-/// The text of the preload module.
-pub fn preload_module(p: &Preload, recipe: &str, version: &str, dlls: &[PathBuf]) -> String {
-    let list = |items: &[PathBuf]| -> String {
-        if items.is_empty() {
-            return "[]".into();
-        }
-        let mut s = String::from("[\n");
-        for i in items {
-            s.push_str(&format!("    {},\n", py_str(i)));
-        }
-        s.push(']');
-        s
-    };
-    format!(
-        r#"# Written by rocbuild for {recipe} {version}; `rocbuild restore {recipe}` removes it.
-# Windows looks for a DLL's dependencies only in the DLL's own directory, System32 and the
-# directories given to os.add_dll_directory. {recipe}'s native libraries need DLLs from the
-# directories below, so when `{trigger}` is first imported this adds those directories and
-# loads the DLLs by absolute path, dependencies first.
-import os
-import sys
-
-DIRS = {dirs}
-DLLS = {dlls}
-_handles = []
-_done = False
-
-
-def preload():
-    import ctypes
-
-    for d in DIRS:
-        if os.path.isdir(d):
-            _handles.append(os.add_dll_directory(d))
-    for p in DLLS:
-        try:
-            _handles.append(ctypes.WinDLL(p))
-        except OSError:
-            pass  # `rocbuild doctor {recipe}` says which one and why
-
-
-class _Finder:
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        global _done
-        if name == "{trigger}" and not _done:
-            _done = True
-            preload()
-        return None
-
-
-if os.name == "nt":
-    sys.meta_path.insert(0, _Finder)
-"#,
-        trigger = p.trigger,
-        dirs = list(&p.dirs),
-        dlls = list(dlls),
-    )
-}
-
-/// The directories a preload module written by [`preload_module`] adds (its `DIRS`), as
-/// written there.
-pub fn preload_dirs_in(module_text: &str) -> Vec<String> {
-    module_text
-        .lines()
-        .skip_while(|l| !l.starts_with("DIRS = ["))
-        .skip(1)
-        .take_while(|l| !l.starts_with(']'))
-        .filter_map(|l| serde_json::from_str::<String>(l.trim().trim_end_matches(',')).ok())
-        .collect()
-}
-
-/// The `.pth` line: site.py executes lines that start with `import`.
-pub fn preload_pth(p: &Preload) -> String {
-    format!("import {}\n", p.module)
-}
-
-/// Where a Windows plan puts the hook, for display.
-pub fn preload_paths(os: Os, site: &Path, p: &Preload) -> (PathBuf, PathBuf) {
-    (
-        join(os, site, &[&p.module_rel]),
-        join(os, site, &[&p.pth_rel]),
-    )
+/// Set the search paths of one staged file as `link` says (its own platform's relinker).
+pub fn apply(link: &Link, file: &Path) -> Result<()> {
+    link.relinker().apply(link, file)
 }
 
 fn magic(file: &Path) -> [u8; 4] {
@@ -256,25 +132,6 @@ fn magic(file: &Path) -> [u8; 4] {
     let mut m = [0u8; 4];
     let _ = std::fs::File::open(file).and_then(|mut f| f.read_exact(&mut m));
     m
-}
-
-/// Set the search paths of one staged file; data files among the artifacts (a `.json`, a
-/// `.py`) are left alone.
-pub fn apply(link: &Link, file: &Path) -> Result<()> {
-    match link {
-        Link::Runpath { entries } if magic(file) == *b"\x7fELF" => {
-            Ok(rocbuild_native::set_runpath(file, entries)?)
-        }
-        Link::MachO { rpaths, .. }
-            if matches!(
-                u32::from_be_bytes(magic(file)),
-                0xfeedface | 0xfeedfacf | 0xcefaedfe | 0xcffaedfe | 0xcafebabe
-            ) =>
-        {
-            Ok(rocbuild_native::add_macho_rpaths(file, rpaths)?)
-        }
-        _ => Ok(()),
-    }
 }
 
 /// Directories the dynamic loader searches anyway: no RUNPATH entry needed.
@@ -299,6 +156,18 @@ fn is_default_lib_dir(p: &Path) -> bool {
 /// onednn-cpu-gomp put shared libraries); absolute otherwise.
 pub fn search_entries(origin: &str, dest: &Path, site: &Path, finds: &[PathBuf]) -> Vec<String> {
     let mut out = vec![origin.to_string()];
+    for e in entries(origin, dest, site, finds) {
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// The entry for each of `finds` seen from `dest` ([`search_entries`] without `origin` itself
+/// first: `origin` appears only when a directory is `dest`), in order, without repeats.
+fn entries(origin: &str, dest: &Path, site: &Path, finds: &[PathBuf]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
     let venv_root = rocbuild_probe::platform::venv_root_of(site);
     for f in finds {
         if f.as_os_str().is_empty() || is_default_lib_dir(f) {
@@ -360,15 +229,15 @@ mod tests {
     fn windows_plan(site: &Path, ffmpeg_bin: &Path) -> Preload {
         let finds = vec![site.join("torch").join("lib"), ffmpeg_bin.to_path_buf()];
         let own = [site.join("torch").join("lib")];
-        match Link::plan(
-            Os::Windows,
-            "torchcodec",
-            "torchcodec",
-            &site.join("torchcodec"),
+        let at = Placement {
+            recipe: "torchcodec",
+            import_dir: "torchcodec",
+            dest: &site.join("torchcodec"),
             site,
-            &finds,
-            &own,
-        ) {
+            finds: &finds,
+            own: &own,
+        };
+        match Link::plan(Os::Windows, &at) {
             Link::Preload(p) => p,
             other => panic!("{other:?}"),
         }
@@ -532,6 +401,16 @@ print(json.dumps(calls))
         ignore = "a Unix-host test: it makes Linux and macOS search paths, which a Windows host never writes"
     )]
     fn search_entries_per_platform() {
+        fn at<'a>(dest: &'a Path, site: &'a Path, finds: &'a [PathBuf]) -> Placement<'a> {
+            Placement {
+                recipe: "torchcodec",
+                import_dir: "torchcodec",
+                dest,
+                site,
+                finds,
+                own: &[],
+            }
+        }
         let site = Path::new("/v/lib/python3.11/site-packages");
         let finds = [
             site.join("torch/lib"),
@@ -539,15 +418,7 @@ print(json.dumps(calls))
         ];
         let dest = site.join("torchcodec");
         assert_eq!(
-            Link::plan(
-                Os::Linux,
-                "torchcodec",
-                "torchcodec",
-                &dest,
-                site,
-                &finds,
-                &[]
-            ),
+            Link::plan(Os::Linux, &at(&dest, site, &finds)),
             Link::Runpath {
                 entries: vec![
                     "$ORIGIN".into(),
@@ -557,15 +428,7 @@ print(json.dumps(calls))
             }
         );
         assert_eq!(
-            Link::plan(
-                Os::Macos,
-                "torchcodec",
-                "torchcodec",
-                &dest,
-                site,
-                &finds,
-                &[]
-            ),
+            Link::plan(Os::Macos, &at(&dest, site, &finds)),
             Link::MachO {
                 rpaths: vec![
                     "@loader_path".into(),
@@ -574,6 +437,62 @@ print(json.dumps(calls))
                 ],
                 resign: true
             }
+        );
+    }
+
+    /// What `repair` gives a file pip installed: each relinker's entries, relative inside
+    /// site-packages and absolute outside; ELF keeps the file's own RUNPATH first, Mach-O
+    /// adds only what the file lacks, a DLL gets the hook's directories.
+    #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: it makes Linux and macOS search paths from Unix paths"
+    )]
+    fn repair_entries_per_platform() {
+        let site = Path::new("/v/lib/python3.12/site-packages");
+        let tc = site.join("torchcodec");
+        let file = tc.join("libtorchcodec_core7.so");
+        let dirs = [
+            tc.clone(),
+            site.join("torch/lib"),
+            PathBuf::from("/opt/homebrew/lib"),
+        ];
+        // A real ELF library with a RUNPATH of its own.
+        let t = tempfile::tempdir().unwrap();
+        let so = t.path().join("libx.so");
+        let c = t.path().join("x.c");
+        std::fs::write(&c, "int x(void) { return 1; }\n").unwrap();
+        let o = Command::new("cc")
+            .args([
+                "-shared",
+                "-fPIC",
+                "-Wl,--enable-new-dtags,-rpath,/old",
+                "-o",
+            ])
+            .arg(&so)
+            .arg(&c)
+            .output()
+            .expect("cc");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut bin = rocbuild_native::read_binary(&so).unwrap();
+        assert_eq!(bin.runpath, ["/old"]);
+        assert_eq!(
+            relinker(Os::Linux).repair_entries(site, &file, &bin, &dirs),
+            [
+                "/old",
+                "$ORIGIN",
+                "$ORIGIN/../torch/lib",
+                "/opt/homebrew/lib"
+            ]
+        );
+        bin.rpath = vec!["@loader_path".into()];
+        assert_eq!(
+            relinker(Os::Macos).repair_entries(site, &file, &bin, &dirs),
+            ["@loader_path/../torch/lib", "/opt/homebrew/lib"]
+        );
+        assert_eq!(
+            relinker(Os::Windows).repair_entries(site, &file, &bin, &dirs[2..]),
+            ["/opt/homebrew/lib"]
         );
     }
 }

@@ -38,20 +38,11 @@ fn is_cuda_library(base: &str) -> bool {
 /// The CUDA major a toolkit library's name says (`libcublas.so.12` -> 12, `cudart64_13.dll`
 /// -> 13); None for other libraries and for cuDNN, whose major is its own.
 pub fn cuda_library_major(name: &str) -> Option<u32> {
-    let (base, major) = match name.strip_prefix("lib") {
-        Some(rest) => {
-            let (base, v) = rest.split_once(".so.")?;
-            (base, v.split('.').next()?)
-        }
-        None => name
-            .get(..name.len().checked_sub(4)?)
-            .filter(|_| name.to_ascii_lowercase().ends_with(".dll"))?
-            .rsplit_once("64_")?,
-    };
-    if base.starts_with("cudnn") || !is_cuda_library(base) {
+    let l = rocbuild_platform::libname::parse(name)?;
+    if !l.is_cuda_form(name) || l.base.starts_with("cudnn") || !is_cuda_library(l.base) {
         return None;
     }
-    major.parse().ok()
+    l.major()
 }
 
 /// The versioned CUDA library names in `bytes`, sorted and unique: ELF sonames
@@ -122,12 +113,10 @@ fn dll_name_ending_at(bytes: &[u8], dot: usize) -> Option<String> {
         return None;
     }
     let start = word_start(bytes, dot);
-    let word = std::str::from_utf8(&bytes[start..dot]).ok()?;
-    let (base, major) = word.rsplit_once("64_")?;
-    if major.is_empty() || !major.bytes().all(|c| c.is_ascii_digit()) || !is_cuda_library(base) {
-        return None;
-    }
-    Some(format!("{word}.dll"))
+    let name = format!("{}.dll", std::str::from_utf8(&bytes[start..dot]).ok()?);
+    let l = rocbuild_platform::libname::parse(&name)?;
+    let whole_major = l.version.is_some_and(|v| !v.contains('.'));
+    (l.is_cuda_form(&name) && whole_major && is_cuda_library(l.base)).then(|| name.clone())
 }
 
 /// The CUDA libraries `path` names in its bytes and does not link: what it loads by name at

@@ -15,6 +15,7 @@
 //! with its reason in a comment).
 
 pub mod host;
+pub mod libname;
 mod linux;
 mod macos;
 pub mod signal;

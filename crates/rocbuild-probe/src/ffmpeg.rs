@@ -133,8 +133,9 @@ fn from_headers(dir: &Path) -> Result<Ffmpeg, ProbeError> {
 fn shared_bin(dir: &Path) -> Option<PathBuf> {
     let rd = std::fs::read_dir(dir).ok()?;
     let shared = rd.flatten().any(|e| {
-        let n = e.file_name().to_string_lossy().to_lowercase();
-        n.starts_with("avutil") && n.ends_with(".dll")
+        let n = e.file_name().to_string_lossy().into_owned();
+        crate::platform::libname::parse(&n)
+            .is_some_and(|l| l.is_dll() && l.base.eq_ignore_ascii_case("avutil"))
     });
     shared.then(|| dir.to_path_buf())
 }

@@ -82,7 +82,7 @@ pub fn tensile_candidates(
 /// `librocblas.so.4.4.1` → "4.4.1"; `librocblas.so.4` → "4"; anything else → None.
 fn library_file_version(p: &Path) -> Option<String> {
     let name = p.file_name()?.to_string_lossy().into_owned();
-    let rest = name.split_once(".so.")?.1;
+    let rest = crate::platform::libname::parse(&name)?.version?;
     (!version_key(rest).is_empty()).then(|| rest.to_string())
 }
 

@@ -832,3 +832,67 @@ fn use_cases_are_one_per_file() {
     assert!(seen >= 7, "usecase/mod.rs read wrong ({seen} re-exports)");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Relinking is one `Relinker` per OS in rocbuild-link (ELF, Mach-O, the Windows hook), used by
+/// the install and by `repair`: no other file edits a search path (`set_runpath`,
+/// `add_macho_rpaths`) or spells the loaders' origin words, and no file outside the platform
+/// crate takes a library's file name apart by its OS's pattern (`platform::libname` does).
+#[test]
+fn relinking_is_one_trait_per_os_and_library_names_are_read_in_the_platform_crate() {
+    let lib = read("crates/rocbuild-link/src/lib.rs");
+    assert!(
+        lib.contains("pub trait Relinker"),
+        "rocbuild-link defines Relinker"
+    );
+    for (file, ty) in [
+        ("elf.rs", "Runpath"),
+        ("macho.rs", "LoaderPath"),
+        ("windows.rs", "PreloadHook"),
+    ] {
+        let text = read(&format!("crates/rocbuild-link/src/{file}"));
+        assert!(
+            text.contains(&format!("impl Relinker for {ty}")),
+            "rocbuild-link/src/{file} implements Relinker for {ty}"
+        );
+    }
+    let outside_link = |needles: &[&str]| -> BTreeMap<String, String> {
+        files_with(needles, "crates/")
+            .into_iter()
+            .filter(|(f, _)| {
+                !f.starts_with("crates/rocbuild-link/") && !f.starts_with("crates/rocbuild-native/")
+            })
+            .collect()
+    };
+    only_in(
+        "files outside rocbuild-link that edit a search path or spell a loader's origin",
+        outside_link(&[
+            "set_runpath(",
+            "add_macho_rpaths(",
+            "\"$ORIGIN",
+            "\"@loader_path",
+        ]),
+        &[],
+    );
+    let users: BTreeSet<String> = files_with(&["relinker(", "Link::plan("], "crates/")
+        .into_keys()
+        .filter(|f| !f.starts_with("crates/rocbuild-link/"))
+        .collect();
+    assert_eq!(
+        users,
+        BTreeSet::from([
+            "crates/rocbuild-doctor/src/repair.rs".to_string(),
+            "crates/rocbuild-engine/src/install/mod.rs".to_string(),
+        ]),
+        "the install and repair plan through the relinkers"
+    );
+    let parsed: BTreeMap<String, String> =
+        files_with(&["split_once(\".so.\")", "rsplit_once(\"64_\")"], "crates/")
+            .into_iter()
+            .filter(|(f, _)| !f.starts_with("crates/rocbuild-platform/"))
+            .collect();
+    only_in(
+        "files outside the platform crate that take a library name apart (platform::libname does)",
+        parsed,
+        &[],
+    );
+}

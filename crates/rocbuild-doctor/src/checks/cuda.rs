@@ -135,12 +135,8 @@ pub struct NotFoundByName {
 
 /// `libcublas.so.12` -> (`cublas`, 12); `cublas64_12.dll` -> (`cublas`, 12).
 fn base_and_major(name: &str) -> Option<(&str, u32)> {
-    if let Some(rest) = name.strip_prefix("lib") {
-        let (base, major) = rest.split_once(".so.")?;
-        return Some((base, major.parse().ok()?));
-    }
-    let (base, major) = name.strip_suffix(".dll")?.rsplit_once("64_")?;
-    Some((base, major.parse().ok()?))
+    let l = rocbuild_probe::platform::libname::parse(name)?;
+    l.is_cuda_form(name).then_some((l.base, l.major()?))
 }
 
 /// NVIDIA's pip package holding a CUDA library of that CUDA major (cuDNN's own major is not

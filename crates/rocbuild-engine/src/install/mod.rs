@@ -72,12 +72,14 @@ pub fn plan(
     let own: Vec<PathBuf> = machine.target.torch.iter().map(|t| t.lib.clone()).collect();
     let link = Link::plan(
         os,
-        recipe.name(),
-        &raw.package.import_dir,
-        &dest,
-        &site,
-        &finds,
-        &own,
+        &rocbuild_link::Placement {
+            recipe: recipe.name(),
+            import_dir: &raw.package.import_dir,
+            dest: &dest,
+            site: &site,
+            finds: &finds,
+            own: &own,
+        },
     );
     Ok(InstallPlan {
         site,
