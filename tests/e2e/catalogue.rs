@@ -117,6 +117,14 @@ pub const CASES: &[(&str, &str)] = &[
         "ffmpeg_static_on_windows",
         "A static FFmpeg for TorchCodec on Windows (plan)",
     ),
+    (
+        "no_compiler_on_windows",
+        "No MSVC-ABI compiler on a Windows host (plan)",
+    ),
+    (
+        "ffmpeg_missing_on_windows",
+        "No FFmpeg for TorchCodec on a Windows host (plan)",
+    ),
     ("unreachable_source", "A source that cannot be reached"),
     (
         "rev_that_is_no_release",
@@ -1099,6 +1107,72 @@ fn ffmpeg_static_on_windows() {
     });
     assert!(said(&err, "static build"), "{err}");
     assert!(said(&err, "rocbuild ffmpeg"), "{err}");
+}
+
+/// A dry run of TorchCodec for a Windows host described by `edit` (the fixture Windows
+/// machine, changed).
+fn windows_host_plan(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let s = Scene::empty();
+    let mut m = crate::plans::machine("windows");
+    edit(&mut m);
+    let file = s.root().join("machine.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    check(name, &s, 1, || {
+        rocbuild(
+            &[
+                "torchcodec",
+                "--version",
+                "0.9.1",
+                "--dry-run",
+                "--machine",
+                file.to_str().unwrap(),
+                "--cache",
+                s.cache.to_str().unwrap(),
+            ],
+            &[],
+        )
+    })
+}
+
+/// A Windows host where no developer prompt, Visual Studio or LLVM was found: refused at
+/// plan time, naming where rocbuild looked and each way to get a compiler.
+#[test]
+fn no_compiler_on_windows() {
+    let err = windows_host_plan("no_compiler_on_windows", |m| {
+        m["tools"]["cc"] = serde_json::Value::Null;
+        m["tools"]["cxx"] = serde_json::Value::Null;
+    });
+    for e in [
+        "1 prerequisite of torchcodec missing",
+        "a C and C++ compiler for Windows",
+        "developer prompt",
+        "vswhere",
+        "Microsoft.VisualStudio.Workload.VCTools",
+        "Native Tools Command Prompt",
+        "winget install LLVM.LLVM",
+    ] {
+        assert!(said(&err, e), "{e}\n{err}");
+    }
+}
+
+/// A Windows host without FFmpeg (pkg-config knows none, no --ffmpeg): what TorchCodec
+/// loads, which majors, where rocbuild looked, and how a Windows user gets a shared build.
+#[test]
+fn ffmpeg_missing_on_windows() {
+    let err = windows_host_plan("ffmpeg_missing_on_windows", |m| {
+        m["ffmpeg"] = serde_json::Value::Null;
+        m["ffmpeg_missing"] = "pkg-config does not know libavutil".into();
+    });
+    for e in [
+        "FFmpeg's shared DLLs",
+        "FFmpeg 4 to 8",
+        "rocbuild looked at pkg-config",
+        "rocbuild ffmpeg",
+        "--ffmpeg DIR",
+        "gyan.dev",
+    ] {
+        assert!(said(&err, e), "{e}\n{err}");
+    }
 }
 
 #[test]

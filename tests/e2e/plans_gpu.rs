@@ -61,6 +61,7 @@ fn ok(out: Out) -> String {
 fn msvc() -> Value {
     json!({
         "cl": r"C:\VS\VC\Tools\MSVC\14.44\bin\Hostx64\x64\cl.exe",
+        "found_by": r"the developer prompt (INCLUDE, LIB and VCToolsInstallDir=C:\VS\VC\Tools\MSVC\14.44)",
         "rc": r"C:\Program Files (x86)\Windows Kits\10\bin\10.0.26100.0\x64\rc.exe",
         "env": {
             "INCLUDE": r"C:\VS\VC\Tools\MSVC\14.44\include;C:\Program Files (x86)\Windows Kits\10\Include\10.0.26100.0\ucrt",

@@ -165,6 +165,9 @@ impl Plan {
                 l.why
             )?;
         }
+        if let Some(c) = &self.compiler_found {
+            writeln!(f, "  compiler: {}", c.line())?;
+        }
         if let Some(c) = &self.compiler {
             writeln!(f, "  compiler: {}", c.line())?;
         }

@@ -335,6 +335,11 @@ pub fn any_venv_python(root: &Path) -> Option<PathBuf> {
 }
 
 /// Join path parts with the separator of `os` (a Windows plan made on Linux shows `\`).
+/// `base\part` as Windows writes it, on any host (a Windows machine's paths read from Linux).
+pub fn windows_join(base: &Path, parts: &[&str]) -> PathBuf {
+    join(Os::Windows, base, parts)
+}
+
 pub fn join(os: Os, base: &Path, parts: &[&str]) -> PathBuf {
     if os == Os::Windows {
         let mut s = base

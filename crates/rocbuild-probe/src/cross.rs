@@ -531,7 +531,7 @@ pub(crate) fn probe_cross(
     python.installer.host = host;
     python.installer.host_skipped = skipped;
     let cross = cross_windows(env, opts.winsysroot.as_deref());
-    let mut tools = probe_tools();
+    let mut tools = probe_tools(env);
     let cl = cross.clang_cl.clone().map(|path| Tool {
         version: Some(format!("clang-cl (LLVM {})", cross.llvm)),
         path,

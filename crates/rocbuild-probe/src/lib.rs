@@ -25,6 +25,7 @@ pub mod space;
 mod syslib;
 mod tools;
 mod torch;
+pub mod windows_compiler;
 
 use std::path::{Path, PathBuf};
 
@@ -438,15 +439,24 @@ pub struct Ffmpeg {
     pub bin: Option<PathBuf>,
 }
 
-/// The MSVC toolchain on Windows.
+/// The MSVC-ABI toolchain of a Windows host (see [`windows_compiler`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Msvc {
+    /// The C and C++ compiler: `cl.exe`, or `clang-cl.exe`.
     pub cl: PathBuf,
     /// The resource compiler (CMake's RC language: `CMAKE_RC_COMPILER`).
     pub rc: Option<PathBuf>,
     /// Environment a build needs to use these tools (INCLUDE, LIB, LIBPATH, PATH).
     #[serde(default)]
     pub env: std::collections::BTreeMap<String, String>,
+    /// Where it was found, for the plan: `the developer prompt (INCLUDE, LIB and
+    /// VCToolsInstallDir=…)`, `Visual Studio Build Tools 2022 at … found by vswhere, …`,
+    /// `LLVM at C:\Program Files\LLVM\bin …`.
+    #[serde(default)]
+    pub found_by: String,
+    /// The linker to use instead of the one CMake picks (`lld-link` beside LLVM's clang-cl).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linker: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -462,8 +472,8 @@ pub struct Tools {
     pub cc: Option<Tool>,
     pub cxx: Option<Tool>,
     pub pkg_config: Option<Tool>,
-    /// Windows: the MSVC tools and the environment they need (INCLUDE, LIB, PATH), found the
-    /// way the `cc` crate finds them.
+    /// Windows: the MSVC-ABI compiler and the environment it needs (INCLUDE, LIB, PATH), and
+    /// where it was found: a developer prompt, Visual Studio (through the `cc` crate), LLVM.
     #[serde(default)]
     pub msvc: Option<Msvc>,
     /// Compiler caches on PATH (`--compiler-cache`).
@@ -571,7 +581,7 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions) -> Result<Machine, ProbeError> {
     let venv = venv.clone();
     let os = cross::venv_os(&venv.root, host_os);
     let (python, tools, cross) = if os == host_os {
-        (probe_python(&venv, os)?, probe_tools(), None)
+        (probe_python(&venv, os)?, probe_tools(&env), None)
     } else {
         cross::probe_cross(&venv, opts, &env)?
     };

@@ -1,6 +1,6 @@
-//! Names an OS: MSVC is found through the `cc` crate's Windows registry lookup, which is
-//! compiled only for Windows, and install commands name each OS's package manager (apt, dnf,
-//! brew, winget).
+//! Names an OS: on a Windows host the compiler is found by [`crate::windows_compiler`] (a
+//! developer prompt, Visual Studio through the `cc` crate, LLVM), and install commands name
+//! each OS's package manager (apt, dnf, brew, winget).
 
 use std::path::Path;
 
@@ -48,10 +48,11 @@ fn compiler(cpp: bool) -> Option<Tool> {
     })
 }
 
-/// A compiler's family (`gcc`, `clang`, `apple-clang`, `intel`) and full version, from the
-/// first line of its `--version`: `c++ (Debian 12.2.0-14) 12.2.0`, `g++ (GCC) 14.2.1 20250110
-/// (Red Hat 14.2.1-7)`, `Debian clang version 14.0.6`, `Apple clang version 15.0.0
-/// (clang-1500.3.9.4)`, `Intel(R) oneAPI DPC++/C++ Compiler 2025.3.0 (2025.3.0.20250923)`.
+/// A compiler's family (`gcc`, `clang`, `apple-clang`, `intel`, `msvc`) and full version, from
+/// the first line of its `--version`: `c++ (Debian 12.2.0-14) 12.2.0`, `g++ (GCC) 14.2.1
+/// 20250110 (Red Hat 14.2.1-7)`, `Debian clang version 14.0.6`, `Apple clang version 15.0.0
+/// (clang-1500.3.9.4)`, `Intel(R) oneAPI DPC++/C++ Compiler 2025.3.0 (2025.3.0.20250923)`,
+/// `cl.exe`'s banner `Microsoft (R) C/C++ Optimizing Compiler Version 19.44.35207 for x64`.
 pub fn compiler_of(version_line: &str) -> Option<(&'static str, String)> {
     let dotted = |w: &str| {
         let w = w.trim_matches(|c: char| c == '(' || c == ')' || c == ',');
@@ -64,6 +65,9 @@ pub fn compiler_of(version_line: &str) -> Option<(&'static str, String)> {
         let (_, rest) = version_line.split_once(marker)?;
         rest.split_whitespace().find_map(dotted)
     };
+    if version_line.contains("Microsoft (R)") {
+        return Some(("msvc", after("Version")?));
+    }
     if version_line.contains("Intel(R)") {
         return Some(("intel", after("Compiler")?));
     }
@@ -94,24 +98,57 @@ fn current_target() -> String {
     }
 }
 
-pub fn probe_tools() -> Tools {
+pub fn probe_tools(env: &crate::ProbeEnv) -> Tools {
+    // A Windows host: the compiler a developer prompt, Visual Studio or LLVM gives, and
+    // where it was found; nothing else (a MinGW gcc on PATH builds no MSVC-ABI code).
+    let (cc, cxx, msvc) = if cfg!(windows) {
+        let msvc = crate::windows_compiler::discover_here(env).found;
+        let tool = msvc.as_ref().map(|m| Tool {
+            version: msvc_version(&m.cl),
+            path: m.cl.clone(),
+        });
+        (tool.clone(), tool, msvc)
+    } else {
+        (compiler(false), compiler(true), None)
+    };
     Tools {
         cmake: find(&["cmake"], "--version"),
         ninja: find(&["ninja", "ninja-build"], "--version"),
-        cc: compiler(false),
-        cxx: compiler(true),
+        cc,
+        cxx,
         pkg_config: find(&["pkg-config", "pkgconf"], "--version"),
-        msvc: msvc(),
+        msvc,
         sccache: find(&["sccache"], "--version"),
         ccache: find(&["ccache"], "--version"),
     }
 }
 
-/// MSVC's cl.exe, rc.exe and their environment, as the `cc` crate finds them (registry,
-/// vswhere, or an already set-up developer prompt).
+/// The banner of `cl.exe` (printed on stderr: `Microsoft (R) C/C++ Optimizing Compiler
+/// Version 19.44.35207 for x64`) or the first line of `clang-cl --version`.
+fn msvc_version(path: &Path) -> Option<String> {
+    let out = duct::cmd(path, ["--version"])
+        .stdout_capture()
+        .stderr_capture()
+        .stdin_null()
+        .unchecked()
+        .run()
+        .ok()?;
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .map(str::trim)
+        .find(|l| l.contains("clang version") || l.contains("Compiler Version"))
+        .map(str::to_string)
+}
+
+/// Visual Studio or the Build Tools, through the `cc` crate (vswhere, the setup API, the
+/// registry).
 #[cfg(windows)]
-fn msvc() -> Option<crate::Msvc> {
-    let target = format!("{}-pc-windows-msvc", std::env::consts::ARCH);
+pub(crate) fn visual_studio(arch: &str) -> Option<crate::windows_compiler::VisualStudio> {
+    let target = format!("{arch}-pc-windows-msvc");
     let cl = cc::windows_registry::find_tool(&target, "cl.exe")?;
     let env = cl
         .get_envs()
@@ -122,16 +159,14 @@ fn msvc() -> Option<crate::Msvc> {
             )
         })
         .collect();
-    let rc = cc::windows_registry::find_tool(&target, "rc.exe").map(|t| t.path().to_path_buf());
-    Some(crate::Msvc {
+    Some(crate::windows_compiler::VisualStudio {
         cl: cl.path().to_path_buf(),
-        rc,
         env,
     })
 }
 
 #[cfg(not(windows))]
-fn msvc() -> Option<crate::Msvc> {
+pub(crate) fn visual_studio(_arch: &str) -> Option<crate::windows_compiler::VisualStudio> {
     None
 }
 
@@ -394,6 +429,10 @@ mod tests {
             (
                 "Intel(R) oneAPI DPC++/C++ Compiler 2025.3.0 (2025.3.0.20250923)",
                 Some(("intel", "2025.3.0")),
+            ),
+            (
+                "Microsoft (R) C/C++ Optimizing Compiler Version 19.44.35207 for x64",
+                Some(("msvc", "19.44.35207")),
             ),
             ("", None),
             ("some-wrapper 1.0", None),

@@ -77,6 +77,10 @@ pub struct Plan {
     /// recipe says that changes results (`[wheel-compiler]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compiler: Option<wheel_compiler::CompilerParity>,
+    /// The C++ compiler and where it was found (a Windows host's developer prompt, Visual
+    /// Studio or LLVM; the HIP SDK's clang), when more than its path is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compiler_found: Option<tools::CompilerFound>,
     pub source: SourcePlan,
     /// A proxy is configured (from the settings step): the run skips its network check.
     #[serde(skip)]
@@ -181,6 +185,7 @@ pub fn plan(
     let mut vars = vars::of(
         recipe, &version, machine, ctx, &libraries, &source, &backend,
     );
+    let compiler_found = toolset.compiler_found();
     let (tools, toolset, compiler) =
         tools_and_compiler(recipe, machine, opts, ctx, &backend, toolset, &mut vars)?;
     let cross_of = cross.as_ref().map(|c| (c, machine));
@@ -257,6 +262,7 @@ pub fn plan(
         libraries,
         dependencies,
         compiler,
+        compiler_found,
         source,
         proxied: ctx.proxied,
         tools,

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use rocbuild_probe::{
-    install_command, install_command_with, package_family, Machine, Prerequisite, Tool,
+    install_command, install_command_with, package_family, Machine, Os, Prerequisite, Tool,
 };
 use rocbuild_recipe::{Recipe, Resolved};
 use serde::Serialize;
@@ -52,6 +52,34 @@ pub struct Found {
     pub ninja: Result<PathBuf, String>,
     pub cc: PathBuf,
     pub cxx: PathBuf,
+    /// Where the compilers were found, for the plan: the HIP SDK's (`HIP_PATH`), or on a
+    /// Windows host a developer prompt, Visual Studio or LLVM (`Msvc::found_by`). None where
+    /// nothing but their path is known ($CC or PATH, on Linux and macOS).
+    pub found_by: Option<String>,
+}
+
+/// The C++ compiler a build runs and where it was found: a line of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompilerFound {
+    pub cxx: PathBuf,
+    pub found_by: String,
+}
+
+impl CompilerFound {
+    /// `C:\…\cl.exe (the developer prompt (INCLUDE, LIB and VCToolsInstallDir=…))`.
+    pub fn line(&self) -> String {
+        format!("{} ({})", self.cxx.display(), self.found_by)
+    }
+}
+
+impl Found {
+    /// The compiler and where it was found, when more than its path is known.
+    pub fn compiler_found(&self) -> Option<CompilerFound> {
+        self.found_by.as_ref().map(|by| CompilerFound {
+            cxx: self.cxx.clone(),
+            found_by: by.clone(),
+        })
+    }
 }
 
 /// The oldest CMake and Ninja used from the system: TorchCodec asks for CMake 3.18, CMake's
@@ -76,10 +104,8 @@ fn usable(t: &Option<Tool>, name: &str, min: (u32, u32)) -> Result<PathBuf, Stri
     }
 }
 
-/// Every prerequisite the user must install by hand, checked at once before anything is
-/// fetched: the compilers (the SDK's clang for a ROCm build), FFmpeg's development files and
-/// pkg-config when the recipe needs FFmpeg. All missing ones are named in one error with one
-/// install command for this OS or distribution. Also refuses an FFmpeg a build cannot use.
+/// [`required_for`] the default release (the sub-plans' tests).
+#[cfg(test)]
 pub fn required(
     recipe: &Recipe,
     machine: &Machine,
@@ -87,111 +113,49 @@ pub fn required(
     resolved: &Resolved,
     user_defines: &[(String, String)],
 ) -> Result<Found> {
+    required_for(recipe, machine, backend, resolved, user_defines, None)
+}
+
+/// One missing prerequisite: its kind (for the install command) and its line in the list.
+type MissingLine = (Prerequisite, String);
+
+/// Every prerequisite the user must install by hand, checked at once before anything is
+/// fetched: the compilers (the SDK's clang for a ROCm build), FFmpeg's development files and
+/// pkg-config when the recipe needs FFmpeg. All missing ones are named in one error with one
+/// install command for this OS or distribution. Also refuses an FFmpeg a build cannot use.
+/// `version`: the release the user named (`--version`), whose FFmpeg range is said.
+fn required_for(
+    recipe: &Recipe,
+    machine: &Machine,
+    backend: &BackendPlan,
+    resolved: &Resolved,
+    user_defines: &[(String, String)],
+    version: Option<&str>,
+) -> Result<Found> {
     let needs = &recipe.raw.needs;
-    let mut missing: Vec<(Prerequisite, String)> = Vec::new();
+    let mut missing: Vec<MissingLine> = Vec::new();
     let libraries = missing_libraries(recipe, machine, backend, resolved, user_defines);
-    let mut tool = |t: &Option<Tool>, p: Prerequisite, detail: &str| -> PathBuf {
-        match t {
-            Some(t) => t.path.clone(),
-            None => {
-                missing.push((p, detail.to_string()));
-                PathBuf::new()
-            }
-        }
-    };
-    // With ROCm the SDK's clang compiles everything.
-    let (cc, cxx) = match &backend.rocm {
-        Some(r) => (r.clang.clone(), r.clangxx.clone()),
-        None => (
-            tool(
-                &machine.host.tools.cc,
-                Prerequisite::CCompiler,
-                "none found ($CC, cc, gcc, clang on PATH)",
-            ),
-            tool(
-                &machine.host.tools.cxx,
-                Prerequisite::CxxCompiler,
-                "none found ($CXX, c++, g++, clang++ on PATH)",
-            ),
-        ),
-    };
+    let (cc, cxx) = compilers(machine, backend, &mut missing);
     let ffmpeg = machine.target.ffmpeg.as_ref();
     if needs.ffmpeg {
         // The recipe's CMake finds FFmpeg through pkg-config (rocbuild writes .pc files for
         // an --ffmpeg DIR that has none); for a Windows venv built from another OS only the
         // --ffmpeg DIR given is seen.
-        tool(
-            &machine.host.tools.pkg_config,
-            Prerequisite::PkgConfig,
-            "not on PATH (FFmpeg is found through it)",
-        );
+        if machine.host.tools.pkg_config.is_none() {
+            missing.push((
+                Prerequisite::PkgConfig,
+                "pkg-config: not on PATH (FFmpeg is found through it)".into(),
+            ));
+        }
         if ffmpeg.is_none() {
-            let why = machine
-                .target
-                .ffmpeg_missing
-                .clone()
-                .unwrap_or_else(|| "no FFmpeg was found".into());
             missing.push((
                 Prerequisite::FfmpegDev,
-                format!("{why} (libavcodec, libavformat, libavutil, … with headers and .pc files)"),
+                ffmpeg_line(recipe, machine, version),
             ));
         }
     }
     if !missing.is_empty() || !libraries.is_empty() {
-        let kinds: Vec<Prerequisite> = missing
-            .iter()
-            .map(|(p, _)| *p)
-            .filter(|p| machine.host.cross.is_none() || *p != Prerequisite::FfmpegDev)
-            .collect();
-        let packages: Vec<String> = libraries.iter().filter_map(|l| l.package.clone()).collect();
-        let mut parts: Vec<String> = Vec::new();
-        if !(kinds.is_empty() && packages.is_empty()) {
-            parts.push(format!(
-                "install {} with one command: {}",
-                if kinds.len() + packages.len() == 1 {
-                    "it"
-                } else {
-                    "them"
-                },
-                install_command_with(&machine.host.platform, &kinds, &packages)
-            ));
-        }
-        // A library this distribution does not package: said as such, not as a package name.
-        for l in libraries.iter().filter(|l| l.package.is_none()) {
-            parts.push(format!(
-                "{}: this distribution has no package for it that the recipe knows; install it from AMD's ROCm repository, or use an SDK that has it (--rocm)",
-                l.describe
-            ));
-        }
-        if missing.iter().any(|(p, _)| *p == Prerequisite::FfmpegDev) {
-            parts.push(if machine.host.cross.is_some() {
-                "pass --ffmpeg DIR naming a shared FFmpeg build for Windows (include/, lib/*.lib, bin/*.dll)".into()
-            } else {
-                "or pass --ffmpeg DIR naming an FFmpeg build (its include/ and lib/)".into()
-            });
-        }
-        let mut help = parts.join("; ");
-        help.push_str(
-            ". cmake and ninja are not needed: rocbuild fetches them from PyPI into its tools area",
-        );
-        return Err(EngineError::Prerequisites {
-            recipe: recipe.name().into(),
-            count: match missing.len() + libraries.len() {
-                1 => "1 prerequisite".into(),
-                n => format!("{n} prerequisites"),
-            },
-            list: missing
-                .iter()
-                .map(|(p, d)| format!("- {}: {d}", p.describe()))
-                .chain(
-                    libraries
-                        .iter()
-                        .map(|l| format!("- {}: {}", l.describe, l.detail)),
-                )
-                .collect::<Vec<_>>()
-                .join("\n"),
-            help,
-        });
+        return Err(prerequisites_error(recipe, machine, &missing, &libraries));
     }
     let dlls_in_bin = machine.target.platform.os.rules().shared_lib_dir() == "bin";
     if let (true, true, Some(f)) = (dlls_in_bin, needs.ffmpeg, ffmpeg) {
@@ -209,8 +173,210 @@ pub fn required(
         ninja: usable(&machine.host.tools.ninja, "ninja", MIN_NINJA),
         cc,
         cxx,
+        found_by: compilers_found_by(machine, backend),
     })
 }
+
+/// A Windows host: its compilers are MSVC-style (cl.exe, clang-cl), its FFmpeg comes as DLLs.
+fn windows_host(machine: &Machine) -> bool {
+    machine.host.platform.os.rules().msvc_style_compilers()
+}
+
+/// The C and C++ compilers: the SDK's clang for a ROCm build; on a Windows host the one
+/// compiler a developer prompt, Visual Studio or LLVM gives (one line when missing, naming
+/// where it was looked for); else the machine's cc and c++.
+fn compilers(
+    machine: &Machine,
+    backend: &BackendPlan,
+    missing: &mut Vec<MissingLine>,
+) -> (PathBuf, PathBuf) {
+    if let Some(r) = &backend.rocm {
+        return (r.clang.clone(), r.clangxx.clone());
+    }
+    let tools = &machine.host.tools;
+    if windows_host(machine) {
+        if let (Some(cc), Some(cxx)) = (&tools.cc, &tools.cxx) {
+            return (cc.path.clone(), cxx.path.clone());
+        }
+        missing.push((
+            Prerequisite::CxxCompiler,
+            format!(
+                "a C and C++ compiler for Windows (MSVC's cl.exe, or LLVM's clang-cl): none found; looked for {}",
+                rocbuild_probe::windows_compiler::WINDOWS_COMPILER_SEARCH
+            ),
+        ));
+        return (PathBuf::new(), PathBuf::new());
+    }
+    let mut tool = |t: &Option<Tool>, p: Prerequisite, detail: &str| match t {
+        Some(t) => t.path.clone(),
+        None => {
+            missing.push((p, format!("{}: {detail}", p.describe())));
+            PathBuf::new()
+        }
+    };
+    (
+        tool(
+            &tools.cc,
+            Prerequisite::CCompiler,
+            "none found ($CC, cc, gcc, clang on PATH)",
+        ),
+        tool(
+            &tools.cxx,
+            Prerequisite::CxxCompiler,
+            "none found ($CXX, c++, g++, clang++ on PATH)",
+        ),
+    )
+}
+
+/// Where the compilers come from, said in the plan: the HIP SDK for a ROCm build (with
+/// MSVC's headers and libraries on a Windows host), the Windows host's discovery.
+pub fn compilers_found_by(machine: &Machine, backend: &BackendPlan) -> Option<String> {
+    let msvc = machine
+        .host
+        .tools
+        .msvc
+        .as_ref()
+        .filter(|m| !m.found_by.is_empty() && windows_host(machine));
+    let Some(r) = &backend.rocm else {
+        return msvc.map(|m| m.found_by.clone());
+    };
+    let sdk = if r.kind == rocbuild_probe::SdkKind::HipPathEnv.describe() {
+        format!("the HIP SDK's clang at HIP_PATH={}", r.root.display())
+    } else {
+        format!("the clang of the {} at {}", r.kind, r.root.display())
+    };
+    Some(match msvc {
+        Some(m) => format!("{sdk}; MSVC's headers and libraries from {}", m.found_by),
+        None => sdk,
+    })
+}
+
+/// The FFmpeg the recipe needs and where rocbuild looked: on a Windows host, its shared DLLs
+/// (and headers and import libraries), in the majors the release accepts.
+fn ffmpeg_line(recipe: &Recipe, machine: &Machine, version: Option<&str>) -> String {
+    let why = machine
+        .target
+        .ffmpeg_missing
+        .clone()
+        .unwrap_or_else(|| "no FFmpeg was found".into());
+    if !windows_host(machine) {
+        return format!(
+            "{}: {why} (libavcodec, libavformat, libavutil, … with headers and .pc files)",
+            Prerequisite::FfmpegDev.describe()
+        );
+    }
+    format!(
+        "FFmpeg's shared DLLs: {} loads {} at run time from its DLLs (avutil-N.dll, avcodec-N.dll, …: the folder of ffmpeg.exe in a shared build) and is built against its headers (include\\) and import libraries (lib\\*.lib); rocbuild looked at pkg-config ({why}), and no --ffmpeg DIR was given or fetched by `rocbuild ffmpeg`",
+        recipe.name(),
+        ffmpeg_majors(recipe, machine, version)
+    )
+}
+
+/// `FFmpeg 4 to 9` (`0.16.0 accepts >=4,<10`): the majors of the release that would be built
+/// (the one named, else the newest default release for this torch).
+fn ffmpeg_majors(recipe: &Recipe, machine: &Machine, version: Option<&str>) -> String {
+    let torch = machine.target.torch.as_ref().map(|t| t.version.as_str());
+    let releases = recipe.releases();
+    let release = releases.iter().find(|r| match version {
+        Some(v) => r.version == v,
+        None => r.default && torch.is_none_or(|t| rocbuild_recipe::torch_compatible(r, t)),
+    });
+    match release.and_then(|r| r.ffmpeg.as_deref().map(|s| (&r.version, s))) {
+        Some((version, spec)) => format!("{} ({version} accepts {spec})", majors_in(spec)),
+        None => "FFmpeg 4 to 9 (any major rocbuild knows)".into(),
+    }
+}
+
+/// The FFmpeg majors rocbuild knows (4 to 9) in a PEP 440 range: `FFmpeg 4 to 8`,
+/// `FFmpeg 4, 5, 7 or 8`.
+fn majors_in(spec: &str) -> String {
+    let majors: Vec<u32> = (4..=9)
+        .filter(|m| rocbuild_recipe::in_range(spec, &m.to_string()))
+        .collect();
+    match majors.as_slice() {
+        [] => "no FFmpeg major rocbuild knows".to_string(),
+        [one] => format!("FFmpeg {one}"),
+        [first, .., last] if (last - first) as usize + 1 == majors.len() => {
+            format!("FFmpeg {first} to {last}")
+        }
+        [rest @ .., last] => {
+            let rest: Vec<String> = rest.iter().map(u32::to_string).collect();
+            format!("FFmpeg {} or {last}", rest.join(", "))
+        }
+    }
+}
+
+/// The one error naming every missing prerequisite, with one install command.
+fn prerequisites_error(
+    recipe: &Recipe,
+    machine: &Machine,
+    missing: &[MissingLine],
+    libraries: &[MissingLibrary],
+) -> EngineError {
+    let windows = windows_host(machine);
+    let kinds: Vec<Prerequisite> = missing
+        .iter()
+        .map(|(p, _)| *p)
+        .filter(|p| machine.host.cross.is_none() || *p != Prerequisite::FfmpegDev)
+        .collect();
+    let packages: Vec<String> = libraries.iter().filter_map(|l| l.package.clone()).collect();
+    let mut parts: Vec<String> = Vec::new();
+    if !(kinds.is_empty() && packages.is_empty()) {
+        parts.push(format!(
+            "install {} with one command: {}",
+            if kinds.len() + packages.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+            install_command_with(&machine.host.platform, &kinds, &packages)
+        ));
+    }
+    if windows && kinds.contains(&Prerequisite::CxxCompiler) {
+        parts.push(rocbuild_probe::windows_compiler::WINDOWS_COMPILER_HELP.into());
+    }
+    // A library this distribution does not package: said as such, not as a package name.
+    for l in libraries.iter().filter(|l| l.package.is_none()) {
+        parts.push(format!(
+            "{}: this distribution has no package for it that the recipe knows; install it from AMD's ROCm repository, or use an SDK that has it (--rocm)",
+            l.describe
+        ));
+    }
+    if missing.iter().any(|(p, _)| *p == Prerequisite::FfmpegDev) {
+        parts.push(if machine.host.cross.is_some() {
+            "pass --ffmpeg DIR naming a shared FFmpeg build for Windows (include/, lib/*.lib, bin/*.dll)".into()
+        } else if windows {
+            WINDOWS_FFMPEG_HELP.into()
+        } else {
+            "or pass --ffmpeg DIR naming an FFmpeg build (its include/ and lib/)".into()
+        });
+    }
+    let mut help = parts.join("; ");
+    help.push_str(
+        ". cmake and ninja are not needed: rocbuild fetches them from PyPI into its tools area",
+    );
+    EngineError::Prerequisites {
+        recipe: recipe.name().into(),
+        count: match missing.len() + libraries.len() {
+            1 => "1 prerequisite".into(),
+            n => format!("{n} prerequisites"),
+        },
+        list: missing
+            .iter()
+            .map(|(_, line)| format!("- {line}"))
+            .chain(
+                libraries
+                    .iter()
+                    .map(|l| format!("- {}: {}", l.describe, l.detail)),
+            )
+            .collect::<Vec<_>>()
+            .join("\n"),
+        help,
+    }
+}
+
+/// How a Windows user gets FFmpeg's shared DLLs with what a build needs beside them.
+const WINDOWS_FFMPEG_HELP: &str = "`rocbuild ffmpeg` fetches a pinned shared build, which later runs use by themselves; or unpack a *shared* build yourself (gyan.dev's ffmpeg-release-full-shared, BtbN's ffmpeg-…-win64-gpl-shared) and pass --ffmpeg DIR naming its folder, the one that holds bin\\ (ffmpeg.exe and its DLLs), include\\ and lib\\. A static build (ffmpeg.exe without DLLs) cannot be loaded";
 
 /// The prerequisites a build lacks, kept while an index is asked first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,10 +402,11 @@ impl Missing {
     }
 }
 
-/// [`required`], except that when the user asked an index first (`--index`, `--find-links`) missing
+/// [`required_for`], except that when the user asked an index first (`--index`, `--find-links`) missing
 /// prerequisites are kept for later, not refused: a wheel that fits compiles nothing (a
 /// Windows user without Build Tools installs the team's wheel). The compilers are then empty
 /// paths, which nothing runs unless no wheel fits, and then the kept error is returned first.
+/// FFmpeg is refused at once even then: a wheel loads it at run time too.
 pub fn required_unless_index(
     recipe: &Recipe,
     machine: &Machine,
@@ -248,8 +415,22 @@ pub fn required_unless_index(
     opts: &rocbuild_venv::options::BuildOptions,
 ) -> Result<(Found, Option<Missing>)> {
     let asks_index = !opts.index.is_empty() || !opts.find_links.is_empty();
-    match required(recipe, machine, backend, resolved, &opts.defines) {
+    let version = opts.version.as_deref();
+    match required_for(recipe, machine, backend, resolved, &opts.defines, version) {
         Ok(found) => Ok((found, None)),
+        Err(EngineError::Prerequisites { .. })
+            if asks_index && recipe.raw.needs.ffmpeg && machine.target.ffmpeg.is_none() =>
+        {
+            let ffmpeg = (
+                Prerequisite::FfmpegDev,
+                ffmpeg_line(recipe, machine, version),
+            );
+            let mut e = prerequisites_error(recipe, machine, &[ffmpeg], &[]);
+            if let EngineError::Prerequisites { help, .. } = &mut e {
+                *help = format!("a wheel from the index loads FFmpeg at run time too, so it is needed before anything is installed; {help}");
+            }
+            Err(e)
+        }
         Err(EngineError::Prerequisites {
             recipe,
             count,
@@ -261,6 +442,7 @@ pub fn required_unless_index(
                 ninja: usable(&machine.host.tools.ninja, "ninja", MIN_NINJA),
                 cc: PathBuf::new(),
                 cxx: PathBuf::new(),
+                found_by: None,
             },
             Some(Missing {
                 recipe,
@@ -473,7 +655,6 @@ mod tests {
     use super::*;
     use crate::plan::testing::recipe;
     use crate::toolchain;
-    use rocbuild_probe::Os;
     use rocbuild_testkit::machine::cpu_machine;
 
     fn cpu_backend(r: &Recipe, m: &Machine) -> BackendPlan {
@@ -591,6 +772,198 @@ mod tests {
             required(&r, &m, &b, &Default::default(), &[]),
             Err(EngineError::StaticFfmpeg { .. })
         ));
+    }
+
+    fn help_of(e: &EngineError) -> String {
+        miette::Diagnostic::help(e)
+            .map(|h| h.to_string())
+            .unwrap_or_default()
+    }
+
+    /// A Windows host with no compiler (no prompt, no Visual Studio, no LLVM): one line that
+    /// says where rocbuild looked, and every way to get one: the Build Tools with the C++
+    /// workload through winget, a Native Tools prompt, LLVM.
+    #[test]
+    fn a_windows_host_without_a_compiler_is_told_where_rocbuild_looked_and_what_to_install() {
+        let r = recipe("torchcodec");
+        let mut m = cpu_machine(Os::Windows);
+        let b = cpu_backend(&r, &m);
+        m.host.tools.cc = None;
+        m.host.tools.cxx = None;
+        let e = required(&r, &m, &b, &Default::default(), &[]).unwrap_err();
+        let help = help_of(&e);
+        let EngineError::Prerequisites { count, list, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(count, "1 prerequisite", "{list}");
+        assert!(
+            list.starts_with("- a C and C++ compiler for Windows (MSVC's cl.exe, or LLVM's clang-cl): none found; looked for a developer prompt (INCLUDE and LIB set"),
+            "{list}"
+        );
+        for place in [
+            "vswhere, the Visual Studio setup API, the registry",
+            r"C:\Program Files\LLVM\bin",
+        ] {
+            assert!(list.contains(place), "{place}: {list}");
+        }
+        assert!(!list.contains("gcc"), "{list}");
+        for how in [
+            "install it with one command: winget install Microsoft.VisualStudio.2022.BuildTools --override \"--add Microsoft.VisualStudio.Workload.VCTools --includeRecommended --passive\"",
+            "x64 Native Tools Command Prompt for VS",
+            "winget install LLVM.LLVM",
+            "Visual Studio Code is another product",
+        ] {
+            assert!(help.contains(how), "{how}: {help}");
+        }
+        // Linux keeps its words.
+        let mut l = cpu_machine(Os::Linux);
+        l.host.tools.cc = None;
+        let e = required(&r, &l, &cpu_backend(&r, &l), &Default::default(), &[]).unwrap_err();
+        assert!(format!("{e:?}").contains("a C compiler: none found ($CC, cc, gcc, clang on PATH)"));
+    }
+
+    /// The plan's words for where the compiler was found: the Windows host's discovery, and
+    /// for a HIP build the SDK's clang from HIP_PATH, with MSVC's headers beside it.
+    #[test]
+    fn where_the_compiler_was_found_is_kept_for_the_plan() {
+        let r = recipe("torchcodec");
+        let mut m = cpu_machine(Os::Windows);
+        let b = cpu_backend(&r, &m);
+        assert_eq!(
+            required(&r, &m, &b, &Default::default(), &[])
+                .unwrap()
+                .found_by,
+            None
+        );
+        let prompt = r"the developer prompt (INCLUDE, LIB and VCToolsInstallDir=C:\VS\VC\Tools\MSVC\14.44.35207\)";
+        m.host.tools.msvc = Some(rocbuild_probe::Msvc {
+            cl: PathBuf::from(r"C:\VS\bin\cl.exe"),
+            rc: None,
+            env: Default::default(),
+            found_by: prompt.into(),
+            linker: None,
+        });
+        let found = required(&r, &m, &b, &Default::default(), &[]).unwrap();
+        assert_eq!(found.found_by.as_deref(), Some(prompt));
+        assert_eq!(
+            found.compiler_found().unwrap().line(),
+            format!(r"C:\VS\bin\cl.exe ({prompt})")
+        );
+        let mut hip = b.clone();
+        hip.rocm = Some(crate::toolchain::RocmPlan {
+            root: PathBuf::from(r"C:\Program Files\AMD\ROCm\6.4"),
+            version: Some("6.4.2".into()),
+            hip_version: None,
+            kind: rocbuild_probe::SdkKind::HipPathEnv.describe().into(),
+            multiarch: false,
+            archs: vec!["gfx1201".into()],
+            archs_found_by: "--arch".into(),
+            clang: PathBuf::from(r"C:\Program Files\AMD\ROCm\6.4\bin\clang.exe"),
+            clangxx: PathBuf::from(r"C:\Program Files\AMD\ROCm\6.4\bin\clang++.exe"),
+            clang_version: None,
+            device_lib: None,
+            llvm: PathBuf::from(r"C:\Program Files\AMD\ROCm\6.4"),
+            bin: PathBuf::from(r"C:\Program Files\AMD\ROCm\6.4\bin"),
+            runtime: Vec::new(),
+            candidates: Vec::new(),
+            notes: Vec::new(),
+            warnings: Vec::new(),
+        });
+        assert_eq!(
+            compilers_found_by(&m, &hip).unwrap(),
+            format!(
+                r"the HIP SDK's clang at HIP_PATH=C:\Program Files\AMD\ROCm\6.4; MSVC's headers and libraries from {prompt}"
+            )
+        );
+        // A Linux host says nothing more than the compiler's path.
+        let l = cpu_machine(Os::Linux);
+        assert_eq!(compilers_found_by(&l, &cpu_backend(&r, &l)), None);
+    }
+
+    /// FFmpeg missing on a Windows host: what TorchCodec needs (shared DLLs, which majors),
+    /// where rocbuild looked, and how a Windows user gets them.
+    #[test]
+    fn ffmpeg_missing_on_a_windows_host_says_what_where_and_how() {
+        let r = recipe("torchcodec");
+        let mut m = cpu_machine(Os::Windows);
+        let b = cpu_backend(&r, &m);
+        m.target.ffmpeg = None;
+        m.target.ffmpeg_missing = Some("pkg-config does not know libavutil".into());
+        let e = required(&r, &m, &b, &Default::default(), &[]).unwrap_err();
+        let help = help_of(&e);
+        let EngineError::Prerequisites { list, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert!(
+            list.starts_with("- FFmpeg's shared DLLs: torchcodec loads FFmpeg 4 to 8 (0.9.1 accepts >=4,<9) at run time from its DLLs (avutil-N.dll"),
+            "{list}"
+        );
+        assert!(
+            list.contains(
+                r"is built against its headers (include\) and import libraries (lib\*.lib)"
+            ),
+            "{list}"
+        );
+        assert!(
+            list.contains("rocbuild looked at pkg-config (pkg-config does not know libavutil), and no --ffmpeg DIR was given or fetched by `rocbuild ffmpeg`"),
+            "{list}"
+        );
+        for how in [
+            "install it with one command: rocbuild ffmpeg; ",
+            "`rocbuild ffmpeg` fetches a pinned shared build, which later runs use by themselves",
+            "gyan.dev's ffmpeg-release-full-shared",
+            "BtbN's ffmpeg-…-win64-gpl-shared",
+            r"pass --ffmpeg DIR naming its folder, the one that holds bin\ (ffmpeg.exe and its DLLs), include\ and lib\",
+        ] {
+            assert!(help.contains(how), "{how}: {help}");
+        }
+        assert!(!help.contains("its include/ and lib/"), "{help}");
+    }
+
+    /// With an index asked first, missing compilers wait for the wheels' verdict, but FFmpeg
+    /// does not: a wheel loads its DLLs at run time too. The release named decides the majors.
+    #[test]
+    fn with_an_index_a_missing_ffmpeg_is_still_refused_before_anything_is_fetched() {
+        let r = recipe("torchcodec");
+        let mut m = cpu_machine(Os::Windows);
+        let b = cpu_backend(&r, &m);
+        m.host.tools.cc = None;
+        m.host.tools.cxx = None;
+        let opts = rocbuild_venv::options::BuildOptions {
+            index: vec!["https://wheels.example/simple".into()],
+            ..Default::default()
+        };
+        let (found, kept) = required_unless_index(&r, &m, &b, &Default::default(), &opts).unwrap();
+        assert_eq!(found.cc, PathBuf::new());
+        assert!(kept.is_some());
+        m.target.ffmpeg = None;
+        let opts = rocbuild_venv::options::BuildOptions {
+            version: Some("0.16.0".into()),
+            ..opts
+        };
+        let e = required_unless_index(&r, &m, &b, &Default::default(), &opts).unwrap_err();
+        let help = help_of(&e);
+        let EngineError::Prerequisites { count, list, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(count, "1 prerequisite", "{list}");
+        assert!(
+            list.contains("loads FFmpeg 4 to 9 (0.16.0 accepts >=4,<10)"),
+            "{list}"
+        );
+        assert!(!list.contains("compiler"), "{list}");
+        assert!(
+            help.starts_with("a wheel from the index loads FFmpeg at run time too, so it is needed before anything is installed; install it with one command: rocbuild ffmpeg"),
+            "{help}"
+        );
+    }
+
+    #[test]
+    fn ffmpeg_majors_are_said_as_a_range_or_a_list() {
+        assert_eq!(majors_in(">=4,<9"), "FFmpeg 4 to 8");
+        assert_eq!(majors_in(">=4,<10,!=6"), "FFmpeg 4, 5, 7, 8 or 9");
+        assert_eq!(majors_in("==7"), "FFmpeg 7");
+        assert_eq!(majors_in(">=12"), "no FFmpeg major rocbuild knows");
     }
 
     #[test]
