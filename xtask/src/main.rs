@@ -98,7 +98,7 @@ fn soak(args: &[String]) -> Result<ExitCode, String> {
     ]
     .map(String::from)
     .to_vec();
-    let prepared = setup::setup_for(&args, false)?;
+    let prepared = setup::setup_for(&args, false, true)?;
     setup::run_tests(&prepared, &args)
 }
 
@@ -107,7 +107,7 @@ fn test(args: &[String]) -> Result<ExitCode, String> {
     let started = Instant::now();
     let result = match args.first().map(String::as_str) {
         Some("--quick") => quick::run(&args[1..]),
-        _ => setup::setup_for(args, args.is_empty()).and_then(|p| setup::run_tests(&p, args)),
+        _ => setup::setup_for(args, args.is_empty(), true).and_then(|p| setup::run_tests(&p, args)),
     };
     report::finish(&util::workspace_root(), started);
     result

@@ -181,7 +181,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         // The upstream mirror drives real builds of real packages (minutes each).
         cmd.env_remove("ROCBUILD_TEST_MIRROR");
     };
-    let (status, ran) = host_tests(&full, env)?;
+    let (status, ran) = host_tests(&full, env, None)?;
     if ran > BUDGET {
         println!(
             "xtask: quick: WARNING: the tests ran {} here, over their budget of {} min once built: move the slowest (below) into SLOW_OR_ONLINE (xtask/src/quick.rs), or the machine was busy",

@@ -80,6 +80,93 @@ pub struct Prepared {
     pub exe: WindowsBuild,
     /// Whether the fuzz targets built and ran their smoke run (true when not asked for).
     pub fuzz_ok: bool,
+    /// The host's tests, compiling since the set-up began ([`HostBuild`]); taken by the run.
+    pub host_build: std::sync::Mutex<Option<HostBuild>>,
+}
+
+/// The host's tests compiled in the background (`cargo test --workspace --no-run`) from the
+/// moment apt is done, while the set-up waits on the network and the disk (pip downloads,
+/// the chroots' packages, the Windows world): two cores kept busy instead of one. Compiling
+/// needs nothing the set-up makes (no build script or test reads a world's variable at
+/// compile time), so the run that follows finds everything built. Its output goes to a log,
+/// whose end is shown if it fails; dropped unfinished (a set-up that failed), it is killed.
+pub struct HostBuild {
+    child: Option<std::process::Child>,
+    started: Instant,
+    log: PathBuf,
+}
+
+impl HostBuild {
+    /// Start `cargo test --workspace --no-fail-fast --no-run` with the cargo arguments of
+    /// `extra` (those before `--`).
+    pub fn start(extra: &[String]) -> Result<HostBuild> {
+        let root = workspace_root();
+        let dir = root.join("target/xtask");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let log = dir.join("host-build.log");
+        let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let cargo_args: Vec<&String> = extra.iter().take_while(|a| *a != "--").collect();
+        println!(
+            "xtask: host tests: compiling in the background (log: {})",
+            log.display()
+        );
+        let child = Command::new(cargo())
+            .current_dir(&root)
+            .args(["test", "--workspace", "--no-fail-fast", "--no-run"])
+            .args(&cargo_args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot run cargo test --no-run: {e}"))?;
+        Ok(HostBuild {
+            child: Some(child),
+            started: Instant::now(),
+            log,
+        })
+    }
+
+    /// Wait for it (a phase: its wall time since the start, and how long it was waited for);
+    /// whether it built.
+    fn finish(mut self) -> Result<bool> {
+        let waited = Instant::now();
+        let Some(mut child) = self.child.take() else {
+            return Ok(false);
+        };
+        let status = child
+            .wait()
+            .map_err(|e| format!("cannot wait for cargo test --no-run: {e}"))?;
+        let ok = status.success();
+        report::record(
+            "host tests: build (alongside the set-up)",
+            self.started.elapsed(),
+            &format!(
+                "{} (waited {} for it)",
+                if ok { "ok" } else { "FAILED" },
+                secs(waited.elapsed())
+            ),
+        );
+        if !ok {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(80).collect();
+            eprintln!(
+                "xtask: host tests: the build failed ({status}); the end of {}:\n{}",
+                self.log.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        Ok(ok)
+    }
+}
+
+impl Drop for HostBuild {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 /// rocbuild.exe and every crate's unit tests for `x86_64-pc-windows-msvc`, run under Wine.
@@ -95,7 +182,7 @@ pub enum WindowsBuild {
 
 /// Set everything up.
 pub fn setup() -> Result<Prepared> {
-    let prepared = setup_for(&[], false)?;
+    let prepared = setup_for(&[], false, false)?;
     if let WindowsBuild::AfterHostTests = prepared.exe {
         if let Ok(built) = crate::exe::outcome_for_tests()? {
             println!("xtask: exe: {}", built.rocbuild_exe.display());
@@ -109,10 +196,15 @@ pub fn setup() -> Result<Prepared> {
 /// them (minutes cold); its e2e tests say SKIPPED unless `ROCBUILD_TEST_EXE` names one.
 /// `fuzz`: also build the fuzz targets, alongside the set-up, and give each its smoke run
 /// (a whole `cargo xtask test`; xtask/src/fuzz.rs).
-pub fn setup_for(args: &[String], fuzz: bool) -> Result<Prepared> {
+pub fn setup_for(args: &[String], fuzz: bool, build_tests: bool) -> Result<Prepared> {
     report_disk(&workspace_root())?;
     report::phase("set-up: apt packages", apt)?;
-    // After apt: the build compiles C (zstd, ring) with what apt installs.
+    // After apt: the builds compile C (zstd, ring) with what apt installs.
+    let host_build = if build_tests {
+        Some(HostBuild::start(args)?)
+    } else {
+        None
+    };
     let fuzz_build = if fuzz {
         Some(crate::fuzz::SmokeBuild::start()?)
     } else {
@@ -169,6 +261,7 @@ pub fn setup_for(args: &[String], fuzz: bool) -> Result<Prepared> {
         py_wheel,
         exe,
         fuzz_ok,
+        host_build: std::sync::Mutex::new(host_build),
     })
 }
 
@@ -343,7 +436,12 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
             WindowsBuild::Named => {}
         }
     };
-    let (status, _) = host_tests(extra, env)?;
+    let building = p
+        .host_build
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    let (status, _) = host_tests(extra, env, building)?;
     // The whole run (no filter) also runs every crate's unit tests for Windows under Wine,
     // and the Windows user's day with that rocbuild.exe. The fuzz targets' smoke run was part
     // of the set-up.
@@ -355,27 +453,52 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
 }
 
 /// The host's tests, `cargo test --workspace --no-fail-fast ARGS` with the environment `env`
-/// gives: built (`--no-run`), then run, each a phase of its own; the run's exit code (None:
-/// it did not build) and how long the run took.
-pub fn host_tests(extra: &[String], env: impl Fn(&mut Command)) -> Result<(Option<i32>, Duration)> {
+/// gives: built (`--no-run`; or waited for, when `building` since the set-up), then run, each a
+/// phase of its own; the run's exit code (None: it did not build) and how long the run took.
+pub fn host_tests(
+    extra: &[String],
+    env: impl Fn(&mut Command),
+    building: Option<HostBuild>,
+) -> Result<(Option<i32>, Duration)> {
     let root = workspace_root();
     let cargo_args: Vec<&String> = extra.iter().take_while(|a| *a != "--").collect();
-    let built = report::phase_passed("host tests: build", || {
+    let built = match building {
+        Some(b) => b.finish()?,
+        None => build_host_tests(&root, &cargo_args, &env)?,
+    };
+    if !built {
+        return Ok((None, Duration::ZERO));
+    }
+    run_host_tests(&root, extra, &env)
+}
+
+/// `cargo test --no-run`, a phase; whether it built.
+fn build_host_tests(
+    root: &Path,
+    cargo_args: &[&String],
+    env: &impl Fn(&mut Command),
+) -> Result<bool> {
+    report::phase_passed("host tests: build", || {
         let mut cmd = Command::new(cargo());
-        cmd.current_dir(&root)
+        cmd.current_dir(root)
             .args(["test", "--workspace", "--no-fail-fast", "--no-run"])
-            .args(&cargo_args);
+            .args(cargo_args);
         env(&mut cmd);
         cmd.status()
             .map(|s| s.success())
             .map_err(|e| format!("cannot run cargo test --no-run: {e}"))
-    })?;
-    if !built {
-        return Ok((None, Duration::ZERO));
-    }
+    })
+}
+
+/// The host's tests run (a phase, with the slowest tests kept): the exit code and the time.
+fn run_host_tests(
+    root: &Path,
+    extra: &[String],
+    env: &impl Fn(&mut Command),
+) -> Result<(Option<i32>, Duration)> {
     let m = report::Mark::now();
     let mut cmd = Command::new(cargo());
-    cmd.current_dir(&root)
+    cmd.current_dir(root)
         .args(["test", "--workspace", "--no-fail-fast"])
         .args(extra);
     env(&mut cmd);

@@ -412,7 +412,7 @@ fn from_llvm(h: &WindowsHost, looked: &mut Vec<String>) -> Option<Msvc> {
     }
     let rc = ["llvm-rc.exe", "rc.exe"]
         .iter()
-        .find_map(|f| find_in(h, &[dir.clone()], f).or_else(|| find_in(h, &path, f)));
+        .find_map(|f| find_in(h, std::slice::from_ref(&dir), f).or_else(|| find_in(h, &path, f)));
     Some(Msvc {
         found_by: format!(
             "LLVM at {} ({how}): clang-cl with lld-link; MSVC's headers and libraries from INCLUDE and LIB",
