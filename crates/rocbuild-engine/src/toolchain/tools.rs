@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use rocbuild_probe::{
-    install_command, install_command_with, package_family, Machine, Os, Prerequisite, Tool,
+    install_command, install_command_with, package_family, Machine, Prerequisite, Tool,
 };
 use rocbuild_recipe::{Recipe, Resolved};
 use serde::Serialize;
@@ -655,6 +655,7 @@ mod tests {
     use super::*;
     use crate::plan::testing::recipe;
     use crate::toolchain;
+    use rocbuild_probe::Os;
     use rocbuild_testkit::machine::cpu_machine;
 
     fn cpu_backend(r: &Recipe, m: &Machine) -> BackendPlan {

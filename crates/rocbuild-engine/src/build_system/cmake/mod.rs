@@ -119,19 +119,19 @@ impl BuildSystem for Cmake {
         define
             .entry("CMAKE_CXX_COMPILER".into())
             .or_insert(i.toolset.cxx.display().to_string());
-        // MSVC's resource compiler, found with cl.exe (so only for a Windows build).
+        // MSVC's resource compiler, found with cl.exe (so only for a Windows build), and the
+        // linker found beside clang-cl (lld-link: CMake would otherwise look for link.exe).
         {
-            if let Some(rc) = i
-                .machine
-                .host
-                .tools
-                .msvc
-                .as_ref()
-                .and_then(|m| m.rc.as_ref())
-            {
+            let msvc = i.machine.host.tools.msvc.as_ref();
+            if let Some(rc) = msvc.and_then(|m| m.rc.as_ref()) {
                 define
                     .entry("CMAKE_RC_COMPILER".into())
                     .or_insert(rc.display().to_string());
+            }
+            if let Some(linker) = msvc.and_then(|m| m.linker.as_ref()) {
+                define
+                    .entry("CMAKE_LINKER".into())
+                    .or_insert(linker.display().to_string());
             }
             for (k, v) in msvc_env(i.machine) {
                 env.entry(k).or_insert(v);
@@ -364,8 +364,12 @@ mod tests {
     use rocbuild_venv::BuildOptions;
 
     fn configured(os: Os, opts: &BuildOptions) -> Steps {
+        configured_on(cpu_machine(os), opts)
+    }
+
+    fn configured_on(m: Machine, opts: &BuildOptions) -> Steps {
+        let os = m.target.platform.os;
         let r = recipe("torchcodec");
-        let m = cpu_machine(os);
         let c = ctx(os);
         let b = toolchain::choose(&r, &m, &opts.backend).unwrap();
         let rel = r.releases().into_iter().next().unwrap();
@@ -605,6 +609,32 @@ mod tests {
             "-a -b"
         );
         assert_eq!(compose_user_define("WITH_X", Some("ON"), "OFF"), "OFF");
+    }
+
+    /// LLVM's clang-cl links with the lld-link found beside it, and the plan says so to CMake
+    /// (which would look for MSVC's link.exe otherwise); cl.exe leaves CMake's own choice.
+    #[test]
+    fn clang_cl_from_llvm_links_with_its_lld_link() {
+        let mut m = cpu_machine(Os::Windows);
+        m.host.tools.msvc = Some(rocbuild_probe::Msvc {
+            cl: std::path::PathBuf::from(r"C:\Program Files\LLVM\bin\clang-cl.exe"),
+            rc: None,
+            env: Default::default(),
+            found_by: "LLVM at C:\\Program Files\\LLVM\\bin (PATH)".into(),
+            linker: Some(std::path::PathBuf::from(
+                r"C:\Program Files\LLVM\bin\lld-link.exe",
+            )),
+        });
+        let with = configured_on(m.clone(), &BuildOptions::default());
+        assert_eq!(
+            with.defines.get("CMAKE_LINKER").map(String::as_str),
+            Some("C:/Program Files/LLVM/bin/lld-link.exe")
+        );
+        if let Some(msvc) = m.host.tools.msvc.as_mut() {
+            msvc.linker = None;
+        }
+        let without = configured_on(m, &BuildOptions::default());
+        assert!(!without.defines.contains_key("CMAKE_LINKER"));
     }
 
     #[test]
