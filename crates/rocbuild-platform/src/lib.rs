@@ -97,6 +97,10 @@ pub trait PlatformRules: Sync {
     fn default_platform_tag(&self) -> Option<&'static str>;
     /// The loader also searches the library's own folder and `PATH` (Windows' DLL search).
     fn searches_own_dir_and_path(&self) -> bool;
+    /// Environment variable names are compared without case (Windows: `Path` is `PATH`).
+    fn env_names_fold_case(&self) -> bool {
+        false
+    }
     /// The system's own library folders the loader searches last, in order.
     fn system_library_dirs(&self) -> &'static [&'static str];
     /// How a user of this OS installs a shared FFmpeg, in words.

@@ -68,6 +68,9 @@ impl PlatformRules for Windows {
     fn searches_own_dir_and_path(&self) -> bool {
         true
     }
+    fn env_names_fold_case(&self) -> bool {
+        true
+    }
     fn system_library_dirs(&self) -> &'static [&'static str] {
         &[]
     }

@@ -39,6 +39,21 @@ pub fn find_ffmpeg(
     }))
 }
 
+/// A Windows user's FFmpeg as the builds they download are laid out: a shared build's `bin\`
+/// on PATH (ffmpeg.exe with its DLLs, which Windows' loader also finds through PATH), its
+/// headers and import libraries beside it (`include\`, `lib\`). None on other hosts, whose
+/// FFmpeg pkg-config finds, and when that folder holds no headers.
+pub fn beside_program_on_path(env: &crate::ProbeEnv, host: crate::Os) -> Option<Ffmpeg> {
+    if !host.rules().searches_own_dir_and_path() {
+        return None;
+    }
+    let exe = env.which("ffmpeg", host)?;
+    let root = exe.parent()?.parent()?;
+    let mut f = from_headers(root).ok()?;
+    f.found_by = format!("ffmpeg.exe on PATH ({})", exe.display());
+    Some(f)
+}
+
 fn via_pkg_config(
     exe: &Path,
     pc_path: Option<&Path>,
@@ -149,6 +164,47 @@ mod tests {
         assert_eq!(soname_major_to_ffmpeg(57), Some(5));
         assert_eq!(soname_major_to_ffmpeg(60), Some(8));
         assert_eq!(soname_major_to_ffmpeg(40), None);
+    }
+
+    /// A Windows host whose PATH holds a shared build's bin\ (as users set it up) gives that
+    /// build; a Linux host never looks there, and a bin\ without headers beside it is no
+    /// build to compile against.
+    #[test]
+    fn a_windows_hosts_ffmpeg_is_found_beside_ffmpeg_exe_on_path() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("ffmpeg-7.1-full_build-shared");
+        let bin = root.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for f in ["ffmpeg.exe", "avutil-59.dll", "avcodec-61.dll"] {
+            std::fs::write(bin.join(f), b"MZ").unwrap();
+        }
+        let env = crate::ProbeEnv::rooted(d.path()).with_var("PATH", bin.display().to_string());
+        assert!(beside_program_on_path(&env, crate::Os::Windows).is_none());
+        headers(&root, 59);
+        assert!(beside_program_on_path(&env, crate::Os::Linux).is_none());
+        let f = beside_program_on_path(&env, crate::Os::Windows).unwrap();
+        assert_eq!(f.major, 7);
+        assert_eq!(f.bin.as_deref(), Some(bin.as_path()));
+        assert!(
+            f.found_by.starts_with("ffmpeg.exe on PATH"),
+            "{}",
+            f.found_by
+        );
+    }
+
+    fn headers(root: &Path, avutil: u32) {
+        let h = root.join("include/libavutil");
+        std::fs::create_dir_all(&h).unwrap();
+        std::fs::write(
+            h.join("version_major.h"),
+            format!("#define LIBAVUTIL_VERSION_MAJOR  {avutil}\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            h.join("version.h"),
+            "#define LIBAVUTIL_VERSION_MINOR  39\n#define LIBAVUTIL_VERSION_MICRO 100\n",
+        )
+        .unwrap();
     }
 
     #[test]

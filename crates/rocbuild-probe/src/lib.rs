@@ -593,6 +593,12 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions) -> Result<Machine, ProbeError> {
         let pkg_config = tools.pkg_config.as_ref().filter(|_| cross.is_none());
         match find_ffmpeg(opts.ffmpeg_dir.as_deref(), pkg_config)? {
             Ok(f) => (Some(f), None),
+            Err(why) if cross.is_none() && opts.ffmpeg_dir.is_none() => {
+                match ffmpeg::beside_program_on_path(&env, host_os) {
+                    Some(f) => (Some(f), None),
+                    None => (None, Some(why)),
+                }
+            }
             Err(_) if cross.is_some() => (None, Some(format!("a {} venv's FFmpeg is given with --ffmpeg DIR (a shared build: include/, lib/*.lib, bin/*.dll; `rocbuild ffmpeg` fetches one)", os.as_str()))),
             Err(why) => (None, Some(why)),
         }

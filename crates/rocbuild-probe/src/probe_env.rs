@@ -58,12 +58,28 @@ pub struct ProbeEnv {
     pub timeout: Duration,
 }
 
+/// Where `os` compares variable names without case (Windows keeps `Path`, asked as `PATH`),
+/// each name is also given in capitals, so every lookup finds it as Windows would.
+fn names_as_asked(mut vars: BTreeMap<String, String>, os: crate::Os) -> BTreeMap<String, String> {
+    if os.rules().env_names_fold_case() {
+        let upper: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_ascii_uppercase(), v.clone()))
+            .collect();
+        for (k, v) in upper {
+            vars.entry(k).or_insert(v);
+        }
+    }
+    vars
+}
+
 impl ProbeEnv {
     /// The real process environment.
     pub fn from_process() -> ProbeEnv {
         let vars: BTreeMap<String, String> = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
             .collect();
+        let vars = names_as_asked(vars, crate::Os::current());
         let program_files = vars
             .get(vars::PROGRAM_FILES)
             .map(PathBuf::from)
@@ -152,5 +168,20 @@ impl ProbeEnv {
             }
         }
         found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Windows keeps `Path` and compares names without case: the probe's `PATH` finds it. A
+    /// Linux `Path` is another variable.
+    #[test]
+    fn windows_variable_names_are_found_in_any_case() {
+        let vars = BTreeMap::from([("Path".to_string(), r"C:\x".to_string())]);
+        let w = names_as_asked(vars.clone(), crate::Os::Windows);
+        assert_eq!(w.get("PATH").map(String::as_str), Some(r"C:\x"));
+        assert!(!names_as_asked(vars, crate::Os::Linux).contains_key("PATH"));
     }
 }

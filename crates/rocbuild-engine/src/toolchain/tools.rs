@@ -266,7 +266,7 @@ fn ffmpeg_line(recipe: &Recipe, machine: &Machine, version: Option<&str>) -> Str
         );
     }
     format!(
-        "FFmpeg's shared DLLs: {} loads {} at run time from its DLLs (avutil-N.dll, avcodec-N.dll, …: the folder of ffmpeg.exe in a shared build) and is built against its headers (include\\) and import libraries (lib\\*.lib); rocbuild looked at pkg-config ({why}), and no --ffmpeg DIR was given or fetched by `rocbuild ffmpeg`",
+        "FFmpeg's shared DLLs: {} loads {} at run time from its DLLs (avutil-N.dll, avcodec-N.dll, …: the folder of ffmpeg.exe in a shared build) and is built against its headers (include\\) and import libraries (lib\\*.lib); rocbuild looked at pkg-config ({why}) and for an ffmpeg.exe on PATH with include\\ and lib\\ beside its bin\\, and no --ffmpeg DIR was given or fetched by `rocbuild ffmpeg`",
         recipe.name(),
         ffmpeg_majors(recipe, machine, version)
     )
@@ -376,7 +376,7 @@ fn prerequisites_error(
 }
 
 /// How a Windows user gets FFmpeg's shared DLLs with what a build needs beside them.
-const WINDOWS_FFMPEG_HELP: &str = "`rocbuild ffmpeg` fetches a pinned shared build, which later runs use by themselves; or unpack a *shared* build yourself (gyan.dev's ffmpeg-release-full-shared, BtbN's ffmpeg-…-win64-gpl-shared) and pass --ffmpeg DIR naming its folder, the one that holds bin\\ (ffmpeg.exe and its DLLs), include\\ and lib\\. A static build (ffmpeg.exe without DLLs) cannot be loaded";
+const WINDOWS_FFMPEG_HELP: &str = "`rocbuild ffmpeg` fetches a pinned shared build, which later runs use by themselves; or unpack a *shared* build yourself (gyan.dev's ffmpeg-release-full-shared, BtbN's ffmpeg-…-win64-gpl-shared) and pass --ffmpeg DIR naming its folder, the one that holds bin\\ (ffmpeg.exe and its DLLs), include\\ and lib\\, or put that bin\\ on PATH. A static build (ffmpeg.exe without DLLs) cannot be loaded";
 
 /// The prerequisites a build lacks, kept while an index is asked first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -906,7 +906,7 @@ mod tests {
             "{list}"
         );
         assert!(
-            list.contains("rocbuild looked at pkg-config (pkg-config does not know libavutil), and no --ffmpeg DIR was given or fetched by `rocbuild ffmpeg`"),
+            list.contains("rocbuild looked at pkg-config (pkg-config does not know libavutil) and for an ffmpeg.exe on PATH with include\\ and lib\\ beside its bin\\, and no --ffmpeg DIR was given or fetched by `rocbuild ffmpeg`"),
             "{list}"
         );
         for how in [
