@@ -251,18 +251,13 @@ fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine(
         "{}",
         out.stdout
     );
-    let st = rocbuild(
-        &[
-            "status",
-            "--venv",
-            venv.to_str().unwrap(),
-            "--cache",
-            cache.to_str().unwrap(),
-            "--recipes",
-            recipes.to_str().unwrap(),
-        ],
-        &no_wine,
-    );
+    // status with the build's cache (its key sealed the manifest) and recipes.
+    let status = |env: &[(&str, &str)]| {
+        let (v, c, r) = (venv.to_str(), cache.to_str(), recipes.to_str());
+        let args = ["status", "--venv", v.unwrap(), "--cache", c.unwrap()];
+        rocbuild(&[&args[..], &["--recipes", r.unwrap()]].concat(), env)
+    };
+    let st = status(&no_wine);
     assert!(
         st.stdout
             .contains("unverified: the venv's Python is a Windows program"),
@@ -280,18 +275,7 @@ fn a_windows_extension_is_built_with_clang_cl_installed_and_verified_under_wine(
         "{}",
         out.stdout
     );
-    let st = rocbuild(
-        &[
-            "status",
-            "--venv",
-            venv.to_str().unwrap(),
-            "--cache",
-            cache.to_str().unwrap(),
-            "--recipes",
-            recipes.to_str().unwrap(),
-        ],
-        &e,
-    );
+    let st = status(&e);
     assert!(st.stdout.contains(": fresh"), "{}", st.stdout);
     assert!(!st.stdout.contains("unverified"), "{}", st.stdout);
     // Real MSVC-ABI binaries: the MSVC runtime and torch's DLLs imported, no MinGW runtime.
