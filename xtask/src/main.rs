@@ -21,7 +21,6 @@ mod util;
 mod windows;
 
 use std::process::ExitCode;
-use std::time::Instant;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -104,7 +103,7 @@ fn soak(args: &[String]) -> Result<ExitCode, String> {
 
 /// `cargo xtask test [--quick] ARGS`, then where its time went (also when it failed).
 fn test(args: &[String]) -> Result<ExitCode, String> {
-    let started = Instant::now();
+    let started = report::Mark::now();
     let result = match args.first().map(String::as_str) {
         Some("--quick") => quick::run(&args[1..]),
         _ => setup::setup_for(args, args.is_empty(), true).and_then(|p| setup::run_tests(&p, args)),
@@ -142,7 +141,7 @@ fn main() -> ExitCode {
         }),
         Some("bench") => bench::bench(&args[1..]).map(|_| ExitCode::SUCCESS),
         Some("fuzz") if args.get(1).is_some_and(|a| a == "--smoke") => {
-            let started = Instant::now();
+            let started = report::Mark::now();
             let r = fuzz::smoke();
             report::finish(&util::workspace_root(), started);
             r.map(|_| ExitCode::SUCCESS)

@@ -357,7 +357,9 @@ fn human(secs: f64) -> String {
 }
 
 /// The table of phases, the slowest tests and the skips; the JUnit file written.
-pub fn finish(root: &Path, started: Instant) {
+/// `started`: when the run began. Its CPU is subtracted: `cargo run` execs xtask in cargo's
+/// own process, whose used children (the rustc that compiled xtask) would count otherwise.
+pub fn finish(root: &Path, started: Mark) {
     let st = state();
     let mut s = String::new();
     slowest_and_skips(&mut s, &st);
@@ -375,7 +377,7 @@ pub fn finish(root: &Path, started: Instant) {
 
 /// Each phase's wall time and, where it ran alone, its CPU time and the cores that is; then the
 /// whole run's.
-fn where_the_time_went(s: &mut String, st: &State, started: Instant) {
+fn where_the_time_went(s: &mut String, st: &State, started: Mark) {
     let _ = writeln!(
         s,
         "\nxtask: where the time went (wall, then CPU where known)"
@@ -407,7 +409,7 @@ fn where_the_time_went(s: &mut String, st: &State, started: Instant) {
         "  {:<width$}  {:>12}  {}",
         "whole run",
         human(wall),
-        cpu(Some(cpu_now()), wall)
+        cpu(Some((cpu_now() - started.cpu).max(0.0)), wall)
     );
 }
 
