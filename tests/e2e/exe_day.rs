@@ -1185,11 +1185,14 @@ fn developer_prompt(w: &windows::World) -> Option<Vec<(&'static str, String)>> {
         sdk_lib.join("ucrt/x64"),
         sdk_lib.join("um/x64"),
     ]);
-    Some(vec![
-        ("INCLUDE", include),
-        ("LIB", lib),
-        ("WINEPATH", win(&bin)),
-    ])
+    // The SDK's rc.exe and mt.exe, which CMake's link step runs (a world made before they
+    // were kept has the compiler only).
+    let sdk_bin = bin.with_file_name("sdk-bin");
+    let path = match sdk_bin.join("rc.exe").is_file() {
+        true => format!("{};{}", win(&bin), win(&sdk_bin)),
+        false => win(&bin),
+    };
+    Some(vec![("INCLUDE", include), ("LIB", lib), ("WINEPATH", path)])
 }
 
 /// rocbuild.exe on a Windows host finds the compiler as a Windows user has it. In a developer

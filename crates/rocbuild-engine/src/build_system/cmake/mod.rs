@@ -133,6 +133,17 @@ impl BuildSystem for Cmake {
                     .entry("CMAKE_LINKER".into())
                     .or_insert(linker.display().to_string());
             }
+            // Debug information inside each object (/Z7), not a PDB written through the
+            // mspdbsrv server (/Zi): what compiler caches (sccache) require, and what runs
+            // where mspdbsrv cannot (C1902 under Wine). CMake 3.25's CMP0141 makes it a setting.
+            if msvc.is_some() {
+                define
+                    .entry("CMAKE_POLICY_DEFAULT_CMP0141".into())
+                    .or_insert("NEW".into());
+                define
+                    .entry("CMAKE_MSVC_DEBUG_INFORMATION_FORMAT".into())
+                    .or_insert("Embedded".into());
+            }
             for (k, v) in msvc_env(i.machine) {
                 env.entry(k).or_insert(v);
             }
@@ -633,6 +644,19 @@ mod tests {
         if let Some(msvc) = m.host.tools.msvc.as_mut() {
             msvc.linker = None;
         }
+        // Debug information embedded (/Z7): no mspdbsrv, and cacheable by sccache.
+        assert_eq!(
+            with.defines
+                .get("CMAKE_MSVC_DEBUG_INFORMATION_FORMAT")
+                .map(String::as_str),
+            Some("Embedded")
+        );
+        assert_eq!(
+            with.defines
+                .get("CMAKE_POLICY_DEFAULT_CMP0141")
+                .map(String::as_str),
+            Some("NEW")
+        );
         let without = configured_on(m, &BuildOptions::default());
         assert!(!without.defines.contains_key("CMAKE_LINKER"));
     }
