@@ -736,32 +736,14 @@ fn exe_refuses_to_replace_a_dll_a_running_python_holds_and_changes_nothing() {
     );
     let installed = state(&venv);
 
+    let (v, c) = (win(&venv), win(&cache));
+    let restore = || x.run(&["restore", "winext", "--venv", &v, "--cache", &c], &[]);
     let kernel = Holder::start(&x, &venv, "import winext");
-    let out = x.run(
-        &[
-            "restore",
-            "winext",
-            "--venv",
-            &win(&venv),
-            "--cache",
-            &win(&cache),
-        ],
-        &[],
-    );
+    let out = restore();
     held("restore winext", &out);
     same_state(&installed, &venv, "a restore refused while a DLL is loaded");
     drop(kernel);
-    let out = x.run(
-        &[
-            "restore",
-            "winext",
-            "--venv",
-            &win(&venv),
-            "--cache",
-            &win(&cache),
-        ],
-        &[],
-    );
+    let out = restore();
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     same_state(&before, &venv, "pip's install back after restore");
 }

@@ -119,35 +119,7 @@ impl BuildSystem for Cmake {
         define
             .entry("CMAKE_CXX_COMPILER".into())
             .or_insert(i.toolset.cxx.display().to_string());
-        // MSVC's resource compiler, found with cl.exe (so only for a Windows build), and the
-        // linker found beside clang-cl (lld-link: CMake would otherwise look for link.exe).
-        {
-            let msvc = i.machine.host.tools.msvc.as_ref();
-            if let Some(rc) = msvc.and_then(|m| m.rc.as_ref()) {
-                define
-                    .entry("CMAKE_RC_COMPILER".into())
-                    .or_insert(rc.display().to_string());
-            }
-            if let Some(linker) = msvc.and_then(|m| m.linker.as_ref()) {
-                define
-                    .entry("CMAKE_LINKER".into())
-                    .or_insert(linker.display().to_string());
-            }
-            // Debug information inside each object (/Z7), not a PDB written through the
-            // mspdbsrv server (/Zi): what compiler caches (sccache) require, and what runs
-            // where mspdbsrv cannot (C1902 under Wine). CMake 3.25's CMP0141 makes it a setting.
-            if msvc.is_some() {
-                define
-                    .entry("CMAKE_POLICY_DEFAULT_CMP0141".into())
-                    .or_insert("NEW".into());
-                define
-                    .entry("CMAKE_MSVC_DEBUG_INFORMATION_FORMAT".into())
-                    .or_insert("Embedded".into());
-            }
-            for (k, v) in msvc_env(i.machine) {
-                env.entry(k).or_insert(v);
-            }
-        }
+        msvc_defines(i.machine, &mut define, &mut env);
         for (k, v) in &i.opts.defines {
             refuse_dropping(k, define.get(k).map(String::as_str), v, i)?;
             let composed = compose_user_define(k, define.get(k).map(String::as_str), v);
@@ -343,6 +315,39 @@ pub fn compose_user_define(name: &str, ours: Option<&str>, user: &str) -> String
             }
         }
         _ => user.to_string(),
+    }
+}
+
+/// A Windows host's MSVC-style build: the resource compiler found with cl.exe, the linker
+/// found beside clang-cl (lld-link: CMake would otherwise look for link.exe), debug information
+/// inside each object (/Z7, not a PDB written through the mspdbsrv server: what compiler caches
+/// such as sccache require, and what runs where mspdbsrv cannot, C1902 under Wine; CMake 3.25's
+/// CMP0141 makes it a setting), and MSVC's environment. Nothing elsewhere.
+fn msvc_defines(
+    machine: &Machine,
+    define: &mut BTreeMap<String, String>,
+    env: &mut BTreeMap<String, String>,
+) {
+    let Some(msvc) = machine.host.tools.msvc.as_ref() else {
+        return;
+    };
+    let tools = [
+        ("CMAKE_RC_COMPILER", &msvc.rc),
+        ("CMAKE_LINKER", &msvc.linker),
+    ];
+    for (key, tool) in tools {
+        if let Some(t) = tool {
+            define.entry(key.into()).or_insert(t.display().to_string());
+        }
+    }
+    define
+        .entry("CMAKE_POLICY_DEFAULT_CMP0141".into())
+        .or_insert("NEW".into());
+    define
+        .entry("CMAKE_MSVC_DEBUG_INFORMATION_FORMAT".into())
+        .or_insert("Embedded".into());
+    for (k, v) in msvc_env(machine) {
+        env.entry(k).or_insert(v);
     }
 }
 
