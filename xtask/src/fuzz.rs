@@ -137,13 +137,14 @@ pub fn fuzz(args: &[String]) -> Result<()> {
 /// BENCHMARKS.md is not touched (`cargo xtask fuzz` writes the figures of a real run there).
 ///
 /// The build is its own (sanitizer coverage on every crate: nothing is shared with the tests'
-/// build) and large (about 370 crates: rocbuild-native's Mach-O signing and the venv's
-/// downloads pull in a TLS and HTTP stack): 6 to 7 minutes of CPU from cold on two cores. So it
-/// starts in the background ([`SmokeBuild::start`]) while the set-up mostly waits on the
-/// network and the disk (pip, mmdebstrap), and is waited for when the set-up is done. It is
-/// `cargo xtask fuzz`'s release build, shared with it: the dev profile builds in about two
-/// minutes less (7 min against 8.7 here, cold) but runs 20 to 30 times fewer inputs in the
-/// 10 seconds (the recipe target: 136 a second against 4100).
+/// build). rocbuild-native is built without its `codesign` feature (the fuzz targets read and
+/// never sign), which leaves out apple-codesign's ~270 crates of TLS, HTTP and CMS: about 190
+/// crates, 3 min 12 s and 6.1 CPU-minutes from cold on two cores at optimisation level 1
+/// (measured 2026-11-29; with apple-codesign the build took about 25 CPU-minutes of the
+/// whole run). It starts in the background ([`SmokeBuild::start`]) while the set-up mostly
+/// waits on the network and the disk (pip, mmdebstrap), and is waited for when the set-up is
+/// done. It is `cargo xtask fuzz`'s release build, shared with it: the dev profile runs 20 to
+/// 30 times fewer inputs in the 10 seconds (the recipe target: 136 a second against 4100).
 pub struct SmokeBuild {
     child: std::process::Child,
     started: Instant,
