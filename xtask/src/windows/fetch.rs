@@ -33,7 +33,28 @@ const SINGLE: &[&str] = &[
     // Intel's OpenMP runtime (Library/lib/libiomp5md.lib, Library/bin/libiomp5md.dll):
     // CTranslate2's threads on Windows.
     INTEL_OPENMP,
+    // CMake and Ninja for Windows, on a Windows host's PATH as Visual Studio's developer
+    // prompt puts its own (test-only, msvc_host.rs).
+    CMAKE_WHEEL,
+    NINJA_WHEEL,
+    PKGCONF_WHEEL,
+    // pip, as `python -m venv` puts it into a Windows user's venv (the embeddable Python has
+    // none; PyPI's wheel carries the launchers pip writes console scripts with on Windows).
+    PIP_WHEEL,
 ];
+
+/// PyPI's pip.
+pub const PIP_WHEEL: &str = "pip==25.3";
+
+/// PyPI's CMake for Windows (`cmake/data/bin/cmake.exe` and its modules).
+pub const CMAKE_WHEEL: &str = "cmake==3.31.10";
+
+/// PyPI's pkgconf for Windows (`pkgconf/.bin/pkgconf.exe`): the pkg-config TorchCodec's CMake
+/// finds FFmpeg with.
+pub const PKGCONF_WHEEL: &str = "pkgconf==3.0.7.post0";
+
+/// PyPI's Ninja for Windows (`ninja-<v>.data/scripts/ninja.exe`).
+pub const NINJA_WHEEL: &str = "ninja==1.13.2";
 
 /// What `pip install intel-openmp` puts into a Windows venv's `Library\`.
 pub const INTEL_OPENMP: &str = "intel-openmp==2026.2.0";

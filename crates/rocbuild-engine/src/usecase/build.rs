@@ -283,9 +283,16 @@ pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter
             reporter.note(&format!("warning: {w}"));
         }
     }
-    if let (Some(c), false) = (&plan.compiler, req.dry_run) {
-        if req.verbosity != Verbosity::Quiet {
-            reporter.note(&format!("note: compiler: {}", c.line()));
+    // The compiler the build runs and where it was found (a Windows host's developer prompt,
+    // Visual Studio, LLVM; a CUDA build's host compiler): said before the build, as the plan
+    // says it.
+    let found = plan.compiler_found.as_ref().map(|c| c.line());
+    for line in found
+        .into_iter()
+        .chain(plan.compiler.as_ref().map(|c| c.line()))
+    {
+        if !req.dry_run && req.verbosity != Verbosity::Quiet {
+            reporter.note(&format!("note: compiler: {line}"));
         }
     }
     if req.dry_run {
