@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{EngineError, Result};
 
-use crate::install::stage::{collect_artifacts, Built, Staged, StagedExtra};
+use crate::install::stage::{Built, Staged, StagedExtra};
 use rocbuild_venv::install;
 use rocbuild_venv::manifest::{self, sha256_file, Manifest};
 
@@ -17,7 +17,6 @@ use crate::install::python_part::{PartInstall, PythonPart};
 use crate::interrupt;
 use crate::plan::Plan;
 use crate::source;
-use crate::source::plan::SourcePlan;
 use crate::step::{Background, RunLog, Verbosity};
 use rocbuild_venv::ownership::{self, Package};
 
@@ -47,198 +46,29 @@ pub struct Outcome {
     pub upstream: Option<rocbuild_recipe::upstream::Notice>,
 }
 
-/// `git apply ARGS PATCH` on the plain tree of `checkout`: None when it applied, else git's
-/// words. GIT_CEILING_DIRECTORIES keeps git from taking a repository around the cache for
-/// the tree's own.
-fn git_apply(checkout: &Path, args: &[&str], patch: &Path) -> Option<String> {
-    let ceiling = checkout.parent().unwrap_or(checkout);
-    let out = crate::command::Command::new("git")
-        .args(["apply", "--whitespace=nowarn"])
-        .args(args.iter().copied())
-        .arg(patch.display().to_string())
-        .to_duct()
-        .dir(checkout)
-        .env("GIT_CEILING_DIRECTORIES", ceiling)
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run();
-    match &out {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
-        Err(e) => Some(format!("cannot run git: {e}")),
-    }
-}
-
-/// Apply the recipe's own fixes for this release to a fresh checkout (a directory of its
-/// own, named by their hashes), once: a stamp records them. One that does not apply is the
-/// recipe's fault, said as such.
-fn apply_shipped(
-    checkout: &Path,
-    shipped: &[crate::source::plan::ShippedFile],
-    log: &mut RunLog,
-) -> Result<()> {
-    if shipped.is_empty() {
-        return Ok(());
-    }
-    let stamp = checkout.join(".rocbuild-fixes");
-    let stamp_text: String = shipped.iter().map(|p| p.record() + "\n").collect();
-    if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
-        return Ok(());
-    }
-    for p in shipped {
-        if let Some(dir) = p.path.parent() {
-            fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
-        }
-        fs_err::write(&p.path, &p.text).map_err(EngineError::io("write", &p.path))?;
-        log.note(&format!("recipe fix: {} ({})", p.name, p.path.display()));
-        // A run killed between two fixes left this one applied: taken as it is.
-        if git_apply(checkout, &["-R", "--check", "--unidiff-zero"], &p.path).is_none() {
-            continue;
-        }
-        let failed = git_apply(checkout, &["--unidiff-zero"], &p.path);
-        if let Some(reason) = failed {
-            return Err(EngineError::Usage {
-                option: "recipe".into(),
-                reason: format!(
-                    "its fix `{}` does not apply to {}: {reason}",
-                    p.name,
-                    checkout.display()
-                ),
-                help: Some(
-                    "the recipe's fix was written for the release's pinned commit: check the recipe's [[release.patch]], or build with --rev to skip its fixes".into(),
-                ),
-            });
-        }
-    }
-    fs_err::write(&stamp, stamp_text).map_err(EngineError::io("write", &stamp))?;
-    Ok(())
-}
-
-/// Apply the user's `--patch` files, in order, to a fresh checkout (its directory is the
-/// patched one's own, see the source plan); a stamp records them so a rerun does not apply
-/// them twice. A patch that does not apply is an error before configure, and the patches
-/// applied before it are taken back: the checkout is left as git wrote it.
-fn apply_patches(
-    checkout: &Path,
-    patches: &[rocbuild_venv::Patch],
-    log: &mut RunLog,
-) -> Result<()> {
-    if patches.is_empty() {
-        return Ok(());
-    }
-    let stamp = checkout.join(".rocbuild-patches");
-    let stamp_text: String = patches
-        .iter()
-        .map(|p| {
-            format!(
-                "{} {}\n",
-                p.sha256.as_deref().unwrap_or(""),
-                p.path.display()
-            )
-        })
-        .collect();
-    if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
-        return Ok(());
-    }
-    let mut applied: Vec<&Path> = Vec::new();
-    for p in patches {
-        log.note(&format!("patch: {}", p.path.display()));
-        let failed = git_apply(checkout, &[], &p.path);
-        if let Some(reason) = failed {
-            for done in applied.iter().rev() {
-                let _ = git_apply(checkout, &["-R"], done);
-            }
-            return Err(EngineError::Usage {
-                option: "--patch".into(),
-                reason: format!("{} does not apply to {}: {reason}", p.path.display(), checkout.display()),
-                help: Some(format!(
-                    "make the patch against this release's source (`git diff` in a checkout of it), or drop --patch {}; nothing was built and the checkout is unchanged",
-                    p.path.display()
-                )),
-            });
-        }
-        applied.push(&p.path);
-    }
-    fs_err::write(&stamp, stamp_text).map_err(EngineError::io("write", &stamp))?;
-    Ok(())
-}
-
-fn source(
-    source: &SourcePlan,
-    recipe_file: &str,
-    log: &mut RunLog,
-) -> Result<(PathBuf, Option<String>)> {
-    match source {
-        SourcePlan::Sdist { .. } => crate::source::sdist::prepare(source, log),
-        SourcePlan::Local { dir } => {
-            if !dir.join("CMakeLists.txt").exists() && !dir.is_dir() {
-                return Err(EngineError::Usage {
-                    option: "--source".into(),
-                    reason: format!("{} is not a directory", dir.display()),
-                    help: Some("pass a source checkout or a git URL".into()),
-                });
-            }
-            log.note(&format!("source: {} (as it is)", dir.display()));
-            Ok((dir.clone(), None))
-        }
-        SourcePlan::Git {
-            url,
-            reference,
-            expected_commit,
-            submodules,
-            mirror,
-            git_cache,
-            checkout,
-            patches,
-            shipped,
-        } => {
-            log.note(&format!("source: {url} {reference}"));
-            let bar = indicatif::ProgressBar::hidden();
-            if log.verbosity != Verbosity::Quiet {
-                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template("  fetching {pos}/{len} objects")
-                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                );
-            }
-            let progress = |n: usize, m: usize| {
-                bar.set_length(m as u64);
-                bar.set_position(n as u64);
-            };
-            // Concurrent runs share the clone and the checkout: one fetch/checkout at a time.
-            let _cache_lock = crate::cache_lock::CacheLock::acquire(
-                &git_cache.join(format!("source-{}", &crate::paths::hash_hex(&[url])[..16])),
-            )?;
-            let (repo, oid) =
-                source::fetch_commit(git_cache, url, reference, mirror.as_deref(), &progress)?;
-            if let Some(exp) = expected_commit {
-                if oid.to_string() != *exp {
-                    return Err(EngineError::Moved {
-                        what: reference.trim_start_matches("refs/tags/").to_string(),
-                        url: url.clone(),
-                        found: oid.to_string(),
-                        expected: exp.clone(),
-                        recipe_file: recipe_file.to_string(),
-                    });
-                }
-            }
-            source::checkout(
-                &repo,
-                oid,
-                checkout,
-                url,
-                submodules,
-                &source::Fetcher {
-                    git_cache,
-                    mirror: mirror.as_deref(),
-                    progress: &progress,
-                },
-            )?;
-            bar.finish_and_clear();
-            apply_shipped(checkout, shipped, log)?;
-            apply_patches(checkout, patches, log)?;
-            Ok((checkout.clone(), Some(oid.to_string())))
+impl Outcome {
+    /// What a run that installed nothing new says: the manifest's files, as they are.
+    fn unchanged(
+        plan: &Plan,
+        m: &Manifest,
+        commit: Option<String>,
+        log: &RunLog,
+        compiler_cache: Option<rocbuild_venv::manifest::CompilerCacheRecord>,
+    ) -> Outcome {
+        Outcome {
+            recipe: plan.recipe.clone(),
+            version: plan.version.clone(),
+            commit,
+            changed: false,
+            installed: m.files.iter().map(|f| f.path.clone()).collect(),
+            parked: m.parked.clone(),
+            verify_output: Vec::new(),
+            manifest: manifest::path(&plan.install.site, &plan.recipe),
+            log: log.path.clone(),
+            compiler_cache,
+            wheel: None,
+            unverified: m.unverified.clone(),
+            upstream: plan.upstream.clone(),
         }
     }
 }
@@ -286,7 +116,7 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         None
     };
     // A Python part from the index does not depend on the build: pip fetches it into the
-    // transaction's staging area while CMake works (the transaction is abandoned, the venv
+    // transaction's staging area while the build works (the transaction is abandoned, the venv
     // untouched, if the build fails).
     let early = match &plan.python_part {
         Some(
@@ -332,35 +162,10 @@ pub fn run(plan: &Plan, verbosity: Verbosity) -> Result<Outcome> {
         .filter(|m| early.is_none() && up_to_date(plan, m, commit.as_deref(), &built, site));
     if let Some(m) = unchanged {
         log.note("up to date: nothing changed since the last install");
-        return Ok(Outcome {
-            recipe: plan.recipe.clone(),
-            version: plan.version.clone(),
-            commit,
-            changed: false,
-            installed: m.files.iter().map(|f| f.path.clone()).collect(),
-            parked: m.parked.clone(),
-            verify_output: Vec::new(),
-            manifest: manifest::path(site, &plan.recipe),
-            log: log.path.clone(),
-            compiler_cache: cache_record,
-            wheel: None,
-            unverified: m.unverified.clone(),
-            upstream: plan.upstream.clone(),
-        });
+        return Ok(Outcome::unchanged(plan, m, commit, &log, cache_record));
     }
 
     install_and_verify(plan, &mut log, commit, built, previous, early, cache_record)
-}
-
-/// Where the build left its artifacts: the install prefix, the build tree or the checkout
-/// (`[install] artifacts-in`).
-fn artifacts_root(plan: &Plan) -> PathBuf {
-    use rocbuild_recipe::schema::ArtifactsIn;
-    match plan.install.artifacts_in {
-        ArtifactsIn::Prefix => plan.prefix.clone(),
-        ArtifactsIn::Build => plan.build_dir.clone(),
-        ArtifactsIn::Source => plan.source.dir().to_path_buf(),
-    }
 }
 
 /// Install the wheel the plan chose instead of building: its libraries (unpacked under the
@@ -374,38 +179,16 @@ fn run_prebuilt(
 ) -> Result<Outcome> {
     let site = &plan.install.site;
     log.note(&format!("prebuilt: {} ({})", p.file, p.url));
-    let artifacts = collect_artifacts(
-        &p.unpacked.join(&plan.install.import_dir),
-        &plan.install.artifacts,
-    )?;
-    let mut built: Built = BTreeMap::new();
-    for (name, abs) in &artifacts {
-        built.insert(
-            format!("{}/{name}", plan.install.import_dir),
-            (abs.clone(), sha256_file(abs)?.0),
-        );
-    }
+    let built = crate::install::stage::prebuilt_artifacts(&plan.install, &p.unpacked)?;
     let unchanged = previous.as_ref().filter(|m| {
         m.prebuilt.as_ref().is_some_and(|r| r.sha256 == p.sha256)
             && up_to_date(plan, m, p.commit.as_deref(), &built, site)
     });
     if let Some(m) = unchanged {
         log.note("up to date: this wheel is installed as it was");
-        return Ok(Outcome {
-            recipe: plan.recipe.clone(),
-            version: plan.version.clone(),
-            commit: p.commit.clone(),
-            changed: false,
-            installed: m.files.iter().map(|f| f.path.clone()).collect(),
-            parked: m.parked.clone(),
-            verify_output: Vec::new(),
-            manifest: manifest::path(site, &plan.recipe),
-            log: log.path.clone(),
-            compiler_cache: None,
-            wheel: Some(p.url.clone()),
-            unverified: m.unverified.clone(),
-            upstream: plan.upstream.clone(),
-        });
+        let mut out = Outcome::unchanged(plan, m, p.commit.clone(), &log, None);
+        out.wheel = Some(p.url.clone());
+        return Ok(out);
     }
     let mut out = install_and_verify(
         plan,
@@ -467,67 +250,25 @@ fn fetch_and_build(
     torch_check: &mut Option<duct::Handle>,
 ) -> Result<BuildResult> {
     interrupt::check("the start")?;
-    // The build tools first (cmake and ninja from PyPI when the system has none): a machine
-    // that cannot get them learns it before the fetch. Installed once per set of requirements.
+    // The build tools first: a machine that cannot get them learns it before the fetch.
     if let Some(t) = &plan.tools {
-        let ok = t.dir.join(".rocbuild-ok");
-        if !ok.exists() {
-            log.note(&format!("build tools -> {}", t.dir.display()));
-            for w in &t.why {
-                log.note(w);
-            }
-            if let Err(e) = log.run("install build tools", &t.install) {
-                return Err(match (e, &t.fallback) {
-                    (EngineError::Step { tail, log, .. }, Some(fallback)) => {
-                        EngineError::BuildTools {
-                            why: t.why.join("; "),
-                            tail,
-                            fallback: fallback.clone(),
-                            log,
-                        }
-                    }
-                    (e, _) => e,
-                });
-            }
-            fs_err::write(&ok, "").map_err(EngineError::io("write", &ok))?;
-        }
+        crate::toolchain::tools_install::install_once(t, log)?;
     }
     // The optional libraries, in or out and why (the plan shows them too).
     for l in &plan.libraries {
         let state = if l.used { "in" } else { "out" };
         log.note(&format!("optional {}: {state}: {}", l.name, l.why));
     }
-    let (_src, commit) = source(&plan.source, &plan.recipe_file, log)?;
+    let (_src, commit) = source::prepare::prepare(&plan.source, &plan.recipe_file, log)?;
     interrupt::check("the fetch")?;
-    if let Some(tc) = &plan.torch_cmake {
-        if let Some(text) = &tc.contents {
-            let f = tc.dir.join("TorchConfig.cmake");
-            if fs_err::read_to_string(&f).ok().as_deref() != Some(text.as_str()) {
-                fs_err::create_dir_all(&tc.dir).map_err(EngineError::io("create", &tc.dir))?;
-                fs_err::write(&f, text).map_err(EngineError::io("write", &f))?;
-            }
-        }
-    }
-
     if let Some(c) = &plan.cross {
         crate::cross::prepare::prepare(c, log)?;
     }
     if let Some(pc) = &plan.ffmpeg_pc {
         crate::libraries::ffmpeg_pc::write_pc_files(pc, log)?;
     }
-    if let Some(hc) = &plan.hip_compat {
-        if fs_err::read_to_string(&hc.path).ok().as_deref() != Some(hc.contents.as_str()) {
-            if let Some(dir) = hc.path.parent() {
-                fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
-            }
-            fs_err::write(&hc.path, &hc.contents).map_err(EngineError::io("write", &hc.path))?;
-        }
-        log.note(&format!(
-            "HIP compatibility ({}) -> {}",
-            hc.names.join(", "),
-            hc.path.display()
-        ));
-    }
+    // What the build system planned to write before its configure.
+    crate::build_system::write_planned_files(&plan.to_build_run(), log)?;
 
     // Concurrent runs (on other venvs) may share this build tree: one builds it at a time.
     let build_lock = crate::cache_lock::CacheLock::acquire(&plan.build_dir)?;
@@ -543,7 +284,7 @@ fn fetch_and_build(
         }
         plan.scratch.apply(&cmd)
     };
-    let built = dependencies(plan, log, &build_env)
+    let built = crate::build_system::build_first(&plan.to_build_run(), log, &build_env)
         .and_then(|()| compile(plan, log, torch_check, &build_env, commit.as_deref()));
     let cache_record = session.map(|s| s.finish(log));
     built?;
@@ -551,70 +292,13 @@ fn fetch_and_build(
         log.run("install into the staging prefix", c)?;
     }
 
-    // Artifacts.
-    let from = artifacts_root(plan);
-    let import = &plan.install.import_dir;
-    let artifacts: BTreeMap<String, PathBuf> = match plan.install.layout {
-        rocbuild_recipe::schema::ArtifactLayout::Flat => {
-            collect_artifacts(&from, &plan.install.artifacts)?
-                .into_iter()
-                .map(|(name, abs)| (format!("{import}/{name}"), abs))
-                .collect()
-        }
-        rocbuild_recipe::schema::ArtifactLayout::Site => {
-            crate::install::stage::collect_site_artifacts(&from, import, &plan.install.artifacts)?
-        }
-    };
-    if artifacts.is_empty() {
-        return Err(EngineError::NoArtifacts {
-            globs: plan.install.artifacts.join(", "),
-            prefix: from.display().to_string(),
-        });
-    }
-    let mut built: Built = BTreeMap::new();
-    for (key, abs) in &artifacts {
-        built.insert(key.clone(), (abs.clone(), sha256_file(abs)?.0));
-    }
+    let roots = (
+        plan.prefix.as_path(),
+        plan.build_dir.as_path(),
+        plan.source.dir(),
+    );
+    let built = crate::install::stage::built_artifacts(&plan.install, roots)?;
     Ok((commit, built, build_lock, cache_record))
-}
-
-/// Build each `[dependency.X]` not built before with these inputs: fetch, configure, build,
-/// install into its prefix in the cache, then the stamp that says so (written last, so an
-/// interrupted build is redone). One run at a time builds a given dependency.
-fn dependencies(
-    plan: &Plan,
-    log: &mut RunLog,
-    build_env: &dyn Fn(&crate::command::Command) -> crate::command::Command,
-) -> Result<()> {
-    for d in &plan.dependencies {
-        let _lock = crate::cache_lock::CacheLock::acquire(&d.build_dir)?;
-        if d.is_built() {
-            log.note(&format!(
-                "dependency {} ({}): built before, {}",
-                d.name,
-                d.tag,
-                d.prefix.display()
-            ));
-            continue;
-        }
-        log.note(&format!(
-            "dependency {} ({}) -> {}",
-            d.name,
-            d.tag,
-            d.prefix.display()
-        ));
-        source(&d.source, &plan.recipe_file, log)?;
-        interrupt::check("the dependency's fetch")?;
-        let what = |step: &str| format!("dependency {}: {step}", d.name);
-        log.run(&what("configure"), &build_env(&d.configure))?;
-        interrupt::check("the dependency's configure")?;
-        log.run(&what("build"), &build_env(&d.build))?;
-        interrupt::check("the dependency's build")?;
-        log.run(&what("install"), &d.install)?;
-        let stamp = d.stamp();
-        fs_err::write(&stamp, d.stamp_text()).map_err(EngineError::io("write", &stamp))?;
-    }
-    Ok(())
 }
 
 /// Configure (when this build tree was not configured from this commit) and compile, the
@@ -818,21 +502,11 @@ fn install_and_verify(
         return Err(interrupt::undone(e, ROLLED_BACK));
     }
     swapped.commit(&m, previous.as_ref())?;
-    Ok(Outcome {
-        recipe: plan.recipe.clone(),
-        version: plan.version.clone(),
-        commit,
-        changed: true,
-        installed: installed.into_iter().map(|f| f.path).collect(),
-        parked: park,
-        verify_output,
-        manifest: manifest::path(site, &plan.recipe),
-        log: log.path.clone(),
-        compiler_cache: cache_record,
-        wheel: None,
-        unverified: plan.unverified.clone(),
-        upstream: plan.upstream.clone(),
-    })
+    let mut out = Outcome::unchanged(plan, &m, commit, log, cache_record);
+    out.changed = true;
+    out.verify_output = verify_output;
+    out.unverified = plan.unverified.clone();
+    Ok(out)
 }
 
 /// The swapped-in install verified in a fresh Python (the recipe's `[verify]`): its output,

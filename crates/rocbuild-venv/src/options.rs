@@ -51,9 +51,11 @@ pub struct BackendOptions {
     /// split once by [`rocbuild_probe::GpuTargets::parse`].
     #[serde(default)]
     pub arch: rocbuild_probe::GpuTargets,
-    /// `--cuda-arch 8.6`.
+    /// `--cuda-arch 8.6 --cuda-arch "8.9;9.0"`, split once as `--arch` is (the same typed
+    /// list: [`rocbuild_probe::GpuTargets::parse`]); which of them a toolkit can build is
+    /// decided by the toolchain.
     #[serde(default)]
-    pub cuda_arch: Vec<String>,
+    pub cuda_arch: rocbuild_probe::GpuTargets,
     /// `--cuda 13.2`: the CUDA toolkit version to use (a system one, else from the index).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda: Option<String>,

@@ -417,7 +417,7 @@ fn the_planner_reads_no_environment_and_starts_no_process() {
             ),
             (
                 "crates/rocbuild-engine/src/build_system/cmake/dependency.rs",
-                "a dependency build's stamp, asked by run() (`is_built`) before it builds it again",
+                "a dependency build's stamp, asked (`is_built`) before it is built again",
             ),
         ],
     );
@@ -450,6 +450,18 @@ const RUN_HALVES: &[(&str, &str)] = &[
     (
         "source/sdist.rs",
         "an sdist downloaded, checked and unpacked",
+    ),
+    (
+        "source/prepare.rs",
+        "the source made ready: fetched or unpacked, the recipe's fixes and --patch files applied",
+    ),
+    (
+        "build_system/cmake/run.rs",
+        "CMake's files written (TorchConfig.cmake, the HIP header) and its [dependency.X] built",
+    ),
+    (
+        "toolchain/tools_install.rs",
+        "the build tools installed from PyPI, once per set of requirements",
     ),
     (
         "cross/prepare.rs",
@@ -491,6 +503,46 @@ fn planner_files() -> BTreeSet<String> {
                 && !RUN_HALVES.iter().any(|(h, _)| *h == rel)
         })
         .collect()
+}
+
+/// The page: "`run.rs` only sequences the steps": each concern runs its own part (the source
+/// its fetch and patches, the build system its files and dependency builds, the toolchain its
+/// tools, staging its artifacts), so run.rs names no build system and none of their
+/// internals, and an outcome is made in one place.
+#[test]
+fn run_sequences_steps_and_names_no_build_system() {
+    let run = without_test_modules(&read("crates/rocbuild-engine/src/run.rs"));
+    let named: Vec<&str> = [
+        "cmake",
+        "CMake",
+        "TorchConfig",
+        "git_apply",
+        "patch",
+        "hip_compat",
+        "torch_cmake",
+        "dependenc",
+        ".rocbuild-ok",
+        "collect_artifacts",
+        "write_if_changed",
+    ]
+    .into_iter()
+    .filter(|w| run.contains(w))
+    .collect();
+    assert!(
+        named.is_empty(),
+        "run.rs does a concern's work: it names {named:?}"
+    );
+    assert_eq!(
+        run.lines()
+            .filter(|l| l.trim_start().starts_with("Outcome {") || l.contains("(Outcome {"))
+            .count(),
+        1,
+        "run.rs builds an Outcome in more than one place"
+    );
+    assert!(
+        read("docs/architecture.md").contains("`run.rs` only sequences the steps"),
+        "docs/architecture.md does not say what run.rs is"
+    );
 }
 
 /// One folder per concern: no file at the engine's top names a concern that has a folder

@@ -60,6 +60,34 @@ pub fn of(system: rocbuild_recipe::BuildSystem) -> &'static dyn BuildSystem {
     }
 }
 
+/// What the build systems' running half reads of a plan (`Plan::to_build_run` makes it): the
+/// files and builds they planned, not the whole plan.
+pub struct RunPart<'a> {
+    pub torch_cmake: Option<&'a TorchCmakePlan>,
+    pub hip_compat: Option<&'a crate::toolchain::hip_compat::HipCompatPlan>,
+    pub dependencies: &'a [cmake::dependency::DependencyPlan],
+    /// The recipe's file, named when a dependency's source moved.
+    pub recipe_file: &'a str,
+}
+
+/// Run time, before the source is configured: the files the build system planned (CMake's
+/// TorchConfig.cmake and HIP compatibility header). `run()` calls this and [`build_first`],
+/// then the planned steps, and names no build system.
+pub fn write_planned_files(plan: &RunPart, log: &mut crate::step::RunLog) -> Result<()> {
+    cmake::run::write_files(plan, log)
+}
+
+/// Run time, under the build tree's lock and the compiler cache's settings (`build_env`): the
+/// projects the build needs built first (`[dependency.X]`, CMake projects whatever builds the
+/// main one), each once per configuration.
+pub fn build_first(
+    plan: &RunPart,
+    log: &mut crate::step::RunLog,
+    build_env: &dyn Fn(&Command) -> Command,
+) -> Result<()> {
+    cmake::run::build_dependencies(plan, log, build_env)
+}
+
 /// What every build system is given: the recipe as resolved for this target, the machine,
 /// the toolchain chosen (backend, compilers, tools) and the source.
 pub struct Inputs<'a> {

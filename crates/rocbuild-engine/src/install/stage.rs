@@ -577,6 +577,59 @@ pub(crate) fn walk_park_roots(site: &Path, globs: &[String]) -> Vec<(String, Pat
 /// The built artifacts by their path under site-packages, with where they are and their hash.
 pub(crate) type Built = BTreeMap<String, (PathBuf, String)>;
 
+/// Where the build left its artifacts (the install prefix, the build tree or the checkout:
+/// `[install] artifacts-in`), collected as `[install] layout` says and hashed: what staging
+/// installs. None found is an error naming the globs and where they were looked for.
+/// `(prefix, build_dir, source_dir)`: the three places.
+pub(crate) fn built_artifacts(
+    install: &super::InstallPlan,
+    (prefix, build_dir, source_dir): (&Path, &Path, &Path),
+) -> Result<Built> {
+    use rocbuild_recipe::schema::{ArtifactLayout, ArtifactsIn};
+    let from = match install.artifacts_in {
+        ArtifactsIn::Prefix => prefix,
+        ArtifactsIn::Build => build_dir,
+        ArtifactsIn::Source => source_dir,
+    };
+    let import = &install.import_dir;
+    let artifacts: BTreeMap<String, PathBuf> = match install.layout {
+        ArtifactLayout::Flat => collect_artifacts(from, &install.artifacts)?
+            .into_iter()
+            .map(|(name, abs)| (format!("{import}/{name}"), abs))
+            .collect(),
+        ArtifactLayout::Site => collect_site_artifacts(from, import, &install.artifacts)?,
+    };
+    if artifacts.is_empty() {
+        return Err(EngineError::NoArtifacts {
+            globs: install.artifacts.join(", "),
+            prefix: from.display().to_string(),
+        });
+    }
+    hashed(artifacts)
+}
+
+/// The artifacts of a prebuilt wheel unpacked at `unpacked`: its package's files that
+/// `[install] artifacts` names.
+pub(crate) fn prebuilt_artifacts(install: &super::InstallPlan, unpacked: &Path) -> Result<Built> {
+    let import = &install.import_dir;
+    let artifacts = collect_artifacts(&unpacked.join(import), &install.artifacts)?;
+    hashed(
+        artifacts
+            .into_iter()
+            .map(|(name, abs)| (format!("{import}/{name}"), abs))
+            .collect(),
+    )
+}
+
+fn hashed(artifacts: BTreeMap<String, PathBuf>) -> Result<Built> {
+    let mut built: Built = BTreeMap::new();
+    for (key, abs) in artifacts {
+        let sha = rocbuild_venv::manifest::sha256_file(&abs)?.0;
+        built.insert(key, (abs, sha));
+    }
+    Ok(built)
+}
+
 /// `[install] layout = "site"`: the files under `root/<import_dir>` whose names match `globs`,
 /// keyed by their path under `root` (site-packages' shape), each name its own file (a
 /// library's symlinks are copies in a wheel, and the package may load any of its names).

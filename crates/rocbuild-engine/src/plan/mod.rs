@@ -305,6 +305,16 @@ impl Plan {
         build_system::of(self.build_system)
     }
 
+    /// What the build systems' running half reads of this plan.
+    pub(crate) fn to_build_run(&self) -> build_system::RunPart<'_> {
+        build_system::RunPart {
+            torch_cmake: self.torch_cmake.as_ref(),
+            hip_compat: self.hip_compat.as_ref(),
+            dependencies: &self.dependencies,
+            recipe_file: &self.recipe_file,
+        }
+    }
+
     /// What staging the install reads of this plan.
     pub(crate) fn to_stage(&self) -> install::stage::StagePlan<'_> {
         install::stage::StagePlan {

@@ -2,6 +2,7 @@
 //! recursively, and offline mirrors (`ROCBUILD_MIRROR`).
 
 pub mod plan;
+pub mod prepare;
 pub mod sdist;
 
 use rocbuild_probe::platform::host;

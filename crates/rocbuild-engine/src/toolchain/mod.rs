@@ -7,6 +7,7 @@ pub mod compiler_scan;
 pub mod cuda_setup;
 pub mod hip_compat;
 pub mod tools;
+pub(crate) mod tools_install;
 pub mod wheel_compiler;
 
 use std::collections::BTreeMap;
@@ -388,7 +389,7 @@ fn cuda_plan(machine: &Machine, opts: &BackendOptions) -> Result<CudaPlan> {
             why: "the cuda backend needs a CUDA toolkit and none was found".into(),
             help: "set CUDA_HOME to a CUDA toolkit (with nvcc), or use --backend cpu".into(),
         })?;
-    let given: Vec<String> = rocbuild_probe::split_lists(&opts.cuda_arch);
+    let given: Vec<String> = opts.cuda_arch.names().to_vec();
     let detected = machine
         .target
         .cuda_gpu

@@ -60,7 +60,7 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
             }),
             rocm: a.rocm.clone(),
             arch: rocbuild_probe::GpuTargets::parse(&a.arch),
-            cuda_arch: a.cuda_arch.clone(),
+            cuda_arch: rocbuild_probe::GpuTargets::parse(&a.cuda_arch),
             cuda: a.cuda.clone(),
         },
         index: if a.index.is_empty() {
@@ -229,4 +229,38 @@ pub fn print_outcome(
 
 fn absolute(p: &std::path::Path) -> std::path::PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Line {
+        #[command(flatten)]
+        build: BuildArgs,
+    }
+
+    /// `--cuda-arch` becomes the same typed list as `--arch` at the command line: each value
+    /// may be a list, repeats are dropped, the order is kept.
+    #[test]
+    fn cuda_archs_are_split_at_the_command_line_as_gpu_archs_are() {
+        let line = Line::try_parse_from([
+            "rocbuild",
+            "ctranslate2",
+            "--cuda-arch",
+            "8.6",
+            "--cuda-arch",
+            "8.9;9.0+PTX,8.6",
+            "--arch",
+            "gfx1100;gfx1030",
+            "--arch",
+            "gfx1100",
+        ])
+        .unwrap();
+        let o = options(&line.build).unwrap();
+        assert_eq!(o.backend.cuda_arch.names(), ["8.6", "8.9", "9.0+PTX"]);
+        assert_eq!(o.backend.arch.names(), ["gfx1100", "gfx1030"]);
+    }
 }

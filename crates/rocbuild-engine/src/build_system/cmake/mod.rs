@@ -7,6 +7,7 @@
 pub mod cross;
 pub mod dependency;
 pub mod extension;
+pub mod run;
 pub mod toolchain;
 pub mod torch;
 mod torch_lite;
