@@ -545,6 +545,20 @@ fn run_sequences_steps_and_names_no_build_system() {
     );
 }
 
+/// One decider per fact: a build asks the venv's Python once (the probe), and what it said
+/// is handed on; the wheel tags an index is searched with come from it, not from a second run
+/// of the interpreter (`Tags::of_python`, `tags_of_venv`).
+#[test]
+fn a_build_asks_the_venvs_python_once() {
+    let build = without_test_modules(&read("crates/rocbuild-engine/src/usecase/build.rs"));
+    for second in ["tags_of_venv", "of_python"] {
+        assert!(
+            !build.contains(second),
+            "usecase/build.rs runs the venv's Python again ({second})"
+        );
+    }
+}
+
 /// One folder per concern: no file at the engine's top names a concern that has a folder
 /// (`source.rs` beside `source/`, `cross_prepare.rs` beside `cross/`), no concern's folder
 /// holds a file named after another concern (`plan/source.rs`), and the page lists every run

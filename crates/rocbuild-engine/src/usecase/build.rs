@@ -90,12 +90,17 @@ fn from_index(
     dry_run: bool,
     reporter: &mut dyn Reporter,
 ) -> Result<Plan> {
-    // The venv's wheel tags; a `--machine` plan has no Python to ask.
-    let tags = crate::build_system::cmake::extension::tags_of_venv(
-        &machine.target.venv.root,
-        &machine.target.python.site_packages,
-    )
-    .ok();
+    // The venv's wheel tags, from what the probe asked its Python (not asked again); a
+    // `--machine` plan without a Python version has none.
+    let py = &machine.target.python;
+    let tags = (!py.version.is_empty()).then(|| {
+        crate::build_system::cmake::extension::tags(
+            &py.version,
+            &py.ext_suffix,
+            &py.platform,
+            machine.target.platform.os,
+        )
+    });
     let mut index = crate::prebuilt::fetch::look(&plan, tags)?;
     let mut chosen = None;
     if !dry_run {

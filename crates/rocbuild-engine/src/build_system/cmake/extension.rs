@@ -239,14 +239,21 @@ fn metadata(recipe: &Recipe, version: &str) -> String {
 }
 
 /// The wheel tags of the venv's Python, from what the probe read (no subprocess: the venv's
-/// Python may be a Windows program on this host). See [`tags_of_venv`]. `t` in the suffix is a free-threaded build.
+/// Python may be a Windows program on this host, and the probe asked it already). See
+/// [`tags_of_venv`]. The ABI flags are the letters after the version in the extension suffix
+/// (`.cpython-313td-…`: `t` free-threaded, `d` a debug build), as `sys.abiflags` says them.
 pub fn tags(version: &str, ext_suffix: &str, platform: &str, os: Os) -> Tags {
     let nodot = version.replace('.', "");
-    let abiflags = if ext_suffix.contains(&format!("{nodot}t")) {
-        "t"
-    } else {
-        ""
-    };
+    let abiflags: String = ext_suffix
+        .find(&nodot)
+        .map(|at| {
+            ext_suffix[at + nodot.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase())
+                .collect()
+        })
+        .unwrap_or_default();
+    let abiflags = abiflags.as_str();
     let platform = match (os.rules().default_platform_tag(), platform) {
         (Some(tag), "") => tag,
         (_, p) => p,
@@ -360,5 +367,20 @@ mod tests {
             (t.abi.as_str(), t.platform.as_str()),
             ("cp313t", "linux_x86_64")
         );
+        // A debug build's flags, as `sys.abiflags` says them (`Tags::of_python` asks it).
+        let t = tags(
+            "3.13",
+            ".cpython-313td-x86_64-linux-gnu.so",
+            "linux-x86_64",
+            Os::Linux,
+        );
+        assert_eq!(t.abi.as_str(), "cp313td");
+        let t = tags(
+            "3.11",
+            ".cpython-311-x86_64-linux-gnu.so",
+            "linux-x86_64",
+            Os::Linux,
+        );
+        assert_eq!(t.abi.as_str(), "cp311");
     }
 }
