@@ -545,6 +545,26 @@ fn run_sequences_steps_and_names_no_build_system() {
     );
 }
 
+/// The commands render what a use case returns: the CLI neither probes a machine nor asks the
+/// planner's stock advice itself (doctor did both in its command file before its use case).
+#[test]
+fn commands_leave_the_work_to_the_use_cases() {
+    only_in(
+        "the CLI's commands call use cases, not the probe, the planner or the doctor's core",
+        files_with(
+            &[
+                "rocbuild_doctor::probe(",
+                "rocbuild_doctor::doctor(",
+                "stock::for_machine(",
+                "rocbuild_engine::plan(",
+                "rocbuild_probe::probe(",
+            ],
+            "crates/rocbuild/src/",
+        ),
+        &[],
+    );
+}
+
 /// One decider per fact: a build asks the venv's Python once (the probe), and what it said
 /// is handed on; the wheel tags an index is searched with come from it, not from a second run
 /// of the interpreter (`Tags::of_python`, `tags_of_venv`).

@@ -1,8 +1,9 @@
 //! The use cases the CLI offers, each one function: build, rebuild, status (with recovery),
-//! restore, wheel, schedule. They take the [`Settings`] the CLI read and a [`Reporter`] for
+//! restore, wheel, publish, test, doctor. They take the [`Settings`] the CLI read and a [`Reporter`] for
 //! what a user should see while they run; they return data the CLI renders.
 
 mod build;
+mod doctor;
 mod publish;
 mod rebuild;
 mod restore;
@@ -14,6 +15,7 @@ mod wheel;
 use std::path::PathBuf;
 
 pub use build::{build, BuildRequest, Built};
+pub use doctor::{doctor, DoctorRequest};
 pub use publish::{publish, Published};
 pub use rebuild::{rebuild, RebuildRequest, Rebuilt};
 pub use restore::restore;

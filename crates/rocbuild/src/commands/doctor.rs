@@ -1,9 +1,10 @@
-//! `doctor`, `deps` and `bundle`: options in, the report rendered; the work is in rocbuild-doctor.
+//! `doctor`, `deps`, `bundle` and `repair`: options in, the report rendered; doctor's work is
+//! its use case's (`usecase::doctor`), the others' rocbuild-doctor's.
 
 use std::time::Duration;
 
 use miette::{IntoDiagnostic, Result};
-use rocbuild_doctor::{DoctorError, DoctorOptions, Subject};
+use rocbuild_doctor::DoctorError;
 use rocbuild_recipe::RecipeSet;
 
 use crate::cli::{BundleArgs, DepsArgs, DoctorArgs, RepairArgs};
@@ -32,48 +33,8 @@ fn fail(e: DoctorError, json: bool) -> Result<ExitStatus> {
     }
 }
 
-/// The recipe's `[package.windows-dll-dirs]`, for doctor.
-fn dll_dirs(r: &rocbuild_recipe::Recipe) -> Option<rocbuild_doctor::DllDirs> {
-    r.raw
-        .package
-        .windows_dll_dirs
-        .as_ref()
-        .map(|d| rocbuild_doctor::DllDirs {
-            dirs: d.dirs.clone(),
-            in_one_try: d.in_one_try,
-        })
-}
-
 pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
-    let mut candidates = Subject::known();
-    for r in recipes.iter() {
-        let name = r.name().to_string();
-        if let Some(s) = candidates.iter_mut().find(|s| s.name == name) {
-            s.import_dir = r.raw.package.import_dir.clone();
-            s.distribution = r.raw.package.distribution.clone();
-            s.recipe = Some(name);
-            s.ffmpeg = r.raw.needs.ffmpeg;
-            s.torch = r.raw.needs.torch;
-            s.dll_dirs = dll_dirs(r);
-            s.loads_one_of = r.raw.package.loads_one_of.clone();
-        } else {
-            candidates.push(Subject {
-                import_dir: r.raw.package.import_dir.clone(),
-                distribution: r.raw.package.distribution.clone(),
-                recipe: Some(name.clone()),
-                ffmpeg: r.raw.needs.ffmpeg,
-                torch: r.raw.needs.torch,
-                stock_pip: None,
-                dll_dirs: dll_dirs(r),
-                loads_one_of: r.raw.package.loads_one_of.clone(),
-                name,
-            });
-        }
-    }
-    let wants_ffmpeg = candidates
-        .iter()
-        .any(|s| s.ffmpeg && (a.packages.is_empty() || a.packages.contains(&s.name)));
-    let forced = a
+    let os = a
         .machine
         .as_deref()
         .map(crate::commands::build::machine_file)
@@ -83,39 +44,17 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
         Ok(v) => v,
         Err(e) => return fail(e.into(), a.json),
     };
-    let machine = match rocbuild_doctor::probe(&venv, wants_ffmpeg, forced) {
-        Ok(m) => m,
-        Err(e) => return fail(e, a.json),
-    };
-    // The same advice as a build: the index's own wheel first, when it would load here.
-    for s in &mut candidates {
-        let verdict = s
-            .recipe
-            .as_deref()
-            .and_then(|r| recipes.get(r).ok())
-            .and_then(|r| rocbuild_engine::stock::for_machine(r, &machine));
-        s.stock_pip = verdict.filter(|v| v.works).and_then(|v| v.pip);
-    }
-    // This host's environment says where this host's loader looks, not another OS's.
-    let here = machine.target.platform.os == rocbuild_probe::Os::current();
-    let library_var = machine.target.platform.os.rules().library_search_var();
-    let split_env_paths = |v: &str| {
-        if here {
-            env::split_env_paths(v)
-        } else {
-            Vec::new()
-        }
-    };
-    let opts = DoctorOptions {
-        requested: a.packages.clone(),
-        candidates,
+    let req = rocbuild_engine::usecase::DoctorRequest {
+        recipes,
+        venv: &venv,
+        packages: &a.packages,
+        os,
         gpu_arch: rocbuild_probe::GpuTargets::parse(&a.gpu_arch).or(env::pytorch_rocm_arch()),
         timeout: Duration::from_secs(a.timeout.max(1)),
         load_test: !a.no_load,
-        library_path: split_env_paths(library_var),
-        path: split_env_paths("PATH"),
+        env_paths: &env::split_env_paths,
     };
-    let report = match rocbuild_doctor::doctor(&machine, &opts) {
+    let report = match rocbuild_engine::usecase::doctor(&req) {
         Ok(r) => r,
         Err(e) => return fail(e, a.json),
     };
