@@ -113,6 +113,8 @@ pub struct Resolved {
     pub torch_cmake: Option<TorchCmake>,
     pub define: BTreeMap<String, String>,
     pub env: BTreeMap<String, String>,
+    /// `[build] config-settings`: a PEP 517 backend's `-C KEY=VALUE`, templates unexpanded.
+    pub config_settings: BTreeMap<String, String>,
     pub artifacts: Vec<String>,
     /// `[install] artifacts-in`: the last table that says wins.
     pub artifacts_in: schema::ArtifactsIn,
@@ -352,6 +354,9 @@ impl Resolved {
             }
             for (k, v) in &b.env {
                 self.env.insert(k.clone(), v.get_ref().clone());
+            }
+            for (k, v) in &b.config_settings {
+                self.config_settings.insert(k.clone(), v.get_ref().clone());
             }
             for c in &b.hip_compat {
                 if !self.hip_compat.contains(c.get_ref()) {

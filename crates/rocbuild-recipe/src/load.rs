@@ -355,6 +355,7 @@ impl Checker<'_> {
                 .define
                 .values()
                 .chain(b.env.values())
+                .chain(b.config_settings.values())
                 .chain(b.cmake_source.iter())
                 .chain(b.generator.iter())
             {

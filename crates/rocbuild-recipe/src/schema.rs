@@ -477,6 +477,11 @@ pub struct Build {
     pub define: BTreeMap<String, Text>,
     #[serde(default)]
     pub env: BTreeMap<String, Text>,
+    /// PEP 517 config settings for the source's build backend (`pip wheel -C KEY=VALUE`):
+    /// what scikit-build-core (`cmake.define.X`, `cmake.build-type`) and meson-python
+    /// (`setup-args`) read. `system = "pep517"` only.
+    #[serde(default)]
+    pub config_settings: BTreeMap<String, Text>,
     /// Compatibility definitions rocbuild owns, force-included into every HIP source when the
     /// SDK's HIP lacks them (`"syncwarp"`: `__syncwarp`, which HIP declares only from 7).
     #[serde(default)]

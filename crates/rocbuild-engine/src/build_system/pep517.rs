@@ -44,10 +44,12 @@ impl BuildSystem for Pep517 {
         let host = i.ctx.host_os;
         let py = &i.machine.target.python;
         let env = environment(i)?;
+        let settings = config_settings(i)?;
         let src = i.source.dir().to_path_buf();
         let key = {
             let mut parts = vec![src.display().to_string(), "pep517".to_string()];
             parts.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+            parts.extend(settings.iter().map(|s| format!("-C {s}")));
             let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
             hash_hex(&refs)
         };
@@ -64,8 +66,13 @@ impl BuildSystem for Pep517 {
         let wheel_dir = join(host, &build_dir, &["wheel"]);
         let what = format!("the PEP 517 build of {name}");
         let builder = pip::wheel_builder(py, &what)?;
-        let mut configure = pip::command(&builder, py, os, "wheel")
-            .args(["--no-deps", "--no-build-isolation", "--wheel-dir"])
+        let mut configure =
+            pip::command(&builder, py, os, "wheel").args(["--no-deps", "--no-build-isolation"]);
+        for kv in &settings {
+            configure = configure.arg("--config-settings").arg(kv.clone());
+        }
+        let mut configure = configure
+            .arg("--wheel-dir")
             .arg(wheel_dir.display().to_string())
             .arg(src.display().to_string());
         configure.env.extend(env);
@@ -92,6 +99,16 @@ impl BuildSystem for Pep517 {
             install_prefix: None,
         })
     }
+}
+
+/// The recipe's `[build] config-settings`, expanded, as pip's `--config-settings KEY=VALUE`
+/// takes them (PEP 517's `config_settings`: what scikit-build-core and meson-python read).
+fn config_settings(i: &Inputs) -> Result<Vec<String>> {
+    i.resolved
+        .config_settings
+        .iter()
+        .map(|(k, v)| Ok(format!("{k}={}", expand(v, i.vars)?)))
+        .collect()
 }
 
 /// Unpacks the one wheel the build made (`argv[2]` in `argv[1]`) into a fresh `argv[3]`.
@@ -258,6 +275,58 @@ mod tests {
             Err(EngineError::Usage { option, help, .. }) => {
                 assert!(option.contains("[build.define] X"), "{option}");
                 assert!(help.unwrap_or_default().contains("[build.env]"));
+            }
+            other => panic!("{:?}", other.map(|p| p.recipe)),
+        }
+    }
+
+    /// `[build] config-settings` reach the backend as pip's `--config-settings KEY=VALUE`
+    /// (templates expanded), and name the build tree; a CMake build refuses them.
+    #[test]
+    fn config_settings_from_the_recipe_reach_the_backend() {
+        let m = cpu_machine(Os::Linux);
+        let opts = BuildOptions::default();
+        let plain = plan(&recipe("torchsort"), &m, &opts, &ctx(Os::Linux)).unwrap();
+        let text = TORCHSORT.replace(
+            "system = \"pep517\"",
+            "system = \"pep517\"\nconfig-settings = { \"--build-option\" = \"--build-number=7\", \"cmake.define.PYV\" = \"{python.version}\" }",
+        );
+        let r = rocbuild_recipe::parse("torchsort.toml", &text).unwrap();
+        let p = plan(&r, &m, &opts, &ctx(Os::Linux)).unwrap();
+        let args = &p.configure.args;
+        let given: Vec<&str> = args
+            .iter()
+            .zip(args.iter().skip(1))
+            .filter(|(a, _)| *a == "--config-settings")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        let py = &m.target.python.version;
+        assert_eq!(
+            given,
+            [
+                "--build-option=--build-number=7".to_string(),
+                format!("cmake.define.PYV={py}")
+            ]
+        );
+        // Before the source, which pip takes last.
+        assert_eq!(args.last(), Some(&p.source.dir().display().to_string()));
+        assert_ne!(
+            p.build_dir, plain.build_dir,
+            "the settings name the build tree"
+        );
+
+        let cmake = include_str!("../../../../recipes/torchcodec.toml").replace(
+            "[build]\n",
+            "[build]\nconfig-settings = { \"cmake.build-type\" = \"Debug\" }\n",
+        );
+        let r = rocbuild_recipe::parse("torchcodec.toml", &cmake).unwrap();
+        match plan(&r, &m, &opts, &ctx(Os::Linux)) {
+            Err(EngineError::Usage { option, reason, .. }) => {
+                assert!(
+                    option.contains("[build.config-settings] cmake.build-type"),
+                    "{option}"
+                );
+                assert!(reason.contains("PEP 517"), "{reason}");
             }
             other => panic!("{:?}", other.map(|p| p.recipe)),
         }

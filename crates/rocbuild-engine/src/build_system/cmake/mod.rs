@@ -77,6 +77,14 @@ impl BuildSystem for Cmake {
 
     /// The configure, build and install-prefix commands.
     fn plan(&self, i: &Inputs) -> Result<Steps> {
+        if let Some(k) = i.resolved.config_settings.keys().next() {
+            // A PEP 517 backend's settings mean nothing to rocbuild's own CMake configure.
+            return Err(crate::error::EngineError::Usage {
+                option: format!("recipe {}: [build.config-settings] {k}", i.recipe.name()),
+                reason: "a CMake build ([build] system = \"cmake\", the default) takes no PEP 517 config settings".into(),
+                help: Some(format!("in {}, give it as a CMake define ([build.define]), or build with system = \"pep517\"", i.recipe.file)),
+            });
+        }
         let os = i.machine.target.platform.os;
         let flavor = i
             .machine
