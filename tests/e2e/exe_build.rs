@@ -8,6 +8,10 @@
 //! The venv's Python is the embeddable CPython made into what a python.org install is for a
 //! build: `include\` (CPython's headers with the Windows pyconfig.h) and `libs\python311.lib`.
 //! Wine is not Windows: what this does not prove is listed in docs/rocbuild-exe.md.
+//!
+//! Two builds: the winext fixture through rocbuild's CMake build system, and the real
+//! torchsort 0.1.10 from its PyPI sdist through its own setuptools backend
+//! (`torch.utils.cpp_extension`, PEP 517), each compiled by cl.exe.
 
 use std::path::{Path, PathBuf};
 
@@ -157,5 +161,69 @@ fn exe_builds_a_torch_extension_with_cl_from_a_developer_prompt() {
         text.to_ascii_lowercase()
             .contains(&format!("note: compiler: {cl} (the developer prompt")),
         "{text}"
+    );
+}
+
+/// The real torchsort 0.1.10, from its PyPI sdist (pinned by sha256, the world's copy given
+/// as `ROCBUILD_SDISTS`), built by rocbuild.exe with its own setuptools backend and
+/// `torch.utils.cpp_extension` in a developer prompt: cl.exe compiles its C++ file against
+/// the venv's real torch 2.15 (setuptools takes the prompt's environment, as rocbuild tells it:
+/// DISTUTILS_USE_SDK), link.exe links the `.pyd`, the venv's python.exe ranks and sorts with
+/// it; `status` fresh, `restore` byte for byte.
+#[test]
+fn exe_builds_the_real_torchsort_from_its_sdist_with_cl() {
+    let Some(x) = exe_world() else { return };
+    let Some(prompt) = prompt_with_build_tools(&x.w) else {
+        return;
+    };
+    let Some(sdists) =
+        x.w.sdists
+            .clone()
+            .filter(|d| d.join("torchsort-0.1.10.tar.gz").is_file())
+    else {
+        rocbuild_testkit::skip::skipped(
+            "the Windows world has no torchsort sdist: `cargo xtask windows` downloads it",
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(venv) = full_python_venv(&x.w, tmp.path()) else {
+        return;
+    };
+    let before = state(&venv);
+    let cache = tmp.path().join("cache");
+    let (v, c) = (win(&venv), win(&cache));
+    let mut env = prompt.clone();
+    // The build tools (setuptools) from the world's wheels; the sdist from its downloads.
+    env.push(("PIP_NO_INDEX", "1".into()));
+    env.push(("PIP_FIND_LINKS", win(&x.w.wheels)));
+    env.push(("ROCBUILD_SDISTS", win(&sdists)));
+    let env = pairs(&env);
+    let out = x.run_within(1200, &["torchsort", "--venv", &v, "--cache", &c], &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(
+            "verified: torchsort soft_rank [8, 1, 5, 4, 3, 2, 6, 7, 9] with torch 2.15.0"
+        ),
+        "{}",
+        out.stdout
+    );
+    let pyd = venv.join("Lib/site-packages/torchsort/isotonic_cpu.cp311-win_amd64.pyd");
+    assert!(linked_by_link_exe(&pyd), "not linked by MSVC's link.exe");
+    let m = rocbuild_native::read_binary(&pyd).unwrap();
+    let needed: Vec<String> = m.needed.iter().map(|n| n.to_ascii_lowercase()).collect();
+    assert!(needed.contains(&"c10.dll".to_string()), "{needed:?}");
+    let status = x.run(&["status", "--venv", &v, "--cache", &c], &env);
+    assert!(
+        status.stdout.contains("torchsort 0.1.10: fresh"),
+        "{}",
+        status.stdout
+    );
+    let out = x.run(&["restore", "torchsort", "--venv", &v, "--cache", &c], &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    same_state(
+        &before,
+        &venv,
+        "torchsort built by rocbuild.exe and restored",
     );
 }

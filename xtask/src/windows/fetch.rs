@@ -320,6 +320,43 @@ fn index(ctx: &Ctx, suite: &str, path: &str) -> Result<String> {
         .map_err(|e| format!("cannot read {url} (is deb.debian.org reachable?): {e}"))
 }
 
+/// A real upstream sdist a Windows host's rocbuild.exe builds (tests/e2e/exe_build.rs):
+/// torchsort 0.1.10, pinned as `recipes/torchsort.toml` pins it. (`pip download` cannot take
+/// it: its metadata step imports torch.)
+pub const SDISTS: &[(&str, &str, &str)] = &[(
+    "torchsort",
+    "0.1.10",
+    "416a7dd2ab88332b27e98318d7fb2e0243b9fb6f1fffcf77760d63103d70dd04",
+)];
+
+/// The world's `downloads/<name>-<version>.tar.gz` of each of [`SDISTS`], found through the
+/// simple index (`$PIP_INDEX_URL`, else PyPI's) and checked against its SHA-256.
+pub fn sdists(ctx: &Ctx) -> Result<()> {
+    let index = std::env::var("PIP_INDEX_URL").unwrap_or_else(|_| "https://pypi.org/simple".into());
+    for (name, version, sha256) in SDISTS {
+        let file = format!("{name}-{version}.tar.gz");
+        let dest = ctx.downloads().join(&file);
+        if dest.is_file() {
+            continue;
+        }
+        let page = format!("{}/{name}/", index.trim_end_matches('/'));
+        let script = "import re, sys, urllib.parse, urllib.request\n\
+                      html = urllib.request.urlopen(sys.argv[1], timeout=120).read().decode()\n\
+                      for m in re.finditer(r'href=\"([^\"]+)\"[^>]*>([^<]+)<', html):\n    \
+                      if m.group(2) == sys.argv[2]:\n        \
+                      print(urllib.parse.urljoin(sys.argv[1], m.group(1)))\n        \
+                      break";
+        let url = run_capture(Command::new(&ctx.python).args(["-c", script, &page, &file]))
+            .map_err(|e| format!("cannot read {page} (is the package index reachable?): {e}"))?;
+        let url = url.trim();
+        if url.is_empty() {
+            return Err(format!("{page} lists no {file}"));
+        }
+        download(ctx, url, &dest, sha256)?;
+    }
+    Ok(())
+}
+
 /// Fetch `url` into `dest` through `dest.part`, checking its SHA-256.
 fn download(ctx: &Ctx, url: &str, dest: &Path, sha256: &str) -> Result<()> {
     let dir = dest.parent().unwrap();
@@ -333,12 +370,12 @@ fn download(ctx: &Ctx, url: &str, dest: &Path, sha256: &str) -> Result<()> {
             .args(["-c", script, url])
             .arg(&part),
     )
-    .map_err(|e| format!("cannot download {url} (is deb.debian.org reachable?): {e}"))?;
+    .map_err(|e| format!("cannot download {url} (is it reachable?): {e}"))?;
     let got = sha256_file(&part)?;
     if !got.eq_ignore_ascii_case(sha256) {
         let _ = std::fs::remove_file(&part);
         return Err(format!(
-            "{url}: SHA-256 {got} is not the {sha256} Debian's index gives: download again later (a mirror mid-update?)"
+            "{url}: SHA-256 {got} is not the {sha256} its index (or pin) gives: download again later (a mirror mid-update?)"
         ));
     }
     std::fs::rename(&part, dest).map_err(|e| {
