@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::*;
 use crate::exe_day::{developer_prompt, exe_world, flat, pairs, same_state, state, win};
-use crate::windows::{windows_venv, winext_world, World};
+use crate::windows::{windows_venv_with_pip, winext_world, World};
 
 /// The venv made a full install's equivalent for builds (`include\`, `libs\`) with pip in
 /// it (as `python -m venv` leaves a Windows venv), or None (SKIPPED) in a world made before
@@ -29,11 +29,7 @@ fn full_python_venv(w: &World, dir: &Path) -> Option<PathBuf> {
         );
         return None;
     };
-    let venv = windows_venv(w, dir);
-    crate::windows::unpack(
-        &w.wheel("pip==25.3"),
-        &venv.join("Lib").join("site-packages"),
-    );
+    let venv = windows_venv_with_pip(w, dir);
     for (from, to) in [(&w.headers, "include"), (&libs, "libs")] {
         run(std::process::Command::new("cp")
             .arg("-al")

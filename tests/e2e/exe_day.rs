@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use crate::publish::Index;
-use crate::windows::{self, unpack, windows_venv, wine_python, World, NATIVE_ONLY};
+use crate::windows::{self, unpack, windows_venv_with_pip, wine_python, World, NATIVE_ONLY};
 
 /// The MSVC runtime native first (the venv's own), then Wine's; no debugger on a crash.
 const WINE_DLLS: &str = "vcruntime140,vcruntime140_1,msvcp140,msvcp140_1,msvcp140_2,msvcp140_atomic_wait=n,b;winedbg.exe=d;mscoree,mshtml=";
@@ -280,7 +280,7 @@ impl Drop for Holder {
 fn exe_doctor_names_the_missing_export_with_a_native_load_test() {
     let Some(x) = exe_world() else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let venv = windows_venv(&x.w, tmp.path());
+    let venv = windows_venv_with_pip(&x.w, tmp.path());
     let site = venv.join("Lib").join("site-packages");
     unpack(&x.w.wheel("torchcodec==0.10.0"), &site);
     for e in std::fs::read_dir(x.w.ffmpeg.join("bin")).unwrap().flatten() {
@@ -369,7 +369,7 @@ pub(crate) fn team(x: &Exe) -> &'static Team {
         let t = Instant::now();
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
-        let venv = windows_venv(&x.w, root);
+        let venv = windows_venv_with_pip(&x.w, root);
         let (recipes, wheels) = windows::winext_world(root);
         let wheels = wheels.display().to_string();
         let e = [
@@ -496,7 +496,7 @@ fn exe_installs_a_teams_windows_wheel_from_pypiserver_and_restores_it() {
         .to_string();
     std::fs::copy(&team.wheel, packages.join(&file)).unwrap();
     let simple = format!("{}simple/", index.url);
-    let venv = windows_venv(&x.w, tmp.path());
+    let venv = windows_venv_with_pip(&x.w, tmp.path());
     let before = state(&venv);
     let cache = tmp.path().join("cache");
     let args = install_args(&x, team, &venv, &cache, &["--index", &simple]);
@@ -581,7 +581,7 @@ fn exe_installs_a_teams_real_torchcodec_wheel_from_pypiserver_and_restores_it() 
     std::fs::copy(&wheel, packages.join(&file)).unwrap();
     let user = tmp.path().join("user");
     std::fs::create_dir_all(&user).unwrap();
-    let venv = windows_venv(&x.w, &user);
+    let venv = windows_venv_with_pip(&x.w, &user);
     let before = state(&venv);
     let cache = user.join("cache");
     let simple = format!("{}simple/", index.url);
@@ -637,7 +637,7 @@ fn exe_installs_a_teams_real_torchcodec_wheel_from_pypiserver_and_restores_it() 
 fn real_torchcodec_wheel(x: &Exe, mirror: &Path, dir: &Path) -> PathBuf {
     let t = Instant::now();
     std::fs::create_dir_all(dir).unwrap();
-    let venv = windows_venv(&x.w, dir);
+    let venv = windows_venv_with_pip(&x.w, dir);
     let v = venv.to_str().unwrap();
     let mirror = mirror.display().to_string();
     let e = [
@@ -697,7 +697,7 @@ fn real_torchcodec_wheel(x: &Exe, mirror: &Path, dir: &Path) -> PathBuf {
 /// A venv where pip installed the team's wheel (its files as the wheel has them, RECORD and
 /// all), and its state before anything else.
 fn venv_with_pips_winext(x: &Exe, team: &Team, dir: &Path) -> (PathBuf, BTreeMap<String, String>) {
-    let venv = windows_venv(&x.w, dir);
+    let venv = windows_venv_with_pip(&x.w, dir);
     unpack(&team.wheel, &venv.join("Lib").join("site-packages"));
     let before = state(&venv);
     (venv, before)
@@ -885,7 +885,7 @@ fn exe_install_stopped_by_ctrl_c_or_killed_is_rolled_back() {
 fn exe_bundle_of_the_real_ctranslate2_wheel_takes_the_venvs_msvc_runtime_and_imports() {
     let Some(x) = exe_world() else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let venv = windows_venv(&x.w, tmp.path());
+    let venv = windows_venv_with_pip(&x.w, tmp.path());
     let site = venv.join("Lib").join("site-packages");
     unpack(&x.w.wheel("ctranslate2==4.8.1"), &site);
     let ext = site.join("ctranslate2").join("_ext.cp311-win_amd64.pyd");
@@ -973,7 +973,7 @@ fn exe_deps_and_repair_work_in_a_venv_under_spaces_and_non_ascii() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("Ünïcødé user").join("my venvs");
     std::fs::create_dir_all(&dir).unwrap();
-    let venv = windows_venv(&x.w, &dir);
+    let venv = windows_venv_with_pip(&x.w, &dir);
     let site = venv.join("Lib").join("site-packages");
     unpack(&x.w.wheel("torchcodec==0.15.0"), &site);
     let before = state(&venv);
@@ -1031,7 +1031,7 @@ fn exe_works_in_a_venv_deeper_than_max_path_and_names_the_limit() {
         i += 1;
     }
     std::fs::create_dir_all(&dir).unwrap();
-    let venv = windows_venv(&x.w, &dir);
+    let venv = windows_venv_with_pip(&x.w, &dir);
     let site = venv.join("Lib").join("site-packages");
     unpack(&x.w.wheel("torchcodec==0.15.0"), &site);
     let before = state(&venv);
@@ -1078,7 +1078,7 @@ fn exe_works_in_a_venv_deeper_than_max_path_and_names_the_limit() {
 fn exe_schedule_registers_the_task_scheduler_task_and_removes_it() {
     let Some(x) = exe_world() else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let venv = windows_venv(&x.w, tmp.path());
+    let venv = windows_venv_with_pip(&x.w, tmp.path());
     let cache = win(&tmp.path().join("cache"));
     let args = |action: &'static str| {
         ["schedule", action, "--venv", &win(&venv), "--cache", &cache].map(String::from)
@@ -1200,7 +1200,7 @@ fn exe_finds_cl_in_a_developer_prompt_and_names_what_to_install_without_one() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let venv = windows_venv(&x.w, tmp.path());
+    let venv = windows_venv_with_pip(&x.w, tmp.path());
     let before = state(&venv);
     let cache = tmp.path().join("cache");
     // CTranslate2 needs a compiler and nothing else a Windows user installs by hand once

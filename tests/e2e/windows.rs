@@ -96,6 +96,17 @@ pub(crate) fn windows_venv(w: &World, dir: &Path) -> PathBuf {
     venv
 }
 
+/// [`windows_venv`] with pip in it, as `python -m venv` leaves a Windows user's venv (PyPI's
+/// pip 25.3 from the world's wheels): rocbuild.exe installs build tools with the venv's own pip.
+pub(crate) fn windows_venv_with_pip(w: &World, dir: &Path) -> PathBuf {
+    let venv = windows_venv(w, dir);
+    unpack(
+        &w.wheel("pip==25.3"),
+        &venv.join("Lib").join("site-packages"),
+    );
+    venv
+}
+
 /// Unpack a wheel into `site` as pip would leave its files (tests only need the files).
 pub(crate) fn unpack(wheel: &Path, site: &Path) {
     run(Command::new("unzip")
