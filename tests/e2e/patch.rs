@@ -109,3 +109,48 @@ fn a_patch_that_does_not_apply_stops_before_configure_and_leaves_the_checkout_cl
     assert!(src.contains("* 10"), "{src}");
     assert!(!checkout.join(".rocbuild-patches").exists());
 }
+
+/// Where no `git` program runs (a Windows machine without Git: rocbuild fetches with libgit2,
+/// so nothing else needs one), a `--patch` is refused naming git and how to get it, not as a
+/// patch that "does not apply"; nothing is configured and the venv is unchanged.
+#[test]
+fn a_patch_without_a_git_program_names_git_and_how_to_get_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new(DECODE_WAV);
+    let good = patch(&w, "good", "* 10", "* 11");
+    // A `git` first on PATH that cannot run (as a missing one cannot).
+    let bin = w.tmp.path().join("nogit");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("git"), "#!/bin/sh\nexit 127\n").unwrap();
+    std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let before = tree_state(&w.venv);
+    let mut env = w.env();
+    env.push(("PATH", path));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (r, v, c) = (w.recipes.to_str(), w.venv.to_str(), w.cache.to_str());
+    let out = rocbuild(
+        &[
+            "fakecodec",
+            "--recipes",
+            r.unwrap(),
+            "--venv",
+            v.unwrap(),
+            "--cache",
+            c.unwrap(),
+            "--patch",
+            good.to_str().unwrap(),
+        ],
+        &env,
+    );
+    let text = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        text.contains("git not found on PATH (needed to apply the --patch files to the source)"),
+        "{text}"
+    );
+    assert!(text.contains("winget install Git.Git"), "{text}");
+    assert!(!text.contains("does not apply"), "{text}");
+    assert_eq!(tree_state(&w.venv), before);
+    assert!(!w.logs().contains("==> configure"), "{}", w.logs());
+}

@@ -30,6 +30,26 @@ fn git_apply(checkout: &Path, args: &[&str], patch: &Path) -> Option<String> {
     }
 }
 
+/// The `git` program applies the recipe's fixes and `--patch` files: one that cannot run is
+/// said as that (with how to get it), not as a fix that "does not apply".
+fn git_runs(what: &str) -> Result<()> {
+    let ran = crate::command::Command::new("git")
+        .arg("--version")
+        .to_duct()
+        .stdout_null()
+        .stderr_null()
+        .unchecked()
+        .run();
+    match ran {
+        Ok(o) if o.status.success() => Ok(()),
+        _ => Err(EngineError::MissingTool {
+            tool: "git".into(),
+            purpose: format!("apply {what} to the source"),
+            hint: "Git (Windows: `winget install Git.Git`; Debian/Ubuntu: `apt install git`; macOS: `xcode-select --install`), then run again; or build with --rev COMMIT, which applies no recipe fixes".into(),
+        }),
+    }
+}
+
 /// Apply the recipe's own fixes for this release to a fresh checkout (a directory of its
 /// own, named by their hashes), once: a stamp records them. One that does not apply is the
 /// recipe's fault, said as such.
@@ -46,6 +66,7 @@ fn apply_shipped(
     if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
         return Ok(());
     }
+    git_runs("the recipe's fixes for this release")?;
     for p in shipped {
         if let Some(dir) = p.path.parent() {
             fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
@@ -101,6 +122,7 @@ fn apply_patches(
     if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
         return Ok(());
     }
+    git_runs("the --patch files")?;
     let mut applied: Vec<&Path> = Vec::new();
     for p in patches {
         log.note(&format!("patch: {}", p.path.display()));
