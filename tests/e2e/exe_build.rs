@@ -223,3 +223,70 @@ fn exe_builds_the_real_torchsort_from_its_sdist_with_cl() {
         "torchsort built by rocbuild.exe and restored",
     );
 }
+
+/// The real TorchCodec 0.15.0 from its git tag (a mirror, `ROCBUILD_TEST_MIRROR`: CI reaches
+/// no GitHub and says SKIPPED), built by rocbuild.exe in the developer prompt against the venv's
+/// real torch 2.15 and the world's FFmpeg 7 DLLs (`--ffmpeg DIR`: rocbuild writes the
+/// pkg-config files TorchCodec's CMake asks for), `--no-binary` (PyPI's own wheel would load
+/// here): cmake.exe, ninja.exe, cl.exe and link.exe; the venv's python.exe decodes audio and a
+/// video frame with it; `status` fresh; `restore` byte for byte.
+#[test]
+fn exe_builds_the_real_torchcodec_with_cl_from_a_mirror() {
+    let Some(x) = exe_world() else { return };
+    let Some(mirror) = crate::windows::torchcodec_mirror() else {
+        return;
+    };
+    let Some(prompt) = prompt_with_build_tools(&x.w) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(venv) = full_python_venv(&x.w, tmp.path()) else {
+        return;
+    };
+    let before = state(&venv);
+    let cache = tmp.path().join("cache");
+    let (v, c, f) = (win(&venv), win(&cache), win(&x.w.ffmpeg));
+    let mut env = prompt.clone();
+    env.push(("PIP_NO_INDEX", "1".into()));
+    env.push(("PIP_FIND_LINKS", win(&x.w.wheels)));
+    env.push(("ROCBUILD_MIRROR", win(&mirror)));
+    let env = pairs(&env);
+    let args = [
+        "torchcodec",
+        "--version",
+        "0.15.0",
+        "--no-binary",
+        "--ffmpeg",
+        &f,
+        "--venv",
+        &v,
+        "--cache",
+        &c,
+    ];
+    let out = x.run_within(1800, &args, &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("verified: decoded 16000 samples and a 3x16x32 video frame; FFmpeg 7"),
+        "{}",
+        out.stdout
+    );
+    let core = venv.join("Lib/site-packages/torchcodec/libtorchcodec_core7.dll");
+    assert!(linked_by_link_exe(&core), "not linked by MSVC's link.exe");
+    let status = x.run(&["status", "--venv", &v, "--cache", &c], &env);
+    assert!(
+        status.stdout.contains("torchcodec 0.15.0: fresh"),
+        "{}",
+        status.stdout
+    );
+    let out = x.run(
+        &["restore", "torchcodec", "--venv", &v, "--cache", &c],
+        &env,
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    same_state(
+        &before,
+        &venv,
+        "TorchCodec built by rocbuild.exe and restored",
+    );
+}
