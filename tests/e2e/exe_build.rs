@@ -61,6 +61,31 @@ fn prompt_with_build_tools(w: &World) -> Option<Vec<(&'static str, String)>> {
     Some(prompt)
 }
 
+/// After a build: `status` (with `extra` arguments) says `fresh` for `package` at `version`,
+/// and `restore` gives the venv back byte for byte as it was `before`.
+#[allow(clippy::too_many_arguments)]
+fn fresh_then_restored(
+    x: &crate::exe_day::Exe,
+    (venv, cache): (&Path, &Path),
+    extra: &[&str],
+    (package, version): (&str, &str),
+    env: &[(&str, &str)],
+    before: &std::collections::BTreeMap<String, String>,
+) {
+    let (v, c) = (win(venv), win(cache));
+    let args = [&["status", "--venv", &v, "--cache", &c][..], extra].concat();
+    let status = x.run(&args, env);
+    let fresh = format!("{package} {version}: fresh");
+    assert!(status.stdout.contains(&fresh), "{}", status.stdout);
+    let out = x.run(&["restore", package, "--venv", &v, "--cache", &c], env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    same_state(
+        before,
+        venv,
+        &format!("{package} built by rocbuild.exe and restored"),
+    );
+}
+
 /// True when the PE file was linked by MSVC's link.exe: only it writes the "Rich" header
 /// (its tools' build numbers) into the DOS stub; lld-link, the Linux cross build's linker,
 /// writes none.
@@ -139,18 +164,15 @@ fn exe_builds_a_torch_extension_with_cl_from_a_developer_prompt() {
         m.needed
     );
 
-    let status = x.run(
-        &["status", "--venv", &v, "--cache", &c, "--recipes", &r],
+    let recipes_arg = ["--recipes", r.as_str()];
+    fresh_then_restored(
+        &x,
+        (&venv, &cache),
+        &recipes_arg,
+        ("winext", "1.0.0"),
         &env,
+        &before,
     );
-    assert!(
-        status.stdout.contains("winext") && status.stdout.contains(": fresh"),
-        "{}",
-        status.stdout
-    );
-    let out = x.run(&["restore", "winext", "--venv", &v, "--cache", &c], &env);
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    same_state(&before, &venv, "a build by rocbuild.exe and its restore");
     // The build said which compiler it ran and where it found it.
     let cl = win(&x.w.msvc_host_bin.clone().unwrap().join("cl.exe")).to_ascii_lowercase();
     assert!(
@@ -209,18 +231,13 @@ fn exe_builds_the_real_torchsort_from_its_sdist_with_cl() {
     let m = rocbuild_native::read_binary(&pyd).unwrap();
     let needed: Vec<String> = m.needed.iter().map(|n| n.to_ascii_lowercase()).collect();
     assert!(needed.contains(&"c10.dll".to_string()), "{needed:?}");
-    let status = x.run(&["status", "--venv", &v, "--cache", &c], &env);
-    assert!(
-        status.stdout.contains("torchsort 0.1.10: fresh"),
-        "{}",
-        status.stdout
-    );
-    let out = x.run(&["restore", "torchsort", "--venv", &v, "--cache", &c], &env);
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    same_state(
+    fresh_then_restored(
+        &x,
+        (&venv, &cache),
+        &[],
+        ("torchsort", "0.1.10"),
+        &env,
         &before,
-        &venv,
-        "torchsort built by rocbuild.exe and restored",
     );
 }
 
@@ -273,20 +290,12 @@ fn exe_builds_the_real_torchcodec_with_cl_from_a_mirror() {
     );
     let core = venv.join("Lib/site-packages/torchcodec/libtorchcodec_core7.dll");
     assert!(linked_by_link_exe(&core), "not linked by MSVC's link.exe");
-    let status = x.run(&["status", "--venv", &v, "--cache", &c], &env);
-    assert!(
-        status.stdout.contains("torchcodec 0.15.0: fresh"),
-        "{}",
-        status.stdout
-    );
-    let out = x.run(
-        &["restore", "torchcodec", "--venv", &v, "--cache", &c],
+    fresh_then_restored(
+        &x,
+        (&venv, &cache),
+        &[],
+        ("torchcodec", "0.15.0"),
         &env,
-    );
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    same_state(
         &before,
-        &venv,
-        "TorchCodec built by rocbuild.exe and restored",
     );
 }

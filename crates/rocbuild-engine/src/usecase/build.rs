@@ -80,6 +80,27 @@ fn probe_options(recipe: &Recipe, opts: &BuildOptions) -> ProbeOptions {
     }
 }
 
+/// What a run (not a dry run) says before it starts: the backend's notes and warnings, and the
+/// compiler it builds with and where it was found (a Windows host's developer prompt, Visual
+/// Studio, LLVM; a CUDA build's host compiler), as the plan says them.
+fn say_before_run(plan: &Plan, verbosity: Verbosity, reporter: &mut dyn Reporter) {
+    let (notes, warnings) = plan.backend.before_run();
+    let compilers = plan.compiler_found.as_ref().map(|c| c.line());
+    let compilers = compilers
+        .into_iter()
+        .chain(plan.compiler.as_ref().map(|c| c.line()));
+    let said = verbosity != Verbosity::Quiet;
+    for n in notes.iter().filter(|_| said) {
+        reporter.note(&format!("note: {n}"));
+    }
+    for w in &warnings {
+        reporter.note(&format!("warning: {w}"));
+    }
+    for line in compilers.filter(|_| said) {
+        reporter.note(&format!("note: compiler: {line}"));
+    }
+}
+
 /// `--index` / `--find-links`: list the wheels offered, judge them by name; unless this is a
 /// dry run, download and check the fitting ones in order until one passes, and plan its
 /// install instead of the build. Each wheel passed over is said, one line each.
@@ -278,27 +299,7 @@ pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter
         }
     }
     if !req.dry_run {
-        let (notes, warnings) = plan.backend.before_run();
-        if req.verbosity != Verbosity::Quiet {
-            for n in &notes {
-                reporter.note(&format!("note: {n}"));
-            }
-        }
-        for w in &warnings {
-            reporter.note(&format!("warning: {w}"));
-        }
-    }
-    // The compiler the build runs and where it was found (a Windows host's developer prompt,
-    // Visual Studio, LLVM; a CUDA build's host compiler): said before the build, as the plan
-    // says it.
-    let found = plan.compiler_found.as_ref().map(|c| c.line());
-    for line in found
-        .into_iter()
-        .chain(plan.compiler.as_ref().map(|c| c.line()))
-    {
-        if !req.dry_run && req.verbosity != Verbosity::Quiet {
-            reporter.note(&format!("note: compiler: {line}"));
-        }
+        say_before_run(&plan, req.verbosity, reporter);
     }
     if req.dry_run {
         return Ok(Built::Planned(Box::new(plan)));
