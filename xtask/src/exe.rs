@@ -116,13 +116,7 @@ impl Env {
             Outcome::Skipped(why) => return Ok(Err(why)),
         };
         let workspace = workspace_root();
-        let venv_python = workspace.join("cache/venvs/torch-real/bin/python");
-        let python = if venv_python.is_file() {
-            venv_python
-        } else {
-            PathBuf::from("python3")
-        };
-        let world = crate::windows::setup(&python)?;
+        let world = crate::windows::setup(&crate::windows::pip_python()?)?;
         let cache = cache_dir();
         let env = Env {
             chroot,

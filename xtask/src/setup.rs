@@ -210,22 +210,7 @@ pub fn setup_for(args: &[String], fuzz: bool, build_tests: bool) -> Result<Prepa
     } else {
         None
     };
-    report::phase("set-up: wheels (pip download)", || {
-        upstream_wheels()?;
-        engine_wheels()
-    })?;
-    let venv = report::phase("set-up: torch venv", torch_venv)?;
-    let m = report::Mark::now();
-    let chroots = crate::chroots::setup(is_root(), &[])?;
-    report::record_since(
-        "set-up: ROCm chroots",
-        m,
-        &outcomes(chroots.iter().map(|(_, o)| o)),
-    );
-    let m = report::Mark::now();
-    let windows = crate::windows::outcome(&venv.join("bin/python"));
-    report::record_since("set-up: Windows world", m, &outcomes([&windows]));
-    let py_wheel = report::phase("set-up: rocbuild wheel (maturin)", crate::release::prepare)?;
+    let (venv, chroots, windows, py_wheel) = network_set_up()?;
     if disposable() {
         remove_build_outputs(&["target/x86_64-unknown-linux-gnu"], "the wheel is built")?;
     }
@@ -263,6 +248,78 @@ pub fn setup_for(args: &[String], fuzz: bool, build_tests: bool) -> Result<Prepa
         fuzz_ok,
         host_build: std::sync::Mutex::new(host_build),
     })
+}
+
+/// The set-up that waits on the network, side by side: the wheels and then the torch venv
+/// (PyPI) on one thread; the Windows world (PyPI, Debian, python.org) on a second; the ROCm
+/// chroots (Debian's mirror) on a third; rocbuild's own wheel (maturin: CPU, beside the host
+/// and fuzz builds) on a fourth. One after another they took about 34 min of a bare run (BENCHMARKS.md, "CI
+/// times"). No two of them run apt-get or share a directory. Each is a phase with its wall
+/// time; their CPU is shared, so none is given.
+type NetworkSetUp = (
+    PathBuf,
+    Vec<(&'static str, crate::chroots::Outcome)>,
+    crate::chroots::Outcome,
+    PathBuf,
+);
+
+fn network_set_up() -> Result<NetworkSetUp> {
+    std::thread::scope(|s| {
+        let venv = s.spawn(|| {
+            beside("set-up: wheels (pip download)", || {
+                upstream_wheels()?;
+                engine_wheels()?;
+                Ok(((), "ok".into()))
+            })?;
+            beside("set-up: torch venv", || Ok((torch_venv()?, "ok".into())))
+        });
+        let world = s.spawn(|| {
+            beside("set-up: Windows world", || {
+                let w = match crate::windows::pip_python() {
+                    Ok(python) => crate::windows::outcome(&python),
+                    Err(e) => crate::chroots::Outcome::Skipped(e),
+                };
+                let said = outcomes([&w]);
+                Ok((w, said))
+            })
+        });
+        let chroots = s.spawn(|| {
+            beside("set-up: ROCm chroots", || {
+                let c = crate::chroots::setup(is_root(), &[])?;
+                let said = outcomes(c.iter().map(|(_, o)| o));
+                Ok((c, said))
+            })
+        });
+        let wheel = s.spawn(|| {
+            beside("set-up: rocbuild wheel (maturin, beside the builds)", || {
+                Ok((crate::release::prepare()?, "ok".into()))
+            })
+        });
+        // Every thread is waited for before any error is returned: none is left running.
+        let (v, ww, c, w) = (venv.join(), world.join(), chroots.join(), wheel.join());
+        Ok((joined(v)?, joined(c)?, joined(ww)?, joined(w)?))
+    })
+}
+
+/// Run one phase of [`network_set_up`] beside the others: its value, recorded with its wall
+/// time and the outcome it gives (or `FAILED`).
+fn beside<T>(name: &str, f: impl FnOnce() -> Result<(T, String)>) -> Result<T> {
+    let t = Instant::now();
+    match f() {
+        Ok((v, outcome)) => {
+            report::record(name, t.elapsed(), &outcome);
+            Ok(v)
+        }
+        Err(e) => {
+            report::record(name, t.elapsed(), "FAILED");
+            Err(e)
+        }
+    }
+}
+
+/// A set-up thread's answer; a panic in it is an error, not a second panic.
+fn joined<T>(r: std::thread::Result<Result<T>>) -> Result<T> {
+    r.map_err(|_| "a set-up thread panicked".to_string())?
 }
 
 /// `ok`, or `skipped: why` for the first world that is not there.

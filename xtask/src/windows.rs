@@ -194,6 +194,20 @@ pub fn outcome(python: &Path) -> crate::chroots::Outcome {
     }
 }
 
+/// A Python with pip for the world's downloads (`pip download`, urllib): a plain venv of
+/// Debian's python3 under `cache/venvs/pip`, made in seconds, so the world need not wait for
+/// the torch venv (they are made side by side: xtask/src/setup.rs).
+pub fn pip_python() -> Result<PathBuf> {
+    let venv = workspace_root().join("cache/venvs/pip");
+    let python = venv.join("bin/python");
+    if !python.is_file() || !venv.join("bin/pip").is_file() {
+        let _ = std::fs::remove_dir_all(&venv);
+        crate::util::run_inherit(Command::new("python3").args(["-m", "venv"]).arg(&venv))
+            .map_err(|e| format!("cannot make a venv for pip at {}: {e}", venv.display()))?;
+    }
+    Ok(python)
+}
+
 /// Make (or reuse) the world; the directory of its world.json.
 pub fn setup(python: &Path) -> Result<PathBuf> {
     let t = Instant::now();

@@ -61,7 +61,7 @@ pub(crate) fn parse(bytes: &[u8], opts: &ReadOptions) -> Result<Binary, NativeEr
 
 /// Both parses, each made into a [`Binary`] (tests: the lean parse must read what the whole one
 /// reads). `None` where the lean parse does not apply.
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 fn both_parses(bytes: &[u8]) -> Option<(Result<Binary, NativeError>, Result<Binary, NativeError>)> {
     let opts = ReadOptions { demangle: false };
     let lean = lean_parse(bytes).ok()?;

@@ -1007,6 +1007,7 @@ mod baseline {
     }
 
     /// An install of `pkg/lib.so` that takes package `pkg` over: the error it is refused with.
+    #[cfg(unix)]
     fn take_over_refused(site: &Path) -> VenvError {
         let created = begin(site).unwrap();
         let staged = layout::txn(site).join("stage/lib.so");
