@@ -291,9 +291,10 @@ fn network_set_up() -> Result<NetworkSetUp> {
             })
         });
         let wheel = s.spawn(|| {
-            beside("set-up: rocbuild wheel (maturin, beside the builds)", || {
-                Ok((crate::release::prepare()?, "ok".into()))
-            })
+            beside(
+                "set-up: rocbuild wheel (maturin, beside the builds)",
+                || Ok((crate::release::prepare()?, "ok".into())),
+            )
         });
         // Every thread is waited for before any error is returned: none is left running.
         let (v, ww, c, w) = (venv.join(), world.join(), chroots.join(), wheel.join());

@@ -30,6 +30,9 @@ pub struct DoctorOptions {
     /// LD_LIBRARY_PATH / DYLD_LIBRARY_PATH entries, PATH entries (for Windows' DLL search).
     pub library_path: Vec<PathBuf>,
     pub path: Vec<PathBuf>,
+    /// The command's environment (read once by the caller's settings step): what the GPU,
+    /// CUDA and Wine checks ask of it.
+    pub env: rocbuild_probe::ProbeEnv,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -293,9 +296,7 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
         torch_libs,
         torch_deps,
         driver_majors: (os.rules().driver_ships_hip_runtime() && !foreign)
-            .then(|| {
-                rocbuild_probe::driver_runtime_majors(&rocbuild_probe::ProbeEnv::from_process(), os)
-            })
+            .then(|| rocbuild_probe::driver_runtime_majors(&opts.env, os))
             .flatten(),
         venv_sdks: std::sync::OnceLock::new(),
     }
@@ -306,7 +307,12 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
 /// such as a rebuilt wheel's, unpacked: as they would load into `machine`'s venv, after Python
 /// and `import torch`. Nothing is loaded. The errors are what `doctor` would report once
 /// they were installed.
-pub fn check_libraries(machine: &Machine, subject: &Subject, libs: &[PathBuf]) -> Vec<Finding> {
+pub fn check_libraries(
+    machine: &Machine,
+    subject: &Subject,
+    libs: &[PathBuf],
+    env: &rocbuild_probe::ProbeEnv,
+) -> Vec<Finding> {
     let opts = DoctorOptions {
         requested: Vec::new(),
         candidates: Vec::new(),
@@ -316,6 +322,7 @@ pub fn check_libraries(machine: &Machine, subject: &Subject, libs: &[PathBuf]) -
         // The verification runs without LD_LIBRARY_PATH: so does this check.
         library_path: Vec::new(),
         path: Vec::new(),
+        env: env.clone(),
     };
     let reader = Reader::leaked();
     let ctx = examiner(machine, &opts, reader);
@@ -345,7 +352,7 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
         .collect();
     // A Windows venv on another host runs under Wine when there is one.
     let wine = (os != Os::current() && os.rules().runs_under_wine() && opts.load_test)
-        .then(|| rocbuild_probe::cross::find_wine(&rocbuild_probe::ProbeEnv::from_process()))
+        .then(|| rocbuild_probe::cross::find_wine(&opts.env))
         .flatten()
         .filter(|_| machine.target.python.exe.is_file());
     // A venv for another OS than this host's: its Python cannot run here.

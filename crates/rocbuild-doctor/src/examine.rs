@@ -359,8 +359,7 @@ impl Examiner<'_> {
         let sdks = self.venv_sdks.get_or_init(|| {
             let site = &self.machine.target.python.site_packages;
             let os = self.machine.target.platform.os;
-            let env = rocbuild_probe::ProbeEnv::from_process();
-            rocbuild_probe::discover_sdks(&env, os, Some(site))
+            rocbuild_probe::discover_sdks(&self.opts.env, os, Some(site))
                 .into_iter()
                 .filter(|s| s.root.starts_with(site))
                 .collect()
@@ -400,7 +399,7 @@ impl Examiner<'_> {
             return Vec::new();
         }
         let os = self.machine.target.platform.os;
-        let g = rocbuild_probe::detect_cuda_gpu(&rocbuild_probe::ProbeEnv::from_process(), os);
+        let g = rocbuild_probe::detect_cuda_gpu(&self.opts.env, os);
         let found_by = if g.archs.is_empty() {
             g.steps.last().cloned().unwrap_or_default()
         } else {
@@ -410,9 +409,7 @@ impl Examiner<'_> {
         let mut out =
             checks::cuda::not_found_by_name(subject, &by_name, gpu_present, self.windows());
         let driver = gpu_present
-            .then(|| {
-                rocbuild_probe::detect_cuda_driver(&rocbuild_probe::ProbeEnv::from_process(), os)
-            })
+            .then(|| rocbuild_probe::detect_cuda_driver(&self.opts.env, os))
             .flatten();
         if let Some(d) = driver.filter(|_| !runtimes.is_empty()) {
             let mut all = runtimes;
@@ -550,9 +547,7 @@ impl Examiner<'_> {
             // planner's SDK scan.
             let dir = rocbuild_probe::rocblas_tensile_dir(
                 &path,
-                std::env::var_os("ROCBLAS_TENSILE_LIBPATH")
-                    .as_deref()
-                    .map(Path::new),
+                self.opts.env.var("ROCBLAS_TENSILE_LIBPATH").map(Path::new),
                 None,
             );
             rocblas.push(checks::gpu::RocblasFacts {

@@ -574,10 +574,11 @@ pub struct ProbeOptions {
 ///
 /// `venv` is the one the settings step chose (the CLI's `settings::venv`): the probe never
 /// chooses one itself.
-pub fn probe(venv: &Venv, opts: &ProbeOptions) -> Result<Machine, ProbeError> {
+///
+/// `env` is the command's environment, read once by the settings step (the CLI's
+/// `Settings`): every variable the probe asks is asked of it.
+pub fn probe(venv: &Venv, opts: &ProbeOptions, env: &ProbeEnv) -> Result<Machine, ProbeError> {
     let host_os = Os::current();
-    // The probe's environment, read once: every variable below is asked of it.
-    let env = ProbeEnv::from_process();
     let venv = venv.clone();
     let os = cross::venv_os(&venv.root, host_os);
     let (python, tools, cross) = if os == host_os {

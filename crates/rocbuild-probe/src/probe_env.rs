@@ -73,10 +73,26 @@ fn names_as_asked(mut vars: BTreeMap<String, String>, os: crate::Os) -> BTreeMap
     vars
 }
 
+impl Default for ProbeEnv {
+    fn default() -> ProbeEnv {
+        ProbeEnv::empty()
+    }
+}
+
 impl ProbeEnv {
-    /// The real process environment.
+    /// The real process environment, now. A command takes its snapshot once (the CLI's
+    /// settings step) and hands it on ([`ProbeEnv::from_vars`]); this is for tools and tests.
     pub fn from_process() -> ProbeEnv {
-        let vars: BTreeMap<String, String> = std::env::vars_os()
+        ProbeEnv::from_vars(std::env::vars_os())
+    }
+
+    /// The environment of these variables (a snapshot of the process's), on the real
+    /// machine's file system.
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    ) -> ProbeEnv {
+        let vars: BTreeMap<String, String> = vars
+            .into_iter()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
             .collect();
         let vars = names_as_asked(vars, crate::Os::current());
@@ -95,6 +111,11 @@ impl ProbeEnv {
             system32,
             timeout: Duration::from_secs(30),
         }
+    }
+
+    /// No variables, on the real machine's file system.
+    pub fn empty() -> ProbeEnv {
+        ProbeEnv::from_vars(std::iter::empty())
     }
 
     /// An empty environment rooted at `root` (tests): `root/opt`, `root/usr`, `root/sys`,

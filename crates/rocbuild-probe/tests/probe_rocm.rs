@@ -21,6 +21,7 @@ fn probe_fills_rocm_fields_only_when_wanted() {
         &ProbeOptions {
             ..ProbeOptions::default()
         },
+        &rocbuild_probe::ProbeEnv::from_process(),
     )
     .unwrap();
     assert!(
@@ -36,6 +37,7 @@ fn probe_fills_rocm_fields_only_when_wanted() {
             gpu_named: true,
             ..ProbeOptions::default()
         },
+        &rocbuild_probe::ProbeEnv::from_process(),
     )
     .unwrap();
     let debian = rocm
@@ -64,6 +66,7 @@ fn probe_fills_rocm_fields_only_when_wanted() {
             want_rocm: true,
             ..ProbeOptions::default()
         },
+        &rocbuild_probe::ProbeEnv::from_process(),
     )
     .unwrap();
     let steps = detect.target.gpu.unwrap().steps;
@@ -88,7 +91,12 @@ fn machine_files_without_rocm_fields_still_load() {
         root: venv.clone(),
         chosen_by: "--venv".into(),
     };
-    let m = probe(&chosen, &ProbeOptions::default()).unwrap();
+    let m = probe(
+        &chosen,
+        &ProbeOptions::default(),
+        &rocbuild_probe::ProbeEnv::from_process(),
+    )
+    .unwrap();
     let mut v = serde_json::to_value(&m).unwrap();
     for k in ["rocm_sdks", "hip_runtime", "gpu"] {
         v.as_object_mut().unwrap().remove(k);

@@ -128,7 +128,8 @@ fn join(site: &Path, rel: &str) -> PathBuf {
 }
 
 /// The status of every build in `site`. `recipes` tells whether a recipe changed since.
-pub fn status(site: &Path, recipes: &RecipeSet) -> VenvStatus {
+/// `env` is the command's environment (the GPUs named by `$PYTORCH_ROCM_ARCH`).
+pub fn status(site: &Path, recipes: &RecipeSet, env: &rocbuild_probe::ProbeEnv) -> VenvStatus {
     let mut out = VenvStatus {
         site: site.to_path_buf(),
         recipes: Vec::new(),
@@ -137,7 +138,7 @@ pub fn status(site: &Path, recipes: &RecipeSet) -> VenvStatus {
     };
     let torch = rocbuild_probe::venv_torch_version(site);
     let os = rocbuild_probe::Os::current();
-    let gpus = rocbuild_probe::gpu_archs_light(&rocbuild_probe::ProbeEnv::from_process(), os);
+    let gpus = rocbuild_probe::gpu_archs_light(env, os);
     let now = Now {
         torch: torch.as_ref(),
         gpu_archs: &gpus,

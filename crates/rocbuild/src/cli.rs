@@ -22,7 +22,7 @@ pub struct Cli {
     pub global: Global,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct Global {
     /// Print rocbuild's own version (`--version` picks the recipe release to build).
     #[arg(short = 'V', long = "rocbuild-version", action = clap::ArgAction::Version)]

@@ -82,23 +82,25 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return command_line_error(e),
     };
-    if settings::test_hook(settings::ROCBUILD_TEST_PARSE_ONLY) == Some(1) {
+    // The flags every command shares and the environment, resolved once for this command.
+    let st = settings::Settings::resolve(&cli.global, settings::Vars::capture());
+    if st.test_hook(settings::ROCBUILD_TEST_PARSE_ONLY) == Some(1) {
         return ExitCode::SUCCESS;
     }
     let json = wants_json(&cli);
     // Where the key that seals rocbuild's journals lives: this user's cache, when it is safe.
-    rocbuild_venv::state_key::configure(settings::state_key_dir(&cli.global));
-    if let Some(n) = settings::test_hook(settings::ROCBUILD_TEST_KILL_AFTER_STEP) {
+    rocbuild_venv::state_key::configure(st.state_key_dir());
+    if let Some(n) = st.test_hook(settings::ROCBUILD_TEST_KILL_AFTER_STEP) {
         rocbuild_venv::txn_fs::arm_kill(n);
     }
-    if let Some(n) = settings::test_hook(settings::ROCBUILD_TEST_FAIL_AFTER_STEP) {
+    if let Some(n) = st.test_hook(settings::ROCBUILD_TEST_FAIL_AFTER_STEP) {
         rocbuild_venv::txn_fs::arm_disk_full(n);
     }
     let signalled = || rocbuild_engine::interrupt::received().is_some();
-    if let Some(n) = settings::test_hook(settings::ROCBUILD_TEST_PAUSE_AFTER_STEP) {
+    if let Some(n) = st.test_hook(settings::ROCBUILD_TEST_PAUSE_AFTER_STEP) {
         rocbuild_venv::txn_fs::arm_pause(n, signalled);
     }
-    if let Some(n) = settings::test_hook_in_swap(settings::ROCBUILD_TEST_PAUSE_AFTER_STEP) {
+    if let Some(n) = st.test_hook_in_swap(settings::ROCBUILD_TEST_PAUSE_AFTER_STEP) {
         rocbuild_venv::txn_fs::arm_pause_in_swap(n, signalled);
     }
     // Commands that change a venv catch Ctrl-C and SIGTERM: they stop their children, undo
@@ -127,8 +129,10 @@ fn main() -> ExitCode {
     } else {
         "warn"
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env(settings::ROCBUILD_LOG)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_log));
+    let filter = st
+        .log_filter()
+        .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default_log));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(out::tracing_writer)
@@ -146,7 +150,7 @@ fn main() -> ExitCode {
                 .build(),
         )
     }));
-    match dispatch(cli) {
+    match dispatch(cli, &st) {
         Ok(status) => status.into(),
         Err(report) => {
             errln!("{report:?}");
@@ -293,35 +297,31 @@ fn exit_status_of(report: &miette::Report) -> ExitStatus {
     }
 }
 
-fn dispatch(cli: Cli) -> Result<ExitStatus> {
+fn dispatch(cli: Cli, st: &settings::Settings) -> Result<ExitStatus> {
     use commands::{build, clean, doctor, publish, rebuild, restore, schedule, status, wheel};
-    let g = &cli.global;
+    let recipes = || -> Result<RecipeSet> { Ok(RecipeSet::load(&st.recipe_dirs)?) };
     match cli.command {
-        Some(Command::Ffmpeg(a)) => commands::ffmpeg::ffmpeg(&a, g),
+        Some(Command::Ffmpeg(a)) => commands::ffmpeg::ffmpeg(&a, st),
         Some(Command::Recipes { variables, json }) => {
-            commands::recipes::list_recipes(&load_recipes(g)?, variables, json, g)?;
+            commands::recipes::list_recipes(&recipes()?, variables, json, st)?;
             Ok(ExitStatus::Success)
         }
-        Some(Command::Status(a)) => status::status(&load_recipes(g)?, &a, g),
-        Some(Command::Rebuild(a)) => rebuild::rebuild(&load_recipes(g)?, &a, g),
-        Some(Command::Schedule(a)) => schedule::schedule(&a, g),
-        Some(Command::Restore(a)) => restore::restore(&a),
-        Some(Command::Wheel(a)) => wheel::wheel(&a),
-        Some(Command::Test(a)) => commands::test::test(&load_recipes(g)?, &a, g),
-        Some(Command::Publish(a)) => publish::publish(&a, g),
-        Some(Command::Clean(a)) => clean::clean(&a, g),
-        Some(Command::Doctor(a)) => doctor::doctor(&load_recipes(g)?, &a),
+        Some(Command::Status(a)) => status::status(&recipes()?, &a, st),
+        Some(Command::Rebuild(a)) => rebuild::rebuild(&recipes()?, &a, st),
+        Some(Command::Schedule(a)) => schedule::schedule(&a, st),
+        Some(Command::Restore(a)) => restore::restore(&a, st),
+        Some(Command::Wheel(a)) => wheel::wheel(&a, st),
+        Some(Command::Test(a)) => commands::test::test(&recipes()?, &a, st),
+        Some(Command::Publish(a)) => publish::publish(&a, st),
+        Some(Command::Clean(a)) => clean::clean(&a, st),
+        Some(Command::Doctor(a)) => doctor::doctor(&recipes()?, &a, st),
         Some(Command::Deps(a)) => doctor::deps(&a),
         Some(Command::Bundle(a)) => doctor::bundle(&a),
-        Some(Command::Repair(a)) => doctor::repair(&a),
+        Some(Command::Repair(a)) => doctor::repair(&a, st),
         Some(Command::Completions { shell }) => commands::completions::completions(shell),
         Some(Command::Man) => commands::man::man(),
-        None => build::build(&load_recipes(g)?, &cli.build, g),
+        None => build::build(&recipes()?, &cli.build, st),
     }
-}
-
-fn load_recipes(g: &Global) -> Result<RecipeSet> {
-    Ok(RecipeSet::load(&settings::recipe_dirs(g))?)
 }
 
 pub(crate) fn verbosity(g: &Global) -> Verbosity {

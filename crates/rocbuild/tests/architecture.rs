@@ -331,34 +331,55 @@ fn the_environment_is_read_only_in_the_settings_modules() {
                 "crates/rocbuild-doctor/src/linkage.rs",
                 "SystemRoot, where Windows' loader finds system DLLs (doctor on Windows)",
             ),
-            (
-                "crates/rocbuild-doctor/src/examine.rs",
-                "ROCBLAS_TENSILE_LIBPATH as the user's Python will see it (doctor reports it)",
-            ),
         ],
     );
 }
 
-/// The page: "The probe's own settings are `ProbeEnv`, read once per probe (`probe()` makes
-/// it and hands it to every scan)".
+/// The page: "one snapshot of the environment per command": `Vars::capture` is called once,
+/// in `main`, and nothing else in the settings step reads the process environment; every
+/// probe, doctor and status takes the `ProbeEnv` made from that snapshot
+/// (`ProbeEnv::from_process` is for tools and tests only).
 #[test]
-fn the_probe_reads_its_environment_once() {
-    let found = files_with(&["ProbeEnv::from_process("], "crates/rocbuild-probe/src/");
-    assert_eq!(
-        found.keys().collect::<Vec<_>>(),
-        ["crates/rocbuild-probe/src/lib.rs"],
-        "{found:?}"
-    );
-    let lib = sources()
-        .into_iter()
-        .find(|s| s.path == "crates/rocbuild-probe/src/lib.rs")
-        .unwrap();
-    let n = lib
-        .lines
+fn the_environment_is_read_once_per_command() {
+    let calls = |needle: &str| -> Vec<String> {
+        sources()
+            .into_iter()
+            .flat_map(|s| {
+                s.lines
+                    .iter()
+                    .filter(|(_, l)| l.contains(needle))
+                    .map(|(n, l)| format!("{}:{n}: {}", s.path, l.trim()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let capture = calls("Vars::capture()");
+    let in_main: Vec<&String> = capture
         .iter()
-        .filter(|(_, l)| l.contains("ProbeEnv::from_process("))
-        .count();
-    assert_eq!(n, 1, "probe() makes the one ProbeEnv and hands it on");
+        .filter(|l| l.starts_with("crates/rocbuild/src/main.rs:"))
+        .collect();
+    assert_eq!(
+        (in_main.len(), capture.len()),
+        (1, 1),
+        "main takes the one snapshot, and nothing else does: {capture:#?}"
+    );
+    let settings: Vec<String> = calls("env::var")
+        .into_iter()
+        .filter(|l| l.starts_with("crates/rocbuild/src/settings.rs:"))
+        .collect();
+    assert_eq!(
+        settings.len(),
+        1,
+        "the settings step reads the process environment in Vars::capture only: {settings:#?}"
+    );
+    let from_process: Vec<String> = calls("ProbeEnv::from_process(")
+        .into_iter()
+        .filter(|l| !l.contains("pub fn from_process"))
+        .collect();
+    assert!(
+        from_process.is_empty(),
+        "a probe, doctor or status reads the command's snapshot (Settings::probe_env), not the process: {from_process:#?}"
+    );
 }
 
 /// The page: "plan() reads no environment and starts no process; the files it reads are
@@ -658,7 +679,7 @@ fn the_venv_is_declared_once_and_chosen_in_the_settings_step() {
     );
     let probe = read("crates/rocbuild-probe/src/lib.rs");
     assert!(
-        probe.contains("pub fn probe(venv: &Venv, opts: &ProbeOptions)"),
+        probe.contains("pub fn probe(venv: &Venv, opts: &ProbeOptions, env: &ProbeEnv)"),
         "the probe takes the venv the settings step chose"
     );
 }
@@ -980,5 +1001,40 @@ fn relinking_is_one_trait_per_os_and_library_names_are_read_in_the_platform_crat
         "files outside the platform crate that take a library name apart (platform::libname does)",
         parsed,
         &[],
+    );
+}
+
+/// The page: "no field of `Inputs` is one build system's": what every build system is given
+/// names no CMake part (torch's CMake package, the HIP header CMake force-includes, the cmake
+/// program); CMake plans those itself and hands its files back in `Steps.files`.
+#[test]
+fn build_system_inputs_hold_no_cmake_field() {
+    let text = read("crates/rocbuild-engine/src/build_system/mod.rs");
+    let start = text
+        .find("pub struct Inputs<'a> {")
+        .expect("build_system/mod.rs has pub struct Inputs");
+    let end = text[start..].find("\n}\n").expect("Inputs ends") + start;
+    let inputs = &text[start..end];
+    let fields: Vec<&str> = inputs
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("pub ") && l.contains(':'))
+        .collect();
+    assert!(fields.len() >= 8, "Inputs read wrong: {fields:?}");
+    let cmake_only: Vec<&&str> = fields
+        .iter()
+        .filter(|f| {
+            let l = f.to_ascii_lowercase();
+            l.contains("cmake") || l.contains("torchcmake") || l.contains("hip_compat")
+        })
+        .collect();
+    assert!(
+        cmake_only.is_empty(),
+        "BuildSystem's Inputs carry CMake's own parts: {cmake_only:?}; plan them in build_system/cmake/ and return them in Steps.files"
+    );
+    let cmake = read("crates/rocbuild-engine/src/build_system/cmake/mod.rs");
+    assert!(
+        cmake.contains("torch::plan(") && cmake.contains("hip_compat_of("),
+        "CMake plans torch's CMake package and the HIP header itself"
     );
 }

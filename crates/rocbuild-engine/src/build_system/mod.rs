@@ -100,18 +100,24 @@ pub struct Inputs<'a> {
     pub vars: &'a BTreeMap<String, String>,
     pub source: &'a SourcePlan,
     pub backend: &'a BackendPlan,
-    pub torch_cmake: Option<&'a TorchCmakePlan>,
-    /// The cmake to run (the system's, or PyPI's from the build tools).
-    pub cmake: &'a PathBuf,
+    /// The tools found (the cmake to run, the compilers, ninja, pkg-config).
     pub toolset: &'a Toolset,
     /// The build-only Python tools (`{tools}`): on a PEP 517 backend's `PYTHONPATH`.
     pub tools: Option<&'a crate::toolchain::tools::ToolsPlan>,
-    /// The compatibility header to force-include into HIP sources.
-    pub hip_compat: Option<&'a crate::toolchain::hip_compat::HipCompatPlan>,
     /// A Windows venv built from another OS.
     pub cross: Option<&'a crate::cross::CrossPlan>,
-    /// pkg-config files rocbuild writes for an FFmpeg that has none.
+    /// pkg-config files rocbuild writes (before any build system runs) for an FFmpeg that has
+    /// none: a library's concern, for any build system that asks pkg-config.
     pub ffmpeg_pc: Option<&'a crate::libraries::ffmpeg_pc::FfmpegPc>,
+}
+
+/// The files a build system plans to write before its configure (CMake's TorchConfig.cmake
+/// and HIP compatibility header; none for PEP 517), kept in the plan for `--dry-run` and the
+/// manifest, and written by [`write_planned_files`].
+#[derive(Debug, Default)]
+pub struct PlannedFiles {
+    pub torch_cmake: Option<TorchCmakePlan>,
+    pub hip_compat: Option<crate::toolchain::hip_compat::HipCompatPlan>,
 }
 
 /// The steps a build system plans: `configure`, then `build`, then (when it has one)
@@ -134,4 +140,6 @@ pub struct Steps {
     /// are the Python part (copied into the stage against the wheel's RECORD), the native ones
     /// among them replaced by the artifacts as rocbuild links them.
     pub unpacked_wheel: Option<PathBuf>,
+    /// What it writes before its configure.
+    pub files: PlannedFiles,
 }

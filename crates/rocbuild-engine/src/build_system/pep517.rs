@@ -97,6 +97,7 @@ impl BuildSystem for Pep517 {
             configure,
             build,
             install_prefix: None,
+            files: Default::default(),
         })
     }
 }

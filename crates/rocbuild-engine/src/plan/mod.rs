@@ -24,7 +24,7 @@ use rocbuild_recipe::{Recipe, Resolved, Target};
 use rocbuild_venv::BuildOptions;
 use serde::Serialize;
 
-use crate::build_system::cmake::{dependency, torch as torch_cmake};
+use crate::build_system::cmake::dependency;
 use crate::build_system::{self, cmake::torch::TorchCmakePlan, scratch};
 use crate::command::Command;
 use crate::compiler_cache;
@@ -191,12 +191,10 @@ pub fn plan(
     let cross_of = cross.as_ref().map(|c| (c, machine));
     let mut dependencies = dependency::plan(&dependencies, &toolset, &vars, ctx, os, cross_of)?;
     dependency::provide(&dependencies, ctx.host_os, &mut libraries, &mut vars);
-    let (torch_cmake, hip_compat) = cmake_parts(recipe, machine, opts, ctx, &backend, &resolved);
     let needs_ffmpeg = recipe.raw.needs.ffmpeg;
     let ffmpeg = machine.target.ffmpeg.as_ref().filter(|_| needs_ffmpeg);
     let ffmpeg_pc = ffmpeg.and_then(|f| ffmpeg_pc::plan(f, &ctx.cache, ctx.host_os));
     let mut configured = build_system::of(resolved.build_system).plan(&build_system::Inputs {
-        hip_compat: hip_compat.as_ref(),
         recipe,
         machine,
         opts,
@@ -206,8 +204,6 @@ pub fn plan(
         vars: &vars,
         source: &source,
         backend: &backend,
-        torch_cmake: torch_cmake.as_ref(),
-        cmake: &toolset.cmake,
         toolset: &toolset,
         tools: tools.as_ref(),
         cross: cross.as_ref(),
@@ -266,8 +262,8 @@ pub fn plan(
         source,
         proxied: ctx.proxied,
         tools,
-        torch_cmake,
-        hip_compat,
+        torch_cmake: configured.files.torch_cmake,
+        hip_compat: configured.files.hip_compat,
         defines: configured.defines,
         toolkit: configured.toolkit,
         scratch: scratch::plan(ctx.host_os, &configured.build_dir),
@@ -364,24 +360,6 @@ impl Plan {
                 .unwrap_or_default(),
         }
     }
-}
-
-/// rocbuild's HIP compatibility header, when the ROCm build needs one (written under the
-/// host's cache).
-fn hip_compat_of(
-    backend: &BackendPlan,
-    resolved: &Resolved,
-    ctx: &Context,
-) -> Option<hip_compat::HipCompatPlan> {
-    backend.rocm.as_ref().and_then(|r| {
-        hip_compat::plan(
-            &resolved.hip_compat,
-            r.hip_version.as_deref(),
-            r.version.as_deref(),
-            &ctx.cache,
-            ctx.host_os,
-        )
-    })
 }
 
 /// The source to build, and the options as recorded: each patch with the sha256 it was
@@ -519,25 +497,6 @@ fn through_compiler_cache(
         }
     }
     Ok(compiler_cache)
-}
-
-/// torch's CMake package and the HIP header force-included through CMake's flags: for CMake
-/// projects only.
-fn cmake_parts(
-    recipe: &Recipe,
-    machine: &Machine,
-    opts: &BuildOptions,
-    ctx: &Context,
-    backend: &BackendPlan,
-    resolved: &Resolved,
-) -> (Option<TorchCmakePlan>, Option<hip_compat::HipCompatPlan>) {
-    if !is_cmake(&resolved.build_system) {
-        return (None, None);
-    }
-    (
-        torch_cmake::plan(recipe, machine, opts, resolved, &ctx.cache),
-        hip_compat_of(backend, resolved, ctx),
-    )
 }
 
 /// The Python part: a PEP 517 build's wheel is the whole package, its files the Python part;

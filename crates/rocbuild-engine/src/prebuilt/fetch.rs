@@ -102,6 +102,7 @@ pub fn fetch_and_check(
     machine: &Machine,
     c: &Candidate,
     cache: &Path,
+    env: &rocbuild_probe::ProbeEnv,
 ) -> std::result::Result<PrebuiltInstall, String> {
     let dir = cache.join("index").join(&plan.recipe);
     let wheel = if c.listed.url.contains("://") {
@@ -180,7 +181,7 @@ pub fn fetch_and_check(
         }),
         loads_one_of: Vec::new(),
     };
-    if let Some(f) = rocbuild_doctor::check_libraries(machine, &subject, &libs)
+    if let Some(f) = rocbuild_doctor::check_libraries(machine, &subject, &libs, env)
         .into_iter()
         .next()
     {

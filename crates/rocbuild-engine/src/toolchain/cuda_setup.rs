@@ -56,6 +56,9 @@ pub struct CudaRequest<'a> {
     pub dry_run: bool,
     /// `--version`: the release to build (None: the newest default one).
     pub version: Option<&'a str>,
+    /// The command's environment (`CUDA_HOME`, `CUDA_PATH`, `PATH`), read once by the
+    /// settings step.
+    pub env: &'a ProbeEnv,
 }
 
 /// Finds or installs the toolkit and puts it into `machine` (with the host compiler chosen
@@ -67,7 +70,7 @@ pub fn prepare(
     req: &CudaRequest,
     notes: &mut Vec<String>,
 ) -> Result<()> {
-    let env = ProbeEnv::from_process();
+    let env = req.env;
     let asked = opts.cuda.as_deref();
     let mut seen: Vec<String> = Vec::new();
     let mut system: Option<(CudaToolkit, String)> = None;

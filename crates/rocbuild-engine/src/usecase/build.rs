@@ -107,7 +107,7 @@ fn say_before_run(plan: &Plan, verbosity: Verbosity, reporter: &mut dyn Reporter
 fn from_index(
     plan: Plan,
     machine: &Machine,
-    cache: &std::path::Path,
+    settings: &Settings,
     dry_run: bool,
     reporter: &mut dyn Reporter,
 ) -> Result<Plan> {
@@ -126,7 +126,13 @@ fn from_index(
     let mut chosen = None;
     if !dry_run {
         for c in index.candidates.iter_mut().filter(|c| c.rejected.is_none()) {
-            match crate::prebuilt::fetch::fetch_and_check(&plan, machine, c, cache) {
+            match crate::prebuilt::fetch::fetch_and_check(
+                &plan,
+                machine,
+                c,
+                &settings.cache,
+                &settings.env.probe,
+            ) {
                 Ok(p) => {
                     chosen = Some(p);
                     break;
@@ -240,10 +246,12 @@ pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter
         (Some(m), _) => m,
         (None, None) => return Err(rocbuild_probe::ProbeError::NoVenv.into()),
         (None, Some(venv)) => {
-            let mut m = rocbuild_probe::probe(venv, &probe_options(recipe, &opts))?;
+            let mut m =
+                rocbuild_probe::probe(venv, &probe_options(recipe, &opts), &settings.env.probe)?;
             let cuda = crate::toolchain::cuda_setup::CudaRequest {
                 cache: &settings.cache,
                 wheels: &settings.env.cuda_wheels,
+                env: &settings.env.probe,
                 dry_run: req.dry_run,
                 version: opts.version.as_deref(),
             };
@@ -283,7 +291,7 @@ pub fn build(req: BuildRequest, settings: &Settings, reporter: &mut dyn Reporter
     let mut plan = plan(recipe, &machine, &opts, &ctx)?;
     plan.upstream = upstream;
     if !plan.options.index.is_empty() || !plan.options.find_links.is_empty() {
-        plan = from_index(plan, &machine, &settings.cache, req.dry_run, reporter)?;
+        plan = from_index(plan, &machine, settings, req.dry_run, reporter)?;
     }
     if let Some(missing) = plan.missing_prerequisites.take() {
         // Asked an index first; a build is needed after all unless a wheel was chosen (a

@@ -3,7 +3,6 @@
 //! each package is (its import dir, distribution, FFmpeg and torch needs, its Windows DLL
 //! folders); rocbuild-doctor reads the binaries and runs the load tests.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use rocbuild_doctor::{DllDirs, DoctorError, DoctorOptions, Report, Subject};
@@ -23,9 +22,10 @@ pub struct DoctorRequest<'a> {
     pub timeout: Duration,
     /// Not `--no-load`.
     pub load_test: bool,
-    /// The entries of an environment variable of this process (the settings step's reader):
-    /// the loader's search variable and PATH, used when the venv is this host's OS.
-    pub env_paths: &'a dyn Fn(&str) -> Vec<PathBuf>,
+    /// The command's environment, read once by the settings step: the loader's search
+    /// variable and PATH (used when the venv is this host's OS), and what the GPU and CUDA
+    /// checks ask.
+    pub env: &'a rocbuild_probe::ProbeEnv,
 }
 
 /// The recipe's `[package.windows-dll-dirs]`.
@@ -87,7 +87,7 @@ pub fn doctor(req: &DoctorRequest) -> Result<Report, DoctorError> {
     // This host's environment says where this host's loader looks, not another OS's.
     let os = machine.target.platform.os;
     let here = os == Os::current();
-    let env_paths = |v: &str| if here { (req.env_paths)(v) } else { Vec::new() };
+    let env_paths = |v: &str| if here { req.env.dirs(v) } else { Vec::new() };
     let opts = DoctorOptions {
         requested: req.packages.to_vec(),
         candidates,
@@ -96,6 +96,7 @@ pub fn doctor(req: &DoctorRequest) -> Result<Report, DoctorError> {
         load_test: req.load_test,
         library_path: env_paths(os.rules().library_search_var()),
         path: env_paths("PATH"),
+        env: req.env.clone(),
     };
     rocbuild_doctor::doctor(&machine, &opts)
 }

@@ -73,6 +73,10 @@ pub struct Environment {
     /// `CMAKE_PREFIX_PATH`, `PKG_CONFIG_PATH`, … that rocbuild never looks at), sorted, less
     /// what changes from shell to shell: part of the no-op key, since it can change a build.
     pub inherited: Vec<(String, String)>,
+    /// The same snapshot as the GPU, CUDA and toolchain probes read it (`ROCM_PATH`,
+    /// `HIP_PATH`, `PYTORCH_ROCM_ARCH`, `CUDA_HOME`, `PATH`, …): no probe reads the process's
+    /// environment of its own.
+    pub probe: rocbuild_probe::ProbeEnv,
 }
 
 /// What a running use case tells the user.

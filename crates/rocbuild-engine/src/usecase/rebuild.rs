@@ -36,7 +36,7 @@ pub fn rebuild(
 ) -> Result<Vec<Rebuilt>> {
     let layout = locate(req.venv)?;
     let _lock = lock_and_recover(&layout, req.no_wait, reporter)?;
-    let st = rocbuild_venv::status::status(&layout.site, req.recipes);
+    let st = rocbuild_venv::status::status(&layout.site, req.recipes, &settings.env.probe);
     for u in &st.unreadable {
         reporter.note(&format!(
             "warning: cannot read {}: {} (rebuild that recipe by name to replace it)",

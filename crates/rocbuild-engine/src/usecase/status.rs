@@ -25,6 +25,7 @@ pub struct StatusReport {
 pub fn status(
     venv: &Venv,
     recipes: &RecipeSet,
+    env: &rocbuild_probe::ProbeEnv,
     reporter: &mut dyn Reporter,
 ) -> Result<StatusReport> {
     let layout = locate(venv)?;
@@ -47,7 +48,7 @@ pub fn status(
         }
     }
     Ok(StatusReport {
-        status: rocbuild_venv::status::status(&layout.site, recipes),
+        status: rocbuild_venv::status::status(&layout.site, recipes, env),
         root: layout.root,
         busy,
     })

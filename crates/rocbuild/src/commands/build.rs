@@ -8,8 +8,9 @@ use rocbuild_engine::{Backend, BackendOptions, BuildOptions, EngineError, Verbos
 use rocbuild_probe::Machine;
 use rocbuild_recipe::{RecipeSet, TorchCmake};
 
-use crate::cli::{BackendArg, BuildArgs, Global, TorchCmakeArg};
-use crate::{settings, ExitStatus, Stderr};
+use crate::cli::{BackendArg, BuildArgs, TorchCmakeArg};
+use crate::settings::Settings;
+use crate::{ExitStatus, Stderr};
 
 fn parse_defines(defs: &[String]) -> Result<Vec<(String, String)>, EngineError> {
     defs.iter()
@@ -25,7 +26,7 @@ fn parse_defines(defs: &[String]) -> Result<Vec<(String, String)>, EngineError> 
 }
 
 /// The options as the user gave them: stored as is in the manifest, repeated by `rebuild`.
-fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
+fn options(a: &BuildArgs, st: &Settings) -> Result<BuildOptions, EngineError> {
     Ok(BuildOptions {
         version: a.release.clone(),
         force: a.force,
@@ -64,7 +65,7 @@ fn options(a: &BuildArgs) -> Result<BuildOptions, EngineError> {
             cuda: a.cuda.clone(),
         },
         index: if a.index.is_empty() {
-            settings::index()
+            st.index.clone()
         } else {
             a.index.clone()
         },
@@ -91,16 +92,16 @@ pub(crate) fn machine_file(file: &std::path::Path) -> Result<Machine> {
         })
 }
 
-pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
+pub fn build(set: &RecipeSet, a: &BuildArgs, st: &Settings) -> Result<ExitStatus> {
     let recipe = set.get(a.recipe.as_deref().unwrap_or_default())?;
-    let options = options(a)?;
+    let options = options(a, st)?;
     let machine = a.machine.as_deref().map(machine_file).transpose()?;
     // With `--machine`, nothing of this machine is read: no venv either.
     let venv = match machine {
-        None => Some(settings::venv(&a.venv)?),
+        None => Some(st.venv(&a.venv)?),
         Some(_) => None,
     };
-    let verbosity = crate::verbosity(g);
+    let verbosity = crate::verbosity(&st.global);
     let built = usecase::build(
         BuildRequest {
             recipe,
@@ -112,7 +113,7 @@ pub fn build(set: &RecipeSet, a: &BuildArgs, g: &Global) -> Result<ExitStatus> {
             verbosity,
             lock_held: false,
         },
-        &settings::settings(g)?,
+        &st.engine()?,
         &mut Stderr,
     )?;
     let (dest, outcome) = match built {
@@ -259,7 +260,11 @@ mod tests {
             "gfx1100",
         ])
         .unwrap();
-        let o = options(&line.build).unwrap();
+        let global = crate::cli::Cli::try_parse_from(["rocbuild", "recipes"])
+            .unwrap()
+            .global;
+        let st = Settings::resolve(&global, crate::settings::Vars::of([]));
+        let o = options(&line.build, &st).unwrap();
         assert_eq!(o.backend.cuda_arch.names(), ["8.6", "8.9", "9.0+PTX"]);
         assert_eq!(o.backend.arch.names(), ["gfx1100", "gfx1030"]);
     }

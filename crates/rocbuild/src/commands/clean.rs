@@ -2,13 +2,13 @@
 
 use miette::Result;
 
-use crate::cli::{CleanArgs, Global};
-use crate::settings as env;
+use crate::cli::CleanArgs;
+use crate::settings::Settings;
 use crate::ExitStatus;
 
-pub fn clean(a: &CleanArgs, g: &Global) -> Result<ExitStatus> {
+pub fn clean(a: &CleanArgs, st: &Settings) -> Result<ExitStatus> {
     use rocbuild_engine::clean::{human, remove, usage, Kind};
-    let cache = env::cache(g)?;
+    let cache = st.cache()?;
     let mut kinds = Vec::new();
     if a.sources || a.all {
         kinds.push(Kind::Sources);

@@ -8,7 +8,7 @@ use rocbuild_doctor::DoctorError;
 use rocbuild_recipe::RecipeSet;
 
 use crate::cli::{BundleArgs, DepsArgs, DoctorArgs, RepairArgs};
-use crate::settings as env;
+use crate::settings::Settings;
 use crate::ExitStatus;
 
 /// Usage errors (unknown package, no venv) exit 2 (with `--json`, also as one JSON object on
@@ -33,14 +33,14 @@ fn fail(e: DoctorError, json: bool) -> Result<ExitStatus> {
     }
 }
 
-pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
+pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs, st: &Settings) -> Result<ExitStatus> {
     let os = a
         .machine
         .as_deref()
         .map(crate::commands::build::machine_file)
         .transpose()?
         .map(|m| m.target.platform.os);
-    let venv = match env::venv(&a.venv) {
+    let venv = match st.venv(&a.venv) {
         Ok(v) => v,
         Err(e) => return fail(e.into(), a.json),
     };
@@ -49,10 +49,10 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs) -> Result<ExitStatus> {
         venv: &venv,
         packages: &a.packages,
         os,
-        gpu_arch: rocbuild_probe::GpuTargets::parse(&a.gpu_arch).or(env::pytorch_rocm_arch()),
+        gpu_arch: rocbuild_probe::GpuTargets::parse(&a.gpu_arch).or(st.pytorch_rocm_arch.clone()),
         timeout: Duration::from_secs(a.timeout.max(1)),
         load_test: !a.no_load,
-        env_paths: &env::split_env_paths,
+        env: st.probe_env(),
     };
     let report = match rocbuild_engine::usecase::doctor(&req) {
         Ok(r) => r,
@@ -93,8 +93,8 @@ pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
 /// `rocbuild repair`: exit 0 when every package loads (repaired, or nothing to do); when one
 /// was refused (nothing of it changed): 3 for a library found nowhere, 4 for an import nothing
 /// exports, 5 for both, 1 for anything else.
-pub fn repair(a: &RepairArgs) -> Result<ExitStatus> {
-    let venv = match env::venv(&a.venv) {
+pub fn repair(a: &RepairArgs, st: &Settings) -> Result<ExitStatus> {
+    let venv = match st.venv(&a.venv) {
         Ok(v) => v,
         Err(e) => return fail(e.into(), a.json),
     };

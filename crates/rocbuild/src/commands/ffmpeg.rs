@@ -2,13 +2,14 @@
 
 use miette::{IntoDiagnostic, Result};
 
-use crate::cli::{FfmpegArgs, Global};
+use crate::cli::FfmpegArgs;
 use crate::settings;
+use crate::settings::Settings;
 use crate::ExitStatus;
 
 /// `rocbuild ffmpeg`: the pinned shared FFmpeg for this platform (or `--url`/`--sha256`).
-pub fn ffmpeg(a: &FfmpegArgs, g: &Global) -> Result<ExitStatus> {
-    let cache = settings::cache(g)?;
+pub fn ffmpeg(a: &FfmpegArgs, st: &Settings) -> Result<ExitStatus> {
+    let cache = st.cache()?;
     let os = rocbuild_probe::Os::current();
     let into = a
         .into

@@ -3,19 +3,19 @@
 use miette::Result;
 use rocbuild_engine::usecase;
 
-use crate::cli::{Global, PublishArgs};
-use crate::settings as env;
+use crate::cli::PublishArgs;
+use crate::settings::Settings;
 use crate::{ExitStatus, Stderr};
 
-pub fn publish(a: &PublishArgs, g: &Global) -> Result<ExitStatus> {
-    let cache = env::cache(g)?;
+pub fn publish(a: &PublishArgs, st: &Settings) -> Result<ExitStatus> {
+    let cache = st.cache()?;
     let p = usecase::publish(
-        &env::venv(&a.venv)?,
+        &st.venv(&a.venv)?,
         &a.recipe,
         &a.index,
         &cache,
         a.dry_run,
-        env::twine_configured(),
+        st.twine_configured,
         &mut Stderr,
     )?;
     if a.dry_run {

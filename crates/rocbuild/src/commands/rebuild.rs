@@ -4,13 +4,13 @@ use miette::Result;
 use rocbuild_engine::usecase;
 use rocbuild_recipe::RecipeSet;
 
-use crate::cli::{Global, RebuildArgs};
-use crate::settings as env;
+use crate::cli::RebuildArgs;
+use crate::settings::Settings;
 use crate::{ExitStatus, Stderr};
 
-pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitStatus> {
-    let settings = crate::settings::settings(g)?;
-    let venv = env::venv(&a.venv)?;
+pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, st: &Settings) -> Result<ExitStatus> {
+    let settings = st.engine()?;
+    let venv = st.venv(&a.venv)?;
     let done = usecase::rebuild(
         usecase::RebuildRequest {
             recipes,
@@ -18,7 +18,7 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
             if_stale: a.if_stale,
             venv: &venv,
             no_wait: a.no_wait,
-            verbosity: crate::verbosity(g),
+            verbosity: crate::verbosity(&st.global),
         },
         &settings,
         &mut Stderr,
@@ -51,7 +51,7 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
                     &plan.install.dest,
                     &outcome,
                     &source,
-                    crate::verbosity(g),
+                    crate::verbosity(&st.global),
                 );
             }
             Ok(usecase::Built::Unchanged { dest, outcome }) => {
@@ -59,7 +59,7 @@ pub fn rebuild(recipes: &RecipeSet, a: &RebuildArgs, g: &Global) -> Result<ExitS
                     .get(&r.recipe)
                     .map(|x| x.raw.source.origin())
                     .unwrap_or_default();
-                super::build::print_outcome(&dest, &outcome, &source, crate::verbosity(g));
+                super::build::print_outcome(&dest, &outcome, &source, crate::verbosity(&st.global));
             }
             // (A rebuild never stops at the stock wheel: the user built this package before.)
             Ok(usecase::Built::Planned(_) | usecase::Built::StockWorks(_)) => {}

@@ -3,12 +3,11 @@
 use miette::{IntoDiagnostic, Result};
 use rocbuild_recipe::RecipeSet;
 
-use crate::cli::Global;
-use crate::settings;
+use crate::settings::Settings;
 
-pub fn list_recipes(set: &RecipeSet, variables: bool, json: bool, g: &Global) -> Result<()> {
+pub fn list_recipes(set: &RecipeSet, variables: bool, json: bool, st: &Settings) -> Result<()> {
     // What upstream has beyond each recipe (issue 43): asked at most once a day per source.
-    let settings = settings::settings(g).ok();
+    let settings = st.engine().ok();
     let notice = |r: &rocbuild_recipe::Recipe| {
         settings
             .as_ref()

@@ -4,11 +4,11 @@ use miette::Result;
 use rocbuild_engine::usecase;
 
 use crate::cli::RestoreArgs;
-use crate::settings as env;
+use crate::settings::Settings;
 use crate::{ExitStatus, Stderr};
 
-pub fn restore(a: &RestoreArgs) -> Result<ExitStatus> {
-    let (site, r) = usecase::restore(&env::venv(&a.venv)?, &a.recipe, a.no_wait, &mut Stderr)?;
+pub fn restore(a: &RestoreArgs, st: &Settings) -> Result<ExitStatus> {
+    let (site, r) = usecase::restore(&st.venv(&a.venv)?, &a.recipe, a.no_wait, &mut Stderr)?;
     if r.released {
         outln!(
             "{}: another installer replaced rocbuild's build since; its install is left as it is, \

@@ -5,25 +5,30 @@ use miette::{IntoDiagnostic, Result, WrapErr};
 use rocbuild_engine::{schedule as sched, EngineError};
 use rocbuild_probe::Os;
 
-use crate::cli::{EveryArg, Global, ScheduleAction, ScheduleArgs, SchedulerKind};
-use crate::settings as env;
+use crate::cli::{EveryArg, ScheduleAction, ScheduleArgs, SchedulerKind};
+use crate::settings::Settings;
 use crate::ExitStatus;
 
-fn job(a: &ScheduleArgs, g: &Global) -> Result<(sched::Job, sched::Dirs)> {
-    let v = env::venv(&a.venv)?;
-    let (home, config) = env::user_dirs().ok_or_else(|| EngineError::Usage {
+fn job(a: &ScheduleArgs, st: &Settings) -> Result<(sched::Job, sched::Dirs)> {
+    let v = st.venv(&a.venv)?;
+    let (home, config) = st.user_dirs().ok_or_else(|| EngineError::Usage {
         option: "HOME".into(),
         reason: "no home directory: HOME is not set".into(),
         help: Some("set HOME (and XDG_CONFIG_HOME if the config lives elsewhere)".into()),
     })?;
-    let cache = env::cache(g)?;
+    let cache = st.cache()?;
     let id = sched::id_for(&v.root);
     let mut envs = Vec::new();
-    if let Some(p) = env::environment().path {
+    if let Some(p) = st.environment.path.clone() {
         envs.push(("PATH".to_string(), p.to_string_lossy().into_owned()));
     }
-    envs.push((env::ROCBUILD_CACHE.to_string(), cache.display().to_string()));
-    let recipe_dirs: Vec<PathBuf> = env::recipe_dirs(g)
+    envs.push((
+        crate::settings::ROCBUILD_CACHE.to_string(),
+        cache.display().to_string(),
+    ));
+    let recipe_dirs: Vec<PathBuf> = st
+        .recipe_dirs
+        .clone()
         .iter()
         .map(std::path::absolute)
         .collect::<std::io::Result<_>>()
@@ -31,13 +36,13 @@ fn job(a: &ScheduleArgs, g: &Global) -> Result<(sched::Job, sched::Dirs)> {
     if !recipe_dirs.is_empty() {
         let joined = std::env::join_paths(&recipe_dirs).into_diagnostic()?;
         envs.push((
-            env::ROCBUILD_RECIPES.to_string(),
+            crate::settings::ROCBUILD_RECIPES.to_string(),
             joined.to_string_lossy().into_owned(),
         ));
     }
-    if let Some(m) = env::mirror() {
+    if let Some(m) = st.mirror.clone() {
         envs.push((
-            env::ROCBUILD_MIRROR.to_string(),
+            crate::settings::ROCBUILD_MIRROR.to_string(),
             m.to_string_lossy().into_owned(),
         ));
     }
@@ -55,8 +60,8 @@ fn job(a: &ScheduleArgs, g: &Global) -> Result<(sched::Job, sched::Dirs)> {
     Ok((job, sched::Dirs { home, config }))
 }
 
-pub fn schedule(a: &ScheduleArgs, g: &Global) -> Result<ExitStatus> {
-    let (job, dirs) = job(a, g)?;
+pub fn schedule(a: &ScheduleArgs, st: &Settings) -> Result<ExitStatus> {
+    let (job, dirs) = job(a, st)?;
     let os = Os::current();
     let kind = match a.kind {
         Some(SchedulerKind::Systemd) => sched::Kind::Systemd,

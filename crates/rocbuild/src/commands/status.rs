@@ -7,14 +7,14 @@ use rocbuild_recipe::RecipeSet;
 use rocbuild_venv::manifest::Kind;
 use rocbuild_venv::status::{State, VenvStatus};
 
-use crate::cli::{Global, StatusArgs};
-use crate::settings as env;
+use crate::cli::StatusArgs;
+use crate::settings::Settings;
 use crate::{ExitStatus, Stderr};
 
-pub fn status(recipes: &RecipeSet, a: &StatusArgs, g: &Global) -> Result<ExitStatus> {
-    let mut r = usecase::status(&env::venv(&a.venv)?, recipes, &mut Stderr)?;
+pub fn status(recipes: &RecipeSet, a: &StatusArgs, st: &Settings) -> Result<ExitStatus> {
+    let mut r = usecase::status(&st.venv(&a.venv)?, recipes, st.probe_env(), &mut Stderr)?;
     // What upstream has beyond each build's recipe (issue 43); without a cache, nothing.
-    if let Ok(settings) = env::settings(g) {
+    if let Ok(settings) = st.engine() {
         rocbuild_engine::upstream::for_status(&mut r.status, recipes, &settings);
     }
     if a.json {

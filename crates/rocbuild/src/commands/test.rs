@@ -5,12 +5,12 @@ use miette::{IntoDiagnostic, Result};
 use rocbuild_engine::usecase::{self, test::Comparison, TestReport, TestRequest};
 use rocbuild_recipe::RecipeSet;
 
-use crate::cli::{Global, TestArgs};
-use crate::settings as env;
+use crate::cli::TestArgs;
+use crate::settings::Settings;
 use crate::{ExitStatus, Stderr};
 
-pub fn test(recipes: &RecipeSet, a: &TestArgs, g: &Global) -> Result<ExitStatus> {
-    let settings = env::settings(g)?;
+pub fn test(recipes: &RecipeSet, a: &TestArgs, st: &Settings) -> Result<ExitStatus> {
+    let settings = st.engine()?;
     let junit = match &a.junit {
         Some(f) => Some(std::path::absolute(f).into_diagnostic()?),
         None => None,
@@ -20,9 +20,9 @@ pub fn test(recipes: &RecipeSet, a: &TestArgs, g: &Global) -> Result<ExitStatus>
         quick: a.quick,
         junit,
         compare: a.compare,
-        progress: !g.quiet,
+        progress: !st.global.quiet,
     };
-    let r = usecase::test(&env::venv(&a.venv)?, recipes, &settings, &req, &mut Stderr)?;
+    let r = usecase::test(&st.venv(&a.venv)?, recipes, &settings, &req, &mut Stderr)?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&r).into_diagnostic()?);
     } else {

@@ -4,11 +4,11 @@ use miette::Result;
 use rocbuild_engine::usecase;
 
 use crate::cli::WheelArgs;
-use crate::settings as env;
+use crate::settings::Settings;
 use crate::{ExitStatus, Stderr};
 
-pub fn wheel(a: &WheelArgs) -> Result<ExitStatus> {
-    let w = usecase::wheel(&env::venv(&a.venv)?, &a.recipe, &a.out, &mut Stderr)?;
+pub fn wheel(a: &WheelArgs, st: &Settings) -> Result<ExitStatus> {
+    let w = usecase::wheel(&st.venv(&a.venv)?, &a.recipe, &a.out, &mut Stderr)?;
     outln!("{}", w.path.display());
     if let Some(t) = &w.requires_torch {
         errln!(

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use rocbuild_probe::{Flavor, Machine};
 use rocbuild_recipe::TorchCmake;
 
-use super::{BuildSystem, Inputs, Steps, Titles};
+use super::{BuildSystem, Inputs, PlannedFiles, Steps, Titles};
 use crate::build_system::cmake::torch::native_toolkit;
 use crate::command::Command;
 use crate::error::{EngineError, Result};
@@ -54,6 +54,24 @@ fn recipe_defines_and_env(
         env.insert(var.into(), d.display().to_string());
     }
     Ok((define, env))
+}
+
+/// rocbuild's HIP compatibility header, when the ROCm build needs one (written under the
+/// host's cache).
+fn hip_compat_of(
+    backend: &crate::toolchain::BackendPlan,
+    resolved: &rocbuild_recipe::Resolved,
+    ctx: &crate::context::Context,
+) -> Option<crate::toolchain::hip_compat::HipCompatPlan> {
+    backend.rocm.as_ref().and_then(|r| {
+        crate::toolchain::hip_compat::plan(
+            &resolved.hip_compat,
+            r.hip_version.as_deref(),
+            r.version.as_deref(),
+            &ctx.cache,
+            ctx.host_os,
+        )
+    })
 }
 
 /// `[build] system = "cmake"`.
@@ -94,7 +112,12 @@ impl BuildSystem for Cmake {
             .map_or(Flavor::Cpu, |t| t.flavor);
         let (mut define, mut env) = recipe_defines_and_env(i)?;
         let mut toolkit = None;
-        if let Some(tc) = i.torch_cmake {
+        // torch's CMake package and the HIP header force-included through CMake's flags.
+        let files = PlannedFiles {
+            torch_cmake: torch::plan(i.recipe, i.machine, i.opts, i.resolved, &i.ctx.cache),
+            hip_compat: hip_compat_of(i.backend, i.resolved, i.ctx),
+        };
+        if let Some(tc) = &files.torch_cmake {
             define.insert("Torch_DIR".into(), tc.dir.display().to_string());
             if tc.mode == TorchCmake::Native {
                 toolkit = native_toolkit(i.machine, flavor, &mut define, &mut env)?;
@@ -102,7 +125,7 @@ impl BuildSystem for Cmake {
         }
         env.extend(i.backend.env());
         toolchain::defines(i.backend, i.ctx.host_os, &mut define);
-        if let Some(hc) = i.hip_compat {
+        if let Some(hc) = &files.hip_compat {
             let flag = crate::toolchain::hip_compat::include_flag(hc);
             let v = compose_user_define(
                 "CMAKE_HIP_FLAGS",
@@ -155,7 +178,7 @@ impl BuildSystem for Cmake {
                     .map(|(k, v)| format!("{k}={v}")),
             );
             parts.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
-            parts.extend(i.torch_cmake.iter().filter_map(|t| t.contents.clone()));
+            parts.extend(files.torch_cmake.iter().filter_map(|t| t.contents.clone()));
             let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
             hash_hex(&refs)
         };
@@ -176,7 +199,7 @@ impl BuildSystem for Cmake {
                 *v = v.replace('\\', "/");
             }
         }
-        let mut configure = Command::new(i.cmake)
+        let mut configure = Command::new(&i.toolset.cmake)
             .args([
                 "-S".to_string(),
                 cmake_src.display().to_string(),
@@ -187,14 +210,14 @@ impl BuildSystem for Cmake {
             ])
             .args(define.iter().map(|(k, v)| format!("-D{k}={v}")));
         configure.env = env.clone();
-        let mut build = Command::new(i.cmake).args([
+        let mut build = Command::new(&i.toolset.cmake).args([
             "--build".to_string(),
             build_dir.display().to_string(),
             "--parallel".into(),
             i.ctx.jobs.max(1).to_string(),
         ]);
         build.env = env;
-        let install_prefix = Command::new(i.cmake).args([
+        let install_prefix = Command::new(&i.toolset.cmake).args([
             "--install".to_string(),
             build_dir.display().to_string(),
             "--prefix".into(),
@@ -211,6 +234,7 @@ impl BuildSystem for Cmake {
             build,
             install_prefix: Some(install_prefix),
             unpacked_wheel: None,
+            files,
         })
     }
 }
@@ -377,7 +401,6 @@ pub fn msvc_env(machine: &Machine) -> BTreeMap<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::torch as torch_cmake;
     use super::*;
     use crate::plan::testing::{ctx, recipe};
     use crate::plan::vars;
@@ -416,7 +439,6 @@ mod tests {
         if let Some(t) = pt {
             v.insert("tools".into(), t.dir.display().to_string());
         }
-        let tc = torch_cmake::plan(&r, &m, opts, &resolved, &c.cache);
         Cmake
             .plan(&Inputs {
                 recipe: &r,
@@ -428,11 +450,8 @@ mod tests {
                 vars: &v,
                 source: &src,
                 backend: &b,
-                torch_cmake: tc.as_ref(),
-                cmake: &ts.cmake,
                 toolset: &ts,
                 tools: None,
-                hip_compat: None,
                 cross: None,
                 ffmpeg_pc: None,
             })
@@ -553,11 +572,8 @@ mod tests {
             vars: &v,
             source: &src,
             backend: &b,
-            torch_cmake: None,
-            cmake: &ts.cmake,
             toolset: &ts,
             tools: None,
-            hip_compat: None,
             cross: None,
             ffmpeg_pc: None,
         })
