@@ -248,7 +248,7 @@ impl Settings {
     pub fn engine(&self) -> miette::Result<rocbuild_engine::Settings> {
         let cache = self.cache()?;
         Ok(rocbuild_engine::Settings {
-            downloaded_ffmpeg: downloaded_ffmpeg(&cache),
+            downloaded_ffmpeg: rocbuild_engine::usecase::ffmpeg::downloaded(&cache),
             mirror: self.mirror.clone(),
             cache,
             compiler_cache: self.compiler_cache()?,
@@ -440,16 +440,6 @@ fn resolve_compiler_cache(
         .filter(|(k, _)| k.starts_with("SCCACHE_") || k.starts_with("CCACHE_"))
         .collect();
     Ok(Request { choice, env })
-}
-
-/// Names the FFmpeg `rocbuild ffmpeg` fetched last, in `<cache>/ffmpeg/`.
-pub const CURRENT_FFMPEG: &str = "current";
-
-/// The FFmpeg `rocbuild ffmpeg` fetched, when it is still there.
-pub fn downloaded_ffmpeg(cache: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(cache.join("ffmpeg").join(CURRENT_FFMPEG)).ok()?;
-    let dir = PathBuf::from(text.trim());
-    dir.is_dir().then_some(dir)
 }
 
 /// Environment variables that change from shell to shell without changing anything a build

@@ -1,12 +1,18 @@
 //! The use cases the CLI offers, each one function: build, rebuild, status (with recovery),
-//! restore, wheel, publish, test, doctor. They take the [`Settings`] the CLI read and a [`Reporter`] for
+//! restore, wheel, publish, test, doctor, deps, bundle, repair, clean, ffmpeg, schedule. They take the [`Settings`] the CLI read and a [`Reporter`] for
 //! what a user should see while they run; they return data the CLI renders.
 
 mod build;
+mod bundle;
+mod clean;
+mod deps;
 mod doctor;
+pub mod ffmpeg;
 mod publish;
 mod rebuild;
+mod repair;
 mod restore;
+pub mod schedule;
 mod status;
 pub mod test;
 pub mod upstream;
@@ -15,10 +21,16 @@ mod wheel;
 use std::path::PathBuf;
 
 pub use build::{build, BuildRequest, Built};
+pub use bundle::bundle;
+pub use clean::{clean, Cleaned};
+pub use deps::deps;
 pub use doctor::{doctor, DoctorRequest};
+pub use ffmpeg::ffmpeg;
 pub use publish::{publish, Published};
 pub use rebuild::{rebuild, RebuildRequest, Rebuilt};
+pub use repair::repair;
 pub use restore::restore;
+pub use schedule::schedule;
 pub use status::{status, StatusReport};
 pub use test::{test, TestReport, TestRequest};
 pub use wheel::wheel;
@@ -83,6 +95,10 @@ pub struct Environment {
 pub trait Reporter {
     /// A line for the user (stderr in the CLI), e.g. which venv, an interrupted run recovered.
     fn note(&mut self, line: &str);
+    /// A warning: something failed that the use case goes on without (stderr in the CLI).
+    fn warn(&mut self, line: &str) {
+        self.note(line);
+    }
     /// Another run holds the venv; this one waits for it.
     fn waiting(&mut self, pid: Option<u32>) {
         self.note(&format!(

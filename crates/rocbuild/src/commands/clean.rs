@@ -7,7 +7,7 @@ use crate::settings::Settings;
 use crate::ExitStatus;
 
 pub fn clean(a: &CleanArgs, st: &Settings) -> Result<ExitStatus> {
-    use rocbuild_engine::clean::{human, remove, usage, Kind};
+    use rocbuild_engine::clean::{human, Kind};
     let cache = st.cache()?;
     let mut kinds = Vec::new();
     if a.sources || a.all {
@@ -19,16 +19,16 @@ pub fn clean(a: &CleanArgs, st: &Settings) -> Result<ExitStatus> {
     if a.logs || a.all {
         kinds.push(Kind::Logs);
     }
+    let done = rocbuild_engine::usecase::clean(&cache, &kinds, a.dry_run)?;
     outln!("cache: {}", cache.display());
-    let u = usage(&cache);
     let mut total = 0;
-    for x in &u {
+    for x in &done.usage {
         total += x.bytes;
         let mark = if kinds.contains(&x.kind) {
             if a.dry_run {
                 "  (would remove)"
             } else {
-                "  (removing)"
+                "  (removed)"
             }
         } else {
             ""
@@ -38,8 +38,7 @@ pub fn clean(a: &CleanArgs, st: &Settings) -> Result<ExitStatus> {
     outln!("  {:<8} {:>10}", "total", human(total));
     if kinds.is_empty() {
         outln!("remove with --sources, --builds, --logs or --all (--dry-run to preview)");
-    } else if !a.dry_run {
-        let freed = remove(&cache, &kinds)?;
+    } else if let Some(freed) = done.freed {
         outln!("freed {}", human(freed));
     }
     Ok(ExitStatus::Success)

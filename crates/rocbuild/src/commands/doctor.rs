@@ -63,7 +63,7 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs, st: &Settings) -> Result<Exit
 }
 
 pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
-    let report = match rocbuild_doctor::deps(&a.files, &a.search) {
+    let report = match rocbuild_engine::usecase::deps(&a.files, &a.search) {
         Ok(r) => r,
         Err(e) => return fail(e, a.json),
     };
@@ -72,7 +72,7 @@ pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
 }
 
 pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
-    let report = match rocbuild_doctor::bundle(
+    let report = match rocbuild_engine::usecase::bundle(
         &a.files,
         &a.into,
         &a.search,
@@ -105,7 +105,7 @@ pub fn repair(a: &RepairArgs, st: &Settings) -> Result<ExitStatus> {
         dry_run: a.dry_run,
         no_wait: a.no_wait,
     };
-    let report = match rocbuild_doctor::repair(&opts) {
+    let report = match rocbuild_engine::usecase::repair(&opts) {
         Ok(r) => r,
         Err(e) => return fail(e, a.json),
     };

@@ -3,7 +3,6 @@
 use miette::{IntoDiagnostic, Result};
 
 use crate::cli::FfmpegArgs;
-use crate::settings;
 use crate::settings::Settings;
 use crate::ExitStatus;
 
@@ -27,7 +26,7 @@ pub fn ffmpeg(a: &FfmpegArgs, st: &Settings) -> Result<ExitStatus> {
         into: into.as_deref(),
         ffmpeg_root: &cache.join("ffmpeg"),
     };
-    let found = rocbuild_fetch::fetch_shared_ffmpeg(&rocbuild_fetch::FfmpegPins::builtin(), &req)?;
+    let found = rocbuild_engine::usecase::ffmpeg(&cache, &req)?;
     if a.json {
         outln!(
             "{}",
@@ -56,9 +55,5 @@ pub fn ffmpeg(a: &FfmpegArgs, st: &Settings) -> Result<ExitStatus> {
             found.root.display()
         );
     }
-    // The FFmpeg for later builds (and so for the Windows preload hook).
-    let current = cache.join("ffmpeg").join(settings::CURRENT_FFMPEG);
-    fs_err::create_dir_all(cache.join("ffmpeg")).into_diagnostic()?;
-    fs_err::write(&current, found.root.display().to_string()).into_diagnostic()?;
     Ok(ExitStatus::Success)
 }

@@ -1,7 +1,7 @@
 //! `rocbuild schedule`: `rebuild --if-stale` run regularly by the machine's own scheduler.
 use std::path::{Path, PathBuf};
 
-use miette::{IntoDiagnostic, Result, WrapErr};
+use miette::{IntoDiagnostic, Result};
 use rocbuild_engine::{schedule as sched, EngineError};
 use rocbuild_probe::Os;
 
@@ -60,7 +60,20 @@ fn job(a: &ScheduleArgs, st: &Settings) -> Result<(sched::Job, sched::Dirs)> {
     Ok((job, sched::Dirs { home, config }))
 }
 
+/// The use case's lines on stdout, as the command's output; its warnings on stderr.
+struct Said;
+
+impl rocbuild_engine::Reporter for Said {
+    fn note(&mut self, line: &str) {
+        outln!("{line}");
+    }
+    fn warn(&mut self, line: &str) {
+        errln!("{line}");
+    }
+}
+
 pub fn schedule(a: &ScheduleArgs, st: &Settings) -> Result<ExitStatus> {
+    use rocbuild_engine::usecase::schedule::Action;
     let (job, dirs) = job(a, st)?;
     let os = Os::current();
     let kind = match a.kind {
@@ -70,120 +83,60 @@ pub fn schedule(a: &ScheduleArgs, st: &Settings) -> Result<ExitStatus> {
         Some(SchedulerKind::Cron) => sched::Kind::Cron,
         None => sched::Kind::default_for(os, Path::new("/run/systemd/system").exists()),
     };
+    let runs = || {
+        format!(
+            "{} {}",
+            job.exe.display(),
+            sched::command_line(os, &job.args())
+        )
+    };
+    let activate = !a.no_activate;
     match a.action {
         ScheduleAction::Install => {
-            let s = sched::schedule(&job, kind, &dirs);
-            for (p, text) in &s.files {
-                if let Some(d) = p.parent() {
-                    fs_create(d)?;
-                }
-                std::fs::write(p, sched::file_bytes(kind, text))
-                    .into_diagnostic()
-                    .wrap_err_with(|| format!("cannot write {}", p.display()))?;
-                outln!("wrote {}", p.display());
-            }
-            if let Some(d) = s.log.parent() {
-                fs_create(d)?;
-            }
-            if a.no_activate {
-                outln!("activate with:");
-                for act in &s.activate {
-                    outln!("  {act}");
-                }
-            } else {
-                for act in &s.activate {
-                    sched::perform(act).map_err(|e| EngineError::Usage {
-                        option: format!("schedule install --kind {}", kind.as_str()),
-                        reason: format!("`{act}` failed: {e}"),
-                        help: Some("the files are written; run the command by hand, or pick another scheduler with --kind (cron, systemd, launchd, schtasks)".to_string()),
-                    })?;
-                }
+            let found = rocbuild_engine::usecase::schedule(
+                &job,
+                &dirs,
+                Action::Install { kind, activate },
+                &mut Said,
+            )?;
+            if activate {
                 outln!("scheduled ({}, {})", kind.as_str(), job.every.as_str());
             }
-            outln!(
-                "runs:  {} {}",
-                job.exe.display(),
-                rocbuild_engine::schedule::command_line(rocbuild_probe::Os::current(), &job.args())
-            );
-            outln!("log:   {}", s.log.display());
-            Ok(ExitStatus::Success)
+            outln!("runs:  {}", runs());
+            for f in &found {
+                outln!("log:   {}", f.log.display());
+            }
         }
         ScheduleAction::Remove => {
-            let mut found = false;
-            for k in sched::Kind::ALL {
-                let s = sched::schedule(&job, k, &dirs);
-                if !s.files.iter().any(|(p, _)| p.exists()) {
-                    continue;
-                }
-                found = true;
-                if a.no_activate {
-                    for act in &s.deactivate {
-                        outln!("deactivate with: {act}");
-                    }
-                } else {
-                    for act in &s.deactivate {
-                        if let Err(e) = sched::perform(act) {
-                            errln!("warning: `{act}` failed: {e}");
-                        }
-                    }
-                }
-                for (p, _) in &s.files {
-                    if p.exists() {
-                        std::fs::remove_file(p)
-                            .into_diagnostic()
-                            .wrap_err_with(|| format!("cannot remove {}", p.display()))?;
-                        outln!("removed {}", p.display());
-                    }
-                }
-            }
-            if !found {
+            let found = rocbuild_engine::usecase::schedule(
+                &job,
+                &dirs,
+                Action::Remove { activate },
+                &mut Said,
+            )?;
+            if found.is_empty() {
                 outln!("no schedule for {}", job.venv.display());
             }
-            Ok(ExitStatus::Success)
         }
         ScheduleAction::Show => {
-            let mut found = false;
-            for k in sched::Kind::ALL {
-                let s = sched::schedule(&job, k, &dirs);
-                let present: Vec<&PathBuf> = s
-                    .files
-                    .iter()
-                    .map(|(p, _)| p)
-                    .filter(|p| p.exists())
-                    .collect();
-                if present.is_empty() {
-                    continue;
-                }
-                found = true;
-                outln!("{} schedule for {}", k.as_str(), job.venv.display());
-                for p in present {
+            let found = rocbuild_engine::usecase::schedule(&job, &dirs, Action::Show, &mut Said)?;
+            for f in &found {
+                outln!("{} schedule for {}", f.kind.as_str(), job.venv.display());
+                for p in &f.files {
                     outln!("  file: {}", p.display());
                 }
-                outln!(
-                    "  runs: {} {}",
-                    job.exe.display(),
-                    rocbuild_engine::schedule::command_line(
-                        rocbuild_probe::Os::current(),
-                        &job.args()
-                    )
-                );
-                let state = if s.log.exists() { "" } else { " (no run yet)" };
-                outln!("  log:  {}{state}", s.log.display());
+                outln!("  runs: {}", runs());
+                let state = if f.log.exists() { "" } else { " (no run yet)" };
+                outln!("  log:  {}{state}", f.log.display());
             }
-            if !found {
+            if found.is_empty() {
                 outln!(
                     "no schedule for {} (rocbuild schedule install makes one; it would log to {})",
                     job.venv.display(),
                     job.log.display()
                 );
             }
-            Ok(ExitStatus::Success)
         }
     }
-}
-
-fn fs_create(d: &Path) -> Result<()> {
-    std::fs::create_dir_all(d)
-        .into_diagnostic()
-        .wrap_err_with(|| format!("cannot create {}", d.display()))
+    Ok(ExitStatus::Success)
 }
