@@ -112,7 +112,8 @@ fn a_patch_that_does_not_apply_stops_before_configure_and_leaves_the_checkout_cl
 
 /// Where no `git` program runs (a Windows machine without Git: rocbuild fetches with libgit2,
 /// so nothing else needs one), a `--patch` is refused naming git and how to get it, not as a
-/// patch that "does not apply"; nothing is configured and the venv is unchanged.
+/// patch that "does not apply"; before anything is fetched (no clone, no checkout), nothing is
+/// configured and the venv is unchanged.
 #[test]
 fn a_patch_without_a_git_program_names_git_and_how_to_get_it() {
     use std::os::unix::fs::PermissionsExt;
@@ -153,4 +154,10 @@ fn a_patch_without_a_git_program_names_git_and_how_to_get_it() {
     assert!(!text.contains("does not apply"), "{text}");
     assert_eq!(tree_state(&w.venv), before);
     assert!(!w.logs().contains("==> configure"), "{}", w.logs());
+    for fetched in ["git", "src"] {
+        assert!(
+            !w.cache.join(fetched).exists(),
+            "{fetched}: the source was fetched before git was found missing"
+        );
+    }
 }

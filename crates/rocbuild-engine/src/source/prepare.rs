@@ -50,6 +50,39 @@ fn git_runs(what: &str) -> Result<()> {
     }
 }
 
+/// What the checkout's `.rocbuild-fixes` says once the recipe's fixes are applied.
+fn shipped_stamp(shipped: &[crate::source::plan::ShippedFile]) -> String {
+    shipped.iter().map(|p| p.record() + "\n").collect()
+}
+
+/// What the checkout's `.rocbuild-patches` says once the `--patch` files are applied.
+fn patches_stamp(patches: &[rocbuild_venv::Patch]) -> String {
+    patches
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}\n",
+                p.sha256.as_deref().unwrap_or(""),
+                p.path.display()
+            )
+        })
+        .collect()
+}
+
+/// The recipe's fixes are still to be applied to `checkout` (its stamp does not say them).
+fn shipped_pending(checkout: &Path, shipped: &[crate::source::plan::ShippedFile]) -> bool {
+    !shipped.is_empty()
+        && fs_err::read_to_string(checkout.join(".rocbuild-fixes")).ok()
+            != Some(shipped_stamp(shipped))
+}
+
+/// The `--patch` files are still to be applied to `checkout`.
+fn patches_pending(checkout: &Path, patches: &[rocbuild_venv::Patch]) -> bool {
+    !patches.is_empty()
+        && fs_err::read_to_string(checkout.join(".rocbuild-patches")).ok()
+            != Some(patches_stamp(patches))
+}
+
 /// Apply the recipe's own fixes for this release to a fresh checkout (a directory of its
 /// own, named by their hashes), once: a stamp records them. One that does not apply is the
 /// recipe's fault, said as such.
@@ -58,15 +91,11 @@ fn apply_shipped(
     shipped: &[crate::source::plan::ShippedFile],
     log: &mut RunLog,
 ) -> Result<()> {
-    if shipped.is_empty() {
+    if !shipped_pending(checkout, shipped) {
         return Ok(());
     }
     let stamp = checkout.join(".rocbuild-fixes");
-    let stamp_text: String = shipped.iter().map(|p| p.record() + "\n").collect();
-    if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
-        return Ok(());
-    }
-    git_runs("the recipe's fixes for this release")?;
+    let stamp_text = shipped_stamp(shipped);
     for p in shipped {
         if let Some(dir) = p.path.parent() {
             fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
@@ -105,24 +134,11 @@ fn apply_patches(
     patches: &[rocbuild_venv::Patch],
     log: &mut RunLog,
 ) -> Result<()> {
-    if patches.is_empty() {
+    if !patches_pending(checkout, patches) {
         return Ok(());
     }
     let stamp = checkout.join(".rocbuild-patches");
-    let stamp_text: String = patches
-        .iter()
-        .map(|p| {
-            format!(
-                "{} {}\n",
-                p.sha256.as_deref().unwrap_or(""),
-                p.path.display()
-            )
-        })
-        .collect();
-    if fs_err::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
-        return Ok(());
-    }
-    git_runs("the --patch files")?;
+    let stamp_text = patches_stamp(patches);
     let mut applied: Vec<&Path> = Vec::new();
     for p in patches {
         log.note(&format!("patch: {}", p.path.display()));
@@ -179,6 +195,14 @@ pub fn prepare(
             shipped,
         } => {
             log.note(&format!("source: {url} {reference}"));
+            // The git program applies the fixes and patches: one that cannot run is said
+            // before anything is fetched (a checkout that has them needs none).
+            if shipped_pending(checkout, shipped) {
+                git_runs("the recipe's fixes for this release")?;
+            }
+            if patches_pending(checkout, patches) {
+                git_runs("the --patch files")?;
+            }
             let bar = indicatif::ProgressBar::hidden();
             if log.verbosity != Verbosity::Quiet {
                 bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
