@@ -228,12 +228,14 @@ pub fn lock_file_options(o: &mut OpenOptions) {
 
 /// Open `p` with `o`, never through a link at `p` itself (Unix: `O_NOFOLLOW`, so no race;
 /// elsewhere a link there is refused first).
-pub fn open_no_follow(mut o: OpenOptions, p: &Path) -> io::Result<File> {
+pub fn open_no_follow(o: OpenOptions, p: &Path) -> io::Result<File> {
     #[cfg(unix)]
-    {
+    let o = {
         use std::os::unix::fs::OpenOptionsExt;
+        let mut o = o;
         o.custom_flags(libc::O_NOFOLLOW);
-    }
+        o
+    };
     #[cfg(not(unix))]
     if std::fs::symlink_metadata(p).is_ok_and(|m| is_link(&m)) {
         return Err(io::Error::other(format!(
