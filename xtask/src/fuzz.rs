@@ -141,10 +141,12 @@ pub fn fuzz(args: &[String]) -> Result<()> {
 /// never sign), which leaves out apple-codesign's ~270 crates of TLS, HTTP and CMS: about 190
 /// crates, 3 min 12 s and 6.1 CPU-minutes from cold on two cores at optimisation level 1
 /// (measured 2026-11-29; with apple-codesign the build took about 25 CPU-minutes of the
-/// whole run). It starts in the background ([`SmokeBuild::start`]) while the set-up mostly
-/// waits on the network and the disk (pip, mmdebstrap), and is waited for when the set-up is
-/// done. It is `cargo xtask fuzz`'s release build, shared with it: the dev profile runs 20 to
-/// 30 times fewer inputs in the 10 seconds (the recipe target: 136 a second against 4100).
+/// whole run). It starts in the background ([`SmokeBuild::start`]) when rocbuild.exe is built,
+/// beside the Windows phases under Wine, which leave more than a core idle (in the set-up,
+/// beside the host's build and rocbuild's wheel, it delayed the host's tests by about 3 min),
+/// and is waited for after them. It is `cargo xtask fuzz`'s release build, shared with it:
+/// the dev profile runs 20 to 30 times fewer inputs in the 10 seconds (the recipe target: 136
+/// a second against 4100).
 pub struct SmokeBuild {
     child: std::process::Child,
     started: Instant,
@@ -194,7 +196,7 @@ impl SmokeBuild {
     pub fn finish(mut self) -> Result<()> {
         let waited = Instant::now();
         let status = self.child.wait().map_err(|e| e.to_string());
-        let name = "fuzz: build the targets (alongside the set-up)";
+        let name = "fuzz: build the targets (in the background)";
         let outcome = |ok: bool| {
             format!(
                 "{} (waited {} for it)",

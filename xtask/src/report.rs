@@ -94,13 +94,70 @@ struct State {
     tests: Vec<TestTime>,
     /// (test, why) of each SKIPPED line seen.
     skips: Vec<(String, String)>,
+    /// (test, what libtest printed for it under `failures:`) of each failed test.
+    failures: Vec<(String, Vec<String>)>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     phases: Vec::new(),
     tests: Vec::new(),
     skips: Vec::new(),
+    failures: Vec::new(),
 });
+
+/// How many lines of a failed test's output the summary repeats: its first few (the panic's
+/// place and message) and its last (the end of the output the message carries).
+const FAILURE_HEAD: usize = 4;
+const FAILURE_TAIL: usize = 12;
+
+/// libtest's `failures:` section, read line by line: each `---- NAME stdout ----` block.
+#[derive(Default)]
+struct FailureReader {
+    current: Option<(String, Vec<String>)>,
+    done: Vec<(String, Vec<String>)>,
+}
+
+impl FailureReader {
+    fn feed(&mut self, line: &str) {
+        let header = line
+            .strip_prefix("---- ")
+            .and_then(|r| r.strip_suffix(" stdout ----"));
+        let ends = header.is_some() || line == "failures:" || line.starts_with("test result: ");
+        if ends {
+            self.done.extend(self.current.take());
+        }
+        if let Some(name) = header {
+            self.current = Some((name.to_string(), Vec::new()));
+        } else if let Some((_, lines)) = self.current.as_mut() {
+            lines.push(line.to_string());
+        }
+    }
+
+    fn finish(mut self) -> Vec<(String, Vec<String>)> {
+        self.done.extend(self.current.take());
+        self.done
+    }
+}
+
+/// A failure's lines as the summary shows them: the head and the tail, blank lines left out,
+/// each line cut to 300 characters.
+fn excerpt(lines: &[String]) -> Vec<String> {
+    let lines: Vec<&String> = lines.iter().filter(|l| !l.trim().is_empty()).collect();
+    let cut = |l: &str| match l.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &l[..i]),
+        None => l.to_string(),
+    };
+    if lines.len() <= FAILURE_HEAD + FAILURE_TAIL {
+        return lines.iter().map(|l| cut(l)).collect();
+    }
+    let mut out: Vec<String> = lines[..FAILURE_HEAD].iter().map(|l| cut(l)).collect();
+    out.push(format!(
+        "[{} lines]",
+        lines.len() - FAILURE_HEAD - FAILURE_TAIL
+    ));
+    out.extend(lines[lines.len() - FAILURE_TAIL..].iter().map(|l| cut(l)));
+    out
+}
 
 fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
@@ -206,7 +263,9 @@ pub fn run_timed(cmd: &mut Command, suite: Option<&str>, threads: usize) -> Resu
         })
     };
     let mut segments: Vec<Segment> = Vec::new();
+    let mut failures = FailureReader::default();
     each_line(stdout, &mut std::io::stdout(), |line| {
+        failures.feed(line);
         let now = Instant::now();
         if is_running_line(line) {
             segments.push(Segment {
@@ -246,6 +305,7 @@ pub fn run_timed(cmd: &mut Command, suite: Option<&str>, threads: usize) -> Resu
     st.skips.extend(std::mem::take(
         &mut *skips.lock().unwrap_or_else(|e| e.into_inner()),
     ));
+    st.failures.extend(failures.finish());
     Ok(status)
 }
 
@@ -363,14 +423,33 @@ pub fn finish(root: &Path, started: Mark) {
     let st = state();
     let mut s = String::new();
     slowest_and_skips(&mut s, &st);
-    // Where the time went comes last: a log shown by its end (CI's) shows it whole.
     where_the_time_went(&mut s, &st, started);
+    // Why tests failed comes last, short: a log shown by its end (CI's) shows it whole, where
+    // libtest's own `failures:` section sits far above, among the passing tests' lines.
+    why_they_failed(&mut s, &st);
     print!("{s}");
     if !st.tests.is_empty() {
         let path = root.join(JUNIT);
         match write_junit(&path, &st.tests, &st.skips) {
             Ok(()) => println!("xtask: every test's time: {}", path.display()),
             Err(e) => println!("xtask: could not write {}: {e}", path.display()),
+        }
+    }
+}
+
+/// Each failed test with an excerpt of its output (the first three in full, the others by
+/// name).
+fn why_they_failed(s: &mut String, st: &State) {
+    if st.failures.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "xtask: {} tests failed:", st.failures.len());
+    for (i, (name, lines)) in st.failures.iter().enumerate() {
+        let _ = writeln!(s, "  FAILED {name}");
+        if i < 3 {
+            for l in excerpt(lines) {
+                let _ = writeln!(s, "    {l}");
+            }
         }
     }
 }
@@ -638,6 +717,34 @@ mod tests {
             3
         );
         assert_eq!(test_threads(&a(&["--", "--test-threads=1"])), 1);
+    }
+
+    #[test]
+    fn a_failed_tests_output_is_read_from_libtests_failures_section() {
+        let out = "test a::ok ... ok\ntest a::bad ... FAILED\n\nfailures:\n\n\
+                   ---- a::bad stdout ----\nrocbuild.exe torchsort -> 1 in 3.0 s\n\n\
+                   thread 'a::bad' panicked at tests/e2e/x.rs:9:5:\nno setuptools\n\n\
+                   ---- a::worse stdout ----\nhung\n\nfailures:\n    a::bad\n    a::worse\n\n\
+                   test result: FAILED. 1 passed; 2 failed";
+        let mut r = FailureReader::default();
+        out.lines().for_each(|l| r.feed(l));
+        let got = r.finish();
+        let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a::bad", "a::worse"]);
+        assert_eq!(
+            excerpt(&got[0].1),
+            [
+                "rocbuild.exe torchsort -> 1 in 3.0 s",
+                "thread 'a::bad' panicked at tests/e2e/x.rs:9:5:",
+                "no setuptools"
+            ]
+        );
+        // A long one keeps its head and its tail.
+        let long: Vec<String> = (0..40).map(|i| format!("line {i}")).collect();
+        let e = excerpt(&long);
+        assert_eq!(e.len(), FAILURE_HEAD + 1 + FAILURE_TAIL);
+        assert_eq!(e[FAILURE_HEAD], "[24 lines]");
+        assert_eq!(e.last().map(String::as_str), Some("line 39"));
     }
 
     #[test]

@@ -78,8 +78,9 @@ pub struct Prepared {
     pub py_wheel: PathBuf,
     /// What happens with rocbuild.exe and the Windows unit tests (xtask/src/exe.rs).
     pub exe: WindowsBuild,
-    /// Whether the fuzz targets built and ran their smoke run (true when not asked for).
-    pub fuzz_ok: bool,
+    /// Whether the fuzz targets are built and given their smoke run, after the host's tests
+    /// (a whole run).
+    pub fuzz: bool,
     /// The host's tests, compiling since the set-up began ([`HostBuild`]); taken by the run.
     pub host_build: std::sync::Mutex<Option<HostBuild>>,
 }
@@ -194,8 +195,8 @@ pub fn setup() -> Result<Prepared> {
 /// Set everything up for `cargo test ARGS`. rocbuild.exe and the Windows unit tests are built
 /// after the host's tests (a whole run only): a filtered run (ARGS not empty) does not build
 /// them (minutes cold); its e2e tests say SKIPPED unless `ROCBUILD_TEST_EXE` names one.
-/// `fuzz`: also build the fuzz targets, alongside the set-up, and give each its smoke run
-/// (a whole `cargo xtask test`; xtask/src/fuzz.rs).
+/// `fuzz`: also build the fuzz targets and give each its smoke run (a whole `cargo xtask
+/// test`; xtask/src/fuzz.rs), after the host's tests ([`run_tests`]).
 pub fn setup_for(args: &[String], fuzz: bool, build_tests: bool) -> Result<Prepared> {
     report_disk(&workspace_root())?;
     report::phase("set-up: apt packages", apt)?;
@@ -205,28 +206,10 @@ pub fn setup_for(args: &[String], fuzz: bool, build_tests: bool) -> Result<Prepa
     } else {
         None
     };
-    let fuzz_build = if fuzz {
-        Some(crate::fuzz::SmokeBuild::start()?)
-    } else {
-        None
-    };
     let (venv, chroots, windows, py_wheel) = network_set_up()?;
     if disposable() {
         remove_build_outputs(&["target/x86_64-unknown-linux-gnu"], "the wheel is built")?;
     }
-    let fuzz_ok = match fuzz_build {
-        Some(b) => {
-            let done = b.finish();
-            if let Err(e) = &done {
-                eprintln!("xtask: fuzz: FAILED: {e}");
-            }
-            if disposable() {
-                remove_build_outputs(&["fuzz/target"], "the fuzz targets have run")?;
-            }
-            done.is_ok()
-        }
-        None => true,
-    };
     let exe = if std::env::var_os("ROCBUILD_TEST_EXE").is_some() {
         WindowsBuild::Named
     } else if !args.is_empty() {
@@ -245,7 +228,7 @@ pub fn setup_for(args: &[String], fuzz: bool, build_tests: bool) -> Result<Prepa
         windows,
         py_wheel,
         exe,
-        fuzz_ok,
+        fuzz,
         host_build: std::sync::Mutex::new(host_build),
     })
 }
@@ -501,13 +484,49 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
         .take();
     let (status, _) = host_tests(extra, env, building)?;
     // The whole run (no filter) also runs every crate's unit tests for Windows under Wine,
-    // and the Windows user's day with that rocbuild.exe. The fuzz targets' smoke run was part
-    // of the set-up.
+    // and the Windows user's day with that rocbuild.exe, the fuzz targets built and run
+    // beside them.
+    let mut fuzz = p.fuzz.then_some(FuzzBeside::Wanted);
     let later_ok = match &p.exe {
-        WindowsBuild::AfterHostTests if extra.is_empty() => windows_unit_tests(p)?,
+        WindowsBuild::AfterHostTests if extra.is_empty() => windows_unit_tests(p, &mut fuzz)?,
         _ => true,
     };
-    Ok(exit_code(status, later_ok && p.fuzz_ok))
+    Ok(exit_code(status, later_ok && fuzz_done(fuzz)?))
+}
+
+/// The fuzz targets' build and smoke run, placed where the cores are idle: the set-up keeps
+/// both busy compiling the host's tests and rocbuild's wheel (the fuzz build's 6 CPU-minutes
+/// there delayed the host's tests by about 3 min), while the Windows day under Wine uses
+/// under half a core.
+enum FuzzBeside {
+    Wanted,
+    Building(crate::fuzz::SmokeBuild),
+}
+
+impl FuzzBeside {
+    /// Start the build if it is not under way.
+    fn start(self) -> Result<FuzzBeside> {
+        match self {
+            FuzzBeside::Wanted => Ok(FuzzBeside::Building(crate::fuzz::SmokeBuild::start()?)),
+            b => Ok(b),
+        }
+    }
+}
+
+/// Build (if not under way) and run the fuzz targets if wanted; whether they passed.
+fn fuzz_done(fuzz: Option<FuzzBeside>) -> Result<bool> {
+    let Some(f) = fuzz else { return Ok(true) };
+    let FuzzBeside::Building(b) = f.start()? else {
+        return Ok(false);
+    };
+    let done = b.finish();
+    if let Err(e) = &done {
+        eprintln!("xtask: fuzz: FAILED: {e}");
+    }
+    if disposable() {
+        remove_build_outputs(&["fuzz/target"], "the fuzz targets have run")?;
+    }
+    Ok(done.is_ok())
 }
 
 /// The host's tests, `cargo test --workspace --no-fail-fast ARGS` with the environment `env`
@@ -602,7 +621,7 @@ fn test_env(cmd: &mut Command, p: &Prepared) {
 /// rocbuild.exe and the unit tests for Windows, built and run under Wine (after the host's
 /// tests, with their disk freed first on a disposable machine), then the Windows user's day
 /// with that exe; whether none failed.
-fn windows_unit_tests(p: &Prepared) -> Result<bool> {
+fn windows_unit_tests(p: &Prepared, fuzz: &mut Option<FuzzBeside>) -> Result<bool> {
     let day = keep_e2e_binary()?;
     if disposable() {
         report::phase("disk: free the chroots and the host build", || {
@@ -626,6 +645,10 @@ fn windows_unit_tests(p: &Prepared) -> Result<bool> {
             return Err(e);
         }
     };
+    // The fuzz build takes the cores the Wine phases leave idle.
+    if let Some(f) = fuzz.take() {
+        *fuzz = Some(f.start()?);
+    }
     let units = report::phase_passed("Windows: unit tests under Wine", || {
         crate::exe::run_unit_tests(&built, None)
     })?;

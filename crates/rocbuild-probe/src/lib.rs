@@ -582,9 +582,9 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions, env: &ProbeEnv) -> Result<Machine
     let venv = venv.clone();
     let os = cross::venv_os(&venv.root, host_os);
     let (python, tools, cross) = if os == host_os {
-        (probe_python(&venv, os)?, probe_tools(&env), None)
+        (probe_python(&venv, os)?, probe_tools(env), None)
     } else {
-        cross::probe_cross(&venv, opts, &env)?
+        cross::probe_cross(&venv, opts, env)?
     };
     let torch = probe_torch(&python.torch_site());
     // FFmpeg not found is a missing prerequisite the planner reports with the others; a
@@ -595,7 +595,7 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions, env: &ProbeEnv) -> Result<Machine
         match find_ffmpeg(opts.ffmpeg_dir.as_deref(), pkg_config)? {
             Ok(f) => (Some(f), None),
             Err(why) if cross.is_none() && opts.ffmpeg_dir.is_none() => {
-                match ffmpeg::beside_program_on_path(&env, host_os) {
+                match ffmpeg::beside_program_on_path(env, host_os) {
                     Some(f) => (Some(f), None),
                     None => (None, Some(why)),
                 }
@@ -609,8 +609,8 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions, env: &ProbeEnv) -> Result<Machine
     let torch_is_rocm = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Rocm);
     let (rocm_sdks, hip_runtime, gpu) = if opts.want_rocm || opts.gpu_named || torch_is_rocm {
         let site = Some(python.site_packages.as_path());
-        let sdks = discover_sdks(&env, os, site);
-        let runtime = find_hip_runtime(&env, os, torch.as_ref().map(|t| t.lib.as_path()), site);
+        let sdks = discover_sdks(env, os, site);
+        let runtime = find_hip_runtime(env, os, torch.as_ref().map(|t| t.lib.as_path()), site);
         let want_gpu =
             opts.want_rocm || opts.gpu_named || (opts.want_rocm_with_rocm_torch && torch_is_rocm);
         let gpu = want_gpu.then(|| {
@@ -625,7 +625,7 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions, env: &ProbeEnv) -> Result<Machine
                 })
                 .collect();
             detect_gpu(
-                &env,
+                env,
                 os,
                 &GpuQuery {
                     named: opts.gpu_named,
@@ -648,7 +648,7 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions, env: &ProbeEnv) -> Result<Machine
             .or_else(|| env.var(vars::HIP_PATH))
             .map(PathBuf::from),
         hip_clang_path: env.var(vars::HIP_CLANG_PATH).map(PathBuf::from),
-        mkl_root: find_mkl(&env, os, std::env::consts::ARCH, Some(venv.root.as_path())),
+        mkl_root: find_mkl(env, os, std::env::consts::ARCH, Some(venv.root.as_path())),
         cuda: None,
         cuda_version: None,
     };
@@ -656,7 +656,7 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions, env: &ProbeEnv) -> Result<Machine
     // no nvidia-smi runs.
     let torch_is_cuda = torch.as_ref().is_some_and(|t| t.flavor == Flavor::Cuda);
     let cuda_gpu = (opts.want_cuda_gpu && (torch_is_cuda || toolkits.cuda_home.is_some()))
-        .then(|| detect_cuda_gpu(&env, os));
+        .then(|| detect_cuda_gpu(env, os));
     let host_platform = Platform {
         os: host_os,
         arch: std::env::consts::ARCH.to_string(),
@@ -681,7 +681,7 @@ pub fn probe(venv: &Venv, opts: &ProbeOptions, env: &ProbeEnv) -> Result<Machine
     let libraries = if opts.libraries.is_empty() {
         Default::default()
     } else {
-        let dirs = search_dirs(&platform, &rocm_sdks, Some(&venv.root), &env);
+        let dirs = search_dirs(&platform, &rocm_sdks, Some(&venv.root), env);
         opts.libraries
             .iter()
             .filter_map(|spec| Some((spec.name.clone(), find_library(spec, &dirs, os)?)))

@@ -627,11 +627,16 @@ mod tests {
     /// The venv named by `$VIRTUAL_ENV` in the snapshot, `--venv` first.
     #[test]
     fn the_venv_is_chosen_from_the_snapshot() {
-        let st = Settings::resolve(&global(&[]), vars(&[(VIRTUAL_ENV, "/v/active")]));
+        // An absolute path on every host (Windows makes "/v" absolute with its drive).
+        let active = std::env::temp_dir().join("active");
+        let st = Settings::resolve(
+            &global(&[]),
+            vars(&[(VIRTUAL_ENV, active.to_str().unwrap())]),
+        );
         let v = st.venv(&crate::cli::VenvArg { venv: None }).unwrap();
         assert_eq!(
             (v.root.as_path(), v.chosen_by.as_str()),
-            (Path::new("/v/active"), "$VIRTUAL_ENV")
+            (active.as_path(), "$VIRTUAL_ENV")
         );
         let v = st
             .venv(&crate::cli::VenvArg {

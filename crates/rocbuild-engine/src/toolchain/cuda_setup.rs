@@ -74,7 +74,7 @@ pub fn prepare(
     let asked = opts.cuda.as_deref();
     let mut seen: Vec<String> = Vec::new();
     let mut system: Option<(CudaToolkit, String)> = None;
-    for (root, from) in system_cuda_roots(&env) {
+    for (root, from) in system_cuda_roots(env) {
         match read_cuda_toolkit(&root) {
             Ok(tk) if asked.is_none_or(|a| version_fits(&tk.version, a)) => {
                 system = Some((tk, from));
@@ -152,7 +152,7 @@ pub fn prepare(
             )
         }
     };
-    let (host, host_refused) = match choose_host_compiler(&toolkit.host, &host_candidates(&env)) {
+    let (host, host_refused) = match choose_host_compiler(&toolkit.host, &host_candidates(env)) {
         Ok(h) => (Some(h), Vec::new()),
         Err(refused) => (None, refused),
     };
