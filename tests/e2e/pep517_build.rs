@@ -3,7 +3,11 @@
 //! (pinned by sha256), built by its own backend against the real PyPI torch of
 //! ROCBUILD_TEST_TORCH_VENV (in a venv of its own over it, without pip: the Python's bundled pip
 //! runs the backend) with the TOML-only recipe `recipes/torchsort.toml`, installed as a
-//! transaction, verified (it ranks and sorts), then restored.
+//! transaction, verified (it ranks and sorts), then restored. The recipe is the shipped one
+//! with one line added in a recipe directory of the user's (`--recipes`): a PEP 517 config
+//! setting (`[build] config-settings`) that setuptools, the real backend, reads (a build
+//! number for the wheel): adding a build system's knobs is recipe data, as meson-python's and
+//! scikit-build-core's are.
 //! About 1.5 minutes on 2 busy cores (measured 85-97 s): one C++ file against torch's headers,
 //! compiled each run (the venv is new, and its include path is on the compile line); the sdist
 //! is kept in `cache/torchsort`. PyPI must be reachable (it is in CI).
@@ -31,10 +35,27 @@ fn torchsort_is_built_from_its_sdist_by_its_own_backend_against_the_venvs_torch(
     let v = venv.to_str().unwrap();
     let cache = repo_cache("torchsort");
     let c = cache.to_str().unwrap();
+    // The shipped recipe, with a config setting setuptools reads (`--build-option`, passed to
+    // bdist_wheel): the wheel gets build number 7.
+    let recipes = tmp.path().join("recipes");
+    std::fs::create_dir_all(&recipes).unwrap();
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recipes/torchsort.toml"),
+    )
+    .unwrap();
+    let text = shipped.replace(
+        "system = \"pep517\"\n",
+        "system = \"pep517\"\nconfig-settings = { \"--build-option\" = \"--build-number=7\" }\n",
+    );
+    assert_ne!(text, shipped);
+    std::fs::write(recipes.join("torchsort.toml"), text).unwrap();
+    let r = recipes.to_str().unwrap();
 
     // The plan names the build system and has no CMake in it.
     let plan = rocbuild(
         &[
+            "--recipes",
+            r,
             "torchsort",
             "--venv",
             v,
@@ -58,12 +79,20 @@ fn torchsort_is_built_from_its_sdist_by_its_own_backend_against_the_venvs_torch(
     for a in ["wheel", "--no-deps", "--no-build-isolation"] {
         assert!(args.contains(&a), "{args:?}");
     }
+    assert!(
+        args.windows(2)
+            .any(|w| w == ["--config-settings", "--build-option=--build-number=7"]),
+        "{args:?}"
+    );
     assert!(p.get("install_prefix").is_none(), "{}", plan.stdout);
     assert!(p["torch_cmake"].is_null(), "{}", plan.stdout);
     assert_eq!(p["defines"], serde_json::json!({}));
 
     let t = std::time::Instant::now();
-    let out = rocbuild(&["torchsort", "--venv", v, "--cache", c], &[]);
+    let out = rocbuild(
+        &["--recipes", r, "torchsort", "--venv", v, "--cache", c],
+        &[],
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout
@@ -103,14 +132,30 @@ fn torchsort_is_built_from_its_sdist_by_its_own_backend_against_the_venvs_torch(
     )
     .unwrap();
     assert_eq!(m["version"], "0.1.10");
+    // setuptools read the config setting: the wheel it built has build number 7.
+    let wheel_meta = std::fs::read_to_string(site.join("torchsort-0.1.10.dist-info/WHEEL"))
+        .expect("the wheel's dist-info installed");
+    assert!(wheel_meta.contains("Build: 7"), "{wheel_meta}");
 
-    let status = rocbuild(&["status", "--venv", v, "--cache", c], &[]);
+    let status = rocbuild(&["--recipes", r, "status", "--venv", v, "--cache", c], &[]);
     assert!(
         status.stdout.contains("torchsort 0.1.10: fresh"),
         "{}",
         status.stdout
     );
-    let restore = rocbuild(&["restore", "torchsort", "--venv", v, "--cache", c], &[]);
+    let restore = rocbuild(
+        &[
+            "--recipes",
+            r,
+            "restore",
+            "torchsort",
+            "--venv",
+            v,
+            "--cache",
+            c,
+        ],
+        &[],
+    );
     assert_eq!(restore.code, 0, "{}\n{}", restore.stdout, restore.stderr);
     assert!(!site.join("torchsort").exists());
 }

@@ -747,3 +747,47 @@ fn a_rolled_back_repair_gives_the_old_record_back_byte_for_byte() {
     );
     assert_eq!(tree_state(&venv), before, "the venv changed");
 }
+
+/// One decider says whose a venv is (`rocbuild_probe::cross::venv_os`): the real macOS
+/// TorchCodec wheel's Mach-O libraries make this venv macOS's though its layout is Linux's, so
+/// a build for it on Linux is refused before anything is fetched or changed, naming the OS and
+/// what works from here (doctor); and doctor reads it with macOS's rules.
+#[test]
+fn a_build_for_a_macos_venv_on_linux_is_refused_and_doctor_reads_it_as_macos() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((venv, _brew)) = macos_torchcodec_venv(tmp.path()) else {
+        return;
+    };
+    let before = tree(&venv);
+    let cache = tmp.path().join("cache");
+    let v = venv.to_str().unwrap();
+    let out = rocbuild(
+        &[
+            "torchcodec",
+            "--venv",
+            v,
+            "--cache",
+            cache.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let all = format!("{}\n{}", out.stdout, out.stderr);
+    assert_ne!(out.code, 0, "{all}");
+    assert!(
+        all.contains("is a macos venv (its binaries say so)"),
+        "{all}"
+    );
+    assert!(all.contains("run rocbuild on macos for it"), "{all}");
+    assert!(tree(&venv) == before, "the refused build changed the venv");
+    assert!(!cache.join("src").exists(), "a source was fetched: {all}");
+
+    let doctor = rocbuild(&["doctor", "--venv", v, "--no-load"], &[]);
+    assert!(
+        doctor
+            .stdout
+            .contains("the venv's binaries are for macos, this host runs linux"),
+        "{}\n{}",
+        doctor.stdout,
+        doctor.stderr
+    );
+}

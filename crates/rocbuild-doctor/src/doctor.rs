@@ -95,12 +95,7 @@ pub fn probe(
     let chosen = venv.clone();
     let forced = os.is_some();
     let os = os.unwrap_or_else(|| {
-        crate::venv_os::locate(&chosen)
-            .ok()
-            .and_then(|(_, site)| {
-                crate::venv_os::os_of_files(&site, &["torchcodec".into(), "ctranslate2".into()])
-            })
-            .unwrap_or(host)
+        rocbuild_probe::cross::venv_os(&chosen.root, &["torchcodec", "ctranslate2"], host)
     });
     // A venv of this host's OS is asked its own Python; given `--machine`, a venv whose
     // Python is not there (copied from another machine) is read from its files too.

@@ -43,7 +43,7 @@ pub use package::{is_native_name, native_libraries, DllDirs, Subject};
 pub use provider::{classify, site_packages_of, Source};
 pub use render::human;
 pub use repair::{repair, FileFix, Outcome, PackageRepair, Refusal, RepairOptions, RepairReport};
-pub use venv_os::{locate, os_of_files, python_from_files};
+pub use venv_os::{locate, python_from_files};
 
 /// Human text for `deps` and `bundle`.
 pub mod text {

@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use crate::linkage::{link, Reader, Search};
 use crate::package::{native_libraries, Subject};
-use crate::venv_os::{locate, os_of_files};
+use crate::venv_os::locate;
 use crate::DoctorError;
 
 /// What to repair, where.
@@ -662,7 +662,8 @@ pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
             });
         }
     }
-    let os = os_of_files(&site, &names).unwrap_or_else(Os::current);
+    let packages: Vec<&str> = names.iter().map(String::as_str).collect();
+    let os = rocbuild_probe::cross::venv_os(&root, &packages, Os::current());
     let python = Some(rocbuild_probe::python_in_venv(&root, os))
         .filter(|p| p.exists() && os == Os::current());
     let mut search = opts.search.clone();

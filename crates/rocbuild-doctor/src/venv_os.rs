@@ -1,47 +1,12 @@
-//! Whose rules apply to a venv: the OS its binaries are for, read from the files themselves,
-//! so that a macOS or Windows venv is diagnosed and repaired from any host.
+//! A venv of any OS, read from its files, so that a macOS or Windows venv is diagnosed and
+//! repaired from any host (which OS it is for: `rocbuild_probe::cross::venv_os`, the one
+//! decider).
 
 use std::path::{Path, PathBuf};
 
 use rocbuild_probe::{Os, Python};
 
-use crate::package::{native_libraries, Subject};
 use crate::DoctorError;
-
-/// The OS a venv's binaries are for, read from the files themselves: the first native library
-/// of torch or of the packages named (import dirs under site-packages) whose first bytes are a
-/// binary's (ELF, PE, Mach-O; nothing is parsed, so it costs a few reads).
-pub fn os_of_files(site: &Path, names: &[String]) -> Option<Os> {
-    let mut dirs: Vec<PathBuf> = vec![site.join("torch").join("lib")];
-    dirs.extend(names.iter().map(|n| site.join(n)));
-    for d in dirs {
-        for os in Os::ALL {
-            let s = Subject {
-                name: String::new(),
-                import_dir: d
-                    .strip_prefix(site)
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                distribution: String::new(),
-                recipe: None,
-                ffmpeg: false,
-                torch: false,
-                stock_pip: None,
-                dll_dirs: None,
-                loads_one_of: Vec::new(),
-            };
-            for f in native_libraries(site, &s, os) {
-                if let Some(format) = rocbuild_native::format_of(&f) {
-                    let name = format.to_string();
-                    return Os::ALL
-                        .into_iter()
-                        .find(|o| o.rules().binary_format() == name);
-                }
-            }
-        }
-    }
-    None
-}
 
 /// The venv and its site-packages, for any OS's layout.
 pub fn locate(v: &rocbuild_probe::Venv) -> Result<(rocbuild_probe::Venv, PathBuf), DoctorError> {

@@ -51,21 +51,61 @@ pub const CROSS_TOOLS: [&str; 7] = [
     "llvm-readobj",
 ];
 
-/// The OS a venv is for, from its layout: a venv with `Lib/site-packages` and a `python.exe`
-/// (at its root, or in `Scripts`) and no `bin/python` is a Windows venv whatever the host.
-pub fn venv_os(root: &Path, host: Os) -> Os {
-    if host == Os::Windows {
-        return host;
+/// The OS a venv is for: the one decider, asked by the probe, doctor, repair and the wheel
+/// command alike. In this order:
+/// 1. its binaries: the first native library (by name, any OS's) under `torch/lib`, then
+///    under each import dir of `packages`, read by its first bytes (ELF, PE, Mach-O; nothing is
+///    parsed). A macOS venv copied to Linux keeps a Linux-like layout but is macOS's;
+/// 2. its layout: `Lib/site-packages` and a `python.exe` (at its root, or in `Scripts`) and no
+///    `bin/python` is a Windows venv, whatever the host (one with no torch yet included);
+/// 3. this host.
+pub fn venv_os(root: &Path, packages: &[&str], host: Os) -> Os {
+    let site = crate::platform::any_site_packages(root, host);
+    if let Some(os) = site.as_deref().and_then(|s| os_of_binaries(s, packages)) {
+        return os;
     }
     let rules = Os::Windows.rules();
-    let windows = rules.site_packages(root).is_some()
+    let windows_layout = rules.site_packages(root).is_some()
         && rules.venv_python(root).is_file()
-        && !host.rules().venv_python(root).exists();
-    if windows {
+        && !Os::Linux.rules().venv_python(root).exists();
+    if windows_layout {
         Os::Windows
     } else {
         host
     }
+}
+
+/// The OS of the first native library under `site/torch/lib`, then under `site/<package>`.
+fn os_of_binaries(site: &Path, packages: &[&str]) -> Option<Os> {
+    std::iter::once(site.join("torch").join("lib"))
+        .chain(packages.iter().map(|p| site.join(p)))
+        .find_map(|d| first_native_os(&d, 0))
+}
+
+/// Depth-first, in name order, to a few levels (native libraries are never deep).
+fn first_native_os(dir: &Path, depth: usize) -> Option<Os> {
+    if depth > 4 {
+        return None;
+    }
+    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir).ok()?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    let (dirs, files): (Vec<_>, Vec<_>) = entries
+        .into_iter()
+        .partition(|e| e.file_type().is_ok_and(|t| t.is_dir()));
+    let of_file = |e: &std::fs::DirEntry| {
+        let name = e.file_name();
+        if !crate::platform::libname::is_native(&name.to_string_lossy()) {
+            return None;
+        }
+        let format = rocbuild_native::format_of(&e.path())?.to_string();
+        Os::ALL
+            .into_iter()
+            .find(|o| o.rules().binary_format() == format)
+    };
+    files.iter().find_map(of_file).or_else(|| {
+        dirs.iter()
+            .find_map(|d| first_native_os(&d.path(), depth + 1))
+    })
 }
 
 /// The host tools for a Windows target: the newest LLVM whose `clang-cl-N` and `lld-link-N`
@@ -513,9 +553,19 @@ pub fn check_windows_python(root: &Path, py: &Python) -> Result<(), ProbeError> 
 /// for that OS (clang-cl, lld-link, … as the C and C++ compilers).
 pub(crate) fn probe_cross(
     venv: &Venv,
+    os: Os,
     opts: &ProbeOptions,
     env: &ProbeEnv,
 ) -> Result<(Python, Tools, Option<CrossWindows>), ProbeError> {
+    // Windows is the one cross target: a macOS venv on Linux (or a Linux one on Windows) is
+    // refused, naming where it builds.
+    if os != Os::Windows {
+        return Err(ProbeError::OtherOs {
+            root: venv.root.display().to_string(),
+            os: os.as_str(),
+            host: Os::current().as_str(),
+        });
+    }
     let windows = Os::Windows.rules();
     let site = windows
         .site_packages(&venv.root)
@@ -559,16 +609,53 @@ mod tests {
     fn a_windows_layout_is_a_windows_venv_on_linux() {
         let d = tempfile::tempdir().unwrap();
         let r = d.path();
-        assert_eq!(venv_os(r, Os::Linux), Os::Linux);
+        assert_eq!(venv_os(r, &[], Os::Linux), Os::Linux);
         std::fs::create_dir_all(r.join("Lib/site-packages")).unwrap();
         std::fs::write(r.join("python.exe"), b"MZ").unwrap();
-        assert_eq!(venv_os(r, Os::Linux), Os::Windows);
+        // No torch, no package yet: the layout decides.
+        assert_eq!(venv_os(r, &[], Os::Linux), Os::Windows);
         std::fs::create_dir_all(r.join("bin")).unwrap();
         std::fs::write(r.join("bin/python"), b"").unwrap();
         assert_eq!(
-            venv_os(r, Os::Linux),
+            venv_os(r, &[], Os::Linux),
             Os::Linux,
             "a Linux venv that also holds a python.exe"
+        );
+    }
+
+    /// The binaries come first: a macOS venv copied to Linux has Linux's layout, and its
+    /// Mach-O libraries say whose it is; torch's first, then the packages named, in name order,
+    /// a few levels down; files that are no native library by name are not read.
+    #[test]
+    fn the_binaries_say_whose_a_venv_is_before_its_layout() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let site = r.join("lib/python3.11/site-packages");
+        std::fs::create_dir_all(&site).unwrap();
+        std::fs::create_dir_all(r.join("bin")).unwrap();
+        std::fs::write(r.join("bin/python"), b"").unwrap();
+        std::fs::write(r.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        assert_eq!(venv_os(r, &["pkg"], Os::Linux), Os::Linux);
+        let deep = site.join("pkg/a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(site.join("pkg/README.so.txt"), [0x7f, b'E', b'L', b'F']).unwrap();
+        std::fs::write(
+            deep.join("_core.cpython-311-darwin.so"),
+            [0xcf, 0xfa, 0xed, 0xfe],
+        )
+        .unwrap();
+        assert_eq!(venv_os(r, &["pkg"], Os::Linux), Os::Macos);
+        assert_eq!(
+            venv_os(r, &[], Os::Linux),
+            Os::Linux,
+            "only torch and the packages named are read"
+        );
+        std::fs::create_dir_all(site.join("torch/lib")).unwrap();
+        std::fs::write(site.join("torch/lib/c10.dll"), b"MZ\x90\x00").unwrap();
+        assert_eq!(
+            venv_os(r, &["pkg"], Os::Linux),
+            Os::Windows,
+            "torch's first"
         );
     }
 

@@ -530,6 +530,16 @@ pub enum ProbeError {
         #[help]
         help: String,
     },
+    #[error("{root} is a {os} venv (its binaries say so), and rocbuild on {host} builds for {host} venvs and Windows ones only")]
+    #[diagnostic(
+        code(rocbuild::probe::other_os),
+        help("run rocbuild on {os} for it; `rocbuild doctor --venv {root}` reads it from here")
+    )]
+    OtherOs {
+        root: String,
+        os: &'static str,
+        host: &'static str,
+    },
     #[error("FFmpeg not usable: {reason}")]
     #[diagnostic(code(rocbuild::probe::ffmpeg))]
     Ffmpeg {
@@ -580,11 +590,11 @@ pub struct ProbeOptions {
 pub fn probe(venv: &Venv, opts: &ProbeOptions, env: &ProbeEnv) -> Result<Machine, ProbeError> {
     let host_os = Os::current();
     let venv = venv.clone();
-    let os = cross::venv_os(&venv.root, host_os);
+    let os = cross::venv_os(&venv.root, &[], host_os);
     let (python, tools, cross) = if os == host_os {
         (probe_python(&venv, os)?, probe_tools(env), None)
     } else {
-        cross::probe_cross(&venv, opts, env)?
+        cross::probe_cross(&venv, os, opts, env)?
     };
     let torch = probe_torch(&python.torch_site());
     // FFmpeg not found is a missing prerequisite the planner reports with the others; a

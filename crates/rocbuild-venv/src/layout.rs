@@ -33,19 +33,23 @@ const BACKUP_DIR: &str = "backup";
 pub struct VenvLayout {
     pub root: PathBuf,
     pub site: PathBuf,
+    /// The OS the venv is for ([`rocbuild_probe::cross::venv_os`], decided here once).
+    pub os: Os,
 }
 
 impl VenvLayout {
-    /// Find site-packages of the venv at `root` without running its Python: `os`'s layout
-    /// first, then the other OS's (a Windows venv's `Lib/site-packages` read from Linux, which
-    /// `rocbuild repair` may have changed and `restore` / `status` must then find).
-    pub fn locate(root: &Path, os: Os) -> Result<VenvLayout> {
-        let python = rocbuild_probe::python_in_venv(root, os);
-        let site = rocbuild_probe::platform::any_site_packages(root, os);
+    /// Find site-packages of the venv at `root` without running its Python: the `host`'s
+    /// layout first, then the other OS's (a Windows venv's `Lib/site-packages` read from Linux,
+    /// which `rocbuild repair` may have changed and `restore` / `status` must then find); and
+    /// the OS the venv is for.
+    pub fn locate(root: &Path, host: Os) -> Result<VenvLayout> {
+        let python = rocbuild_probe::python_in_venv(root, host);
+        let site = rocbuild_probe::platform::any_site_packages(root, host);
         match site {
             Some(site) => Ok(VenvLayout {
                 root: root.to_path_buf(),
                 site,
+                os: rocbuild_probe::cross::venv_os(root, &[], host),
             }),
             None => Err(VenvError::NotAVenv {
                 root: root.display().to_string(),
@@ -66,6 +70,7 @@ impl VenvLayout {
             .unwrap_or(site)
             .to_path_buf();
         VenvLayout {
+            os: rocbuild_probe::cross::venv_os(&root, &[], Os::current()),
             root,
             site: site.to_path_buf(),
         }

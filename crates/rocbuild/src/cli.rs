@@ -22,6 +22,51 @@ pub struct Cli {
     pub global: Global,
 }
 
+/// The command line with a subcommand named after leading global options moved before them:
+/// `rocbuild --cache DIR status` as `rocbuild status --cache DIR`. clap takes any option seen
+/// before a subcommand's name as the start of the build shorthand (`rocbuild RECIPE`, which
+/// `args_conflicts_with_subcommands` keeps apart from the subcommands), so it would read
+/// `status` as a recipe's name.
+pub fn subcommand_first(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let cmd = Cli::command();
+    let globals: Vec<&clap::Arg> = cmd.get_arguments().filter(|a| a.is_global_set()).collect();
+    // How many arguments the global option `a` spans (1, or 2 with a separate value); None
+    // when `a` is no global option.
+    let span = |a: &str| -> Option<usize> {
+        let (name, inline) = match a.split_once('=') {
+            Some((n, _)) => (n, true),
+            None => (a, false),
+        };
+        let arg = globals.iter().find(|g| {
+            name.strip_prefix("--")
+                .is_some_and(|l| g.get_long() == Some(l))
+                || (name.len() == 2
+                    && name.strip_prefix('-').and_then(|s| s.chars().next()) == g.get_short())
+        })?;
+        let takes = arg.get_action().takes_values();
+        Some(if takes && !inline { 2 } else { 1 })
+    };
+    let mut i = 1;
+    while let Some(n) = args.get(i).and_then(|a| a.to_str()).and_then(span) {
+        i += n;
+    }
+    let named = args.get(i).and_then(|a| a.to_str()).is_some_and(|name| {
+        cmd.get_subcommands()
+            .any(|s| s.get_name() == name || s.get_all_aliases().any(|al| al == name))
+    });
+    if i == 1 || !named || i > args.len() {
+        return args;
+    }
+    let mut out = vec![args[0].clone(), args[i].clone()];
+    out.extend_from_slice(&args[1..i]);
+    out.extend_from_slice(&args[i + 1..]);
+    out
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct Global {
     /// Print rocbuild's own version (`--version` picks the recipe release to build).
@@ -489,4 +534,50 @@ pub struct BuildArgs {
     /// Fail at once when another rocbuild run is working on the venv, instead of waiting.
     #[arg(long)]
     pub no_wait: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn moved(args: &[&str]) -> Vec<String> {
+        subcommand_first(args.iter().map(std::ffi::OsString::from))
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    /// Global options may come before a subcommand's name, as users write them: without the
+    /// move, clap reads `status` as the build shorthand's recipe.
+    #[test]
+    fn global_options_before_a_subcommand_leave_it_a_subcommand() {
+        assert_eq!(
+            moved(&["rocbuild", "--cache", "/c", "status"]),
+            ["rocbuild", "status", "--cache", "/c"]
+        );
+        assert_eq!(
+            moved(&["rocbuild", "--recipes=/r", "-v", "doctor", "torchcodec"]),
+            ["rocbuild", "doctor", "--recipes=/r", "-v", "torchcodec"]
+        );
+        let cli =
+            Cli::try_parse_from(moved(&["rocbuild", "--cache", "/c", "-q", "status"])).unwrap();
+        assert!(matches!(cli.command, Some(Command::Status(_))), "{cli:?}");
+        assert_eq!(
+            cli.global.cache.as_deref(),
+            Some(std::path::Path::new("/c"))
+        );
+        assert!(cli.global.quiet);
+        // The build shorthand, and options that are not global, are left as they are.
+        for args in [
+            &["rocbuild", "--cache", "/c", "torchcodec"][..],
+            &["rocbuild", "--arch", "gfx1201", "status"],
+            &["rocbuild", "status", "--cache", "/c"],
+            &["rocbuild", "--cache"],
+        ] {
+            assert_eq!(moved(args), args, "{args:?}");
+        }
+        let cli = Cli::try_parse_from(moved(&["rocbuild", "--cache", "/c", "torchcodec"])).unwrap();
+        assert!(cli.command.is_none());
+    }
 }

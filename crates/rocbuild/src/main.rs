@@ -78,7 +78,7 @@ fn main() -> ExitCode {
         outln!("rocbuild {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(cli::subcommand_first(std::env::args_os())) {
         Ok(cli) => cli,
         Err(e) => return command_line_error(e),
     };

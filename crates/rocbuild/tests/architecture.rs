@@ -712,6 +712,36 @@ fn gpu_target_lists_are_split_in_one_place() {
     );
 }
 
+/// One decider per fact: which OS a venv is for is decided by `rocbuild_probe::cross::venv_os`
+/// alone (its binaries, then its layout, then the host); the probe, doctor, repair and the
+/// venv's layout (whose `os` the wheel command's tags come from) ask it, and no second reading
+/// of binary formats or layouts decides it elsewhere.
+#[test]
+fn the_venvs_os_is_decided_in_one_place() {
+    only_in(
+        "a venv's OS is decided by rocbuild_probe::cross::venv_os",
+        files_with(
+            &["binary_format() ==", "fn venv_os(", "fn os_of_files("],
+            "crates/",
+        ),
+        &[("crates/rocbuild-probe/src/cross.rs", "the one decider")],
+    );
+    only_in(
+        "the callers of the one decider",
+        files_with(&["venv_os("], "crates/"),
+        &[
+            ("crates/rocbuild-probe/src/cross.rs", "the decider"),
+            ("crates/rocbuild-probe/src/lib.rs", "the probe"),
+            ("crates/rocbuild-doctor/src/doctor.rs", "doctor"),
+            ("crates/rocbuild-doctor/src/repair.rs", "repair"),
+            (
+                "crates/rocbuild-venv/src/layout.rs",
+                "VenvLayout::locate / at_site",
+            ),
+        ],
+    );
+}
+
 /// The body of `fn name` in `text`: from its line to the closing brace at its indent.
 fn body_of(text: &str, name: &str) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();

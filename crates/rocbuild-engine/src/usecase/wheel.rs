@@ -16,7 +16,7 @@ pub fn wheel(
 ) -> Result<rocbuild_venv::wheel::Built> {
     let layout = locate(venv)?;
     let _lock = lock_and_recover(&layout, false, reporter)?;
-    let tags = crate::build_system::cmake::extension::tags_of_venv(&layout.root, &layout.site)?;
+    let tags = crate::build_system::cmake::extension::tags_of_venv(&layout)?;
     let out = std::path::absolute(out).map_err(EngineError::io("resolve", out))?;
     Ok(rocbuild_venv::wheel::build_wheel(
         &layout.site,

@@ -261,16 +261,16 @@ pub fn tags(version: &str, ext_suffix: &str, platform: &str, os: Os) -> Tags {
     Tags::new(version, abiflags, platform)
 }
 
-/// The wheel tags of the venv at `root`: asked of its Python when it runs on this host, read
-/// from its files when the venv is another OS's (a Windows venv on Linux).
-pub fn tags_of_venv(root: &std::path::Path, site: &std::path::Path) -> Result<Tags> {
-    let host = Os::current();
-    let os = rocbuild_probe::cross::venv_os(root, host);
-    if os == host {
-        let py = rocbuild_probe::python_in_venv(root, host);
+/// The wheel tags of the venv `layout` found (for the OS it decided): asked of its Python
+/// when it runs on this host, read from its files when the venv is another OS's (a Windows
+/// venv on Linux).
+pub fn tags_of_venv(layout: &rocbuild_venv::layout::VenvLayout) -> Result<Tags> {
+    let os = layout.os;
+    if os == Os::current() {
+        let py = rocbuild_probe::python_in_venv(&layout.root, os);
         return Ok(Tags::of_python(&py)?);
     }
-    let py = rocbuild_probe::cross::python_from_files(root, site, os, None);
+    let py = rocbuild_probe::cross::python_from_files(&layout.root, &layout.site, os, None);
     Ok(tags(&py.version, &py.ext_suffix, &py.platform, os))
 }
 
