@@ -154,6 +154,37 @@ fn the_tree_names_providers_and_the_missing() {
     );
 }
 
+/// The loader emulation reads `LD_LIBRARY_PATH` from the command's environment, as the
+/// user's Python would load with it: a library found nowhere else is found there, and the
+/// same command without it says it is missing.
+#[test]
+fn deps_finds_what_ld_library_path_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let helper = root.join("opt/helper/lib");
+    stub_library(&helper, "libhelper.so.1");
+    let src = root.join("needs.c");
+    std::fs::write(&src, "int needs(void) { return 1; }\n").unwrap();
+    let lib = shared_library(
+        "cc",
+        &src,
+        &root.join("app/libneeds.so"),
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", helper.display()),
+            "-l:libhelper.so.1",
+        ],
+    );
+    let l = lib.to_str().unwrap();
+    let without = rocbuild(&["deps", l], &[("LD_LIBRARY_PATH", "")]);
+    assert_eq!(without.code, 3, "{}\n{}", without.stdout, without.stderr);
+    let dirs = format!("/nonexistent:{}", helper.display());
+    let with = rocbuild(&["deps", l], &[("LD_LIBRARY_PATH", dirs.as_str())]);
+    assert_eq!(with.code, 0, "{}\n{}", with.stdout, with.stderr);
+    let found = format!("libhelper.so.1 => {}", helper.join("libhelper.so.1").display());
+    assert!(with.stdout.contains(&found), "{}", with.stdout);
+}
+
 #[test]
 fn a_truncated_binary_is_a_clean_error() {
     let tmp = tempfile::tempdir().unwrap();

@@ -171,6 +171,7 @@ pub fn bundle(
     into: &Path,
     search_dirs: &[PathBuf],
     gpu: &rocbuild_probe::GpuTargets,
+    loader: &linkage::LoaderEnv,
 ) -> Result<BundleReport, DoctorError> {
     DoctorError::refuse_folders(files, "bundle")?;
     let gpu_archs = gpu.names();
@@ -185,6 +186,7 @@ pub fn bundle(
     }
     let search = Search {
         extra_dirs,
+        loader: loader.clone(),
         ..Default::default()
     };
     // source path -> destination (relative), in load order; roots first.

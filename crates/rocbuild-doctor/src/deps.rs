@@ -70,7 +70,11 @@ fn python_symbol(u: &Unresolved) -> bool {
     rocbuild_native::is_python_c_api(&u.name)
 }
 
-pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, DoctorError> {
+pub fn deps(
+    files: &[PathBuf],
+    search_dirs: &[PathBuf],
+    loader: &linkage::LoaderEnv,
+) -> Result<DepsReport, DoctorError> {
     DoctorError::refuse_folders(files, "deps")?;
     let reader = Reader::leaked();
     // Paths are made absolute once, here at the edge: a relative and an absolute spelling of
@@ -81,7 +85,7 @@ pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, Do
     let mut pythons: HashMap<PathBuf, Vec<PathBuf>> = HashMap::new();
     for python in files.iter().filter_map(|f| venv_python(f)) {
         if let std::collections::hash_map::Entry::Vacant(e) = pythons.entry(python) {
-            let runtime = linkage::python_runtime(e.key(), reader);
+            let runtime = linkage::python_runtime(e.key(), reader, loader);
             e.insert(runtime);
         }
     }
@@ -96,6 +100,7 @@ pub fn deps(files: &[PathBuf], search_dirs: &[PathBuf]) -> Result<DepsReport, Do
                 .and_then(|p| pythons.get(p).cloned())
                 .unwrap_or_default(),
             executable: None,
+            loader: loader.clone(),
         };
         let l = linkage::link(file, &search, reader)?;
         let libraries = l

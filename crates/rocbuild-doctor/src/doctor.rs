@@ -160,7 +160,12 @@ pub fn probe(
 /// rebuild: the fix of each missing-library finding becomes `rocbuild repair NAME` when that
 /// repair would make the package load. Not with an import nothing exports or a wrong flavor
 /// (those need a rebuild, and keep its fix), nor for rocbuild's own builds.
-fn repair_fix(machine: &Machine, subject: &Subject, findings: &mut [Finding]) {
+fn repair_fix(
+    machine: &Machine,
+    subject: &Subject,
+    findings: &mut [Finding],
+    loader: &linkage::LoaderEnv,
+) {
     let ours = |f: &Finding| f.subject == subject.name;
     let missing = findings
         .iter()
@@ -175,7 +180,11 @@ fn repair_fix(machine: &Machine, subject: &Subject, findings: &mut [Finding]) {
     let python =
         Some(machine.target.python.exe.clone()).filter(|p| p.is_file() && os == Os::current());
     let site = &machine.target.python.site_packages;
-    let Some(found) = crate::repair::repair_would_fix(site, os, subject, python) else {
+    let runtime = crate::repair::Runtime {
+        python,
+        loader: loader.clone(),
+    };
+    let Some(found) = crate::repair::repair_would_fix(site, os, subject, runtime) else {
         return;
     };
     let mut made: Vec<String> = Vec::new();
@@ -274,6 +283,7 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
             extra_dirs: opts.library_path.clone(),
             preloaded: torch_libs.clone(),
             executable: crate::examine::application(machine),
+            loader: linkage::LoaderEnv::of(&opts.env),
         },
         reader,
     );
@@ -286,7 +296,11 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
         python: if preload || !machine.target.python.exe.is_file() {
             Vec::new()
         } else {
-            linkage::python_runtime(&machine.target.python.exe, reader)
+            linkage::python_runtime(
+                &machine.target.python.exe,
+                reader,
+                &linkage::LoaderEnv::of(&opts.env),
+            )
         },
         torch_libs,
         torch_deps,
@@ -384,9 +398,10 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             })
             .collect();
         let ctx = examiner(machine, opts, reader);
+        let loader = linkage::LoaderEnv::of(&opts.env);
         for ((subject, libs, _), handle) in plans.iter().zip(handles) {
             let mut examined = ctx.examine(subject, libs);
-            repair_fix(machine, subject, &mut examined.findings);
+            repair_fix(machine, subject, &mut examined.findings, &loader);
             let load = handle.join().unwrap_or(None);
             if let Some(r) = &load {
                 symptom::reconcile(&mut examined.findings, r);

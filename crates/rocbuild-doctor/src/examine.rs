@@ -310,6 +310,7 @@ impl Examiner<'_> {
             extra_dirs,
             preloaded,
             executable: application(self.machine),
+            loader: crate::linkage::LoaderEnv::of(&self.opts.env),
         }
     }
 

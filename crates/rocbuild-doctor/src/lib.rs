@@ -36,7 +36,8 @@ pub use doctor::{
 pub use error::DoctorError;
 pub use finding::{order, verdict, Breaks, Check, Finding, Severity, Verdict};
 pub use linkage::{
-    context, describe, link, python_runtime, Found, Linkage, Missing, Reader, Search, Unresolved,
+    context, describe, link, python_runtime, Found, Linkage, LoaderEnv, Missing, Reader, Search,
+    Unresolved,
 };
 pub use loadtest::{load_test, LoadReport, Step, StepResult};
 pub use package::{is_native_name, native_libraries, DllDirs, Subject};

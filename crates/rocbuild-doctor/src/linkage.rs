@@ -137,10 +137,14 @@ pub struct Linkage {
 
 /// The Python program and the libpython it loads (when built with --enable-shared): they
 /// export the `Py*` symbols every extension module imports.
-pub fn python_runtime(exe: &Path, reader: &Reader) -> Vec<PathBuf> {
+pub fn python_runtime(exe: &Path, reader: &Reader, loader: &LoaderEnv) -> Vec<PathBuf> {
     let exe = dunce::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
     let mut out = vec![exe.clone()];
-    if let Ok(c) = rocbuild_native::closure_with(&exe, &context(None, &Search::default()), reader) {
+    let search = Search {
+        loader: loader.clone(),
+        ..Search::default()
+    };
+    if let Ok(c) = rocbuild_native::closure_with(&exe, &context(None, &search), reader) {
         out.extend(
             c.found
                 .iter()
@@ -150,6 +154,27 @@ pub fn python_runtime(exe: &Path, reader: &Reader) -> Vec<PathBuf> {
     }
     tracing::debug!("python runtime: {out:?}");
     out
+}
+
+/// What the loaders read of the environment, taken from the command's one snapshot (the
+/// settings step's `ProbeEnv`), never from the process: `LD_LIBRARY_PATH` (ELF) and the
+/// System32 of `%SystemRoot%` (Windows' system DLLs, on Windows itself).
+#[derive(Debug, Clone, Default)]
+pub struct LoaderEnv {
+    pub ld_library_path: Vec<PathBuf>,
+    pub system32: Option<PathBuf>,
+}
+
+impl LoaderEnv {
+    pub fn of(env: &rocbuild_probe::ProbeEnv) -> LoaderEnv {
+        LoaderEnv {
+            ld_library_path: env.dirs("LD_LIBRARY_PATH"),
+            system32: env
+                .var(rocbuild_probe::vars::SYSTEM_ROOT)
+                .map(|r| PathBuf::from(r).join("System32"))
+                .filter(|p| p.is_dir()),
+        }
+    }
 }
 
 /// Where else the loader looks.
@@ -162,12 +187,14 @@ pub struct Search {
     pub preloaded: Vec<PathBuf>,
     /// The program (python), whose exports satisfy `Py*` symbols.
     pub executable: Option<PathBuf>,
+    /// What the loader reads of the environment.
+    pub loader: LoaderEnv,
 }
 
 /// The loader's search context for a file of `format`, from this host's settings plus `search`.
 pub fn context(format: Option<Format>, search: &Search) -> SearchContext {
     let mut ctx = match format {
-        Some(Format::Elf) | None => SearchContext::linux_host(),
+        Some(Format::Elf) | None => SearchContext::linux_host(search.loader.ld_library_path.clone()),
         Some(Format::MachO) => SearchContext {
             platform: Some(Format::MachO),
             default_dirs: vec!["/usr/local/lib".into(), "/usr/lib".into()],
@@ -177,9 +204,7 @@ pub fn context(format: Option<Format>, search: &Search) -> SearchContext {
         // read, and the system DLLs are recognised by name.
         Some(Format::Pe) => SearchContext {
             platform: Some(Format::Pe),
-            system32: std::env::var_os("SystemRoot")
-                .map(|r| PathBuf::from(r).join("System32"))
-                .filter(|p| p.is_dir()),
+            system32: search.loader.system32.clone(),
             ..Default::default()
         },
     };

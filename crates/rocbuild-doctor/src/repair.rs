@@ -46,6 +46,15 @@ pub struct RepairOptions {
     pub dry_run: bool,
     /// Fail at once when another run holds the venv.
     pub no_wait: bool,
+    /// What the loader reads of the environment (the command's one snapshot).
+    pub loader: crate::linkage::LoaderEnv,
+}
+
+/// The program and the environment a package's files are loaded with.
+pub(crate) struct Runtime {
+    /// The venv's Python where it runs here (its exports satisfy `Py*` symbols).
+    pub python: Option<PathBuf>,
+    pub loader: crate::linkage::LoaderEnv,
 }
 
 /// One file's edit.
@@ -286,7 +295,7 @@ fn plan_package(
     subject: &Subject,
     index: &Index,
     searched: bool,
-    python: Option<PathBuf>,
+    runtime: Runtime,
     reader: &Reader,
 ) -> Result<PackageRepair, DoctorError> {
     let files = native_libraries(site, subject, os);
@@ -298,8 +307,9 @@ fn plan_package(
         searched,
         reader,
         base: Search {
-            executable: python.clone(),
+            executable: runtime.python.clone(),
             preloaded: torch_dlls(site, os),
+            loader: runtime.loader,
             ..Search::default()
         },
     };
@@ -589,7 +599,7 @@ pub(crate) fn repair_would_fix(
     site: &Path,
     os: Os,
     subject: &Subject,
-    python: Option<PathBuf>,
+    runtime: Runtime,
 ) -> Option<Vec<(String, PathBuf)>> {
     if let Ok(Some(m)) = manifest::read_checked(site, &subject.name) {
         if m.kind == Kind::Build {
@@ -597,7 +607,7 @@ pub(crate) fn repair_would_fix(
         }
     }
     let index = Index::build(site, &[]);
-    let p = plan_package(site, os, subject, &index, false, python, Reader::leaked()).ok()?;
+    let p = plan_package(site, os, subject, &index, false, runtime, Reader::leaked()).ok()?;
     (p.outcome == Outcome::WouldRepair).then(|| p.fixes.into_iter().flat_map(|f| f.found).collect())
 }
 
@@ -695,7 +705,10 @@ pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
             &subject,
             &index,
             !search.is_empty(),
-            python.clone(),
+            Runtime {
+                python: python.clone(),
+                loader: opts.loader.clone(),
+            },
             reader,
         )?;
         p.version = dist_version(&site, &subject.distribution);
@@ -706,7 +719,7 @@ pub fn repair(opts: &RepairOptions) -> Result<RepairReport, DoctorError> {
                 }
             }
             p.signed = if os == Os::Windows {
-                p.hook = Some(apply_hook(&site, &subject, &p)?);
+                p.hook = Some(apply_hook(&site, &subject, &p, &opts.loader)?);
                 Vec::new()
             } else {
                 apply(&site, os, &subject, &p, python.as_deref())?
@@ -920,7 +933,12 @@ fn swap_in(
 /// file finds everything with the hook's directories added, by Windows' rules), committed
 /// with a manifest of kind `repair` listing the two files in `extra_files` — or rolled back.
 /// `restore` removes them; so does pip's uninstall, which reads the RECORD.
-fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook, DoctorError> {
+fn apply_hook(
+    site: &Path,
+    subject: &Subject,
+    p: &PackageRepair,
+    loader: &crate::linkage::LoaderEnv,
+) -> Result<Hook, DoctorError> {
     use rocbuild_link::{self as link, Link};
     let venv_err = DoctorError::from;
     let mut dirs: Vec<PathBuf> = Vec::new();
@@ -960,7 +978,7 @@ fn apply_hook(site: &Path, subject: &Subject, p: &PackageRepair) -> Result<Hook,
     };
     let previous = manifest::read_checked(site, &p.name).ok().flatten();
     let swapped = swap_in(site, &p.name, created, &new, previous.as_ref())?;
-    if let Err(reason) = hook_finds_everything(site, &files, &pre) {
+    if let Err(reason) = hook_finds_everything(site, &files, &pre, loader) {
         swapped.roll_back().map_err(venv_err)?;
         return Err(DoctorError::RepairVerify {
             name: p.name.clone(),
@@ -1026,12 +1044,14 @@ fn hook_finds_everything(
     site: &Path,
     files: &[PathBuf],
     pre: &rocbuild_link::Preload,
+    loader: &crate::linkage::LoaderEnv,
 ) -> Result<(), String> {
     let reader = Reader::default();
     for f in files {
         let search = Search {
             extra_dirs: pre.dirs.clone(),
             preloaded: torch_dlls(site, Os::Windows),
+            loader: loader.clone(),
             ..Search::default()
         };
         let still = match link(f, &search, &reader) {

@@ -13,7 +13,11 @@ fn main() {
     };
     let ctx = rocbuild_native::SearchContext {
         preloaded: args.collect(),
-        ..rocbuild_native::SearchContext::linux_host()
+        ..rocbuild_native::SearchContext::linux_host(
+            std::env::var_os("LD_LIBRARY_PATH")
+                .map(|v| std::env::split_paths(&v).collect())
+                .unwrap_or_default(),
+        )
     };
     let t = std::time::Instant::now();
     let c = match rocbuild_native::closure(&root, &ctx) {

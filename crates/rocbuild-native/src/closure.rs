@@ -83,17 +83,10 @@ pub struct SearchContext {
 }
 
 impl SearchContext {
-    /// The ELF search context of this Linux machine: `LD_LIBRARY_PATH` from the environment,
-    /// the ld.so cache, and glibc's default dirs for x86_64/aarch64 multiarch systems.
-    pub fn linux_host() -> Self {
-        let split = |v: Option<std::ffi::OsString>| -> Vec<PathBuf> {
-            v.map(|s| {
-                std::env::split_paths(&s)
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .collect()
-            })
-            .unwrap_or_default()
-        };
+    /// The ELF search context of this Linux machine: `ld_library_path` (the command's
+    /// `LD_LIBRARY_PATH`, from its one snapshot of the environment), the ld.so cache, and
+    /// glibc's default dirs for x86_64/aarch64 multiarch systems.
+    pub fn linux_host(ld_library_path: Vec<PathBuf>) -> Self {
         let triplet = if cfg!(target_arch = "aarch64") {
             "aarch64-linux-gnu"
         } else {
@@ -101,7 +94,7 @@ impl SearchContext {
         };
         SearchContext {
             platform: Some(Format::Elf),
-            ld_library_path: split(std::env::var_os("LD_LIBRARY_PATH")),
+            ld_library_path,
             ld_cache: ld_so_cache(),
             default_dirs: [
                 format!("/lib/{triplet}"),

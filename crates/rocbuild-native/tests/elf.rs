@@ -13,7 +13,7 @@ use rocbuild_native::{closure, read_binary, Format, Provider, SearchContext};
 fn host() -> SearchContext {
     SearchContext {
         ld_library_path: Vec::new(),
-        ..SearchContext::linux_host()
+        ..SearchContext::linux_host(Vec::new())
     }
 }
 

@@ -322,10 +322,7 @@ pub fn detect_gpu(env: &ProbeEnv, os: Os, q: &GpuQuery) -> GpuArchs {
         }
         return g;
     }
-    let env_list = env
-        .var(vars::PYTORCH_ROCM_ARCH)
-        .map(split_list)
-        .unwrap_or_default();
+    let env_list = env.pytorch_rocm_arch().names().to_vec();
     if done(&mut g, "$PYTORCH_ROCM_ARCH", env_list, "not set".into()) {
         return g;
     }
@@ -422,11 +419,9 @@ fn kfd_nodes(env: &ProbeEnv) -> PathBuf {
 /// process is started): `$PYTORCH_ROCM_ARCH`, else the KFD topology (Linux). Empty when
 /// neither says anything.
 pub fn gpu_archs_light(env: &ProbeEnv, os: Os) -> Vec<String> {
-    if let Some(v) = env.var(vars::PYTORCH_ROCM_ARCH) {
-        let list = split_list(v);
-        if !list.is_empty() {
-            return list;
-        }
+    let named = env.pytorch_rocm_arch();
+    if !named.is_empty() {
+        return named.names().to_vec();
     }
     if os == Os::Linux {
         read_kfd_topology(&kfd_nodes(env))

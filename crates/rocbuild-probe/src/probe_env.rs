@@ -135,6 +135,12 @@ impl ProbeEnv {
         self
     }
 
+    /// `$PYTORCH_ROCM_ARCH` as the GPU list it names (`;`, `,` or spaces between): the one
+    /// reading of it, for the probe's GPU cascade, status and doctor's default alike.
+    pub fn pytorch_rocm_arch(&self) -> crate::GpuTargets {
+        crate::GpuTargets::parse(&[self.var(vars::PYTORCH_ROCM_ARCH).unwrap_or_default()])
+    }
+
     /// A variable's value, when set and not empty.
     pub fn var(&self, name: &str) -> Option<&str> {
         self.vars

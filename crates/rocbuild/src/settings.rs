@@ -195,7 +195,9 @@ impl Settings {
     pub fn resolve(global: &Global, vars: Vars) -> Settings {
         let mut recipe_dirs = vars.paths(ROCBUILD_RECIPES);
         recipe_dirs.extend(global.recipes.iter().cloned());
+        let environment = environment(&vars);
         Settings {
+            pytorch_rocm_arch: environment.probe.pytorch_rocm_arch(),
             recipe_dirs,
             cache: resolve_cache(global, &vars),
             compiler_cache: resolve_compiler_cache(global, &vars),
@@ -208,10 +210,7 @@ impl Settings {
                 .text(ROCBUILD_UPSTREAM)
                 .is_some_and(|v| v.trim().eq_ignore_ascii_case("off")),
             twine_configured: TWINE_VARS.iter().any(|v| vars.set(v).is_some()),
-            pytorch_rocm_arch: GpuTargets::parse(&[vars
-                .text(PYTORCH_ROCM_ARCH)
-                .unwrap_or_default()]),
-            environment: environment(&vars),
+            environment,
             global: global.clone(),
             vars,
         }

@@ -323,14 +323,6 @@ fn the_environment_is_read_only_in_the_settings_modules() {
                 "crates/rocbuild-secret/src/lib.rs",
                 "redaction must know every value of the environment to hide it from logs",
             ),
-            (
-                "crates/rocbuild-native/src/closure.rs",
-                "loader emulation of this process (LD_LIBRARY_PATH), for deps and bundle",
-            ),
-            (
-                "crates/rocbuild-doctor/src/linkage.rs",
-                "SystemRoot, where Windows' loader finds system DLLs (doctor on Windows)",
-            ),
         ],
     );
 }
@@ -739,6 +731,20 @@ fn the_venvs_os_is_decided_in_one_place() {
                 "VenvLayout::locate / at_site",
             ),
         ],
+    );
+}
+
+/// One decider per fact: `$PYTORCH_ROCM_ARCH` is read as a GPU list in one place
+/// (`ProbeEnv::pytorch_rocm_arch`), for the probe's cascade, status and doctor's default.
+#[test]
+fn pytorch_rocm_arch_is_read_in_one_place() {
+    only_in(
+        "$PYTORCH_ROCM_ARCH is read by ProbeEnv::pytorch_rocm_arch",
+        files_with(&["(vars::PYTORCH_ROCM_ARCH)", "(PYTORCH_ROCM_ARCH)"], "crates/"),
+        &[(
+            "crates/rocbuild-probe/src/probe_env.rs",
+            "ProbeEnv::pytorch_rocm_arch",
+        )],
     );
 }
 

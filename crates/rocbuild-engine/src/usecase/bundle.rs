@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rocbuild_doctor::{BundleReport, DoctorError};
+use rocbuild_doctor::{BundleReport, DoctorError, LoaderEnv};
 use rocbuild_probe::GpuTargets;
 
 /// `files` and what they load (found as their loader would, plus `search`) copied into `into`.
@@ -12,6 +12,7 @@ pub fn bundle(
     into: &Path,
     search: &[PathBuf],
     gpu: &GpuTargets,
+    loader: &LoaderEnv,
 ) -> Result<BundleReport, DoctorError> {
-    rocbuild_doctor::bundle(files, into, search, gpu)
+    rocbuild_doctor::bundle(files, into, search, gpu, loader)
 }

@@ -3,9 +3,14 @@
 
 use std::path::PathBuf;
 
-use rocbuild_doctor::{DepsReport, DoctorError};
+use rocbuild_doctor::{DepsReport, DoctorError, LoaderEnv};
 
-/// Each of `files` with the libraries it needs, found as its loader would (plus `search`).
-pub fn deps(files: &[PathBuf], search: &[PathBuf]) -> Result<DepsReport, DoctorError> {
-    rocbuild_doctor::deps(files, search)
+/// Each of `files` with the libraries it needs, found as its loader would (plus `search`,
+/// and what `loader` says of the command's environment).
+pub fn deps(
+    files: &[PathBuf],
+    search: &[PathBuf],
+    loader: &LoaderEnv,
+) -> Result<DepsReport, DoctorError> {
+    rocbuild_doctor::deps(files, search, loader)
 }

@@ -62,8 +62,9 @@ pub fn doctor(recipes: &RecipeSet, a: &DoctorArgs, st: &Settings) -> Result<Exit
     Ok(report.verdict().into())
 }
 
-pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
-    let report = match rocbuild_engine::usecase::deps(&a.files, &a.search) {
+pub fn deps(a: &DepsArgs, st: &Settings) -> Result<ExitStatus> {
+    let loader = rocbuild_doctor::LoaderEnv::of(st.probe_env());
+    let report = match rocbuild_engine::usecase::deps(&a.files, &a.search, &loader) {
         Ok(r) => r,
         Err(e) => return fail(e, a.json),
     };
@@ -71,12 +72,13 @@ pub fn deps(a: &DepsArgs) -> Result<ExitStatus> {
     Ok(report.verdict().into())
 }
 
-pub fn bundle(a: &BundleArgs) -> Result<ExitStatus> {
+pub fn bundle(a: &BundleArgs, st: &Settings) -> Result<ExitStatus> {
     let report = match rocbuild_engine::usecase::bundle(
         &a.files,
         &a.into,
         &a.search,
         &rocbuild_probe::GpuTargets::parse(&a.gpu_arch),
+        &rocbuild_doctor::LoaderEnv::of(st.probe_env()),
     ) {
         Ok(r) => r,
         Err(e) => return fail(e, a.json()),
@@ -104,6 +106,7 @@ pub fn repair(a: &RepairArgs, st: &Settings) -> Result<ExitStatus> {
         search: a.search.clone(),
         dry_run: a.dry_run,
         no_wait: a.no_wait,
+        loader: rocbuild_doctor::LoaderEnv::of(st.probe_env()),
     };
     let report = match rocbuild_engine::usecase::repair(&opts) {
         Ok(r) => r,
