@@ -181,7 +181,10 @@ fn deps_finds_what_ld_library_path_names() {
     let dirs = format!("/nonexistent:{}", helper.display());
     let with = rocbuild(&["deps", l], &[("LD_LIBRARY_PATH", dirs.as_str())]);
     assert_eq!(with.code, 0, "{}\n{}", with.stdout, with.stderr);
-    let found = format!("libhelper.so.1 => {}", helper.join("libhelper.so.1").display());
+    let found = format!(
+        "libhelper.so.1 => {}",
+        helper.join("libhelper.so.1").display()
+    );
     assert!(with.stdout.contains(&found), "{}", with.stdout);
 }
 

@@ -99,13 +99,19 @@ impl Exe {
     }
 
     pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
-        let out = self.run_once(args, env);
+        let read_only = matches!(args.first(), Some(&("doctor" | "deps" | "schedule")));
+        // A read-only command's first try gets 180 s (each takes seconds; a hang under Wine
+        // held two tests for 400 s in a warm run, 2026-11-30); its second the full 400 s.
+        let out = if read_only {
+            self.run_within(180, args, env)
+        } else {
+            self.run_once(args, env)
+        };
         // A read-only command that hung once under Wine (a dev-profile `doctor`, stop 45, on
         // a loaded machine: 3 s of CPU in 5 minutes) is given one more try, said loudly; one
         // that hangs twice fails. Commands that change the venv are never retried; `schedule`
         // changes none (its XML and the task are replaced whole, schtasks /F), and hung once
         // in schtasks under Wine (2026-11-28, a fresh-clone run: 400 s, after writing its XML).
-        let read_only = matches!(args.first(), Some(&("doctor" | "deps" | "schedule")));
         if out.code == 124 && read_only {
             eprintln!(
                 "rocbuild.exe {} HUNG past the timeout: Wine's server was killed; trying once more",

@@ -194,7 +194,9 @@ pub struct Search {
 /// The loader's search context for a file of `format`, from this host's settings plus `search`.
 pub fn context(format: Option<Format>, search: &Search) -> SearchContext {
     let mut ctx = match format {
-        Some(Format::Elf) | None => SearchContext::linux_host(search.loader.ld_library_path.clone()),
+        Some(Format::Elf) | None => {
+            SearchContext::linux_host(search.loader.ld_library_path.clone())
+        }
         Some(Format::MachO) => SearchContext {
             platform: Some(Format::MachO),
             default_dirs: vec!["/usr/local/lib".into(), "/usr/lib".into()],

@@ -143,8 +143,18 @@ impl ProbeEnv {
 
     /// A variable's value, when set and not empty.
     pub fn var(&self, name: &str) -> Option<&str> {
+        // Where names fold case (Windows), every name is also held in capitals: `SystemRoot`
+        // is found however the environment spelled it.
+        let folded = || {
+            crate::Os::current()
+                .rules()
+                .env_names_fold_case()
+                .then(|| self.vars.get(&name.to_ascii_uppercase()))
+                .flatten()
+        };
         self.vars
             .get(name)
+            .or_else(folded)
             .map(String::as_str)
             .filter(|v| !v.trim().is_empty())
     }

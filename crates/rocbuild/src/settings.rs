@@ -34,9 +34,6 @@ pub const ROCBUILD_TEST_KILL_AFTER_STEP: &str = "ROCBUILD_TEST_KILL_AFTER_STEP";
 /// Tests: `1` stops after the command line is parsed (exit 0), so the documentation's command
 /// lines are checked against the real parser.
 pub const ROCBUILD_TEST_PARSE_ONLY: &str = "ROCBUILD_TEST_PARSE_ONLY";
-/// The GPU architectures (`gfx1010;gfx1030`, `;`, `,` or space separated) for `doctor`'s GPU
-/// check when `--gpu-arch` is not given; the same variable torch's own build reads.
-pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
 /// TEST ONLY: after the N-th filesystem step of an install, fail every step that needs disk
 /// space with ENOSPC, as a full disk would, so the bad-input catalogue can show that a disk
 /// filling up while staging leaves the venv unchanged. Never set it otherwise.
@@ -184,7 +181,9 @@ pub struct Settings {
     /// `TWINE_USERNAME` or `TWINE_PASSWORD` is set: twine has credentials of the user's
     /// (publish then gives it no placeholders). Only whether they are set is read.
     pub twine_configured: bool,
-    /// `$PYTORCH_ROCM_ARCH`: doctor's GPU targets when `--gpu-arch` is not given.
+    /// `$PYTORCH_ROCM_ARCH` (`gfx1010;gfx1030`, `;`, `,` or spaces between, as torch's own
+    /// build reads it), read by `ProbeEnv::pytorch_rocm_arch`: doctor's GPU targets when
+    /// `--gpu-arch` is not given.
     pub pytorch_rocm_arch: GpuTargets,
     /// The environment as far as a build depends on it.
     pub environment: rocbuild_engine::usecase::Environment,
@@ -520,6 +519,7 @@ fn environment(vars: &Vars) -> rocbuild_engine::usecase::Environment {
 mod tests {
     use super::*;
     use clap::Parser;
+    use rocbuild_probe::vars::PYTORCH_ROCM_ARCH;
 
     fn global(args: &[&str]) -> Global {
         let mut argv = vec!["rocbuild"];

@@ -740,7 +740,10 @@ fn the_venvs_os_is_decided_in_one_place() {
 fn pytorch_rocm_arch_is_read_in_one_place() {
     only_in(
         "$PYTORCH_ROCM_ARCH is read by ProbeEnv::pytorch_rocm_arch",
-        files_with(&["(vars::PYTORCH_ROCM_ARCH)", "(PYTORCH_ROCM_ARCH)"], "crates/"),
+        files_with(
+            &["(vars::PYTORCH_ROCM_ARCH)", "(PYTORCH_ROCM_ARCH)"],
+            "crates/",
+        ),
         &[(
             "crates/rocbuild-probe/src/probe_env.rs",
             "ProbeEnv::pytorch_rocm_arch",
