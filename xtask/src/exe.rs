@@ -443,6 +443,7 @@ pub fn run_unit_tests(built: &ForTests, filter: Option<&str>) -> Result<bool> {
     let runner = wine_runner::Runner::new(&built.env.wineprefix)?;
     let t = Instant::now();
     let summary = wine_runner::run_all(&runner, &built.env.workspace, &exes)?;
+    runner.wait_for_server();
     println!("{}", summary.render());
     println!(
         "xtask: exe: unit tests ran under Wine in {}",

@@ -145,6 +145,17 @@ impl Runner {
         self.env(&mut cmd);
         let _ = run_with_timeout(&mut cmd, Duration::from_secs(20));
     }
+
+    /// Wait (a minute at most) for the prefix's server to be gone after the last kill. The
+    /// Windows day starts its first Wine processes right after these tests, and one started
+    /// while a killed server is still going away may fail. (A guess at why CI's torchsort
+    /// build by rocbuild.exe failed within 40 s at `7464a02`, which never failed here.)
+    pub fn wait_for_server(&self) {
+        let mut cmd = Command::new(&self.wineserver);
+        cmd.arg("-w");
+        self.env(&mut cmd);
+        let _ = run_with_timeout(&mut cmd, Duration::from_secs(60));
+    }
 }
 
 /// Run in a process group of its own, stdin from /dev/null, output piped; past `timeout` the
