@@ -430,7 +430,7 @@ pub fn finish(root: &Path, started: Mark) {
     print!("{s}");
     if !st.tests.is_empty() {
         let path = root.join(JUNIT);
-        match write_junit(&path, &st.tests, &st.skips) {
+        match write_junit(&path, &st.tests, &st.skips, &st.failures) {
             Ok(()) => println!("xtask: every test's time: {}", path.display()),
             Err(e) => println!("xtask: could not write {}: {e}", path.display()),
         }
@@ -546,22 +546,27 @@ fn xml(s: &str) -> String {
 }
 
 /// JUnit XML as CI dashboards read it: one testsuite per test executable; a failed test has a
-/// `<failure>`, an ignored one `<skipped>`; a test's SKIPPED lines are its `<system-err>` (a
-/// test that said SKIPPED may still have checked the rest, so it is not called skipped).
-pub fn junit(tests: &[TestTime], skips: &[(String, String)]) -> String {
+/// `<failure>` holding the excerpt of what it printed (`failures`), an ignored one
+/// `<skipped>`; a test's SKIPPED lines are its `<system-err>` (a test that said SKIPPED may
+/// still have checked the rest, so it is not called skipped).
+pub fn junit(
+    tests: &[TestTime],
+    skips: &[(String, String)],
+    failures: &[(String, Vec<String>)],
+) -> String {
     let mut by_suite: BTreeMap<&str, Vec<&TestTime>> = BTreeMap::new();
     for t in tests {
         by_suite.entry(t.suite.as_str()).or_default().push(t);
     }
     let total: f64 = tests.iter().map(|t| t.secs).sum();
-    let failures = tests
+    let failed = tests
         .iter()
         .filter(|t| t.outcome == Outcome::Failed)
         .count();
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         s,
-        "<testsuites name=\"cargo xtask test\" tests=\"{}\" failures=\"{failures}\" time=\"{total:.3}\">",
+        "<testsuites name=\"cargo xtask test\" tests=\"{}\" failures=\"{failed}\" time=\"{total:.3}\">",
         tests.len()
     );
     for (suite, ts) in by_suite {
@@ -593,7 +598,18 @@ pub fn junit(tests: &[TestTime], skips: &[(String, String)]) -> String {
             }
             s.push_str(">\n");
             match t.outcome {
-                Outcome::Failed => s.push_str("      <failure message=\"failed\"/>\n"),
+                Outcome::Failed => {
+                    let text = failures
+                        .iter()
+                        .find(|(n, _)| *n == t.name)
+                        .map(|(_, lines)| excerpt(lines).join("\n"))
+                        .unwrap_or_default();
+                    let _ = writeln!(
+                        s,
+                        "      <failure message=\"failed\">{}</failure>",
+                        xml(&text)
+                    );
+                }
                 Outcome::Ignored => s.push_str("      <skipped message=\"#[ignore]\"/>\n"),
                 Outcome::Passed => {}
             }
@@ -613,11 +629,17 @@ pub fn junit(tests: &[TestTime], skips: &[(String, String)]) -> String {
     s
 }
 
-fn write_junit(path: &Path, tests: &[TestTime], skips: &[(String, String)]) -> Result<()> {
+fn write_junit(
+    path: &Path,
+    tests: &[TestTime],
+    skips: &[(String, String)],
+    failures: &[(String, Vec<String>)],
+) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    std::fs::write(path, junit(tests, skips)).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(path, junit(tests, skips, failures))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -763,13 +785,20 @@ mod tests {
                 outcome: Outcome::Passed,
             },
         ];
-        let x = junit(&tests, &[("c".into(), "no \"venv\"".into())]);
+        let failed = vec![(
+            "a::<b>".to_string(),
+            vec!["panicked at x.rs:1: 2 < 3".to_string()],
+        )];
+        let x = junit(&tests, &[("c".into(), "no \"venv\"".into())], &failed);
         assert!(
             x.contains("<testsuite name=\"e2e\" tests=\"2\" failures=\"1\""),
             "{x}"
         );
         assert!(x.contains("name=\"a::&lt;b&gt;\" time=\"1.250\">"), "{x}");
-        assert!(x.contains("<failure"), "{x}");
+        assert!(
+            x.contains("<failure message=\"failed\">panicked at x.rs:1: 2 &lt; 3</failure>"),
+            "{x}"
+        );
         assert!(
             x.contains("<system-err>SKIPPED: no &quot;venv&quot;</system-err>"),
             "{x}"
