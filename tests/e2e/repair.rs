@@ -781,7 +781,8 @@ fn a_build_for_a_macos_venv_on_linux_is_refused_and_doctor_reads_it_as_macos() {
     assert!(tree(&venv) == before, "the refused build changed the venv");
     assert!(!cache.join("src").exists(), "a source was fetched: {all}");
 
-    let doctor = rocbuild(&["doctor", "--venv", v, "--no-load"], &[]);
+    // The help followed literally: `rocbuild doctor --venv ROOT` reads it from here.
+    let doctor = rocbuild(&["doctor", "--venv", v], &[]);
     assert!(
         doctor
             .stdout

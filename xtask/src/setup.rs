@@ -486,47 +486,50 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     // The whole run (no filter) also runs every crate's unit tests for Windows under Wine,
     // and the Windows user's day with that rocbuild.exe, the fuzz targets built and run
     // beside them.
-    let mut fuzz = p.fuzz.then_some(FuzzBeside::Wanted);
+    let mut fuzz = FuzzBeside {
+        wanted: p.fuzz,
+        building: None,
+    };
     let later_ok = match &p.exe {
         WindowsBuild::AfterHostTests if extra.is_empty() => windows_unit_tests(p, &mut fuzz)?,
         _ => true,
     };
-    Ok(exit_code(status, later_ok && fuzz_done(fuzz)?))
+    Ok(exit_code(status, later_ok && fuzz.done()?))
 }
 
 /// The fuzz targets' build and smoke run, placed where the cores are idle: the set-up keeps
 /// both busy compiling the host's tests and rocbuild's wheel (the fuzz build's 6 CPU-minutes
 /// there delayed the host's tests by about 3 min), while the Windows day under Wine uses
 /// under half a core.
-enum FuzzBeside {
-    Wanted,
-    Building(crate::fuzz::SmokeBuild),
+struct FuzzBeside {
+    wanted: bool,
+    building: Option<crate::fuzz::SmokeBuild>,
 }
 
 impl FuzzBeside {
-    /// Start the build if it is not under way.
-    fn start(self) -> Result<FuzzBeside> {
-        match self {
-            FuzzBeside::Wanted => Ok(FuzzBeside::Building(crate::fuzz::SmokeBuild::start()?)),
-            b => Ok(b),
+    /// Start the build, if wanted and not under way.
+    fn start(&mut self) -> Result<()> {
+        if self.wanted && self.building.is_none() {
+            self.building = Some(crate::fuzz::SmokeBuild::start()?);
         }
+        Ok(())
     }
-}
 
-/// Build (if not under way) and run the fuzz targets if wanted; whether they passed.
-fn fuzz_done(fuzz: Option<FuzzBeside>) -> Result<bool> {
-    let Some(f) = fuzz else { return Ok(true) };
-    let FuzzBeside::Building(b) = f.start()? else {
-        return Ok(false);
-    };
-    let done = b.finish();
-    if let Err(e) = &done {
-        eprintln!("xtask: fuzz: FAILED: {e}");
+    /// Build (if not under way) and run the targets, if wanted; whether they passed.
+    fn done(mut self) -> Result<bool> {
+        self.start()?;
+        let Some(b) = self.building.take() else {
+            return Ok(true);
+        };
+        let done = b.finish();
+        if let Err(e) = &done {
+            eprintln!("xtask: fuzz: FAILED: {e}");
+        }
+        if disposable() {
+            remove_build_outputs(&["fuzz/target"], "the fuzz targets have run")?;
+        }
+        Ok(done.is_ok())
     }
-    if disposable() {
-        remove_build_outputs(&["fuzz/target"], "the fuzz targets have run")?;
-    }
-    Ok(done.is_ok())
 }
 
 /// The host's tests, `cargo test --workspace --no-fail-fast ARGS` with the environment `env`
@@ -621,7 +624,7 @@ fn test_env(cmd: &mut Command, p: &Prepared) {
 /// rocbuild.exe and the unit tests for Windows, built and run under Wine (after the host's
 /// tests, with their disk freed first on a disposable machine), then the Windows user's day
 /// with that exe; whether none failed.
-fn windows_unit_tests(p: &Prepared, fuzz: &mut Option<FuzzBeside>) -> Result<bool> {
+fn windows_unit_tests(p: &Prepared, fuzz: &mut FuzzBeside) -> Result<bool> {
     let day = keep_e2e_binary()?;
     if disposable() {
         report::phase("disk: free the chroots and the host build", || {
@@ -646,9 +649,7 @@ fn windows_unit_tests(p: &Prepared, fuzz: &mut Option<FuzzBeside>) -> Result<boo
         }
     };
     // The fuzz build takes the cores the Wine phases leave idle.
-    if let Some(f) = fuzz.take() {
-        *fuzz = Some(f.start()?);
-    }
+    fuzz.start()?;
     let units = report::phase_passed("Windows: unit tests under Wine", || {
         crate::exe::run_unit_tests(&built, None)
     })?;

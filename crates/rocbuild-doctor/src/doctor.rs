@@ -275,6 +275,7 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
             .collect(),
         None => Vec::new(),
     };
+    let loader = linkage::LoaderEnv::of(&opts.env);
     // What torch's libraries find through their own RPATH/RUNPATH (a PyPI CUDA torch's
     // `$ORIGIN/../../nvidia/cu13/lib`): loaded by `import torch` too.
     let torch_deps = linkage::found_through_rpaths(
@@ -283,7 +284,7 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
             extra_dirs: opts.library_path.clone(),
             preloaded: torch_libs.clone(),
             executable: crate::examine::application(machine),
-            loader: linkage::LoaderEnv::of(&opts.env),
+            loader: loader.clone(),
         },
         reader,
     );
@@ -296,12 +297,9 @@ fn examiner<'a>(machine: &'a Machine, opts: &'a DoctorOptions, reader: &'a Reade
         python: if preload || !machine.target.python.exe.is_file() {
             Vec::new()
         } else {
-            linkage::python_runtime(
-                &machine.target.python.exe,
-                reader,
-                &linkage::LoaderEnv::of(&opts.env),
-            )
+            linkage::python_runtime(&machine.target.python.exe, reader, &loader)
         },
+        loader,
         torch_libs,
         torch_deps,
         driver_majors: (os.rules().driver_ships_hip_runtime() && !foreign)
@@ -398,10 +396,9 @@ pub fn doctor(machine: &Machine, opts: &DoctorOptions) -> Result<Report, DoctorE
             })
             .collect();
         let ctx = examiner(machine, opts, reader);
-        let loader = linkage::LoaderEnv::of(&opts.env);
         for ((subject, libs, _), handle) in plans.iter().zip(handles) {
             let mut examined = ctx.examine(subject, libs);
-            repair_fix(machine, subject, &mut examined.findings, &loader);
+            repair_fix(machine, subject, &mut examined.findings, &ctx.loader);
             let load = handle.join().unwrap_or(None);
             if let Some(r) = &load {
                 symptom::reconcile(&mut examined.findings, r);

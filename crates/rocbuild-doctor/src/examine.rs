@@ -20,6 +20,8 @@ pub struct Examiner<'a> {
     pub machine: &'a Machine,
     pub opts: &'a DoctorOptions,
     pub reader: &'a Reader,
+    /// What the loader reads of the command's environment, taken once.
+    pub loader: crate::linkage::LoaderEnv,
     /// The Python program and its libpython: they export the `Py*` symbols.
     pub python: Vec<PathBuf>,
     /// torch's libraries under torch/lib: `import torch` loads them before any extension.
@@ -310,7 +312,7 @@ impl Examiner<'_> {
             extra_dirs,
             preloaded,
             executable: application(self.machine),
-            loader: crate::linkage::LoaderEnv::of(&self.opts.env),
+            loader: self.loader.clone(),
         }
     }
 
