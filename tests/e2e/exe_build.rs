@@ -39,15 +39,15 @@ fn full_python_venv(w: &World, dir: &Path) -> Option<PathBuf> {
     Some(venv)
 }
 
-/// The developer prompt with CMake's and Ninja's folders for Windows added to its PATH (as
-/// Visual Studio's prompt has them), and pkgconf's (as the help of rocbuild's refusal says to
-/// install a pkg-config).
+/// The developer prompt with CMake's and Ninja's folders for Windows added to its PATH, as
+/// Visual Studio's prompt has them. No pkg-config: rocbuild takes pkgconf from PyPI for a
+/// recipe that needs FFmpeg, as a Windows user has none.
 fn prompt_with_build_tools(w: &World) -> Option<Vec<(&'static str, String)>> {
     let mut prompt = developer_prompt(w)?;
-    let dirs = [&w.cmake_bin, &w.ninja_bin, &w.pkgconf_bin];
+    let dirs = [&w.cmake_bin, &w.ninja_bin];
     let Some(dirs) = dirs.into_iter().cloned().collect::<Option<Vec<PathBuf>>>() else {
         rocbuild_testkit::skip::skipped(
-            "the Windows world has no build-tools (CMake, Ninja, pkgconf): `cargo xtask windows` makes them",
+            "the Windows world has no build-tools (CMake, Ninja): `cargo xtask windows` makes them",
         );
         return None;
     };
@@ -59,6 +59,14 @@ fn prompt_with_build_tools(w: &World) -> Option<Vec<(&'static str, String)>> {
         }
     }
     Some(prompt)
+}
+
+/// The run said pkgconf came from PyPI for it (there is no pkg-config in the prompt).
+fn pkgconf_came_from_pypi(text: &str) {
+    assert!(
+        text.contains("pkg-config: not on PATH (FFmpeg is found through it): pkgconf from PyPI"),
+        "{text}"
+    );
 }
 
 /// After a build: `status` (with `extra` arguments) says `fresh` for `package` at `version`,
@@ -126,7 +134,9 @@ fn exe_builds_a_torch_extension_with_cl_from_a_developer_prompt() {
     let (v, c, r) = (win(&venv), win(&cache), win(&recipes));
     let mut env = prompt.clone();
     env.push(("PIP_NO_INDEX", "1".into()));
-    env.push(("PIP_FIND_LINKS", win(&wheels)));
+    // The fixture's wheels and the world's (pkgconf's among them), as an index would serve.
+    let links = format!("{} {}", win(&wheels), win(&x.w.wheels));
+    env.push(("PIP_FIND_LINKS", links));
     let env = pairs(&env);
     let ffmpeg = win(&x.w.ffmpeg);
     let args = [
@@ -148,6 +158,7 @@ fn exe_builds_a_torch_extension_with_cl_from_a_developer_prompt() {
             .contains("verified under Windows Python: answer 42"),
         "{text}"
     );
+    pkgconf_came_from_pypi(&text);
     let site = venv.join("Lib").join("site-packages");
     for built in ["winext/libwinext_ops.dll", "winext/_winext.pyd"] {
         assert!(
@@ -241,29 +252,40 @@ fn exe_builds_the_real_torchsort_from_its_sdist_with_cl() {
     );
 }
 
-/// The real TorchCodec 0.15.0 from its git tag (a mirror, `ROCBUILD_TEST_MIRROR`: CI reaches
-/// no GitHub and says SKIPPED), built by rocbuild.exe in the developer prompt against the venv's
-/// real torch 2.15 and the world's FFmpeg 7 DLLs (`--ffmpeg DIR`: rocbuild writes the
+/// The real TorchCodec 0.16.0 from its git tag (a mirror, `ROCBUILD_TEST_MIRROR`: CI reaches
+/// no GitHub and says SKIPPED), built by rocbuild.exe in the developer prompt against the
+/// venv's real torch 2.15 and the world's FFmpeg 7 DLLs (`--ffmpeg DIR`: rocbuild writes the
 /// pkg-config files TorchCodec's CMake asks for), `--no-binary` (PyPI's own wheel would load
-/// here): cmake.exe, ninja.exe, cl.exe and link.exe; the venv's python.exe decodes audio and a
-/// video frame with it; `status` fresh; `restore` byte for byte.
+/// here): the recipe's fix applied by libgit2 (this Windows has no git program), pkgconf from
+/// PyPI (it has no pkg-config), cmake.exe, ninja.exe, cl.exe and link.exe; the venv's
+/// python.exe decodes audio and a video frame with it; `status` fresh; `restore` byte for byte.
 #[test]
 fn exe_builds_the_real_torchcodec_with_cl_from_a_mirror() {
     let Some(x) = exe_world() else { return };
-    let Some(mirror) = crate::windows::torchcodec_mirror() else {
-        return;
-    };
     let Some(prompt) = prompt_with_build_tools(&x.w) else {
         return;
     };
+    torchcodec_on_the_windows_host(&x, prompt, "cl.exe");
+}
+
+/// TorchCodec 0.16.0 by rocbuild.exe as [`exe_builds_the_real_torchcodec_with_cl_from_a_mirror`]
+/// with the developer prompt's `compiler` named; asserts what both builds share.
+fn torchcodec_on_the_windows_host(
+    x: &crate::exe_day::Exe,
+    prompt: Vec<(&'static str, String)>,
+    compiler: &str,
+) -> String {
+    let Some(mirror) = crate::windows::torchcodec_mirror() else {
+        return String::new();
+    };
     let tmp = tempfile::tempdir().unwrap();
     let Some(venv) = full_python_venv(&x.w, tmp.path()) else {
-        return;
+        return String::new();
     };
     let before = state(&venv);
     let cache = tmp.path().join("cache");
     let (v, c, f) = (win(&venv), win(&cache), win(&x.w.ffmpeg));
-    let mut env = prompt.clone();
+    let mut env = prompt;
     env.push(("PIP_NO_INDEX", "1".into()));
     env.push(("PIP_FIND_LINKS", win(&x.w.wheels)));
     env.push(("ROCBUILD_MIRROR", win(&mirror)));
@@ -271,7 +293,7 @@ fn exe_builds_the_real_torchcodec_with_cl_from_a_mirror() {
     let args = [
         "torchcodec",
         "--version",
-        "0.15.0",
+        "0.16.0",
         "--no-binary",
         "--ffmpeg",
         &f,
@@ -281,6 +303,7 @@ fn exe_builds_the_real_torchcodec_with_cl_from_a_mirror() {
         &c,
     ];
     let out = x.run_within(1800, &args, &env);
+    let text = flat(&format!("{}{}", out.stdout, out.stderr));
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout
@@ -288,14 +311,23 @@ fn exe_builds_the_real_torchcodec_with_cl_from_a_mirror() {
         "{}",
         out.stdout
     );
+    assert!(text.contains("recipe fix: avif-stub-signature"), "{text}");
+    pkgconf_came_from_pypi(&text);
+    assert!(
+        text.to_ascii_lowercase().contains(&format!("\\{compiler} (the developer prompt")),
+        "{text}"
+    );
     let core = venv.join("Lib/site-packages/torchcodec/libtorchcodec_core7.dll");
-    assert!(linked_by_link_exe(&core), "not linked by MSVC's link.exe");
+    if compiler == "cl.exe" {
+        assert!(linked_by_link_exe(&core), "not linked by MSVC's link.exe");
+    }
     fresh_then_restored(
-        &x,
+        x,
         (&venv, &cache),
         &[],
-        ("torchcodec", "0.15.0"),
+        ("torchcodec", "0.16.0"),
         &env,
         &before,
     );
+    text
 }

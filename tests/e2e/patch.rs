@@ -110,54 +110,68 @@ fn a_patch_that_does_not_apply_stops_before_configure_and_leaves_the_checkout_cl
     assert!(!checkout.join(".rocbuild-patches").exists());
 }
 
+/// `patch`'s diff as `diff -u` writes one: no `diff --git` or `index` lines.
+fn plain_diff(git_diff: &Path) -> String {
+    std::fs::read_to_string(git_diff)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("diff --git ") && !l.starts_with("index "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 /// Where no `git` program runs (a Windows machine without Git: rocbuild fetches with libgit2,
-/// so nothing else needs one), a `--patch` is refused naming git and how to get it, not as a
-/// patch that "does not apply"; before anything is fetched (no clone, no checkout), nothing is
-/// configured and the venv is unchanged.
+/// and applies with it too), a recipe's own fix and a user's `--patch` are applied all the
+/// same, `diff -u` patches without git's header lines included: the built op says so.
 #[test]
-fn a_patch_without_a_git_program_names_git_and_how_to_get_it() {
+fn fixes_and_patches_apply_where_no_git_program_runs() {
     use std::os::unix::fs::PermissionsExt;
     let w = World::new(DECODE_WAV);
-    let good = patch(&w, "good", "* 10", "* 11");
+    let fix = plain_diff(&patch(&w, "fix", "* 10", "* 11"));
+    let user = w.tmp.path().join("user.patch");
+    std::fs::write(&user, plain_diff(&patch(&w, "user", "* 10", "* 12"))).unwrap();
     // A `git` first on PATH that cannot run (as a missing one cannot).
     let bin = w.tmp.path().join("nogit");
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::write(bin.join("git"), "#!/bin/sh\nexit 127\n").unwrap();
     std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
-    let before = tree_state(&w.venv);
+    let recipe = w.recipes.join("fakecodec.toml");
+    let plain = std::fs::read_to_string(&recipe).unwrap();
+    let with_fix = plain.replacen(
+        "torch = \">=2.9,<2.10\"\n",
+        &format!(
+            "torch = \">=2.9,<2.10\"\n\n[[release.patch]]\nname = \"times11\"\nwhy = \"a test\"\ndiff = '''\n{fix}'''\n"
+        ),
+        1,
+    );
+    assert_ne!(with_fix, plain);
+    std::fs::write(&recipe, with_fix).unwrap();
     let mut env = w.env();
     env.push(("PATH", path));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let (r, v, c) = (w.recipes.to_str(), w.venv.to_str(), w.cache.to_str());
-    let out = rocbuild(
-        &[
-            "fakecodec",
-            "--recipes",
-            r.unwrap(),
-            "--venv",
-            v.unwrap(),
-            "--cache",
-            c.unwrap(),
-            "--patch",
-            good.to_str().unwrap(),
-        ],
-        &env,
-    );
-    let text = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    assert!(
-        text.contains("git not found on PATH (needed to apply the --patch files to the source)"),
-        "{text}"
-    );
-    assert!(text.contains("winget install Git.Git"), "{text}");
-    assert!(!text.contains("does not apply"), "{text}");
-    assert_eq!(tree_state(&w.venv), before);
-    assert!(!w.logs().contains("==> configure"), "{}", w.logs());
-    for fetched in ["git", "src"] {
-        assert!(
-            !w.cache.join(fetched).exists(),
-            "{fetched}: the source was fetched before git was found missing"
-        );
-    }
+    let base = [
+        "fakecodec",
+        "--recipes",
+        r.unwrap(),
+        "--venv",
+        v.unwrap(),
+        "--cache",
+        c.unwrap(),
+    ];
+    let out = rocbuild(&base, &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(custom_op(&w), "44", "the recipe's fix was applied");
+    assert!(w.logs().contains("recipe fix: times11"), "{}", w.logs());
+
+    std::fs::write(&recipe, &plain).unwrap();
+    let with_patch: Vec<&str> = base
+        .iter()
+        .copied()
+        .chain(["--patch", user.to_str().unwrap()])
+        .collect();
+    let out = rocbuild(&with_patch, &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(custom_op(&w), "48", "the user's patch was applied");
 }

@@ -507,7 +507,7 @@ fn git_lines(f: &mut fmt::Formatter<'_>, source: &SourcePlan) -> fmt::Result {
     for p in shipped {
         writeln!(
             f,
-            "      recipe fix: {} (sha256 {}; git apply): {}",
+            "      recipe fix: {} (sha256 {}; applied by libgit2): {}",
             p.name,
             &p.sha256[..16],
             p.why
@@ -516,7 +516,7 @@ fn git_lines(f: &mut fmt::Formatter<'_>, source: &SourcePlan) -> fmt::Result {
     for p in patches {
         writeln!(
             f,
-            "      patch: {} (sha256 {}; git apply)",
+            "      patch: {} (sha256 {}; applied by libgit2)",
             p.path.display(),
             p.sha256.as_deref().unwrap_or("?")
         )?;

@@ -326,8 +326,8 @@ pub struct Release {
     /// a build is refused for it).
     #[serde(default)]
     pub cuda_why: Option<String>,
-    /// Fixes of the recipe's own, applied with `git apply` to this release's checkout before
-    /// the user's `--patch` files.
+    /// Fixes of the recipe's own, applied by libgit2 (no `git` program) to this release's
+    /// checkout before the user's `--patch` files.
     #[serde(default)]
     pub patch: Vec<RecipePatch>,
     /// Why releases upstream tags after this one, that the recipe does not list, must not be

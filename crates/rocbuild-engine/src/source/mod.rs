@@ -1,6 +1,7 @@
 //! Sources through git2: bare clones cached by URL, one checkout per commit, submodules
 //! recursively, and offline mirrors (`ROCBUILD_MIRROR`).
 
+pub mod apply;
 pub mod plan;
 pub mod prepare;
 pub mod sdist;

@@ -7,49 +7,6 @@ use crate::error::{EngineError, Result};
 use crate::source::plan::SourcePlan;
 use crate::step::{RunLog, Verbosity};
 
-/// `git apply ARGS PATCH` on the plain tree of `checkout`: None when it applied, else git's
-/// words. GIT_CEILING_DIRECTORIES keeps git from taking a repository around the cache for
-/// the tree's own.
-fn git_apply(checkout: &Path, args: &[&str], patch: &Path) -> Option<String> {
-    let ceiling = checkout.parent().unwrap_or(checkout);
-    let out = crate::command::Command::new("git")
-        .args(["apply", "--whitespace=nowarn"])
-        .args(args.iter().copied())
-        .arg(patch.display().to_string())
-        .to_duct()
-        .dir(checkout)
-        .env("GIT_CEILING_DIRECTORIES", ceiling)
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run();
-    match &out {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
-        Err(e) => Some(format!("cannot run git: {e}")),
-    }
-}
-
-/// The `git` program applies the recipe's fixes and `--patch` files: one that cannot run is
-/// said as that (with how to get it), not as a fix that "does not apply".
-fn git_runs(what: &str) -> Result<()> {
-    let ran = crate::command::Command::new("git")
-        .arg("--version")
-        .to_duct()
-        .stdout_null()
-        .stderr_null()
-        .unchecked()
-        .run();
-    match ran {
-        Ok(o) if o.status.success() => Ok(()),
-        _ => Err(EngineError::MissingTool {
-            tool: "git".into(),
-            purpose: format!("apply {what} to the source"),
-            hint: "Git (Windows: `winget install Git.Git`; Debian/Ubuntu: `apt install git`; macOS: `xcode-select --install`), then run again; or build with --rev COMMIT, which applies no recipe fixes".into(),
-        }),
-    }
-}
-
 /// What the checkout's `.rocbuild-fixes` says once the recipe's fixes are applied.
 fn shipped_stamp(shipped: &[crate::source::plan::ShippedFile]) -> String {
     shipped.iter().map(|p| p.record() + "\n").collect()
@@ -85,7 +42,8 @@ fn patches_pending(checkout: &Path, patches: &[rocbuild_venv::Patch]) -> bool {
 
 /// Apply the recipe's own fixes for this release to a fresh checkout (a directory of its
 /// own, named by their hashes), once: a stamp records them. One that does not apply is the
-/// recipe's fault, said as such.
+/// recipe's fault, said as such. The checkout's commit stamp is taken away while they are
+/// applied: a run killed between two fixes leaves a tree the next run writes again.
 fn apply_shipped(
     checkout: &Path,
     shipped: &[crate::source::plan::ShippedFile],
@@ -94,20 +52,41 @@ fn apply_shipped(
     if !shipped_pending(checkout, shipped) {
         return Ok(());
     }
+    unstamped(checkout, false, || apply_each_fix(checkout, shipped, log))?;
     let stamp = checkout.join(".rocbuild-fixes");
-    let stamp_text = shipped_stamp(shipped);
+    fs_err::write(&stamp, shipped_stamp(shipped)).map_err(EngineError::io("write", &stamp))
+}
+
+/// Run `apply` with the checkout's commit stamp taken away, so that a run killed in the
+/// middle leaves a tree the next run writes again; the stamp is put back when `apply`
+/// succeeds, or when it fails and `clean_on_error` (it put the tree back itself).
+fn unstamped(
+    checkout: &Path,
+    clean_on_error: bool,
+    apply: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let stamp = checkout.join(".rocbuild-commit");
+    let commit = fs_err::read_to_string(&stamp).map_err(EngineError::io("read", &stamp))?;
+    fs_err::remove_file(&stamp).map_err(EngineError::io("remove", &stamp))?;
+    let done = apply();
+    if done.is_ok() || clean_on_error {
+        fs_err::write(&stamp, commit).map_err(EngineError::io("write", &stamp))?;
+    }
+    done
+}
+
+fn apply_each_fix(
+    checkout: &Path,
+    shipped: &[crate::source::plan::ShippedFile],
+    log: &mut RunLog,
+) -> Result<()> {
     for p in shipped {
         if let Some(dir) = p.path.parent() {
             fs_err::create_dir_all(dir).map_err(EngineError::io("create", dir))?;
         }
         fs_err::write(&p.path, &p.text).map_err(EngineError::io("write", &p.path))?;
         log.note(&format!("recipe fix: {} ({})", p.name, p.path.display()));
-        // A run killed between two fixes left this one applied: taken as it is.
-        if git_apply(checkout, &["-R", "--check", "--unidiff-zero"], &p.path).is_none() {
-            continue;
-        }
-        let failed = git_apply(checkout, &["--unidiff-zero"], &p.path);
-        if let Some(reason) = failed {
+        if let Err(reason) = super::apply::apply(checkout, p.text.as_bytes(), false) {
             return Err(EngineError::Usage {
                 option: "recipe".into(),
                 reason: format!(
@@ -121,14 +100,13 @@ fn apply_shipped(
             });
         }
     }
-    fs_err::write(&stamp, stamp_text).map_err(EngineError::io("write", &stamp))?;
     Ok(())
 }
 
 /// Apply the user's `--patch` files, in order, to a fresh checkout (its directory is the
 /// patched one's own, see the source plan); a stamp records them so a rerun does not apply
 /// them twice. A patch that does not apply is an error before configure, and the patches
-/// applied before it are taken back: the checkout is left as git wrote it.
+/// applied before it are taken back: the checkout is left as it was written.
 fn apply_patches(
     checkout: &Path,
     patches: &[rocbuild_venv::Patch],
@@ -137,15 +115,26 @@ fn apply_patches(
     if !patches_pending(checkout, patches) {
         return Ok(());
     }
+    unstamped(checkout, true, || apply_each_patch(checkout, patches, log))?;
     let stamp = checkout.join(".rocbuild-patches");
-    let stamp_text = patches_stamp(patches);
-    let mut applied: Vec<&Path> = Vec::new();
+    fs_err::write(&stamp, patches_stamp(patches)).map_err(EngineError::io("write", &stamp))
+}
+
+/// The `--patch` files in order; one that does not apply puts back every file the ones
+/// before it changed.
+fn apply_each_patch(
+    checkout: &Path,
+    patches: &[rocbuild_venv::Patch],
+    log: &mut RunLog,
+) -> Result<()> {
+    let mut before = Vec::new();
     for p in patches {
         log.note(&format!("patch: {}", p.path.display()));
-        let failed = git_apply(checkout, &[], &p.path);
-        if let Some(reason) = failed {
-            for done in applied.iter().rev() {
-                let _ = git_apply(checkout, &["-R"], done);
+        let text = fs_err::read(&p.path).map_err(EngineError::io("read", &p.path))?;
+        before.push(super::apply::snapshot(checkout, &text));
+        if let Err(reason) = super::apply::apply(checkout, &text, false) {
+            for files in before.iter().rev() {
+                super::apply::put_back(files);
             }
             return Err(EngineError::Usage {
                 option: "--patch".into(),
@@ -156,9 +145,7 @@ fn apply_patches(
                 )),
             });
         }
-        applied.push(&p.path);
     }
-    fs_err::write(&stamp, stamp_text).map_err(EngineError::io("write", &stamp))?;
     Ok(())
 }
 
@@ -195,14 +182,6 @@ pub fn prepare(
             shipped,
         } => {
             log.note(&format!("source: {url} {reference}"));
-            // The git program applies the fixes and patches: one that cannot run is said
-            // before anything is fetched (a checkout that has them needs none).
-            if shipped_pending(checkout, shipped) {
-                git_runs("the recipe's fixes for this release")?;
-            }
-            if patches_pending(checkout, patches) {
-                git_runs("the --patch files")?;
-            }
             let bar = indicatif::ProgressBar::hidden();
             if log.verbosity != Verbosity::Quiet {
                 bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());

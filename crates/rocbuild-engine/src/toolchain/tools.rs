@@ -42,6 +42,9 @@ pub struct Toolset {
     pub ninja: PathBuf,
     pub cc: PathBuf,
     pub cxx: PathBuf,
+    /// pkgconf from PyPI, for CMake's `PKG_CONFIG_EXECUTABLE`, where the machine has no
+    /// pkg-config; None: CMake finds the machine's own.
+    pub pkg_config: Option<PathBuf>,
 }
 
 /// What the machine has for the build: the compilers, and cmake / ninja when usable (else
@@ -56,6 +59,9 @@ pub struct Found {
     /// Windows host a developer prompt, Visual Studio or LLVM (`Msvc::found_by`). None where
     /// nothing but their path is known ($CC or PATH, on Linux and macOS).
     pub found_by: Option<String>,
+    /// Why pkg-config comes from PyPI (pkgconf): the recipe needs FFmpeg, which was found
+    /// without one (a Windows host's DLLs, `--ffmpeg DIR`), and the machine has none.
+    pub pkgconf_from_pypi: Option<String>,
 }
 
 /// The C++ compiler a build runs and where it was found: a line of the plan.
@@ -137,15 +143,18 @@ fn required_for(
     let libraries = missing_libraries(recipe, machine, backend, resolved, user_defines);
     let (cc, cxx) = compilers(machine, backend, &mut missing);
     let ffmpeg = machine.target.ffmpeg.as_ref();
+    let mut pkgconf_from_pypi = None;
     if needs.ffmpeg {
         // The recipe's CMake finds FFmpeg through pkg-config (rocbuild writes .pc files for
         // an --ffmpeg DIR that has none); for a Windows venv built from another OS only the
         // --ffmpeg DIR given is seen.
         if machine.host.tools.pkg_config.is_none() {
-            missing.push((
-                Prerequisite::PkgConfig,
-                "pkg-config: not on PATH (FFmpeg is found through it)".into(),
-            ));
+            let line = "pkg-config: not on PATH (FFmpeg is found through it)".to_string();
+            if ffmpeg.is_some() {
+                pkgconf_from_pypi = Some(line);
+            } else {
+                missing.push((Prerequisite::PkgConfig, line));
+            }
         }
         if ffmpeg.is_none() {
             missing.push((
@@ -174,6 +183,7 @@ fn required_for(
         cc,
         cxx,
         found_by: compilers_found_by(machine, backend),
+        pkgconf_from_pypi,
     })
 }
 
@@ -443,6 +453,7 @@ pub fn required_unless_index(
                 cc: PathBuf::new(),
                 cxx: PathBuf::new(),
                 found_by: None,
+                pkgconf_from_pypi: None,
             },
             Some(Missing {
                 recipe,
@@ -596,6 +607,13 @@ pub fn python_tools(
         why.push(format!("{e}: Ninja from PyPI"));
         system.push(Prerequisite::Ninja);
     }
+    // FFmpeg was found without pkg-config (a Windows host's DLLs, --ffmpeg DIR), but the
+    // recipe's CMake asks pkg-config for it: pkgconf from PyPI, as meson-python takes it.
+    if let Some(reason) = &found.pkgconf_from_pypi {
+        reqs.push(PKGCONF_FROM_PYPI.into());
+        why.push(format!("{reason}: pkgconf from PyPI"));
+        system.push(Prerequisite::PkgConfig);
+    }
     let fallback = (!system.is_empty()).then(|| install_command(&machine.host.platform, &system));
     let tools = if reqs.is_empty() {
         None
@@ -630,6 +648,11 @@ pub fn python_tools(
         Ok(p) => p.clone(),
         Err(_) => from_tools(&["bin", &exe("ninja")]).unwrap_or_default(),
     };
+    // The pkgconf wheel's own binary (its `pkgconf` script is a Python wrapper around it).
+    let pkg_config = found
+        .pkgconf_from_pypi
+        .as_ref()
+        .and_then(|_| from_tools(&["pkgconf", ".bin", &exe("pkgconf")]));
     Ok((
         tools,
         Toolset {
@@ -637,9 +660,13 @@ pub fn python_tools(
             ninja,
             cc: found.cc.clone(),
             cxx: found.cxx.clone(),
+            pkg_config,
         },
     ))
 }
+
+/// pkgconf from PyPI (its wheels carry the pkgconf binary for Linux, macOS and Windows).
+const PKGCONF_FROM_PYPI: &str = "pkgconf>=2.1,<4";
 
 /// `cmake version 3.25.1` -> (3, 25).
 fn cmake_version(text: &str) -> Option<(u32, u32)> {
@@ -758,6 +785,50 @@ mod tests {
             "{}",
             ts.ninja.display()
         );
+    }
+
+    /// A Windows host with FFmpeg's DLLs and no pkg-config: pkgconf comes from PyPI into the
+    /// tools area and CMake is told where it is; with no FFmpeg either, pkg-config is still
+    /// named among what to install (FFmpeg's development files bring it).
+    #[test]
+    fn pkgconf_comes_from_pypi_where_ffmpeg_was_found_without_a_pkg_config() {
+        let r = recipe("torchcodec");
+        let mut w = cpu_machine(Os::Windows);
+        w.host.tools.pkg_config = None;
+        let b = cpu_backend(&r, &w);
+        let found = required(&r, &w, &b, &Default::default(), &[]).unwrap();
+        assert!(found.pkgconf_from_pypi.is_some());
+        let vars = Default::default();
+        let (t, ts) = python_tools(&r, &w, &b, &found, &vars, Path::new(r"C:\cache")).unwrap();
+        let t = t.unwrap();
+        assert!(
+            t.install.args.contains(&PKGCONF_FROM_PYPI.to_string()),
+            "{:?}",
+            t.install.args
+        );
+        assert!(
+            t.why.iter().any(|w| w.ends_with("pkgconf from PyPI")),
+            "{:?}",
+            t.why
+        );
+        let pc = ts.pkg_config.unwrap().display().to_string();
+        assert!(pc.ends_with(r"\pkgconf\.bin\pkgconf.exe"), "{pc}");
+        // With pkg-config on PATH nothing comes from PyPI for it.
+        let w = cpu_machine(Os::Windows);
+        let found = required(&r, &w, &b, &Default::default(), &[]).unwrap();
+        assert!(found.pkgconf_from_pypi.is_none());
+        let (_, ts) = python_tools(&r, &w, &b, &found, &vars, Path::new(r"C:\cache")).unwrap();
+        assert!(ts.pkg_config.is_none());
+        // No FFmpeg and no pkg-config: both are named (the install brings pkg-config).
+        let mut w = cpu_machine(Os::Windows);
+        w.host.tools.pkg_config = None;
+        w.target.ffmpeg = None;
+        match required(&r, &w, &b, &Default::default(), &[]).unwrap_err() {
+            EngineError::Prerequisites { list, .. } => {
+                assert!(list.contains("pkg-config"), "{list}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -303,6 +303,7 @@ mod tests {
             ninja: "/usr/bin/ninja".into(),
             cc: "/usr/bin/cc".into(),
             cxx: cxx.into(),
+            pkg_config: None,
         }
     }
 

@@ -145,6 +145,9 @@ impl BuildSystem for Cmake {
             "CMAKE_MAKE_PROGRAM".into(),
             i.toolset.ninja.display().to_string(),
         );
+        if let Some(pc) = &i.toolset.pkg_config {
+            define.insert("PKG_CONFIG_EXECUTABLE".into(), pc.display().to_string());
+        }
         define
             .entry("CMAKE_C_COMPILER".into())
             .or_insert(i.toolset.cc.display().to_string());
