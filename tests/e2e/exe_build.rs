@@ -265,23 +265,80 @@ fn exe_builds_the_real_torchcodec_with_cl_from_a_mirror() {
     let Some(prompt) = prompt_with_build_tools(&x.w) else {
         return;
     };
-    torchcodec_on_the_windows_host(&x, prompt, "cl.exe");
+    let compiler_id = torchcodec_on_the_windows_host(&x, prompt, "cl.exe");
+    assert!(
+        matches!(compiler_id.as_deref(), None | Some("MSVC")),
+        "{compiler_id:?}"
+    );
+}
+
+/// The same TorchCodec 0.16.0 compiled by clang-cl: the prompt with `CC=clang-cl` and
+/// `CXX=clang-cl` and LLVM's clang-cl first on PATH (Zig's clang behind a shim, test-only),
+/// as a Windows user with LLVM installed runs it. rocbuild says it found clang-cl through the
+/// prompt; CMake identified Clang with the MSVC front end; link.exe links.
+#[test]
+fn exe_builds_the_real_torchcodec_with_clang_cl_from_a_mirror() {
+    let Some(x) = exe_world() else { return };
+    let Some(mut prompt) = prompt_with_build_tools(&x.w) else {
+        return;
+    };
+    let Some(bin) =
+        x.w.clang_cl_host_bin
+            .clone()
+            .filter(|b| b.join("clang-cl.exe").is_file())
+    else {
+        rocbuild_testkit::skip::skipped(
+            "the Windows world has no zig-host (clang-cl): `cargo xtask windows` makes it",
+        );
+        return;
+    };
+    for (k, v) in prompt.iter_mut() {
+        if *k == "WINEPATH" {
+            *v = format!("{};{v}", win(&bin));
+        }
+    }
+    prompt.push(("CC", "clang-cl".into()));
+    prompt.push(("CXX", "clang-cl".into()));
+    let compiler_id = torchcodec_on_the_windows_host(&x, prompt, "clang-cl.exe");
+    assert!(
+        matches!(compiler_id.as_deref(), None | Some("Clang")),
+        "{compiler_id:?}"
+    );
+}
+
+/// `set(CMAKE_CXX_COMPILER_ID "X")` of the first CMake build under `cache`.
+fn cmake_cxx_compiler_id(cache: &Path) -> Option<String> {
+    let mut stack = vec![cache.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).ok()?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "CMakeCXXCompiler.cmake") {
+                let text = std::fs::read_to_string(&p).ok()?;
+                return text.lines().find_map(|l| {
+                    l.trim()
+                        .strip_prefix("set(CMAKE_CXX_COMPILER_ID \"")
+                        .and_then(|r| r.strip_suffix("\")"))
+                        .map(String::from)
+                });
+            }
+        }
+    }
+    None
 }
 
 /// TorchCodec 0.16.0 by rocbuild.exe as [`exe_builds_the_real_torchcodec_with_cl_from_a_mirror`]
-/// with the developer prompt's `compiler` named; asserts what both builds share.
+/// with the developer prompt's `compiler` named; asserts what both builds share. CMake's
+/// C++ compiler id, or None when SKIPPED.
 fn torchcodec_on_the_windows_host(
     x: &crate::exe_day::Exe,
     prompt: Vec<(&'static str, String)>,
     compiler: &str,
-) -> String {
-    let Some(mirror) = crate::windows::torchcodec_mirror() else {
-        return String::new();
-    };
+) -> Option<String> {
+    let mirror = crate::windows::torchcodec_mirror()?;
     let tmp = tempfile::tempdir().unwrap();
-    let Some(venv) = full_python_venv(&x.w, tmp.path()) else {
-        return String::new();
-    };
+    let venv = full_python_venv(&x.w, tmp.path())?;
     let before = state(&venv);
     let cache = tmp.path().join("cache");
     let (v, c, f) = (win(&venv), win(&cache), win(&x.w.ffmpeg));
@@ -313,10 +370,13 @@ fn torchcodec_on_the_windows_host(
     );
     assert!(text.contains("recipe fix: avif-stub-signature"), "{text}");
     pkgconf_came_from_pypi(&text);
-    assert!(
-        text.to_ascii_lowercase().contains(&format!("\\{compiler} (the developer prompt")),
-        "{text}"
-    );
+    // `…\cl.exe (the developer prompt (…))`, `…\clang-cl.exe (CC=clang-cl, in the developer prompt (…))`.
+    let said = text.to_ascii_lowercase();
+    let by = said
+        .split(&format!("\\{compiler} ("))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no compiler {compiler} said: {text}"));
+    assert!(by.contains("the developer prompt ("), "{text}");
     let core = venv.join("Lib/site-packages/torchcodec/libtorchcodec_core7.dll");
     if compiler == "cl.exe" {
         assert!(linked_by_link_exe(&core), "not linked by MSVC's link.exe");
@@ -329,5 +389,11 @@ fn torchcodec_on_the_windows_host(
         &env,
         &before,
     );
-    text
+    let id = cmake_cxx_compiler_id(&cache);
+    assert!(
+        id.is_some(),
+        "no CMakeCXXCompiler.cmake under {}",
+        cache.display()
+    );
+    id
 }

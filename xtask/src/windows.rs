@@ -64,6 +64,7 @@ const OUTPUTS: &[&str] = &[
     "sysroot",
     "msvc-host",
     "build-tools",
+    "zig-host",
     "python-embed",
     "python-headers",
     "python-libs",
@@ -231,6 +232,7 @@ pub fn setup(python: &Path) -> Result<PathBuf> {
     step(&ctx, "sysroot", sysroot::make)?;
     step(&ctx, "msvc-host", msvc_host::make)?;
     step(&ctx, "build-tools", msvc_host::make_build_tools)?;
+    step(&ctx, "zig-host", msvc_host::make_zig_host)?;
     step(&ctx, "python-embed", python::make_embed)?;
     step(&ctx, "python-headers", python::make_headers)?;
     step(&ctx, "python-libs", python::make_libs)?;
@@ -403,6 +405,7 @@ fn world_json(ctx: &Ctx) -> Result<Value> {
         "cmake_bin": ctx.out("build-tools").join("cmake/bin").display().to_string(),
         "ninja_bin": ctx.out("build-tools").join("ninja").display().to_string(),
         "pkgconf_bin": ctx.out("build-tools").join("pkgconf").display().to_string(),
+        "clang_cl_host_bin": out("zig-host"),
         "ffmpeg": out("ffmpeg"),
         "site_packages_template": out("site-packages"),
         "wineprefix": out("wineprefix"),

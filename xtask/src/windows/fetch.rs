@@ -38,6 +38,14 @@ const SINGLE: &[&str] = &[
     CMAKE_WHEEL,
     NINJA_WHEEL,
     PKGCONF_WHEEL,
+    // pkgconf's one requirement on Windows (rocbuild installs pkgconf from PyPI where a
+    // Windows host has no pkg-config).
+    "colorama==0.4.6",
+    // Zig's clang, run as clang-cl by a shim (test-only, msvc_host.rs): a Windows host's
+    // LLVM compiler.
+    ZIG_WHEEL,
+    // The torch a Windows venv had before its upgrade to 2.15 (stale, then rebuilt).
+    "torch==2.14.0",
     // pip, as `python -m venv` puts it into a Windows user's venv (the embeddable Python has
     // none; PyPI's wheel carries the launchers pip writes console scripts with on Windows).
     PIP_WHEEL,
@@ -52,6 +60,9 @@ pub const CMAKE_WHEEL: &str = "cmake==3.31.10";
 /// PyPI's pkgconf for Windows (`pkgconf/.bin/pkgconf.exe`): the pkg-config TorchCodec's CMake
 /// finds FFmpeg with.
 pub const PKGCONF_WHEEL: &str = "pkgconf==3.0.7.post0";
+
+/// PyPI's Zig for Windows (Zig Software Foundation, MIT): `ziglang/zig.exe` and its `lib/`.
+pub const ZIG_WHEEL: &str = "ziglang==0.17.1";
 
 /// PyPI's Ninja for Windows (`ninja-<v>.data/scripts/ninja.exe`).
 pub const NINJA_WHEEL: &str = "ninja==1.13.2";
