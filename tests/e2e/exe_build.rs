@@ -94,6 +94,58 @@ fn fresh_then_restored(
     );
 }
 
+/// The venv's torch made 2.14.0 (the world's wheel unpacked where 2.15.0 was), or false
+/// (SKIPPED) in a world made before it had that wheel.
+fn torch_2_14(w: &World, venv: &Path) -> bool {
+    let Some(wheel) = w.wheel_files.get("torch==2.14.0").and_then(|n| n.as_str()) else {
+        rocbuild_testkit::skip::skipped(
+            "the Windows world has no torch 2.14 wheel: `cargo xtask windows` fetches it",
+        );
+        return false;
+    };
+    let site = venv.join("Lib").join("site-packages");
+    for old in ["torch", "torch-2.15.0.dist-info"] {
+        std::fs::remove_dir_all(site.join(old)).unwrap();
+    }
+    crate::windows::unpack(&w.wheels.join(wheel), &site);
+    assert!(site.join("torch-2.14.0.dist-info").is_dir());
+    true
+}
+
+/// The user upgrades torch to 2.15.0 with the venv's own pip under Wine (from the world's
+/// wheels, no index); the venv's state after it.
+fn upgrade_torch_with_pip(
+    x: &crate::exe_day::Exe,
+    venv: &Path,
+) -> std::collections::BTreeMap<String, String> {
+    let out = std::process::Command::new("timeout")
+        .args(["-k", "10", "900", "wine"])
+        .arg(venv.join("python.exe"))
+        .args(["-m", "pip", "install", "--no-index", "--no-deps", "--no-compile"])
+        .args(["--disable-pip-version-check", "--find-links"])
+        .arg(win(&x.w.wheels))
+        .arg("torch==2.15.0")
+        .env("WINEPREFIX", &x.w.wineprefix)
+        .env("WINEDEBUG", "-all")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let _ = std::process::Command::new("wineserver")
+        .arg("-k")
+        .env("WINEPREFIX", &x.w.wineprefix)
+        .status();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "pip install torch==2.15.0: {said}");
+    assert!(said.contains("Successfully uninstalled torch-2.14.0"), "{said}");
+    let site = venv.join("Lib").join("site-packages");
+    assert!(site.join("torch-2.15.0.dist-info").is_dir(), "{said}");
+    state(venv)
+}
+
 /// True when the PE file was linked by MSVC's link.exe: only it writes the "Rich" header
 /// (its tools' build numbers) into the DOS stub; lld-link, the Linux cross build's linker,
 /// writes none.
@@ -105,10 +157,12 @@ fn linked_by_link_exe(file: &Path) -> bool {
         .any(|w| w == b"Rich")
 }
 
-/// `rocbuild.exe winext` in a developer prompt: the plan names the prompt's cl.exe, the build
-/// runs cmake.exe, ninja.exe, cl.exe and link.exe under Wine, the venv's python.exe loads
-/// both binaries (the module finds FFmpeg's DLL only through the preload hook) and runs the
-/// torch op; `status` says fresh, and `restore` gives back the venv byte for byte.
+/// `rocbuild.exe winext` in a developer prompt, in a venv with torch 2.14: the plan names the
+/// prompt's cl.exe, the build runs cmake.exe, ninja.exe, cl.exe and link.exe under Wine, the
+/// venv's python.exe loads both binaries (the module finds FFmpeg's DLL only through the
+/// preload hook) and runs the torch op; `status` says fresh. The user upgrades torch to 2.15
+/// with the venv's pip: `status` says stale, `rebuild --if-stale` builds against 2.15 and
+/// verifies; `status` fresh, and `restore` gives back the venv as pip left it, byte for byte.
 #[test]
 fn exe_builds_a_torch_extension_with_cl_from_a_developer_prompt() {
     let Some(x) = exe_world() else { return };
@@ -119,6 +173,9 @@ fn exe_builds_a_torch_extension_with_cl_from_a_developer_prompt() {
     let Some(venv) = full_python_venv(&x.w, tmp.path()) else {
         return;
     };
+    if !torch_2_14(&x.w, &venv) {
+        return;
+    }
     let (recipes, wheels) = winext_world(tmp.path());
     // The recipe's git source as a Windows user writes a local path.
     let recipe = recipes.join("winext.toml");
@@ -176,13 +233,37 @@ fn exe_builds_a_torch_extension_with_cl_from_a_developer_prompt() {
     );
 
     let recipes_arg = ["--recipes", r.as_str()];
+    let st = x.run(&["status", "--venv", &v, "--cache", &c, "--recipes", &r], &env);
+    assert!(st.stdout.contains("winext 1.0.0: fresh"), "{}", st.stdout);
+    let built = state(&venv);
+    let upgraded = upgrade_torch_with_pip(&x, &venv);
+    let st = x.run(&["status", "--venv", &v, "--cache", &c, "--recipes", &r], &env);
+    assert_eq!(st.code, 1, "{}\n{}", st.stdout, st.stderr);
+    assert!(st.stdout.contains("winext 1.0.0: stale"), "{}", st.stdout);
+    let rebuild = ["rebuild", "--if-stale", "--venv", &v, "--cache", &c, "--recipes", &r];
+    let out = x.run_within(1200, &rebuild, &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("rebuilding winext (stale: torch 2.14.0+cpu → 2.15.0+cpu)"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("verified under Windows Python: answer 42"), "{}", out.stdout);
+    // After the restore: pip's upgrade kept, every change of rocbuild's undone.
+    let rocbuilds = |k: &String| built.get(k) != before.get(k);
+    let expected = upgraded
+        .iter()
+        .filter(|(k, _)| !rocbuilds(k))
+        .chain(before.iter().filter(|(k, _)| rocbuilds(k)))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     fresh_then_restored(
         &x,
         (&venv, &cache),
         &recipes_arg,
         ("winext", "1.0.0"),
         &env,
-        &before,
+        &expected,
     );
     // The build said which compiler it ran and where it found it.
     let cl = win(&x.w.msvc_host_bin.clone().unwrap().join("cl.exe")).to_ascii_lowercase();

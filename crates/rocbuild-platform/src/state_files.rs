@@ -154,9 +154,13 @@ fn kind_of(md: &std::fs::Metadata) -> &'static str {
 }
 
 /// What identifies the directory `p` itself, not its path: Unix its device, inode and birth
-/// time (where the file system keeps one); Windows its volume serial number, file index and
-/// creation time. A rename keeps all of them; a copy (`cp -r`, a restored backup, a sibling
-/// venv renamed into this path) gets new ones.
+/// time (where the file system keeps one: an inode number reused after a removal gets a new
+/// one); Windows its volume serial number and 64-bit file index (NTFS's file reference number,
+/// whose sequence number changes when a record is reused). A rename keeps all of them; a copy
+/// (`cp -r`, a restored backup, a sibling venv renamed into this path) gets new ones, and
+/// adding or removing entries in the directory (a pip install) changes none. Not Windows'
+/// creation time: Wine reports the directory's change time as that, which every pip install
+/// moves.
 pub fn dir_identity(p: &Path) -> io::Result<Vec<u8>> {
     let md = std::fs::symlink_metadata(p)?;
     if !md.is_dir() {
@@ -175,6 +179,7 @@ pub fn dir_identity(p: &Path) -> io::Result<Vec<u8>> {
         out.extend_from_slice(b"windows\0");
         out.extend_from_slice(&windows::file_id(p)?);
     }
+    #[cfg(unix)]
     if let Ok(t) = md.created() {
         if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
             out.extend_from_slice(&d.as_nanos().to_le_bytes());
@@ -443,6 +448,27 @@ mod windows {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pip install adds and removes entries of site-packages: the directory is the same
+    /// one, and its state stays rocbuild's. A copy is another directory.
+    #[test]
+    fn a_directory_keeps_its_identity_when_entries_come_and_go_and_a_copy_has_another() {
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path().join("site-packages");
+        std::fs::create_dir(&site).unwrap();
+        let before = dir_identity(&site).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::create_dir(site.join("torch")).unwrap();
+        std::fs::write(site.join("torch").join("version.py"), "v").unwrap();
+        std::fs::write(site.join("a.pth"), "x").unwrap();
+        std::fs::remove_file(site.join("a.pth")).unwrap();
+        assert_eq!(dir_identity(&site).unwrap(), before);
+        let moved = d.path().join("moved");
+        std::fs::rename(&site, &moved).unwrap();
+        assert_eq!(dir_identity(&moved).unwrap(), before);
+        std::fs::create_dir(&site).unwrap();
+        assert_ne!(dir_identity(&site).unwrap(), before);
+    }
 
     #[test]
     fn a_regular_file_is_read_up_to_its_cap_and_no_further() {
