@@ -465,6 +465,10 @@ const RUN_HALVES: &[(&str, &str)] = &[
         "an sdist downloaded, checked and unpacked",
     ),
     (
+        "source/apply.rs",
+        "a recipe's fix or a --patch file applied to the checkout by libgit2",
+    ),
+    (
         "source/prepare.rs",
         "the source made ready: fetched or unpacked, the recipe's fixes and --patch files applied",
     ),
