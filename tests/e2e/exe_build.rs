@@ -478,3 +478,87 @@ fn torchcodec_on_the_windows_host(
     );
     id
 }
+
+/// The real CTranslate2 4.8.1, CPU, built by rocbuild.exe in the developer prompt from its git
+/// tag and submodules (a mirror, `ROCBUILD_TEST_MIRROR`: local only) in a venv with PyPI's
+/// ctranslate2 wheel and Intel's OpenMP (`intel-openmp`, in the venv's `Library\`): oneDNN 3.1.1
+/// built from source by cl.exe and linked statically, CTranslate2's library and its Python
+/// module by cl.exe and link.exe; rocbuild's verification in the venv's python.exe generates
+/// with a random-weights model under Wine; `status` fresh; `restore` byte for byte. Long:
+/// oneDNN is most of it.
+#[test]
+fn exe_builds_the_real_ctranslate2_with_cl_from_a_mirror() {
+    let Some(x) = exe_world() else { return };
+    let Some(prompt) = prompt_with_build_tools(&x.w) else {
+        return;
+    };
+    let Some(mirror) = std::env::var_os("ROCBUILD_TEST_MIRROR")
+        .map(PathBuf::from)
+        .filter(|m| {
+            m.join("github.com/OpenNMT/CTranslate2.git").is_dir()
+                && m.join("github.com/uxlfoundation/oneDNN.git").is_dir()
+        })
+    else {
+        rocbuild_testkit::skip::skipped(
+            "no CTranslate2 + oneDNN mirror under $ROCBUILD_TEST_MIRROR",
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(venv) = full_python_venv(&x.w, tmp.path()) else {
+        return;
+    };
+    let site = venv.join("Lib").join("site-packages");
+    crate::windows::unpack(&x.w.wheel("ctranslate2==4.8.1"), &site);
+    crate::windows::install_intel_openmp(&x.w, &venv);
+    let before = state(&venv);
+    let cache = tmp.path().join("cache");
+    let (v, c) = (win(&venv), win(&cache));
+    let mut env = prompt;
+    env.push(("PIP_NO_INDEX", "1".into()));
+    env.push(("PIP_FIND_LINKS", win(&x.w.wheels)));
+    env.push(("ROCBUILD_MIRROR", win(&mirror)));
+    let env = pairs(&env);
+    let args = [
+        "ctranslate2",
+        "--version",
+        "4.8.1",
+        "--no-binary",
+        "--venv",
+        &v,
+        "--cache",
+        &c,
+    ];
+    let t = std::time::Instant::now();
+    let out = x.run_within(5400, &args, &env);
+    eprintln!("rocbuild.exe ctranslate2: {:.0} s", t.elapsed().as_secs_f64());
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("ctranslate2 4.8.1 generated t1 t2"),
+        "{}",
+        out.stdout
+    );
+    let dll = site.join("ctranslate2/ctranslate2.dll");
+    assert!(linked_by_link_exe(&dll), "not linked by MSVC's link.exe");
+    let imports = rocbuild_native::read_binary(&dll).unwrap().needed;
+    assert!(
+        imports
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case("libiomp5md.dll")),
+        "{imports:?}"
+    );
+    assert!(
+        !imports
+            .iter()
+            .any(|n| n.to_ascii_lowercase().starts_with("dnnl")),
+        "oneDNN is linked statically: {imports:?}"
+    );
+    fresh_then_restored(
+        &x,
+        (&venv, &cache),
+        &[],
+        ("ctranslate2", "4.8.1"),
+        &env,
+        &before,
+    );
+}

@@ -691,7 +691,7 @@ fn repair_makes_the_real_windows_torchcodec_find_ffmpeg_under_wine() {
 
 /// A venv with PyPI's `intel-openmp` installed as pip does on Windows: its data files into
 /// the venv's `Library\`, its dist-info into site-packages.
-fn install_intel_openmp(w: &World, venv: &Path) {
+pub(crate) fn install_intel_openmp(w: &World, venv: &Path) {
     let tmp = tempfile::tempdir().unwrap();
     unpack(&w.wheel("intel-openmp==2026.2.0"), tmp.path());
     for e in std::fs::read_dir(tmp.path()).unwrap().flatten() {
