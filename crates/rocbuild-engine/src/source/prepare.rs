@@ -52,14 +52,17 @@ fn apply_shipped(
     if !shipped_pending(checkout, shipped) {
         return Ok(());
     }
-    unstamped(checkout, false, || apply_each_fix(checkout, shipped, log))?;
     let stamp = checkout.join(".rocbuild-fixes");
-    fs_err::write(&stamp, shipped_stamp(shipped)).map_err(EngineError::io("write", &stamp))
+    unstamped(checkout, false, || {
+        apply_each_fix(checkout, shipped, log)?;
+        fs_err::write(&stamp, shipped_stamp(shipped)).map_err(EngineError::io("write", &stamp))
+    })
 }
 
-/// Run `apply` with the checkout's commit stamp taken away, so that a run killed in the
-/// middle leaves a tree the next run writes again; the stamp is put back when `apply`
-/// succeeds, or when it fails and `clean_on_error` (it put the tree back itself).
+/// Run `apply` (which writes its own stamp last) with the checkout's commit stamp taken away,
+/// so that a run killed in the middle leaves a tree the next run writes again; the commit
+/// stamp is put back when `apply` succeeds, or when it fails and `clean_on_error` (it put the
+/// tree back itself).
 fn unstamped(
     checkout: &Path,
     clean_on_error: bool,
@@ -115,9 +118,11 @@ fn apply_patches(
     if !patches_pending(checkout, patches) {
         return Ok(());
     }
-    unstamped(checkout, true, || apply_each_patch(checkout, patches, log))?;
     let stamp = checkout.join(".rocbuild-patches");
-    fs_err::write(&stamp, patches_stamp(patches)).map_err(EngineError::io("write", &stamp))
+    unstamped(checkout, true, || {
+        apply_each_patch(checkout, patches, log)?;
+        fs_err::write(&stamp, patches_stamp(patches)).map_err(EngineError::io("write", &stamp))
+    })
 }
 
 /// The `--patch` files in order; one that does not apply puts back every file the ones
@@ -228,5 +233,58 @@ pub fn prepare(
             apply_patches(checkout, patches, log)?;
             Ok((checkout.clone(), Some(oid.to_string())))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::plan::ShippedFile;
+
+    fn fix(dir: &Path, name: &str, diff: &str) -> ShippedFile {
+        ShippedFile {
+            name: name.into(),
+            why: "a test".into(),
+            path: dir.join(format!("{name}.diff")),
+            sha256: name.repeat(8),
+            text: diff.into(),
+        }
+    }
+
+    /// A fix that does not apply after one that did: the checkout keeps no commit stamp, so
+    /// the next run writes it again instead of applying the first fix twice; fixes that all
+    /// apply leave both stamps, and a rerun applies nothing.
+    #[test]
+    fn a_half_fixed_checkout_is_not_taken_for_a_checkout() {
+        let d = tempfile::tempdir().unwrap();
+        let tree = d.path().join("checkout");
+        std::fs::create_dir_all(tree.join("src")).unwrap();
+        std::fs::write(tree.join("src/x.c"), "one\ntwo\n").unwrap();
+        std::fs::write(tree.join(".rocbuild-commit"), "abc").unwrap();
+        let good = "--- a/src/x.c\n+++ b/src/x.c\n@@ -1,0 +2 @@\n+added\n";
+        let bad = "--- a/src/x.c\n+++ b/src/x.c\n@@ -1 +1 @@\n-uno\n+eins\n";
+        let fixes = [fix(d.path(), "a", good), fix(d.path(), "b", bad)];
+        let mut log = RunLog::create(&d.path().join("logs"), "t", Verbosity::Quiet).unwrap();
+        let e = apply_shipped(&tree, &fixes, &mut log).unwrap_err();
+        assert!(e.to_string().contains("does not apply"), "{e}");
+        assert!(!tree.join(".rocbuild-commit").exists());
+        assert!(!tree.join(".rocbuild-fixes").exists());
+
+        std::fs::write(tree.join("src/x.c"), "one\ntwo\n").unwrap();
+        std::fs::write(tree.join(".rocbuild-commit"), "abc").unwrap();
+        apply_shipped(&tree, &fixes[..1], &mut log).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tree.join(".rocbuild-commit")).unwrap(),
+            "abc"
+        );
+        assert_eq!(
+            std::fs::read_to_string(tree.join("src/x.c")).unwrap(),
+            "one\nadded\ntwo\n"
+        );
+        apply_shipped(&tree, &fixes[..1], &mut log).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tree.join("src/x.c")).unwrap(),
+            "one\nadded\ntwo\n"
+        );
     }
 }
