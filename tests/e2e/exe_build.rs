@@ -61,6 +61,18 @@ fn prompt_with_build_tools(w: &World) -> Option<Vec<(&'static str, String)>> {
     Some(prompt)
 }
 
+/// The prompt, offline as the tests run: pip from the world's wheels, git from `mirror`.
+fn offline(
+    mut prompt: Vec<(&'static str, String)>,
+    w: &World,
+    mirror: &Path,
+) -> Vec<(&'static str, String)> {
+    prompt.push(("PIP_NO_INDEX", "1".into()));
+    prompt.push(("PIP_FIND_LINKS", win(&w.wheels)));
+    prompt.push(("ROCBUILD_MIRROR", win(mirror)));
+    prompt
+}
+
 /// The run said pkgconf came from PyPI for it (there is no pkg-config in the prompt).
 fn pkgconf_came_from_pypi(text: &str) {
     assert!(
@@ -121,7 +133,14 @@ fn upgrade_torch_with_pip(
     let out = std::process::Command::new("timeout")
         .args(["-k", "10", "900", "wine"])
         .arg(venv.join("python.exe"))
-        .args(["-m", "pip", "install", "--no-index", "--no-deps", "--no-compile"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--no-deps",
+            "--no-compile",
+        ])
         .args(["--disable-pip-version-check", "--find-links"])
         .arg(win(&x.w.wheels))
         .arg("torch==2.15.0")
@@ -140,7 +159,10 @@ fn upgrade_torch_with_pip(
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "pip install torch==2.15.0: {said}");
-    assert!(said.contains("Successfully uninstalled torch-2.14.0"), "{said}");
+    assert!(
+        said.contains("Successfully uninstalled torch-2.14.0"),
+        "{said}"
+    );
     let site = venv.join("Lib").join("site-packages");
     assert!(site.join("torch-2.15.0.dist-info").is_dir(), "{said}");
     state(venv)
@@ -233,22 +255,43 @@ fn exe_builds_a_torch_extension_with_cl_from_a_developer_prompt() {
     );
 
     let recipes_arg = ["--recipes", r.as_str()];
-    let st = x.run(&["status", "--venv", &v, "--cache", &c, "--recipes", &r], &env);
+    let st = x.run(
+        &["status", "--venv", &v, "--cache", &c, "--recipes", &r],
+        &env,
+    );
     assert!(st.stdout.contains("winext 1.0.0: fresh"), "{}", st.stdout);
     let built = state(&venv);
     let upgraded = upgrade_torch_with_pip(&x, &venv);
-    let st = x.run(&["status", "--venv", &v, "--cache", &c, "--recipes", &r], &env);
+    let st = x.run(
+        &["status", "--venv", &v, "--cache", &c, "--recipes", &r],
+        &env,
+    );
     assert_eq!(st.code, 1, "{}\n{}", st.stdout, st.stderr);
     assert!(st.stdout.contains("winext 1.0.0: stale"), "{}", st.stdout);
-    let rebuild = ["rebuild", "--if-stale", "--venv", &v, "--cache", &c, "--recipes", &r];
+    let rebuild = [
+        "rebuild",
+        "--if-stale",
+        "--venv",
+        &v,
+        "--cache",
+        &c,
+        "--recipes",
+        &r,
+    ];
     let out = x.run_within(1200, &rebuild, &env);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
-        out.stdout.contains("rebuilding winext (stale: torch 2.14.0+cpu → 2.15.0+cpu)"),
+        out.stdout
+            .contains("rebuilding winext (stale: torch 2.14.0+cpu → 2.15.0+cpu)"),
         "{}",
         out.stdout
     );
-    assert!(out.stdout.contains("verified under Windows Python: answer 42"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("verified under Windows Python: answer 42"),
+        "{}",
+        out.stdout
+    );
     // After the restore: pip's upgrade kept, every change of rocbuild's undone.
     let rocbuilds = |k: &String| built.get(k) != before.get(k);
     let expected = upgraded
@@ -423,10 +466,7 @@ fn torchcodec_on_the_windows_host(
     let before = state(&venv);
     let cache = tmp.path().join("cache");
     let (v, c, f) = (win(&venv), win(&cache), win(&x.w.ffmpeg));
-    let mut env = prompt;
-    env.push(("PIP_NO_INDEX", "1".into()));
-    env.push(("PIP_FIND_LINKS", win(&x.w.wheels)));
-    env.push(("ROCBUILD_MIRROR", win(&mirror)));
+    let env = offline(prompt, &x.w, &mirror);
     let env = pairs(&env);
     let args = [
         "torchcodec",
@@ -492,16 +532,7 @@ fn exe_builds_the_real_ctranslate2_with_cl_from_a_mirror() {
     let Some(prompt) = prompt_with_build_tools(&x.w) else {
         return;
     };
-    let Some(mirror) = std::env::var_os("ROCBUILD_TEST_MIRROR")
-        .map(PathBuf::from)
-        .filter(|m| {
-            m.join("github.com/OpenNMT/CTranslate2.git").is_dir()
-                && m.join("github.com/uxlfoundation/oneDNN.git").is_dir()
-        })
-    else {
-        rocbuild_testkit::skip::skipped(
-            "no CTranslate2 + oneDNN mirror under $ROCBUILD_TEST_MIRROR",
-        );
+    let Some(mirror) = crate::windows::ctranslate2_mirror() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -514,10 +545,7 @@ fn exe_builds_the_real_ctranslate2_with_cl_from_a_mirror() {
     let before = state(&venv);
     let cache = tmp.path().join("cache");
     let (v, c) = (win(&venv), win(&cache));
-    let mut env = prompt;
-    env.push(("PIP_NO_INDEX", "1".into()));
-    env.push(("PIP_FIND_LINKS", win(&x.w.wheels)));
-    env.push(("ROCBUILD_MIRROR", win(&mirror)));
+    let env = offline(prompt, &x.w, &mirror);
     let env = pairs(&env);
     let args = [
         "ctranslate2",
@@ -531,7 +559,10 @@ fn exe_builds_the_real_ctranslate2_with_cl_from_a_mirror() {
     ];
     let t = std::time::Instant::now();
     let out = x.run_within(5400, &args, &env);
-    eprintln!("rocbuild.exe ctranslate2: {:.0} s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "rocbuild.exe ctranslate2: {:.0} s",
+        t.elapsed().as_secs_f64()
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains("ctranslate2 4.8.1 generated t1 t2"),

@@ -572,6 +572,23 @@ pub(crate) fn torchcodec_mirror() -> Option<PathBuf> {
         })
 }
 
+/// The mirror (`ROCBUILD_TEST_MIRROR`) when it holds CTranslate2 and oneDNN, else None
+/// (SKIPPED): CI reaches no GitHub and has none.
+pub(crate) fn ctranslate2_mirror() -> Option<PathBuf> {
+    let mirror = std::env::var_os("ROCBUILD_TEST_MIRROR")
+        .map(PathBuf::from)
+        .filter(|m| {
+            m.join("github.com/OpenNMT/CTranslate2.git").is_dir()
+                && m.join("github.com/uxlfoundation/oneDNN.git").is_dir()
+        });
+    if mirror.is_none() {
+        rocbuild_testkit::skip::skipped(
+            "no CTranslate2 + oneDNN mirror under $ROCBUILD_TEST_MIRROR",
+        );
+    }
+    mirror
+}
+
 /// The seed case fixed: over the real torchcodec 0.10.0 wheel (broken on torch 2.15, FFmpeg's
 /// DLLs copied beside it), the real TorchCodec 0.15.0 is built for the Windows venv from Linux,
 /// verified by rocbuild under Wine (audio and video decoded, FFmpeg found only through the
@@ -720,16 +737,7 @@ pub(crate) fn install_intel_openmp(w: &World, venv: &Path) {
 #[test]
 fn the_real_ctranslate2_is_built_for_the_windows_venv_and_generates_under_wine() {
     let Some(w) = world() else { return };
-    let Some(mirror) = std::env::var_os("ROCBUILD_TEST_MIRROR")
-        .map(PathBuf::from)
-        .filter(|m| {
-            m.join("github.com/OpenNMT/CTranslate2.git").is_dir()
-                && m.join("github.com/uxlfoundation/oneDNN.git").is_dir()
-        })
-    else {
-        rocbuild_testkit::skip::skipped(
-            "no CTranslate2 + oneDNN mirror under $ROCBUILD_TEST_MIRROR",
-        );
+    let Some(mirror) = ctranslate2_mirror() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
