@@ -93,6 +93,17 @@ pub fn check(subject: &Subject, f: &FfmpegFacts) -> Vec<Finding> {
         .iter()
         .map(|(m, p)| format!("FFmpeg {m}: {}", p.display()))
         .collect();
+    // A package that links one FFmpeg (no per-major cores, nothing of TorchCodec's: a team's
+    // own extension) is not asked for TorchCodec's cores; its libraries' loading says the rest.
+    let per_major = f.libs.iter().any(|p| {
+        let n = p
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase());
+        n.is_some_and(|n| n.contains("torchcodec") || n.contains("_core"))
+    });
+    if cores.is_empty() && !f.libs.is_empty() && !per_major {
+        return out;
+    }
     if cores.is_empty() {
         out.push(
             Finding::new(
@@ -191,6 +202,33 @@ mod tests {
     fn touch(p: &Path) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, b"").unwrap();
+    }
+
+    /// A team's extension that links one FFmpeg (winext: a torch op DLL and a module) has no
+    /// TorchCodec cores and is not told it lacks them; a TorchCodec without them is.
+    #[test]
+    fn a_package_without_per_major_cores_is_not_asked_for_them() {
+        let have = BTreeMap::from([(7, PathBuf::from("/ffmpeg/avutil-59.dll"))]);
+        let facts = |libs: &'static [&'static str]| -> Vec<PathBuf> {
+            libs.iter().map(PathBuf::from).collect()
+        };
+        let subject = &Subject::known()[1];
+        for (libs, errors) in [
+            (facts(&["/x/libwinext_ops.dll", "/x/_winext.pyd"]), 0),
+            (facts(&["/x/libtorchcodec_custom_ops7.dll"]), 1),
+            (facts(&[]), 1),
+        ] {
+            let found = check(
+                subject,
+                &FfmpegFacts {
+                    os: Os::Windows,
+                    libs: &libs,
+                    available: &have,
+                    ffmpeg_exe_dir: None,
+                },
+            );
+            assert_eq!(found.len(), errors, "{libs:?}: {found:?}");
+        }
     }
 
     #[test]
