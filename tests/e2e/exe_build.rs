@@ -571,19 +571,7 @@ fn exe_builds_the_real_ctranslate2_with_cl_from_a_mirror() {
     );
     let dll = site.join("ctranslate2/ctranslate2.dll");
     assert!(linked_by_link_exe(&dll), "not linked by MSVC's link.exe");
-    let imports = rocbuild_native::read_binary(&dll).unwrap().needed;
-    assert!(
-        imports
-            .iter()
-            .any(|n| n.eq_ignore_ascii_case("libiomp5md.dll")),
-        "{imports:?}"
-    );
-    assert!(
-        !imports
-            .iter()
-            .any(|n| n.to_ascii_lowercase().starts_with("dnnl")),
-        "oneDNN is linked statically: {imports:?}"
-    );
+    crate::windows::assert_intel_openmp_and_static_onednn(&dll);
     fresh_then_restored(
         &x,
         (&venv, &cache),

@@ -789,19 +789,7 @@ fn the_real_ctranslate2_is_built_for_the_windows_venv_and_generates_under_wine()
         out.stdout
     );
     let dll = site.join("ctranslate2/ctranslate2.dll");
-    let imports = rocbuild_native::read_binary(&dll).unwrap().needed;
-    assert!(
-        imports
-            .iter()
-            .any(|n| n.eq_ignore_ascii_case("libiomp5md.dll")),
-        "{imports:?}"
-    );
-    assert!(
-        !imports
-            .iter()
-            .any(|n| n.to_ascii_lowercase().starts_with("dnnl")),
-        "oneDNN is linked statically: {imports:?}"
-    );
+    assert_intel_openmp_and_static_onednn(&dll);
     assert!(site.join("ctranslate2/_ext.cp311-win_amd64.pyd").is_file());
     // PyPI's copies of what the build replaces are gone (its libiomp5md.dll is the venv's now).
     assert!(!site.join("ctranslate2/cudnn64_9.dll").exists());
@@ -888,4 +876,22 @@ fn doctor_names_the_cuda_dlls_the_real_windows_ctranslate2_loads_by_name() {
     let fix = f[0]["fix"].as_str().unwrap();
     assert!(fix.contains("PATH (or os.add_dll_directory)"), "{fix}");
     assert!(fix.contains("nvidia-cublas-cu12"), "{fix}");
+}
+
+/// CTranslate2's DLL of a Windows build as upstream's wheels have it: Intel's OpenMP imported,
+/// oneDNN linked statically (no `dnnl*.dll` import).
+pub(crate) fn assert_intel_openmp_and_static_onednn(dll: &Path) {
+    let imports = rocbuild_native::read_binary(dll).unwrap().needed;
+    assert!(
+        imports
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case("libiomp5md.dll")),
+        "{imports:?}"
+    );
+    assert!(
+        !imports
+            .iter()
+            .any(|n| n.to_ascii_lowercase().starts_with("dnnl")),
+        "oneDNN is linked statically: {imports:?}"
+    );
 }

@@ -89,9 +89,9 @@ fn check_paths(tree: &Path, diff: &git2::Diff) -> Result<(), String> {
     Ok(())
 }
 
-/// Apply `text` (a git or `diff -u` patch, `-p1` paths) to the plain tree `tree`; with
-/// `check`, only say whether it would apply. Err: why it does not, in libgit2's words.
-pub fn apply(tree: &Path, text: &[u8], check: bool) -> Result<(), String> {
+/// Apply `text` (a git or `diff -u` patch, `-p1` paths) to the plain tree `tree`. Err: why it
+/// does not, in libgit2's words; then nothing was written.
+pub fn apply(tree: &Path, text: &[u8]) -> Result<(), String> {
     let diff = git2::Diff::from_buffer(&git_bytes(text)).map_err(|e| {
         format!(
             "it is not a patch libgit2 can read ({}): make it with `git diff`",
@@ -103,12 +103,12 @@ pub fn apply(tree: &Path, text: &[u8], check: bool) -> Result<(), String> {
     // tree as its work tree; removed after, and reused if a removal failed.
     let name = tree.file_name().map(|n| n.to_string_lossy().into_owned());
     let scratch = tree.with_file_name(format!(".apply-{}", name.unwrap_or_default()));
-    let applied = apply_with(&scratch, tree, &diff, check);
+    let applied = apply_with(&scratch, tree, &diff);
     let _ = std::fs::remove_dir_all(&scratch);
     applied
 }
 
-fn apply_with(scratch: &Path, tree: &Path, diff: &git2::Diff, check: bool) -> Result<(), String> {
+fn apply_with(scratch: &Path, tree: &Path, diff: &git2::Diff) -> Result<(), String> {
     let msg = |e: git2::Error| e.message().to_string();
     let repo = git2::Repository::init_bare(scratch).map_err(msg)?;
     // The user's global Git settings must not turn line endings (Git for Windows' autocrlf).
@@ -116,18 +116,20 @@ fn apply_with(scratch: &Path, tree: &Path, diff: &git2::Diff, check: bool) -> Re
     config.set_bool("core.autocrlf", false).map_err(msg)?;
     config.set_str("core.eol", "lf").map_err(msg)?;
     repo.set_workdir(tree, false).map_err(msg)?;
-    let mut opts = git2::ApplyOptions::new();
-    opts.check(check);
-    repo.apply(diff, git2::ApplyLocation::WorkDir, Some(&mut opts))
+    repo.apply(diff, git2::ApplyLocation::WorkDir, None)
         .map_err(msg)
 }
 
 /// The files `text` would change, with their content now (None: absent), to put back if a
 /// later patch does not apply.
 pub fn snapshot(tree: &Path, text: &[u8]) -> Vec<(std::path::PathBuf, Option<Vec<u8>>)> {
+    // A path out of the tree is neither read nor later written back (`apply` refuses it).
     let Ok(diff) = git2::Diff::from_buffer(&git_bytes(text)) else {
         return Vec::new();
     };
+    if check_paths(tree, &diff).is_err() {
+        return Vec::new();
+    }
     let mut files = Vec::new();
     for delta in diff.deltas() {
         for file in [delta.old_file(), delta.new_file()] {
@@ -174,13 +176,7 @@ mod tests {
     #[test]
     fn a_zero_context_fix_without_a_git_header_applies_where_it_says() {
         let (_d, t) = tree();
-        apply(&t, FIX.as_bytes(), true).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(t.join("src/x.cpp")).unwrap(),
-            "one\ntwo\nthree\n",
-            "a check writes nothing"
-        );
-        apply(&t, FIX.as_bytes(), false).unwrap();
+        apply(&t, FIX.as_bytes()).unwrap();
         assert_eq!(
             std::fs::read_to_string(t.join("src/x.cpp")).unwrap(),
             "one\ntwo\nadded one\nadded two\nthree\n"
@@ -195,7 +191,7 @@ mod tests {
     fn a_patch_that_does_not_match_says_so_and_writes_nothing() {
         let (_d, t) = tree();
         let bad = "--- a/src/x.cpp\n+++ b/src/x.cpp\n@@ -1,2 +1,2 @@\n-uno\n+eins\n two\n";
-        let err = apply(&t, bad.as_bytes(), false).unwrap_err();
+        let err = apply(&t, bad.as_bytes()).unwrap_err();
         assert!(err.contains("did not apply"), "{err}");
         assert_eq!(
             std::fs::read_to_string(t.join("src/x.cpp")).unwrap(),
@@ -210,7 +206,11 @@ mod tests {
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(outside.join("x.cpp"), "one\ntwo\nthree\n").unwrap();
         let climbing = FIX.replace("src/x.cpp", "../outside/x.cpp");
-        let err = apply(&t, climbing.as_bytes(), false).unwrap_err();
+        assert!(
+            snapshot(&t, climbing.as_bytes()).is_empty(),
+            "nothing outside is kept to put back"
+        );
+        let err = apply(&t, climbing.as_bytes()).unwrap_err();
         assert!(
             err.contains("not a plain path") || err.contains("invalid"),
             "{err}"
@@ -219,7 +219,7 @@ mod tests {
         {
             std::os::unix::fs::symlink(&outside, t.join("linked")).unwrap();
             let linked = FIX.replace("src/x.cpp", "linked/x.cpp");
-            let err = apply(&t, linked.as_bytes(), false).unwrap_err();
+            let err = apply(&t, linked.as_bytes()).unwrap_err();
             assert!(err.contains("symbolic link"), "{err}");
         }
         assert_eq!(
@@ -231,7 +231,7 @@ mod tests {
     #[test]
     fn what_is_not_a_patch_is_said_with_how_to_make_one() {
         let (_d, t) = tree();
-        let err = apply(&t, b"hello\n", false).unwrap_err();
+        let err = apply(&t, b"hello\n").unwrap_err();
         assert!(err.contains("git diff"), "{err}");
     }
 
@@ -239,7 +239,7 @@ mod tests {
     fn a_snapshot_puts_the_files_back() {
         let (_d, t) = tree();
         let files = snapshot(&t, FIX.as_bytes());
-        apply(&t, FIX.as_bytes(), false).unwrap();
+        apply(&t, FIX.as_bytes()).unwrap();
         put_back(&files);
         assert_eq!(
             std::fs::read_to_string(t.join("src/x.cpp")).unwrap(),

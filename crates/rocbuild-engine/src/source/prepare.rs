@@ -89,7 +89,7 @@ fn apply_each_fix(
         }
         fs_err::write(&p.path, &p.text).map_err(EngineError::io("write", &p.path))?;
         log.note(&format!("recipe fix: {} ({})", p.name, p.path.display()));
-        if let Err(reason) = super::apply::apply(checkout, p.text.as_bytes(), false) {
+        if let Err(reason) = super::apply::apply(checkout, p.text.as_bytes()) {
             return Err(EngineError::Usage {
                 option: "recipe".into(),
                 reason: format!(
@@ -137,7 +137,7 @@ fn apply_each_patch(
         log.note(&format!("patch: {}", p.path.display()));
         let text = fs_err::read(&p.path).map_err(EngineError::io("read", &p.path))?;
         before.push(super::apply::snapshot(checkout, &text));
-        if let Err(reason) = super::apply::apply(checkout, &text, false) {
+        if let Err(reason) = super::apply::apply(checkout, &text) {
             for files in before.iter().rev() {
                 super::apply::put_back(files);
             }
