@@ -97,6 +97,14 @@ fn fresh_then_restored(
     let status = x.run(&args, env);
     let fresh = format!("{package} {version}: fresh");
     assert!(status.stdout.contains(&fresh), "{}", status.stdout);
+    // doctor finds nothing wrong with what rocbuild.exe built: it loads in the venv's
+    // python.exe, its DLLs resolve, and it was built for this torch.
+    let args = [&["doctor", package, "--venv", &v, "--cache", &c][..], extra].concat();
+    let doctor = x.run(&args, env);
+    assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
+    let loads = format!("ok    {package} {version}: loads");
+    assert!(doctor.stdout.contains(&loads), "{}", doctor.stdout);
+    assert!(doctor.stdout.contains("all is well"), "{}", doctor.stdout);
     let out = x.run(&["restore", package, "--venv", &v, "--cache", &c], env);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     same_state(
@@ -501,6 +509,7 @@ fn torchcodec_on_the_windows_host(
     let core = venv.join("Lib/site-packages/torchcodec/libtorchcodec_core7.dll");
     if compiler == "cl.exe" {
         assert!(linked_by_link_exe(&core), "not linked by MSVC's link.exe");
+        upstream_quick_suite(x, (&venv, &cache), &env);
     }
     fresh_then_restored(
         x,
@@ -517,6 +526,61 @@ fn torchcodec_on_the_windows_host(
         cache.display()
     );
     id
+}
+
+/// `rocbuild.exe test torchcodec --quick --compare` on the venv it built TorchCodec into:
+/// upstream's smoke subset from the build's own checkout, run by the venv's python.exe under
+/// Wine, its requirements (pytest < 9, pillow; the embeddable Python's `._pth` is said) from
+/// the world's wheels into an overlay, and the same tests on PyPI's own 0.16.0 win_amd64 wheel
+/// in a scratch venv sharing the venv's torch. Every test that fails with the rebuild fails
+/// with the official wheel too (no regression: what fails is the host, Wine, not the build),
+/// and the venv is left as it was.
+fn upstream_quick_suite(
+    x: &crate::exe_day::Exe,
+    (venv, cache): (&Path, &Path),
+    env: &[(&str, &str)],
+) {
+    let before = state(venv);
+    let (v, c) = (win(venv), win(cache));
+    let args = [
+        "test",
+        "torchcodec",
+        "--quick",
+        "--compare",
+        "--json",
+        "--venv",
+        &v,
+        "--cache",
+        &c,
+    ];
+    let t = std::time::Instant::now();
+    let out = x.run_within(1800, &args, env);
+    eprintln!(
+        "rocbuild.exe test torchcodec --quick --compare: {:.0} s, exit {}\n{}\n{}",
+        t.elapsed().as_secs_f64(),
+        out.code,
+        out.stdout,
+        out.stderr
+    );
+    let j: serde_json::Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", out.stdout, out.stderr));
+    assert_eq!(
+        j["ignores_python_path"], true,
+        "the embeddable Python's ._pth: {j}"
+    );
+    assert!(j["tally"]["passed"].as_u64().unwrap_or(0) > 0, "{j}");
+    let compare = &j["compare"];
+    assert_eq!(compare["state"], "ran", "{j}");
+    assert!(
+        compare["official"]["passed"].as_u64().unwrap_or(0) > 0,
+        "{j}"
+    );
+    assert_eq!(
+        compare["differences"]["regressions"],
+        serde_json::json!([]),
+        "{j}"
+    );
+    assert_eq!(state(venv), before, "rocbuild test changed the venv");
 }
 
 /// The real CTranslate2 4.8.1, CPU, built by rocbuild.exe in the developer prompt from its git

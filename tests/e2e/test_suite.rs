@@ -275,6 +275,63 @@ fn compare_lists_what_passes_with_the_official_wheel_and_fails_with_the_rebuild(
     );
 }
 
+/// A Python that cannot make a venv, as Windows' embeddable CPython (it has no `venv` module;
+/// here a `venv` that cannot be imported comes first on the `._pth` path): `--compare` still
+/// tests the index's wheel, put first on the path of the venv's own Python, ahead of the
+/// rebuild, says so, and finds the regression a scratch venv finds; the venv is left as it was.
+#[test]
+fn compare_runs_where_the_python_makes_no_venv() {
+    let Some(w) = world(Some(INIT_WITH_REFERENCE)) else {
+        return;
+    };
+    give_pth_file(&w.venv);
+    let no_venv = w.tmp.path().join("no-venv");
+    std::fs::create_dir_all(no_venv.join("venv")).unwrap();
+    std::fs::write(
+        no_venv.join("venv/__init__.py"),
+        "raise ImportError('No module named venv')\n",
+    )
+    .unwrap();
+    let pth = w.venv.join("bin/python._pth");
+    let text = std::fs::read_to_string(&pth).unwrap();
+    std::fs::write(&pth, format!("{}\n{text}", no_venv.display())).unwrap();
+    let made = std::process::Command::new(w.venv.join("bin/python"))
+        .args(["-m", "venv", "--without-pip"])
+        .arg(w.tmp.path().join("probe-venv"))
+        .output()
+        .unwrap();
+    assert!(!made.status.success(), "this Python still makes a venv");
+    let before = tree_state(&w.venv);
+    let out = w.cmd(&["test", "fakecodec", "--compare", "--json"], &[]);
+    let all = format!("{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 1, "{all}");
+    assert!(
+        out.stderr.contains(
+            "--compare: this Python makes no venv: the index's wheel is put first on its path"
+        ),
+        "{all}"
+    );
+    let j: serde_json::Value = serde_json::from_str(&out.stdout).expect(&all);
+    assert_eq!(j["compare"]["state"], "ran", "{j}");
+    assert_eq!(j["compare"]["wheel"], "fakecodec==1.0.0", "{j}");
+    assert!(
+        j["compare"]["differences"]["regressions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r
+                .as_str()
+                .unwrap()
+                .starts_with("test.test_fakecodec.test_reference_backend")),
+        "the official wheel ran (its reference backend passes), not the rebuild: {j}"
+    );
+    assert_eq!(tree_state(&w.venv), before, "the venv changed");
+    assert!(
+        runs_left(&w.cache).is_empty(),
+        "the scratch folder is removed"
+    );
+}
+
 /// A Python with a `._pth` file: Windows' embeddable CPython (ComfyUI's portable build runs
 /// on one), read by every CPython from 3.11 on when it lies next to the executable. It ignores
 /// `PYTHONPATH` and `PYTHONDONTWRITEBYTECODE`, as `-I` does: pytest must still be found in the

