@@ -188,8 +188,8 @@ pub fn plan(
     let compiler_found = toolset.compiler_found();
     let (tools, toolset, compiler) =
         tools_and_compiler(recipe, machine, opts, ctx, &backend, toolset, &mut vars)?;
-    let cross_of = cross.as_ref().map(|c| (c, machine));
-    let mut dependencies = dependency::plan(&dependencies, &toolset, &vars, ctx, os, cross_of)?;
+    let mut dependencies =
+        dependency::plan(&dependencies, &toolset, &vars, ctx, machine, cross.as_ref())?;
     dependency::provide(&dependencies, ctx.host_os, &mut libraries, &mut vars);
     let needs_ffmpeg = recipe.raw.needs.ffmpeg;
     let ffmpeg = machine.target.ffmpeg.as_ref().filter(|_| needs_ffmpeg);

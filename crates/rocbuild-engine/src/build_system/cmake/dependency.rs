@@ -8,13 +8,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use rocbuild_probe::Os;
+use rocbuild_probe::{Machine, Os};
 use rocbuild_recipe::schema::Dependency;
 use rocbuild_recipe::SubmoduleSel;
 use serde::Serialize;
 
 use crate::command::Command;
 use crate::context::Context;
+use crate::cross::CrossPlan;
 use crate::error::Result;
 use crate::libraries::OptionalLibrary;
 use crate::paths::{hash_hex, join, sanitize};
@@ -74,30 +75,31 @@ impl DependencyPlan {
 /// The commands that build each dependency the recipe has for this target, with the package
 /// build's compilers, cmake and ninja. `vars` expands templates in their defines.
 /// A Windows venv built from another OS: the dependency gets the package's cross toolchain.
-pub type Cross<'a> = Option<(&'a crate::cross::CrossPlan, &'a rocbuild_probe::Machine)>;
-
+/// On a Windows host, what the package's build gets of MSVC, the dependency gets too: its
+/// environment (a Visual Studio found without a developer prompt has it nowhere else), the
+/// resource compiler and linker, and embedded debug information (`/Z7`: CMake's default
+/// `/Zi` needs mspdbsrv, and oneDNN's try-compile failed with C1902 under Wine without it).
 pub fn plan(
     deps: &[(&str, &Dependency)],
     toolset: &Toolset,
     vars: &BTreeMap<String, String>,
     ctx: &Context,
-    os: Os,
-    cross: Cross,
+    machine: &Machine,
+    cross: Option<&CrossPlan>,
 ) -> Result<Vec<DependencyPlan>> {
     deps.iter()
-        .map(|(name, d)| one(name, d, toolset, vars, ctx, os, cross))
+        .map(|(name, d)| one(name, d, (toolset, vars, ctx), machine, cross))
         .collect()
 }
 
 fn one(
     name: &str,
     d: &Dependency,
-    toolset: &Toolset,
-    vars: &BTreeMap<String, String>,
-    ctx: &Context,
-    os: Os,
-    cross: Cross,
+    (toolset, vars, ctx): (&Toolset, &BTreeMap<String, String>, &Context),
+    machine: &Machine,
+    cross: Option<&CrossPlan>,
 ) -> Result<DependencyPlan> {
+    let os = machine.target.platform.os;
     let url = expand(d.git.get_ref(), vars)?;
     let tag = expand(d.tag.get_ref(), vars)?;
     let commit = d.commit.get_ref().to_ascii_lowercase();
@@ -111,15 +113,17 @@ fn one(
     ] {
         define.entry(k.into()).or_insert(v.into());
     }
+    let mut env = BTreeMap::new();
     match cross {
         // The toolchain file names the compilers; the target and sysroot flags go in front.
-        Some((c, machine)) => super::cross::defines(c, machine, &mut define),
+        Some(c) => super::cross::defines(c, machine, &mut define),
         None => {
             define.insert("CMAKE_C_COMPILER".into(), toolset.cc.display().to_string());
             define.insert(
                 "CMAKE_CXX_COMPILER".into(),
                 toolset.cxx.display().to_string(),
             );
+            super::msvc_defines(machine, &mut define, &mut env);
         }
     }
     define.insert(
@@ -171,6 +175,10 @@ fn one(
         patches: Vec::new(),
         shipped: Vec::new(),
     };
+    let with_env = |mut c: Command| {
+        c.env.extend(env.clone());
+        c
+    };
     let configure = Command::new(&toolset.cmake)
         .args([
             "-S".to_string(),
@@ -202,9 +210,9 @@ fn one(
         keyed,
         build_dir,
         prefix,
-        configure,
-        build,
-        install,
+        configure: with_env(configure),
+        build: with_env(build),
+        install: with_env(install),
     })
 }
 
@@ -296,6 +304,7 @@ pub fn provide(
 mod tests {
     use super::*;
     use crate::plan::testing::{ctx, recipe};
+    use rocbuild_testkit::machine::cpu_machine;
 
     fn toolset(cxx: &str) -> Toolset {
         Toolset {
@@ -318,7 +327,8 @@ mod tests {
         let mut c = ctx(Os::Linux);
         c.cache = cache.path().to_path_buf();
         let vars = BTreeMap::new();
-        let p = |cxx: &str| plan(&deps, &toolset(cxx), &vars, &c, Os::Linux, None).unwrap();
+        let m = cpu_machine(Os::Linux);
+        let p = |cxx: &str| plan(&deps, &toolset(cxx), &vars, &c, &m, None).unwrap();
         let (a, b, other) = (
             p("/usr/bin/g++-14"),
             p("/usr/bin/g++-14"),
@@ -335,7 +345,7 @@ mod tests {
             &toolset("/usr/bin/g++-14"),
             &vars,
             &c,
-            Os::Linux,
+            &m,
             None,
         )
         .unwrap();
@@ -369,8 +379,9 @@ mod tests {
             v.insert("lib.iomp5.digest".to_string(), digest.to_string());
             v
         };
+        let m = cpu_machine(Os::Windows);
         let p = |vars: &BTreeMap<String, String>| {
-            plan(&deps, &toolset("clang-cl"), vars, &c, Os::Windows, None).unwrap()
+            plan(&deps, &toolset("clang-cl"), vars, &c, &m, None).unwrap()
         };
         let (a, b, other) = (
             p(&vars_of("venv-a", "11aa")),
@@ -398,5 +409,59 @@ mod tests {
         let mut no_digest_b = no_digest.clone();
         no_digest_b.insert("lib.iomp5.dir".into(), "C:/venv-b/Library/lib".into());
         assert_ne!(p(&no_digest)[0].key, p(&no_digest_b)[0].key);
+    }
+
+    /// On a Windows host with MSVC (found without a developer prompt, its environment is
+    /// rocbuild's alone), oneDNN's configure, build and install get that environment, and its
+    /// objects embed their debug information (/Z7), as the package's own build does: CMake's
+    /// default /Zi stopped oneDNN's try-compile with C1902 under Wine, where mspdbsrv cannot
+    /// run. Elsewhere nothing of MSVC is added.
+    #[test]
+    fn a_dependency_gets_the_packages_msvc_environment_and_embedded_debug_information() {
+        let r = recipe("ctranslate2");
+        let deps = r.dependencies("windows", "x86_64", "cpu", &[]);
+        let mut c = ctx(Os::Windows);
+        let cache = tempfile::tempdir().unwrap();
+        c.cache = cache.path().to_path_buf();
+        let mut m = cpu_machine(Os::Windows);
+        let mut env = BTreeMap::new();
+        env.insert("INCLUDE".to_string(), r"C:\VS\VC\include".to_string());
+        env.insert("LIB".to_string(), r"C:\VS\VC\lib\x64".to_string());
+        m.host.tools.msvc = Some(rocbuild_probe::Msvc {
+            cl: PathBuf::from(r"C:\VS\VC\bin\cl.exe"),
+            rc: Some(PathBuf::from(r"C:\SDK\bin\rc.exe")),
+            env,
+            found_by: "vswhere".into(),
+            linker: None,
+        });
+        let mut vars = BTreeMap::new();
+        vars.insert("lib.iomp5.dir".to_string(), "C:/venv/Library/lib".to_string());
+        let d = plan(&deps, &toolset("cl.exe"), &vars, &c, &m, None).unwrap();
+        let line = d[0].configure.shell_line();
+        assert!(
+            line.contains("-DCMAKE_MSVC_DEBUG_INFORMATION_FORMAT=Embedded"),
+            "{line}"
+        );
+        assert!(
+            line.contains("-DCMAKE_POLICY_DEFAULT_CMP0141=NEW"),
+            "{line}"
+        );
+        assert!(
+            line.contains("-DCMAKE_RC_COMPILER=C:/SDK/bin/rc.exe"),
+            "{line}"
+        );
+        for cmd in [&d[0].configure, &d[0].build, &d[0].install] {
+            assert_eq!(
+                cmd.env.get("INCLUDE").map(String::as_str),
+                Some(r"C:\VS\VC\include")
+            );
+        }
+        m.host.tools.msvc = None;
+        let plain = plan(&deps, &toolset("clang-cl"), &vars, &c, &m, None).unwrap();
+        assert!(!plain[0]
+            .configure
+            .shell_line()
+            .contains("CMAKE_MSVC_DEBUG_INFORMATION_FORMAT"));
+        assert!(plain[0].configure.env.get("INCLUDE").is_none());
     }
 }
