@@ -157,9 +157,11 @@ impl Exe {
     }
 }
 
-/// The venv's exact state, cheaply: sha256 of every file up to 8 MB, (size, inode) of bigger
-/// ones (torch's DLLs: rocbuild renames files and never writes into one, so a replaced file
-/// has another inode), and every directory.
+/// The venv's exact state, cheaply: sha256 of every file, but (size, inode) of a big one that
+/// is hard-linked from the Windows world (torch's DLLs: rocbuild renames files and never
+/// writes into one, so a replaced file has another inode), and every directory. A big file of
+/// the venv's own (the CTranslate2 wheel's DLL) is hashed: `restore` puts back a byte-for-byte
+/// copy of pip's install, which is another inode.
 pub(crate) fn state(dir: &Path) -> BTreeMap<String, String> {
     use sha2::Digest;
     use std::os::unix::fs::MetadataExt;
@@ -173,7 +175,7 @@ pub(crate) fn state(dir: &Path) -> BTreeMap<String, String> {
             if md.is_dir() {
                 out.insert(format!("{rel}/"), String::new());
                 stack.push(p);
-            } else if md.len() > 8 << 20 {
+            } else if md.len() > 8 << 20 && md.nlink() > 1 {
                 out.insert(rel, format!("{} bytes, inode {}", md.len(), md.ino()));
             } else {
                 let h = sha2::Sha256::digest(std::fs::read(&p).unwrap());

@@ -4,10 +4,10 @@
 //! comes first. Nothing is written into the user's venv.
 //!
 //! A Python that cannot make a venv (Windows' embeddable CPython has no `venv` module) still
-//! compares: the wheel goes into a scratch folder
-//! with `pip install --target`, and the venv's own Python runs the official run with that
-//! folder first on `sys.path` (`ROCBUILD_TEST_FIRST`, read by pytest's boot code and the
-//! run's `sitecustomize`), ahead of the venv's site-packages and the rebuild in it.
+//! compares: the wheel goes into a scratch folder with `pip install --target`, and the venv's
+//! own Python runs the official run with that folder first on `sys.path`
+//! (`ROCBUILD_TEST_FIRST`, read by pytest's boot code and the run's `sitecustomize`), ahead of
+//! the venv's site-packages and the rebuild in it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
