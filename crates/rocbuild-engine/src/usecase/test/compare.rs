@@ -42,15 +42,11 @@ pub fn prepare(
 ) -> Result<std::result::Result<Scratch, String>> {
     let wheel = format!("{dist}=={version}");
     let os = Os::current();
-    let made = Command::new(&py.exe)
-        .args(["-m", "venv", "--without-pip"])
-        .arg(dir.display().to_string())
-        .to_duct()
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()
-        .map_err(EngineError::io("run", &py.exe))?;
+    let made = captured(
+        &Command::new(&py.exe)
+            .args(["-m", "venv", "--without-pip"])
+            .arg(dir.display().to_string()),
+    )?;
     let site = rocbuild_probe::site_packages_of(dir, os);
     let (true, Some(site)) = (made.status.success(), site) else {
         let no_venv = format!(
@@ -65,32 +61,13 @@ pub fn prepare(
         format!("{}\n", user_site.display()),
     )
     .map_err(EngineError::io("write", &site))?;
-    let installer = pip::installer(py, "the official wheel")?;
-    let c = pip::install_into(&installer, py, os, &site, true)
-        .arg("--only-binary=:all:")
-        .arg(wheel.clone());
-    let out = c
-        .to_duct()
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()
-        .map_err(EngineError::io("run", &c.program))?;
-    if !out.status.success() {
+    if let Err(why) = install_wheel(py, &site, &wheel)? {
         return Ok(Err(format!(
-            "the package index has no wheel of {wheel} for this Python and platform ({})",
-            last_line(&out.stderr)
+            "the package index has no wheel of {wheel} for this Python and platform ({why})"
         )));
     }
     let python = rocbuild_probe::python_in_venv(dir, os);
-    let load = Command::new(&python)
-        .args(["-c", &format!("import {import}")])
-        .to_duct()
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()
-        .map_err(EngineError::io("run", &python))?;
+    let load = captured(&Command::new(&python).args(["-c", &format!("import {import}")]))?;
     if !load.status.success() {
         return Ok(Err(format!(
             "the index's wheel of {wheel} does not load with this venv's torch: {}",
@@ -115,36 +92,20 @@ fn shadowing(
     no_venv: &str,
 ) -> Result<std::result::Result<Scratch, String>> {
     let first = dir.join("first");
-    let installer = pip::installer(py, "the official wheel")?;
-    let c = pip::install_into(&installer, py, Os::current(), &first, true)
-        .arg("--only-binary=:all:")
-        .arg(wheel);
-    let out = c
-        .to_duct()
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()
-        .map_err(EngineError::io("run", &c.program))?;
-    if !out.status.success() {
+    if let Err(why) = install_wheel(py, &first, wheel)? {
         return Ok(Err(format!(
-            "{no_venv}, and the package index has no wheel of {wheel} for this Python and platform ({})",
-            last_line(&out.stderr)
+            "{no_venv}, and the package index has no wheel of {wheel} for this Python and platform ({why})"
         )));
     }
     // The module's folder as Python sees it, with `first` put where the run puts it.
     let code = format!(
         "import os, sys\nsys.path.insert(0, sys.argv[1])\nimport {import}\nprint(os.path.dirname(os.path.abspath({import}.__file__)))"
     );
-    let load = Command::new(&py.exe)
-        .args(["-B", "-c", &code])
-        .arg(first.display().to_string())
-        .to_duct()
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()
-        .map_err(EngineError::io("run", &py.exe))?;
+    let load = captured(
+        &Command::new(&py.exe)
+            .args(["-B", "-c", &code])
+            .arg(first.display().to_string()),
+    )?;
     if !load.status.success() {
         return Ok(Err(format!(
             "the index's wheel of {wheel} does not load with this venv's torch: {}",
@@ -163,6 +124,35 @@ fn shadowing(
         wheel: wheel.to_string(),
         first_on_path: Some(first),
     }))
+}
+
+/// `wheel` alone (no dependencies: the venv has them) into `target` with the venv's installer;
+/// `Err(pip's last line)` when it cannot be had.
+fn install_wheel(
+    py: &Python,
+    target: &Path,
+    wheel: &str,
+) -> Result<std::result::Result<(), String>> {
+    let installer = pip::installer(py, "the official wheel")?;
+    let c = pip::install_into(&installer, py, Os::current(), target, true)
+        .arg("--only-binary=:all:")
+        .arg(wheel);
+    let out = captured(&c)?;
+    Ok(if out.status.success() {
+        Ok(())
+    } else {
+        Err(last_line(&out.stderr))
+    })
+}
+
+/// Run `c` to its end, its output kept, whatever its exit status.
+fn captured(c: &Command) -> Result<std::process::Output> {
+    c.to_duct()
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .map_err(EngineError::io("run", &c.program))
 }
 
 fn last_line(b: &[u8]) -> String {
