@@ -346,12 +346,11 @@ fn test(filter: Option<&str>) -> Result<ExitCode> {
     })
 }
 
-/// For `cargo xtask test`: what [`build_for_tests`] makes, or why this machine cannot (not
-/// root, no mmdebstrap, no Windows world). A build that fails is an error: a compile error in
-/// `cfg(windows)` code fails the run.
-pub fn outcome_for_tests() -> Result<std::result::Result<ForTests, String>> {
+/// For `cargo xtask test`: the build's environment, or why this machine cannot make it (not
+/// root, no mmdebstrap, no Windows world).
+pub fn env_for_tests() -> Result<std::result::Result<Env, String>> {
     match Env::prepare_or_skip()? {
-        Ok(env) => build_for_tests(env).map(Ok),
+        Ok(env) => Ok(Ok(env)),
         Err(why) => {
             println!("xtask: exe: SKIPPED: {why}");
             Ok(Err(why))
@@ -360,8 +359,21 @@ pub fn outcome_for_tests() -> Result<std::result::Result<ForTests, String>> {
 }
 
 /// The unit tests of every crate (`--no-run`) and the dev-profile rocbuild.exe, which shares
-/// their dependencies' builds.
+/// their dependencies' builds: first rocbuild.exe alone ([`build_exe_for_tests`]), then the
+/// unit tests ([`build_unit_tests`]). A build that fails is an error: a compile error in
+/// `cfg(windows)` code fails the run.
 pub fn build_for_tests(env: Env) -> Result<ForTests> {
+    let exe = build_exe_for_tests(&env)?;
+    build_unit_tests(env, exe)
+}
+
+/// The cargo arguments of the test build: with `unit_tests`, every crate's unit tests; without,
+/// only the rocbuild package's small integration test, for which cargo builds rocbuild.exe
+/// itself (`CARGO_BIN_EXE_rocbuild`). Both select the same packages and build a test target,
+/// so cargo resolves the same features: the second build reuses every artifact of the first
+/// (a separate `cargo build -p rocbuild` resolves features otherwise and rebuilt ~120
+/// dependencies, 11 minutes here).
+fn test_build_args(unit_tests: bool) -> Vec<&'static str> {
     let mut args = vec![
         "test",
         "--workspace",
@@ -369,12 +381,12 @@ pub fn build_for_tests(env: Env) -> Result<ForTests> {
         // xtask is a Linux developer tool (std::os::unix throughout).
         "--exclude",
         "xtask",
-        "--lib",
-        "--bins",
-        // One small integration test of the rocbuild package, so that cargo builds the
-        // rocbuild binary itself in this very build (for CARGO_BIN_EXE_rocbuild), with these
-        // features: a separate `cargo build -p rocbuild` resolves features otherwise and
-        // rebuilt ~120 dependencies (11 minutes here). It is not run under Wine.
+    ];
+    if unit_tests {
+        args.extend(["--lib", "--bins"]);
+    }
+    args.extend([
+        // Not run under Wine: built for the rocbuild binary it needs.
         "--test",
         "architecture",
         "--no-run",
@@ -382,8 +394,13 @@ pub fn build_for_tests(env: Env) -> Result<ForTests> {
         // takes no --keep-going; with --no-run this is what it means).
         "--no-fail-fast",
         "--message-format=json-render-diagnostics",
-    ];
+    ]);
     args.extend(target_flags());
+    args
+}
+
+/// `cargo ARGS` for the target in the chroot; its JSON messages.
+fn cargo_json(env: &Env, args: &[&str], what: &str) -> Result<String> {
     println!(
         "xtask: exe: cargo {} (in {})",
         args.join(" "),
@@ -391,24 +408,36 @@ pub fn build_for_tests(env: Env) -> Result<ForTests> {
     );
     let t = Instant::now();
     let out = env
-        .cargo(&args)
+        .cargo(args)
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot run unshare/chroot: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "building the unit tests for {TARGET} failed ({})",
+            "building {what} for {TARGET} failed ({})",
             out.status
         ));
     }
-    println!("xtask: exe: unit tests built in {}", secs(t.elapsed()));
-    let tests = test_executables(&String::from_utf8_lossy(&out.stdout));
-    let rocbuild_exe = build_dev_exe(&env)?;
+    println!("xtask: exe: {what} built in {}", secs(t.elapsed()));
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The dev-profile rocbuild.exe, with the shim beside it: what the Windows day needs, built
+/// before the unit tests so that the day can run while they compile (it leaves more than a
+/// core idle).
+pub fn build_exe_for_tests(env: &Env) -> Result<PathBuf> {
+    cargo_json(env, &test_build_args(false), "rocbuild.exe")?;
+    build_dev_exe(env)
+}
+
+/// Every crate's unit tests for the target, beside `exe` ([`build_exe_for_tests`]).
+pub fn build_unit_tests(env: Env, exe: PathBuf) -> Result<ForTests> {
+    let json = cargo_json(&env, &test_build_args(true), "the unit tests")?;
     Ok(ForTests {
         env,
-        rocbuild_exe,
-        tests,
+        rocbuild_exe: exe,
+        tests: test_executables(&json),
     })
 }
 

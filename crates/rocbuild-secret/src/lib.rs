@@ -409,8 +409,18 @@ mod tests {
         assert_eq!(u.public(), "https://h.example/r");
     }
 
+    /// The umask is the process's: [`a_cache_others_can_write_to_is_refused`] sets it to 0 for
+    /// a moment, and a directory another test thread made then came out world-writable (seen
+    /// in a quick loop). The tests that make files hold this.
+    static UMASK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn umask_held() -> std::sync::MutexGuard<'static, ()> {
+        UMASK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     #[test]
     fn a_cache_inside_a_python_environment_is_refused() {
+        let _held = umask_held();
         let d = tempfile::tempdir().unwrap();
         let venv = d.path().join("venv");
         std::fs::create_dir_all(venv.join("lib/python3.11/site-packages")).unwrap();
@@ -430,6 +440,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_cache_others_can_write_to_is_refused() {
+        let _held = umask_held();
         use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();
         let mine = d.path().join("cache");

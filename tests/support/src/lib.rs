@@ -89,10 +89,152 @@ pub fn run(cmd: &mut Command) -> String {
 }
 
 /// A venv made by `python3 -m venv` (with pip). Returns its site-packages.
+///
+/// The venv is `python3 -m venv --without-pip`'s, and what ensurepip would put in it (pip, and
+/// setuptools on Python 3.11) is copied from a venv that `python3 -m venv` made with ensurepip
+/// once per Python ([`pip_template`]), its `bin/` scripts pointed at this venv's Python, as
+/// pip writes them. ensurepip runs pip to install its own wheel: about 4 CPU-seconds per venv,
+/// and the end-to-end tests make a few hundred venvs (about 10 CPU-minutes of a whole run,
+/// issue 55); the copy takes a tenth of a second. The files are the same as ensurepip's.
 pub fn make_venv(dir: &Path) -> PathBuf {
     let python = std::env::var("ROCBUILD_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    run(Command::new(python).args(["-m", "venv"]).arg(dir));
+    let template = pip_template(&python);
+    run(Command::new(&python)
+        .args(["-m", "venv", "--without-pip"])
+        .arg(dir));
+    copy_pip(&template, dir).unwrap_or_else(|e| {
+        panic!(
+            "cannot copy pip from {} into {}: {e}",
+            template.display(),
+            dir.display()
+        )
+    });
     site_packages(dir)
+}
+
+/// A venv that `PYTHON -m venv` made with ensurepip, kept in `<workspace>/cache/test-venv-pip/KEY`
+/// (KEY: the interpreter's path and version), made once: the source of [`make_venv`]'s pip.
+fn pip_template(python: &str) -> PathBuf {
+    static MADE: std::sync::Mutex<BTreeMap<String, PathBuf>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(t) = made.get(python) {
+        return t.clone();
+    }
+    let who = run(Command::new(python).args([
+        "-c",
+        "import sys, os; print(os.path.realpath(sys.executable), sys.version)",
+    ]));
+    let key = format!("{:x}", Sha256::digest(who.trim().as_bytes()));
+    let root = fixture_dir().join("../../cache/test-venv-pip");
+    let template = root.join(&key[..16]);
+    if !template.join("done").is_file() {
+        // Made beside and renamed into place: another test process may be making it too.
+        let _ = std::fs::create_dir_all(&root);
+        let part = root.join(format!("{}.{}.part", &key[..16], std::process::id()));
+        let _ = std::fs::remove_dir_all(&part);
+        run(Command::new(python).args(["-m", "venv"]).arg(&part));
+        std::fs::write(part.join("done"), who.as_bytes()).unwrap();
+        if std::fs::rename(&part, &template).is_err() {
+            // Another process got there first (or a stale one is in the way: made again).
+            if !template.join("done").is_file() {
+                let _ = std::fs::remove_dir_all(&template);
+                std::fs::rename(&part, &template).unwrap();
+            } else {
+                let _ = std::fs::remove_dir_all(&part);
+            }
+        }
+    }
+    made.insert(python.to_string(), template.clone());
+    template
+}
+
+/// What ensurepip put in `template` and `python -m venv --without-pip` did not make in `venv`:
+/// site-packages' contents, and the `bin/` scripts, their `#!` line naming `venv`'s Python.
+fn copy_pip(template: &Path, venv: &Path) -> std::io::Result<()> {
+    let lib = |root: &Path| root.join("lib");
+    for entry in std::fs::read_dir(lib(template))? {
+        let version_dir = entry?.file_name();
+        let from = lib(template).join(&version_dir).join("site-packages");
+        if from.is_dir() {
+            copy_tree(&from, &lib(venv).join(&version_dir).join("site-packages"))?;
+        }
+    }
+    for entry in std::fs::read_dir(template.join("bin"))? {
+        let entry = entry?;
+        let to = venv.join("bin").join(entry.file_name());
+        if to.symlink_metadata().is_ok() || !entry.file_type()?.is_file() {
+            continue;
+        }
+        let text = std::fs::read(entry.path())?;
+        let Some((python, body)) = script_parts(&text) else {
+            continue;
+        };
+        let mut out = script_header(&venv.join("bin").join(python)).into_bytes();
+        out.extend_from_slice(body);
+        std::fs::write(&to, out)?;
+        std::fs::set_permissions(&to, entry.metadata()?.permissions())?;
+    }
+    Ok(())
+}
+
+/// The interpreter's file name (`python3`) and the rest of a console script pip wrote: after
+/// `#!PATH` or, where PATH has a space or is long, after distlib's `/bin/sh` header.
+fn script_parts(text: &[u8]) -> Option<(String, &[u8])> {
+    let lines: Vec<&[u8]> = text.splitn(4, |b| *b == b'\n').collect();
+    let line = |i: usize| String::from_utf8_lossy(lines.get(i).copied().unwrap_or_default());
+    let sh = format!("{q}exec{s} ", q = "'''", s = "'");
+    let (path, skip) = if line(0) == "#!/bin/sh" && line(1).starts_with(&sh) {
+        let exec = line(1);
+        let path = exec
+            .strip_prefix(&sh)?
+            .strip_suffix(r#" "$0" "$@""#)?
+            .trim_matches('"')
+            .to_string();
+        (path, 3)
+    } else {
+        (line(0).strip_prefix("#!")?.to_string(), 1)
+    };
+    let name = Path::new(&path).file_name()?.to_string_lossy().into_owned();
+    let head: usize = lines.iter().take(skip).map(|l| l.len() + 1).sum();
+    name.starts_with("python")
+        .then(|| (name, text.get(head.min(text.len())..).unwrap_or_default()))
+}
+
+/// The header pip (distlib) writes for `python`: `#!PATH`, or where PATH has a space or the
+/// line would pass the kernel's 127 bytes, `/bin/sh` made to exec PATH.
+fn script_header(python: &Path) -> String {
+    let exe = python.display().to_string();
+    if !exe.contains(' ') && exe.len() + 3 <= 127 {
+        return format!("#!{exe}\n");
+    }
+    let quoted = if exe.contains(' ') {
+        format!("\"{exe}\"")
+    } else {
+        exe
+    };
+    format!("#!/bin/sh\n'''exec' {quoted} \"$0\" \"$@\"\n' '''\n")
+}
+
+/// `from` copied into `to` (made if missing), file by file; a link is made again as a link.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if kind.is_symlink() {
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
+            #[cfg(not(unix))]
+            std::fs::copy(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
 }
 
 pub fn site_packages(venv: &Path) -> PathBuf {
@@ -177,19 +319,6 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .args(args))
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let p = e.path();
-        if p.is_dir() {
-            copy_tree(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
 /// Bare repositories `root/fakecodec.git` (tag `v1.0.0`, a submodule at third_party/sub with
 /// a relative URL) and `root/fakesub.git`. Returns the commit of v1.0.0.
 pub fn make_git_fixture(root: &Path) -> String {
@@ -214,7 +343,7 @@ pub fn make_git_fixture(root: &Path) -> String {
     );
 
     let main = work.join("main");
-    copy_tree(&fixture_dir().join("fakecodec"), &main);
+    copy_tree(&fixture_dir().join("fakecodec"), &main).unwrap();
     git(&main, &["init", "-q"]);
     std::fs::write(
         main.join(".gitmodules"),
@@ -377,7 +506,7 @@ pub fn tree_state(dir: &Path) -> BTreeMap<String, String> {
 /// Returns the tagged commit.
 pub fn make_git_repo(root: &Path, name: &str, src: &Path, tag: &str) -> String {
     let work = root.join(format!("{name}-work"));
-    copy_tree(src, &work);
+    copy_tree(src, &work).unwrap();
     git(&work, &["init", "-q"]);
     git(&work, &["add", "-A"]);
     git(&work, &["commit", "-qm", &format!("{name} {tag}")]);
@@ -428,4 +557,79 @@ pub fn make_wheel_files(dir: &Path, name: &str, version: &str, files: &[(&str, &
     }
     z.finish().unwrap();
     path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The copied pip works as ensurepip's does: `python -m pip` and the `bin/pip` script (its
+    /// `#!` line names this venv's Python) both run, install a wheel into this venv, and list
+    /// what ensurepip installs; the template venv is left as it was.
+    #[test]
+    fn a_venv_with_copied_pip_installs_with_pip_as_ensurepips_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let venv = tmp.path().join("my venv");
+        let site = make_venv(&venv);
+        assert!(site.starts_with(&venv), "{}", site.display());
+        // What ensurepip itself makes at a path of the same length: the same scripts, the same
+        // files in site-packages.
+        let real = tmp.path().join("ur venv");
+        run(Command::new("python3").args(["-m", "venv"]).arg(&real));
+        for script in ["pip", "pip3"] {
+            let ours = std::fs::read_to_string(venv.join("bin").join(script)).unwrap();
+            let theirs = std::fs::read_to_string(real.join("bin").join(script)).unwrap();
+            assert_eq!(ours, theirs.replace("ur venv", "my venv"), "bin/{script}");
+        }
+        let files = |root: &Path| {
+            let mut all = Vec::new();
+            let mut dirs = vec![root.to_path_buf()];
+            while let Some(d) = dirs.pop() {
+                for e in std::fs::read_dir(&d).unwrap().flatten() {
+                    let p = e.path();
+                    let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                    if rel.contains("__pycache__") || rel == "pyvenv.cfg" {
+                        continue;
+                    }
+                    if p.is_dir() && !p.is_symlink() {
+                        dirs.push(p);
+                    } else {
+                        all.push(rel);
+                    }
+                }
+            }
+            all.sort();
+            all
+        };
+        assert_eq!(files(&venv), files(&real));
+        let listed = run(Command::new(venv.join("bin/pip")).args([
+            "list",
+            "--disable-pip-version-check",
+            "--format=freeze",
+        ]));
+        assert!(listed.contains("pip=="), "{listed}");
+        let wheels = tmp.path().join("wheels");
+        let wheel = make_wheel(&wheels, "fakecodec", "0.16.0");
+        run(Command::new(venv.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-index",
+                "--disable-pip-version-check",
+            ])
+            .arg(&wheel));
+        let shown = run(Command::new(venv.join("bin/python")).args([
+            "-c",
+            "import importlib.metadata as m, sys; print(m.version('fakecodec'), sys.prefix)",
+        ]));
+        assert_eq!(shown.trim(), format!("0.16.0 {}", venv.display()));
+        // The template did not get the wheel: the install went into this venv alone.
+        let template = pip_template("python3");
+        assert!(std::fs::read_dir(template.join("lib"))
+            .unwrap()
+            .flatten()
+            .all(|d| !d.path().join("site-packages/fakecodec").exists()));
+    }
 }
