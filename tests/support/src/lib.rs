@@ -153,13 +153,17 @@ fn pip_template(python: &str) -> PathBuf {
 /// site-packages' contents, and the `bin/` scripts, their `#!` line naming `venv`'s Python.
 fn copy_pip(template: &Path, venv: &Path) -> std::io::Result<()> {
     let lib = |root: &Path| root.join("lib");
+    let mut sites = Vec::new();
     for entry in std::fs::read_dir(lib(template))? {
         let version_dir = entry?.file_name();
         let from = lib(template).join(&version_dir).join("site-packages");
         if from.is_dir() {
-            copy_tree(&from, &lib(venv).join(&version_dir).join("site-packages"))?;
+            let to = lib(venv).join(&version_dir).join("site-packages");
+            copy_tree(&from, &to)?;
+            sites.push(to);
         }
     }
+    let mut scripts = BTreeMap::new();
     for entry in std::fs::read_dir(template.join("bin"))? {
         let entry = entry?;
         let to = venv.join("bin").join(entry.file_name());
@@ -172,8 +176,46 @@ fn copy_pip(template: &Path, venv: &Path) -> std::io::Result<()> {
         };
         let mut out = script_header(&venv.join("bin").join(python)).into_bytes();
         out.extend_from_slice(body);
-        std::fs::write(&to, out)?;
+        std::fs::write(&to, &out)?;
         std::fs::set_permissions(&to, entry.metadata()?.permissions())?;
+        scripts.insert(entry.file_name().to_string_lossy().into_owned(), out);
+    }
+    for site in sites {
+        record_scripts(&site, &scripts)?;
+    }
+    Ok(())
+}
+
+/// Each dist-info's RECORD in `site` given the hash and size of the `bin/` scripts written for
+/// this venv (name → content), as pip records the scripts it writes.
+fn record_scripts(site: &Path, scripts: &BTreeMap<String, Vec<u8>>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(site)? {
+        let record = entry?.path().join("RECORD");
+        let Ok(text) = std::fs::read_to_string(&record) else {
+            continue;
+        };
+        let mut out = String::new();
+        for line in text.lines() {
+            let path = line.split(',').next().unwrap_or_default();
+            let script = path
+                .strip_prefix("../../../bin/")
+                .and_then(|name| scripts.get(name));
+            match script {
+                Some(content) => out.push_str(&format!(
+                    "{path},sha256={},{}\n",
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        .encode(Sha256::digest(content)),
+                    content.len()
+                )),
+                None => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+        if out != text {
+            std::fs::write(&record, out)?;
+        }
     }
     Ok(())
 }
@@ -232,6 +274,14 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             std::fs::copy(&src, &dst)?;
         } else {
             std::fs::copy(&src, &dst)?;
+            // The source's time too: a `.pyc` holds its source's mtime, and Python rewrites
+            // a `.pyc` whose source looks newer (Python 3.11's `_distutils_hack`, which every
+            // start imports, would change the venv under a test that compares it).
+            let modified = entry.metadata()?.modified()?;
+            std::fs::File::options()
+                .write(true)
+                .open(&dst)?
+                .set_modified(modified)?;
         }
     }
     Ok(())
@@ -559,7 +609,8 @@ pub fn make_wheel_files(dir: &Path, name: &str, version: &str, files: &[(&str, &
     path
 }
 
-#[cfg(test)]
+// Unix: the tests' venvs are the host's (under Wine there is no python3).
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 
@@ -602,6 +653,65 @@ mod tests {
             all
         };
         assert_eq!(files(&venv), files(&real));
+        // Every RECORD holds what is on disk (the scripts' own hashes included), as pip's own
+        // check of a venv and the ownership model's expect.
+        for d in std::fs::read_dir(&site).unwrap().flatten() {
+            let Ok(record) = std::fs::read_to_string(d.path().join("RECORD")) else {
+                continue;
+            };
+            for line in record.lines() {
+                let mut f = line.split(',');
+                let (path, hash) = (f.next().unwrap(), f.next().unwrap_or_default());
+                let Some(want) = hash.strip_prefix("sha256=") else {
+                    continue;
+                };
+                let got = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .encode(Sha256::digest(std::fs::read(site.join(path)).unwrap()));
+                assert_eq!(got, want, "{path} in {}", d.path().display());
+            }
+        }
+        // Python's start leaves the venv as it is: no `.pyc` is stale (their sources keep the
+        // template's times), so none is written again.
+        let hashes = |root: &Path| -> BTreeMap<String, String> {
+            files(root)
+                .into_iter()
+                .map(|rel| {
+                    let bytes = std::fs::read(root.join(&rel)).unwrap_or_default();
+                    (rel, format!("{:x}", Sha256::digest(bytes)))
+                })
+                .collect()
+        };
+        let pycache = |root: &Path| {
+            let mut all = BTreeMap::new();
+            let mut dirs = vec![root.to_path_buf()];
+            while let Some(d) = dirs.pop() {
+                for e in std::fs::read_dir(&d).unwrap().flatten() {
+                    if e.path().is_dir() {
+                        dirs.push(e.path());
+                    } else if e.path().extension().is_some_and(|x| x == "pyc") {
+                        let bytes = std::fs::read(e.path()).unwrap();
+                        all.insert(e.path(), format!("{:x}", Sha256::digest(bytes)));
+                    }
+                }
+            }
+            all
+        };
+        let before = (hashes(&venv), pycache(&venv));
+        run(Command::new(venv.join("bin/python"))
+            .args(["-c", "import pip"])
+            .env_remove("PYTHONDONTWRITEBYTECODE"));
+        let after = (hashes(&venv), pycache(&venv));
+        let changed: Vec<String> = (after.0.iter().filter(|(k, v)| before.0.get(*k) != Some(*v)))
+            .map(|(k, _)| k.clone())
+            .chain(
+                after
+                    .1
+                    .iter()
+                    .filter(|(k, v)| before.1.get(*k) != Some(*v))
+                    .map(|(k, _)| k.display().to_string()),
+            )
+            .collect();
+        assert!(changed.is_empty(), "Python's start wrote {changed:#?}");
         let listed = run(Command::new(venv.join("bin/pip")).args([
             "list",
             "--disable-pip-version-check",
