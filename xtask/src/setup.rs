@@ -665,30 +665,19 @@ fn windows_unit_tests(p: &Prepared, fuzz: &mut FuzzBeside) -> Result<bool> {
                 crate::exe::build_unit_tests(env, exe.clone()).map(|b| (b, "ok".into()))
             })
         });
-        let day_ok = windows_day_phase(p, &day, &exe);
+        let day_ok = beside(
+            "Windows: a user's day and builds (e2e exe_day, exe_build) under Wine",
+            || {
+                let ok = windows_day(p, &day, &exe)?;
+                Ok((ok, if ok { "ok" } else { "FAILED" }.to_string()))
+            },
+        );
         let units = joined(units.join())?;
         let units_ok = report::phase_passed("Windows: unit tests under Wine", || {
             crate::exe::run_unit_tests(&units, None)
         })?;
         Ok(units_ok && day_ok?)
     })
-}
-
-/// The Windows day as a phase beside the unit tests' build (its wall time; the CPU is shared).
-fn windows_day_phase(p: &Prepared, day: &Path, exe: &Path) -> Result<bool> {
-    let t = Instant::now();
-    let r = windows_day(p, day, exe);
-    let outcome = if matches!(r, Ok(true)) {
-        "ok"
-    } else {
-        "FAILED"
-    };
-    report::record(
-        "Windows: a user's day and builds (e2e exe_day, exe_build) under Wine",
-        t.elapsed(),
-        outcome,
-    );
-    r
 }
 
 /// Where the host's e2e test binary is kept for the Windows day (outside target/debug/deps,

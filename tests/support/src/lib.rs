@@ -632,25 +632,13 @@ mod tests {
             let theirs = std::fs::read_to_string(real.join("bin").join(script)).unwrap();
             assert_eq!(ours, theirs.replace("ur venv", "my venv"), "bin/{script}");
         }
-        let files = |root: &Path| {
-            let mut all = Vec::new();
-            let mut dirs = vec![root.to_path_buf()];
-            while let Some(d) = dirs.pop() {
-                for e in std::fs::read_dir(&d).unwrap().flatten() {
-                    let p = e.path();
-                    let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-                    if rel.contains("__pycache__") || rel == "pyvenv.cfg" {
-                        continue;
-                    }
-                    if p.is_dir() && !p.is_symlink() {
-                        dirs.push(p);
-                    } else {
-                        all.push(rel);
-                    }
-                }
-            }
-            all.sort();
-            all
+        // The same paths (tree_state's keys; bytecode and pyvenv.cfg, which name the venv's
+        // own path and time, aside).
+        let files = |root: &Path| -> Vec<String> {
+            tree_state(root)
+                .into_keys()
+                .filter(|k| !k.contains("__pycache__") && k != "pyvenv.cfg")
+                .collect()
         };
         assert_eq!(files(&venv), files(&real));
         // Every RECORD holds what is on disk (the scripts' own hashes included), as pip's own
@@ -672,44 +660,14 @@ mod tests {
         }
         // Python's start leaves the venv as it is: no `.pyc` is stale (their sources keep the
         // template's times), so none is written again.
-        let hashes = |root: &Path| -> BTreeMap<String, String> {
-            files(root)
-                .into_iter()
-                .map(|rel| {
-                    let bytes = std::fs::read(root.join(&rel)).unwrap_or_default();
-                    (rel, format!("{:x}", Sha256::digest(bytes)))
-                })
-                .collect()
-        };
-        let pycache = |root: &Path| {
-            let mut all = BTreeMap::new();
-            let mut dirs = vec![root.to_path_buf()];
-            while let Some(d) = dirs.pop() {
-                for e in std::fs::read_dir(&d).unwrap().flatten() {
-                    if e.path().is_dir() {
-                        dirs.push(e.path());
-                    } else if e.path().extension().is_some_and(|x| x == "pyc") {
-                        let bytes = std::fs::read(e.path()).unwrap();
-                        all.insert(e.path(), format!("{:x}", Sha256::digest(bytes)));
-                    }
-                }
-            }
-            all
-        };
-        let before = (hashes(&venv), pycache(&venv));
+        let before = tree_state(&venv);
         run(Command::new(venv.join("bin/python"))
             .args(["-c", "import pip"])
             .env_remove("PYTHONDONTWRITEBYTECODE"));
-        let after = (hashes(&venv), pycache(&venv));
-        let changed: Vec<String> = (after.0.iter().filter(|(k, v)| before.0.get(*k) != Some(*v)))
-            .map(|(k, _)| k.clone())
-            .chain(
-                after
-                    .1
-                    .iter()
-                    .filter(|(k, v)| before.1.get(*k) != Some(*v))
-                    .map(|(k, _)| k.display().to_string()),
-            )
+        let changed: Vec<_> = tree_state(&venv)
+            .into_iter()
+            .filter(|(k, v)| before.get(k) != Some(v))
+            .map(|(k, _)| k)
             .collect();
         assert!(changed.is_empty(), "Python's start wrote {changed:#?}");
         let listed = run(Command::new(venv.join("bin/pip")).args([
