@@ -172,8 +172,13 @@ impl Drop for HostBuild {
 
 /// rocbuild.exe and every crate's unit tests for `x86_64-pc-windows-msvc`, run under Wine.
 pub enum WindowsBuild {
+    /// rocbuild.exe built right after the set-up, and the Windows day run beside the host's
+    /// tests (the day leaves more than a core idle); chosen when the disk holds both
+    /// ([`BESIDE_DISK_NEED`]).
+    BesideHostTests,
     /// Built after the host's tests have run (and, on a disposable machine, after the ROCm
-    /// chroots and the host's build outputs are gone: [`free_after_host_tests`]).
+    /// chroots and the host's build outputs are gone: [`free_after_host_tests`]): the order
+    /// for a disk too small for [`WindowsBuild::BesideHostTests`].
     AfterHostTests,
     /// The developer named an exe of their own (`ROCBUILD_TEST_EXE`): nothing is built.
     Named,
@@ -184,7 +189,7 @@ pub enum WindowsBuild {
 /// Set everything up.
 pub fn setup() -> Result<Prepared> {
     let prepared = setup_for(&[], false, false)?;
-    if let WindowsBuild::AfterHostTests = prepared.exe {
+    if let WindowsBuild::AfterHostTests | WindowsBuild::BesideHostTests = prepared.exe {
         if let Ok(env) = crate::exe::env_for_tests()? {
             let built = crate::exe::build_for_tests(env)?;
             println!("xtask: exe: {}", built.rocbuild_exe.display());
@@ -199,7 +204,7 @@ pub fn setup() -> Result<Prepared> {
 /// `fuzz`: also build the fuzz targets and give each its smoke run (a whole `cargo xtask
 /// test`; xtask/src/fuzz.rs), after the host's tests ([`run_tests`]).
 pub fn setup_for(args: &[String], fuzz: bool, build_tests: bool) -> Result<Prepared> {
-    report_disk(&workspace_root())?;
+    let free = report_disk(&workspace_root())?;
     report::phase("set-up: apt packages", apt)?;
     // After apt: the builds compile C (zstd, ring) with what apt installs.
     let host_build = if build_tests {
@@ -220,7 +225,7 @@ pub fn setup_for(args: &[String], fuzz: bool, build_tests: bool) -> Result<Prepa
             crate::chroots::Outcome::Skipped(why) => WindowsBuild::Skipped(format!(
                 "no Windows world to build rocbuild.exe against: {why}"
             )),
-            crate::chroots::Outcome::Ready(_) => WindowsBuild::AfterHostTests,
+            crate::chroots::Outcome::Ready(_) => windows_order(free),
         }
     };
     Ok(Prepared {
@@ -463,13 +468,19 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
     println!("xtask: cargo test --workspace {}", extra.join(" "));
     let env = |cmd: &mut Command| {
         test_env(cmd, p);
-        // The day's e2e tests (tests/e2e/exe_day.rs) need rocbuild.exe, which a whole run builds
-        // after these tests: they run then ([`windows_day`]).
+        // The day's e2e tests (tests/e2e/exe_day.rs, exe_build.rs) need rocbuild.exe: a whole
+        // run gives them their own run with it ([`windows_day`]).
         match &p.exe {
             WindowsBuild::AfterHostTests => {
                 cmd.env(
                     "ROCBUILD_TEST_EXE_SKIP",
                     "rocbuild.exe is built after the host's tests: these run then, with it",
+                );
+            }
+            WindowsBuild::BesideHostTests => {
+                cmd.env(
+                    "ROCBUILD_TEST_EXE_SKIP",
+                    "the Windows day runs these beside the host's tests, with rocbuild.exe",
                 );
             }
             WindowsBuild::Skipped(why) => {
@@ -483,7 +494,6 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
-    let (status, _) = host_tests(extra, env, building)?;
     // The whole run (no filter) also runs every crate's unit tests for Windows under Wine,
     // and the Windows user's day with that rocbuild.exe, the fuzz targets built and run
     // beside them.
@@ -491,9 +501,15 @@ pub fn run_tests(p: &Prepared, extra: &[String]) -> Result<ExitCode> {
         wanted: p.fuzz,
         building: None,
     };
-    let later_ok = match &p.exe {
-        WindowsBuild::AfterHostTests if extra.is_empty() => windows_unit_tests(p, &mut fuzz)?,
-        _ => true,
+    let (status, later_ok) = match &p.exe {
+        WindowsBuild::BesideHostTests if extra.is_empty() => {
+            windows_beside_host_tests(p, extra, env, building, &mut fuzz)?
+        }
+        WindowsBuild::AfterHostTests if extra.is_empty() => {
+            let (status, _) = host_tests(extra, env, building)?;
+            (status, windows_after_host_tests(p, &mut fuzz)?)
+        }
+        _ => (host_tests(extra, env, building)?.0, true),
     };
     // The fuzz targets' smoke run whatever the Windows phases gave (a `&&` skipped it after a
     // failed Windows phase, and left its build running).
@@ -625,38 +641,66 @@ fn test_env(cmd: &mut Command, p: &Prepared) {
     }
 }
 
-/// rocbuild.exe and the unit tests for Windows, built and run under Wine (after the host's
-/// tests, with their disk freed first on a disposable machine), and the Windows user's day
-/// with that exe; whether none failed. rocbuild.exe is built first, alone; the day then runs
-/// while the unit tests compile beside it (the day leaves more than a core idle: about 0.4
-/// cores over 10 min of a bare run), and the unit tests run under Wine after the day (they
-/// share its Wine prefix). The fuzz build takes what the two leave.
-fn windows_unit_tests(p: &Prepared, fuzz: &mut FuzzBeside) -> Result<bool> {
-    let day = keep_e2e_binary()?;
-    if disposable() {
-        report::phase("disk: free the chroots and the host build", || {
-            free_after_host_tests(p)
-        })?;
+/// The order of a whole run with a Windows world: the day beside the host's tests where the
+/// disk holds both ([`BESIDE_DISK_NEED`]), after them where it does not.
+fn windows_order(free: u64) -> WindowsBuild {
+    if free >= BESIDE_DISK_NEED {
+        println!(
+            "xtask: order: rocbuild.exe is built after the set-up and the Windows day runs beside the host's tests ({:.1} GB free, {:.0} GB needed)",
+            free as f64 / 1e9,
+            BESIDE_DISK_NEED as f64 / 1e9
+        );
+        WindowsBuild::BesideHostTests
+    } else {
+        println!(
+            "xtask: order: the Windows build and day come after the host's tests ({:.1} GB free: running them beside takes about {:.0} GB)",
+            free as f64 / 1e9,
+            BESIDE_DISK_NEED as f64 / 1e9
+        );
+        WindowsBuild::AfterHostTests
     }
+}
+
+/// The phase that builds rocbuild.exe for the tests: its build environment and the exe, or
+/// None when the build is skipped (the phase says why).
+fn exe_phase() -> Result<Option<(crate::exe::Env, PathBuf)>> {
     let m = report::Mark::now();
     let name = "Windows: build rocbuild.exe";
     let built = crate::exe::env_for_tests().and_then(|env| match env {
         Ok(env) => crate::exe::build_exe_for_tests(&env).map(|exe| Ok((env, exe))),
         Err(why) => Ok(Err(why)),
     });
-    let (env, exe) = match built {
+    match built {
         Ok(Ok(built)) => {
             report::record_since(name, m, "ok");
-            built
+            Ok(Some(built))
         }
         Ok(Err(why)) => {
             report::record_since(name, m, &format!("skipped: {why}"));
-            return Ok(true);
+            Ok(None)
         }
         Err(e) => {
             report::record_since(name, m, "FAILED");
-            return Err(e);
+            Err(e)
         }
+    }
+}
+
+/// rocbuild.exe and the unit tests for Windows, built and run under Wine after the host's
+/// tests (their disk freed first on a disposable machine), and the Windows user's day with
+/// that exe; whether none failed. rocbuild.exe is built first, alone; the day then runs while
+/// the unit tests compile beside it (the day leaves more than a core idle: about 0.4 cores over
+/// 10 min of a bare run), and the unit tests run under Wine after the day (they share its Wine
+/// prefix). The fuzz build takes what the two leave.
+fn windows_after_host_tests(p: &Prepared, fuzz: &mut FuzzBeside) -> Result<bool> {
+    let day = keep_e2e_binary()?;
+    if disposable() {
+        report::phase("disk: free the chroots and the host build", || {
+            free_after_host_tests(p)
+        })?;
+    }
+    let Some((env, exe)) = exe_phase()? else {
+        return Ok(true);
     };
     fuzz.start()?;
     std::thread::scope(|s| {
@@ -665,18 +709,79 @@ fn windows_unit_tests(p: &Prepared, fuzz: &mut FuzzBeside) -> Result<bool> {
                 crate::exe::build_unit_tests(env, exe.clone()).map(|b| (b, "ok".into()))
             })
         });
-        let day_ok = beside(
-            "Windows: a user's day and builds (e2e exe_day, exe_build) under Wine",
-            || {
-                let ok = windows_day(p, &day, &exe)?;
-                Ok((ok, if ok { "ok" } else { "FAILED" }.to_string()))
-            },
-        );
+        let day_ok = day_phase(p, &day, &exe);
         let units = joined(units.join())?;
-        let units_ok = report::phase_passed("Windows: unit tests under Wine", || {
-            crate::exe::run_unit_tests(&units, None)
+        Ok(wine_unit_tests(&units)? && day_ok?)
+    })
+}
+
+/// rocbuild.exe built first (the host's test build finishing beside it), then the host's
+/// tests with the Windows user's day beside them; after the day, on the same thread, the unit
+/// tests for Windows compile and the fuzz build starts; after both, the unit tests run under
+/// Wine (they share the day's Wine prefix, which the host's own Wine tests use anyway). The
+/// host run's exit code and whether the Windows phases passed.
+fn windows_beside_host_tests(
+    p: &Prepared,
+    extra: &[String],
+    env: impl Fn(&mut Command) + Sync,
+    building: Option<HostBuild>,
+    fuzz: &mut FuzzBeside,
+) -> Result<(Option<i32>, bool)> {
+    let exe = exe_phase();
+    let built = match building {
+        Some(b) => b.finish()?,
+        None => build_host_tests(&workspace_root(), &[], &env)?,
+    };
+    let Some((xenv, exe)) = exe? else {
+        let status = if built {
+            run_host_tests(&workspace_root(), extra, &env)?.0
+        } else {
+            None
+        };
+        return Ok((status, true));
+    };
+    if !built {
+        return Ok((None, false));
+    }
+    let day = keep_e2e_binary()?;
+    let (status, day_ok, units) = std::thread::scope(|s| {
+        let windows = s.spawn(|| {
+            let day_ok = day_phase(p, &day, &exe);
+            fuzz.start()?;
+            let units = beside("Windows: build the unit tests (after the day)", || {
+                crate::exe::build_unit_tests(xenv, exe.clone()).map(|b| (b, "ok".into()))
+            });
+            Ok((day_ok, units))
+        });
+        let host = run_host_tests(&workspace_root(), extra, &env);
+        let windows: Result<_> = joined(windows.join());
+        let (day_ok, units) = windows?;
+        Ok::<_, String>((host?.0, day_ok, units))
+    })?;
+    if disposable() {
+        report::phase("disk: free the chroots and the host build", || {
+            free_after_host_tests(p)
         })?;
-        Ok(units_ok && day_ok?)
+    }
+    let units_ok = wine_unit_tests(&units?)?;
+    Ok((status, units_ok && day_ok?))
+}
+
+/// The Windows day as a phase of its own, run beside other work: whether it passed.
+fn day_phase(p: &Prepared, day: &Path, exe: &Path) -> Result<bool> {
+    beside(
+        "Windows: a user's day and builds (e2e exe_day, exe_build) under Wine",
+        || {
+            let ok = windows_day(p, day, exe)?;
+            Ok((ok, if ok { "ok" } else { "FAILED" }.to_string()))
+        },
+    )
+}
+
+/// The unit tests for Windows run under Wine, a phase: whether they passed.
+fn wine_unit_tests(units: &crate::exe::ForTests) -> Result<bool> {
+    report::phase_passed("Windows: unit tests under Wine", || {
+        crate::exe::run_unit_tests(units, None)
     })
 }
 
@@ -966,9 +1071,15 @@ fn requirements_from_metadata(text: &str) -> Vec<String> {
 /// first, nothing removed, chroots untrimmed) needed about 30 GB and ran out of disk in CI.
 const RUN_DISK_NEED: u64 = 23_000_000_000;
 
+/// What a fresh clone's run takes at its peak with the Windows day beside the host's tests
+/// ([`WindowsBuild::BesideHostTests`]): [`RUN_DISK_NEED`]'s peak plus the Rust chroot, the
+/// Windows target directory and the day's venvs and builds, all there while the host's tests
+/// run.
+const BESIDE_DISK_NEED: u64 = 32_000_000_000;
+
 /// Says up front how much disk there is against what a whole run takes, so that a run that
 /// ends in "No space left on device" has said why before it started.
-fn report_disk(root: &Path) -> Result<()> {
+fn report_disk(root: &Path) -> Result<u64> {
     let free = free_bytes(root)?;
     println!(
         "xtask: disk: {:.1} GB free under {} (a run from a fresh clone takes about {:.0} GB)",
@@ -981,7 +1092,7 @@ fn report_disk(root: &Path) -> Result<()> {
             "xtask: disk: WARNING: less than a whole run needs: the Windows world is skipped below 4 GB, and a build may stop with \"No space left on device\"; free space (old cargo target directories, ~/.cache/pip, stale clones under /tmp) first"
         );
     }
-    Ok(())
+    Ok(free)
 }
 
 /// Free bytes on the filesystem that holds `path` (or its nearest existing parent).
@@ -997,6 +1108,20 @@ pub fn free_bytes(path: &Path) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_day_runs_beside_the_host_tests_only_where_the_disk_holds_both() {
+        assert!(matches!(
+            windows_order(BESIDE_DISK_NEED),
+            WindowsBuild::BesideHostTests
+        ));
+        assert!(matches!(
+            windows_order(BESIDE_DISK_NEED - 1),
+            WindowsBuild::AfterHostTests
+        ));
+        // The smaller order still fits where a whole run fits at all.
+        assert!(RUN_DISK_NEED < BESIDE_DISK_NEED);
+    }
 
     #[test]
     fn requirements_keep_markers_and_drop_extras_and_triton() {
