@@ -173,12 +173,12 @@ impl Drop for HostBuild {
 /// rocbuild.exe and every crate's unit tests for `x86_64-pc-windows-msvc`, run under Wine.
 pub enum WindowsBuild {
     /// rocbuild.exe built right after the set-up, and the Windows day run beside the host's
-    /// tests (the day leaves more than a core idle); chosen when the disk holds both
-    /// ([`BESIDE_DISK_NEED`]).
+    /// tests (the day leaves more than a core idle): on a machine that keeps its builds and
+    /// has the disk for both ([`day_beside`]).
     BesideHostTests,
     /// Built after the host's tests have run (and, on a disposable machine, after the ROCm
     /// chroots and the host's build outputs are gone: [`free_after_host_tests`]): the order
-    /// for a disk too small for [`WindowsBuild::BesideHostTests`].
+    /// of a disposable machine, and of a disk too small for [`WindowsBuild::BesideHostTests`].
     AfterHostTests,
     /// The developer named an exe of their own (`ROCBUILD_TEST_EXE`): nothing is built.
     Named,
@@ -212,7 +212,14 @@ pub fn setup_for(args: &[String], fuzz: bool, build_tests: bool) -> Result<Prepa
     } else {
         None
     };
-    let (venv, chroots, windows, py_wheel) = network_set_up()?;
+    let whole = build_tests && args.is_empty() && std::env::var_os("ROCBUILD_TEST_EXE").is_none();
+    let (beside, why) = day_beside(free, disposable());
+    if whole {
+        println!("xtask: order: {why}");
+    }
+    // With the day beside the host's tests, rocbuild.exe is built right after the set-up:
+    // its sid Rust chroot is made during the set-up, beside the other worlds.
+    let (venv, chroots, windows, py_wheel) = network_set_up(whole && beside)?;
     if disposable() {
         remove_build_outputs(&["target/x86_64-unknown-linux-gnu"], "the wheel is built")?;
     }
@@ -225,7 +232,8 @@ pub fn setup_for(args: &[String], fuzz: bool, build_tests: bool) -> Result<Prepa
             crate::chroots::Outcome::Skipped(why) => WindowsBuild::Skipped(format!(
                 "no Windows world to build rocbuild.exe against: {why}"
             )),
-            crate::chroots::Outcome::Ready(_) => windows_order(free),
+            crate::chroots::Outcome::Ready(_) if beside => WindowsBuild::BesideHostTests,
+            crate::chroots::Outcome::Ready(_) => WindowsBuild::AfterHostTests,
         }
     };
     Ok(Prepared {
@@ -252,7 +260,7 @@ type NetworkSetUp = (
     PathBuf,
 );
 
-fn network_set_up() -> Result<NetworkSetUp> {
+fn network_set_up(rust_chroot: bool) -> Result<NetworkSetUp> {
     std::thread::scope(|s| {
         let venv = s.spawn(|| {
             beside("set-up: wheels (pip download)", || {
@@ -273,11 +281,15 @@ fn network_set_up() -> Result<NetworkSetUp> {
             })
         });
         let chroots = s.spawn(|| {
-            beside("set-up: ROCm chroots", || {
+            let c = beside("set-up: ROCm chroots", || {
                 let c = crate::chroots::setup(is_root(), &[])?;
                 let said = outcomes(c.iter().map(|(_, o)| o));
                 Ok((c, said))
-            })
+            });
+            if rust_chroot {
+                rust_chroot_early();
+            }
+            c
         });
         let wheel = s.spawn(|| {
             beside(
@@ -289,6 +301,24 @@ fn network_set_up() -> Result<NetworkSetUp> {
         let (v, ww, c, w) = (venv.join(), world.join(), chroots.join(), wheel.join());
         Ok((joined(v)?, joined(c)?, joined(ww)?, joined(w)?))
     })
+}
+
+/// The sid Rust chroot that rocbuild.exe is built in, made during the set-up (Debian's
+/// mirror, 75 s of a bare run) instead of when the build needs it. The build asks for it
+/// again ([`crate::exe::Env::prepare_or_skip`]), finds it made, or says why it cannot be.
+fn rust_chroot_early() {
+    let t = Instant::now();
+    let said = match crate::chroots::ensure(&crate::chroots::RUST_WIN, is_root()) {
+        Ok(crate::chroots::Outcome::Ready(_)) => "ok".to_string(),
+        Ok(crate::chroots::Outcome::Skipped(why)) => format!("skipped: {why}"),
+        Err(e) => {
+            println!(
+                "xtask: set-up: the Rust chroot for rocbuild.exe: {e} (the build tries again)"
+            );
+            "not made (the build tries again)".to_string()
+        }
+    };
+    report::record("set-up: Rust chroot (rocbuild.exe)", t.elapsed(), &said);
 }
 
 /// Run one phase of [`network_set_up`] beside the others: its value, recorded with its wall
@@ -641,29 +671,36 @@ fn test_env(cmd: &mut Command, p: &Prepared) {
     }
 }
 
-/// The order of a whole run with a Windows world: the day beside the host's tests where the
-/// disk holds both ([`BESIDE_DISK_NEED`]), after them where it does not.
-fn windows_order(free: u64) -> WindowsBuild {
-    if free >= BESIDE_DISK_NEED {
-        println!(
-            "xtask: order: rocbuild.exe is built after the set-up and the Windows day runs beside the host's tests ({:.1} GB free, {:.0} GB needed)",
-            free as f64 / 1e9,
-            BESIDE_DISK_NEED as f64 / 1e9
-        );
-        WindowsBuild::BesideHostTests
-    } else {
-        println!(
-            "xtask: order: the Windows build and day come after the host's tests ({:.1} GB free: running them beside takes about {:.0} GB)",
-            free as f64 / 1e9,
-            BESIDE_DISK_NEED as f64 / 1e9
-        );
-        WindowsBuild::AfterHostTests
+/// Whether a whole run puts the Windows day beside the host's tests, and the line that says
+/// why. That pays where the Windows builds are warm (a developer's machine, a CI machine that
+/// keeps its caches): rocbuild.exe then builds in about a minute, and the day's Wine waits use
+/// the core the host's tests leave idle. On a disposable machine (`.ci/run`: every build cold)
+/// rocbuild.exe, the unit tests for Windows and the fuzz targets are minutes of CPU each, the
+/// set-up and the host's tests already keep both cores busy, and beside them the day only made
+/// the run longer (BENCHMARKS.md, "CI times"); and the disk must hold both worlds at once
+/// ([`BESIDE_DISK_NEED`]).
+fn day_beside(free: u64, disposable: bool) -> (bool, String) {
+    let gb = |b: u64| b as f64 / 1e9;
+    if disposable {
+        return (false, "a disposable machine builds everything cold: the Windows build and day come after the host's tests, whose disk is freed first".into());
     }
+    if free < BESIDE_DISK_NEED {
+        return (false, format!(
+            "the Windows build and day come after the host's tests ({:.1} GB free: running them beside takes about {:.0} GB)",
+            gb(free),
+            gb(BESIDE_DISK_NEED)
+        ));
+    }
+    (true, format!(
+        "rocbuild.exe is built after the set-up and the Windows day runs beside the host's tests ({:.1} GB free, {:.0} GB needed)",
+        gb(free),
+        gb(BESIDE_DISK_NEED)
+    ))
 }
 
 /// The phase that builds rocbuild.exe for the tests: its build environment and the exe, or
-/// None when the build is skipped (the phase says why).
-fn exe_phase() -> Result<Option<(crate::exe::Env, PathBuf)>> {
+/// why the build is skipped (the phase says it too).
+fn exe_phase() -> Result<std::result::Result<(crate::exe::Env, PathBuf), String>> {
     let m = report::Mark::now();
     let name = "Windows: build rocbuild.exe";
     let built = crate::exe::env_for_tests().and_then(|env| match env {
@@ -673,11 +710,11 @@ fn exe_phase() -> Result<Option<(crate::exe::Env, PathBuf)>> {
     match built {
         Ok(Ok(built)) => {
             report::record_since(name, m, "ok");
-            Ok(Some(built))
+            Ok(Ok(built))
         }
         Ok(Err(why)) => {
             report::record_since(name, m, &format!("skipped: {why}"));
-            Ok(None)
+            Ok(Err(why))
         }
         Err(e) => {
             report::record_since(name, m, "FAILED");
@@ -699,7 +736,7 @@ fn windows_after_host_tests(p: &Prepared, fuzz: &mut FuzzBeside) -> Result<bool>
             free_after_host_tests(p)
         })?;
     }
-    let Some((env, exe)) = exe_phase()? else {
+    let Ok((env, exe)) = exe_phase()? else {
         return Ok(true);
     };
     fuzz.start()?;
@@ -732,13 +769,24 @@ fn windows_beside_host_tests(
         Some(b) => b.finish()?,
         None => build_host_tests(&workspace_root(), &[], &env)?,
     };
-    let Some((xenv, exe)) = exe? else {
-        let status = if built {
-            run_host_tests(&workspace_root(), extra, &env)?.0
-        } else {
-            None
-        };
-        return Ok((status, true));
+    let (xenv, exe) = match exe? {
+        Ok(built) => built,
+        Err(why) => {
+            // No day: the day's tests in the host run say why instead.
+            let no_day = |cmd: &mut Command| {
+                env(cmd);
+                cmd.env(
+                    "ROCBUILD_TEST_EXE_SKIP",
+                    format!("rocbuild.exe was not built: {why}"),
+                );
+            };
+            let status = if built {
+                run_host_tests(&workspace_root(), extra, &no_day)?.0
+            } else {
+                None
+            };
+            return Ok((status, true));
+        }
     };
     if !built {
         return Ok((None, false));
@@ -1076,6 +1124,8 @@ const RUN_DISK_NEED: u64 = 23_000_000_000;
 /// Windows target directory and the day's venvs and builds, all there while the host's tests
 /// run.
 const BESIDE_DISK_NEED: u64 = 32_000_000_000;
+// Below the beside order's need there is still the smaller order's.
+const _: () = assert!(RUN_DISK_NEED < BESIDE_DISK_NEED);
 
 /// Says up front how much disk there is against what a whole run takes, so that a run that
 /// ends in "No space left on device" has said why before it started.
@@ -1110,17 +1160,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_day_runs_beside_the_host_tests_only_where_the_disk_holds_both() {
-        assert!(matches!(
-            windows_order(BESIDE_DISK_NEED),
-            WindowsBuild::BesideHostTests
-        ));
-        assert!(matches!(
-            windows_order(BESIDE_DISK_NEED - 1),
-            WindowsBuild::AfterHostTests
-        ));
-        // The smaller order still fits where a whole run fits at all.
-        assert!(RUN_DISK_NEED < BESIDE_DISK_NEED);
+    fn the_day_runs_beside_the_host_tests_only_warm_and_where_the_disk_holds_both() {
+        assert!(day_beside(BESIDE_DISK_NEED, false).0);
+        let (beside, why) = day_beside(BESIDE_DISK_NEED - 1, false);
+        assert!(!beside);
+        assert!(why.contains("32 GB"), "{why}");
+        let (beside, why) = day_beside(u64::MAX, true);
+        assert!(!beside);
+        assert!(why.contains("disposable"), "{why}");
     }
 
     #[test]
