@@ -760,7 +760,7 @@ fn windows_after_host_tests(p: &Prepared, fuzz: &mut FuzzBeside) -> Result<bool>
 fn windows_beside_host_tests(
     p: &Prepared,
     extra: &[String],
-    env: impl Fn(&mut Command) + Sync,
+    env: impl Fn(&mut Command),
     building: Option<HostBuild>,
     fuzz: &mut FuzzBeside,
 ) -> Result<(Option<i32>, bool)> {
@@ -806,11 +806,6 @@ fn windows_beside_host_tests(
         let (day_ok, units) = windows?;
         Ok::<_, String>((host?.0, day_ok, units))
     })?;
-    if disposable() {
-        report::phase("disk: free the chroots and the host build", || {
-            free_after_host_tests(p)
-        })?;
-    }
     let units_ok = wine_unit_tests(&units?)?;
     Ok((status, units_ok && day_ok?))
 }
@@ -1119,10 +1114,12 @@ fn requirements_from_metadata(text: &str) -> Vec<String> {
 /// first, nothing removed, chroots untrimmed) needed about 30 GB and ran out of disk in CI.
 const RUN_DISK_NEED: u64 = 23_000_000_000;
 
-/// What a fresh clone's run takes at its peak with the Windows day beside the host's tests
+/// What a run takes at its peak with the Windows day beside the host's tests
 /// ([`WindowsBuild::BesideHostTests`]): [`RUN_DISK_NEED`]'s peak plus the Rust chroot, the
 /// Windows target directory and the day's venvs and builds, all there while the host's tests
-/// run.
+/// run. Measured from a fresh clone at `ce24adf` (free space sampled every 15 s): 26.7 GB;
+/// the rest is margin (the order is taken only on a machine that keeps its builds, whose
+/// caches grow).
 const BESIDE_DISK_NEED: u64 = 32_000_000_000;
 // Below the beside order's need there is still the smaller order's.
 const _: () = assert!(RUN_DISK_NEED < BESIDE_DISK_NEED);
