@@ -3,11 +3,13 @@
 //!
 //! Native code is never loaded into rocbuild's own process: a broken library can abort or
 //! crash whoever loads it. The child writes one JSON line per step and flushes, so a crash or
-//! a hang still tells which step it was in; a timeout kills it.
+//! a hang still tells which step it was in; a timeout kills it. No wait is unbounded: not the
+//! kill's, and not the reading of pipes a process the child started still holds.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -99,6 +101,14 @@ pub fn load_test(python: &Path, steps: &[Step], timeout: Duration) -> LoadReport
     load_test_with(python, steps, timeout, None)
 }
 
+/// How long the output pipes may stay open after the child has gone: a process the child
+/// started (a daemon a library's constructor forked, a helper Wine left running) can hold them
+/// for ever, and the report must not wait for it.
+const PIPE_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a killed child may take to be gone before rocbuild stops waiting for it.
+const KILL_GRACE: Duration = Duration::from_secs(10);
+
 /// [`load_test`], the venv's `python.exe` run under `wine` when given (paths given to the
 /// child as Wine sees them; a timeout also ends what Wine left running).
 pub fn load_test_with(
@@ -107,6 +117,22 @@ pub fn load_test_with(
     timeout: Duration,
     wine: Option<&Path>,
 ) -> LoadReport {
+    let mut child = match child_command(python, steps, wine).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return LoadReport {
+                steps: Vec::new(),
+                aborted: Some(format!("cannot start {}: {e}", python.display())),
+                wine: None,
+            }
+        }
+    };
+    let (status, out) = watch(&mut child, timeout, wine);
+    report(steps, status, out, wine)
+}
+
+/// The child's command: `python -I -B -c CHILD`, the steps in its environment.
+fn child_command(python: &Path, steps: &[Step], wine: Option<&Path>) -> Command {
     let steps_seen: Vec<Step> = match wine {
         Some(_) => steps
             .iter()
@@ -134,62 +160,161 @@ pub fn load_test_with(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return LoadReport {
-                steps: Vec::new(),
-                aborted: Some(format!("cannot start {}: {e}", python.display())),
-                wine: None,
-            }
+    cmd
+}
+
+/// One line the child wrote, from its stdout or its stderr.
+enum Piece {
+    Out(String),
+    Err(String),
+}
+
+/// What the child wrote, as far as it could be read.
+#[derive(Default)]
+struct Output {
+    lines: Vec<String>,
+    stderr: String,
+}
+
+impl Output {
+    fn take(&mut self, p: Piece) {
+        match p {
+            Piece::Out(l) => self.lines.push(l),
+            Piece::Err(l) => self.stderr.push_str(&l),
         }
-    };
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let out_reader = std::thread::spawn(move || {
-        let mut lines = Vec::new();
-        if let Some(s) = stdout {
-            for l in BufReader::new(s).lines() {
-                match l {
-                    Ok(l) => lines.push(l),
-                    Err(_) => break,
+    }
+}
+
+/// Send each line `r` gives (lossily decoded) as `piece(line)` until its end or an error.
+fn read_lines(r: impl Read + Send + 'static, tx: Sender<Piece>, piece: fn(String) -> Piece) {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(r);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if tx
+                        .send(piece(String::from_utf8_lossy(&buf).into_owned()))
+                        .is_err()
+                    {
+                        break;
+                    }
                 }
             }
         }
-        lines
     });
-    let err_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(mut s) = stderr {
-            let _ = s.read_to_string(&mut text);
-        }
-        text
-    });
+}
+
+/// Wait for the child (killed after `timeout`) and read what it wrote; every wait is bounded:
+/// the kill's ([`KILL_GRACE`]) and the pipes' after its end ([`PIPE_GRACE`]).
+fn watch(
+    child: &mut Child,
+    timeout: Duration,
+    wine: Option<&Path>,
+) -> (Result<ExitStatus, String>, Output) {
+    let (tx, rx) = mpsc::channel();
+    if let Some(s) = child.stdout.take() {
+        read_lines(s, tx.clone(), |l| Piece::Out(l.trim_end().to_string()));
+    }
+    if let Some(s) = child.stderr.take() {
+        read_lines(s, tx.clone(), Piece::Err);
+    }
+    drop(tx);
+    let mut out = Output::default();
     let start = Instant::now();
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break Ok(st),
-            Ok(None) if start.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                if wine.is_some() {
-                    let _ = Command::new("wineserver").arg("-k").status();
+            Ok(None) if start.elapsed() >= timeout => break Err(kill(child, timeout, wine)),
+            Ok(None) => {
+                if let Ok(p) = rx.recv_timeout(Duration::from_millis(5)) {
+                    out.take(p);
                 }
-                break Err(format!(
-                    "killed after {} s without finishing",
-                    timeout.as_secs()
-                ));
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
             Err(e) => break Err(format!("cannot wait for the child: {e}")),
         }
     };
-    let lines = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
+    // Until both pipes end, or the grace is over: whatever holds them open is not waited for.
+    let deadline = Instant::now() + PIPE_GRACE;
+    while let Ok(p) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        out.take(p);
+    }
+    (status, out)
+}
 
+/// Kill the child after its timeout and say so; waits at most [`KILL_GRACE`] for it to go.
+fn kill(child: &mut Child, timeout: Duration, wine: Option<&Path>) -> String {
+    let _ = child.kill();
+    let gone = Instant::now();
+    let mut exited = false;
+    while gone.elapsed() < KILL_GRACE {
+        if !matches!(child.try_wait(), Ok(None)) {
+            exited = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if wine.is_some() {
+        let _ = Command::new("wineserver").arg("-k").status();
+    }
+    let mut why = format!("killed after {} s without finishing", timeout.as_secs());
+    if !exited {
+        why.push_str(&format!(
+            " (still there {} s after the kill)",
+            KILL_GRACE.as_secs()
+        ));
+    }
+    why
+}
+
+/// The report from what the child wrote and how it ended.
+fn report(
+    steps: &[Step],
+    status: Result<ExitStatus, String>,
+    out: Output,
+    wine: Option<&Path>,
+) -> LoadReport {
+    let (mut results, in_progress) = step_results(steps, &out.lines);
+    let aborted = match status {
+        Err(why) => Some(why),
+        Ok(st) if st.success() && in_progress.is_none() => None,
+        Ok(st) => Some(describe_exit(st, &out.stderr)),
+    };
+    if let (Some(why), Some(i)) = (&aborted, in_progress) {
+        if let Some(step) = steps.get(i) {
+            results.push(StepResult {
+                step: step.clone(),
+                ok: false,
+                error: Some(format!("the process died here: {why}")),
+            });
+        }
+    }
+    LoadReport {
+        steps: results,
+        aborted,
+        wine: match wine {
+            Some(_) => Some(
+                out.stderr
+                    .lines()
+                    .filter(|l| l.contains("unimplemented function") || l.starts_with("wine:"))
+                    .map(|l| l.trim().to_string())
+                    .collect(),
+            ),
+            // rocbuild.exe itself under Wine: its child is Wine's too, with the same stubs for
+            // missing exports (Wine prints their names to the Unix stderr, out of reach here).
+            None if this_process_runs_under_wine() => Some(Vec::new()),
+            None => None,
+        },
+    }
+}
+
+/// Each finished step's result, and the step the child was in when it stopped (if any).
+fn step_results(steps: &[Step], lines: &[String]) -> (Vec<StepResult>, Option<usize>) {
     let mut results = Vec::new();
     let mut in_progress = None;
-    for l in &lines {
+    for l in lines {
         let Ok(line) = serde_json::from_str::<Line>(l) else {
             continue;
         };
@@ -207,37 +332,7 @@ pub fn load_test_with(
             }
         }
     }
-    let aborted = match status {
-        Err(why) => Some(why),
-        Ok(st) if st.success() && in_progress.is_none() => None,
-        Ok(st) => Some(describe_exit(st, &stderr)),
-    };
-    if let (Some(why), Some(i)) = (&aborted, in_progress) {
-        if let Some(step) = steps.get(i) {
-            results.push(StepResult {
-                step: step.clone(),
-                ok: false,
-                error: Some(format!("the process died here: {why}")),
-            });
-        }
-    }
-    LoadReport {
-        steps: results,
-        aborted,
-        wine: match wine {
-            Some(_) => Some(
-                stderr
-                    .lines()
-                    .filter(|l| l.contains("unimplemented function") || l.starts_with("wine:"))
-                    .map(|l| l.trim().to_string())
-                    .collect(),
-            ),
-            // rocbuild.exe itself under Wine: its child is Wine's too, with the same stubs for
-            // missing exports (Wine prints their names to the Unix stderr, out of reach here).
-            None if this_process_runs_under_wine() => Some(Vec::new()),
-            None => None,
-        },
-    }
+    (results, in_progress)
 }
 
 /// Whether this Windows process runs under Wine.
@@ -329,6 +424,51 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("the process died here"));
+    }
+
+    /// A library whose constructor forks a process that keeps the child's stdout and stderr
+    /// open 30 s after the child has gone: the report comes without waiting for it (before,
+    /// reading the pipes to their end waited as long as that process lived).
+    #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "a Unix-host test: its interpreter is a `python3` script"
+    )]
+    fn pipes_held_open_after_the_child_has_gone_do_not_hold_the_report() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("holder.c");
+        let mark = d.path().join("holder-done");
+        std::fs::write(
+            &src,
+            format!(
+                "#include <stdio.h>\n#include <unistd.h>\n\
+                 __attribute__((constructor)) static void hold(void) {{\n\
+                   if (fork() == 0) {{ sleep(30); fclose(fopen(\"{}\", \"w\")); _exit(0); }}\n\
+                 }}\n",
+                mark.display()
+            ),
+        )
+        .unwrap();
+        let lib = d.path().join("libholder.so");
+        let st = Command::new("cc")
+            .args(["-shared", "-fPIC"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&lib)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let r = load_test(
+            &python(),
+            &[Step::Cdll(lib), Step::Import("json".into())],
+            Duration::from_secs(60),
+        );
+        assert!(
+            !mark.exists(),
+            "the report waited for the process that held the pipes"
+        );
+        assert!(r.ok(), "{r:?}");
+        assert_eq!(r.steps.len(), 2, "{r:?}");
     }
 
     /// A library whose constructor aborts: the child dies, rocbuild names the step.
