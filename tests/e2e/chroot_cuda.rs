@@ -58,7 +58,10 @@ fn debian_cuda_12_4_builds_bitsandbytes_with_the_host_compiler_its_nvcc_takes() 
         .unwrap();
     let w = work.path();
     let inner = format!("/tmp/{}", w.file_name().unwrap().to_string_lossy());
-    std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), w.join("rocbuild")).unwrap();
+    copy_executable(
+        Path::new(env!("CARGO_BIN_EXE_rocbuild")),
+        &w.join("rocbuild"),
+    );
     copy_dir(&mirror.join(repo), &w.join("mirror").join(repo));
     copy_dir(&bitsandbytes_wheels(), &w.join("wheels"));
     let venv = format!("{inner}/venv");

@@ -212,7 +212,10 @@ fn build_in(root: &Path, arch: &str, hip_major: u32) -> (tempfile::TempDir, Stri
         work.path().file_name().unwrap().to_string_lossy()
     );
     let w = work.path();
-    std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), w.join("rocbuild")).unwrap();
+    copy_executable(
+        Path::new(env!("CARGO_BIN_EXE_rocbuild")),
+        &w.join("rocbuild"),
+    );
     let src = w.join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("CMakeLists.txt"), CMAKE).unwrap();
@@ -405,7 +408,10 @@ fn ct2_scene(root: &Path, prefix: &str) -> (tempfile::TempDir, String, String) {
         "/tmp/{}",
         work.path().file_name().unwrap().to_string_lossy()
     );
-    std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), work.path().join("rocbuild")).unwrap();
+    copy_executable(
+        Path::new(env!("CARGO_BIN_EXE_rocbuild")),
+        &work.path().join("rocbuild"),
+    );
     let venv = format!("{inner}/venv");
     let mk = in_chroot(root, &[], &["python3", "-m", "venv", &venv]);
     assert_eq!(mk.code, 0, "{}", show(&mk));
@@ -488,7 +494,10 @@ fn sid_ffmpeg_9_gets_a_torchcodec_release_for_it_and_0_15_is_refused_before_fetc
         work.path().file_name().unwrap().to_string_lossy()
     );
     let w = work.path();
-    std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), w.join("rocbuild")).unwrap();
+    copy_executable(
+        Path::new(env!("CARGO_BIN_EXE_rocbuild")),
+        &w.join("rocbuild"),
+    );
     // The fixture repository, tagged as both releases: a refusal is the planner's, not a
     // missing tag.
     let repos = w.join("repos");

@@ -221,17 +221,14 @@ fn the_wheels_compiler_found_on_path_builds_both_parts() {
     let log = root.join("calls.log");
     for (name, real) in [("gcc-99", "gcc"), ("g++-99", "g++")] {
         let p = bin.join(name);
-        std::fs::write(
+        write_executable(
             &p,
             format!(
                 "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{name} (Test 99.1.0-1) 99.1.0'; exit 0; fi\n\
                  echo \"{name} $*\" >> '{}'\nexec {real} \"$@\"\n",
                 log.display()
             ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
     }
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let cache = root.join("cache");

@@ -281,17 +281,14 @@ fn a_no_op_rerun_starts_nothing_and_a_change_it_depended_on_takes_the_full_path(
     let calls = w.tmp.path().join("cmake-calls");
     let cmake = which("cmake");
     let wrapper = tools.join("cmake");
-    std::fs::write(
+    write_executable(
         &wrapper,
         format!(
             "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
             calls.display(),
             cmake.display()
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let path = format!(
         "{}:{}",
         tools.display(),

@@ -33,7 +33,6 @@ fn windows_venv(dir: &Path, version: &str) -> std::path::PathBuf {
 /// it failed with pyenv's words, and which Python it took instead; without `-v`, nothing.
 #[test]
 fn a_host_python_that_cannot_run_is_passed_over_and_said_with_v() {
-    use std::os::unix::fs::PermissionsExt;
     let tmp = tempfile::tempdir().unwrap();
     let version = host_version();
     let venv = windows_venv(tmp.path(), &version);
@@ -41,12 +40,10 @@ fn a_host_python_that_cannot_run_is_passed_over_and_said_with_v() {
     std::fs::create_dir_all(&shims).unwrap();
     let name = format!("python{version}");
     let shim = shims.join(&name);
-    std::fs::write(
+    write_executable(
         &shim,
         format!("#!/bin/sh\necho 'pyenv: {name}: command not found' >&2\nexit 127\n"),
-    )
-    .unwrap();
-    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let path = format!(
         "{}:{}",
         shims.display(),

@@ -125,7 +125,6 @@ fn plain_diff(git_diff: &Path) -> String {
 /// same, `diff -u` patches without git's header lines included: the built op says so.
 #[test]
 fn fixes_and_patches_apply_where_no_git_program_runs() {
-    use std::os::unix::fs::PermissionsExt;
     let w = World::new(DECODE_WAV);
     let fix = plain_diff(&patch(&w, "fix", "* 10", "* 11"));
     let user = w.tmp.path().join("user.patch");
@@ -133,8 +132,7 @@ fn fixes_and_patches_apply_where_no_git_program_runs() {
     // A `git` first on PATH that cannot run (as a missing one cannot).
     let bin = w.tmp.path().join("nogit");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::write(bin.join("git"), "#!/bin/sh\nexit 127\n").unwrap();
-    std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_executable(&bin.join("git"), "#!/bin/sh\nexit 127\n");
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let recipe = w.recipes.join("fakecodec.toml");
     let plain = std::fs::read_to_string(&recipe).unwrap();

@@ -817,17 +817,14 @@ fn doctor_names_the_cuda_library_ctranslate2_loads_by_name_and_torch_lacks() {
 /// capability 8.6 and this driver: its banner, and `--query-gpu=compute_cap`. No GPU can be had
 /// here; what doctor reads of the real tool's answers is its format.
 fn nvidia_smi_on_path(dir: &Path, cuda: &str, driver: &str) -> String {
-    use std::os::unix::fs::PermissionsExt;
     let bin = dir.join(format!("smi-{cuda}"));
     std::fs::create_dir_all(&bin).unwrap();
     let script = bin.join("nvidia-smi");
-    std::fs::write(
+    write_executable(
         &script,
         format!(
             "#!/bin/sh\ncase \"$1\" in\n  --query-gpu=compute_cap) echo 8.6 ;;\n  *) echo '| NVIDIA-SMI {driver}    Driver Version: {driver}    CUDA Version: {cuda}     |' ;;\nesac\n"
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
 }

@@ -109,7 +109,7 @@ fn with_no_venv_named_rocbuild_acts_on_the_venv_it_is_installed_in_but_not_a_too
         let bin = venv.join("bin");
         std::fs::create_dir_all(&bin).unwrap();
         let exe = bin.join("rocbuild");
-        std::fs::copy(env!("CARGO_BIN_EXE_rocbuild"), &exe).unwrap();
+        copy_executable(std::path::Path::new(env!("CARGO_BIN_EXE_rocbuild")), &exe);
         let out = Command::new(&exe)
             .args(["status", "--json"])
             .current_dir(&project)

@@ -9,7 +9,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -228,11 +228,12 @@ fn watch(
         match child.try_wait() {
             Ok(Some(st)) => break Ok(st),
             Ok(None) if start.elapsed() >= timeout => break Err(kill(child, timeout, wine)),
-            Ok(None) => {
-                if let Ok(p) = rx.recv_timeout(Duration::from_millis(5)) {
-                    out.take(p);
-                }
-            }
+            Ok(None) => match rx.recv_timeout(Duration::from_millis(5)) {
+                Ok(p) => out.take(p),
+                Err(RecvTimeoutError::Timeout) => {}
+                // Both pipes closed while the child runs on: wait without spinning.
+                Err(RecvTimeoutError::Disconnected) => std::thread::sleep(Duration::from_millis(5)),
+            },
             Err(e) => break Err(format!("cannot wait for the child: {e}")),
         }
     };
@@ -469,6 +470,51 @@ mod tests {
         );
         assert!(r.ok(), "{r:?}");
         assert_eq!(r.steps.len(), 2, "{r:?}");
+    }
+
+    /// The CPU time this thread has used (`/proc/thread-self/stat`: utime + stime, in ticks
+    /// of 10 ms).
+    #[cfg(target_os = "linux")]
+    fn thread_cpu() -> Duration {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<&str> = after_name.split(' ').collect();
+        // Fields 14 and 15 of the line; the name (field 2) and state (3) are cut off.
+        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        Duration::from_millis(ticks * 10)
+    }
+
+    /// A child that closes its stdout and stderr, then works on for 2 s: rocbuild waits for
+    /// it without spinning (the pipes' end is no reason to poll without pause).
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_child_without_pipes_is_waited_for_without_spinning() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("quiet.c");
+        std::fs::write(
+            &src,
+            "#include <unistd.h>\n\
+             __attribute__((constructor)) static void quiet(void) { close(1); close(2); sleep(2); }\n",
+        )
+        .unwrap();
+        let lib = d.path().join("libquiet.so");
+        let st = Command::new("cc")
+            .args(["-shared", "-fPIC"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&lib)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let cpu = thread_cpu();
+        let t = Instant::now();
+        let _ = load_test(&python(), &[Step::Cdll(lib)], Duration::from_secs(60));
+        assert!(t.elapsed() >= Duration::from_secs(2));
+        let used = thread_cpu() - cpu;
+        assert!(
+            used < Duration::from_millis(500),
+            "{used:?} of CPU to wait 2 s for a child"
+        );
     }
 
     /// A library whose constructor aborts: the child dies, rocbuild names the step.

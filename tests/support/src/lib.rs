@@ -88,6 +88,28 @@ pub fn run(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Copy an executable that a test then runs (rocbuild's own binary into a venv or a chroot).
+///
+/// Copied by this process, the new file is open for writing until the copy returns, and a child
+/// that another test's thread forks in that moment holds the descriptor until it execs: running
+/// the copy then fails with "Text file busy" (ETXTBSY; a bare CI run met it). `cp` writes it in
+/// a process of its own, whose descriptors no test's child inherits.
+pub fn copy_executable(src: &Path, dst: &Path) {
+    run(Command::new("cp").arg(src).arg(dst));
+}
+
+/// Write a script (mode 755) that a test then runs, as [`copy_executable`] copies: the text goes
+/// into a file that nothing runs, and `cp` makes the script from it.
+#[cfg(unix)]
+pub fn write_executable(dst: &Path, text: impl AsRef<[u8]>) {
+    use std::os::unix::fs::PermissionsExt;
+    let src = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(src.path(), text).unwrap();
+    std::fs::set_permissions(src.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _ = std::fs::remove_file(dst);
+    copy_executable(src.path(), dst);
+}
+
 /// A venv made by `python3 -m venv` (with pip). Returns its site-packages.
 ///
 /// The venv is `python3 -m venv --without-pip`'s, and what ensurepip would put in it (pip, and

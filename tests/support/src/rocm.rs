@@ -40,12 +40,10 @@ fn touch(p: &Path) {
 /// An executable stub (mode 755) that prints nothing.
 fn exe(p: &Path) {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, "#!/bin/sh\nexit 0\n").unwrap();
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    crate::write_executable(p, "#!/bin/sh\nexit 0\n");
+    #[cfg(not(unix))]
+    std::fs::write(p, "#!/bin/sh\nexit 0\n").unwrap();
 }
 
 fn hip_version_h(root: &Path, version: &str) {
