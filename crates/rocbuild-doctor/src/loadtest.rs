@@ -366,6 +366,22 @@ mod tests {
         PathBuf::from("python3")
     }
 
+    /// A shared library compiled by `cc` from `source` into `dir/libNAME.so`.
+    fn shared_library(dir: &Path, name: &str, source: &str) -> PathBuf {
+        let src = dir.join(format!("{name}.c"));
+        std::fs::write(&src, source).unwrap();
+        let lib = dir.join(format!("lib{name}.so"));
+        let st = Command::new("cc")
+            .args(["-shared", "-fPIC"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&lib)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        lib
+    }
+
     #[test]
     #[cfg_attr(
         windows,
@@ -437,28 +453,18 @@ mod tests {
     )]
     fn pipes_held_open_after_the_child_has_gone_do_not_hold_the_report() {
         let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("holder.c");
         let mark = d.path().join("holder-done");
-        std::fs::write(
-            &src,
-            format!(
+        let lib = shared_library(
+            d.path(),
+            "holder",
+            &format!(
                 "#include <stdio.h>\n#include <unistd.h>\n\
                  __attribute__((constructor)) static void hold(void) {{\n\
                    if (fork() == 0) {{ sleep(30); fclose(fopen(\"{}\", \"w\")); _exit(0); }}\n\
                  }}\n",
                 mark.display()
             ),
-        )
-        .unwrap();
-        let lib = d.path().join("libholder.so");
-        let st = Command::new("cc")
-            .args(["-shared", "-fPIC"])
-            .arg(&src)
-            .arg("-o")
-            .arg(&lib)
-            .status()
-            .unwrap();
-        assert!(st.success());
+        );
         let r = load_test(
             &python(),
             &[Step::Cdll(lib), Step::Import("json".into())],
@@ -490,22 +496,12 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn a_child_without_pipes_is_waited_for_without_spinning() {
         let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("quiet.c");
-        std::fs::write(
-            &src,
+        let lib = shared_library(
+            d.path(),
+            "quiet",
             "#include <unistd.h>\n\
              __attribute__((constructor)) static void quiet(void) { close(1); close(2); sleep(2); }\n",
-        )
-        .unwrap();
-        let lib = d.path().join("libquiet.so");
-        let st = Command::new("cc")
-            .args(["-shared", "-fPIC"])
-            .arg(&src)
-            .arg("-o")
-            .arg(&lib)
-            .status()
-            .unwrap();
-        assert!(st.success());
+        );
         let cpu = thread_cpu();
         let t = Instant::now();
         let _ = load_test(&python(), &[Step::Cdll(lib)], Duration::from_secs(60));
@@ -525,21 +521,11 @@ mod tests {
     )]
     fn a_crash_names_the_step() {
         let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("boom.c");
-        std::fs::write(
-            &src,
+        let lib = shared_library(
+            d.path(),
+            "boom",
             "#include <stdlib.h>\n__attribute__((constructor)) static void boom(void) { abort(); }\n",
-        )
-        .unwrap();
-        let lib = d.path().join("libboom.so");
-        let st = Command::new("cc")
-            .args(["-shared", "-fPIC"])
-            .arg(&src)
-            .arg("-o")
-            .arg(&lib)
-            .status()
-            .unwrap();
-        assert!(st.success());
+        );
         let r = load_test(&python(), &[Step::Cdll(lib)], Duration::from_secs(30));
         let why = r.aborted.as_deref().unwrap();
         assert!(why.contains("signal 6"), "{why}");
