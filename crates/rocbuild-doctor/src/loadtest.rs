@@ -366,20 +366,12 @@ mod tests {
         PathBuf::from("python3")
     }
 
-    /// A shared library compiled by `cc` from `source` into `dir/libNAME.so`.
+    /// `source` written to `dir/NAME.c` and compiled by `cc` into `dir/libNAME.so`.
     fn shared_library(dir: &Path, name: &str, source: &str) -> PathBuf {
         let src = dir.join(format!("{name}.c"));
         std::fs::write(&src, source).unwrap();
         let lib = dir.join(format!("lib{name}.so"));
-        let st = Command::new("cc")
-            .args(["-shared", "-fPIC"])
-            .arg(&src)
-            .arg("-o")
-            .arg(&lib)
-            .status()
-            .unwrap();
-        assert!(st.success());
-        lib
+        rocbuild_testkit::native::shared_library("cc", &src, &lib, &[])
     }
 
     #[test]
